@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: MIT
+# shmtrace: `make` builds, `make test` tests, `make demo` shows, `make bench` measures.
+VERSION   := 0.1.0
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+CC        ?= cc
+CFLAGS    ?= -O2 -g
+BUILD     ?= build
+
+override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread -D_GNU_SOURCE \
+	-DSHMTRACE_VERSION='"$(VERSION)"' -Ilibshm -Icollector -Itools
+LDLIBS    := -luring -lmsgpackc -lpthread -lm
+
+# SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer; TSAN=1: ThreadSanitizer.
+ifeq ($(SAN),1)
+override CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -O1
+override LDFLAGS += -fsanitize=address,undefined
+BUILD := build-san
+endif
+ifeq ($(TSAN),1)
+override CFLAGS += -fsanitize=thread -O1
+override LDFLAGS += -fsanitize=thread
+BUILD := build-tsan
+endif
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+LIB_SRC   := $(wildcard libshm/*.c)
+COL_SRC   := $(filter-out collector/main.c,$(wildcard collector/*.c))
+TOOL_SRC  := $(filter-out tools/main.c,$(wildcard tools/*.c))
+DEMO_SRC  := $(wildcard tools/demo/*.c)
+TEST_SRC  := $(wildcard tests/test_*.c)
+BENCH_SRC := $(wildcard tests/bench/*.c)
+
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+COL_OBJ   := $(COL_SRC:%.c=$(BUILD)/%.o)
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+TESTS     := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+BENCHES   := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
+
+STATIC    := $(BUILD)/libshmtrace.a
+SHARED    := $(BUILD)/libshmtrace.so.0
+INTERNAL  := $(BUILD)/libshmt-tools.a $(BUILD)/libshmt-collector.a $(STATIC)
+COLLECTOR := $(BUILD)/shmtrace-collector
+TOOL      := $(BUILD)/shmtrace
+DEMO      := $(BUILD)/shmtrace-demo
+
+all: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL) $(DEMO)
+
+$(BUILD)/%.o: %.c $(wildcard libshm/*.h collector/*.h tools/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c -o $@ $<
+
+$(STATIC): $(LIB_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJ) libshm/libshmtrace.map
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libshmtrace.so.0 \
+		-Wl,--version-script=libshm/libshmtrace.map -o $@ $(LIB_OBJ) -lpthread
+	$(Q)ln -sf libshmtrace.so.0 $(BUILD)/libshmtrace.so
+
+$(BUILD)/libshmt-collector.a: $(COL_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^ $(if $(COL_OBJ),,$(BUILD)/libshm/ring.o)
+
+$(BUILD)/libshmt-tools.a: $(TOOL_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^ $(if $(TOOL_OBJ),,$(BUILD)/libshm/ring.o)
+
+$(BUILD)/shmtrace.pc: libshm/shmtrace.pc.in
+	@mkdir -p $(BUILD)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(COLLECTOR): $(BUILD)/collector/main.o $(INTERNAL)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS)
+
+$(TOOL): $(BUILD)/tools/main.o $(INTERNAL)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS)
+
+$(DEMO): $(DEMO_SRC:%.c=$(BUILD)/%.o) $(STATIC)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(STATIC) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(INTERNAL) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST    $@")
+	$(Q)$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS) -lcmocka
+
+$(BUILD)/bench/%: tests/bench/%.c $(INTERNAL)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS)
+
+# Debian packages the build and the tests need; installed when root.
+DEB_PKGS := liburing-dev libmsgpack-dev libcmocka-dev pkg-config
+deps:
+	@bash tests/deps.sh $(DEB_PKGS)
+
+build-all: deps all $(TESTS)
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory all tests-bin
+	$(Q)BUILD=$(BUILD) bash tests/run.sh
+
+tests-bin: $(TESTS)
+
+test-san:
+	$(Q)$(MAKE) --no-print-directory SAN=1 all tests-bin
+	$(Q)BUILD=build-san SHMTRACE_SAN=1 bash tests/run.sh --unit
+
+test-tsan:
+	$(Q)$(MAKE) --no-print-directory TSAN=1 CC=clang all tests-bin
+	$(Q)BUILD=build-tsan SHMTRACE_SAN=1 bash tests/run.sh --threaded
+
+demo: deps all
+	$(Q)BUILD=$(BUILD) bash tools/demo/demo.sh
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory CFLAGS="-O2 -g -march=native" BUILD=build-bench all
+	$(Q)$(MAKE) --no-print-directory CFLAGS="-O2 -g -march=native" BUILD=build-bench benches
+	$(Q)BUILD=build-bench bash tests/bench/run.sh
+
+benches: $(BENCHES)
+
+install: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 0644 libshm/shmtrace.h $(DESTDIR)$(PREFIX)/include/
+	install -m 0644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libshmtrace.so.0 $(DESTDIR)$(PREFIX)/lib/libshmtrace.so
+	install -m 0644 $(BUILD)/shmtrace.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 0755 $(COLLECTOR) $(TOOL) $(DESTDIR)$(PREFIX)/bin/
+	for m in docs/man/*.1; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man1/; done; true
+	for m in docs/man/*.3; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man3/; done; true
+
+clean:
+	rm -rf build build-san build-tsan build-bench demo-out
+
+.PHONY: all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
+.SECONDARY:

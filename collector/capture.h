@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capture.h - the capture file: msgpack frames written by shmtrace-collector
+ * and read by `shmtrace export`. Specified in docs/CAPTURE-FORMAT.md.
+ *
+ * A capture is a sequence of self-delimiting frames, each one msgpack array
+ * whose first element is the frame type and whose last is a CRC-32C of the
+ * frame's encoding before it, so that any prefix of a file cut at any byte
+ * reads up to its last whole frame, and a flipped byte is detected. A file
+ * begins with a HEADER frame and, when the collector stopped cleanly, ends
+ * with an END frame; a reader tells the two endings apart.
+ *
+ * Encoders append to a msgpack_sbuffer (the collector hands its bytes to
+ * io_uring). The decoder reads a whole file through a bounded buffer.
+ */
+#ifndef SHMTRACE_CAPTURE_H
+#define SHMTRACE_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <msgpack.h>
+
+#include "ring_format.h"
+
+#define SHMT_CAP_MAGIC		"SHMTCAP"	/* in the header frame */
+#define SHMT_CAP_VERSION	1		/* major; a newer one is refused */
+#define SHMT_CAP_MAX_FRAME	(16u << 20)	/* no frame is larger than this */
+
+enum shmt_cap_type {
+	SHMT_CAP_HEADER = 1,
+	SHMT_CAP_STRINGS = 2,	/* interned strings: id -> bytes */
+	SHMT_CAP_THREADS = 3,	/* process/thread name slots */
+	SHMT_CAP_RECORDS = 4,	/* a batch of 40-byte records */
+	SHMT_CAP_LOSS = 5,	/* the ring's loss counters at a point in time */
+	SHMT_CAP_END = 6,	/* clean stop */
+};
+
+struct shmt_cap_header {
+	uint32_t version;		/* SHMT_CAP_VERSION */
+	uint32_t part;			/* 0 for the first file, n for FILE.n */
+	uint64_t run_id;		/* same in every part of one collector run */
+	char host[64];
+	char ring[256];
+	uint32_t ring_capacity;
+	uint32_t ring_mode;		/* enum shmtrace_mode */
+	uint32_t clock_tsc;		/* 1: TSC calibrated to CLOCK_MONOTONIC */
+	uint32_t collector_pid;
+	uint64_t realtime0;		/* wall clock anchor, ns since the epoch ... */
+	uint64_t mono0;			/* ... taken together with this ring time */
+	uint64_t started_ns;		/* ring time when the collector started */
+};
+
+struct shmt_cap_string {
+	uint32_t id;
+	uint32_t len;
+	const char *s;			/* len bytes, not NUL-terminated in the file */
+};
+
+struct shmt_cap_loss {
+	uint64_t at_ns;			/* ring time of the snapshot */
+	uint64_t dropped;		/* ring full, discard mode (cumulative) */
+	uint64_t overwritten;		/* overwrite mode (cumulative) */
+	uint64_t lock_timeouts;		/* producers that gave up on the lock */
+	uint64_t torn;			/* records the collector skipped as torn */
+	uint64_t names_dropped;		/* name slots that did not fit */
+};
+
+struct shmt_cap_end {
+	uint64_t records;		/* records this collector wrote, all parts */
+	uint64_t end_ns;		/* ring time at stop */
+	uint32_t next_part;		/* 0, or the part that follows (rotation) */
+};
+
+/* Encoders: each appends one whole frame to b. Return 0 or -ENOMEM. */
+int shmt_cap_put_header(msgpack_sbuffer *b, const struct shmt_cap_header *h);
+int shmt_cap_put_strings(msgpack_sbuffer *b, const struct shmt_cap_string *s, size_t n);
+int shmt_cap_put_threads(msgpack_sbuffer *b, const struct shmt_thread *t, size_t n);
+/* records r[0..n) have ring sequences first_seq .. first_seq + n - 1; their
+ * commit words hold only the kind */
+int shmt_cap_put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n);
+int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l);
+int shmt_cap_put_end(msgpack_sbuffer *b, const struct shmt_cap_end *e);
+
+/* A decoded frame. Pointers stay valid until the next shmt_cap_next(). */
+struct shmt_cap_frame {
+	enum shmt_cap_type type;
+	uint64_t offset;		/* byte offset of the frame in the file */
+	union {
+		struct shmt_cap_header header;
+		struct {
+			const struct shmt_cap_string *v;
+			size_t n;
+		} strings;
+		struct {
+			const struct shmt_thread *v;	/* names NUL-terminated */
+			size_t n;
+		} threads;
+		struct {
+			uint64_t first_seq;
+			const struct shmt_record *v;	/* commit = kind */
+			size_t n;
+		} records;
+		struct shmt_cap_loss loss;
+		struct shmt_cap_end end;
+	};
+};
+
+struct shmt_cap_reader;
+
+/*
+ * Opens a capture file and checks its header frame. Returns 0, or -errno
+ * with a one-line reason in err: -ENOENT/-EACCES..., -EPROTO for a file
+ * that is not a capture or of a newer version, -EBADMSG for an empty file
+ * or a damaged header.
+ */
+int shmt_cap_open(const char *path, struct shmt_cap_reader **out, char *err, size_t errlen);
+
+/*
+ * Reads the next frame. Returns 1 with *f filled, 0 after a clean END
+ * frame, -EPIPE when the file ends inside a frame or without an END frame
+ * (cut: everything before was returned), -EBADMSG on a damaged frame
+ * (bad CRC, bad type, impossible length). err says which and at what offset.
+ */
+int shmt_cap_next(struct shmt_cap_reader *r, struct shmt_cap_frame *f, char *err, size_t errlen);
+
+/* The header frame read by shmt_cap_open(). */
+const struct shmt_cap_header *shmt_cap_header_of(const struct shmt_cap_reader *r);
+
+void shmt_cap_close(struct shmt_cap_reader *r);
+
+/* Decodes one frame from memory (the fuzz harness and the tests use this).
+ * Returns the frame's length in bytes, 0 if buf holds only part of a frame,
+ * or -EBADMSG. Decoded pointers refer to scratch owned by the caller's
+ * msgpack zone z. */
+long shmt_cap_decode(const uint8_t *buf, size_t len, struct shmt_cap_frame *f,
+		     msgpack_zone *z, char *err, size_t errlen);
+
+#endif /* SHMTRACE_CAPTURE_H */

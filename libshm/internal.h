@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * internal.h - what the parts of libshmtrace (and the collector and the
+ * exporter, which link it statically) share but users do not see.
+ */
+#ifndef SHMTRACE_INTERNAL_H
+#define SHMTRACE_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <pthread.h>
+
+#include "shmtrace.h"
+#include "ring_format.h"
+
+#define SHMT_API __attribute__((visibility("default")))
+
+/* C11-style helpers on shared words; the comment at each use says what pairs. */
+#define load_acquire(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define load_relaxed(p)		__atomic_load_n((p), __ATOMIC_RELAXED)
+#define store_release(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define store_relaxed(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define fetch_add(p, v)		__atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+/*
+ * A mapped ring with its geometry validated once and copied to private
+ * memory, so that a peer rewriting the header later cannot move our bounds.
+ */
+struct shmt_view {
+	void *base;
+	size_t size;
+	bool writable;
+	struct shmt_header *h;
+	uint32_t capacity, mask, mode;
+	uint32_t max_strings, string_bytes, hash_slots, max_threads;
+	uint32_t nblocks, block_records;
+	uint64_t block_size;
+	struct shmt_record *records;
+	struct shmt_string *strings;
+	uint16_t *hash;
+	char *heap;
+	struct shmt_thread *threads;
+	uint8_t *blocks;
+	struct shmt_clock clock;
+	uint16_t major, minor;
+};
+
+/* Ring geometry computed from the creation parameters. */
+struct shmt_layout {
+	uint64_t strings_off, hash_off, heap_off, threads_off, blocks_off;
+	uint64_t block_size, records_off, size;
+	uint32_t hash_slots;
+};
+
+/* ring.c */
+int shmt_layout_compute(uint32_t capacity, uint32_t max_strings, uint32_t string_bytes,
+			uint32_t max_threads, uint32_t nblocks, struct shmt_layout *l);
+#define SHMT_OPEN_WRITE		0x1	/* map read-write (producers, collector) */
+#define SHMT_OPEN_ANY_OWNER	0x2	/* skip the owner check (read-only tools) */
+int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, size_t errlen);
+int shmt_view_validate(struct shmt_view *v, const struct shmt_header *copy, uint64_t file_size,
+		       char *err, size_t errlen);
+void shmt_view_close(struct shmt_view *v);
+int shmt_name_check(const char *name);
+
+static inline struct shmt_block *shmt_block_at(const struct shmt_view *v, uint32_t i)
+{
+	return (struct shmt_block *)(v->blocks + (uint64_t)i * v->block_size);
+}
+
+static inline struct shmt_record *shmt_block_recs(struct shmt_block *b)
+{
+	return (struct shmt_record *)(b + 1);
+}
+
+/* clock.c */
+void shmt_clock_calibrate(struct shmt_clock *c, bool allow_tsc);
+void shmt_clock_adopt(const struct shmt_clock *c);
+uint64_t shmt_mono_ns(void);
+uint64_t shmt_realtime_ns(void);
+
+/* lock.c: the ring's robust mutex. */
+int shmt_lock(struct shmt_view *v, uint64_t timeout_ns);
+void shmt_unlock(struct shmt_view *v);
+bool shmt_mutex_sane(const struct shmt_view *v);
+int shmt_mutex_init(pthread_mutex_t *m);
+void shmt_repair(struct shmt_view *v);
+/* Test hook: called at named points inside critical sections. */
+extern void (*shmt_test_hook)(const char *where);
+#define SHMT_HOOK(where) do { if (unlikely(shmt_test_hook != NULL)) shmt_test_hook(where); } while (0)
+
+/* ring_write.c: moving records into the ring; caller holds the lock. */
+uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx);
+int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r);
+void shmt_wake_collector(struct shmt_view *v);
+uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, bool reap);
+
+/* procinfo.c */
+uint64_t shmt_proc_start_time(uint32_t pid);	/* 0 if gone */
+uint64_t shmt_self_pidns(void);
+bool shmt_owner_alive(uint32_t pid, uint32_t tid, uint64_t start_time);
+
+/* names.c */
+int shmt_name_append_locked(struct shmt_view *v, uint32_t pid, uint32_t tid, uint64_t start,
+			    uint64_t pidns, const char *tname, const char *pname);
+
+/* strings.c */
+int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len);
+uint32_t shmt_hash(const char *s, size_t len);
+
+/* The producer handle. */
+struct shmtrace {
+	struct shmt_view v;
+	uint64_t id;			/* never reused; keys the thread caches */
+	pthread_mutex_t local;		/* guards the intern cache */
+	struct intern_cache *cache;
+	uint64_t lock_timeout_ns;
+	uint64_t wedged_until;		/* after a lock timeout: trylock only */
+};
+
+#endif /* SHMTRACE_INTERNAL_H */

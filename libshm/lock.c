@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lock.c - the ring's robust, process-shared mutex, and the repair done by
+ * whoever inherits it from a dead owner.
+ *
+ * Every wait is bounded: an owner that unmapped the ring before dying is
+ * never reported dead by the kernel (../shared/FACTS.md), so a producer
+ * that cannot get the lock in time gives up, counts what it drops, and for
+ * a while only tries the lock instead of waiting on it.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+void (*shmt_test_hook)(const char *where);
+
+int shmt_mutex_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+	int ret;
+
+	ret = pthread_mutexattr_init(&a);
+	if (ret)
+		return -ret;
+	ret = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	if (!ret)
+		ret = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	if (!ret)
+		ret = pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+	return -ret;
+}
+
+/*
+ * Returns true if the mutex bytes look like a robust shared mutex in a
+ * state glibc can handle. Random bytes there can make glibc abort or hang
+ * (FACTS.md: 3 % and 9 % of trials), so the collector checks before it
+ * locks. This reads glibc's struct __pthread_mutex_s, which is ABI-stable.
+ */
+bool shmt_mutex_sane(const struct shmt_view *v)
+{
+	const struct __pthread_mutex_s *d = &v->h->mutex.__data;
+	int lock, owner, kind, ref_kind;
+	pthread_mutex_t ref;
+	unsigned count;
+
+	if (shmt_mutex_init(&ref) < 0)
+		return false;
+	ref_kind = ref.__data.__kind;
+	lock = load_relaxed(&d->__lock);
+	owner = load_relaxed(&d->__owner);
+	kind = load_relaxed(&d->__kind);
+	count = load_relaxed(&d->__count);
+	if (kind != ref_kind)
+		return false;
+	if (count > 1)
+		return false;
+	/* the futex word holds the owner's tid (plus waiter/died bits) or 0 */
+	if (lock != 0 && (lock & 0x3fffffff) == 0)
+		return false;
+	if (owner < 0 && owner != 0x7fffffff /* PTHREAD_MUTEX_NOTRECOVERABLE */)
+		return false;
+	return true;
+}
+
+/*
+ * Finishes or undoes whatever the dead owner was doing, from the journal.
+ * Records a flush had written but not published are never exposed (head is
+ * the only publication), strings not yet counted are rolled back.
+ */
+void shmt_repair(struct shmt_view *v)
+{
+	struct shmt_header *h = v->h;
+	struct shmt_journal *j = &h->journal;
+	uint32_t n;
+
+	if (j->active) {
+		uint64_t head = load_relaxed(&h->head.v);
+
+		if (j->stage == 1 && j->count && head == j->head_before + j->count)
+			j->stage = 2;	/* died between storing head and the stage */
+		if (j->stage <= 1) {
+			/* undo: nothing of it was published; the block keeps its records */
+			store_release(&h->head.v, j->head_before);
+			fetch_add(&h->overwritten.v, -j->overwrote);
+		} else {
+			if (j->stage == 2)
+				fetch_add(&h->dropped.v, j->ndrop);
+			if (j->block < v->nblocks)
+				store_release(&shmt_block_at(v, j->block)->taken,
+					      j->taken_before + j->consumed);
+		}
+		j->active = 0;
+	}
+
+	/* strings: everything past the published count is rolled back */
+	n = load_relaxed(&h->strings);
+	if (n < 1 || n > v->max_strings + 1) {
+		n = n < 1 ? 1 : v->max_strings + 1;
+		store_release(&h->strings, n);
+	}
+	for (uint32_t i = 0; i < v->hash_slots; i++)
+		if (v->hash[i] >= n)
+			v->hash[i] = 0;
+	{
+		uint64_t end = 1;
+
+		if (n > 1) {
+			struct shmt_string s = v->strings[n - 1];
+
+			end = (uint64_t)s.off + s.len + 1;
+		}
+		if (end > v->string_bytes)
+			end = v->string_bytes;
+		h->heap_used = (uint32_t)end;
+	}
+	j->intern_active = 0;
+	fetch_add(&h->lock_recoveries, 1);
+}
+
+static void deadline_after(struct timespec *ts, uint64_t ns)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += (time_t)(ns / 1000000000ull);
+	ts->tv_nsec += (long)(ns % 1000000000ull);
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/*
+ * Takes the ring lock, waiting at most timeout_ns (0: only try). Repairs the
+ * ring if the previous owner died. Returns 0, -ETIMEDOUT (counted in the
+ * header), -EBUSY for a failed try, or -ENOTRECOVERABLE.
+ */
+int shmt_lock(struct shmt_view *v, uint64_t timeout_ns)
+{
+	pthread_mutex_t *m = &v->h->mutex;
+	struct timespec ts;
+	int ret;
+
+	ret = pthread_mutex_trylock(m);
+	if (ret == EBUSY && timeout_ns) {
+		deadline_after(&ts, timeout_ns);
+		ret = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
+	}
+	if (ret == EOWNERDEAD) {
+		shmt_repair(v);
+		pthread_mutex_consistent(m);
+		SHMT_HOOK("recovered");
+		return 0;
+	}
+	if (ret == ETIMEDOUT) {
+		fetch_add(&v->h->lock_timeouts.v, 1);
+		return -ETIMEDOUT;
+	}
+	return -ret;
+}
+
+void shmt_unlock(struct shmt_view *v)
+{
+	pthread_mutex_unlock(&v->h->mutex);
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * procinfo.c - what /proc tells about a process: its start time (which,
+ * paired with the pid, names a process even after the pid is reused), its
+ * pid namespace, and whether it is still alive.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Returns field 22 of /proc/<pid>/stat (clock ticks after boot), or 0. */
+static uint64_t stat_start_time(const char *path)
+{
+	char buf[1024];
+	ssize_t n;
+	char *p;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* comm may hold spaces and parentheses: fields start after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	for (int field = 3; field < 22 && p; field++) {
+		p = strchr(p + 1, ' ');
+	}
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+uint64_t shmt_proc_start_time(uint32_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	return stat_start_time(path);
+}
+
+uint64_t shmt_self_pidns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* A thread is alive if its process has the start time we recorded and the
+ * thread is still listed under it. Tids and pids are reused, so a bare
+ * kill(pid, 0) would be wrong. */
+bool shmt_owner_alive(uint32_t pid, uint32_t tid, uint64_t start_time)
+{
+	char path[96];
+	struct stat st;
+
+	if (pid == 0 || shmt_proc_start_time(pid) != start_time)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/task/%u", pid, tid);
+	return stat(path, &st) == 0;
+}

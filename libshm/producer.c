@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * producer.c - the producer's hot path: attach, stage, flush.
+ *
+ * Each thread owns a staging block in the shared segment and appends
+ * records to it without any lock: a record is stored, then the block's
+ * `written` counter is release-stored, and from that moment the record
+ * survives the death of its process (the collector or the post-mortem
+ * reader adopts the block). Only when a block is full does the thread take
+ * the ring's robust mutex, once per 64 records, to move them into the ring.
+ * docs/DESIGN.md says why, and what this was measured against.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define TLS_SLOTS 4
+#define LOCK_TIMEOUT_NS (100ull * 1000 * 1000)	/* a flush waits at most this */
+#define WEDGE_NS (1000ull * 1000 * 1000)	/* then only tries, for this long */
+
+/* One thread's view of its block in one ring. */
+struct tls_slot {
+	uint64_t id;			/* handle id; 0 = unused */
+	uint32_t gen;			/* g_fork_gen when claimed */
+	uint32_t idx;			/* block index */
+	struct shmt_block *b;
+	struct shmt_record *recs;
+	uint64_t written;		/* our copy of b->written */
+	uint64_t limit;			/* taken + block_records, as last seen */
+};
+
+static __thread struct tls_slot tls[TLS_SLOTS] __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tls_tid_gen __attribute__((tls_model("initial-exec")));
+
+/* Process identity, refreshed in the child after fork(). */
+static uint32_t g_pid;
+static uint64_t g_start;
+static uint64_t g_pidns;
+static uint32_t g_fork_gen = 1;
+static char g_pname[SHMT_NAME_LEN];
+
+/* Live handles, so that a thread's exit never touches a closed ring. */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static shmtrace_t *g_handles[64];
+static uint64_t g_next_id = 1;
+static pthread_key_t g_exit_key;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void read_comm(char *buf, const char *path)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	buf[0] = 0;
+	if (fd < 0)
+		return;
+	n = read(fd, buf, SHMT_NAME_LEN - 1);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	buf[n] = 0;
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+}
+
+static void refresh_identity(void)
+{
+	g_pid = (uint32_t)getpid();
+	g_start = shmt_proc_start_time(g_pid);
+	g_pidns = shmt_self_pidns();
+	read_comm(g_pname, "/proc/self/comm");
+}
+
+static void atfork_child(void)
+{
+	refresh_identity();
+	__atomic_fetch_add(&g_fork_gen, 1, __ATOMIC_RELAXED);
+	/* the parent's lock on the registry was copied locked if held */
+	pthread_mutex_init(&g_lock, NULL);
+}
+
+static void thread_exit(void *arg);
+
+static void global_init(void)
+{
+	refresh_identity();
+	pthread_key_create(&g_exit_key, thread_exit);
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+static inline uint32_t my_tid(void)
+{
+	if (unlikely(tls_tid_gen != g_fork_gen)) {
+		tls_tid = (uint32_t)gettid();
+		tls_tid_gen = g_fork_gen;
+	}
+	return tls_tid;
+}
+
+/* Takes the ring lock for a producer: bounded, and after a timeout only
+ * tries for a while, so a wedged lock costs each call microseconds, not
+ * LOCK_TIMEOUT_NS. */
+static int producer_lock(shmtrace_t *t)
+{
+	uint64_t wedged = load_relaxed(&t->wedged_until);
+	int ret;
+
+	if (unlikely(wedged) && shmt_mono_ns() < wedged) {
+		ret = shmt_lock(&t->v, 0);
+		if (ret == -EBUSY)
+			fetch_add(&t->v.h->lock_timeouts.v, 1);
+		return ret;
+	}
+	ret = shmt_lock(&t->v, t->lock_timeout_ns);
+	if (ret == -ETIMEDOUT)
+		store_relaxed(&t->wedged_until, shmt_mono_ns() + WEDGE_NS);
+	else if (ret == 0 && wedged)
+		store_relaxed(&t->wedged_until, 0);
+	return ret;
+}
+
+/* Claims a free block for the calling thread. Lock held. Returns the
+ * index, or -ENOSPC. */
+static int claim_block_locked(shmtrace_t *t, uint32_t tid)
+{
+	struct shmt_view *v = &t->v;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < v->nblocks; i++) {
+			struct shmt_block *b = shmt_block_at(v, i);
+
+			if (load_relaxed(&b->state) != SHMT_BLOCK_FREE)
+				continue;
+			if (load_relaxed(&b->written) != load_relaxed(&b->taken))
+				shmt_flush_block_locked(v, i);
+			b->pid = g_pid;
+			b->tid = tid;
+			b->start_time = g_start;
+			store_release(&b->state, SHMT_BLOCK_OWNED);
+			return (int)i;
+		}
+		/* none free: take back those of threads that died */
+		shmt_adopt_blocks_locked(v, false, true);
+	}
+	return -ENOSPC;
+}
+
+static void thread_name(char *buf)
+{
+	buf[0] = 0;
+	prctl(PR_GET_NAME, buf, 0, 0, 0);
+	buf[15] = 0;
+}
+
+/* Finds or makes the calling thread's slot for t. NULL means no block:
+ * the caller writes under the lock instead. */
+static struct tls_slot *slot_slow(shmtrace_t *t)
+{
+	struct tls_slot *s = NULL;
+	char tname[SHMT_NAME_LEN];
+	uint32_t tid = my_tid();
+	int idx;
+
+	for (int i = 0; i < TLS_SLOTS; i++) {
+		if (tls[i].id == t->id && tls[i].gen == g_fork_gen) {
+			struct tls_slot tmp = tls[i];
+
+			/* move to the front: the fast path checks slot 0 only */
+			tls[i] = tls[0];
+			tls[0] = tmp;
+			return &tls[0];
+		}
+	}
+	for (int i = 0; i < TLS_SLOTS; i++) {
+		if (tls[i].id == 0 || tls[i].gen != g_fork_gen) {
+			s = &tls[i];
+			break;
+		}
+	}
+	if (!s)
+		return NULL;
+	if (producer_lock(t) < 0)
+		return NULL;
+	idx = claim_block_locked(t, tid);
+	if (idx >= 0) {
+		thread_name(tname);
+		shmt_name_append_locked(&t->v, g_pid, tid, g_start, g_pidns, tname, g_pname);
+	}
+	shmt_unlock(&t->v);
+	if (idx < 0)
+		return NULL;
+	s->id = t->id;
+	s->gen = g_fork_gen;
+	s->idx = (uint32_t)idx;
+	s->b = shmt_block_at(&t->v, (uint32_t)idx);
+	s->recs = shmt_block_recs(s->b);
+	s->written = load_relaxed(&s->b->written);
+	s->limit = load_acquire(&s->b->taken) + t->v.block_records;
+	pthread_setspecific(g_exit_key, (void *)1);
+	return s;
+}
+
+/* Flushes the slot's block into the ring. Returns 0 or -errno. */
+static int flush_slot(shmtrace_t *t, struct tls_slot *s)
+{
+	int ret = producer_lock(t);
+
+	if (ret < 0)
+		return ret;
+	shmt_flush_block_locked(&t->v, s->idx);
+	shmt_unlock(&t->v);
+	shmt_wake_collector(&t->v);
+	s->limit = load_acquire(&s->b->taken) + t->v.block_records;
+	return 0;
+}
+
+static int emit_direct(shmtrace_t *t, const struct shmt_record *r)
+{
+	int ret = producer_lock(t);
+
+	if (ret < 0) {
+		fetch_add(&t->v.h->dropped.v, 1);
+		return ret;
+	}
+	ret = shmt_write_direct_locked(&t->v, r);
+	shmt_unlock(&t->v);
+	shmt_wake_collector(&t->v);
+	return ret;
+}
+
+static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name,
+		       uint64_t ts, uint64_t dur, uint64_t flow)
+{
+	struct tls_slot *s = &tls[0];
+	struct shmt_record *r;
+	uint64_t w;
+
+	if (unlikely(t == NULL))
+		return -EINVAL;
+	if (unlikely(s->id != t->id || s->gen != g_fork_gen)) {
+		s = slot_slow(t);
+		if (!s) {
+			struct shmt_record d = {
+				.ts = ts, .dur = dur, .flow = flow, .pid = g_pid, .tid = my_tid(),
+				.name = (uint16_t)name, .cat = (uint16_t)cat, .commit = kind,
+			};
+			return emit_direct(t, &d);
+		}
+	}
+	w = s->written;
+	if (unlikely(w >= s->limit)) {
+		/* the collector may have flushed us meanwhile */
+		s->limit = load_acquire(&s->b->taken) + t->v.block_records;
+		if (w >= s->limit && flush_slot(t, s) < 0) {
+			fetch_add(&t->v.h->dropped.v, 1);
+			return -ETIMEDOUT;
+		}
+	}
+	r = &s->recs[w & (SHMT_BLOCK_RECORDS - 1)];
+	r->ts = ts;
+	r->dur = dur;
+	r->flow = flow;
+	r->pid = g_pid;
+	r->tid = tls_tid;
+	r->name = (uint16_t)name;
+	r->cat = (uint16_t)cat;
+	r->commit = kind;
+	/* pairs with the acquire load of written by whoever flushes the block */
+	store_release(&s->b->written, w + 1);
+	s->written = w + 1;
+	return 0;
+}
+
+SHMT_API int shmtrace_span(shmtrace_t *t, uint32_t cat, uint32_t name,
+			   uint64_t start_ns, uint64_t end_ns, uint64_t flow_id)
+{
+	return emit(t, SHMTRACE_KIND_SPAN, cat, name, start_ns,
+		    end_ns > start_ns ? end_ns - start_ns : 0, flow_id);
+}
+
+SHMT_API int shmtrace_instant(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t flow_id)
+{
+	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmtrace_now(), 0, flow_id);
+}
+
+SHMT_API int shmtrace_counter(shmtrace_t *t, uint32_t cat, uint32_t name, int64_t value)
+{
+	return emit(t, SHMTRACE_KIND_COUNTER, cat, name, shmtrace_now(), (uint64_t)value, 0);
+}
+
+SHMT_API int shmtrace_flush(shmtrace_t *t)
+{
+	struct tls_slot *s;
+
+	if (!t)
+		return -EINVAL;
+	s = &tls[0];
+	if (s->id != t->id || s->gen != g_fork_gen) {
+		for (int i = 0; i < TLS_SLOTS; i++)
+			if (tls[i].id == t->id && tls[i].gen == g_fork_gen)
+				return flush_slot(t, &tls[i]);
+		return 0;
+	}
+	return flush_slot(t, s);
+}
+
+/* Frees this thread's blocks in every live ring when it exits. */
+static void thread_exit(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&g_lock);
+	for (int i = 0; i < TLS_SLOTS; i++) {
+		struct tls_slot *s = &tls[i];
+
+		if (!s->id || s->gen != g_fork_gen)
+			continue;
+		for (int j = 0; j < 64; j++) {
+			shmtrace_t *t = g_handles[j];
+
+			if (!t || t->id != s->id)
+				continue;
+			if (producer_lock(t) == 0) {
+				shmt_flush_block_locked(&t->v, s->idx);
+				store_release(&s->b->state, SHMT_BLOCK_FREE);
+				shmt_unlock(&t->v);
+			}
+			/* on a lock timeout the block stays owned: the
+			 * collector adopts it once it sees us dead */
+		}
+		s->id = 0;
+	}
+	pthread_mutex_unlock(&g_lock);
+}
+
+SHMT_API int shmtrace_open(const char *name, shmtrace_t **out)
+{
+	char err[256];
+	shmtrace_t *t;
+	int ret, slot = -1;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	pthread_once(&g_once, global_init);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	ret = shmt_view_open(name, SHMT_OPEN_WRITE, &t->v, err, sizeof(err));
+	if (ret < 0) {
+		free(t);
+		return ret;
+	}
+	pthread_mutex_init(&t->local, NULL);
+	t->lock_timeout_ns = LOCK_TIMEOUT_NS;
+	if (getenv("SHMTRACE_LOCK_TIMEOUT_MS"))
+		t->lock_timeout_ns = strtoull(getenv("SHMTRACE_LOCK_TIMEOUT_MS"), NULL, 10) * 1000000ull;
+	shmt_clock_adopt(&t->v.clock);
+
+	pthread_mutex_lock(&g_lock);
+	for (int i = 0; i < 64; i++) {
+		if (!g_handles[i]) {
+			slot = i;
+			break;
+		}
+	}
+	if (slot >= 0) {
+		t->id = g_next_id++;
+		g_handles[slot] = t;
+	}
+	pthread_mutex_unlock(&g_lock);
+	if (slot < 0) {
+		shmt_view_close(&t->v);
+		free(t);
+		return -EMFILE;
+	}
+	*out = t;
+	return 0;
+}
+
+void shmt_intern_cache_free(shmtrace_t *t);
+
+SHMT_API void shmtrace_close(shmtrace_t *t)
+{
+	struct shmt_view *v;
+
+	if (!t)
+		return;
+	v = &t->v;
+	pthread_mutex_lock(&g_lock);
+	for (int i = 0; i < 64; i++)
+		if (g_handles[i] == t)
+			g_handles[i] = NULL;
+	pthread_mutex_unlock(&g_lock);
+	/* flush and free every block of this process: its threads are done */
+	if (producer_lock(t) == 0) {
+		for (uint32_t i = 0; i < v->nblocks; i++) {
+			struct shmt_block *b = shmt_block_at(v, i);
+
+			if (load_relaxed(&b->state) != SHMT_BLOCK_OWNED ||
+			    load_relaxed(&b->pid) != g_pid || load_relaxed(&b->start_time) != g_start)
+				continue;
+			shmt_flush_block_locked(v, i);
+			store_release(&b->state, SHMT_BLOCK_FREE);
+		}
+		shmt_unlock(v);
+		shmt_wake_collector(v);
+	}
+	for (int i = 0; i < TLS_SLOTS; i++)
+		if (tls[i].id == t->id)
+			tls[i].id = 0;
+	shmt_intern_cache_free(t);
+	pthread_mutex_destroy(&t->local);
+	shmt_view_close(v);
+	free(t);
+}
+
+static int append_name(shmtrace_t *t, const char *tname)
+{
+	int ret;
+
+	if (!t)
+		return -EINVAL;
+	ret = producer_lock(t);
+	if (ret < 0)
+		return ret;
+	ret = shmt_name_append_locked(&t->v, g_pid, my_tid(), g_start, g_pidns, tname, g_pname);
+	shmt_unlock(&t->v);
+	return ret;
+}
+
+SHMT_API int shmtrace_set_thread_name(shmtrace_t *t, const char *name)
+{
+	if (!name)
+		return -EINVAL;
+	return append_name(t, name);
+}
+
+SHMT_API int shmtrace_set_process_name(shmtrace_t *t, const char *name)
+{
+	char tname[SHMT_NAME_LEN];
+
+	if (!name || !t)
+		return -EINVAL;
+	pthread_mutex_lock(&g_lock);
+	strncpy(g_pname, name, SHMT_NAME_LEN - 1);
+	g_pname[SHMT_NAME_LEN - 1] = 0;
+	pthread_mutex_unlock(&g_lock);
+	thread_name(tname);
+	return append_name(t, tname);
+}
+
+SHMT_API int shmtrace_stats(shmtrace_t *t, struct shmtrace_stats *st)
+{
+	struct shmt_header *h;
+
+	if (!t || !st)
+		return -EINVAL;
+	h = t->v.h;
+	memset(st, 0, sizeof(*st));
+	st->capacity = t->v.capacity;
+	st->head = load_acquire(&h->head.v);
+	st->tail = load_acquire(&h->tail.v);
+	st->dropped = load_relaxed(&h->dropped.v);
+	st->overwritten = load_relaxed(&h->overwritten.v);
+	st->lock_timeouts = load_relaxed(&h->lock_timeouts.v);
+	st->mode = t->v.mode;
+	st->strings = load_acquire(&h->strings);
+	return 0;
+}
+
+SHMT_API uint64_t shmtrace_flow_new(shmtrace_t *t)
+{
+	uint64_t id;
+
+	if (!t)
+		return 0;
+	/* a shared counter: unique across every process of the ring */
+	id = (__atomic_add_fetch(&t->v.h->flow_seq.v, 1, __ATOMIC_RELAXED)) & ((1ull << 53) - 1);
+	return id ? id : shmtrace_flow_new(t);
+}
+
+SHMT_API const char *shmtrace_strerror(int err)
+{
+	switch (err) {
+	case -EPROTO: return "not a shmtrace ring, or a ring format version this library cannot read";
+	case -EBADMSG: return "ring header inconsistent or segment truncated";
+	case -EPERM: return "ring owned by another user or writable by others";
+	case -ETIMEDOUT: return "ring lock held too long (owner wedged); records dropped and counted";
+	case -ENOSPC: return "no space (ring, string table, or /dev/shm full)";
+	default: return strerror(err < 0 ? -err : err);
+	}
+}

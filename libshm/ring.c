@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring.c - creating, validating and mapping a ring segment.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((uint64_t)(a) - 1))
+
+static bool is_pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+/* Returns 0 and fills l, or -EINVAL if a parameter is out of range. */
+int shmt_layout_compute(uint32_t capacity, uint32_t max_strings, uint32_t string_bytes,
+			uint32_t max_threads, uint32_t nblocks, struct shmt_layout *l)
+{
+	uint64_t off = SHMT_HEADER_SIZE;
+	uint32_t slots = 16;
+
+	if (!is_pow2(capacity) || capacity < 2 || capacity > SHMT_MAX_CAPACITY)
+		return -EINVAL;
+	if (max_strings < 1 || max_strings > SHMT_MAX_STRINGS)
+		return -EINVAL;
+	if (string_bytes < 64 || string_bytes > (1u << 28))
+		return -EINVAL;
+	if (max_threads < 1 || max_threads > SHMT_MAX_THREADS)
+		return -EINVAL;
+	if (nblocks > SHMT_MAX_BLOCKS)
+		return -EINVAL;
+	/* id 0 is reserved, so the table holds max_strings + 1 entries */
+	while (slots < 2u * (max_strings + 1))
+		slots <<= 1;
+
+	l->hash_slots = slots;
+	l->strings_off = off;
+	off = ALIGN_UP(off + 8ull * (max_strings + 1), 64);
+	l->hash_off = off;
+	off = ALIGN_UP(off + 2ull * slots, 64);
+	l->heap_off = off;
+	off = ALIGN_UP(off + string_bytes, 64);
+	l->threads_off = off;
+	off = ALIGN_UP(off + sizeof(struct shmt_thread) * (uint64_t)max_threads, 64);
+	l->block_size = sizeof(struct shmt_block) + (uint64_t)SHMT_BLOCK_RECORDS * SHMT_RECORD_SIZE;
+	l->blocks_off = off;
+	off = ALIGN_UP(off + l->block_size * nblocks, 4096);
+	l->records_off = off;
+	off += (uint64_t)capacity * SHMT_RECORD_SIZE;
+	l->size = ALIGN_UP(off, 4096);
+	return 0;
+}
+
+/* Returns 0 if name is a valid ring name: 1..200 bytes, no '/', not . or .. */
+int shmt_name_check(const char *name)
+{
+	size_t n;
+
+	if (!name)
+		return -EINVAL;
+	n = strlen(name);
+	if (n == 0 || n > 200 || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -EINVAL;
+	return 0;
+}
+
+static void shm_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "/%s", name);
+}
+
+static int fill_config(const struct shmtrace_ring_config *in, struct shmtrace_ring_config *c)
+{
+	static const struct shmtrace_ring_config def = {
+		.capacity = 262144, .mode = SHMTRACE_MODE_DISCARD, .perm = 0600,
+		.max_strings = 4096, .string_bytes = 256 * 1024, .max_threads = 1024,
+		.blocks = 256, .flags = 0,
+	};
+
+	*c = in ? *in : def;
+	if (!c->capacity)
+		c->capacity = def.capacity;
+	if (!c->perm)
+		c->perm = def.perm;
+	if (!c->max_strings)
+		c->max_strings = def.max_strings;
+	if (!c->string_bytes)
+		c->string_bytes = def.string_bytes;
+	if (!c->max_threads)
+		c->max_threads = def.max_threads;
+	if (!c->blocks)
+		c->blocks = def.blocks;
+	if (c->mode > SHMTRACE_MODE_OVERWRITE)
+		return -EINVAL;
+	/* others may never write; a group may, on request */
+	if (c->perm & ~0660u)
+		return -EINVAL;
+	return 0;
+}
+
+/* Touches every page so that tmpfs allocates now: a full /dev/shm is
+ * reported here as -ENOSPC instead of a SIGBUS in some producer later. */
+static int preallocate(int fd, uint64_t size)
+{
+	int ret = posix_fallocate(fd, 0, (off_t)size);
+
+	if (ret == EOPNOTSUPP || ret == EINVAL) {
+		/* not every tmpfs honours fallocate: size it and let mmap touch */
+		return ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
+	}
+	return -ret;
+}
+
+SHMT_API int shmtrace_ring_create(const char *name, const struct shmtrace_ring_config *cfg)
+{
+	struct shmtrace_ring_config c;
+	struct shmt_layout l;
+	struct shmt_header *h;
+	char path[256];
+	void *base;
+	int fd, ret;
+
+	if (shmt_name_check(name) < 0)
+		return -EINVAL;
+	ret = fill_config(cfg, &c);
+	if (ret < 0)
+		return ret;
+	ret = shmt_layout_compute(c.capacity, c.max_strings, c.string_bytes,
+				  c.max_threads, c.blocks, &l);
+	if (ret < 0)
+		return ret;
+
+	shm_path(path, sizeof(path), name);
+	/* glibc's shm_open adds O_NOFOLLOW: a planted symlink fails with ELOOP */
+	fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, c.perm);
+	if (fd < 0)
+		return -errno;
+	/* the umask may have cut a group mode we were asked for */
+	if (fchmod(fd, c.perm) < 0)
+		goto err_errno;
+	ret = preallocate(fd, l.size);
+	if (ret < 0)
+		goto err;
+	base = mmap(NULL, l.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (base == MAP_FAILED)
+		goto err_errno;
+
+	h = base;
+	memset(h, 0, sizeof(*h));
+	h->major = SHMT_RING_MAJOR;
+	h->minor = SHMT_RING_MINOR;
+	h->compat = SHMT_RING_COMPAT;
+	h->header_size = SHMT_HEADER_SIZE;
+	h->record_size = SHMT_RECORD_SIZE;
+	h->flags = c.flags;
+	h->segment_size = l.size;
+	h->capacity = c.capacity;
+	h->mode = c.mode;
+	h->max_strings = c.max_strings;
+	h->string_bytes = c.string_bytes;
+	h->hash_slots = l.hash_slots;
+	h->max_threads = c.max_threads;
+	h->nblocks = c.blocks;
+	h->block_records = SHMT_BLOCK_RECORDS;
+	h->strings_off = l.strings_off;
+	h->hash_off = l.hash_off;
+	h->heap_off = l.heap_off;
+	h->threads_off = l.threads_off;
+	h->blocks_off = l.blocks_off;
+	h->block_size = l.block_size;
+	h->records_off = l.records_off;
+	h->creator_uid = geteuid();
+	h->created_pidns = shmt_self_pidns();
+	shmt_clock_calibrate(&h->clock, !(c.flags & SHMTRACE_CREATE_NO_TSC));
+	ret = shmt_mutex_init(&h->mutex);
+	if (ret < 0) {
+		munmap(base, l.size);
+		goto err;
+	}
+	/* string id 0 is the empty string, so that any id < strings is valid */
+	h->strings = 1;
+	h->heap_used = 1;
+	/* the magic goes last: a half-created ring is refused by openers */
+	store_release(&h->magic, SHMT_RING_MAGIC);
+	munmap(base, l.size);
+	close(fd);
+	return 0;
+
+err_errno:
+	ret = -errno;
+err:
+	close(fd);
+	shm_unlink(path);
+	return ret;
+}
+
+SHMT_API int shmtrace_ring_unlink(const char *name)
+{
+	char path[256];
+
+	if (shmt_name_check(name) < 0)
+		return -EINVAL;
+	shm_path(path, sizeof(path), name);
+	return shm_unlink(path) < 0 ? -errno : 0;
+}
+
+#define ERR(code, ...) do { snprintf(err, errlen, __VA_ARGS__); return (code); } while (0)
+
+/*
+ * Checks a private copy of a header against the file size and, if it is
+ * sound, fills v's geometry. Returns 0, -EPROTO (not a ring, or a version
+ * we cannot read) or -EBADMSG (inconsistent), with a reason in err.
+ */
+int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_t file_size,
+		       char *err, size_t errlen)
+{
+	struct shmt_layout l;
+
+	if (file_size < SHMT_HEADER_SIZE)
+		ERR(-EBADMSG, "segment is %llu bytes, smaller than a ring header",
+		    (unsigned long long)file_size);
+	if (c->magic != SHMT_RING_MAGIC)
+		ERR(-EPROTO, "not a shmtrace ring (bad magic)");
+	if (c->major != SHMT_RING_MAJOR && c->compat > SHMT_RING_MAJOR)
+		ERR(-EPROTO, "ring format version %u needs a newer shmtrace (this one reads version %u)",
+		    c->major, SHMT_RING_MAJOR);
+	if (c->major < SHMT_RING_COMPAT)
+		ERR(-EPROTO, "ring format version %u is too old (oldest readable: %u)",
+		    c->major, SHMT_RING_COMPAT);
+	if (c->header_size != SHMT_HEADER_SIZE || c->record_size != SHMT_RECORD_SIZE)
+		ERR(-EBADMSG, "header size %u or record size %u is not 4096/40",
+		    c->header_size, c->record_size);
+	if (c->segment_size != file_size)
+		ERR(-EBADMSG, "header says %llu bytes but the segment has %llu",
+		    (unsigned long long)c->segment_size, (unsigned long long)file_size);
+	if (c->mode > SHMTRACE_MODE_OVERWRITE)
+		ERR(-EBADMSG, "unknown ring mode %u", c->mode);
+	if (c->block_records != SHMT_BLOCK_RECORDS)
+		ERR(-EBADMSG, "block size %u is not %u records", c->block_records, SHMT_BLOCK_RECORDS);
+	if (shmt_layout_compute(c->capacity, c->max_strings, c->string_bytes, c->max_threads,
+				c->nblocks, &l) < 0)
+		ERR(-EBADMSG, "impossible geometry (capacity %u, strings %u, threads %u, blocks %u)",
+		    c->capacity, c->max_strings, c->max_threads, c->nblocks);
+	if (l.size != file_size || l.strings_off != c->strings_off || l.hash_off != c->hash_off ||
+	    l.heap_off != c->heap_off || l.threads_off != c->threads_off ||
+	    l.blocks_off != c->blocks_off || l.block_size != c->block_size ||
+	    l.records_off != c->records_off || l.hash_slots != c->hash_slots)
+		ERR(-EBADMSG, "region offsets do not match the ring's geometry");
+
+	v->major = c->major;
+	v->minor = c->minor;
+	v->capacity = c->capacity;
+	v->mask = c->capacity - 1;
+	v->mode = c->mode;
+	v->max_strings = c->max_strings;
+	v->string_bytes = c->string_bytes;
+	v->hash_slots = l.hash_slots;
+	v->max_threads = c->max_threads;
+	v->nblocks = c->nblocks;
+	v->block_records = SHMT_BLOCK_RECORDS;
+	v->block_size = l.block_size;
+	v->clock = c->clock;
+	if (v->base) {
+		uint8_t *b = v->base;
+
+		v->strings = (struct shmt_string *)(b + l.strings_off);
+		v->hash = (uint16_t *)(b + l.hash_off);
+		v->heap = (char *)(b + l.heap_off);
+		v->threads = (struct shmt_thread *)(b + l.threads_off);
+		v->blocks = b + l.blocks_off;
+		v->records = (struct shmt_record *)(b + l.records_off);
+	}
+	return 0;
+}
+
+/*
+ * Opens and maps a ring. Refuses a segment owned by another user or
+ * writable by others unless SHMT_OPEN_ANY_OWNER. The header is validated
+ * from a private copy taken after mmap, so a peer cannot change the size
+ * between our check and our use.
+ */
+int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, size_t errlen)
+{
+	struct shmt_header copy;
+	struct stat st;
+	char path[256];
+	void *base;
+	int fd, ret;
+	bool wr = flags & SHMT_OPEN_WRITE;
+
+	memset(v, 0, sizeof(*v));
+	if (shmt_name_check(name) < 0)
+		ERR(-EINVAL, "invalid ring name '%s' (1 to 200 bytes, no '/')", name ? name : "");
+	shm_path(path, sizeof(path), name);
+	fd = shm_open(path, (wr ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			ERR(ret, "no ring named '%s' in /dev/shm", name);
+		if (ret == -ELOOP)
+			ERR(ret, "ring '%s' is a symbolic link; refusing to follow it", name);
+		ERR(ret, "cannot open ring '%s': %s", name, strerror(-ret));
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		close(fd);
+		ERR(ret, "fstat of ring '%s': %s", name, strerror(-ret));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		ERR(-EBADMSG, "ring '%s' is not a regular file", name);
+	}
+	if (!(flags & SHMT_OPEN_ANY_OWNER)) {
+		if (st.st_uid != geteuid()) {
+			close(fd);
+			ERR(-EPERM, "ring '%s' is owned by uid %u, not by us (uid %u)",
+			    name, (unsigned)st.st_uid, (unsigned)geteuid());
+		}
+		if (st.st_mode & 0002) {
+			close(fd);
+			ERR(-EPERM, "ring '%s' is writable by other users (mode %04o)",
+			    name, (unsigned)(st.st_mode & 07777));
+		}
+	}
+	if ((uint64_t)st.st_size < SHMT_HEADER_SIZE) {
+		close(fd);
+		ERR(-EBADMSG, "ring '%s' is truncated (%lld bytes)", name, (long long)st.st_size);
+	}
+	base = mmap(NULL, (size_t)st.st_size, PROT_READ | (wr ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+	ret = -errno;
+	close(fd);
+	if (base == MAP_FAILED)
+		ERR(ret, "mmap of ring '%s': %s", name, strerror(-ret));
+	/* validate a private copy: the shared header may change under us */
+	memcpy(&copy, base, sizeof(copy));
+	copy.magic = load_acquire(&((struct shmt_header *)base)->magic);
+	v->base = base;
+	v->size = (size_t)st.st_size;
+	v->writable = wr;
+	v->h = base;
+	ret = shmt_view_validate(v, &copy, (uint64_t)st.st_size, err, errlen);
+	if (ret < 0) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "ring '%s': %s", name, why);
+		munmap(base, v->size);
+		memset(v, 0, sizeof(*v));
+		return ret;
+	}
+	return 0;
+}
+
+void shmt_view_close(struct shmt_view *v)
+{
+	if (v->base)
+		munmap(v->base, v->size);
+	memset(v, 0, sizeof(*v));
+}

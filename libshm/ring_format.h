@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring_format.h - the layout of a shmtrace ring in shared memory (version 1).
+ *
+ * Specified in docs/FORMAT.md; this file and that page change together.
+ * Everything here lives in a segment that any local process able to open it
+ * can scribble on, so readers treat every field as untrusted: see
+ * ring_reader.c for the checks. Offsets, never pointers. Fields are only
+ * ever added at the end of a struct, into its reserved space.
+ */
+#ifndef SHMTRACE_RING_FORMAT_H
+#define SHMTRACE_RING_FORMAT_H
+
+#include <stdint.h>
+#include <pthread.h>
+
+#define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
+#define SHMT_RING_MAJOR		1
+#define SHMT_RING_MINOR		0
+#define SHMT_RING_COMPAT	1	/* oldest major a reader must understand */
+
+#define SHMT_HEADER_SIZE	4096u
+#define SHMT_RECORD_SIZE	40u
+#define SHMT_BLOCK_RECORDS	64u	/* records per per-thread staging block */
+#define SHMT_NAME_LEN		32u	/* process/thread name bytes, NUL included */
+#define SHMT_STRING_MAX		1024u	/* longest interned string */
+#define SHMT_MAX_STRINGS	65535u	/* ids are 16 bits; 0 means none */
+#define SHMT_MAX_CAPACITY	(1u << 28)
+#define SHMT_MAX_BLOCKS		65536u
+#define SHMT_MAX_THREADS	(1u << 20)
+
+/*
+ * One trace record. The commit word is written last with release ordering
+ * and read first with acquire ordering: it holds the record's kind in its
+ * low 8 bits and the low 24 bits of the record's ring sequence number above
+ * them, so a reader can tell a finished record of the sequence it expects
+ * from an empty, half-written or older slot. In staging blocks the block's
+ * `written` counter plays that role and the commit word holds only the kind.
+ */
+struct shmt_record {
+	uint64_t ts;		/* start, ns on the ring clock */
+	uint64_t dur;		/* duration in ns, or a counter's int64 value */
+	uint64_t flow;		/* flow id, 0 = none */
+	uint32_t pid;
+	uint32_t tid;
+	uint16_t name;		/* interned string id */
+	uint16_t cat;		/* interned string id */
+	uint32_t commit;	/* (seq & 0xffffff) << 8 | kind; 0 = empty */
+};
+_Static_assert(sizeof(struct shmt_record) == SHMT_RECORD_SIZE, "records are 40 bytes");
+
+#define SHMT_COMMIT(seq, kind)	((uint32_t)(((seq) & 0xffffffu) << 8) | ((kind) & 0xffu))
+#define SHMT_COMMIT_KIND(c)	((c) & 0xffu)
+#define SHMT_COMMIT_SEQ(c)	((c) >> 8)
+
+/* Ring-global counters that change under load: one cache line each, so
+ * producers bumping `head` do not bounce the collector's `tail`. */
+struct shmt_line {
+	uint64_t v;
+	uint8_t pad[56];
+};
+_Static_assert(sizeof(struct shmt_line) == 64, "a counter is one cache line");
+
+/* The clock: ns = mono0 + ((tsc - tsc0) * mult >> shift) when tsc_ok. */
+struct shmt_clock {
+	uint64_t realtime0;	/* CLOCK_REALTIME at creation, ns */
+	uint64_t mono0;		/* CLOCK_MONOTONIC read together with it, ns */
+	uint64_t tsc0;		/* TSC read together with mono0 */
+	uint32_t mult;
+	uint32_t shift;
+	uint32_t tsc_ok;	/* 1: timestamps come from the calibrated TSC */
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct shmt_clock) == 40, "clock block is 40 bytes");
+
+/*
+ * A flush of a staging block into the ring, journalled so that whoever
+ * recovers the lock after its owner died can finish or undo it exactly:
+ * stage 1 = writing records, 2 = head stored, 3 = drops counted.
+ */
+struct shmt_journal {
+	uint32_t active;	/* 1 while a flush is in progress */
+	uint32_t stage;
+	uint32_t block;		/* block index, or UINT32_MAX for a direct write */
+	uint32_t intern_active;	/* 1 while a string is being appended */
+	uint64_t head_before;	/* ring head when the flush began */
+	uint64_t taken_before;	/* block->taken when the flush began */
+	uint64_t count;		/* records written into the ring */
+	uint64_t consumed;	/* block records consumed (written + dropped) */
+	uint64_t ndrop;		/* records dropped, ring full */
+	uint64_t overwrote;	/* unread records this flush overwrites */
+};
+_Static_assert(sizeof(struct shmt_journal) == 64, "journal is 64 bytes");
+
+struct shmt_header {
+	/* identity: never moves, in any version */
+	uint64_t magic;
+	uint16_t major;
+	uint16_t minor;
+	uint16_t compat;	/* oldest major whose readers can read this */
+	uint16_t header_size;
+	uint32_t record_size;
+	uint32_t flags;
+	uint64_t segment_size;	/* bytes; must equal the file size */
+
+	/* geometry: set at creation, read-only afterwards */
+	uint32_t capacity;	/* records in the ring, power of two */
+	uint32_t mode;		/* enum shmtrace_mode */
+	uint32_t max_strings;
+	uint32_t string_bytes;
+	uint32_t hash_slots;	/* power of two, >= 2 * max_strings */
+	uint32_t max_threads;
+	uint32_t nblocks;
+	uint32_t block_records;
+	uint64_t strings_off;	/* struct shmt_string[max_strings] */
+	uint64_t hash_off;	/* uint16_t[hash_slots] */
+	uint64_t heap_off;	/* char[string_bytes] */
+	uint64_t threads_off;	/* struct shmt_thread[max_threads] */
+	uint64_t blocks_off;	/* struct shmt_block[nblocks] */
+	uint64_t block_size;	/* bytes per block */
+	uint64_t records_off;	/* struct shmt_record[capacity] */
+	uint64_t creator_uid;
+	uint64_t created_pidns;	/* inode of the creator's pid namespace */
+	struct shmt_clock clock;
+	uint8_t reserved0[256 - 176];
+
+	/* the lock, on its own lines */
+	union {
+		pthread_mutex_t mutex;
+		uint8_t mutex_space[64];
+	};
+	struct shmt_journal journal;	/* written only under the lock */
+	uint32_t strings;	/* published interned strings (release) */
+	uint32_t heap_used;	/* bytes of heap in use */
+	uint32_t threads;	/* published name slots (release) */
+	uint32_t lock_recoveries; /* times EOWNERDEAD was repaired */
+	uint8_t reserved1[512 - 400];
+
+	/* hot counters */
+	struct shmt_line head;		/* next sequence to publish (release) */
+	struct shmt_line tail;		/* next sequence the collector wants */
+	struct shmt_line dropped;	/* records discarded, ring full */
+	struct shmt_line overwritten;	/* records overwritten before read */
+	struct shmt_line lock_timeouts;	/* flushes given up on the lock */
+	struct shmt_line names_dropped;	/* name slots that did not fit */
+	/* collector wake-up: a futex word bumped by producers past the mark */
+	struct shmt_line wake_seq;
+	struct shmt_line collector_sleeping;
+	struct shmt_line collector_pid;	/* informational: who drains */
+	struct shmt_line flow_seq;	/* last flow id handed out */
+	uint8_t reserved2[SHMT_HEADER_SIZE - 512 - 10 * 64];
+};
+_Static_assert(sizeof(struct shmt_header) == SHMT_HEADER_SIZE, "header is one page");
+_Static_assert(sizeof(pthread_mutex_t) <= 64, "mutex fits its space");
+_Static_assert(__builtin_offsetof(struct shmt_header, mutex_space) == 256, "lock at 256");
+_Static_assert(__builtin_offsetof(struct shmt_header, head) == 512, "counters at 512");
+
+/* An interned string: its text is heap[off .. off+len), NUL at off+len. */
+struct shmt_string {
+	uint32_t off;
+	uint32_t len;
+};
+_Static_assert(sizeof(struct shmt_string) == 8, "string entry is 8 bytes");
+
+/*
+ * A process/thread name slot, appended once per thread (and again when a
+ * name changes; the last one wins). start_time (clock ticks since boot,
+ * /proc/<pid>/stat field 22) tells a reused pid from the process it had.
+ */
+struct shmt_thread {
+	uint32_t pid;
+	uint32_t tid;
+	uint64_t start_time;
+	uint64_t pidns;		/* inode of the pid namespace */
+	uint32_t flags;		/* SHMT_THREAD_* */
+	uint32_t pad;
+	char name[SHMT_NAME_LEN];	/* thread name, NUL-terminated */
+	char pname[SHMT_NAME_LEN];	/* process name, NUL-terminated */
+};
+_Static_assert(sizeof(struct shmt_thread) == 96, "name slot is 96 bytes");
+
+/*
+ * A per-thread staging block. Its owner appends records without the lock:
+ * it writes recs[written % n] and then release-stores written + 1. Whoever
+ * holds the ring lock may move recs[taken % n .. written % n) into the ring
+ * and then release-store taken. The owner never lets written - taken exceed
+ * n. Both counters only grow.
+ */
+struct shmt_block {
+	uint32_t state;		/* SHMT_BLOCK_FREE / _OWNED; changed under lock */
+	uint32_t pid;
+	uint32_t tid;
+	uint32_t pad;
+	uint64_t start_time;	/* owner's process start time */
+	uint64_t written;	/* owner: records appended (release) */
+	uint8_t pad1[32];
+	uint64_t taken;		/* lock holder: records moved to the ring */
+	uint8_t pad2[56];
+	/* struct shmt_record recs[block_records] follows */
+};
+_Static_assert(sizeof(struct shmt_block) == 128, "block header is two lines");
+
+#define SHMT_BLOCK_FREE		0u
+#define SHMT_BLOCK_OWNED	1u
+
+#endif /* SHMTRACE_RING_FORMAT_H */

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring_reader.c - lock-free, bounds-checked reading of a ring.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <string.h>
+
+#include "ring_reader.h"
+
+uint64_t shmt_ring_head(const struct shmt_view *v)
+{
+	/* pairs with the release store of head in publish_locked() */
+	return load_acquire(&v->h->head.v);
+}
+
+int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *out)
+{
+	const struct shmt_record *r = &v->records[seq & v->mask];
+	/* pairs with the release store of commit in put_record() */
+	uint32_t c1 = load_acquire(&r->commit), c2;
+	uint32_t kind = SHMT_COMMIT_KIND(c1);
+
+	if (kind == SHMTRACE_KIND_NONE || kind > SHMTRACE_KIND_MAX ||
+	    SHMT_COMMIT_SEQ(c1) != (seq & 0xffffffu))
+		return -EAGAIN;
+	out->ts = load_relaxed(&r->ts);
+	out->dur = load_relaxed(&r->dur);
+	out->flow = load_relaxed(&r->flow);
+	out->pid = load_relaxed(&r->pid);
+	out->tid = load_relaxed(&r->tid);
+	out->name = load_relaxed(&r->name);
+	out->cat = load_relaxed(&r->cat);
+	/* the copy must complete before the second look at commit (seqlock) */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	c2 = load_relaxed(&r->commit);
+	if (c2 != c1)
+		return -EAGAIN;
+	out->commit = c1;
+	return 0;
+}
+
+uint32_t shmt_ring_nstrings(const struct shmt_view *v)
+{
+	uint32_t n = load_acquire(&v->h->strings);
+
+	return n > v->max_strings + 1 ? v->max_strings + 1 : n;
+}
+
+int shmt_ring_string(const struct shmt_view *v, uint32_t id, char *buf, size_t buflen)
+{
+	struct shmt_string e;
+	size_t n;
+
+	if (!buflen)
+		return -EINVAL;
+	buf[0] = 0;
+	if (id == 0)
+		return 0;
+	if (id >= shmt_ring_nstrings(v))
+		return -ENOENT;
+	e.off = load_relaxed(&v->strings[id].off);
+	e.len = load_relaxed(&v->strings[id].len);
+	if (e.off >= v->string_bytes || e.len > v->string_bytes - e.off || e.len > SHMT_STRING_MAX)
+		return -EBADMSG;
+	n = e.len < buflen - 1 ? e.len : buflen - 1;
+	memcpy(buf, v->heap + e.off, n);
+	buf[n] = 0;
+	return (int)n;
+}
+
+uint32_t shmt_ring_nthreads(const struct shmt_view *v)
+{
+	uint32_t n = load_acquire(&v->h->threads);
+
+	return n > v->max_threads ? v->max_threads : n;
+}
+
+int shmt_ring_thread(const struct shmt_view *v, uint32_t i, struct shmt_thread *out)
+{
+	if (i >= shmt_ring_nthreads(v))
+		return -ENOENT;
+	memcpy(out, &v->threads[i], sizeof(*out));
+	out->name[SHMT_NAME_LEN - 1] = 0;
+	out->pname[SHMT_NAME_LEN - 1] = 0;
+	return 0;
+}
+
+int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
+			    struct shmt_block_info *info)
+{
+	const struct shmt_journal *j = &v->h->journal;
+	struct shmt_block *b;
+	const struct shmt_record *recs;
+	uint64_t w, k;
+	int n = 0;
+
+	memset(info, 0, sizeof(*info));
+	if (i >= v->nblocks)
+		return 0;
+	b = shmt_block_at(v, i);
+	recs = shmt_block_recs(b);
+	info->state = load_relaxed(&b->state);
+	info->pid = load_relaxed(&b->pid);
+	info->tid = load_relaxed(&b->tid);
+	info->start_time = load_relaxed(&b->start_time);
+	/* pairs with the owner's release store of written */
+	w = load_acquire(&b->written);
+	k = load_acquire(&b->taken);
+	/* a flusher died after publishing into the ring but before moving
+	 * taken: its records are in the ring already (see shmt_repair) */
+	if (load_relaxed(&j->active) && load_relaxed(&j->block) == i) {
+		uint64_t head = load_relaxed(&v->h->head.v);
+		uint32_t stage = load_relaxed(&j->stage);
+
+		if (stage >= 2 || (j->count && head == j->head_before + j->count))
+			k = j->taken_before + j->consumed;
+	}
+	if (k > w)
+		k = w;
+	if (w - k > v->block_records)
+		k = w - v->block_records;
+	info->written = w;
+	info->taken = k;
+	for (uint64_t s = k; s < w; s++) {
+		const struct shmt_record *r = &recs[s & (v->block_records - 1)];
+		uint32_t kind = SHMT_COMMIT_KIND(load_relaxed(&r->commit));
+
+		if (kind == SHMTRACE_KIND_NONE || kind > SHMTRACE_KIND_MAX) {
+			info->skipped++;
+			continue;
+		}
+		memcpy(&out[n], r, sizeof(*r));
+		out[n].commit = kind;
+		n++;
+	}
+	return n;
+}
+
+static __thread sigjmp_buf *guard_env;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	if (guard_env)
+		siglongjmp(*guard_env, 1);
+	/* not ours: die as SIGBUS would have */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+int shmt_guarded(int (*fn)(void *), void *arg)
+{
+	struct sigaction sa, old;
+	sigjmp_buf env;
+	int ret;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, &old) < 0)
+		return -errno;
+	if (sigsetjmp(env, 1)) {
+		guard_env = NULL;
+		sigaction(SIGBUS, &old, NULL);
+		return -EFAULT;
+	}
+	guard_env = &env;
+	ret = fn(arg);
+	guard_env = NULL;
+	sigaction(SIGBUS, &old, NULL);
+	return ret;
+}

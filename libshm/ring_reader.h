@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring_reader.h - reading a ring without its lock: the collector's drain
+ * and the post-mortem exporter. Nothing here ever takes or touches the
+ * mutex, so a corrupt or dead-held lock cannot hang or abort a reader, and
+ * every index read from the segment is checked before use.
+ *
+ * Call order (like perf's mmap reader): shmt_view_open(), then per pass
+ * shmt_ring_head(), shmt_ring_read() for each sequence from your position,
+ * the staging blocks with shmt_ring_block_pending(), strings and names with
+ * shmt_ring_string() and shmt_ring_thread(). Wrap passes in shmt_guarded()
+ * so that a peer shrinking the segment is an error, not a SIGBUS.
+ */
+#ifndef SHMTRACE_RING_READER_H
+#define SHMTRACE_RING_READER_H
+
+#include "internal.h"
+
+/* Returns the published head (acquire: records below it are complete). */
+uint64_t shmt_ring_head(const struct shmt_view *v);
+
+/* Reads record seq into out. Returns 0, or -EAGAIN if the slot does not
+ * hold a finished record of that sequence (never written, half-written
+ * by a producer that died, or overwritten in the meantime). */
+int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *out);
+
+/* Number of published strings, clamped to the table. */
+uint32_t shmt_ring_nstrings(const struct shmt_view *v);
+
+/* Copies string id (NUL-terminated, cut to buflen) to buf. Returns its
+ * length, or -ENOENT for an id past the table, -EBADMSG for an entry that
+ * points outside the heap. */
+int shmt_ring_string(const struct shmt_view *v, uint32_t id, char *buf, size_t buflen);
+
+/* Number of published name slots, clamped to the table. */
+uint32_t shmt_ring_nthreads(const struct shmt_view *v);
+
+/* Copies name slot i, its names NUL-terminated. Returns 0 or -ENOENT. */
+int shmt_ring_thread(const struct shmt_view *v, uint32_t i, struct shmt_thread *out);
+
+struct shmt_block_info {
+	uint32_t state, pid, tid;
+	uint64_t start_time;
+	uint64_t written, taken;	/* taken as a recovery would leave it */
+	uint32_t skipped;		/* pending records with an invalid kind */
+};
+
+/* Copies block i's pending records (at most block_records) into out and
+ * describes the block. Applies a dead flusher's journal the way the next
+ * lock holder would, so a record is never counted in both the ring and
+ * its block. Returns the number of records copied. */
+int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
+			    struct shmt_block_info *info);
+
+/* Runs fn(arg) with SIGBUS turned into a return of -EFAULT: a peer that
+ * truncates the segment makes the reader fail cleanly. Not reentrant. */
+int shmt_guarded(int (*fn)(void *), void *arg);
+
+#endif

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring_write.c - moving records into the ring, always under the ring lock.
+ *
+ * Publication protocol (docs/FORMAT.md, "Publishing"): a slot's commit word
+ * is zeroed, the fields are stored, then the commit word is release-stored
+ * with the record's sequence; after a batch, head is release-stored. A
+ * reader acquire-loads head, then each commit word, copies, and re-reads
+ * the commit word (a seqlock), so it never accepts a half-written record,
+ * even on a slot that overwrite mode is reusing under it.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static inline void put_record(struct shmt_view *v, uint64_t seq, const struct shmt_record *s)
+{
+	struct shmt_record *d = &v->records[seq & v->mask];
+
+	store_relaxed(&d->commit, 0);
+	/* orders the invalidation before the new fields: a reader that sees
+	 * any new field re-reads a commit word that is no longer its own */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	store_relaxed(&d->ts, s->ts);
+	store_relaxed(&d->dur, s->dur);
+	store_relaxed(&d->flow, s->flow);
+	store_relaxed(&d->pid, s->pid);
+	store_relaxed(&d->tid, s->tid);
+	store_relaxed(&d->name, s->name);
+	store_relaxed(&d->cat, s->cat);
+	/* pairs with the acquire load of commit in shmt_ring_read() */
+	store_release(&d->commit, SHMT_COMMIT(seq, SHMT_COMMIT_KIND(s->commit)));
+}
+
+/* How many of n new records fit, and how many unread ones they overwrite. */
+static void plan(struct shmt_view *v, uint64_t head, uint64_t n, uint64_t *fit, uint64_t *overwrote)
+{
+	uint64_t tail = load_acquire(&v->h->tail.v);
+	uint64_t cap = v->capacity;
+
+	/* tail is written by another process: never trust it past head */
+	if (tail > head)
+		tail = head;
+	if (head - tail > cap)
+		tail = head - cap;
+	*overwrote = 0;
+	if (v->mode == SHMTRACE_MODE_DISCARD) {
+		uint64_t room = cap - (head - tail);
+
+		*fit = n < room ? n : room;
+	} else {
+		uint64_t first = tail + cap > head ? tail + cap : head;
+
+		*fit = n;
+		if (head + n > first)
+			*overwrote = head + n - first;
+	}
+}
+
+/* Moves n records from src (a staging block's ring of block_records, from
+ * index k) into the ring under the journal. Returns records written. */
+static uint64_t publish_locked(struct shmt_view *v, uint32_t block, const struct shmt_record *src,
+			       uint64_t k, uint64_t n, uint64_t taken_before, uint64_t consumed)
+{
+	struct shmt_header *h = v->h;
+	struct shmt_journal *j = &h->journal;
+	uint64_t head = load_relaxed(&h->head.v);
+	uint64_t fit, overwrote, mask = v->block_records - 1;
+
+	plan(v, head, n, &fit, &overwrote);
+	j->stage = 1;
+	j->block = block;
+	j->head_before = head;
+	j->taken_before = taken_before;
+	j->count = fit;
+	j->consumed = consumed;
+	j->ndrop = n - fit;
+	j->overwrote = overwrote;
+	j->active = 1;
+	if (overwrote)
+		fetch_add(&h->overwritten.v, overwrote);
+	SHMT_HOOK("flush-begin");
+	for (uint64_t i = 0; i < fit; i++) {
+		put_record(v, head + i, &src[(k + i) & mask]);
+		if (i == fit / 2)
+			SHMT_HOOK("flush-middle");
+	}
+	/* pairs with the collector's acquire load of head */
+	store_release(&h->head.v, head + fit);
+	SHMT_HOOK("flush-head");
+	j->stage = 2;
+	if (n - fit)
+		fetch_add(&h->dropped.v, n - fit);
+	j->stage = 3;
+	return fit;
+}
+
+/*
+ * Moves a block's pending records into the ring. The caller holds the lock.
+ * Returns the number of records published (the rest, if the ring was full
+ * in discard mode, are counted as dropped).
+ */
+uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx)
+{
+	struct shmt_block *b = shmt_block_at(v, idx);
+	/* pairs with the owner's release store of written */
+	uint64_t w = load_acquire(&b->written);
+	uint64_t k = load_relaxed(&b->taken);
+	uint64_t n = w - k, done;
+
+	if (w == k)
+		return 0;
+	/* more pending than the block holds: only a peer scribbling on the
+	 * block does this; take the newest block-full and count the rest */
+	if (n > v->block_records) {
+		fetch_add(&v->h->dropped.v, n - v->block_records);
+		k = w - v->block_records;
+		n = v->block_records;
+	}
+	done = publish_locked(v, idx, shmt_block_recs(b), k, n, load_relaxed(&b->taken),
+			      w - load_relaxed(&b->taken));
+	/* pairs with the owner's acquire load of taken: the slots are free */
+	store_release(&b->taken, w);
+	v->h->journal.active = 0;
+	return done;
+}
+
+/* Writes one record straight into the ring (no staging block available).
+ * Returns 0, or -ENOSPC if the ring was full (the record is counted). */
+int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r)
+{
+	uint64_t done = publish_locked(v, UINT32_MAX, r, 0, 1, 0, 1);
+
+	v->h->journal.active = 0;
+	return done ? 0 : -ENOSPC;
+}
+
+/* Wakes a sleeping collector once the ring is a quarter full. The futex is
+ * the low 32 bits of wake_seq (little-endian), shared across processes. */
+void shmt_wake_collector(struct shmt_view *v)
+{
+	struct shmt_header *h = v->h;
+	uint64_t used;
+
+	if (!load_relaxed(&h->collector_sleeping.v))
+		return;
+	used = load_relaxed(&h->head.v) - load_relaxed(&h->tail.v);
+	if (used < v->capacity / 4)
+		return;
+	store_relaxed(&h->collector_sleeping.v, 0);
+	__atomic_fetch_add((uint32_t *)&h->wake_seq.v, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, (uint32_t *)&h->wake_seq.v, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/*
+ * Flushes staging blocks. With all, every block's pending records are
+ * flushed (the collector does this each poll so that an idle thread's few
+ * records are not held back); free blocks are always emptied. With reap,
+ * owners are checked for life through /proc and dead owners' blocks are
+ * freed. Lock held. Returns records published.
+ */
+uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, bool reap)
+{
+	uint64_t done = 0;
+
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(v, i);
+		uint32_t state = load_relaxed(&b->state);
+		bool pending = load_acquire(&b->written) != load_relaxed(&b->taken);
+		bool dead = false;
+
+		if (state == SHMT_BLOCK_OWNED && reap)
+			dead = !shmt_owner_alive(load_relaxed(&b->pid), load_relaxed(&b->tid),
+						 load_relaxed(&b->start_time));
+		if (pending && (all || dead || state != SHMT_BLOCK_OWNED))
+			done += shmt_flush_block_locked(v, i);
+		if (dead)
+			store_release(&b->state, SHMT_BLOCK_FREE);
+	}
+	return done;
+}

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shmtrace.h - the producer API of libshmtrace, a cross-process span tracer.
+ *
+ * A ring is a POSIX shared-memory segment (/dev/shm/<name>) that any number of
+ * processes attach to. Each call below appends one fixed 40-byte record; a
+ * separate collector (shmtrace-collector) drains the ring into a capture
+ * file, and `shmtrace export` turns that (or a ring left behind by crashed
+ * processes) into Chrome Trace Event JSON with flow arrows across processes.
+ *
+ * Conventions, as in liburing: functions return 0 (or a value) on success and
+ * -errno on failure. Nothing here allocates on the hot path. All functions
+ * are thread-safe; a handle may be shared by all threads of a process and is
+ * inherited across fork() (the child records under its own pid).
+ *
+ *   shmtrace_t *t;
+ *   if (shmtrace_open("myapp", &t) < 0) ...;     // ring made by the collector
+ *   uint32_t cat = shmtrace_intern(t, "rpc");     // once, then cached
+ *   uint32_t name = shmtrace_intern(t, "handle");
+ *   uint64_t t0 = shmtrace_now();
+ *   handle_request();
+ *   shmtrace_span(t, cat, name, t0, shmtrace_now(), req->flow_id);
+ *   shmtrace_close(t);
+ *
+ * Records are first written to a per-thread staging block that lives in the
+ * shared segment itself, and moved into the ring under the ring's robust
+ * mutex in batches. A record is durable (it survives the death of its
+ * process) as soon as the call that wrote it returns.
+ */
+#ifndef SHMTRACE_H
+#define SHMTRACE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SHMTRACE_VERSION_STRING "0.1.0"
+
+typedef struct shmtrace shmtrace_t;
+
+/* What a full ring does with a new record. */
+enum shmtrace_mode {
+	SHMTRACE_MODE_DISCARD = 0,	/* drop new records and count them */
+	SHMTRACE_MODE_OVERWRITE = 1,	/* flight recorder: overwrite the oldest, count them */
+};
+
+/* Record kinds, as stored in the ring. */
+enum shmtrace_kind {
+	SHMTRACE_KIND_NONE = 0,		/* never a valid record */
+	SHMTRACE_KIND_SPAN = 1,		/* complete span: ts, dur */
+	SHMTRACE_KIND_INSTANT = 2,	/* point in time */
+	SHMTRACE_KIND_COUNTER = 3,	/* dur holds an int64 value */
+	SHMTRACE_KIND_MAX = 3,
+};
+
+struct shmtrace_ring_config {
+	uint32_t capacity;	/* records in the ring, power of two; 0: 262144 */
+	uint32_t mode;		/* enum shmtrace_mode */
+	uint32_t perm;		/* file mode; 0: 0600. 0640/0660 share with a group */
+	uint32_t max_strings;	/* interned strings; 0: 4096, at most 65535 */
+	uint32_t string_bytes;	/* bytes for their text; 0: 256 KiB */
+	uint32_t max_threads;	/* process/thread name slots; 0: 1024 */
+	uint32_t blocks;	/* per-thread staging blocks; 0: 256 */
+	uint32_t flags;		/* SHMTRACE_CREATE_* */
+};
+
+/* Use CLOCK_MONOTONIC for every timestamp even when the TSC is usable. */
+#define SHMTRACE_CREATE_NO_TSC 0x1u
+
+/*
+ * Creates the ring /dev/shm/<name> (O_CREAT|O_EXCL, never following a
+ * symlink), sized and touched up front so that a full /dev/shm fails here
+ * and not later with SIGBUS. cfg may be NULL for the defaults.
+ * Returns 0, -EEXIST if it exists, -EINVAL for a bad name or config,
+ * -ENOSPC when /dev/shm is full, or another -errno.
+ */
+int shmtrace_ring_create(const char *name, const struct shmtrace_ring_config *cfg);
+
+/* Removes the ring's name; attached processes keep their mapping. */
+int shmtrace_ring_unlink(const char *name);
+
+/*
+ * Attaches to an existing ring as a producer. Refuses (-EPROTO) a segment of
+ * another magic or a newer major version, -EBADMSG one whose header is
+ * inconsistent or whose size is impossible, -EPERM one owned by another user
+ * or writable by others. On success *out is a handle for shmtrace_close().
+ */
+int shmtrace_open(const char *name, shmtrace_t **out);
+
+/* Flushes this process's staged records into the ring and detaches. */
+void shmtrace_close(shmtrace_t *t);
+
+/*
+ * Moves the calling thread's staged records into the ring now. Records are
+ * flushed anyway when a block fills, when the thread exits, at close, and by
+ * the collector when they have waited for longer than its poll interval.
+ */
+int shmtrace_flush(shmtrace_t *t);
+
+/*
+ * Returns a stable id (1..65535) for s, the same in every process of the
+ * ring; the first call per string takes the lock, later ones hit a
+ * per-process cache. Returns 0 when the table is full or s is NULL; a
+ * record with id 0 exports as "?". Strings are stored byte for byte
+ * (at most 1024 bytes; longer ones are cut).
+ */
+uint32_t shmtrace_intern(shmtrace_t *t, const char *s);
+
+/* Nanoseconds on the ring's clock (CLOCK_MONOTONIC, or a TSC calibrated to it). */
+uint64_t shmtrace_now(void);
+
+/* Records a complete span [start_ns, end_ns). flow_id != 0 links spans of
+ * one request across threads and processes into one flow. */
+int shmtrace_span(shmtrace_t *t, uint32_t cat, uint32_t name,
+		  uint64_t start_ns, uint64_t end_ns, uint64_t flow_id);
+
+/* Records an instant event now. */
+int shmtrace_instant(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t flow_id);
+
+/* Records a counter's value now. */
+int shmtrace_counter(shmtrace_t *t, uint32_t cat, uint32_t name, int64_t value);
+
+/* Names the calling thread (and, from the main thread, the process) in the
+ * trace. Without it the kernel's comm names are used. At most 31 bytes. */
+int shmtrace_set_thread_name(shmtrace_t *t, const char *name);
+int shmtrace_set_process_name(shmtrace_t *t, const char *name);
+
+/* Counters of the ring, as the collector and exporter see them. */
+struct shmtrace_stats {
+	uint64_t capacity;
+	uint64_t head;		/* records ever published into the ring */
+	uint64_t tail;		/* records the collector has consumed */
+	uint64_t dropped;	/* discarded because the ring was full */
+	uint64_t overwritten;	/* overwritten unread (overwrite mode) */
+	uint64_t lock_timeouts;	/* flushes given up on a lock held too long */
+	uint32_t mode;
+	uint32_t strings;
+};
+int shmtrace_stats(shmtrace_t *t, struct shmtrace_stats *st);
+
+/* Returns a new flow id, unique among all processes of the ring (never 0,
+ * below 2^53 so that JavaScript viewers keep it exact), or 0 if t is NULL. */
+uint64_t shmtrace_flow_new(shmtrace_t *t);
+
+/* Returns a static string describing a -errno returned by this library. */
+const char *shmtrace_strerror(int err);
+
+/* ---------------------------------------------------------------------- */
+/* Process-wide default handle and scoped spans.                          */
+/*                                                                        */
+/* When the environment variable SHMTRACE_RING names a ring at start-up,  */
+/* shmtrace_default is attached to it; otherwise it is NULL and every     */
+/* macro below costs one predictable branch. Define SHMTRACE_DISABLE to   */
+/* compile the macros away entirely.                                      */
+/* ---------------------------------------------------------------------- */
+extern shmtrace_t *shmtrace_default;
+
+/* Attaches shmtrace_default to a ring (or NULL to detach). */
+int shmtrace_default_open(const char *name);
+
+struct shmtrace_site {
+	const char *cat;
+	const char *name;
+	shmtrace_t *owner;	/* handle the ids below belong to */
+	uint32_t cat_id;
+	uint32_t name_id;
+};
+
+struct shmtrace_scope {
+	shmtrace_t *t;
+	const struct shmtrace_site *site;
+	uint64_t start;
+	uint64_t flow;
+};
+
+/* Resolves a call site's ids for t (cached in the site). */
+void shmtrace_site_resolve(shmtrace_t *t, struct shmtrace_site *site);
+
+static inline struct shmtrace_scope shmtrace_scope_begin_(struct shmtrace_site *site, uint64_t flow)
+{
+	struct shmtrace_scope s = { 0, 0, 0, 0 };
+	shmtrace_t *t = shmtrace_default;
+
+	if (__builtin_expect(t == NULL, 1))
+		return s;
+	if (__atomic_load_n(&site->owner, __ATOMIC_ACQUIRE) != t)
+		shmtrace_site_resolve(t, site);
+	s.t = t;
+	s.site = site;
+	s.flow = flow;
+	s.start = shmtrace_now();
+	return s;
+}
+
+static inline void shmtrace_scope_end_(struct shmtrace_scope *s)
+{
+	if (__builtin_expect(s->t == NULL, 1))
+		return;
+	shmtrace_span(s->t, __atomic_load_n(&s->site->cat_id, __ATOMIC_RELAXED),
+		      __atomic_load_n(&s->site->name_id, __ATOMIC_RELAXED), s->start,
+		      shmtrace_now(), s->flow);
+}
+
+#define SHMTRACE_CAT2_(a, b) a##b
+#define SHMTRACE_CAT_(a, b) SHMTRACE_CAT2_(a, b)
+
+#ifndef SHMTRACE_DISABLE
+/* Records a span from here to the end of the enclosing scope. */
+#define SHMTRACE_SCOPE_FLOW(cat, name, flow)					\
+	static struct shmtrace_site SHMTRACE_CAT_(shmtrace_site_, __LINE__) =	\
+		{ (cat), (name), 0, 0, 0 };					\
+	struct shmtrace_scope SHMTRACE_CAT_(shmtrace_scope_, __LINE__)		\
+		__attribute__((cleanup(shmtrace_scope_end_))) =			\
+		shmtrace_scope_begin_(&SHMTRACE_CAT_(shmtrace_site_, __LINE__), (flow))
+#define SHMTRACE_SCOPE(cat, name) SHMTRACE_SCOPE_FLOW(cat, name, 0)
+
+/* An instant or a counter on the default handle. */
+#define SHMTRACE_INSTANT(cat, name, flow) do {					\
+	static struct shmtrace_site shmtrace_site_i_ = { (cat), (name), 0, 0, 0 }; \
+	shmtrace_t *shmtrace_t_ = shmtrace_default;				\
+	if (__builtin_expect(shmtrace_t_ != NULL, 0)) {				\
+		if (__atomic_load_n(&shmtrace_site_i_.owner, __ATOMIC_ACQUIRE) != shmtrace_t_) \
+			shmtrace_site_resolve(shmtrace_t_, &shmtrace_site_i_);	\
+		shmtrace_instant(shmtrace_t_, __atomic_load_n(&shmtrace_site_i_.cat_id, __ATOMIC_RELAXED), \
+				 __atomic_load_n(&shmtrace_site_i_.name_id, __ATOMIC_RELAXED), (flow));		\
+	}									\
+} while (0)
+#define SHMTRACE_COUNTER(cat, name, value) do {					\
+	static struct shmtrace_site shmtrace_site_c_ = { (cat), (name), 0, 0, 0 }; \
+	shmtrace_t *shmtrace_t_ = shmtrace_default;				\
+	if (__builtin_expect(shmtrace_t_ != NULL, 0)) {				\
+		if (__atomic_load_n(&shmtrace_site_c_.owner, __ATOMIC_ACQUIRE) != shmtrace_t_) \
+			shmtrace_site_resolve(shmtrace_t_, &shmtrace_site_c_);	\
+		shmtrace_counter(shmtrace_t_, __atomic_load_n(&shmtrace_site_c_.cat_id, __ATOMIC_RELAXED), \
+				 __atomic_load_n(&shmtrace_site_c_.name_id, __ATOMIC_RELAXED), (value));		\
+	}									\
+} while (0)
+#else
+#define SHMTRACE_SCOPE_FLOW(cat, name, flow) do { } while (0)
+#define SHMTRACE_SCOPE(cat, name) do { } while (0)
+#define SHMTRACE_INSTANT(cat, name, flow) do { } while (0)
+#define SHMTRACE_COUNTER(cat, name, value) do { } while (0)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SHMTRACE_H */

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * strings.c - the interned-string table shared by all processes of a ring.
+ *
+ * Layout: entries[id] = {off, len} into a byte heap, and an open-addressing
+ * hash of ids for lookup under the lock. An append writes the bytes, the
+ * entry and the hash slot, then release-stores the new count; a taker that
+ * inherits the lock from a dead appender rolls back anything past the count
+ * (shmt_repair), so a half-appended string is never seen.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* FNV-1a: short strings, no need for more. */
+uint32_t shmt_hash(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (uint8_t)s[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+/*
+ * Returns the id of s (len bytes), appending it if new, or -ENOSPC when
+ * the table or its heap is full. The lock is held.
+ */
+int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len)
+{
+	struct shmt_header *h = v->h;
+	uint32_t n = load_relaxed(&h->strings);
+	uint32_t mask = v->hash_slots - 1;
+	uint32_t i = shmt_hash(s, len) & mask;
+	uint32_t used = h->heap_used;
+	struct shmt_string e;
+
+	if (len == 0)
+		return 0;
+	for (uint32_t probes = 0; probes < v->hash_slots; probes++, i = (i + 1) & mask) {
+		uint32_t id = v->hash[i];
+
+		if (id == 0)
+			break;
+		if (id >= n)	/* a slot a peer scribbled on: not ours */
+			continue;
+		e = v->strings[id];
+		if (e.len == len && (uint64_t)e.off + len < v->string_bytes &&
+		    !memcmp(v->heap + e.off, s, len))
+			return (int)id;
+	}
+	if (n > v->max_strings || v->hash[i] != 0)
+		return -ENOSPC;
+	if (used >= v->string_bytes || len + 1 > v->string_bytes - used)
+		return -ENOSPC;
+
+	h->journal.intern_active = 1;
+	memcpy(v->heap + used, s, len);
+	v->heap[used + len] = 0;
+	v->strings[n].off = used;
+	v->strings[n].len = (uint32_t)len;
+	v->hash[i] = (uint16_t)n;
+	SHMT_HOOK("intern");
+	h->heap_used = used + (uint32_t)len + 1;
+	/* pairs with readers' acquire load of strings: entry and bytes are set */
+	store_release(&h->strings, n + 1);
+	h->journal.intern_active = 0;
+	return (int)n;
+}
