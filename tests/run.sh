@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Runs the test suite: every cmocka program in $BUILD/tests, then every
+# end-to-end script in tests/e2e (exit 0 pass, 77 skip, else fail), each
+# under a timeout. Ends with one line "N passed, N failed, N skipped".
+#   --unit      only the cmocka programs (the sanitizer runs)
+#   --threaded  only the programs that exercise threads and processes (TSan)
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export BUILD
+export SHMTRACE_BIN="$PWD/$BUILD"
+mode=${1:-all}
+pass=0 fail=0 skip=0 failed=()
+export SHMTRACE_TEST_PREFIX="t$$-"
+
+run_one() {
+	local name=$1; shift
+	local log="$BUILD/test-logs/$name.log"
+	mkdir -p "$BUILD/test-logs"
+	timeout --kill-after=10 600 "$@" >"$log" 2>&1
+	local rc=$?
+	if [ $rc -eq 0 ]; then
+		pass=$((pass + 1)); printf '  PASS  %s\n' "$name"
+	elif [ $rc -eq 77 ]; then
+		skip=$((skip + 1)); printf '  SKIP  %s (%s)\n' "$name" "$(tail -n 1 "$log")"
+	else
+		fail=$((fail + 1)); failed+=("$name"); printf '  FAIL  %s (exit %d)\n' "$name" $rc
+		sed 's/^/        /' "$log" | tail -n 40
+	fi
+	# cmocka's own summary lines, for the record
+	grep -E '^\[  (PASSED|FAILED)  \]' "$log" | sed "s/^/        $name: /"
+}
+
+for t in "$BUILD"/tests/test_*; do
+	[ -x "$t" ] || continue
+	case $mode in
+	--threaded) case $t in *_mp*|*_thread*|*_ring*|*_crash*) ;; *) continue ;; esac ;;
+	esac
+	run_one "$(basename "$t")" "$t"
+done
+if [ "$mode" = all ]; then
+	for s in tests/e2e/*.sh; do
+		[ -f "$s" ] || continue
+		run_one "e2e/$(basename "$s" .sh)" bash "$s"
+	done
+fi
+# nothing a test made may stay behind in /dev/shm
+rm -f /dev/shm/"$SHMTRACE_TEST_PREFIX"* 2>/dev/null
+echo
+[ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
