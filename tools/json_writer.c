@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+/*
+ * json_writer.c - buffered JSON output for the exporter: every string goes
+ * through one escaper and every time through one formatter.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "json_writer.h"
+
+void jw_init(struct jw *w, FILE *f)
+{
+	w->f = f;
+	w->err = 0;
+	w->len = 0;
+}
+
+static void jw_drain(struct jw *w)
+{
+	if (w->len && !w->err) {
+		errno = 0;
+		if (fwrite(w->buf, 1, w->len, w->f) != w->len || ferror(w->f))
+			w->err = errno ? -errno : -EIO;
+	}
+	w->len = 0;
+}
+
+void jw_raw(struct jw *w, const char *s, size_t n)
+{
+	while (n) {
+		size_t room = sizeof(w->buf) - w->len;
+		size_t k = n < room ? n : room;
+
+		memcpy(w->buf + w->len, s, k);
+		w->len += k;
+		s += k;
+		n -= k;
+		if (w->len == sizeof(w->buf))
+			jw_drain(w);
+	}
+}
+
+void jw_puts(struct jw *w, const char *s)
+{
+	jw_raw(w, s, strlen(s));
+}
+
+static inline void jw_ch(struct jw *w, char c)
+{
+	if (w->len == sizeof(w->buf))
+		jw_drain(w);
+	w->buf[w->len++] = c;
+}
+
+/*
+ * Length of the valid UTF-8 sequence at s (1..4), or 0 if it is invalid;
+ * *bad then says how many bytes form the maximal invalid subpart, which is
+ * replaced by one U+FFFD (the Unicode "best practice" for substitution).
+ */
+static size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad)
+{
+	unsigned char c = s[0];
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t need, i;
+
+	*bad = 1;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		need = 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		need = 3;
+		if (c == 0xe0)
+			lo = 0xa0;	/* overlong */
+		else if (c == 0xed)
+			hi = 0x9f;	/* surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		need = 4;
+		if (c == 0xf0)
+			lo = 0x90;	/* overlong */
+		else if (c == 0xf4)
+			hi = 0x8f;	/* past U+10FFFF */
+	} else {
+		return 0;		/* 0x80..0xc1, 0xf5..0xff */
+	}
+	for (i = 1; i < need; i++) {
+		if (i >= n || s[i] < lo || s[i] > hi) {
+			*bad = i;
+			return 0;
+		}
+		lo = 0x80;
+		hi = 0xbf;
+	}
+	return need;
+}
+
+/* Escapes into a sink: either the writer or a bounded buffer. */
+struct esc_sink {
+	struct jw *w;
+	char *out;
+	size_t outlen, used;
+};
+
+static void sink_put(struct esc_sink *k, const char *s, size_t n)
+{
+	if (k->w) {
+		if (n == 1)
+			jw_ch(k->w, *s);
+		else
+			jw_raw(k->w, s, n);
+	} else {
+		for (size_t i = 0; i < n; i++, k->used++)
+			if (k->used + 1 < k->outlen)
+				k->out[k->used] = s[i];
+		return;
+	}
+	k->used += n;
+}
+
+static void escape_to(struct esc_sink *k, const char *str, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t len, bad;
+
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+
+			sink_put(k, e, 2);
+			i++;
+		} else if (c < 0x20) {
+			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+
+			sink_put(k, e, 6);
+			i++;
+		} else if (c < 0x80) {
+			sink_put(k, (const char *)&s[i], 1);
+			i++;
+		} else if ((len = utf8_seq(s + i, n - i, &bad)) != 0) {
+			sink_put(k, (const char *)&s[i], len);
+			i += len;
+		} else {
+			sink_put(k, "\xef\xbf\xbd", 3);
+			i += bad;
+		}
+	}
+}
+
+size_t json_escape(const char *s, size_t n, char *out, size_t outlen)
+{
+	struct esc_sink k = { .out = out, .outlen = outlen };
+
+	escape_to(&k, s, n);
+	if (outlen)
+		out[k.used < outlen ? k.used : outlen - 1] = 0;
+	return k.used;
+}
+
+void jw_str(struct jw *w, const char *s, size_t n)
+{
+	struct esc_sink k = { .w = w };
+
+	jw_ch(w, '"');
+	escape_to(&k, s, n);
+	jw_ch(w, '"');
+}
+
+void jw_cstr(struct jw *w, const char *s)
+{
+	jw_str(w, s, strlen(s));
+}
+
+void jw_u64(struct jw *w, uint64_t v)
+{
+	char b[24];
+	int n = snprintf(b, sizeof(b), "%" PRIu64, v);
+
+	jw_raw(w, b, (size_t)n);
+}
+
+void jw_i64(struct jw *w, int64_t v)
+{
+	char b[24];
+	int n = snprintf(b, sizeof(b), "%" PRId64, v);
+
+	jw_raw(w, b, (size_t)n);
+}
+
+size_t jw_fmt_us(char *buf, uint64_t ns)
+{
+	return (size_t)snprintf(buf, JW_US_MAX, "%llu.%03llu", (unsigned long long)(ns / 1000),
+				(unsigned long long)(ns % 1000));
+}
+
+void jw_us(struct jw *w, uint64_t ns)
+{
+	char b[JW_US_MAX];
+
+	jw_raw(w, b, jw_fmt_us(b, ns));
+}
+
+int jw_flush(struct jw *w)
+{
+	jw_drain(w);
+	if (!w->err && fflush(w->f) != 0)
+		w->err = errno ? -errno : -EIO;
+	return w->err;
+}
