@@ -147,7 +147,7 @@ static void test_numbers_and_buffering(void **state)
 		n += mem[i] == ',';
 	assert_int_equal(n, 100001);
 	assert_non_null(strstr(mem, ",9.999,10.000,"));
-	assert_string_equal(mem + len - 8, ",99.999");
+	assert_string_equal(mem + len - 7, ",99.999");
 	free(mem);
 	free(w);
 }
