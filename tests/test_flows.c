@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_flows.c - assembling flow records into s/t/f chains: order, ids,
+ * and which records bind.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "flows.h"
+
+struct out {
+	char ph;
+	uint64_t id;
+	struct flow_ev e;
+};
+
+static struct out got[256];
+static size_t ngot;
+
+static int collect(void *ctx, char ph, uint64_t id, const struct flow_ev *e)
+{
+	(void)ctx;
+	assert_true(ngot < 256);
+	got[ngot++] = (struct out){ ph, id, *e };
+	return 0;
+}
+
+static void add(struct flows *f, uint64_t flow, uint64_t ts, uint32_t pid, uint32_t tid)
+{
+	struct flow_ev e = { .flow = flow, .ts = ts, .pid = pid, .tid = tid, .cat = 7, .name = pid };
+
+	assert_int_equal(flows_add(f, &e), 0);
+}
+
+static uint64_t run(struct flows *f)
+{
+	uint64_t n = 99;
+
+	ngot = 0;
+	assert_int_equal(flows_assemble(f, collect, NULL, &n), 0);
+	return n;
+}
+
+static void expect(size_t i, char ph, uint64_t id, uint64_t ts, uint32_t pid)
+{
+	assert_true(i < ngot);
+	assert_int_equal(got[i].ph, ph);
+	assert_int_equal(got[i].id, id);
+	assert_int_equal(got[i].e.ts, ts);
+	assert_int_equal(got[i].e.pid, pid);
+	assert_int_equal(got[i].e.cat, 7);
+}
+
+static void test_one_hop(void **state)
+{
+	struct flows f;
+
+	(void)state;
+	flows_init(&f);
+	/* arrival order is not time order: the consumer's record came first */
+	add(&f, 42, 2000, 20, 21);
+	add(&f, 42, 1000, 10, 11);
+	assert_int_equal(run(&f), 1);
+	assert_int_equal(ngot, 2);
+	expect(0, 's', 1, 1000, 10);
+	expect(1, 'f', 1, 2000, 20);
+	assert_int_equal(got[1].e.tid, 21);
+	flows_free(&f);
+}
+
+static void test_many_hops_three_processes(void **state)
+{
+	struct flows f;
+
+	(void)state;
+	flows_init(&f);
+	for (int i = 0; i < 10; i++)
+		add(&f, 5, 100 + (uint64_t)i * 10, 1 + (uint32_t)i % 3, 1);
+	assert_int_equal(run(&f), 1);
+	assert_int_equal(ngot, 10);
+	expect(0, 's', 1, 100, 1);
+	for (int i = 1; i < 9; i++)
+		expect((size_t)i, 't', 1, 100 + (uint64_t)i * 10, 1 + (uint32_t)i % 3);
+	expect(9, 'f', 1, 190, 1);
+	flows_free(&f);
+}
+
+static void test_interleaved_flows_and_ids(void **state)
+{
+	struct flows f;
+	uint64_t seen[4] = { 0 };
+
+	(void)state;
+	flows_init(&f);
+	/* producer ids beyond 2^53 and in no particular order */
+	add(&f, UINT64_MAX, 10, 1, 1);
+	add(&f, 3, 11, 2, 2);
+	add(&f, 1ull << 60, 12, 3, 3);
+	add(&f, 3, 13, 1, 1);
+	add(&f, UINT64_MAX, 14, 2, 2);
+	add(&f, 1ull << 60, 15, 1, 1);
+	add(&f, UINT64_MAX, 16, 3, 3);
+	assert_int_equal(run(&f), 3);
+	assert_int_equal(ngot, 7);
+	/* ids are 1..N in order of first arrival */
+	expect(0, 's', 1, 10, 1);
+	expect(1, 't', 1, 14, 2);
+	expect(2, 'f', 1, 16, 3);
+	expect(3, 's', 2, 11, 2);
+	expect(4, 'f', 2, 13, 1);
+	expect(5, 's', 3, 12, 3);
+	expect(6, 'f', 3, 15, 1);
+	for (size_t i = 0; i < ngot; i++) {
+		assert_true(got[i].id >= 1 && got[i].id <= 3);
+		assert_true(got[i].id < (1ull << 53));
+		seen[got[i].id]++;
+	}
+	assert_int_equal(seen[1], 3);
+	assert_int_equal(seen[2], 2);
+	assert_int_equal(seen[3], 2);
+	flows_free(&f);
+}
+
+static void test_single_record_draws_nothing(void **state)
+{
+	struct flows f;
+
+	(void)state;
+	flows_init(&f);
+	add(&f, 9, 10, 1, 1);
+	add(&f, 8, 10, 1, 1);
+	add(&f, 8, 20, 2, 2);
+	assert_int_equal(run(&f), 1);
+	assert_int_equal(ngot, 2);
+	/* flow 9 drew nothing, and took no id */
+	expect(0, 's', 1, 10, 1);
+	expect(1, 'f', 1, 20, 2);
+	flows_free(&f);
+	flows_init(&f);
+	add(&f, 9, 10, 1, 1);
+	assert_int_equal(run(&f), 0);
+	assert_int_equal(ngot, 0);
+	flows_free(&f);
+	flows_init(&f);
+	assert_int_equal(run(&f), 0);
+	flows_free(&f);
+}
+
+static void test_same_thread_spans(void **state)
+{
+	struct flows f;
+
+	(void)state;
+	flows_init(&f);
+	add(&f, 4, 300, 1, 1);
+	add(&f, 4, 100, 1, 1);
+	add(&f, 4, 200, 1, 1);
+	assert_int_equal(run(&f), 1);
+	expect(0, 's', 1, 100, 1);
+	expect(1, 't', 1, 200, 1);
+	expect(2, 'f', 1, 300, 1);
+	flows_free(&f);
+}
+
+static void test_equal_timestamps(void **state)
+{
+	struct flows f;
+
+	(void)state;
+	flows_init(&f);
+	/* ties break by pid, then tid, then arrival: deterministic output */
+	add(&f, 6, 50, 3, 1);
+	add(&f, 6, 50, 2, 9);
+	add(&f, 6, 50, 2, 4);
+	add(&f, 6, 50, 2, 4);
+	assert_int_equal(run(&f), 1);
+	assert_int_equal(ngot, 4);
+	expect(0, 's', 1, 50, 2);
+	assert_int_equal(got[0].e.tid, 4);
+	assert_int_equal(got[0].e.order, 2);
+	expect(1, 't', 1, 50, 2);
+	assert_int_equal(got[1].e.order, 3);
+	expect(2, 't', 1, 50, 2);
+	assert_int_equal(got[2].e.tid, 9);
+	expect(3, 'f', 1, 50, 3);
+	flows_free(&f);
+}
+
+static int stop_at_two(void *ctx, char ph, uint64_t id, const struct flow_ev *e)
+{
+	int *n = ctx;
+
+	(void)ph;
+	(void)id;
+	(void)e;
+	return ++*n == 2 ? -28 : 0;
+}
+
+static void test_emit_error_stops(void **state)
+{
+	struct flows f;
+	int n = 0;
+
+	(void)state;
+	flows_init(&f);
+	for (int i = 0; i < 5; i++)
+		add(&f, 1, (uint64_t)i, 1, 1);
+	assert_int_equal(flows_assemble(&f, stop_at_two, &n, NULL), -28);
+	assert_int_equal(n, 2);
+	flows_free(&f);
+}
+
+/* every flow of test_many_flows: s then f, ids in arrival order */
+static int check(void *ctx, char ph, uint64_t id, const struct flow_ev *e)
+{
+	uint64_t *next = ctx;
+
+	if (ph == 's') {
+		assert_int_equal(id, *next);
+		assert_int_equal(e->ts, id - 1);
+		assert_int_equal(e->pid, 1);
+	} else {
+		assert_int_equal(ph, 'f');
+		assert_int_equal(id, *next);
+		assert_int_equal(e->pid, 2);
+		++*next;
+	}
+	return 0;
+}
+
+static void test_many_flows(void **state)
+{
+	struct flows f;
+	uint64_t n, next = 1;
+
+	(void)state;
+	flows_init(&f);
+	/* past the initial allocation, ids still dense and ordered */
+	for (uint64_t i = 0; i < 5000; i++) {
+		add(&f, 1000000 - i, i, 1, 1);
+		add(&f, 1000000 - i, i + 1, 2, 2);
+	}
+	ngot = 0;
+	assert_int_equal(f.n, 10000);
+	assert_int_equal(flows_assemble(&f, check, &next, &n), 0);
+	assert_int_equal(n, 5000);
+	assert_int_equal(next, 5001);
+	flows_free(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_hop),
+		cmocka_unit_test(test_many_hops_three_processes),
+		cmocka_unit_test(test_interleaved_flows_and_ids),
+		cmocka_unit_test(test_single_record_draws_nothing),
+		cmocka_unit_test(test_same_thread_spans),
+		cmocka_unit_test(test_equal_timestamps),
+		cmocka_unit_test(test_emit_error_stops),
+		cmocka_unit_test(test_many_flows),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+/*
+ * flows.c - flow records kept in memory (the only per-record memory the
+ * exporter has) and assembled into s/t/f chains at the end.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "flows.h"
+
+void flows_init(struct flows *f)
+{
+	f->v = NULL;
+	f->n = f->cap = 0;
+}
+
+void flows_free(struct flows *f)
+{
+	free(f->v);
+	flows_init(f);
+}
+
+int flows_add(struct flows *f, const struct flow_ev *e)
+{
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 1024;
+		struct flow_ev *v = reallocarray(f->v, cap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		f->v = v;
+		f->cap = cap;
+	}
+	f->v[f->n] = *e;
+	f->v[f->n].order = (uint32_t)f->n;
+	f->n++;
+	return 0;
+}
+
+#define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
+
+static int cmp_ev(const void *pa, const void *pb)
+{
+	const struct flow_ev *a = pa, *b = pb;
+	int c;
+
+	if ((c = CMP(a->flow, b->flow)) || (c = CMP(a->ts, b->ts)) || (c = CMP(a->pid, b->pid)) ||
+	    (c = CMP(a->tid, b->tid)))
+		return c;
+	return CMP(a->order, b->order);
+}
+
+struct group {
+	size_t start, n;
+	uint32_t first;		/* arrival of its earliest-arriving record */
+};
+
+static int cmp_group(const void *pa, const void *pb)
+{
+	const struct group *a = pa, *b = pb;
+
+	return CMP(a->first, b->first);
+}
+
+int flows_assemble(struct flows *f, int (*emit)(void *ctx, char ph, uint64_t id,
+						const struct flow_ev *e),
+		   void *ctx, uint64_t *nflows)
+{
+	struct group *g = NULL;
+	size_t ng = 0, cap = 0;
+	int ret = 0;
+
+	if (nflows)
+		*nflows = 0;
+	if (!f->n)
+		return 0;
+	qsort(f->v, f->n, sizeof(*f->v), cmp_ev);
+	for (size_t i = 0; i < f->n;) {
+		size_t j = i;
+		uint32_t first = f->v[i].order;
+
+		while (j < f->n && f->v[j].flow == f->v[i].flow) {
+			if (f->v[j].order < first)
+				first = f->v[j].order;
+			j++;
+		}
+		if (j - i >= 2) {
+			if (ng == cap) {
+				struct group *ng2;
+
+				cap = cap ? cap * 2 : 256;
+				ng2 = reallocarray(g, cap, sizeof(*g));
+				if (!ng2) {
+					free(g);
+					return -ENOMEM;
+				}
+				g = ng2;
+			}
+			g[ng++] = (struct group){ .start = i, .n = j - i, .first = first };
+		}
+		i = j;
+	}
+	qsort(g, ng, sizeof(*g), cmp_group);
+	for (size_t k = 0; k < ng && !ret; k++) {
+		for (size_t i = 0; i < g[k].n && !ret; i++) {
+			char ph = i == 0 ? 's' : i + 1 == g[k].n ? 'f' : 't';
+
+			ret = emit(ctx, ph, k + 1, &f->v[g[k].start + i]);
+		}
+	}
+	if (nflows)
+		*nflows = ng;
+	free(g);
+	return ret;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * flows.h - collecting the records that carry a flow id and turning each
+ * flow into the s/t/f events that Chrome DevTools and Perfetto draw as
+ * arrows between the slices they bind to.
+ */
+#ifndef SHMT_FLOWS_H
+#define SHMT_FLOWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One record of a flow: exactly what its flow event must repeat to bind. */
+struct flow_ev {
+	uint64_t flow;		/* the producer's flow id */
+	uint64_t ts;		/* ns, as the slice's ts was written */
+	uint32_t pid;		/* pid as written in the trace (after reuse remapping) */
+	uint32_t tid;
+	uint32_t cat;		/* string ids of the slice */
+	uint32_t name;
+	uint32_t kind;
+	uint32_t order;		/* arrival order, set by flows_add() */
+};
+
+struct flows {
+	struct flow_ev *v;
+	size_t n, cap;
+};
+
+void flows_init(struct flows *f);
+void flows_free(struct flows *f);
+/* Remembers e (flow != 0). Returns 0 or -ENOMEM. */
+int flows_add(struct flows *f, const struct flow_ev *e);
+
+/*
+ * Sorts each flow by (ts, pid, tid, arrival) and calls emit for every event
+ * of every flow of two or more records: ph 's' on the first, 't' on the
+ * middle ones, 'f' on the last. Flows get ids 1..N in the order their first
+ * record arrived, so ids are unique and far below 2^53 whatever the
+ * producers used. A one-record flow draws nothing. Stops at the first
+ * non-zero return of emit and returns it; returns 0 or -ENOMEM otherwise.
+ * *nflows (if not NULL) gets the number of flows drawn.
+ */
+int flows_assemble(struct flows *f, int (*emit)(void *ctx, char ph, uint64_t id,
+						const struct flow_ev *e),
+		   void *ctx, uint64_t *nflows);
+
+#endif
