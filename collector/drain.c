@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * drain.c - copying a ring into capture frames without losing or
+ * duplicating a record, whenever the collector or a producer dies.
+ *
+ * The collector reads the ring without its lock (commit words and head,
+ * ring_reader.c). It takes the lock only to move live threads' staging
+ * blocks into the ring, briefly, and only after checking that the mutex
+ * bytes are sane. The ring's tail advances only over records whose frame
+ * io_uring reported written; a collector killed at any point leaves every
+ * unreleased record in the ring, and a reader drops the duplicates the
+ * next collector writes by their sequence numbers.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "drain.h"
+#include "ring_reader.h"
+
+#define LOCK_WAIT_NS (50ull * 1000 * 1000)
+#define REAP_EVERY_NS (1000ull * 1000 * 1000)
+
+static uint64_t hash64(const void *p, size_t n, uint64_t h)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* Opens a second descriptor on the ring only to hold an advisory lock:
+ * two collectors on one ring would both advance its tail. */
+static int claim_ring(struct drain *d)
+{
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/%s", d->o.ring);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		close(fd);
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	return fd;	/* kept open (and locked) until we exit */
+}
+
+static int put_header(struct drain *d)
+{
+	struct shmt_cap_header h;
+
+	memset(&h, 0, sizeof(h));
+	h.version = SHMT_CAP_VERSION;
+	h.part = d->part;
+	h.run_id = d->run_id;
+	gethostname(h.host, sizeof(h.host) - 1);
+	snprintf(h.ring, sizeof(h.ring), "%s", d->o.ring);
+	h.ring_capacity = d->v.capacity;
+	h.ring_mode = d->v.mode;
+	h.clock_tsc = d->v.clock.tsc_ok;
+	h.collector_pid = (uint32_t)getpid();
+	h.realtime0 = d->v.clock.realtime0;
+	h.mono0 = d->v.clock.mono0;
+	h.started_ns = shmtrace_now();
+	return shmt_cap_put_header(cw_buffer(&d->w), &h);
+}
+
+static int open_part(struct drain *d)
+{
+	char path[4200];
+	int ret;
+
+	if (d->part == 0)
+		snprintf(path, sizeof(path), "%s", d->o.output);
+	else
+		snprintf(path, sizeof(path), "%s.%u", d->o.output, d->part);
+	ret = cw_open(&d->w, path);
+	if (ret < 0) {
+		snprintf(d->err, sizeof(d->err), "cannot write '%.400s': %s", path, strerror(-ret));
+		return ret;
+	}
+	d->strings_sent = 1;	/* id 0 is the empty string in every ring */
+	d->threads_sent = 0;
+	d->st.parts++;
+	return put_header(d);
+}
+
+int drain_open(struct drain *d, const struct drain_opts *o)
+{
+	char err[256];
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	d->o = *o;
+	ret = shmt_view_open(o->ring, SHMT_OPEN_WRITE, &d->v, err, sizeof(err));
+	if (ret < 0) {
+		snprintf(d->err, sizeof(d->err), "%s", err);
+		return ret;
+	}
+	ret = claim_ring(d);
+	if (ret < 0) {
+		snprintf(d->err, sizeof(d->err), ret == -EBUSY ?
+			 "another collector is already draining ring '%s'" :
+			 "cannot lock ring '%s': %s", o->ring, strerror(-ret));
+		shmt_view_close(&d->v);
+		return ret;
+	}
+	shmt_clock_adopt(&d->v.clock);
+	/* the run id names the ring, not this process: every collector that
+	 * ever drains this ring writes the same id, so a reader dedupes
+	 * records across restarts by (run id, sequence) */
+	d->run_id = hash64(o->ring, strlen(o->ring), 14695981039346656037ull);
+	d->run_id = hash64(&d->v.clock.realtime0, 8, d->run_id);
+	d->run_id = hash64(&d->v.clock.mono0, 8, d->run_id) & ((1ull << 53) - 1);
+	d->scratch = calloc(DRAIN_BATCH, sizeof(*d->scratch));
+	if (!d->scratch) {
+		shmt_view_close(&d->v);
+		return -ENOMEM;
+	}
+	ret = open_part(d);
+	if (ret < 0) {
+		free(d->scratch);
+		shmt_view_close(&d->v);
+		return ret;
+	}
+	d->pos = load_acquire(&d->v.h->tail.v);
+	store_relaxed(&d->v.h->collector_pid.v, (uint64_t)getpid());
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	return shmt_mono_ns();
+}
+
+/* Moves live threads' staged records into the ring, under the lock, and
+ * frees dead threads' blocks. Never blocks for long: a lock that is
+ * insane or held too long is reported and skipped. */
+static void adopt_blocks(struct drain *d, bool final)
+{
+	uint64_t t0, held;
+	bool reap;
+
+	if (!shmt_mutex_sane(&d->v)) {
+		if (!d->lock_warned)
+			fprintf(stderr, "shmtrace-collector: warning: ring lock bytes are corrupt; "
+				"staged records of live threads cannot be collected\n");
+		d->lock_warned = true;
+		return;
+	}
+	if (shmt_lock(&d->v, LOCK_WAIT_NS) < 0) {
+		if (!d->lock_warned)
+			fprintf(stderr, "shmtrace-collector: warning: ring lock held for over %llu ms "
+				"(owner stuck or gone); staged records of live threads wait\n",
+				LOCK_WAIT_NS / 1000000);
+		d->lock_warned = true;
+		return;
+	}
+	t0 = now_ns();
+	reap = final || t0 - d->last_reap_ns > REAP_EVERY_NS;
+	shmt_adopt_blocks_locked(&d->v, true, reap);
+	held = now_ns() - t0;
+	shmt_unlock(&d->v);
+	if (reap)
+		d->last_reap_ns = t0;
+	d->st.lock_holds++;
+	if (held > d->st.lock_hold_max_ns)
+		d->st.lock_hold_max_ns = held;
+}
+
+/* Appends frames for strings and name slots the capture does not have yet. */
+static int put_tables(struct drain *d)
+{
+	msgpack_sbuffer *b = cw_buffer(&d->w);
+	uint32_t n = shmt_ring_nstrings(&d->v);
+	uint32_t nt = shmt_ring_nthreads(&d->v);
+	int ret = 0;
+
+	if (n > d->strings_sent) {
+		static struct shmt_cap_string s[256];
+		static char text[256][SHMT_STRING_MAX + 1];
+		uint32_t k = 0;
+
+		for (uint32_t id = d->strings_sent; id < n; id++) {
+			int len = shmt_ring_string(&d->v, id, text[k], sizeof(text[k]));
+
+			if (len < 0)
+				len = 0;	/* a damaged entry exports as "" */
+			s[k].id = id;
+			s[k].len = (uint32_t)len;
+			s[k].s = text[k];
+			if (++k == 256 || id + 1 == n) {
+				ret = shmt_cap_put_strings(b, s, k);
+				if (ret < 0)
+					return ret;
+				k = 0;
+			}
+		}
+		d->strings_sent = n;
+	}
+	if (nt > d->threads_sent) {
+		struct shmt_thread t[64];
+		uint32_t k = 0;
+
+		for (uint32_t i = d->threads_sent; i < nt; i++) {
+			shmt_ring_thread(&d->v, i, &t[k]);
+			if (++k == 64 || i + 1 == nt) {
+				ret = shmt_cap_put_threads(b, t, k);
+				if (ret < 0)
+					return ret;
+				k = 0;
+			}
+		}
+		d->threads_sent = nt;
+	}
+	return 0;
+}
+
+static int put_loss(struct drain *d, bool force)
+{
+	struct shmt_header *h = d->v.h;
+	struct shmt_cap_loss l = {
+		.at_ns = shmtrace_now(),
+		.dropped = load_relaxed(&h->dropped.v),
+		.overwritten = load_relaxed(&h->overwritten.v),
+		.lock_timeouts = load_relaxed(&h->lock_timeouts.v),
+		.torn = d->st.torn,
+		.names_dropped = load_relaxed(&h->names_dropped.v),
+	};
+
+	if (!force && l.dropped == d->loss_sent.dropped && l.overwritten == d->loss_sent.overwritten &&
+	    l.lock_timeouts == d->loss_sent.lock_timeouts && l.torn == d->loss_sent.torn &&
+	    l.names_dropped == d->loss_sent.names_dropped)
+		return 0;
+	d->loss_sent.dropped = l.dropped;
+	d->loss_sent.overwritten = l.overwritten;
+	d->loss_sent.lock_timeouts = l.lock_timeouts;
+	d->loss_sent.torn = l.torn;
+	d->loss_sent.names_dropped = l.names_dropped;
+	d->st.dropped = l.dropped;
+	d->st.overwritten = l.overwritten;
+	d->st.lock_timeouts = l.lock_timeouts;
+	return shmt_cap_put_loss(cw_buffer(&d->w), &l);
+}
+
+/* Copies records [pos, head) out in contiguous runs, one frame per run. */
+static long copy_records(struct drain *d, uint64_t head)
+{
+	uint64_t n = head - d->pos, first = d->pos;
+	uint32_t k = 0;
+	long total = 0;
+	int ret;
+
+	if (n > DRAIN_BATCH)
+		n = DRAIN_BATCH;
+	for (uint64_t seq = d->pos; seq < d->pos + n; seq++) {
+		if (shmt_ring_read(&d->v, seq, &d->scratch[k]) == 0) {
+			d->scratch[k].commit = SHMT_COMMIT_KIND(d->scratch[k].commit);
+			k++;
+			continue;
+		}
+		/* not a finished record: flush the run before it, skip it */
+		if (k) {
+			ret = shmt_cap_put_records(cw_buffer(&d->w), first, d->scratch, k);
+			if (ret < 0)
+				return ret;
+			total += k;
+		}
+		k = 0;
+		first = seq + 1;
+		/* overwritten under us (overwrite mode) is counted by the
+		 * producers; anything else is a torn or forged slot */
+		if (shmt_ring_head(&d->v) - seq < d->v.capacity)
+			d->st.torn++;
+	}
+	if (k) {
+		ret = shmt_cap_put_records(cw_buffer(&d->w), first, d->scratch, k);
+		if (ret < 0)
+			return ret;
+		total += k;
+	}
+	d->pos += n;
+	d->st.records += (uint64_t)total;
+	return (long)n;
+}
+
+static void release_tail(struct drain *d)
+{
+	struct shmt_header *h = d->v.h;
+	uint64_t done = d->w.done_seq;
+
+	/* pairs with producers' acquire load of tail in plan(): the slots
+	 * below it may be reused */
+	if (done > load_relaxed(&h->tail.v))
+		store_release(&h->tail.v, done);
+}
+
+static int rotate(struct drain *d)
+{
+	struct shmt_cap_end e = { .records = d->st.records, .end_ns = shmtrace_now(),
+				  .next_part = d->part + 1 };
+	int ret;
+
+	ret = shmt_cap_put_end(cw_buffer(&d->w), &e);
+	if (!ret)
+		ret = cw_submit(&d->w, d->pos);
+	if (!ret)
+		ret = cw_fsync(&d->w);
+	if (ret < 0)
+		return ret;
+	release_tail(d);
+	d->st.bytes += d->w.bytes;
+	cw_close(&d->w);
+	d->part++;
+	return open_part(d);
+}
+
+long drain_pass(struct drain *d, bool final)
+{
+	long copied = 0, r;
+	uint64_t head;
+	int ret;
+
+	adopt_blocks(d, final);
+	ret = put_tables(d);
+	if (ret < 0)
+		return ret;
+	head = shmt_ring_head(&d->v);
+	if (head < d->pos) {
+		/* a head that went backwards was forged or reset: follow it */
+		d->pos = head;
+	}
+	if (head - d->pos > d->v.capacity)
+		d->pos = head - d->v.capacity;	/* overwritten: producers counted it */
+	while (d->pos < head && copied < 4 * (long)DRAIN_BATCH) {
+		r = copy_records(d, head);
+		if (r < 0)
+			return r;
+		copied += r;
+		if (cw_buffer(&d->w)->size >= CW_BUF_LIMIT) {
+			ret = cw_submit(&d->w, d->pos);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	ret = put_loss(d, false);
+	if (ret < 0)
+		return ret;
+	ret = cw_submit(&d->w, d->pos);
+	if (!ret)
+		ret = cw_reap(&d->w, false);
+	if (ret < 0)
+		return ret;
+	release_tail(d);
+	if (d->o.max_size && d->w.off >= d->o.max_size) {
+		ret = rotate(d);
+		if (ret < 0)
+			return ret;
+	}
+	return copied;
+}
+
+void drain_sleep(struct drain *d)
+{
+	struct shmt_header *h = d->v.h;
+	uint32_t *word = (uint32_t *)&h->wake_seq.v;
+	uint32_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+	struct timespec ts = { (time_t)(d->o.poll_ns / 1000000000ull),
+			       (long)(d->o.poll_ns % 1000000000ull) };
+
+	store_relaxed(&h->collector_sleeping.v, 1);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* writes still in flight: wake for them rather than the timer */
+	if (shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 && d->w.count == 0)
+		syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
+	else if (d->w.count)
+		cw_reap(&d->w, true);
+	store_relaxed(&h->collector_sleeping.v, 0);
+}
+
+int drain_finish(struct drain *d)
+{
+	struct shmt_cap_end e;
+	long r;
+	int ret;
+
+	/* until a pass finds nothing: producers may still be flushing */
+	do {
+		r = drain_pass(d, true);
+		if (r < 0)
+			return (int)r;
+	} while (r > 0);
+	ret = cw_drain(&d->w);
+	if (ret < 0)
+		return ret;
+	release_tail(d);
+	ret = put_loss(d, true);
+	if (ret < 0)
+		return ret;
+	memset(&e, 0, sizeof(e));
+	e.records = d->st.records;
+	e.end_ns = shmtrace_now();
+	ret = shmt_cap_put_end(cw_buffer(&d->w), &e);
+	if (!ret)
+		ret = cw_submit(&d->w, d->pos);
+	if (!ret)
+		ret = cw_fsync(&d->w);
+	if (ret < 0)
+		return ret;
+	release_tail(d);
+	d->st.bytes += d->w.bytes;
+	return 0;
+}
+
+void drain_close(struct drain *d)
+{
+	if (d->v.h && load_relaxed(&d->v.h->collector_pid.v) == (uint64_t)getpid())
+		store_relaxed(&d->v.h->collector_pid.v, 0);
+	cw_close(&d->w);
+	free(d->scratch);
+	shmt_view_close(&d->v);
+}

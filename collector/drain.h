@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * drain.h - one collector session: a ring drained into a capture file.
+ */
+#ifndef SHMTRACE_COLLECTOR_DRAIN_H
+#define SHMTRACE_COLLECTOR_DRAIN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "writer.h"
+
+#define DRAIN_BATCH 8192u	/* records copied out per lock-free pass */
+
+struct drain_opts {
+	const char *ring;
+	const char *output;
+	uint64_t poll_ns;	/* wake at least this often */
+	uint64_t max_size;	/* 0: unbounded; else rotate to FILE.1, FILE.2 ... */
+};
+
+struct drain_stats {
+	uint64_t records;	/* records written to the capture */
+	uint64_t bytes;		/* bytes written, all parts */
+	uint64_t torn;		/* slots skipped: not a finished record */
+	uint64_t lock_hold_max_ns;
+	uint64_t lock_holds;
+	uint32_t parts;
+	uint64_t dropped, overwritten, lock_timeouts;	/* ring's, at the end */
+};
+
+struct drain {
+	struct drain_opts o;
+	struct shmt_view v;
+	struct cwriter w;
+	uint64_t run_id;
+	uint64_t pos;		/* next ring sequence to copy */
+	uint32_t strings_sent;	/* strings already in the capture part */
+	uint32_t threads_sent;
+	uint32_t part;
+	struct shmt_cap_loss_state {
+		uint64_t dropped, overwritten, lock_timeouts, torn, names_dropped;
+	} loss_sent;
+	uint64_t last_reap_ns;
+	bool lock_warned;
+	struct shmt_record *scratch;	/* DRAIN_BATCH records */
+	struct drain_stats st;
+	char err[512];
+};
+
+/* Attaches to the ring and opens the output. Returns 0 or -errno (err set). */
+int drain_open(struct drain *d, const struct drain_opts *o);
+
+/* One pass: flush staging blocks, copy out what is published, submit it,
+ * reap completions, release the ring over what is written. Returns the
+ * number of records copied (0 = nothing to do), or -errno. */
+long drain_pass(struct drain *d, bool final);
+
+/* Sleeps until producers wake us or poll_ns passes. */
+void drain_sleep(struct drain *d);
+
+/* Drains everything, writes the end frame, fsyncs. Returns 0 or -errno. */
+int drain_finish(struct drain *d);
+
+void drain_close(struct drain *d);
+
+#endif

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - shmtrace-collector: the command line around drain.c.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "drain.h"
+#include "ring_reader.h"
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	/* the second signal means now: the file stays a valid prefix */
+	if (g_stop)
+		_exit(130);
+	g_stop = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: shmtrace-collector --ring NAME --output FILE [OPTION]...\n"
+"Drain a shmtrace ring into a capture file until SIGINT or SIGTERM.\n"
+"\n"
+"  -r, --ring NAME          ring in /dev/shm to drain\n"
+"  -o, --output FILE        capture file to write (truncated if it exists)\n"
+"  -c, --create             create the ring first (and remove it on exit)\n"
+"      --capacity N         records in a created ring, a power of two (default 262144)\n"
+"      --mode MODE          discard (default) or overwrite, for a created ring\n"
+"      --group              make a created ring readable and writable by the group\n"
+"  -p, --poll-interval MS   wake at least every MS milliseconds (default 100)\n"
+"      --max-size BYTES     rotate to FILE.1, FILE.2, ... when a part reaches BYTES\n"
+"                           (suffixes k, M, G; a part may pass it by one 1 MiB buffer)\n"
+"      --keep-ring          with --create, leave the ring in /dev/shm on exit\n"
+"      --ready-fd FD        write \"ready\\n\" to FD and close it once draining\n"
+"  -q, --quiet              no summary line on exit\n"
+"  -h, --help               show this help and exit\n"
+"  -V, --version            show the version and exit\n"
+"\n"
+"Exit status: 0 after a clean stop, 1 on a runtime error (the capture written\n"
+"so far stays readable), 2 on a usage error.\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "shmtrace-collector: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'shmtrace-collector --help'.\n");
+	return 2;
+}
+
+struct pass_arg {
+	struct drain *d;
+	long ret;
+	bool final;
+};
+
+static int guarded_pass(void *p)
+{
+	struct pass_arg *a = p;
+
+	a->ret = a->final ? drain_finish(a->d) : drain_pass(a->d, false);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "ring", required_argument, NULL, 'r' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "create", no_argument, NULL, 'c' },
+		{ "capacity", required_argument, NULL, 'C' },
+		{ "mode", required_argument, NULL, 'M' },
+		{ "group", no_argument, NULL, 'G' },
+		{ "poll-interval", required_argument, NULL, 'p' },
+		{ "max-size", required_argument, NULL, 'S' },
+		{ "keep-ring", no_argument, NULL, 'K' },
+		{ "ready-fd", required_argument, NULL, 'R' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	struct shmtrace_ring_config cfg = { 0 };
+	struct drain_opts o = { .poll_ns = 100ull * 1000 * 1000 };
+	bool create = false, keep = false, quiet = false;
+	int ready_fd = -1, c, ret, status = 0;
+	struct sigaction sa;
+	struct drain d;
+	uint64_t v, t0;
+
+	while ((c = getopt_long(argc, argv, "r:o:cp:qhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': o.ring = optarg; break;
+		case 'o': o.output = optarg; break;
+		case 'c': create = true; break;
+		case 'C':
+			if (parse_size(optarg, &v) || v == 0 || v > SHMT_MAX_CAPACITY || (v & (v - 1)))
+				return usage_error("--capacity '%s': need a power of two up to 2^28", optarg);
+			cfg.capacity = (uint32_t)v;
+			break;
+		case 'M':
+			if (!strcmp(optarg, "discard"))
+				cfg.mode = SHMTRACE_MODE_DISCARD;
+			else if (!strcmp(optarg, "overwrite"))
+				cfg.mode = SHMTRACE_MODE_OVERWRITE;
+			else
+				return usage_error("--mode '%s': need discard or overwrite", optarg);
+			break;
+		case 'G': cfg.perm = 0660; break;
+		case 'p':
+			if (parse_size(optarg, &v) || v == 0 || v > 60000)
+				return usage_error("--poll-interval '%s': need 1 to 60000 ms", optarg);
+			o.poll_ns = v * 1000000ull;
+			break;
+		case 'S':
+			if (parse_size(optarg, &v) || v < (1u << 20))
+				return usage_error("--max-size '%s': need at least 1M", optarg);
+			o.max_size = v;
+			break;
+		case 'K': keep = true; break;
+		case 'R':
+			if (parse_size(optarg, &v) || v > 1000000)
+				return usage_error("--ready-fd '%s': not a file descriptor", optarg);
+			ready_fd = (int)v;
+			break;
+		case 'q': quiet = true; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("shmtrace-collector %s\n", SHMTRACE_VERSION); return 0;
+		default:
+			fprintf(stderr, "Try 'shmtrace-collector --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (!o.ring)
+		return usage_error("%s", "--ring NAME is required");
+	if (!o.output)
+		return usage_error("%s", "--output FILE is required");
+	if (!create && (cfg.capacity || cfg.mode || cfg.perm))
+		return usage_error("%s", "--capacity, --mode and --group need --create");
+
+	/* a file-size limit must be an EFBIG error, not a silent death */
+	signal(SIGXFSZ, SIG_IGN);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (create) {
+		ret = shmtrace_ring_create(o.ring, &cfg);
+		if (ret < 0) {
+			fprintf(stderr, "shmtrace-collector: cannot create ring '%s': %s\n", o.ring,
+				ret == -EEXIST ? "it already exists (drop --create to drain it)" :
+				shmtrace_strerror(ret));
+			return 1;
+		}
+	}
+	ret = drain_open(&d, &o);
+	if (ret < 0) {
+		fprintf(stderr, "shmtrace-collector: %s\n", d.err[0] ? d.err : shmtrace_strerror(ret));
+		if (create)
+			shmtrace_ring_unlink(o.ring);
+		return 1;
+	}
+	if (ready_fd >= 0) {
+		if (write(ready_fd, "ready\n", 6) != 6)
+			fprintf(stderr, "shmtrace-collector: warning: --ready-fd %d: %s\n",
+				ready_fd, strerror(errno));
+		close(ready_fd);
+	}
+	t0 = shmt_mono_ns();
+	while (!g_stop) {
+		struct pass_arg a = { &d, 0, false };
+
+		ret = shmt_guarded(guarded_pass, &a);
+		if (ret < 0 || a.ret < 0) {
+			ret = ret < 0 ? ret : (int)a.ret;
+			break;
+		}
+		ret = 0;
+		if (a.ret == 0 && !g_stop)
+			drain_sleep(&d);
+	}
+	if (ret == 0) {
+		struct pass_arg a = { &d, 0, true };
+
+		ret = shmt_guarded(guarded_pass, &a);
+		if (ret == 0)
+			ret = (int)a.ret;
+	}
+	if (ret < 0) {
+		if (ret == -EFAULT)
+			fprintf(stderr, "shmtrace-collector: ring '%s' was truncated under us; "
+				"what was drained is in the capture\n", o.ring);
+		else
+			fprintf(stderr, "shmtrace-collector: writing '%s': %s; what was written "
+				"stays readable\n", d.w.path, strerror(-ret));
+		status = 1;
+	}
+	if (!quiet) {
+		double secs = (double)(shmt_mono_ns() - t0) / 1e9;
+
+		fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %u file%s, "
+			"%llu dropped, %llu overwritten, %llu torn, %.2f s, %.0f records/s, "
+			"longest lock hold %.1f us\n",
+			(unsigned long long)d.st.records, (unsigned long long)(d.st.bytes + d.w.bytes * (ret < 0)),
+			d.st.parts, d.st.parts == 1 ? "" : "s",
+			(unsigned long long)d.st.dropped, (unsigned long long)d.st.overwritten,
+			(unsigned long long)d.st.torn, secs, secs > 0 ? (double)d.st.records / secs : 0.0,
+			(double)d.st.lock_hold_max_ns / 1000.0);
+	}
+	drain_close(&d);
+	/* after an error the ring keeps what was not drained, for a later
+	 * collector or `shmtrace export --ring` */
+	if (create && !keep && status == 0)
+		shmtrace_ring_unlink(o.ring);
+	else if (create && status)
+		fprintf(stderr, "shmtrace-collector: ring '%s' kept in /dev/shm with what was not "
+			"drained\n", o.ring);
+	return status;
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * writer.c - io_uring writes of capture buffers at explicit offsets.
+ *
+ * Writes are independent (not linked: one short write would cancel the rest
+ * of a chain with -ECANCELED), each at its own offset, so they may complete
+ * in any order; we release ring records only over the longest prefix of
+ * fully written buffers. A short write is resubmitted for its remainder.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "writer.h"
+
+int cw_open(struct cwriter *w, const char *path)
+{
+	int ret;
+
+	memset(w, 0, sizeof(*w));
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (w->fd < 0)
+		return -errno;
+	ret = io_uring_queue_init(CW_DEPTH * 2, &w->ring, 0);
+	if (ret < 0) {
+		close(w->fd);
+		w->fd = -1;
+		return ret;
+	}
+	for (int i = 0; i < CW_DEPTH; i++)
+		msgpack_sbuffer_init(&w->req[i].buf);
+	/* slot 0 is the first buffer being filled */
+	w->count = 0;
+	w->first = 0;
+	return 0;
+}
+
+static struct cw_req *filling(struct cwriter *w)
+{
+	return &w->req[(w->first + w->count) % CW_DEPTH];
+}
+
+msgpack_sbuffer *cw_buffer(struct cwriter *w)
+{
+	return &filling(w)->buf;
+}
+
+static int queue_write(struct cwriter *w, struct cw_req *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
+	int ret;
+
+	if (!sqe) {
+		/* the SQ holds twice the buffers we own: only a bug gets here */
+		return -EBUSY;
+	}
+	io_uring_prep_write(sqe, w->fd, r->buf.data + r->done, (unsigned)(r->buf.size - r->done),
+			    r->off + r->done);
+	io_uring_sqe_set_data(sqe, r);
+	ret = io_uring_submit(&w->ring);
+	return ret < 0 ? ret : 0;
+}
+
+/* Pops fully written requests from the front of the FIFO. */
+static void retire(struct cwriter *w)
+{
+	while (w->count) {
+		struct cw_req *r = &w->req[w->first];
+
+		if (!r->complete)
+			break;
+		if (r->end_seq > w->done_seq)
+			w->done_seq = r->end_seq;
+		w->bytes += r->buf.size;
+		msgpack_sbuffer_clear(&r->buf);
+		/* give back memory a burst made the buffer grab */
+		if (r->buf.alloc > 2 * CW_BUF_LIMIT) {
+			msgpack_sbuffer_destroy(&r->buf);
+			msgpack_sbuffer_init(&r->buf);
+		}
+		r->busy = r->complete = false;
+		r->done = 0;
+		w->first = (w->first + 1) % CW_DEPTH;
+		w->count--;
+	}
+}
+
+static int handle_cqe(struct cwriter *w, struct io_uring_cqe *cqe)
+{
+	struct cw_req *r = io_uring_cqe_get_data(cqe);
+	int res = cqe->res;
+
+	io_uring_cqe_seen(&w->ring, cqe);
+	if (!r)
+		return 0;
+	if (res < 0) {
+		if (res == -EINTR || res == -EAGAIN)
+			return queue_write(w, r);
+		return res;
+	}
+	if (res == 0)
+		return -EIO;	/* no progress and no error: do not spin */
+	r->done += (size_t)res;
+	if (r->done < r->buf.size)
+		return queue_write(w, r);	/* short write: the rest */
+	r->complete = true;
+	return 0;
+}
+
+int cw_reap(struct cwriter *w, bool wait)
+{
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	if (w->error)
+		return w->error;
+	for (;;) {
+		unsigned inflight = 0;
+
+		for (unsigned i = 0; i < w->count; i++)
+			inflight += w->req[(w->first + i) % CW_DEPTH].busy &&
+				    !w->req[(w->first + i) % CW_DEPTH].complete;
+		if (wait && inflight) {
+			ret = io_uring_wait_cqe(&w->ring, &cqe);
+			if (ret == -EINTR)
+				continue;
+			wait = false;
+		} else {
+			ret = io_uring_peek_cqe(&w->ring, &cqe);
+			if (ret == -EAGAIN)
+				break;
+		}
+		if (ret < 0) {
+			w->error = ret;
+			return ret;
+		}
+		ret = handle_cqe(w, cqe);
+		if (ret < 0) {
+			w->error = ret;
+			return ret;
+		}
+	}
+	retire(w);
+	return 0;
+}
+
+int cw_submit(struct cwriter *w, uint64_t end_seq)
+{
+	struct cw_req *r = filling(w);
+	int ret;
+
+	if (w->error)
+		return w->error;
+	if (r->buf.size == 0) {
+		/* nothing to write: the sequence is safe as soon as all before is */
+		if (end_seq > w->done_seq && w->count == 0)
+			w->done_seq = end_seq;
+		else if (w->count)
+			w->req[(w->first + w->count - 1) % CW_DEPTH].end_seq =
+				end_seq > w->req[(w->first + w->count - 1) % CW_DEPTH].end_seq ?
+				end_seq : w->req[(w->first + w->count - 1) % CW_DEPTH].end_seq;
+		return 0;
+	}
+	r->off = w->off;
+	r->end_seq = end_seq;
+	r->done = 0;
+	r->busy = true;
+	r->complete = false;
+	w->off += r->buf.size;
+	w->count++;
+	ret = queue_write(w, r);
+	if (ret < 0) {
+		w->error = ret;
+		return ret;
+	}
+	/* keep one slot free to fill */
+	while (w->count >= CW_DEPTH - 1) {
+		ret = cw_reap(w, true);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int cw_drain(struct cwriter *w)
+{
+	while (w->count) {
+		int ret = cw_reap(w, true);
+
+		if (ret < 0)
+			return ret;
+	}
+	return w->error;
+}
+
+int cw_fsync(struct cwriter *w)
+{
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int ret = cw_drain(w);
+
+	if (ret < 0)
+		return ret;
+	sqe = io_uring_get_sqe(&w->ring);
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_fsync(sqe, w->fd, 0);
+	io_uring_sqe_set_data(sqe, NULL);
+	ret = io_uring_submit(&w->ring);
+	if (ret < 0)
+		return ret;
+	do {
+		ret = io_uring_wait_cqe(&w->ring, &cqe);
+	} while (ret == -EINTR);
+	if (ret < 0)
+		return ret;
+	ret = cqe->res;
+	io_uring_cqe_seen(&w->ring, cqe);
+	if (ret < 0)
+		w->error = ret;	/* final: never retried into a false success */
+	return ret < 0 ? ret : 0;
+}
+
+void cw_close(struct cwriter *w)
+{
+	if (w->fd >= 0) {
+		io_uring_queue_exit(&w->ring);
+		close(w->fd);
+	}
+	for (int i = 0; i < CW_DEPTH; i++)
+		msgpack_sbuffer_destroy(&w->req[i].buf);
+	w->fd = -1;
+}

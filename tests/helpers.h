@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * helpers.h - small shared pieces of the cmocka tests: ring names that the
+ * runner can clean up, and reading a whole ring back through the reader.
+ */
+#ifndef SHMTRACE_TEST_HELPERS_H
+#define SHMTRACE_TEST_HELPERS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "shmtrace.h"
+#include "ring_reader.h"
+
+/* A ring name unique to this test process, under the runner's prefix. */
+static inline const char *test_ring_name(const char *what)
+{
+	static char buf[8][128];
+	static int k;
+	const char *prefix = getenv("SHMTRACE_TEST_PREFIX");
+	char *b = buf[k++ % 8];
+
+	snprintf(b, 128, "%sshmt-%s-%d", prefix ? prefix : "", what, (int)getpid());
+	return b;
+}
+
+/* Everything a ring holds: published records plus staged ones. */
+struct ring_dump {
+	struct shmt_record *recs;
+	size_t n;
+	uint64_t torn;
+};
+
+static inline void ring_dump(const char *name, struct ring_dump *d)
+{
+	struct shmt_view v;
+	struct shmt_block_info bi;
+	char err[256];
+	uint64_t head, from;
+
+	memset(d, 0, sizeof(*d));
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	head = shmt_ring_head(&v);
+	from = head > v.capacity ? head - v.capacity : 0;
+	d->recs = calloc(head - from + (size_t)v.nblocks * v.block_records + 1, sizeof(*d->recs));
+	assert_non_null(d->recs);
+	for (uint64_t s = from; s < head; s++) {
+		if (shmt_ring_read(&v, s, &d->recs[d->n]) == 0)
+			d->n++;
+		else
+			d->torn++;
+	}
+	for (uint32_t i = 0; i < v.nblocks; i++)
+		d->n += (size_t)shmt_ring_block_pending(&v, i, &d->recs[d->n], &bi);
+	shmt_view_close(&v);
+}
+
+#endif

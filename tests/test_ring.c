@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_ring.c - the ring's creation, validation, records and strings, in
+ * one process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <pthread.h>
+
+#include "helpers.h"
+
+static void small_cfg(struct shmtrace_ring_config *c, uint32_t cap, uint32_t mode)
+{
+	memset(c, 0, sizeof(*c));
+	c->capacity = cap;
+	c->mode = mode;
+}
+
+static void test_create_open_close(void **state)
+{
+	const char *name = test_ring_name("create");
+	shmtrace_t *t;
+	struct stat st;
+	char path[256];
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_ring_create(name, NULL), -EEXIST);
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	shmtrace_close(t);
+	assert_int_equal(shmtrace_ring_unlink(name), 0);
+	assert_int_equal(shmtrace_open(name, &t), -ENOENT);
+	assert_null(t);
+}
+
+static void test_bad_names_and_config(void **state)
+{
+	struct shmtrace_ring_config c;
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create("", NULL), -EINVAL);
+	assert_int_equal(shmtrace_ring_create("a/b", NULL), -EINVAL);
+	assert_int_equal(shmtrace_ring_create("..", NULL), -EINVAL);
+	assert_int_equal(shmtrace_open(NULL, &t), -EINVAL);
+	small_cfg(&c, 1000, 0);	/* not a power of two */
+	assert_int_equal(shmtrace_ring_create(test_ring_name("cfg"), &c), -EINVAL);
+	small_cfg(&c, 1024, 7);
+	assert_int_equal(shmtrace_ring_create(test_ring_name("cfg"), &c), -EINVAL);
+	small_cfg(&c, 1024, 0);
+	c.perm = 0666;	/* others may never write */
+	assert_int_equal(shmtrace_ring_create(test_ring_name("cfg"), &c), -EINVAL);
+}
+
+static void test_group_mode_under_umask(void **state)
+{
+	const char *name = test_ring_name("group");
+	struct shmtrace_ring_config c;
+	char path[256];
+	struct stat st;
+	mode_t old = umask(077);
+
+	(void)state;
+	small_cfg(&c, 1024, 0);
+	c.perm = 0660;
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	umask(old);
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0660);
+	shmtrace_ring_unlink(name);
+}
+
+/* Rewrites bytes of a ring's segment as any local process could. */
+static void poke(const char *name, off_t off, const void *buf, size_t len)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, buf, len, off), (ssize_t)len);
+	close(fd);
+}
+
+static void test_refuses_foreign_segments(void **state)
+{
+	const char *name = test_ring_name("foreign");
+	struct shmtrace_ring_config c;
+	uint16_t major = SHMT_RING_MAJOR + 1, compat = SHMT_RING_MAJOR + 1;
+	uint64_t magic = 0x1122334455667788ull, size;
+	char path[256], err[256];
+	struct shmt_view v;
+	shmtrace_t *t;
+
+	(void)state;
+	small_cfg(&c, 1024, 0);
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+
+	/* a newer major version that declares itself incompatible */
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	poke(name, offsetof(struct shmt_header, major), &major, 2);
+	poke(name, offsetof(struct shmt_header, compat), &compat, 2);
+	assert_int_equal(shmtrace_open(name, &t), -EPROTO);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "version"));
+	shmtrace_ring_unlink(name);
+
+	/* not a ring at all */
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	poke(name, 0, &magic, 8);
+	assert_int_equal(shmtrace_open(name, &t), -EPROTO);
+	shmtrace_ring_unlink(name);
+
+	/* truncated: the header's size no longer matches the file */
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(truncate(path, 8192), 0);
+	assert_int_equal(shmtrace_open(name, &t), -EBADMSG);
+	assert_int_equal(truncate(path, 100), 0);
+	assert_int_equal(shmtrace_open(name, &t), -EBADMSG);
+	shmtrace_ring_unlink(name);
+
+	/* a capacity that does not fit the segment */
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	size = 1u << 20;
+	poke(name, offsetof(struct shmt_header, capacity), &size, 4);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), -EBADMSG);
+	shmtrace_ring_unlink(name);
+
+	/* writable by others */
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(chmod(path, 0666), 0);
+	assert_int_equal(shmtrace_open(name, &t), -EPERM);
+	shmtrace_ring_unlink(name);
+
+	/* a symlink planted under the name is never followed */
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_int_equal(shmtrace_open(name, &t), -ELOOP);
+	assert_int_equal(shmtrace_ring_create(name, &c), -EEXIST);
+	unlink(path);
+}
+
+static void test_records_round_trip(void **state)
+{
+	const char *name = test_ring_name("rt");
+	struct ring_dump d;
+	shmtrace_t *t;
+	uint32_t cat, nm;
+	char buf[64];
+	struct shmt_view v;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	cat = shmtrace_intern(t, "cat");
+	nm = shmtrace_intern(t, "work");
+	assert_true(cat > 0 && nm > 0 && cat != nm);
+	assert_int_equal(shmtrace_intern(t, "cat"), cat);
+	assert_int_equal(shmtrace_span(t, cat, nm, 1000, 1500, 42), 0);
+	assert_int_equal(shmtrace_instant(t, cat, nm, 7), 0);
+	assert_int_equal(shmtrace_counter(t, cat, nm, -5), 0);
+	/* staged, not yet in the ring, but already readable post-mortem */
+	ring_dump(name, &d);
+	assert_int_equal(d.n, 3);
+	free(d.recs);
+	assert_int_equal(shmtrace_flush(t), 0);
+	ring_dump(name, &d);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(d.torn, 0);
+	assert_int_equal(SHMT_COMMIT_KIND(d.recs[0].commit), SHMTRACE_KIND_SPAN);
+	assert_int_equal(d.recs[0].ts, 1000);
+	assert_int_equal(d.recs[0].dur, 500);
+	assert_int_equal(d.recs[0].flow, 42);
+	assert_int_equal(d.recs[0].pid, getpid());
+	assert_int_equal(d.recs[0].tid, gettid());
+	assert_int_equal(d.recs[0].name, nm);
+	assert_int_equal(d.recs[0].cat, cat);
+	assert_int_equal(SHMT_COMMIT_KIND(d.recs[1].commit), SHMTRACE_KIND_INSTANT);
+	assert_int_equal(d.recs[1].flow, 7);
+	assert_int_equal(SHMT_COMMIT_KIND(d.recs[2].commit), SHMTRACE_KIND_COUNTER);
+	assert_int_equal((int64_t)d.recs[2].dur, -5);
+	free(d.recs);
+
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	assert_int_equal(shmt_ring_string(&v, nm, buf, sizeof(buf)), 4);
+	assert_string_equal(buf, "work");
+	assert_int_equal(shmt_ring_string(&v, 60000, buf, sizeof(buf)), -ENOENT);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+static void test_strings_stored_intact(void **state)
+{
+	static const char *odd[] = {
+		"quote\"back\\slash", "ctl\x01\x1f\ttab\nnl", "bad\xff\xfe utf8", "\xc3\x28",
+		"caf\xc3\xa9", "\xed\xa0\x80 surrogate",
+	};
+	const char *name = test_ring_name("str");
+	struct shmt_view v;
+	char err[256], buf[128];
+	uint32_t id[6];
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	for (int i = 0; i < 6; i++)
+		id[i] = shmtrace_intern(t, odd[i]);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(shmt_ring_string(&v, id[i], buf, sizeof(buf)), (int)strlen(odd[i]));
+		assert_memory_equal(buf, odd[i], strlen(odd[i]));
+	}
+	shmt_view_close(&v);
+	assert_int_equal(shmtrace_intern(t, NULL), 0);
+	assert_int_equal(shmtrace_intern(t, ""), 0);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+static void test_string_table_full(void **state)
+{
+	const char *name = test_ring_name("full");
+	struct shmtrace_ring_config c;
+	shmtrace_t *t;
+	char s[32];
+	uint32_t last = 0;
+
+	(void)state;
+	small_cfg(&c, 1024, 0);
+	c.max_strings = 8;
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	for (int i = 0; i < 8; i++) {
+		snprintf(s, sizeof(s), "s%d", i);
+		last = shmtrace_intern(t, s);
+		assert_true(last > 0);
+	}
+	assert_int_equal(shmtrace_intern(t, "one too many"), 0);
+	assert_int_equal(shmtrace_intern(t, "s7"), last);	/* old ones still resolve */
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+/* With no reader, a discard ring keeps the first records and counts the
+ * rest; an overwrite ring keeps the last and counts what it overwrote. */
+static void fill_unread(uint32_t mode, uint64_t *dropped, uint64_t *overwritten, struct ring_dump *d)
+{
+	const char *name = test_ring_name(mode ? "ow" : "disc");
+	struct shmtrace_ring_config c;
+	struct shmtrace_stats st;
+	shmtrace_t *t;
+
+	small_cfg(&c, 1024, mode);
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	for (uint64_t i = 0; i < 5000; i++)
+		assert_true(shmtrace_span(t, 1, 1, i, i + 1, 0) == 0 || mode == 0);
+	shmtrace_flush(t);
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	*dropped = st.dropped;
+	*overwritten = st.overwritten;
+	shmtrace_close(t);
+	ring_dump(name, d);
+	shmtrace_ring_unlink(name);
+}
+
+static void test_discard_accounting(void **state)
+{
+	uint64_t dropped, overwritten;
+	struct ring_dump d;
+
+	(void)state;
+	fill_unread(SHMTRACE_MODE_DISCARD, &dropped, &overwritten, &d);
+	assert_int_equal(d.n, 1024);
+	assert_int_equal(dropped, 5000 - 1024);
+	assert_int_equal(overwritten, 0);
+	assert_int_equal(d.torn, 0);
+	for (size_t i = 0; i < d.n; i++)
+		assert_int_equal(d.recs[i].ts, i);	/* the first ones are kept */
+	free(d.recs);
+}
+
+static void test_overwrite_accounting(void **state)
+{
+	uint64_t dropped, overwritten;
+	struct ring_dump d;
+
+	(void)state;
+	fill_unread(SHMTRACE_MODE_OVERWRITE, &dropped, &overwritten, &d);
+	assert_int_equal(d.n, 1024);
+	assert_int_equal(dropped, 0);
+	assert_int_equal(overwritten, 5000 - 1024);
+	assert_int_equal(d.torn, 0);
+	for (size_t i = 0; i < d.n; i++)
+		assert_int_equal(d.recs[i].ts, 5000 - 1024 + i);	/* the last ones */
+	free(d.recs);
+}
+
+static void test_reader_rejects_unfinished(void **state)
+{
+	const char *name = test_ring_name("torn");
+	struct shmt_record r;
+	struct shmt_view v;
+	char err[256];
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	for (int i = 0; i < 100; i++)
+		shmtrace_span(t, 1, 1, i, i + 1, 0);
+	shmtrace_flush(t);
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	assert_int_equal(shmt_ring_read(&v, 5, &r), 0);
+	v.records[5].commit = 0;				/* half-written */
+	assert_int_equal(shmt_ring_read(&v, 5, &r), -EAGAIN);
+	v.records[6].commit = SHMT_COMMIT(6 + 1, 1);		/* another sequence */
+	assert_int_equal(shmt_ring_read(&v, 6, &r), -EAGAIN);
+	v.records[7].commit = SHMT_COMMIT(7, 200);		/* unknown kind */
+	assert_int_equal(shmt_ring_read(&v, 7, &r), -EAGAIN);
+	assert_int_equal(shmt_ring_read(&v, 100, &r), -EAGAIN);	/* never written */
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+static void *thread_body(void *arg)
+{
+	shmtrace_t *t = arg;
+
+	shmtrace_set_thread_name(t, "worker-thread");
+	for (int i = 0; i < 10; i++)
+		shmtrace_span(t, 1, 1, i, i + 1, 0);
+	return NULL;	/* exit flushes the block and frees it */
+}
+
+static void test_thread_exit_flushes(void **state)
+{
+	const char *name = test_ring_name("thr");
+	struct shmt_view v;
+	struct shmt_thread th;
+	char err[256];
+	pthread_t p;
+	shmtrace_t *t;
+	bool found = false;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	assert_int_equal(pthread_create(&p, NULL, thread_body, t), 0);
+	pthread_join(p, NULL);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	assert_int_equal(shmt_ring_head(&v), 10);
+	for (uint32_t i = 0; i < v.nblocks; i++)
+		assert_int_equal(load_relaxed(&shmt_block_at(&v, i)->state), SHMT_BLOCK_FREE);
+	for (uint32_t i = 0; i < shmt_ring_nthreads(&v); i++) {
+		assert_int_equal(shmt_ring_thread(&v, i, &th), 0);
+		found |= !strcmp(th.name, "worker-thread") && th.pid == (uint32_t)getpid();
+	}
+	assert_true(found);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+static void test_scope_macro_and_default(void **state)
+{
+	const char *name = test_ring_name("scope");
+	struct ring_dump d;
+	struct shmt_view v;
+	char err[256], buf[64];
+
+	(void)state;
+	assert_null(shmtrace_default);
+	{
+		SHMTRACE_SCOPE("cat", "off");	/* no default handle: records nothing */
+	}
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_default_open(name), 0);
+	assert_non_null(shmtrace_default);
+	{
+		SHMTRACE_SCOPE_FLOW("cat", "scoped", 99);
+		SHMTRACE_INSTANT("cat", "mark", 0);
+		SHMTRACE_COUNTER("cat", "depth", 3);
+	}
+	ring_dump(name, &d);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	/* the span is recorded at scope exit, after the instant and counter */
+	assert_int_equal(SHMT_COMMIT_KIND(d.recs[2].commit), SHMTRACE_KIND_SPAN);
+	assert_int_equal(d.recs[2].flow, 99);
+	shmt_ring_string(&v, d.recs[2].name, buf, sizeof(buf));
+	assert_string_equal(buf, "scoped");
+	shmt_ring_string(&v, d.recs[1].name, buf, sizeof(buf));
+	assert_string_equal(buf, "depth");
+	assert_int_equal((int64_t)d.recs[1].dur, 3);
+	shmt_view_close(&v);
+	free(d.recs);
+	assert_int_equal(shmtrace_default_open(NULL), 0);
+	assert_null(shmtrace_default);
+	shmtrace_ring_unlink(name);
+}
+
+static void test_clock_monotonic_and_flow_ids(void **state)
+{
+	const char *name = test_ring_name("clk");
+	uint64_t a, b, f1, f2;
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	a = shmtrace_now();
+	b = shmtrace_now();
+	assert_true(b >= a);
+	/* the ring clock tracks CLOCK_MONOTONIC (calibration error is ppm) */
+	a = shmtrace_now();
+	b = shmt_mono_ns();
+	assert_true(a > b - 5000000 && a < b + 5000000);
+	f1 = shmtrace_flow_new(t);
+	f2 = shmtrace_flow_new(t);
+	assert_true(f1 && f2 && f1 != f2 && f2 < (1ull << 53));
+	assert_int_equal(shmtrace_flow_new(NULL), 0);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_create_open_close),
+		cmocka_unit_test(test_bad_names_and_config),
+		cmocka_unit_test(test_group_mode_under_umask),
+		cmocka_unit_test(test_refuses_foreign_segments),
+		cmocka_unit_test(test_records_round_trip),
+		cmocka_unit_test(test_strings_stored_intact),
+		cmocka_unit_test(test_string_table_full),
+		cmocka_unit_test(test_discard_accounting),
+		cmocka_unit_test(test_overwrite_accounting),
+		cmocka_unit_test(test_reader_rejects_unfinished),
+		cmocka_unit_test(test_thread_exit_flushes),
+		cmocka_unit_test(test_scope_macro_and_default),
+		cmocka_unit_test(test_clock_monotonic_and_flow_ids),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
