@@ -1,0 +1,789 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_shmtrace.c - the shmtrace side of `make bench` (tests/bench/run.sh
+ * drives it and prints the table). One case per invocation:
+ *
+ *   bench_shmtrace span1     ns per complete span (2 x shmtrace_now + span), 1 producer
+ *   bench_shmtrace mp2       spans/s in total, 2 producer processes on one ring
+ *   bench_shmtrace lat       per-call latency of shmtrace_span, 2nd producer running
+ *   bench_shmtrace disabled  SHMTRACE_SCOPE with shmtrace_default == NULL vs empty loop
+ *   bench_shmtrace drain     collector drain rate from a full ring
+ *   bench_shmtrace export    capture of BENCH_N spans (10 % in flows), then `shmtrace export`
+ *
+ * Environment: BENCH_N (events per run, per producer), BENCH_RUNS (measured
+ * runs after one warm-up), BENCH_PREFIX (ring name prefix), BENCH_TMP
+ * (directory for captures), BENCH_COLLECTOR (shmtrace-collector to drain
+ * with; else a reader process using ring_reader.h advances the tail),
+ * BENCH_TOOL (the shmtrace binary, for export).
+ *
+ * Prints one "RESULT case k=v ..." line on stdout; notes on stderr.
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "bench/bench_common.h"
+#include "internal.h"
+#include "ring_reader.h"
+#include "shmtrace.h"
+
+#define RING_CAP (1u << 20)
+
+static uint64_t g_n, g_runs;
+static const char *g_prefix, *g_tmp;
+
+/* ---------------------------------------------------------------- rings */
+
+static void ring_name(char *buf, size_t len, const char *what)
+{
+	snprintf(buf, len, "%s%s", g_prefix, what);
+}
+
+static void ring_make(const char *name, uint32_t mode)
+{
+	struct shmtrace_ring_config cfg = { .capacity = RING_CAP, .mode = mode };
+	int ret;
+
+	shmtrace_ring_unlink(name);
+	ret = shmtrace_ring_create(name, &cfg);
+	if (ret < 0) {
+		fprintf(stderr, "bench: ring_create %s: %s\n", name, shmtrace_strerror(ret));
+		exit(2);
+	}
+}
+
+static shmtrace_t *ring_open(const char *name)
+{
+	shmtrace_t *t;
+	int ret = shmtrace_open(name, &t);
+
+	if (ret < 0) {
+		fprintf(stderr, "bench: open %s: %s\n", name, shmtrace_strerror(ret));
+		exit(2);
+	}
+	return t;
+}
+
+/* A read-only look at the ring's counters, from the parent. */
+static struct shmt_view g_view;
+static bool g_view_ok;
+
+static void view_open(const char *name)
+{
+	char err[256];
+
+	if (g_view_ok)
+		shmt_view_close(&g_view);
+	g_view_ok = shmt_view_open(name, SHMT_OPEN_WRITE, &g_view, err, sizeof(err)) == 0;
+	if (!g_view_ok) {
+		fprintf(stderr, "bench: view %s: %s\n", name, err);
+		exit(2);
+	}
+}
+
+static uint64_t ring_head(void) { return load_acquire(&g_view.h->head.v); }
+static uint64_t ring_tail(void) { return load_acquire(&g_view.h->tail.v); }
+static uint64_t ring_dropped(void) { return load_relaxed(&g_view.h->dropped.v); }
+
+/* Waits up to ms for the drainer to consume everything published. */
+static bool wait_drained(unsigned ms)
+{
+	uint64_t end = bench_mono_ns() + (uint64_t)ms * 1000000ull;
+
+	while (bench_mono_ns() < end) {
+		if (ring_tail() >= ring_head())
+			return true;
+		usleep(200);
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------- drainers */
+
+struct drainer {
+	pid_t pid;
+	bool collector;
+	char out[512];		/* capture file */
+	char log[512];		/* collector's stderr */
+	uint64_t spawned_ns, ready_ns;
+	struct rusage ru;
+	int status;
+};
+
+static volatile sig_atomic_t g_stop;
+static void on_term(int sig) { (void)sig; g_stop = 1; }
+
+/* The fallback drainer: reads every record lock-free and advances tail. */
+static int reader_main(const char *name)
+{
+	struct shmt_view v;
+	struct shmt_record r;
+	char err[256];
+	uint64_t sum = 0, n = 0, torn = 0;
+
+	signal(SIGTERM, on_term);
+	if (shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)) < 0) {
+		fprintf(stderr, "reader: %s\n", err);
+		return 1;
+	}
+	while (!g_stop) {
+		uint64_t tail = load_relaxed(&v.h->tail.v), head = shmt_ring_head(&v);
+
+		if (head == tail) {
+			usleep(500);
+			continue;
+		}
+		if (head - tail > v.capacity)
+			tail = head - v.capacity;
+		for (; tail < head; tail++) {
+			if (shmt_ring_read(&v, tail, &r) == 0)
+				sum += r.ts, n++;
+			else
+				torn++;
+		}
+		/* frees the slots for the producers' plan() */
+		store_release(&v.h->tail.v, head);
+	}
+	fprintf(stderr, "reader: %llu records, %llu unreadable (sum %llx)\n",
+		(unsigned long long)n, (unsigned long long)torn, (unsigned long long)sum);
+	shmt_view_close(&v);
+	return 0;
+}
+
+static const char *collector_path(void)
+{
+	const char *p = getenv("BENCH_COLLECTOR");
+
+	return p && *p && access(p, X_OK) == 0 ? p : NULL;
+}
+
+/* Starts the real collector on an existing ring; false if it did not
+ * report ready within timeout_ms. */
+static bool collector_start(struct drainer *d, const char *name, const char *tag, unsigned timeout_ms)
+{
+	const char *path = collector_path();
+	int pfd[2];
+	char buf[16];
+	struct pollfd p;
+
+	if (!path)
+		return false;
+	snprintf(d->out, sizeof(d->out), "%s/%s.cap", g_tmp, tag);
+	snprintf(d->log, sizeof(d->log), "%s/%s.collector.log", g_tmp, tag);
+	unlink(d->out);
+	if (pipe(pfd))
+		bench_die("pipe");
+	d->spawned_ns = bench_mono_ns();
+	d->pid = fork();
+	if (d->pid < 0)
+		bench_die("fork");
+	if (d->pid == 0) {
+		char fdarg[16];
+		int lfd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		close(pfd[0]);
+		if (lfd >= 0)
+			dup2(lfd, 2);
+		snprintf(fdarg, sizeof(fdarg), "%d", pfd[1]);
+		execl(path, path, "--ring", name, "--output", d->out, "--ready-fd", fdarg, (char *)NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	p.fd = pfd[0];
+	p.events = POLLIN;
+	if (poll(&p, 1, (int)timeout_ms) == 1 && read(pfd[0], buf, sizeof(buf)) > 0 && !strncmp(buf, "ready", 5)) {
+		d->ready_ns = bench_mono_ns();
+		d->collector = true;
+		close(pfd[0]);
+		return true;
+	}
+	close(pfd[0]);
+	kill(d->pid, SIGKILL);
+	waitpid(d->pid, NULL, 0);
+	fprintf(stderr, "note: %s did not report ready in %u ms; see below\n", path, timeout_ms);
+	{
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "tail -n 5 %s >&2", d->log);
+		if (system(cmd)) {}
+	}
+	d->pid = 0;
+	return false;
+}
+
+static void drainer_start(struct drainer *d, const char *name, const char *tag)
+{
+	memset(d, 0, sizeof(*d));
+	if (collector_start(d, name, tag, 5000))
+		return;
+	d->spawned_ns = bench_mono_ns();
+	d->pid = fork();
+	if (d->pid < 0)
+		bench_die("fork");
+	if (d->pid == 0)
+		_exit(reader_main(name));
+	d->ready_ns = d->spawned_ns;
+}
+
+static const char *drainer_kind(const struct drainer *d)
+{
+	return d->collector ? "collector" : "reader";
+}
+
+/* SIGTERM, then wait4 for its rusage. Returns the exit status. */
+static int drainer_stop(struct drainer *d)
+{
+	if (d->pid <= 0)
+		return -1;
+	kill(d->pid, SIGTERM);
+	if (wait4(d->pid, &d->status, 0, &d->ru) < 0)
+		bench_die("wait4");
+	d->pid = 0;
+	if (!WIFEXITED(d->status) || WEXITSTATUS(d->status) != 0)
+		fprintf(stderr, "note: %s exited with status 0x%x\n", drainer_kind(d), d->status);
+	return d->status;
+}
+
+/* The collector's one-line summary (last line of its stderr). */
+static void collector_summary(const struct drainer *d, char *buf, size_t len)
+{
+	FILE *f = fopen(d->log, "r");
+	char line[1024];
+
+	buf[0] = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (line[0] && line[0] != '\n')
+			snprintf(buf, len, "%s", line);
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	for (char *p = buf; *p; p++)
+		if (*p == '"')
+			*p = '\'';
+}
+
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* ---------------------------------------------------------------- cases */
+
+static BENCH_NOINLINE double span_loop(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t n)
+{
+	uint64_t a = bench_mono_ns();
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t0 = shmtrace_now();
+		uint64_t t1 = shmtrace_now();
+
+		shmtrace_span(t, cat, name, t0, t1, i & 7 ? 0 : i);
+	}
+	return (double)(bench_mono_ns() - a) / (double)n;
+}
+
+static int case_span1(void)
+{
+	char name[128];
+	struct drainer d;
+	double ns[64];
+	shmtrace_t *t;
+	uint32_t cat, nm;
+	uint64_t drop0;
+	int runs = (int)g_runs;
+
+	ring_name(name, sizeof(name), "span1");
+	ring_make(name, SHMTRACE_MODE_DISCARD);
+	view_open(name);
+	drainer_start(&d, name, "span1");
+	t = ring_open(name);
+	cat = shmtrace_intern(t, "bench");
+	nm = shmtrace_intern(t, "span");
+	span_loop(t, cat, nm, g_n);	/* warm-up */
+	shmtrace_flush(t);
+	wait_drained(5000);
+	drop0 = ring_dropped();
+	for (int r = 0; r < runs; r++) {
+		ns[r] = span_loop(t, cat, nm, g_n);
+		shmtrace_flush(t);
+		wait_drained(5000);
+	}
+	bool drained = wait_drained(10000);
+	uint64_t dropped = ring_dropped() - drop0;
+	double med = bench_median(ns, runs);
+
+	shmtrace_close(t);
+	drainer_stop(&d);
+	printf("RESULT span1 ns=%.2f min=%.2f max=%.2f runs=%d n=%llu drainer=%s dropped=%llu drained=%d\n",
+	       med, ns[0], ns[runs - 1], runs, (unsigned long long)g_n, drainer_kind(&d),
+	       (unsigned long long)dropped, drained);
+	shmtrace_ring_unlink(name);
+	return 0;
+}
+
+struct mp_result {
+	uint64_t start, end, errors;
+};
+
+/* one run of nproc producer processes, each g_n spans; returns spans/s */
+static double mp_run(const char *name, int nproc, uint64_t *errors)
+{
+	struct bench_barrier b;
+	int res[2];
+	pid_t pids[8];
+	uint64_t start = UINT64_MAX, end = 0;
+
+	bench_barrier_init(&b);
+	if (pipe(res))
+		bench_die("pipe");
+	for (int i = 0; i < nproc; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			bench_die("fork");
+		if (pids[i] == 0) {
+			struct mp_result m = { 0, 0, 0 };
+			shmtrace_t *t = ring_open(name);
+			uint32_t cat = shmtrace_intern(t, "bench");
+			uint32_t nm = shmtrace_intern(t, "mp");
+
+			close(res[0]);
+			bench_barrier_child(&b);
+			m.start = bench_mono_ns();
+			for (uint64_t k = 0; k < g_n; k++) {
+				uint64_t t0 = shmtrace_now();
+				uint64_t t1 = shmtrace_now();
+
+				if (shmtrace_span(t, cat, nm, t0, t1, 0) < 0)
+					m.errors++;
+			}
+			m.end = bench_mono_ns();
+			shmtrace_close(t);
+			if (write(res[1], &m, sizeof(m)) != sizeof(m))
+				_exit(1);
+			_exit(0);
+		}
+	}
+	close(res[1]);
+	bench_barrier_release(&b, nproc);
+	for (int i = 0; i < nproc; i++) {
+		struct mp_result m;
+
+		if (read(res[0], &m, sizeof(m)) != sizeof(m))
+			bench_die("a producer died");
+		start = m.start < start ? m.start : start;
+		end = m.end > end ? m.end : end;
+		*errors += m.errors;
+	}
+	close(res[0]);
+	for (int i = 0; i < nproc; i++)
+		waitpid(pids[i], NULL, 0);
+	return (double)g_n * nproc / ((double)(end - start) / 1e9);
+}
+
+static int case_mp2(void)
+{
+	char name[128], summary[1024] = "";
+	struct drainer d;
+	double rate[64];
+	uint64_t errors = 0, drop0;
+	int runs = (int)g_runs;
+
+	ring_name(name, sizeof(name), "mp2");
+	ring_make(name, SHMTRACE_MODE_DISCARD);
+	view_open(name);
+	drainer_start(&d, name, "mp2");
+	mp_run(name, 2, &errors);	/* warm-up */
+	wait_drained(5000);
+	drop0 = ring_dropped();
+	errors = 0;
+	for (int r = 0; r < runs; r++) {
+		rate[r] = mp_run(name, 2, &errors);
+		wait_drained(5000);
+	}
+	bool drained = wait_drained(10000);
+	uint64_t dropped = ring_dropped() - drop0, total = ring_head();
+
+	drainer_stop(&d);
+	if (d.collector)
+		collector_summary(&d, summary, sizeof(summary));
+	double med = bench_median(rate, runs);
+
+	printf("RESULT mp2 rate=%.0f min=%.0f max=%.0f runs=%d n_per_proc=%llu drainer=%s dropped=%llu "
+	       "errors=%llu drained=%d published=%llu summary=\"%s\"\n",
+	       med, rate[0], rate[runs - 1], runs, (unsigned long long)g_n, drainer_kind(&d),
+	       (unsigned long long)dropped, (unsigned long long)errors, drained,
+	       (unsigned long long)total, summary);
+	shmtrace_ring_unlink(name);
+	return 0;
+}
+
+static int case_lat(void)
+{
+	char name[128];
+	struct drainer d;
+	uint64_t *lat = malloc(g_n * sizeof(*lat));
+	double p50[64], p99[64], p999[64], tpn = bench_tsc_per_ns(), ovh;
+	uint64_t maxv = 0, dropped;
+	volatile int *stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int runs = (int)g_runs;
+	pid_t bg;
+	shmtrace_t *t;
+	uint32_t cat, nm;
+
+	if (!lat || stop == MAP_FAILED)
+		bench_die("alloc");
+	ring_name(name, sizeof(name), "lat");
+	ring_make(name, SHMTRACE_MODE_DISCARD);
+	view_open(name);
+	drainer_start(&d, name, "lat");
+	/* the second producer: spans as fast as it can until told to stop */
+	bg = fork();
+	if (bg == 0) {
+		shmtrace_t *t2 = ring_open(name);
+		uint32_t c2 = shmtrace_intern(t2, "bench"), n2 = shmtrace_intern(t2, "bg");
+
+		while (!*stop) {
+			for (int k = 0; k < 1024; k++) {
+				uint64_t t0 = shmtrace_now();
+
+				shmtrace_span(t2, c2, n2, t0, shmtrace_now(), 0);
+			}
+		}
+		shmtrace_close(t2);
+		_exit(0);
+	}
+	t = ring_open(name);
+	cat = shmtrace_intern(t, "bench");
+	nm = shmtrace_intern(t, "lat");
+	/* the cost of the timing itself */
+	for (uint64_t i = 0; i < g_n; i++) {
+		uint64_t a = bench_tsc_begin(), b = bench_tsc_end();
+
+		lat[i] = b - a;
+	}
+	qsort(lat, g_n, sizeof(*lat), bench_cmp_u64);
+	ovh = (double)bench_pct(lat, g_n, 50) / tpn;
+	for (int r = -1; r < runs; r++) {
+		for (uint64_t i = 0; i < g_n; i++) {
+			uint64_t t0 = shmtrace_now(), t1 = shmtrace_now();
+			uint64_t a = bench_tsc_begin();
+
+			shmtrace_span(t, cat, nm, t0, t1, 0);
+			lat[i] = bench_tsc_end() - a;
+		}
+		if (r < 0)
+			continue;	/* warm-up */
+		qsort(lat, g_n, sizeof(*lat), bench_cmp_u64);
+		p50[r] = (double)bench_pct(lat, g_n, 50) / tpn;
+		p99[r] = (double)bench_pct(lat, g_n, 99) / tpn;
+		p999[r] = (double)bench_pct(lat, g_n, 99.9) / tpn;
+		if (lat[g_n - 1] > maxv)
+			maxv = lat[g_n - 1];
+	}
+	*stop = 1;
+	waitpid(bg, NULL, 0);
+	shmtrace_close(t);
+	wait_drained(10000);
+	dropped = ring_dropped();
+	drainer_stop(&d);
+	printf("RESULT lat p50=%.1f p99=%.1f p999=%.1f max=%.1f timing_overhead=%.1f runs=%d n=%llu "
+	       "drainer=%s dropped=%llu\n",
+	       bench_median(p50, runs), bench_median(p99, runs), bench_median(p999, runs),
+	       (double)maxv / tpn, ovh, runs, (unsigned long long)g_n, drainer_kind(&d),
+	       (unsigned long long)dropped);
+	shmtrace_ring_unlink(name);
+	free(lat);
+	return 0;
+}
+
+static BENCH_NOINLINE double loop_empty(uint64_t n)
+{
+	uint64_t a = bench_mono_ns();
+
+	for (uint64_t i = 0; i < n; i++)
+		BENCH_BARRIER();
+	return (double)(bench_mono_ns() - a) / (double)n;
+}
+
+static BENCH_NOINLINE double loop_scope(uint64_t n)
+{
+	uint64_t a = bench_mono_ns();
+
+	for (uint64_t i = 0; i < n; i++) {
+		SHMTRACE_SCOPE("bench", "disabled");
+		BENCH_BARRIER();
+	}
+	return (double)(bench_mono_ns() - a) / (double)n;
+}
+
+static int case_disabled(void)
+{
+	double e[64], s[64], diff[64];
+	int runs = (int)g_runs;
+
+	if (shmtrace_default != NULL) {
+		fprintf(stderr, "bench: SHMTRACE_RING is set; unset it for this case\n");
+		return 2;
+	}
+	loop_empty(g_n);
+	loop_scope(g_n);
+	for (int r = 0; r < runs; r++) {
+		e[r] = loop_empty(g_n);
+		s[r] = loop_scope(g_n);
+		diff[r] = s[r] - e[r];
+	}
+	printf("RESULT disabled scope=%.3f empty=%.3f diff=%.3f runs=%d n=%llu\n", bench_median(s, runs),
+	       bench_median(e, runs), bench_median(diff, runs), runs, (unsigned long long)g_n);
+	return 0;
+}
+
+static uint64_t proc_vmhwm_kb(pid_t pid)
+{
+	char path[64], line[256];
+	uint64_t kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmHWM:", 6))
+			kb = strtoull(line + 6, NULL, 10);
+	fclose(f);
+	return kb;
+}
+
+/* Fills a fresh ring (discard mode) with exactly its capacity. */
+static void fill_ring(const char *name)
+{
+	shmtrace_t *t = ring_open(name);
+	uint32_t cat = shmtrace_intern(t, "bench"), nm = shmtrace_intern(t, "drain");
+
+	for (uint64_t i = 0; i < RING_CAP; i++) {
+		uint64_t t0 = shmtrace_now();
+
+		shmtrace_span(t, cat, nm, t0, t0 + 100, i % 10 ? 0 : i + 1);
+	}
+	shmtrace_close(t);
+}
+
+static int case_drain(void)
+{
+	char name[128], summary[1024] = "";
+	double rate[64], rate_exit[64], cpu[64], hwm[64], mbs[64];
+	uint64_t bytes = 0, recs = 0;
+	int runs = (int)g_runs;
+
+	if (!collector_path()) {
+		printf("RESULT drain skipped=\"collector not built (no %s)\"\n",
+		       getenv("BENCH_COLLECTOR") ? getenv("BENCH_COLLECTOR") : "BENCH_COLLECTOR");
+		return 0;
+	}
+	ring_name(name, sizeof(name), "drain");
+	for (int r = -1; r < runs; r++) {
+		struct drainer d;
+		uint64_t head, done_ns, exit_ns;
+		uint64_t kb;
+
+		ring_make(name, SHMTRACE_MODE_DISCARD);
+		view_open(name);
+		fill_ring(name);
+		head = ring_head();
+		memset(&d, 0, sizeof(d));
+		if (!collector_start(&d, name, "drain", 5000)) {
+			printf("RESULT drain skipped=\"collector did not start\"\n");
+			return 0;
+		}
+		while (ring_tail() < head) {
+			if (bench_mono_ns() - d.spawned_ns > 60ull * 1000000000ull) {
+				fprintf(stderr, "note: collector drained %llu of %llu in 60 s\n",
+					(unsigned long long)ring_tail(), (unsigned long long)head);
+				break;
+			}
+			usleep(50);
+		}
+		done_ns = bench_mono_ns();
+		kb = proc_vmhwm_kb(d.pid);
+		drainer_stop(&d);
+		exit_ns = bench_mono_ns();
+		if (r < 0)
+			continue;
+		recs = head;
+		bytes = file_size(d.out);
+		rate[r] = (double)head / ((double)(done_ns - d.spawned_ns) / 1e9);
+		rate_exit[r] = (double)head / ((double)(exit_ns - d.spawned_ns) / 1e9);
+		mbs[r] = (double)bytes / 1e6 / ((double)(exit_ns - d.spawned_ns) / 1e9);
+		cpu[r] = ((double)d.ru.ru_utime.tv_sec + d.ru.ru_utime.tv_usec / 1e6 +
+			  (double)d.ru.ru_stime.tv_sec + d.ru.ru_stime.tv_usec / 1e6) / ((double)head / 1e6);
+		hwm[r] = (double)(kb ? kb : (uint64_t)d.ru.ru_maxrss) / 1024.0;
+		collector_summary(&d, summary, sizeof(summary));
+		unlink(d.out);
+		shmtrace_ring_unlink(name);
+	}
+	printf("RESULT drain rate=%.0f rate_to_exit=%.0f mbs=%.1f cpu_ms_per_m=%.1f hwm_mb=%.1f "
+	       "capture_bytes=%llu records=%llu bytes_per_rec=%.2f runs=%d summary=\"%s\"\n",
+	       bench_median(rate, runs), bench_median(rate_exit, runs), bench_median(mbs, runs),
+	       bench_median(cpu, runs) * 1000.0, bench_median(hwm, runs), (unsigned long long)bytes,
+	       (unsigned long long)recs, recs ? (double)bytes / (double)recs : 0.0, runs, summary);
+	shmtrace_ring_unlink(name);
+	return 0;
+}
+
+/* Runs argv to completion; returns wall ns, rusage in *ru. */
+static uint64_t run_timed(char *const argv[], struct rusage *ru, int *status, const char *log)
+{
+	uint64_t a = bench_mono_ns();
+	pid_t pid = fork();
+
+	if (pid < 0)
+		bench_die("fork");
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (wait4(pid, status, 0, ru) < 0)
+		bench_die("wait4");
+	return bench_mono_ns() - a;
+}
+
+static int case_export(void)
+{
+	const char *tool = getenv("BENCH_TOOL");
+	char name[128], json[600], log[600], summary[1024] = "";
+	struct drainer d;
+	shmtrace_t *t;
+	uint32_t cat, nm[4];
+	uint64_t flows = 0, dropped, recs, cap_bytes;
+	double evs[64], mbs[64], rss[64], secs[64];
+	int runs = (int)g_runs;
+
+	if (!collector_path()) {
+		printf("RESULT export skipped=\"collector not built, no capture to export\"\n");
+		return 0;
+	}
+	if (!tool || access(tool, X_OK)) {
+		printf("RESULT export skipped=\"shmtrace tool not built (no %s)\"\n", tool ? tool : "BENCH_TOOL");
+		return 0;
+	}
+	ring_name(name, sizeof(name), "export");
+	ring_make(name, SHMTRACE_MODE_DISCARD);
+	view_open(name);
+	memset(&d, 0, sizeof(d));
+	if (!collector_start(&d, name, "export", 5000)) {
+		printf("RESULT export skipped=\"collector did not start\"\n");
+		return 0;
+	}
+	t = ring_open(name);
+	cat = shmtrace_intern(t, "bench");
+	nm[0] = shmtrace_intern(t, "a");
+	nm[1] = shmtrace_intern(t, "b");
+	nm[2] = shmtrace_intern(t, "c");
+	nm[3] = shmtrace_intern(t, "d");
+	/* every 20th span starts a flow the next one continues: 10 % in flows.
+	 * Paced so that the ring never fills: the capture must hold all. */
+	uint64_t fid = 0, ts = shmtrace_now();
+
+	for (uint64_t i = 0; i < g_n; i++) {
+		uint64_t f = 0;
+
+		if (i % 20 == 0) {
+			fid = shmtrace_flow_new(t);
+			flows++;
+		}
+		if (i % 20 < 2)
+			f = fid;
+		/* synthetic, non-overlapping times: the exporter sees real spans */
+		shmtrace_span(t, cat, nm[i & 3], ts, ts + 500, f);
+		ts += 1000;
+		if ((i & 4095) == 0)
+			while (ring_head() - ring_tail() > RING_CAP / 2)
+				usleep(100);
+	}
+	shmtrace_close(t);
+	wait_drained(30000);
+	dropped = ring_dropped();
+	recs = ring_head();
+	drainer_stop(&d);
+	collector_summary(&d, summary, sizeof(summary));
+	cap_bytes = file_size(d.out);
+	snprintf(json, sizeof(json), "%s/export.json", g_tmp);
+	snprintf(log, sizeof(log), "%s/export.log", g_tmp);
+	for (int r = -1; r < runs; r++) {
+		char *argv[] = { (char *)tool, "export", d.out, "-o", json, NULL };
+		struct rusage ru;
+		int status;
+		uint64_t ns;
+
+		unlink(json);
+		ns = run_timed(argv, &ru, &status, log);
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			char cmd[700];
+
+			printf("RESULT export skipped=\"shmtrace export failed, status 0x%x\"\n", status);
+			snprintf(cmd, sizeof(cmd), "tail -n 5 %s >&2", log);
+			if (system(cmd)) {}
+			unlink(d.out);
+			return 0;
+		}
+		if (r < 0)
+			continue;
+		secs[r] = (double)ns / 1e9;
+		evs[r] = (double)recs / secs[r];
+		mbs[r] = (double)file_size(json) / 1e6 / secs[r];
+		rss[r] = (double)ru.ru_maxrss / 1024.0;
+	}
+	printf("RESULT export secs=%.2f evs=%.0f mbs=%.1f rss_mb=%.1f json_bytes=%llu records=%llu flows=%llu "
+	       "dropped=%llu capture_bytes=%llu bytes_per_rec=%.2f runs=%d summary=\"%s\"\n",
+	       bench_median(secs, runs), bench_median(evs, runs), bench_median(mbs, runs),
+	       bench_median(rss, runs), (unsigned long long)file_size(json), (unsigned long long)recs,
+	       (unsigned long long)flows, (unsigned long long)dropped, (unsigned long long)cap_bytes,
+	       recs ? (double)cap_bytes / (double)recs : 0.0, runs, summary);
+	unlink(json);
+	unlink(d.out);
+	shmtrace_ring_unlink(name);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static char tmpdef[] = "/tmp";
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s span1|mp2|lat|disabled|drain|export\n", argv[0]);
+		return 2;
+	}
+	g_n = bench_env_u64("BENCH_N", 1000000);
+	g_runs = bench_env_u64("BENCH_RUNS", 5);
+	if (g_runs < 1 || g_runs > 64 || g_n < 1)
+		return 2;
+	g_prefix = getenv("BENCH_PREFIX") ? getenv("BENCH_PREFIX") : "shmtbench-";
+	g_tmp = getenv("BENCH_TMP") ? getenv("BENCH_TMP") : tmpdef;
+	if (!strcmp(argv[1], "span1"))
+		return case_span1();
+	if (!strcmp(argv[1], "mp2"))
+		return case_mp2();
+	if (!strcmp(argv[1], "lat"))
+		return case_lat();
+	if (!strcmp(argv[1], "disabled"))
+		return case_disabled();
+	if (!strcmp(argv[1], "drain"))
+		return case_drain();
+	if (!strcmp(argv[1], "export"))
+		return case_export();
+	fprintf(stderr, "unknown case %s\n", argv[1]);
+	return 2;
+}
