@@ -26,6 +26,15 @@
 #define SHMT_CAP_VERSION	1		/* major; a newer one is refused */
 #define SHMT_CAP_MAX_FRAME	(16u << 20)	/* no frame is larger than this */
 
+/* Encoders split longer lists into several frames of at most these. */
+#define SHMT_CAP_SPLIT_ITEMS	4096u		/* strings or threads per frame */
+#define SHMT_CAP_SPLIT_RECORDS	65536u		/* records per frame (2.5 MiB) */
+/* Decoders refuse frames beyond these (newer writers may split later). */
+#define SHMT_CAP_MAX_ITEMS	65536u		/* strings or threads per frame */
+#define SHMT_CAP_MAX_RECORDS	(SHMT_CAP_MAX_FRAME / SHMT_RECORD_SIZE)
+#define SHMT_CAP_MAX_DEPTH	8		/* msgpack nesting in a frame */
+#define SHMT_CAP_MAX_OBJECTS	(1u << 20)	/* msgpack objects in a frame */
+
 enum shmt_cap_type {
 	SHMT_CAP_HEADER = 1,
 	SHMT_CAP_STRINGS = 2,	/* interned strings: id -> bytes */
@@ -71,7 +80,14 @@ struct shmt_cap_end {
 	uint32_t next_part;		/* 0, or the part that follows (rotation) */
 };
 
-/* Encoders: each appends one whole frame to b. Return 0 or -ENOMEM. */
+/* Encoders: each appends one whole frame to b. Return 0 or -ENOMEM.
+ * Lists longer than SHMT_CAP_SPLIT_* become several consecutive frames of
+ * the same type (readers cannot tell the difference); n == 0 appends
+ * nothing. -EINVAL (and nothing appended) for what no reader would accept:
+ * a string id of 0 or a string longer than SHMT_STRING_MAX, a record kind
+ * outside SHMTRACE_KIND_SPAN..SHMTRACE_KIND_MAX. On any error b is left as
+ * it was. Names longer than their field are cut to fit with their NUL. The
+ * header's version field is ignored: SHMT_CAP_VERSION is written. */
 int shmt_cap_put_header(msgpack_sbuffer *b, const struct shmt_cap_header *h);
 int shmt_cap_put_strings(msgpack_sbuffer *b, const struct shmt_cap_string *s, size_t n);
 int shmt_cap_put_threads(msgpack_sbuffer *b, const struct shmt_thread *t, size_t n);
@@ -112,6 +128,9 @@ struct shmt_cap_reader;
  * with a one-line reason in err: -ENOENT/-EACCES..., -EPROTO for a file
  * that is not a capture or of a newer version, -EBADMSG for an empty file
  * or a damaged header.
+ * Also -EPIPE for a file cut inside its header frame (its bytes so far are
+ * those of a capture header), and -ENOMEM. shmt_cap_next() returns the
+ * frames after the header; it is not returned again.
  */
 int shmt_cap_open(const char *path, struct shmt_cap_reader **out, char *err, size_t errlen);
 
@@ -120,6 +139,9 @@ int shmt_cap_open(const char *path, struct shmt_cap_reader **out, char *err, siz
  * frame, -EPIPE when the file ends inside a frame or without an END frame
  * (cut: everything before was returned), -EBADMSG on a damaged frame
  * (bad CRC, bad type, impossible length). err says which and at what offset.
+ * The END frame itself is returned (1) like any other; the call after it
+ * returns 0, or -EBADMSG if any byte follows it. A second HEADER frame is
+ * -EBADMSG. Errors are sticky: later calls return the same one.
  */
 int shmt_cap_next(struct shmt_cap_reader *r, struct shmt_cap_frame *f, char *err, size_t errlen);
 
@@ -131,7 +153,9 @@ void shmt_cap_close(struct shmt_cap_reader *r);
 /* Decodes one frame from memory (the fuzz harness and the tests use this).
  * Returns the frame's length in bytes, 0 if buf holds only part of a frame,
  * or -EBADMSG. Decoded pointers refer to scratch owned by the caller's
- * msgpack zone z. */
+ * msgpack zone z. Also -EPROTO for a header frame of a newer version and
+ * -ENOMEM. Decoded strings are followed by a NUL the file does not hold;
+ * f->offset is 0. */
 long shmt_cap_decode(const uint8_t *buf, size_t len, struct shmt_cap_frame *f,
 		     msgpack_zone *z, char *err, size_t errlen);
 

@@ -1,0 +1,809 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_capture.c - the capture file format: round trips, cuts at every
+ * byte, flipped bytes, garbage, and hand-made frames a reader must refuse.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "capture.h"
+#include "crc32c.h"
+#include "shmtrace.h"
+
+static char err[256];
+
+/* ---- fixtures ---- */
+
+static struct shmt_cap_header sample_header(void)
+{
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .part = 2, .run_id = 0x1122334455667788ull,
+		.ring_capacity = 4096, .ring_mode = 1, .clock_tsc = 1,
+		.collector_pid = 4242, .realtime0 = 1700000000000000000ull,
+		.mono0 = 123456789, .started_ns = 987654321,
+	};
+
+	strcpy(h.host, "builder-7");
+	strcpy(h.ring, "myapp");
+	return h;
+}
+
+static const struct shmt_cap_string sample_strings[] = {
+	{ 1, 3, "rpc" }, { 2, 6, "handle" }, { 65535, 0, "" }, { 7, 4, "a\0b\xff" },
+};
+
+static struct shmt_thread sample_thread(uint32_t i)
+{
+	struct shmt_thread t = {
+		.pid = 100 + i, .tid = 200 + i, .start_time = 3000 + i,
+		.pidns = 4026531836ull, .flags = i,
+	};
+
+	snprintf(t.name, sizeof(t.name), "worker-%u", i);
+	snprintf(t.pname, sizeof(t.pname), "server");
+	return t;
+}
+
+static struct shmt_record sample_record(uint64_t i)
+{
+	struct shmt_record r = {
+		.ts = 1000 * i + 1, .dur = i * 7, .flow = i & 3 ? 0 : i,
+		.pid = 100, .tid = 200 + (uint32_t)(i % 3), .name = 2, .cat = 1,
+		.commit = 1 + i % 3,
+	};
+
+	return r;
+}
+
+static const struct shmt_cap_loss sample_loss = { 55, 1, 2, 3, 4, 5 };
+static const struct shmt_cap_end sample_end = { 10, 99999, 3 };
+
+#define NREC 5
+#define NTHR 2
+
+/* Every frame type once: HEADER STRINGS THREADS RECORDS LOSS END. */
+static void sample_file(msgpack_sbuffer *b, size_t ends[6])
+{
+	struct shmt_cap_header h = sample_header();
+	struct shmt_thread t[NTHR] = { sample_thread(0), sample_thread(1) };
+	struct shmt_record r[NREC];
+
+	for (int i = 0; i < NREC; i++)
+		r[i] = sample_record(i);
+	msgpack_sbuffer_init(b);
+	assert_int_equal(shmt_cap_put_header(b, &h), 0);
+	ends[0] = b->size;
+	assert_int_equal(shmt_cap_put_strings(b, sample_strings, 4), 0);
+	ends[1] = b->size;
+	assert_int_equal(shmt_cap_put_threads(b, t, NTHR), 0);
+	ends[2] = b->size;
+	assert_int_equal(shmt_cap_put_records(b, 40, r, NREC), 0);
+	ends[3] = b->size;
+	assert_int_equal(shmt_cap_put_loss(b, &sample_loss), 0);
+	ends[4] = b->size;
+	assert_int_equal(shmt_cap_put_end(b, &sample_end), 0);
+	ends[5] = b->size;
+}
+
+/* Checks that f is frame i (0 = header) of sample_file(). */
+static int frame_is(const struct shmt_cap_frame *f, int i)
+{
+	struct shmt_cap_header h = sample_header();
+
+	switch (i) {
+	case 0:
+		return f->type == SHMT_CAP_HEADER && !memcmp(&f->header, &h, sizeof(h));
+	case 1:
+		if (f->type != SHMT_CAP_STRINGS || f->strings.n != 4)
+			return 0;
+		for (int k = 0; k < 4; k++)
+			if (f->strings.v[k].id != sample_strings[k].id ||
+			    f->strings.v[k].len != sample_strings[k].len ||
+			    memcmp(f->strings.v[k].s, sample_strings[k].s, sample_strings[k].len) ||
+			    f->strings.v[k].s[f->strings.v[k].len] != '\0')
+				return 0;
+		return 1;
+	case 2:
+		if (f->type != SHMT_CAP_THREADS || f->threads.n != NTHR)
+			return 0;
+		for (uint32_t k = 0; k < NTHR; k++) {
+			struct shmt_thread t = sample_thread(k);
+
+			if (memcmp(&f->threads.v[k], &t, sizeof(t)))
+				return 0;
+		}
+		return 1;
+	case 3:
+		if (f->type != SHMT_CAP_RECORDS || f->records.n != NREC ||
+		    f->records.first_seq != 40)
+			return 0;
+		for (int k = 0; k < NREC; k++) {
+			struct shmt_record r = sample_record(k);
+
+			if (memcmp(&f->records.v[k], &r, sizeof(r)))
+				return 0;
+		}
+		return 1;
+	case 4:
+		return f->type == SHMT_CAP_LOSS &&
+		       !memcmp(&f->loss, &sample_loss, sizeof(sample_loss));
+	case 5:
+		return f->type == SHMT_CAP_END &&
+		       !memcmp(&f->end, &sample_end, sizeof(sample_end));
+	}
+	return 0;
+}
+
+static int write_tmp(const void *p, size_t n, char path[64])
+{
+	int fd;
+
+	strcpy(path, "/tmp/test_capture.XXXXXX");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, p, n), (ssize_t)n);
+	return fd;
+}
+
+/*
+ * Reads a whole file: returns the final rc of open or next (0 clean) and
+ * stores in *nok how many frames (header included) matched sample_file().
+ */
+static int read_all(const char *path, int *nok)
+{
+	struct shmt_cap_reader *r;
+	struct shmt_cap_frame f;
+	int rc, i = 1;
+
+	*nok = 0;
+	err[0] = '\0';
+	rc = shmt_cap_open(path, &r, err, sizeof(err));
+	if (rc < 0) {
+		assert_non_null(err[0] ? err : NULL);
+		return rc;
+	}
+	*nok = frame_is(&(struct shmt_cap_frame){ .type = SHMT_CAP_HEADER,
+			.header = *shmt_cap_header_of(r) }, 0);
+	assert_true(*nok == 1);
+	while ((rc = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
+		/* frames are either right or refused: never wrong */
+		assert_true(frame_is(&f, i));
+		i++;
+		(*nok)++;
+	}
+	if (rc < 0)
+		assert_true(err[0]);
+	/* sticky */
+	assert_int_equal(shmt_cap_next(r, &f, err, sizeof(err)), rc);
+	shmt_cap_close(r);
+	return rc;
+}
+
+/* Appends the CRC to a hand-made frame whose array header counted it. */
+static void finish(msgpack_sbuffer *b, size_t start)
+{
+	msgpack_packer pk;
+
+	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
+	assert_int_equal(msgpack_pack_fix_uint32(&pk,
+			 shmt_crc32c(0, b->data + start, b->size - start)), 0);
+}
+
+static long decode_buf(const msgpack_sbuffer *b, struct shmt_cap_frame *f, msgpack_zone *z)
+{
+	err[0] = '\0';
+	return shmt_cap_decode((const uint8_t *)b->data, b->size, f, z, err, sizeof(err));
+}
+
+/* ---- tests ---- */
+
+static void test_crc32c(void **state)
+{
+	(void)state;
+	assert_int_equal(shmt_crc32c(0, "123456789", 9), 0xe3069283);
+	assert_int_equal(shmt_crc32c(shmt_crc32c(0, "1234", 4), "56789", 5), 0xe3069283);
+	assert_int_equal(shmt_crc32c(0, "", 0), 0);
+}
+
+/* Each frame type encodes and decodes to the same values, alone. */
+static void test_roundtrip_each(void **state)
+{
+	msgpack_sbuffer b;
+	size_t ends[6];
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	struct shmt_cap_frame f;
+
+	(void)state;
+	sample_file(&b, ends);
+	for (int i = 0; i < 6; i++) {
+		size_t s = i ? ends[i - 1] : 0;
+		long n = shmt_cap_decode((const uint8_t *)b.data + s, ends[i] - s,
+					 &f, z, err, sizeof(err));
+
+		assert_int_equal(n, (long)(ends[i] - s));
+		assert_true(frame_is(&f, i));
+		/* with bytes of the next frame after it: the same length */
+		n = shmt_cap_decode((const uint8_t *)b.data + s, b.size - s, &f, z, err, sizeof(err));
+		assert_int_equal(n, (long)(ends[i] - s));
+		/* every proper prefix is "need more", never an error */
+		for (size_t k = 0; k < ends[i] - s; k++)
+			assert_int_equal(shmt_cap_decode((const uint8_t *)b.data + s, k,
+							 &f, z, err, sizeof(err)), 0);
+		msgpack_zone_clear(z);
+	}
+	msgpack_zone_free(z);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* Long lists become several frames that together hold the same data. */
+static void test_split(void **state)
+{
+	size_t n = SHMT_CAP_SPLIT_RECORDS + 3, got = 0;
+	struct shmt_record *r = calloc(n, sizeof(*r));
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	struct shmt_cap_frame f;
+	msgpack_sbuffer b;
+	size_t off = 0;
+
+	(void)state;
+	assert_non_null(r);
+	for (size_t i = 0; i < n; i++)
+		r[i] = sample_record(i);
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_records(&b, 7, r, n), 0);
+	while (off < b.size) {
+		long len = shmt_cap_decode((const uint8_t *)b.data + off, b.size - off,
+					   &f, z, err, sizeof(err));
+
+		assert_true(len > 0);
+		assert_int_equal(f.type, SHMT_CAP_RECORDS);
+		assert_int_equal(f.records.first_seq, 7 + got);
+		assert_memory_equal(f.records.v, r + got, f.records.n * sizeof(*r));
+		got += f.records.n;
+		off += len;
+		msgpack_zone_clear(z);
+	}
+	assert_int_equal(got, n);
+	/* n == 0 writes nothing */
+	off = b.size;
+	assert_int_equal(shmt_cap_put_records(&b, 7, r, 0), 0);
+	assert_int_equal(b.size, off);
+	msgpack_zone_free(z);
+	msgpack_sbuffer_destroy(&b);
+	free(r);
+}
+
+/* Encoders refuse what no reader accepts, and leave the buffer alone. */
+static void test_encoder_refuses(void **state)
+{
+	struct shmt_record r[2] = { sample_record(0), sample_record(1) };
+	struct shmt_cap_string s = { 0, 1, "x" };
+	msgpack_sbuffer b;
+
+	(void)state;
+	msgpack_sbuffer_init(&b);
+	r[1].commit = 4;
+	assert_int_equal(shmt_cap_put_records(&b, 0, r, 2), -EINVAL);
+	r[1].commit = 0;
+	assert_int_equal(shmt_cap_put_records(&b, 0, r, 2), -EINVAL);
+	assert_int_equal(shmt_cap_put_strings(&b, &s, 1), -EINVAL);
+	s.id = 1;
+	s.len = SHMT_STRING_MAX + 1;
+	assert_int_equal(shmt_cap_put_strings(&b, &s, 1), -EINVAL);
+	assert_int_equal(b.size, 0);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* Unterminated names from shared memory are cut to fit with their NUL;
+ * a commit word with a sequence above the kind is written as the kind. */
+static void test_encoder_sanitizes(void **state)
+{
+	struct shmt_thread t = sample_thread(0);
+	struct shmt_record rec = sample_record(0);
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	struct shmt_cap_frame f;
+	msgpack_sbuffer b;
+
+	(void)state;
+	memset(t.name, 'n', sizeof(t.name));
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_threads(&b, &t, 1), 0);
+	assert_int_equal(decode_buf(&b, &f, z), (long)b.size);
+	assert_int_equal(strlen(f.threads.v[0].name), SHMT_NAME_LEN - 1);
+	msgpack_sbuffer_clear(&b);
+	rec.commit = SHMT_COMMIT(12345, SHMTRACE_KIND_INSTANT);
+	assert_int_equal(shmt_cap_put_records(&b, 0, &rec, 1), 0);
+	assert_int_equal(decode_buf(&b, &f, z), (long)b.size);
+	assert_int_equal(f.records.v[0].commit, SHMTRACE_KIND_INSTANT);
+	msgpack_zone_free(z);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* A file with every frame type reads back identically and ends cleanly. */
+static void test_file_roundtrip(void **state)
+{
+	msgpack_sbuffer b;
+	size_t ends[6];
+	char path[64];
+	int nok, fd;
+
+	(void)state;
+	sample_file(&b, ends);
+	fd = write_tmp(b.data, b.size, path);
+	assert_int_equal(read_all(path, &nok), 0);
+	assert_int_equal(nok, 6);
+	close(fd);
+	unlink(path);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* Cut at every byte: all whole frames, then -EPIPE (or the empty error). */
+static void test_cut_everywhere(void **state)
+{
+	msgpack_sbuffer b;
+	size_t ends[6];
+	char path[64];
+	int fd;
+
+	(void)state;
+	sample_file(&b, ends);
+	fd = write_tmp(b.data, b.size, path);
+	for (size_t cut = b.size + 1; cut-- > 0; ) {
+		int whole = 0, nok, rc;
+
+		assert_int_equal(ftruncate(fd, cut), 0);
+		while (whole < 6 && ends[whole] <= cut)
+			whole++;
+		rc = read_all(path, &nok);
+		if (cut == b.size) {
+			assert_int_equal(rc, 0);
+		} else if (cut == 0) {
+			assert_int_equal(rc, -EBADMSG);
+			assert_non_null(strstr(err, "empty capture file"));
+		} else {
+			assert_int_equal(rc, -EPIPE);
+			assert_non_null(strstr(err, "offset"));
+		}
+		assert_int_equal(nok, whole);
+	}
+	close(fd);
+	unlink(path);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* Flip each byte (two ways): a correct prefix of frames, then an error. */
+static void test_flip_everywhere(void **state)
+{
+	static const uint8_t masks[] = { 0x01, 0xff };
+	msgpack_sbuffer b;
+	size_t ends[6];
+	char path[64];
+	int fd;
+
+	(void)state;
+	sample_file(&b, ends);
+	fd = write_tmp(b.data, b.size, path);
+	for (size_t i = 0; i < b.size; i++) {
+		for (size_t m = 0; m < sizeof(masks); m++) {
+			uint8_t c = (uint8_t)b.data[i] ^ masks[m];
+			int whole = 0, nok, rc;
+
+			while (whole < 6 && ends[whole] <= i)
+				whole++;
+			assert_int_equal(pwrite(fd, &c, 1, i), 1);
+			rc = read_all(path, &nok);
+			assert_true(rc < 0);
+			assert_int_equal(nok, whole);
+		}
+		assert_int_equal(pwrite(fd, b.data + i, 1, i), 1);
+	}
+	close(fd);
+	unlink(path);
+	msgpack_sbuffer_destroy(&b);
+}
+
+static void test_empty_and_missing(void **state)
+{
+	char path[64];
+	int fd, nok;
+
+	(void)state;
+	fd = write_tmp("", 0, path);
+	assert_int_equal(read_all(path, &nok), -EBADMSG);
+	assert_non_null(strstr(err, "empty capture file"));
+	close(fd);
+	unlink(path);
+	assert_int_equal(read_all("/nonexistent/capture", &nok), -ENOENT);
+}
+
+static void test_not_a_capture(void **state)
+{
+	const char *text = "{\"traceEvents\": []}\n";
+	char path[64];
+	int fd, nok;
+
+	(void)state;
+	fd = write_tmp(text, strlen(text), path);
+	assert_int_equal(read_all(path, &nok), -EPROTO);
+	assert_non_null(strstr(err, "not a shmtrace capture"));
+	close(fd);
+	unlink(path);
+}
+
+/* Random files, and random bytes after a valid header: errors only. */
+static void test_random_bytes(void **state)
+{
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	struct shmt_cap_header h = sample_header();
+	struct shmt_cap_frame f;
+	msgpack_sbuffer b;
+	char path[64];
+
+	(void)state;
+	srandom(12345);
+	msgpack_sbuffer_init(&b);
+	for (int iter = 0; iter < 400; iter++) {
+		size_t n = (size_t)(random() % 600) + 1;
+		uint8_t *p = malloc(n);
+		int fd, nok, rc;
+
+		assert_non_null(p);
+		for (size_t i = 0; i < n; i++)
+			p[i] = (uint8_t)random();
+		if (iter & 1)	/* lots of arrays and lengths */
+			for (size_t i = 0; i < n; i += 3)
+				p[i] = (uint8_t)(0x90 + random() % 0x70);
+		/* memory decoder over every suffix */
+		for (size_t s = 0; s < n; s++) {
+			long len = shmt_cap_decode(p + s, n - s, &f, z, err, sizeof(err));
+
+			assert_true(len <= (long)(n - s));
+			assert_true(len != -EBADMSG || err[0]);
+			msgpack_zone_clear(z);
+		}
+		/* file reader: bare garbage, then garbage after a valid header */
+		fd = write_tmp(p, n, path);
+		rc = read_all(path, &nok);
+		assert_true(rc < 0);
+		close(fd);
+		unlink(path);
+		msgpack_sbuffer_clear(&b);
+		assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+		assert_int_equal(msgpack_sbuffer_write(&b, (const char *)p, n), 0);
+		fd = write_tmp(b.data, b.size, path);
+		rc = read_all(path, &nok);
+		assert_true(rc < 0);
+		assert_int_equal(nok, 1);
+		close(fd);
+		unlink(path);
+		free(p);
+	}
+	msgpack_zone_free(z);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* A header frame of the given version, by hand. */
+static void put_header_version(msgpack_sbuffer *b, uint64_t version, int extra)
+{
+	struct shmt_cap_header h = sample_header();
+	size_t start = b->size;
+	msgpack_packer pk;
+
+	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 15 + extra);
+	msgpack_pack_uint64(&pk, SHMT_CAP_HEADER);
+	msgpack_pack_str_with_body(&pk, "SHMTCAP", 7);
+	msgpack_pack_uint64(&pk, version);
+	msgpack_pack_uint64(&pk, h.part);
+	msgpack_pack_uint64(&pk, h.run_id);
+	msgpack_pack_str_with_body(&pk, h.host, strlen(h.host));
+	msgpack_pack_str_with_body(&pk, h.ring, strlen(h.ring));
+	msgpack_pack_uint64(&pk, h.ring_capacity);
+	msgpack_pack_uint64(&pk, h.ring_mode);
+	msgpack_pack_uint64(&pk, h.clock_tsc);
+	msgpack_pack_uint64(&pk, h.collector_pid);
+	msgpack_pack_uint64(&pk, h.realtime0);
+	msgpack_pack_uint64(&pk, h.mono0);
+	msgpack_pack_uint64(&pk, h.started_ns);
+	for (int i = 0; i < extra; i++)	/* a newer minor's fields */
+		msgpack_pack_map(&pk, 0);
+	finish(b, start);
+}
+
+static void test_newer_version(void **state)
+{
+	msgpack_sbuffer b;
+	char path[64];
+	int fd, nok;
+
+	(void)state;
+	msgpack_sbuffer_init(&b);
+	put_header_version(&b, SHMT_CAP_VERSION + 1, 0);
+	fd = write_tmp(b.data, b.size, path);
+	assert_int_equal(read_all(path, &nok), -EPROTO);
+	assert_non_null(strstr(err, "capture format version 2 needs a newer shmtrace"));
+	close(fd);
+	unlink(path);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* Unknown trailing fields of a newer minor version are skipped. */
+static void test_trailing_fields(void **state)
+{
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	struct shmt_cap_frame f;
+	msgpack_sbuffer b;
+	msgpack_packer pk;
+
+	(void)state;
+	msgpack_sbuffer_init(&b);
+	put_header_version(&b, SHMT_CAP_VERSION, 3);
+	assert_int_equal(decode_buf(&b, &f, z), (long)b.size);
+	assert_true(frame_is(&f, 0));
+	msgpack_sbuffer_clear(&b);
+	msgpack_packer_init(&pk, &b, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 6);
+	msgpack_pack_uint64(&pk, SHMT_CAP_END);
+	msgpack_pack_uint64(&pk, sample_end.records);
+	msgpack_pack_uint64(&pk, sample_end.end_ns);
+	msgpack_pack_uint64(&pk, sample_end.next_part);
+	msgpack_pack_str_with_body(&pk, "new", 3);
+	finish(&b, 0);
+	assert_int_equal(decode_buf(&b, &f, z), (long)b.size);
+	assert_true(frame_is(&f, 5));
+	msgpack_zone_free(z);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* A records frame by hand: count, bin length and kind as given. */
+static long records_frame(uint64_t count, size_t binlen, uint32_t kind)
+{
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	uint8_t *bin = calloc(1, binlen + 1);
+	struct shmt_cap_frame f;
+	msgpack_sbuffer b;
+	msgpack_packer pk;
+	long rc;
+
+	for (size_t i = 36; i + 4 <= binlen; i += SHMT_RECORD_SIZE)
+		bin[i] = (uint8_t)kind;
+	msgpack_sbuffer_init(&b);
+	msgpack_packer_init(&pk, &b, msgpack_sbuffer_write);
+	msgpack_pack_array(&pk, 5);
+	msgpack_pack_uint64(&pk, SHMT_CAP_RECORDS);
+	msgpack_pack_uint64(&pk, 0);
+	msgpack_pack_uint64(&pk, count);
+	msgpack_pack_bin_with_body(&pk, bin, binlen);
+	finish(&b, 0);
+	rc = decode_buf(&b, &f, z);
+	if (rc > 0)
+		assert_int_equal(f.records.n, count);
+	msgpack_zone_free(z);
+	msgpack_sbuffer_destroy(&b);
+	free(bin);
+	return rc;
+}
+
+static void test_bad_records(void **state)
+{
+	(void)state;
+	assert_int_equal(records_frame(2, 80, 1), 4 + 2 + 80 + 5);	/* control: valid */
+	assert_int_equal(records_frame(1, 41, 1), -EBADMSG);
+	assert_non_null(strstr(err, "not 40 each"));
+	assert_int_equal(records_frame(2, 81, 1), -EBADMSG);
+	assert_int_equal(records_frame(3, 80, 1), -EBADMSG);
+	assert_int_equal(records_frame(1, 40, 0), -EBADMSG);
+	assert_non_null(strstr(err, "kind 0"));
+	assert_int_equal(records_frame(1, 40, 4), -EBADMSG);
+	assert_int_equal(records_frame(SHMT_CAP_MAX_RECORDS + 1, 40, 1), -EBADMSG);
+	assert_non_null(strstr(err, "out of range"));
+}
+
+/* Hand-made frames with a valid CRC but wrong content. */
+static void test_bad_frames(void **state)
+{
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	struct shmt_cap_frame f;
+	msgpack_sbuffer b;
+	msgpack_packer pk;
+
+	(void)state;
+	msgpack_sbuffer_init(&b);
+	msgpack_packer_init(&pk, &b, msgpack_sbuffer_write);
+
+	/* a string where a counter belongs */
+	msgpack_pack_array(&pk, 8);
+	msgpack_pack_uint64(&pk, SHMT_CAP_LOSS);
+	for (int i = 0; i < 5; i++)
+		msgpack_pack_uint64(&pk, i);
+	msgpack_pack_str_with_body(&pk, "5", 1);
+	finish(&b, 0);
+	assert_int_equal(decode_buf(&b, &f, z), -EBADMSG);
+	assert_non_null(strstr(err, "names_dropped"));
+
+	/* too few fields */
+	msgpack_sbuffer_clear(&b);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_uint64(&pk, SHMT_CAP_END);
+	msgpack_pack_uint64(&pk, 1);
+	finish(&b, 0);
+	assert_int_equal(decode_buf(&b, &f, z), -EBADMSG);
+
+	/* unknown type */
+	msgpack_sbuffer_clear(&b);
+	msgpack_pack_array(&pk, 2);
+	msgpack_pack_uint64(&pk, 77);
+	finish(&b, 0);
+	assert_int_equal(decode_buf(&b, &f, z), -EBADMSG);
+	assert_non_null(strstr(err, "unknown frame type 77"));
+
+	/* a negative type */
+	msgpack_sbuffer_clear(&b);
+	msgpack_pack_array(&pk, 2);
+	msgpack_pack_int64(&pk, -1);
+	finish(&b, 0);
+	assert_int_equal(decode_buf(&b, &f, z), -EBADMSG);
+
+	/* string id 0, and a name too long for its field */
+	msgpack_sbuffer_clear(&b);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_uint64(&pk, SHMT_CAP_STRINGS);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_array(&pk, 2);
+	msgpack_pack_uint64(&pk, 0);
+	msgpack_pack_bin_with_body(&pk, "x", 1);
+	finish(&b, 0);
+	assert_int_equal(decode_buf(&b, &f, z), -EBADMSG);
+	msgpack_sbuffer_clear(&b);
+	msgpack_pack_array(&pk, 3);
+	msgpack_pack_uint64(&pk, SHMT_CAP_THREADS);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_array(&pk, 7);
+	for (int i = 0; i < 5; i++)
+		msgpack_pack_uint64(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "0123456789012345678901234567890123", 34);
+	msgpack_pack_str_with_body(&pk, "p", 1);
+	finish(&b, 0);
+	assert_int_equal(decode_buf(&b, &f, z), -EBADMSG);
+	assert_non_null(strstr(err, "thread name"));
+
+	/* CRC encoded short (positive fixint): refused */
+	msgpack_sbuffer_clear(&b);
+	msgpack_pack_array(&pk, 2);
+	msgpack_pack_uint64(&pk, SHMT_CAP_END);
+	msgpack_pack_uint64(&pk, 5);
+	assert_int_equal(decode_buf(&b, &f, z), -EBADMSG);
+
+	/* lengths that could never fit a frame: refused now, not "need more" */
+	msgpack_sbuffer_clear(&b);
+	msgpack_pack_array(&pk, 5);
+	msgpack_pack_uint64(&pk, SHMT_CAP_RECORDS);
+	msgpack_pack_uint64(&pk, 0);
+	msgpack_pack_uint64(&pk, 1);
+	msgpack_pack_bin(&pk, 0xffffffffu);
+	assert_int_equal(decode_buf(&b, &f, z), -EBADMSG);
+	assert_non_null(strstr(err, "longer than"));
+	msgpack_sbuffer_clear(&b);
+	msgpack_pack_array(&pk, 0xffffffffu);
+	assert_int_equal(decode_buf(&b, &f, z), -EBADMSG);
+
+	/* nesting deeper than any frame needs */
+	msgpack_sbuffer_clear(&b);
+	for (int i = 0; i < 40; i++)
+		msgpack_pack_array(&pk, 1);
+	assert_int_equal(decode_buf(&b, &f, z), -EBADMSG);
+	assert_non_null(strstr(err, "nested"));
+
+	msgpack_zone_free(z);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* END then more bytes: the END frame, then -EBADMSG. A second header too. */
+static void test_after_end_and_second_header(void **state)
+{
+	struct shmt_cap_header h = sample_header();
+	struct shmt_cap_reader *r;
+	struct shmt_cap_frame f;
+	msgpack_sbuffer b;
+	char path[64];
+	int fd;
+
+	(void)state;
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &sample_end), 0);
+	assert_int_equal(msgpack_sbuffer_write(&b, "\0", 1), 0);
+	fd = write_tmp(b.data, b.size, path);
+	assert_int_equal(shmt_cap_open(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(shmt_cap_next(r, &f, err, sizeof(err)), 1);
+	assert_int_equal(f.type, SHMT_CAP_END);
+	assert_int_equal(shmt_cap_next(r, &f, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "follow the END"));
+	shmt_cap_close(r);
+	close(fd);
+	unlink(path);
+
+	msgpack_sbuffer_clear(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	fd = write_tmp(b.data, b.size, path);
+	assert_int_equal(shmt_cap_open(path, &r, err, sizeof(err)), 0);
+	assert_int_equal(shmt_cap_next(r, &f, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "second HEADER"));
+	shmt_cap_close(r);
+	close(fd);
+	unlink(path);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* Frames larger than the reader's first buffer, read through the file. */
+static void test_big_file(void **state)
+{
+	size_t n = 3 * SHMT_CAP_SPLIT_RECORDS + 11, got = 0;
+	struct shmt_cap_header h = sample_header();
+	struct shmt_record *rec = calloc(n, sizeof(*rec));
+	struct shmt_cap_end e = { n, 1, 0 };
+	struct shmt_cap_reader *r;
+	struct shmt_cap_frame f;
+	msgpack_sbuffer b;
+	char path[64];
+	int fd, rc;
+
+	(void)state;
+	assert_non_null(rec);
+	for (size_t i = 0; i < n; i++)
+		rec[i] = sample_record(i);
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, rec, n), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	fd = write_tmp(b.data, b.size, path);
+	assert_int_equal(shmt_cap_open(path, &r, err, sizeof(err)), 0);
+	while ((rc = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
+		if (f.type != SHMT_CAP_RECORDS)
+			continue;
+		assert_int_equal(f.records.first_seq, got);
+		assert_memory_equal(f.records.v, rec + got, f.records.n * sizeof(*rec));
+		got += f.records.n;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(got, n);
+	shmt_cap_close(r);
+	close(fd);
+	unlink(path);
+	msgpack_sbuffer_destroy(&b);
+	free(rec);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crc32c),
+		cmocka_unit_test(test_roundtrip_each),
+		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_encoder_refuses),
+		cmocka_unit_test(test_encoder_sanitizes),
+		cmocka_unit_test(test_file_roundtrip),
+		cmocka_unit_test(test_cut_everywhere),
+		cmocka_unit_test(test_flip_everywhere),
+		cmocka_unit_test(test_empty_and_missing),
+		cmocka_unit_test(test_not_a_capture),
+		cmocka_unit_test(test_random_bytes),
+		cmocka_unit_test(test_newer_version),
+		cmocka_unit_test(test_trailing_fields),
+		cmocka_unit_test(test_bad_records),
+		cmocka_unit_test(test_bad_frames),
+		cmocka_unit_test(test_after_end_and_second_header),
+		cmocka_unit_test(test_big_file),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
