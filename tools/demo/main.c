@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - shmtrace-demo: options, the ring, the socket directory, and the
+ * fork of the broker; this process then becomes the client.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "demo.h"
+
+shmtrace_t *demo_t;
+struct demo_ids demo_ids;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s --ring NAME [--requests N] [--workers N] [--clients N]\n"
+		"                     [--crash-worker K] [--create [--capacity N]]\n"
+		"\n"
+		"A client, a broker and a pool of worker processes that serve requests\n"
+		"(count primes, checksum a buffer) over UNIX sockets, traced into the\n"
+		"shmtrace ring NAME (default: $SHMTRACE_RING) with one flow per request.\n"
+		"\n"
+		"  -r, --ring NAME         ring to record into (made by shmtrace-collector)\n"
+		"  -n, --requests N        requests to send (default 3000)\n"
+		"  -w, --workers N         worker processes, 1..%d (default 3)\n"
+		"  -c, --clients N         client threads, 1..%d (default 6)\n"
+		"  -k, --crash-worker K    worker K kills itself (SIGKILL) in its %dth request;\n"
+		"                          the broker re-routes its requests to the others\n"
+		"      --create            create the ring first (no collector: post-mortem);\n"
+		"                          it is left behind for `shmtrace export --ring`\n"
+		"      --capacity N        records in a ring made by --create (power of two)\n"
+		"  -h, --help              show this help\n"
+		"  -V, --version           show the version\n"
+		"\n"
+		"Exit status: 0 all requests served, 1 a failure, 2 a usage error.\n",
+		DEMO_NAME, DEMO_MAX_WORKERS, DEMO_MAX_CLIENTS, DEMO_CRASH_AT);
+}
+
+static int parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < min || v > max) {
+		fprintf(stderr, "%s: %s: expected a number from %u to %u, not '%s'\n",
+			DEMO_NAME, opt, min, max, s);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static void intern_all(void)
+{
+	struct demo_ids *id = &demo_ids;
+	shmtrace_t *t = demo_t;
+
+	id->cat_client = shmtrace_intern(t, "client");
+	id->cat_broker = shmtrace_intern(t, "broker");
+	id->cat_worker = shmtrace_intern(t, "worker");
+	id->run = shmtrace_intern(t, "run");
+	id->request = shmtrace_intern(t, "request");
+	id->send = shmtrace_intern(t, "send");
+	id->wait_reply = shmtrace_intern(t, "wait reply");
+	id->handle_reply = shmtrace_intern(t, "handle reply");
+	id->retry = shmtrace_intern(t, "retry");
+	id->error = shmtrace_intern(t, "error");
+	id->route = shmtrace_intern(t, "route");
+	id->parse = shmtrace_intern(t, "parse");
+	id->queue = shmtrace_intern(t, "queue");
+	id->dispatch = shmtrace_intern(t, "dispatch");
+	id->forward = shmtrace_intern(t, "forward reply");
+	id->queue_depth = shmtrace_intern(t, "queue depth");
+	id->in_flight = shmtrace_intern(t, "in flight");
+	id->worker_died = shmtrace_intern(t, "worker died");
+	id->requeue = shmtrace_intern(t, "requeue");
+	id->receive = shmtrace_intern(t, "receive");
+	id->decode = shmtrace_intern(t, "decode");
+	id->work = shmtrace_intern(t, "work");
+	id->compute = shmtrace_intern(t, "compute");
+	id->primes = shmtrace_intern(t, "primes");
+	id->checksum = shmtrace_intern(t, "checksum");
+	id->reply = shmtrace_intern(t, "reply");
+	id->busy = shmtrace_intern(t, "busy");
+}
+
+/* A private directory for the broker's socket: nobody else can connect. */
+static int make_sock_dir(struct demo_config *cfg, char *dir, size_t len)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if ((size_t)snprintf(dir, len, "%s/shmtrace-demo.XXXXXX", tmp) >= len ||
+	    strlen(dir) + sizeof("/broker.sock") > sizeof(cfg->sock_path)) {
+		fprintf(stderr, "%s: TMPDIR is too long for a socket path\n", DEMO_NAME);
+		return -1;
+	}
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "%s: mkdtemp %s: %s\n", DEMO_NAME, dir, strerror(errno));
+		return -1;
+	}
+	snprintf(cfg->sock_path, sizeof(cfg->sock_path), "%s/broker.sock", dir);
+	return 0;
+}
+
+enum { OPT_CREATE = 256, OPT_CAPACITY };
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "ring", required_argument, NULL, 'r' },
+		{ "requests", required_argument, NULL, 'n' },
+		{ "workers", required_argument, NULL, 'w' },
+		{ "clients", required_argument, NULL, 'c' },
+		{ "crash-worker", required_argument, NULL, 'k' },
+		{ "create", no_argument, NULL, OPT_CREATE },
+		{ "capacity", required_argument, NULL, OPT_CAPACITY },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	struct demo_config cfg = { .requests = 3000, .workers = 3, .clients = 6 };
+	struct shmtrace_ring_config rc = { 0 };
+	char dir[sizeof(cfg.sock_path)] = "";
+	int create = 0, ready[2], ret, o;
+	pid_t broker;
+
+	while ((o = getopt_long(argc, argv, "r:n:w:c:k:hV", opts, NULL)) != -1) {
+		switch (o) {
+		case 'r':
+			cfg.ring = optarg;
+			break;
+		case 'n':
+			if (parse_u32("--requests", optarg, 1, 10000000, &cfg.requests))
+				return 2;
+			break;
+		case 'w':
+			if (parse_u32("--workers", optarg, 1, DEMO_MAX_WORKERS, &cfg.workers))
+				return 2;
+			break;
+		case 'c':
+			if (parse_u32("--clients", optarg, 1, DEMO_MAX_CLIENTS, &cfg.clients))
+				return 2;
+			break;
+		case 'k':
+			if (parse_u32("--crash-worker", optarg, 1, DEMO_MAX_WORKERS, &cfg.crash_worker))
+				return 2;
+			break;
+		case OPT_CREATE:
+			create = 1;
+			break;
+		case OPT_CAPACITY:
+			if (parse_u32("--capacity", optarg, 1, 1u << 30, &rc.capacity))
+				return 2;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("%s %s\n", DEMO_NAME, SHMTRACE_VERSION_STRING);
+			return 0;
+		default:
+			fprintf(stderr, "Try '%s --help'.\n", DEMO_NAME);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'; try '%s --help'\n",
+			DEMO_NAME, argv[optind], DEMO_NAME);
+		return 2;
+	}
+	if (!cfg.ring)
+		cfg.ring = getenv("SHMTRACE_RING");
+	if (!cfg.ring || !*cfg.ring) {
+		fprintf(stderr, "%s: no ring: pass --ring NAME or set SHMTRACE_RING\n", DEMO_NAME);
+		return 2;
+	}
+	if (cfg.crash_worker > cfg.workers) {
+		fprintf(stderr, "%s: --crash-worker %u: there are only %u workers\n",
+			DEMO_NAME, cfg.crash_worker, cfg.workers);
+		return 2;
+	}
+	if (rc.capacity && !create) {
+		fprintf(stderr, "%s: --capacity needs --create\n", DEMO_NAME);
+		return 2;
+	}
+
+	if (create) {
+		ret = shmtrace_ring_create(cfg.ring, &rc);
+		if (ret < 0) {
+			fprintf(stderr, "%s: create ring '%s': %s\n", DEMO_NAME, cfg.ring,
+				ret == -EEXIST ? "it exists already" : shmtrace_strerror(ret));
+			return 1;
+		}
+	}
+	ret = shmtrace_open(cfg.ring, &demo_t);
+	if (ret < 0) {
+		fprintf(stderr, "%s: open ring '%s': %s%s\n", DEMO_NAME, cfg.ring,
+			shmtrace_strerror(ret),
+			ret == -ENOENT ? " (start shmtrace-collector --create first, or pass --create)" : "");
+		return 1;
+	}
+	intern_all();
+	/* a dead peer is seen as EPIPE/EOF on its socket, never as a signal */
+	signal(SIGPIPE, SIG_IGN);
+	if (make_sock_dir(&cfg, dir, sizeof(dir)) < 0) {
+		shmtrace_close(demo_t);
+		return 1;
+	}
+	if (pipe2(ready, O_CLOEXEC) < 0) {
+		fprintf(stderr, "%s: pipe: %s\n", DEMO_NAME, strerror(errno));
+		rmdir(dir);
+		shmtrace_close(demo_t);
+		return 1;
+	}
+	shmtrace_flush(demo_t);
+	broker = fork();
+	if (broker < 0) {
+		fprintf(stderr, "%s: fork: %s\n", DEMO_NAME, strerror(errno));
+		ret = 1;
+	} else if (broker == 0) {
+		/* the broker, and through it the workers, die with the client */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
+		close(ready[0]);
+		_exit(demo_broker_main(&cfg, ready[1]));
+	} else {
+		close(ready[1]);
+		ret = demo_client_run(&cfg, broker, ready[0]);
+	}
+	unlink(cfg.sock_path);
+	rmdir(dir);
+	shmtrace_close(demo_t);
+	return ret;
+}
