@@ -127,7 +127,7 @@ static inline void bench_barrier_child(struct bench_barrier *b)
 		;
 }
 
-static inline void bench_barrier_release(struct bench_barrier *b, int n)
+static inline void bench_barrier_wait(struct bench_barrier *b, int n)
 {
 	char c;
 
@@ -135,9 +135,19 @@ static inline void bench_barrier_release(struct bench_barrier *b, int n)
 	for (int i = 0; i < n; i++)
 		if (read(b->ready[0], &c, 1) != 1)
 			bench_die("barrier: a child died before the start");
+}
+
+static inline void bench_barrier_go(struct bench_barrier *b)
+{
 	close(b->go[1]);
 	close(b->ready[0]);
 	close(b->go[0]);
+}
+
+static inline void bench_barrier_release(struct bench_barrier *b, int n)
+{
+	bench_barrier_wait(b, n);
+	bench_barrier_go(b);
 }
 
 #endif

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_lttng.c - the LTTng-UST side of `make bench`, built and driven by
+ * tests/bench/run.sh (cc ... -llttng-ust -ldl), which creates the session
+ * (8 x 4 MiB sub-buffers) around it. Same loops and counts as
+ * tests/bench/bench_shmtrace.c; the event carries the payload of a shmtrace
+ * record (ts, dur, flow, name, cat, kind) and a span takes two
+ * clock_gettime(CLOCK_MONOTONIC), as an LTTng user would for start and end.
+ *
+ *   bench_lttng span1     ns per span (2 x clock_gettime + tracepoint), 1 process
+ *   bench_lttng mp2       events/s in total, 2 processes
+ *   bench_lttng lat       per-call latency of the tracepoint, 2nd process running
+ *   bench_lttng disabled  tracepoint with no session vs empty loop
+ *   bench_lttng gen       BENCH_N events (10 % with a flow id), for sizes and babeltrace2
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "../bench_common.h"
+#include "bench_tp.h"
+
+static uint64_t g_n, g_runs;
+static char *g_self;
+
+static inline void span_event(uint64_t i)
+{
+	uint64_t t0 = bench_mono_ns();
+	uint64_t t1 = bench_mono_ns();
+
+	tracepoint(shmtbench, span, t0, t1 - t0, i & 7 ? 0 : i, 2, 1, 1);
+}
+
+static BENCH_NOINLINE double span_loop(uint64_t n)
+{
+	uint64_t a = bench_mono_ns();
+
+	for (uint64_t i = 0; i < n; i++)
+		span_event(i);
+	return (double)(bench_mono_ns() - a) / (double)n;
+}
+
+static int case_span1(void)
+{
+	double ns[64];
+	int runs = (int)g_runs;
+
+	span_loop(g_n);
+	for (int r = 0; r < runs; r++)
+		ns[r] = span_loop(g_n);
+	double med = bench_median(ns, runs);
+
+	printf("RESULT lttng_span1 ns=%.2f min=%.2f max=%.2f runs=%d n=%llu events=%llu\n", med, ns[0],
+	       ns[runs - 1], runs, (unsigned long long)g_n, (unsigned long long)(g_n * (g_runs + 1)));
+	return 0;
+}
+
+struct mp_result {
+	uint64_t start, end;
+};
+
+static int mp_child(int ready, int go, int res)
+{
+	struct bench_barrier b = { { -1, ready }, { go, -1 } };
+	struct mp_result m;
+	char c = 'r';
+
+	/* warm-up in this process, as on the shmtrace side */
+	for (uint64_t i = 0; i < g_n; i++)
+		span_event(i);
+	if (write(b.ready[1], &c, 1) != 1)
+		return 1;
+	while (read(b.go[0], &c, 1) < 0 && errno == EINTR)
+		;
+	m.start = bench_mono_ns();
+	for (uint64_t i = 0; i < g_n; i++)
+		span_event(i);
+	m.end = bench_mono_ns();
+	return write(res, &m, sizeof(m)) == sizeof(m) ? 0 : 1;
+}
+
+/* children are exec'd, not forked, so that each registers with the session daemon */
+static pid_t spawn(const char *mode, int a, int b, int c)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		bench_die("fork");
+	if (pid == 0) {
+		char sa[16], sb[16], sc[16];
+
+		snprintf(sa, sizeof(sa), "%d", a);
+		snprintf(sb, sizeof(sb), "%d", b);
+		snprintf(sc, sizeof(sc), "%d", c);
+		execl(g_self, g_self, mode, sa, sb, sc, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static double mp_run(int nproc)
+{
+	struct bench_barrier b;
+	int res[2];
+	pid_t pids[8];
+	uint64_t start = UINT64_MAX, end = 0;
+
+	bench_barrier_init(&b);
+	if (pipe(res))
+		bench_die("pipe");
+	/* the children must not hold the parent's ends, or go never closes */
+	fcntl(b.go[1], F_SETFD, FD_CLOEXEC);
+	fcntl(b.ready[0], F_SETFD, FD_CLOEXEC);
+	fcntl(res[0], F_SETFD, FD_CLOEXEC);
+	for (int i = 0; i < nproc; i++)
+		pids[i] = spawn("mp2child", b.ready[1], b.go[0], res[1]);
+	close(res[1]);
+	bench_barrier_wait(&b, nproc);
+	usleep(200 * 1000);	/* let the consumer daemon catch up */
+	bench_barrier_go(&b);
+	for (int i = 0; i < nproc; i++) {
+		struct mp_result m;
+
+		if (read(res[0], &m, sizeof(m)) != sizeof(m))
+			bench_die("a producer died");
+		start = m.start < start ? m.start : start;
+		end = m.end > end ? m.end : end;
+	}
+	close(res[0]);
+	for (int i = 0; i < nproc; i++)
+		waitpid(pids[i], NULL, 0);
+	return (double)g_n * nproc / ((double)(end - start) / 1e9);
+}
+
+static int case_mp2(void)
+{
+	double rate[64];
+	int runs = (int)g_runs;
+
+	for (int r = 0; r < runs; r++)
+		rate[r] = mp_run(2);
+	double med = bench_median(rate, runs);
+
+	printf("RESULT lttng_mp2 rate=%.0f min=%.0f max=%.0f runs=%d n_per_proc=%llu events=%llu\n", med,
+	       rate[0], rate[runs - 1], runs, (unsigned long long)g_n,
+	       (unsigned long long)(4 * g_n * g_runs));
+	return 0;
+}
+
+static volatile sig_atomic_t g_stop;
+static void on_term(int sig) { (void)sig; g_stop = 1; }
+
+static int spin_child(void)
+{
+	uint64_t i = 0;
+
+	signal(SIGTERM, on_term);
+	while (!g_stop)
+		span_event(i++);
+	return 0;
+}
+
+static int case_lat(void)
+{
+	uint64_t *lat = malloc(g_n * sizeof(*lat));
+	double p50[64], p99[64], p999[64], tpn = bench_tsc_per_ns(), ovh;
+	uint64_t maxv = 0;
+	int runs = (int)g_runs;
+	pid_t bg;
+
+	if (!lat)
+		bench_die("malloc");
+	bg = spawn("spin", 0, 0, 0);
+	usleep(200 * 1000);	/* let it register and start */
+	for (uint64_t i = 0; i < g_n; i++) {
+		uint64_t a = bench_tsc_begin(), b = bench_tsc_end();
+
+		lat[i] = b - a;
+	}
+	qsort(lat, g_n, sizeof(*lat), bench_cmp_u64);
+	ovh = (double)bench_pct(lat, g_n, 50) / tpn;
+	for (int r = -1; r < runs; r++) {
+		for (uint64_t i = 0; i < g_n; i++) {
+			uint64_t t0 = bench_mono_ns(), t1 = bench_mono_ns();
+			uint64_t a = bench_tsc_begin();
+
+			tracepoint(shmtbench, span, t0, t1 - t0, 0, 2, 1, 1);
+			lat[i] = bench_tsc_end() - a;
+		}
+		if (r < 0)
+			continue;
+		qsort(lat, g_n, sizeof(*lat), bench_cmp_u64);
+		p50[r] = (double)bench_pct(lat, g_n, 50) / tpn;
+		p99[r] = (double)bench_pct(lat, g_n, 99) / tpn;
+		p999[r] = (double)bench_pct(lat, g_n, 99.9) / tpn;
+		if (lat[g_n - 1] > maxv)
+			maxv = lat[g_n - 1];
+	}
+	kill(bg, SIGTERM);
+	waitpid(bg, NULL, 0);
+	printf("RESULT lttng_lat p50=%.1f p99=%.1f p999=%.1f max=%.1f timing_overhead=%.1f runs=%d n=%llu\n",
+	       bench_median(p50, runs), bench_median(p99, runs), bench_median(p999, runs), (double)maxv / tpn,
+	       ovh, runs, (unsigned long long)g_n);
+	free(lat);
+	return 0;
+}
+
+static BENCH_NOINLINE double loop_empty(uint64_t n)
+{
+	uint64_t a = bench_mono_ns();
+
+	for (uint64_t i = 0; i < n; i++)
+		BENCH_BARRIER();
+	return (double)(bench_mono_ns() - a) / (double)n;
+}
+
+static BENCH_NOINLINE double loop_tp(uint64_t n)
+{
+	uint64_t a = bench_mono_ns();
+
+	for (uint64_t i = 0; i < n; i++) {
+		tracepoint(shmtbench, span, i, 0, 0, 2, 1, 1);
+		BENCH_BARRIER();
+	}
+	return (double)(bench_mono_ns() - a) / (double)n;
+}
+
+static int case_disabled(void)
+{
+	double e[64], s[64], diff[64];
+	int runs = (int)g_runs;
+
+	loop_empty(g_n);
+	loop_tp(g_n);
+	for (int r = 0; r < runs; r++) {
+		e[r] = loop_empty(g_n);
+		s[r] = loop_tp(g_n);
+		diff[r] = s[r] - e[r];
+	}
+	/* what an LTTng user pays when the span's two clock reads stay in */
+	double clk = span_loop(g_n / 10 ? g_n / 10 : 1);
+
+	printf("RESULT lttng_disabled tp=%.3f empty=%.3f diff=%.3f span_with_clocks=%.2f runs=%d n=%llu\n",
+	       bench_median(s, runs), bench_median(e, runs), bench_median(diff, runs), clk, runs,
+	       (unsigned long long)g_n);
+	return 0;
+}
+
+static int case_gen(void)
+{
+	uint64_t ts = bench_mono_ns(), fid = 0;
+	uint64_t a = bench_mono_ns();
+
+	for (uint64_t i = 0; i < g_n; i++) {
+		uint64_t f = 0;
+
+		if (i % 20 == 0)
+			fid++;
+		if (i % 20 < 2)
+			f = fid;
+		tracepoint(shmtbench, span, ts, 500, f, (uint32_t)(i & 3) + 2, 1, 1);
+		ts += 1000;
+	}
+	printf("RESULT lttng_gen events=%llu secs=%.2f\n", (unsigned long long)g_n,
+	       (double)(bench_mono_ns() - a) / 1e9);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s span1|mp2|lat|disabled|gen\n", argv[0]);
+		return 2;
+	}
+	g_self = argv[0];
+	g_n = bench_env_u64("BENCH_N", 1000000);
+	g_runs = bench_env_u64("BENCH_RUNS", 5);
+	if (g_runs < 1 || g_runs > 64 || g_n < 1)
+		return 2;
+	if (!strcmp(argv[1], "mp2child") && argc == 5)
+		return mp_child(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+	if (!strcmp(argv[1], "spin"))
+		return spin_child();
+	if (!strcmp(argv[1], "span1"))
+		return case_span1();
+	if (!strcmp(argv[1], "mp2"))
+		return case_mp2();
+	if (!strcmp(argv[1], "lat"))
+		return case_lat();
+	if (!strcmp(argv[1], "disabled"))
+		return case_disabled();
+	if (!strcmp(argv[1], "gen"))
+		return case_gen();
+	fprintf(stderr, "unknown case %s\n", argv[1]);
+	return 2;
+}
