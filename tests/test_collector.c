@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_collector.c - shmtrace-collector end to end: producers and the
+ * collector at once, the collector SIGKILLed and restarted under load, a
+ * file-size limit, bad command lines.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "capture.h"
+#include "helpers.h"
+
+static char g_bin[4096];
+
+static void fill(uint64_t i, uint64_t *ts, uint64_t *dur, uint64_t *flow)
+{
+	*ts = i + 1000;
+	*dur = i ^ 0x3333;
+	*flow = i * 7 + 1;
+}
+
+/* Starts the collector and waits, on a pipe, until it says it drains. */
+static pid_t start_collector(const char *ring, const char *out, const char *extra, rlim_t fsize)
+{
+	int p[2];
+	char buf[16], fd[16];
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		snprintf(fd, sizeof(fd), "%d", p[1]);
+		if (fsize) {
+			struct rlimit rl = { fsize, fsize };
+
+			setrlimit(RLIMIT_FSIZE, &rl);
+		}
+		if (extra)
+			execl(g_bin, "shmtrace-collector", "--ring", ring, "--output", out,
+			      "--ready-fd", fd, "--poll-interval", "5", extra, (char *)NULL);
+		else
+			execl(g_bin, "shmtrace-collector", "--ring", ring, "--output", out,
+			      "--ready-fd", fd, "--poll-interval", "5", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], buf, sizeof(buf)), 6);
+	close(p[0]);
+	return pid;
+}
+
+static int stop(pid_t pid, int sig)
+{
+	int status;
+
+	kill(pid, sig);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+static void produce(const char *ring, uint64_t n)
+{
+	shmtrace_t *t;
+	uint64_t ts, dur, flow;
+
+	if (shmtrace_open(ring, &t) < 0)
+		_exit(3);
+	for (uint64_t i = 0; i < n; i++) {
+		fill(i, &ts, &dur, &flow);
+		if (shmtrace_span(t, 2, 1, ts, ts + dur, flow) < 0 && i == 0)
+			_exit(4);
+	}
+	shmtrace_close(t);
+	_exit(0);
+}
+
+struct tally {
+	uint32_t pids[8];
+	int npids;
+	uint64_t per;
+	uint8_t *seen;		/* [producer][i] */
+	uint8_t *seq_seen;	/* by ring sequence */
+	uint64_t max_seq;
+	uint64_t records, dup_seq, bad;
+	uint64_t dropped;	/* the latest loss frame */
+	int clean_ends, cut_ends;
+};
+
+/* Reads a capture; records a sequence already seen are dropped, as
+ * the exporter does after a collector restart. */
+static void read_capture(const char *path, struct tally *t)
+{
+	struct shmt_cap_reader *r;
+	struct shmt_cap_frame f;
+	char err[256];
+	int ret;
+
+	ret = shmt_cap_open(path, &r, err, sizeof(err));
+	if (ret == -EBADMSG) {
+		/* killed before the header reached the file: nothing in it */
+		t->cut_ends++;
+		return;
+	}
+	assert_int_equal(ret, 0);
+	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
+		if (f.type == SHMT_CAP_LOSS && f.loss.dropped > t->dropped)
+			t->dropped = f.loss.dropped;
+		if (f.type != SHMT_CAP_RECORDS)
+			continue;
+		for (size_t i = 0; i < f.records.n; i++) {
+			const struct shmt_record *rec = &f.records.v[i];
+			uint64_t seq = f.records.first_seq + i, ts, dur, flow;
+			int p;
+
+			assert_true(seq < t->max_seq);
+			if (t->seq_seen[seq]++) {
+				t->dup_seq++;
+				continue;
+			}
+			fill(rec->ts - 1000, &ts, &dur, &flow);
+			if (rec->dur != dur || rec->flow != flow || rec->ts - 1000 >= t->per) {
+				t->bad++;
+				continue;
+			}
+			for (p = 0; p < t->npids && t->pids[p] != rec->pid; p++)
+				;
+			assert_true(p < t->npids);
+			t->seen[(uint64_t)p * t->per + rec->ts - 1000]++;
+			t->records++;
+		}
+	}
+	if (ret == 0)
+		t->clean_ends++;
+	else
+		t->cut_ends++;
+	assert_true(ret == 0 || ret == -EPIPE);
+	shmt_cap_close(r);
+}
+
+static void check_exactly_once(struct tally *t)
+{
+	uint64_t missing = 0;
+
+	for (uint64_t i = 0; i < (uint64_t)t->npids * t->per; i++) {
+		assert_true(t->seen[i] <= 1);
+		missing += t->seen[i] == 0;
+	}
+	assert_int_equal(t->bad, 0);
+	assert_int_equal(missing, t->dropped);
+}
+
+static void run_producers(const char *ring, struct tally *t, int n, uint64_t per)
+{
+	t->npids = n;
+	t->per = per;
+	t->seen = calloc((size_t)n * per, 1);
+	t->max_seq = (uint64_t)n * per;
+	t->seq_seen = calloc(t->max_seq, 1);
+	for (int p = 0; p < n; p++) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			produce(ring, per);
+		t->pids[p] = (uint32_t)pid;
+	}
+}
+
+static void wait_producers(struct tally *t)
+{
+	for (int p = 0; p < t->npids; p++) {
+		int status;
+
+		assert_int_equal(waitpid((pid_t)t->pids[p], &status, 0), (pid_t)t->pids[p]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+}
+
+static void test_every_record_exactly_once(void **state)
+{
+	const char *ring = test_ring_name("col");
+	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
+	char out[256];
+	struct tally t = { 0 };
+	int status;
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	col = start_collector(ring, out, NULL, 0);
+	run_producers(ring, &t, 3, 200000);
+	wait_producers(&t);
+	status = stop(col, SIGTERM);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	read_capture(out, &t);
+	print_message("captured %llu, dropped %llu\n", (unsigned long long)t.records,
+		      (unsigned long long)t.dropped);
+	assert_int_equal(t.clean_ends, 1);
+	assert_int_equal(t.dup_seq, 0);
+	check_exactly_once(&t);
+	unlink(out);
+	free(t.seen);
+	free(t.seq_seen);
+	shmtrace_ring_unlink(ring);
+}
+
+/* kill -9 the collector under load, restart it, again and again: the
+ * union of the captures holds every record once (duplicates only by
+ * sequence, which readers drop). */
+static void test_collector_killed_and_restarted(void **state)
+{
+	const char *ring = test_ring_name("kill");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	char out[16][256];
+	struct tally t = { 0 };
+	int status, k;
+	pid_t col;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	snprintf(out[0], sizeof(out[0]), "/tmp/%s.0.cap", ring);
+	col = start_collector(ring, out[0], NULL, 0);
+	run_producers(ring, &t, 2, 400000);
+	for (k = 1; k < 8; k++) {
+		struct shmtrace_stats st;
+		shmtrace_t *h;
+		uint64_t tail0;
+
+		/* let it drain something, then kill it mid-flight; bounded by
+		 * a count, not a clock, in case the producers are done */
+		assert_int_equal(shmtrace_open(ring, &h), 0);
+		shmtrace_stats(h, &st);
+		tail0 = st.tail;
+		for (int spins = 0; spins < 1000000; spins++) {
+			shmtrace_stats(h, &st);
+			if (st.tail > tail0 + 1000)
+				break;
+			sched_yield();
+		}
+		shmtrace_close(h);
+		status = stop(col, SIGKILL);
+		assert_true(WIFSIGNALED(status));
+		snprintf(out[k], sizeof(out[k]), "/tmp/%s.%d.cap", ring, k);
+		col = start_collector(ring, out[k], NULL, 0);
+	}
+	wait_producers(&t);
+	status = stop(col, SIGTERM);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (int i = 0; i < k; i++) {
+		read_capture(out[i], &t);
+		unlink(out[i]);
+	}
+	print_message("captured %llu over %d collectors, %llu duplicates dropped, %llu dropped\n",
+		      (unsigned long long)t.records, k, (unsigned long long)t.dup_seq,
+		      (unsigned long long)t.dropped);
+	assert_int_equal(t.clean_ends, 1);
+	check_exactly_once(&t);
+	free(t.seen);
+	free(t.seq_seen);
+	shmtrace_ring_unlink(ring);
+}
+
+/* A file-size limit: a clear error, exit 1, the file readable, and what
+ * was not written is still in the ring. */
+static void test_file_size_limit(void **state)
+{
+	const char *ring = test_ring_name("fsz");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	char out[256];
+	struct tally t = { 0 };
+	struct shmtrace_stats st;
+	shmtrace_t *h;
+	int status;
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	col = start_collector(ring, out, NULL, 1024 * 1024);
+	run_producers(ring, &t, 1, 60000);
+	wait_producers(&t);
+	assert_int_equal(waitpid(col, &status, 0), col);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	read_capture(out, &t);
+	assert_true(t.records > 0);
+	assert_int_equal(t.cut_ends, 1);
+	/* the tail never passed what reached the file */
+	assert_int_equal(shmtrace_open(ring, &h), 0);
+	shmtrace_stats(h, &st);
+	assert_true(st.tail <= t.records);
+	assert_true(st.head - st.tail + t.records >= 60000 - st.dropped);
+	shmtrace_close(h);
+	unlink(out);
+	free(t.seen);
+	free(t.seq_seen);
+	shmtrace_ring_unlink(ring);
+}
+
+/* Runs the collector with args; returns its exit code and stderr's first line. */
+static int run_cli(char *line, size_t len, const char *a1, const char *a2, const char *a3,
+		   const char *a4, const char *a5)
+{
+	int p[2], status;
+	pid_t pid;
+	ssize_t n;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 2);
+		close(p[0]);
+		execl(g_bin, "shmtrace-collector", a1, a2, a3, a4, a5, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	/* until EOF: stderr is unbuffered, a message may come in pieces */
+	for (size_t got = 0;; got += (size_t)n) {
+		n = read(p[0], line + got, len - 1 - got);
+		if (n <= 0) {
+			line[got] = 0;
+			break;
+		}
+	}
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void test_bad_command_lines(void **state)
+{
+	const char *ring = test_ring_name("cli");
+	char line[1024];
+	uint16_t major = 99;
+	char path[256];
+	int fd;
+
+	(void)state;
+	assert_int_equal(run_cli(line, sizeof(line), "--bogus", NULL, NULL, NULL, NULL), 2);
+	assert_non_null(strstr(line, "--help"));
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, NULL, NULL, NULL), 2);
+	assert_non_null(strstr(line, "--output"));
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "--output", "/tmp/x.cap",
+				 "--capacity"), 2);
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", NULL), 1);
+	assert_non_null(strstr(line, "no ring named"));
+	/* a ring of another version */
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &major, 2, offsetof(struct shmt_header, major)), 2);
+	assert_int_equal(pwrite(fd, &major, 2, offsetof(struct shmt_header, compat)), 2);
+	close(fd);
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", NULL), 1);
+	assert_non_null(strstr(line, "version"));
+	shmtrace_ring_unlink(ring);
+	/* an output that cannot be written */
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/nonexistent/dir/x.cap",
+				 NULL), 1);
+	assert_non_null(strstr(line, "cannot write"));
+	shmtrace_ring_unlink(ring);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_every_record_exactly_once),
+		cmocka_unit_test(test_collector_killed_and_restarted),
+		cmocka_unit_test(test_file_size_limit),
+		cmocka_unit_test(test_bad_command_lines),
+	};
+	const char *bin = getenv("SHMTRACE_BIN");
+
+	snprintf(g_bin, sizeof(g_bin), "%s/shmtrace-collector", bin ? bin : "build");
+	if (access(g_bin, X_OK) != 0) {
+		fprintf(stderr, "%s not built\n", g_bin);
+		return 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
