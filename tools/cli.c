@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cli.c - argument helpers shared by the subcommands.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "shmtrace %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'shmtrace %s --help'.\n", cmd);
+	return EXIT_USAGE;
+}
+
+int runtime_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "shmtrace %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_RUNTIME;
+}
+
+int parse_duration(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		uint64_t mult;
+	} units[] = { { "", 1000000000ull }, { "s", 1000000000ull }, { "ms", 1000000ull },
+		      { "us", 1000ull }, { "ns", 1ull } };
+	uint64_t ip = 0, frac = 0, fdiv = 1;
+	const char *p = s;
+
+	if (!s || !*s)
+		return -EINVAL;
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (ip > (UINT64_MAX - 9) / 10)
+			return -EINVAL;
+		ip = ip * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		for (; *p >= '0' && *p <= '9'; p++) {
+			if (fdiv < 1000000000ull) {
+				frac = frac * 10 + (uint64_t)(*p - '0');
+				fdiv *= 10;
+			}
+		}
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(p, units[i].unit))
+			continue;
+		if (ip > UINT64_MAX / units[i].mult)
+			return -EINVAL;
+		*ns = ip * units[i].mult + frac * units[i].mult / fdiv;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int parse_pid(const char *s, uint32_t *pid)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v == 0 || v > UINT32_MAX)
+		return -EINVAL;
+	*pid = (uint32_t)v;
+	return 0;
+}
+
+bool is_ring_name(const char *arg)
+{
+	char path[512];
+	struct stat st;
+
+	if (!*arg || strchr(arg, '/') || !strcmp(arg, ".") || !strcmp(arg, "..") || strlen(arg) > 200)
+		return false;
+	snprintf(path, sizeof(path), "/dev/shm/%s", arg);
+	return lstat(path, &st) == 0;
+}

@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: MIT
+/*
+ * export.c - `shmtrace export`: capture files or a ring to Chrome Trace
+ * Event JSON, streamed as it is produced. Only flow records are kept in
+ * memory; spans go straight to the output.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "flows.h"
+#include "json_writer.h"
+#include "procs.h"
+#include "source.h"
+
+#define MAX_PIDS 64
+#define PROGRESS_EVERY 1000000ull
+
+struct exporter {
+	struct source src;
+	struct procs ps;
+	struct flows fl;
+	struct u64map seen;		/* (outpid << 32 | tid) of every record written */
+	struct jw *w;
+	uint32_t pids[MAX_PIDS];
+	size_t npids;
+	bool has_from, has_to, progress;
+	uint64_t from, to, t0;		/* window, relative to t0 = earliest record */
+	uint64_t first_ts, last_ts, events, flows;
+	bool any, sep;
+};
+
+static const char export_usage[] =
+	"Usage: shmtrace export CAPTURE... -o OUT [options]\n"
+	"       shmtrace export --ring NAME -o OUT [options]\n"
+	"Converts capture files (all parts of one run, any order) or a ring left in\n"
+	"/dev/shm to Chrome Trace Event JSON (chrome://tracing, Perfetto, DevTools).\n"
+	"\n"
+	"  -o, --output FILE  write the trace to FILE ('-' for stdout)\n"
+	"  -r, --ring NAME    read the ring /dev/shm/NAME directly, read-only\n"
+	"  -p, --pid PID      only records of PID (repeatable)\n"
+	"      --from T       only records starting at or after T\n"
+	"      --to T         only records starting at or before T\n"
+	"                     (T is relative to the earliest record: 1.5s, 200ms, 300us)\n"
+	"  -h, --help         show this help\n";
+
+static void sep(struct exporter *e)
+{
+	jw_puts(e->w, e->sep ? ",\n" : "\n");
+	e->sep = true;
+}
+
+static void put_str_id(struct exporter *e, uint32_t id)
+{
+	size_t len;
+	const char *s = source_string(&e->src, id, &len);
+
+	jw_str(e->w, s, len);
+}
+
+/* "pid":P,"tid":T,"ts":TS */
+static void put_where(struct jw *w, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	jw_puts(w, "\"pid\":");
+	jw_u64(w, pid);
+	jw_puts(w, ",\"tid\":");
+	jw_u64(w, tid);
+	jw_puts(w, ",\"ts\":");
+	jw_us(w, ts);
+}
+
+static bool wanted(const struct exporter *e, const struct shmt_record *r)
+{
+	if (e->npids) {
+		size_t i;
+
+		for (i = 0; i < e->npids && e->pids[i] != r->pid; i++)
+			;
+		if (i == e->npids)
+			return false;
+	}
+	if (e->has_from || e->has_to) {
+		uint64_t rel = r->ts > e->t0 ? r->ts - e->t0 : 0;
+
+		if ((e->has_from && rel < e->from) || (e->has_to && rel > e->to))
+			return false;
+	}
+	return true;
+}
+
+static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
+{
+	struct exporter *e = ctx;
+	struct jw *w = e->w;
+	uint32_t pid;
+
+	if (!wanted(e, r))
+		return 0;
+	pid = procs_outpid(&e->ps, r->pid, start_time, r->ts);
+	if (!u64map_get(&e->seen, (uint64_t)pid << 32 | r->tid, 0, NULL))
+		return -ENOMEM;
+	if (!e->any || r->ts < e->first_ts)
+		e->first_ts = r->ts;
+	if (!e->any || r->ts > e->last_ts)
+		e->last_ts = r->ts;
+	e->any = true;
+
+	sep(e);
+	switch (r->commit) {
+	case SHMTRACE_KIND_SPAN:
+		jw_puts(w, "{\"ph\":\"X\",");
+		put_where(w, pid, r->tid, r->ts);
+		jw_puts(w, ",\"dur\":");
+		jw_us(w, r->dur);
+		break;
+	case SHMTRACE_KIND_INSTANT:
+		jw_puts(w, "{\"ph\":\"i\",\"s\":\"t\",");
+		put_where(w, pid, r->tid, r->ts);
+		break;
+	default:
+		jw_puts(w, "{\"ph\":\"C\",");
+		put_where(w, pid, r->tid, r->ts);
+		break;
+	}
+	jw_puts(w, ",\"cat\":");
+	put_str_id(e, r->cat);
+	jw_puts(w, ",\"name\":");
+	put_str_id(e, r->name);
+	if (r->commit == SHMTRACE_KIND_COUNTER) {
+		jw_puts(w, ",\"args\":{");
+		put_str_id(e, r->name);
+		jw_puts(w, ":");
+		jw_i64(w, (int64_t)r->dur);
+		jw_puts(w, "}");
+	}
+	jw_puts(w, "}");
+
+	if (r->flow && r->commit != SHMTRACE_KIND_COUNTER) {
+		struct flow_ev fe = {
+			.flow = r->flow, .ts = r->ts, .pid = pid, .tid = r->tid,
+			.cat = r->cat, .name = r->name, .kind = r->commit,
+		};
+
+		if (flows_add(&e->fl, &fe) < 0)
+			return -ENOMEM;
+	}
+	if (++e->events % PROGRESS_EVERY == 0 && e->progress)
+		fprintf(stderr, "\rshmtrace: %llu records exported", (unsigned long long)e->events);
+	return w->err;
+}
+
+static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe)
+{
+	struct exporter *e = ctx;
+	struct jw *w = e->w;
+	char p[2] = { ph, 0 };
+
+	sep(e);
+	jw_puts(w, "{\"ph\":\"");
+	jw_puts(w, p);
+	jw_puts(w, "\",\"id\":");
+	jw_u64(w, id);
+	jw_puts(w, ",\"name\":\"flow\",\"cat\":");
+	/* the same string, so DevTools finds the slice with identical cat */
+	put_str_id(e, fe->cat);
+	jw_puts(w, ",");
+	put_where(w, fe->pid, fe->tid, fe->ts);
+	if (ph == 'f')
+		jw_puts(w, ",\"bp\":\"e\"");
+	jw_puts(w, "}");
+	return w->err;
+}
+
+static void put_meta(struct exporter *e, uint32_t pid, const uint32_t *tid, const char *what,
+		     const char *name, uint64_t sort_index)
+{
+	struct jw *w = e->w;
+
+	sep(e);
+	jw_puts(w, "{\"ph\":\"M\",\"pid\":");
+	jw_u64(w, pid);
+	if (tid) {
+		jw_puts(w, ",\"tid\":");
+		jw_u64(w, *tid);
+	}
+	jw_puts(w, ",\"name\":");
+	jw_cstr(w, what);
+	jw_puts(w, ",\"args\":{");
+	if (name) {
+		jw_puts(w, "\"name\":");
+		jw_cstr(w, name);
+	} else {
+		jw_puts(w, "\"sort_index\":");
+		jw_u64(w, sort_index);
+	}
+	jw_puts(w, "}}");
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* process_name/thread_name and sort indices for every thread seen. */
+static int put_names(struct exporter *e)
+{
+	uint64_t *keys = malloc((e->seen.n ? e->seen.n : 1) * sizeof(*keys));
+	size_t n = 0;
+	uint32_t last = 0;
+
+	if (!keys)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->seen.cap; i++)
+		if (e->seen.used[i])
+			keys[n++] = e->seen.keys[i];
+	qsort(keys, n, sizeof(*keys), cmp_u64);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t pid = (uint32_t)(keys[i] >> 32), tid = (uint32_t)keys[i];
+		const char *tn = procs_thread_name(&e->ps, pid, tid);
+		char buf[128];
+
+		if (i == 0 || pid != last) {
+			procs_name(&e->ps, pid, buf, sizeof(buf));
+			put_meta(e, pid, NULL, "process_name", buf, 0);
+			put_meta(e, pid, NULL, "process_sort_index", NULL, pid);
+			last = pid;
+		}
+		if (!tn) {
+			snprintf(buf, sizeof(buf), "tid %u", tid);
+			tn = buf;
+		}
+		put_meta(e, pid, &tid, "thread_name", tn, 0);
+		put_meta(e, pid, &tid, "thread_sort_index", NULL, tid);
+	}
+	free(keys);
+	return e->w->err;
+}
+
+/* Makes the losses impossible to miss: instants at the start of the trace. */
+static void put_loss(struct exporter *e)
+{
+	const struct source_loss *l = &e->src.loss;
+	const struct {
+		uint64_t n;
+		const char *what;
+	} v[] = {
+		{ l->dropped, "records dropped (ring full)" },
+		{ l->overwritten, "records overwritten before being read (overwrite mode)" },
+		{ l->lock_timeouts, "records lost to lock timeouts" },
+		{ l->torn, "torn records skipped" },
+		{ l->names_dropped, "thread names dropped (name table full)" },
+	};
+	uint32_t zero = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char name[160];
+
+		if (!v[i].n)
+			continue;
+		snprintf(name, sizeof(name), "shmtrace: %llu %s", (unsigned long long)v[i].n, v[i].what);
+		sep(e);
+		jw_puts(e->w, "{\"ph\":\"i\",\"s\":\"g\",");
+		put_where(e->w, 0, 0, e->first_ts);
+		jw_puts(e->w, ",\"cat\":\"shmtrace\",\"name\":");
+		jw_cstr(e->w, name);
+		jw_puts(e->w, "}");
+		any = true;
+	}
+	if (any) {
+		put_meta(e, 0, NULL, "process_name", "shmtrace (loss)", 0);
+		put_meta(e, 0, &zero, "thread_name", "loss", 0);
+		warnx_("records were lost: %llu dropped, %llu overwritten, %llu lock timeouts, "
+		       "%llu torn", (unsigned long long)l->dropped,
+		       (unsigned long long)l->overwritten, (unsigned long long)l->lock_timeouts,
+		       (unsigned long long)l->torn);
+	}
+}
+
+static void put_metadata(struct exporter *e)
+{
+	const struct source_loss *l = &e->src.loss;
+	struct jw *w = e->w;
+	int64_t delta = (int64_t)(e->first_ts - e->src.mono0);
+	uint64_t wall = (uint64_t)((int64_t)e->src.realtime0 + delta);
+	time_t secs = (time_t)(wall / 1000000000ull);
+	char iso[64] = "";
+	struct tm tm;
+
+	if (gmtime_r(&secs, &tm))
+		strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(iso + strlen(iso), sizeof(iso) - strlen(iso), ".%09lluZ",
+		 (unsigned long long)(wall % 1000000000ull));
+
+	jw_puts(w, "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"shmtrace\":{\"version\":");
+	jw_cstr(w, SHMTRACE_VERSION);
+	jw_puts(w, ",\"source\":");
+	jw_cstr(w, e->src.is_ring ? "ring" : "capture");
+	jw_puts(w, ",\"input\":");
+	jw_cstr(w, e->src.name);
+	jw_puts(w, ",\"clock\":");
+	jw_cstr(w, e->src.clock_tsc ? "tsc" : "monotonic");
+	jw_puts(w, ",\"records\":");
+	jw_u64(w, e->events);
+	jw_puts(w, ",\"flows\":");
+	jw_u64(w, e->flows);
+	jw_puts(w, ",\"dropped\":");
+	jw_u64(w, l->dropped);
+	jw_puts(w, ",\"overwritten\":");
+	jw_u64(w, l->overwritten);
+	jw_puts(w, ",\"lock_timeouts\":");
+	jw_u64(w, l->lock_timeouts);
+	jw_puts(w, ",\"torn\":");
+	jw_u64(w, l->torn);
+	jw_puts(w, ",\"names_dropped\":");
+	jw_u64(w, l->names_dropped);
+	jw_puts(w, ",\"complete\":");
+	jw_puts(w, e->src.cut || e->src.damaged ? "false" : "true");
+	jw_puts(w, ",\"trace_start_ns\":");
+	jw_u64(w, e->first_ts);
+	jw_puts(w, ",\"trace_start_wall_ns\":");
+	jw_u64(w, wall);
+	jw_puts(w, ",\"trace_start\":");
+	jw_cstr(w, iso);
+	jw_puts(w, "}}}\n");
+}
+
+static int on_min_ts(void *ctx, const struct shmt_record *r, uint64_t start_time)
+{
+	struct exporter *e = ctx;
+
+	(void)start_time;
+	if ((!e->npids || wanted(e, r)) && (!e->any || r->ts < e->t0)) {
+		e->t0 = r->ts;
+		e->any = true;
+	}
+	return 0;
+}
+
+static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
+{
+	int ret;
+
+	ret = procs_build(&e->ps, e->src.thr, e->src.nthr);
+	if (ret < 0)
+		return ret;
+	if (e->has_from || e->has_to) {
+		bool f = e->has_from, t = e->has_to;
+
+		/* the window is relative to the earliest record: find it first */
+		e->has_from = e->has_to = false;
+		ret = source_records(&e->src, on_min_ts, e, err, errlen);
+		if (ret < 0)
+			return ret;
+		e->has_from = f;
+		e->has_to = t;
+		e->any = false;
+	}
+	jw_init(e->w, out);
+	jw_puts(e->w, "{\"traceEvents\":[");
+	ret = source_records(&e->src, on_record, e, err, errlen);
+	if (e->progress && e->events >= PROGRESS_EVERY)
+		fputs("\r\033[K", stderr);
+	if (e->w->err) {
+		/* a write error, not the input's: say so */
+		err[0] = 0;
+		return e->w->err;
+	}
+	if (ret < 0)
+		return ret;
+	ret = flows_assemble(&e->fl, on_flow, e, &e->flows);
+	if (ret < 0)
+		return ret;
+	ret = put_names(e);
+	if (ret < 0)
+		return ret;
+	put_loss(e);
+	put_metadata(e);
+	return jw_flush(e->w);
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "ring", required_argument, NULL, 'r' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "from", required_argument, NULL, 'F' },
+		{ "to", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct exporter *e = calloc(1, sizeof(*e));
+	const char *out = NULL, *ring = NULL;
+	char err[768];
+	FILE *f;
+	int c, ret, rc = EXIT_RUNTIME;
+
+	if (!e || !(e->w = malloc(sizeof(*e->w)))) {
+		free(e);
+		return runtime_error("export", "out of memory");
+	}
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":o:r:p:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'r':
+			ring = optarg;
+			break;
+		case 'p':
+			if (e->npids == MAX_PIDS) {
+				rc = usage_error("export", "at most %d --pid options", MAX_PIDS);
+				goto done;
+			}
+			if (parse_pid(optarg, &e->pids[e->npids++]) < 0) {
+				rc = usage_error("export", "invalid pid '%s'", optarg);
+				goto done;
+			}
+			break;
+		case 'F':
+		case 'T':
+			if (parse_duration(optarg, c == 'F' ? &e->from : &e->to) < 0) {
+				rc = usage_error("export", "invalid time '%s' for --%s (try 1.5s, 200ms, 300us)",
+						 optarg, c == 'F' ? "from" : "to");
+				goto done;
+			}
+			*(c == 'F' ? &e->has_from : &e->has_to) = true;
+			break;
+		case 'h':
+			fputs(export_usage, stdout);
+			rc = EXIT_OK;
+			goto done;
+		case ':':
+			rc = usage_error("export", "option '%s' needs an argument", argv[optind - 1]);
+			goto done;
+		default:
+			rc = usage_error("export", "unknown option '%s'", argv[optind - 1]);
+			goto done;
+		}
+	}
+	if (!out) {
+		rc = usage_error("export", "no output given (use -o FILE, or -o - for stdout)");
+		goto done;
+	}
+	if (ring && optind < argc) {
+		rc = usage_error("export", "give either --ring NAME or capture files, not both");
+		goto done;
+	}
+	if (!ring && optind == argc) {
+		rc = usage_error("export", "no input given (capture files or --ring NAME)");
+		goto done;
+	}
+	if (e->has_from && e->has_to && e->from > e->to) {
+		rc = usage_error("export", "--from is after --to");
+		goto done;
+	}
+	ret = ring ? source_open_ring(&e->src, ring, err, sizeof(err))
+		   : source_open_files(&e->src, argv + optind, (size_t)(argc - optind), err,
+				       sizeof(err));
+	if (ret < 0) {
+		rc = runtime_error("export", "%s", err);
+		goto done_src;
+	}
+	f = strcmp(out, "-") ? fopen(out, "w") : stdout;
+	if (!f) {
+		rc = runtime_error("export", "cannot create %s: %s", out, strerror(errno));
+		goto done_src;
+	}
+	e->progress = isatty(STDERR_FILENO);
+	flows_init(&e->fl);
+	u64map_init(&e->seen);
+	err[0] = 0;
+	ret = run_export(e, f, err, sizeof(err));
+	if (f != stdout && fclose(f) != 0 && ret == 0)
+		ret = -errno;
+	if (ret < 0) {
+		if (err[0])
+			runtime_error("export", "%s", err);
+		else
+			runtime_error("export", "writing %s: %s", out, strerror(-ret));
+		if (f != stdout)
+			unlink(out);
+	} else {
+		rc = EXIT_OK;
+		if (e->src.cut || e->src.damaged)
+			fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
+				out);
+	}
+	flows_free(&e->fl);
+	u64map_free(&e->seen);
+	procs_free(&e->ps);
+done_src:
+	source_close(&e->src);
+done:
+	free(e->w);
+	free(e);
+	return rc;
+}

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+/*
+ * main.c - the `shmtrace` command: dispatch to its subcommands.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+	"Usage: shmtrace COMMAND [options]\n"
+	"Reads traces written by libshmtrace, from capture files made by\n"
+	"shmtrace-collector or straight from a ring in /dev/shm.\n"
+	"\n"
+	"Commands:\n"
+	"  export   convert to Chrome Trace Event JSON (Perfetto, DevTools)\n"
+	"  stat     show the state of a ring or a capture file\n"
+	"  summary  span statistics per process and name\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help     show this help ('shmtrace COMMAND --help' for a command)\n"
+	"  -V, --version  show the version\n"
+	"\n"
+	"Exit status: 0 success, 1 runtime error, 2 usage error.\n";
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int argc, char **argv);
+	} cmds[] = { { "export", cmd_export }, { "stat", cmd_stat }, { "summary", cmd_summary } };
+
+	if (argc < 2) {
+		fputs("shmtrace: no command given\nTry 'shmtrace --help'.\n", stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		fputs(usage, stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		puts("shmtrace " SHMTRACE_VERSION);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "shmtrace: unknown command '%s'\nTry 'shmtrace --help'.\n", argv[1]);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * source.h - one iterator over a trace, whether it comes from capture
+ * files (all parts of a run, in any order) or straight from a ring in
+ * /dev/shm: its strings, its name slots, its loss counters, and a pass
+ * over its records.
+ */
+#ifndef SHMT_SOURCE_H
+#define SHMT_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+struct source_loss {
+	uint64_t dropped;	/* ring full, discard mode */
+	uint64_t overwritten;	/* overwrite mode */
+	uint64_t lock_timeouts;	/* producers that gave up on the lock */
+	uint64_t torn;		/* records skipped as half-written or overwritten */
+	uint64_t names_dropped;	/* name slots that did not fit */
+};
+
+struct source_file;
+struct source_run;
+
+struct source {
+	bool is_ring;
+	const char *name;		/* ring name, or the first file */
+	/* ring input */
+	struct shmt_view v;
+	struct shmt_record *blockbuf;
+	/* capture input, sorted by run and part */
+	struct source_file *files;
+	size_t nfiles;
+	struct source_run *runs;
+	size_t nruns;
+	bool cut;			/* some file ended without its END frame */
+	bool damaged;			/* some file had a damaged frame */
+	/* both */
+	char **str;			/* id -> NUL-terminated text, or NULL */
+	uint32_t *slen;
+	uint32_t nstr;
+	struct shmt_thread *thr;	/* name slots in the order they were made */
+	size_t nthr, thrcap;
+	struct source_loss loss;
+	uint64_t realtime0, mono0;	/* wall-clock anchor */
+	bool clock_tsc;
+	uint32_t capacity, mode;
+	uint64_t records;		/* records delivered by the last pass */
+	unsigned passes;
+};
+
+/*
+ * Opens a ring (ring != NULL) or capture files and loads strings, name
+ * slots and loss counters. Returns 0, or -errno with a one-line reason in
+ * err. Warnings about cut or damaged files go to stderr once, here.
+ */
+int source_open_ring(struct source *s, const char *ring, char *err, size_t errlen);
+int source_open_files(struct source *s, char *const *paths, size_t n, char *err, size_t errlen);
+void source_close(struct source *s);
+
+/*
+ * Calls fn for every record, deduplicated; start_time is the producer
+ * process's start time when known (staging blocks), else 0. A pass over a
+ * ring is guarded against the segment shrinking. Torn records are counted
+ * in s->loss.torn (once, on the first pass). Returns 0, fn's first
+ * non-zero return, or -errno with err set.
+ */
+typedef int (*source_record_fn)(void *ctx, const struct shmt_record *r, uint64_t start_time);
+int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, size_t errlen);
+
+/* The text of string id (len in *len): "?" for 0 and unknown ids. */
+const char *source_string(struct source *s, uint32_t id, size_t *len);
+
+/* Prints "shmtrace: warning: ..." on stderr. */
+void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/*
+ * stat.c - `shmtrace stat`: the state of a ring (fill, counters, who
+ * produced into it and whether they live) or of a capture file (header,
+ * frames, records, loss, how it ended), as text or JSON.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "capture.h"
+#include "cli.h"
+#include "json_writer.h"
+#include "ring_reader.h"
+
+/* Key/value output: "key:  value" lines, or one JSON object. */
+struct kv {
+	bool json, first;
+	struct jw *w;
+};
+
+static void kv_key(struct kv *o, const char *k)
+{
+	if (o->json) {
+		jw_puts(o->w, o->first ? "{" : ",");
+		jw_cstr(o->w, k);
+		jw_puts(o->w, ":");
+	} else {
+		char label[40];
+
+		snprintf(label, sizeof(label), "%s:", k);
+		jw_puts(o->w, label);
+		for (size_t i = strlen(label); i < 20; i++)
+			jw_puts(o->w, " ");
+	}
+	o->first = false;
+}
+
+static void kv_u64(struct kv *o, const char *k, uint64_t v)
+{
+	kv_key(o, k);
+	jw_u64(o->w, v);
+	if (!o->json)
+		jw_puts(o->w, "\n");
+}
+
+static void kv_str(struct kv *o, const char *k, const char *v)
+{
+	kv_key(o, k);
+	if (o->json) {
+		jw_cstr(o->w, v);
+	} else {
+		char esc[600];
+
+		/* untrusted bytes from the segment or file: escaped, never raw */
+		json_escape(v, strlen(v), esc, sizeof(esc));
+		jw_puts(o->w, esc);
+		jw_puts(o->w, "\n");
+	}
+}
+
+static int kv_end(struct kv *o)
+{
+	if (o->json)
+		jw_puts(o->w, o->first ? "{}\n" : "}\n");
+	return jw_flush(o->w);
+}
+
+static void fmt_wall(char *buf, size_t len, uint64_t ns)
+{
+	time_t secs = (time_t)(ns / 1000000000ull);
+	struct tm tm;
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (gmtime_r(&secs, &tm))
+		n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%09lluZ", (unsigned long long)(ns % 1000000000ull));
+}
+
+static const char *mode_name(uint32_t mode)
+{
+	return mode == SHMTRACE_MODE_DISCARD ? "discard" : mode == SHMTRACE_MODE_OVERWRITE ? "overwrite"
+											   : "unknown";
+}
+
+struct ring_stat {
+	struct shmt_view v;
+	struct kv *o;
+	const char *name;
+};
+
+static int stat_ring_pass(void *arg)
+{
+	struct ring_stat *rs = arg;
+	const struct shmt_view *v = &rs->v;
+	const struct shmt_header *h = v->h;
+	struct kv *o = rs->o;
+	uint64_t head = shmt_ring_head(v), tail = load_acquire(&h->tail.v);
+	uint64_t fill = head > tail ? head - tail : 0;
+	uint32_t nthr = shmt_ring_nthreads(v), nstr = shmt_ring_nstrings(v);
+	char buf[96];
+	bool any = false;
+
+	kv_str(o, "ring", rs->name);
+	snprintf(buf, sizeof(buf), "%u.%u", v->major, v->minor);
+	kv_str(o, "format", buf);
+	kv_u64(o, "capacity", v->capacity);
+	kv_str(o, "mode", mode_name(v->mode));
+	kv_u64(o, "fill", fill > v->capacity ? v->capacity : fill);
+	kv_u64(o, "published", head);
+	kv_u64(o, "consumed", tail);
+	kv_u64(o, "dropped", load_relaxed(&h->dropped.v));
+	kv_u64(o, "overwritten", load_relaxed(&h->overwritten.v));
+	kv_u64(o, "lock_timeouts", load_relaxed(&h->lock_timeouts.v));
+	kv_u64(o, "lock_recoveries", load_relaxed(&h->lock_recoveries));
+	kv_u64(o, "names_dropped", load_relaxed(&h->names_dropped.v));
+	kv_u64(o, "strings", nstr ? nstr - 1 : 0);
+	kv_u64(o, "max_strings", v->max_strings);
+	kv_str(o, "clock", v->clock.tsc_ok ? "tsc" : "monotonic");
+	fmt_wall(buf, sizeof(buf), v->clock.realtime0);
+	kv_str(o, "wall_clock_anchor", buf);
+	kv_u64(o, "anchor_mono_ns", v->clock.mono0);
+	kv_u64(o, "collector_pid", load_relaxed(&h->collector_pid.v));
+
+	/* one line per process: the first slot of each (pid, start time) */
+	kv_key(o, "producers");
+	jw_puts(o->w, o->json ? "[" : "\n");
+	for (uint32_t i = 0; i < nthr; i++) {
+		struct shmt_thread t, u;
+		bool dup = false;
+		bool alive;
+		char esc[SHMT_NAME_LEN * 6 + 1];
+
+		if (shmt_ring_thread(v, i, &t) < 0)
+			continue;
+		for (uint32_t j = 0; j < i && !dup; j++)
+			dup = shmt_ring_thread(v, j, &u) == 0 && u.pid == t.pid &&
+			      u.start_time == t.start_time;
+		if (dup)
+			continue;
+		alive = t.pid && shmt_proc_start_time(t.pid) == t.start_time;
+		if (o->json) {
+			jw_puts(o->w, any ? ",{\"pid\":" : "{\"pid\":");
+			jw_u64(o->w, t.pid);
+			jw_puts(o->w, ",\"name\":");
+			jw_cstr(o->w, t.pname);
+			jw_puts(o->w, ",\"start_time\":");
+			jw_u64(o->w, t.start_time);
+			jw_puts(o->w, alive ? ",\"alive\":true}" : ",\"alive\":false}");
+		} else {
+			json_escape(t.pname, strlen(t.pname), esc, sizeof(esc));
+			snprintf(buf, sizeof(buf), "  %8u  ", t.pid);
+			jw_puts(o->w, buf);
+			jw_puts(o->w, esc);
+			jw_puts(o->w, alive ? "  alive\n" : "  dead\n");
+		}
+		any = true;
+	}
+	if (o->json)
+		jw_puts(o->w, "]");
+	else if (!any)
+		jw_puts(o->w, "  (none)\n");
+	return 0;
+}
+
+static int stat_ring(const char *name, struct kv *o)
+{
+	struct ring_stat rs = { .o = o, .name = name };
+	char err[512];
+	int ret = shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &rs.v, err, sizeof(err));
+
+	if (ret < 0)
+		return runtime_error("stat", "%s", err);
+	ret = shmt_guarded(stat_ring_pass, &rs);
+	shmt_view_close(&rs.v);
+	if (ret < 0)
+		return runtime_error("stat", "ring '%s': segment shrank while being read", name);
+	if ((ret = kv_end(o)) < 0)
+		return runtime_error("stat", "writing output: %s", strerror(-ret));
+	return EXIT_OK;
+}
+
+static int stat_capture(const char *path, struct kv *o)
+{
+	static const char *names[] = { "?", "header", "strings", "threads", "records", "loss", "end" };
+	uint64_t frames[7] = { 0 }, records = 0, first = UINT64_MAX, last = 0;
+	struct shmt_cap_loss loss = { 0 };
+	struct shmt_cap_end end = { 0 };
+	struct shmt_cap_reader *r;
+	struct shmt_cap_frame f;
+	const struct shmt_cap_header *h;
+	char err[512], buf[96];
+	int ret;
+
+	ret = shmt_cap_open(path, &r, err, sizeof(err));
+	if (ret < 0)
+		return runtime_error("stat", "%s: %s", path, err);
+	frames[SHMT_CAP_HEADER] = 1;
+	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
+		if (f.type >= 1 && f.type <= 6)
+			frames[f.type]++;
+		if (f.type == SHMT_CAP_RECORDS && f.records.n) {
+			records += f.records.n;
+			if (f.records.first_seq < first)
+				first = f.records.first_seq;
+			if (f.records.first_seq + f.records.n > last)
+				last = f.records.first_seq + f.records.n;
+		} else if (f.type == SHMT_CAP_LOSS) {
+			loss = f.loss;
+		} else if (f.type == SHMT_CAP_END) {
+			end = f.end;
+		}
+	}
+	h = shmt_cap_header_of(r);
+	kv_str(o, "capture", path);
+	kv_u64(o, "version", h->version);
+	kv_u64(o, "part", h->part);
+	snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)h->run_id);
+	kv_str(o, "run_id", buf);
+	kv_str(o, "host", h->host);
+	kv_str(o, "ring", h->ring);
+	kv_u64(o, "ring_capacity", h->ring_capacity);
+	kv_str(o, "ring_mode", mode_name(h->ring_mode));
+	kv_str(o, "clock", h->clock_tsc ? "tsc" : "monotonic");
+	fmt_wall(buf, sizeof(buf), h->realtime0);
+	kv_str(o, "wall_clock_anchor", buf);
+	kv_u64(o, "collector_pid", h->collector_pid);
+	for (int t = 1; t <= 6; t++) {
+		snprintf(buf, sizeof(buf), "%s_frames", names[t]);
+		kv_u64(o, buf, frames[t]);
+	}
+	kv_u64(o, "records", records);
+	kv_u64(o, "first_seq", first == UINT64_MAX ? 0 : first);
+	kv_u64(o, "end_seq", last);
+	kv_u64(o, "dropped", loss.dropped);
+	kv_u64(o, "overwritten", loss.overwritten);
+	kv_u64(o, "lock_timeouts", loss.lock_timeouts);
+	kv_u64(o, "torn", loss.torn);
+	kv_u64(o, "names_dropped", loss.names_dropped);
+	if (ret == 0) {
+		kv_str(o, "end", end.next_part ? "clean (rotated)" : "clean");
+		kv_u64(o, "next_part", end.next_part);
+	} else {
+		kv_str(o, "end", ret == -EPIPE ? "cut" : "damaged");
+		kv_str(o, "end_detail", err);
+	}
+	shmt_cap_close(r);
+	if ((ret = kv_end(o)) < 0)
+		return runtime_error("stat", "writing output: %s", strerror(-ret));
+	return EXIT_OK;
+}
+
+static const char stat_usage[] =
+	"Usage: shmtrace stat NAME|CAPTURE [--json]\n"
+	"Shows a ring (when /dev/shm/NAME exists and NAME is not a path) or a\n"
+	"capture file: geometry, fill, counters, loss, producers (alive or dead),\n"
+	"clock and wall-clock anchor; for a capture: header, frames, records, loss\n"
+	"and whether it ended cleanly or was cut.\n"
+	"\n"
+	"      --json  print one JSON object\n"
+	"  -h, --help  show this help\n";
+
+int cmd_stat(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct kv o = { .first = true };
+	int c, rc;
+
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			o.json = true;
+			break;
+		case 'h':
+			fputs(stat_usage, stdout);
+			return EXIT_OK;
+		default:
+			return usage_error("stat", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind + 1 != argc)
+		return usage_error("stat", optind == argc ? "no ring or capture given"
+							  : "give one ring or capture file");
+	o.w = malloc(sizeof(*o.w));
+	if (!o.w)
+		return runtime_error("stat", "out of memory");
+	jw_init(o.w, stdout);
+	rc = is_ring_name(argv[optind]) ? stat_ring(argv[optind], &o)
+					: stat_capture(argv[optind], &o);
+	free(o.w);
+	return rc;
+}
