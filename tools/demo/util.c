@@ -98,22 +98,29 @@ uint64_t demo_ms_since(uint64_t start_ns)
 	return (shmtrace_now() - start_ns) / 1000000;
 }
 
-/* Names the process (from its main thread) in the trace and in ps, and
- * its main thread in the trace. The process name goes first: each name
- * slot records both names. */
+/* The kernel's name of the calling thread is set to the trace name too:
+ * the library records the kernel name again when a thread first writes,
+ * and the last name recorded for a thread wins. */
+static void set_comm(const char *tname)
+{
+	char comm[16];
+
+	/* comm is limited to 15 bytes; the trace keeps the full name */
+	snprintf(comm, sizeof(comm), "%s", tname);
+	prctl(PR_SET_NAME, comm, 0, 0, 0);
+}
+
+/* Names the process (from its main thread) and that thread in the trace.
+ * The process name goes first: each name slot records both names. */
 void demo_name_process(const char *pname, const char *tname)
 {
-	prctl(PR_SET_NAME, pname, 0, 0, 0);
+	set_comm(tname);
 	shmtrace_set_process_name(demo_t, pname);
 	shmtrace_set_thread_name(demo_t, tname);
 }
 
 void demo_name_thread(const char *tname)
 {
-	char comm[16];
-
-	/* comm is limited to 15 bytes; the trace keeps the full name */
-	snprintf(comm, sizeof(comm), "%s", tname);
-	pthread_setname_np(pthread_self(), comm);
+	set_comm(tname);
 	shmtrace_set_thread_name(demo_t, tname);
 }

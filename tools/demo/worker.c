@@ -72,9 +72,9 @@ static int serve(struct worker *w, struct demo_msg *m, uint32_t *done)
 		m->status = DEMO_BUSY;
 	} else {
 		t1 = shmtrace_now();
-		m->primes = demo_count_primes(m->limit);
 		t2 = shmtrace_now();
-		shmtrace_span(demo_t, id->cat_worker, id->primes, t1, t2, 0);
+		m->primes = demo_count_primes(m->limit);
+		shmtrace_span(demo_t, id->cat_worker, id->primes, t2, shmtrace_now(), 0);
 		if (w->index == w->cfg->crash_worker && ++*done == DEMO_CRASH_AT) {
 			/* the "primes" span above is already in the ring: it
 			 * survives this, "compute" and "work" never happen */
@@ -82,6 +82,7 @@ static int serve(struct worker *w, struct demo_msg *m, uint32_t *done)
 				DEMO_NAME, w->index, m->id);
 			raise(SIGKILL);
 		}
+		t2 = shmtrace_now();
 		m->crc = demo_crc32(m->data, m->len);
 		shmtrace_span(demo_t, id->cat_worker, id->checksum, t2, shmtrace_now(), 0);
 		shmtrace_span(demo_t, id->cat_worker, id->compute, t1, shmtrace_now(), 0);
@@ -138,13 +139,15 @@ static int receive_loop(struct worker *w)
 				strerror(-ret));
 			return 1;
 		}
+		/* each span starts at its own reading of the clock: the flow
+		 * event binds to the slice that starts at its exact ts */
 		t0 = shmtrace_now();
+		t1 = shmtrace_now();
 		if (m.type != DEMO_REQ || m.limit > DEMO_PRIME_MIN + DEMO_PRIME_SPAN) {
 			fprintf(stderr, "%s: worker-%u: bad request %u\n", DEMO_NAME, w->index, m.id);
 			return 1;
 		}
-		t1 = shmtrace_now();
-		shmtrace_span(demo_t, id->cat_worker, id->decode, t0, t1, 0);
+		shmtrace_span(demo_t, id->cat_worker, id->decode, t1, shmtrace_now(), 0);
 		push(w, &m);
 		shmtrace_span(demo_t, id->cat_worker, id->receive, t0, shmtrace_now(), m.flow);
 		if (__atomic_load_n(&w->failed, __ATOMIC_RELAXED))

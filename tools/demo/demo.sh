@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# demo.sh - what `make demo` runs: traces the client/broker/worker demo with
+# the collector, exports it for Perfetto and Chrome DevTools, then shows a
+# post-mortem export of a ring whose worker was SIGKILLed, with no collector.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+OUT=demo-out
+RING="shmtrace-demo-$$"
+RING2="shmtrace-demo-pm-$$"
+COLLECTOR="$BUILD/shmtrace-collector"
+TOOL="$BUILD/shmtrace"
+DEMO="$BUILD/shmtrace-demo"
+collector_pid=
+tmp=
+
+for b in "$COLLECTOR" "$TOOL" "$DEMO"; do
+	if [ ! -x "$b" ]; then
+		echo "demo.sh: $b is missing; run make first" >&2
+		exit 1
+	fi
+done
+
+cleanup() {
+	local rc=$?
+	if [ -n "$collector_pid" ] && kill -0 "$collector_pid" 2>/dev/null; then
+		kill -TERM "$collector_pid" 2>/dev/null || true
+		wait "$collector_pid" 2>/dev/null || true
+	fi
+	rm -f "/dev/shm/$RING" "/dev/shm/$RING2"
+	[ -n "$tmp" ] && rm -rf "$tmp"
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+step() { printf '\n==> %s\n' "$*"; }
+
+mkdir -p "$OUT"
+rm -f "$OUT/demo.capture" "$OUT/postmortem.json" demo-trace.json
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/shmtrace-demo-sh.XXXXXX")
+
+step "1. start the collector on ring $RING"
+mkfifo "$tmp/ready"
+"$COLLECTOR" --ring "$RING" --create --capacity 1048576 \
+	--output "$OUT/demo.capture" --ready-fd 3 3>"$tmp/ready" &
+collector_pid=$!
+# blocks until the collector writes its line, or gets EOF if it dies first
+line=
+read -r line <"$tmp/ready" || true
+if [ "$line" != ready ]; then
+	echo "demo.sh: the collector did not start" >&2
+	exit 1
+fi
+echo "collector pid $collector_pid is draining $RING into $OUT/demo.capture"
+
+step "2. run the demo: client -> broker -> 3 workers, 3000 requests"
+"$DEMO" --ring "$RING" --requests 3000
+echo "stopping the collector"
+kill -TERM "$collector_pid"
+rc=0
+wait "$collector_pid" || rc=$?
+collector_pid=
+if [ $rc -ne 0 ]; then
+	echo "demo.sh: the collector exited with status $rc" >&2
+	exit 1
+fi
+
+step "3. export for the viewers"
+"$TOOL" export "$OUT/demo.capture" -o demo-trace.json
+echo "trace: $PWD/demo-trace.json"
+"$TOOL" summary "$OUT/demo.capture"
+echo
+echo "Open it in the Perfetto UI: https://ui.perfetto.dev -> \"Open trace file\" -> $PWD/demo-trace.json"
+echo "or in Chrome DevTools: Performance panel -> \"Load profile\" (the up-arrow button) -> $PWD/demo-trace.json"
+
+step "4. post-mortem: no collector, worker-1 is SIGKILLed mid-request"
+# the demo makes the ring itself; what is in it is all there will be
+"$DEMO" --ring "$RING2" --create --requests 200 --crash-worker 1
+"$TOOL" export --ring "$RING2" -o "$OUT/postmortem.json"
+echo "post-mortem trace: $PWD/$OUT/postmortem.json"
+"$TOOL" summary --ring "$RING2"
+# the dead worker's process row and the spans it recorded before the kill
+n=$(grep -o '"name":"primes"' "$OUT/postmortem.json" | wc -l)
+echo "\"primes\" spans in the post-mortem trace (worker-1's last one ends just before its SIGKILL): $n"
+grep -q '"worker-1"' "$OUT/postmortem.json" && echo "worker-1 is in the post-mortem trace"
+rm -f "/dev/shm/$RING2"
+
+step "done"
+echo "no ring is left in /dev/shm: $(ls /dev/shm | grep -c "^shmtrace-demo-.*-\?$$\$" || true) of ours"
