@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `make bench`: runs every benchmark case of shmtrace and of LTTng-UST (the
+# peer) and prints one table. Benchmarks are not tests: `make test` never
+# runs this. Each case runs once as a warm-up and then BENCH_RUNS times; the
+# table shows medians. BENCH_QUICK=1: small counts, one run each (seconds).
+#
+# The LTTng side is built here (tests/bench/lttng/, cc -llttng-ust -ldl),
+# not by the Makefile. As root, missing Debian packages (liblttng-ust-dev
+# lttng-tools babeltrace2) are installed with apt-get unless
+# BENCH_NO_INSTALL=1. A session daemon is started for the run (or a running
+# one is reused and left alone); every session, daemon, temporary directory
+# and /dev/shm file this script makes is removed on exit.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build-bench}
+QUICK=${BENCH_QUICK:-0}
+BENCH_DIR=$PWD/$BUILD/bench
+RESULTS=$PWD/$BUILD/bench-results.txt
+
+if [ "$QUICK" = 1 ]; then
+	RUNS=1 N_SPAN=200000 N_MP=200000 N_LAT=50000 N_DIS=10000000 N_EXPORT=200000 EXPORT_RUNS=1
+else
+	RUNS=${BENCH_RUNS:-5} N_SPAN=5000000 N_MP=2000000 N_LAT=1000000 N_DIS=200000000
+	N_EXPORT=10000000 EXPORT_RUNS=3
+fi
+RING_CAP=1048576
+
+TMPD=$(mktemp -d /dev/shm/shmtbench-tmp.XXXXXX) || exit 1
+PREFIX="shmtbench-$$-"
+export BENCH_PREFIX=$PREFIX BENCH_TMP=$TMPD
+unset SHMTRACE_RING	# case 4 needs shmtrace_default == NULL
+
+# ------------------------------------------------------------------ cleanup
+SESSIONS=()
+OUR_SESSIOND=""
+OUR_RUNDIR=""
+SHM_BEFORE=$(ls /dev/shm 2>/dev/null | grep '^lttng-ust-wait' || true)
+
+cleanup() {
+	local s
+	# sessions made in subshells too: every session with our prefix
+	for s in "${SESSIONS[@]}" $(lttng list 2>/dev/null | grep -o "${PREFIX}[a-z0-9]*" | sort -u); do
+		[ -n "$s" ] && lttng destroy "$s" >/dev/null 2>&1
+	done
+	if [ -n "$OUR_SESSIOND" ]; then
+		kill "$OUR_SESSIOND" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$OUR_SESSIOND" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$OUR_SESSIOND" 2>/dev/null
+		[ -n "$OUR_RUNDIR" ] && rm -rf "$OUR_RUNDIR"
+		# the wait files our daemon and our traced programs made
+		for f in /dev/shm/lttng-ust-wait*; do
+			[ -e "$f" ] || continue
+			printf '%s\n' "$SHM_BEFORE" | grep -qx "$(basename "$f")" || rm -f "$f"
+		done
+	fi
+	rm -f /dev/shm/"$PREFIX"* 2>/dev/null
+	rm -rf "$TMPD"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+exec > >(tee "$RESULTS") 2>&1
+
+say() { printf '%s\n' "$*"; }
+# field LINE KEY: the value of KEY=value in a RESULT line
+field() { printf '%s\n' "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"; }
+qfield() { printf '%s\n' "$1" | sed -n "s/.* $2=\"\([^\"]*\)\".*/\1/p"; }
+fmt() { awk -v v="$1" -v d="${2:-1}" 'BEGIN { if (v == "") print "-"; else printf "%.*f\n", d, v }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2fx\n", a / b }'; }
+check() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { if (v == "") { print "n/a"; exit }
+	ok = (op == "<=") ? v <= t : v >= t; print ok ? "met" : "MISSED" }'; }
+
+# ------------------------------------------------------------------ machine
+say "shmtrace benchmarks ($([ "$QUICK" = 1 ] && echo "QUICK mode: small counts, 1 run" || echo "medians of $RUNS runs after 1 warm-up run"))"
+say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), kernel $(uname -r)"
+say "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared: figures are noisy)"
+say "build: $BUILD (-O2 -g -march=native); captures and LTTng traces on tmpfs ($TMPD)"
+say ""
+
+# ------------------------------------------------------------------ shmtrace
+SHM=$BENCH_DIR/bench_shmtrace
+if [ ! -x "$SHM" ]; then
+	say "error: $SHM not built (make bench builds it)"
+	exit 1
+fi
+if [ -x "$BUILD/shmtrace-collector" ]; then
+	export BENCH_COLLECTOR=$PWD/$BUILD/shmtrace-collector
+	DRAINER_NOTE="the real collector ($BUILD/shmtrace-collector) writing a capture to tmpfs"
+else
+	export BENCH_COLLECTOR=""
+	DRAINER_NOTE="no collector built: a reader process (libshm/ring_reader.h) reads every record and advances the tail"
+fi
+[ -x "$BUILD/shmtrace" ] && export BENCH_TOOL=$PWD/$BUILD/shmtrace || export BENCH_TOOL=""
+
+# ------------------------------------------------------------------ LTTng
+LT_WHY=""
+LT=$BENCH_DIR/bench_lttng
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+lt_install() {
+	local missing=() p
+	for p in "$@"; do have_pkg "$p" || missing+=("$p"); done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	[ "${BENCH_NO_INSTALL:-0}" = 1 ] && return 1
+	[ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1 || return 1
+	say "installing ${missing[*]} (apt-get)..."
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 && return 0
+	apt-get update -qq >/dev/null 2>&1
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1
+}
+if ! lt_install liblttng-ust-dev lttng-tools; then
+	LT_WHY="LTTng-UST is not installed (needs liblttng-ust-dev lttng-tools; run as root, or: sudo apt-get install liblttng-ust-dev lttng-tools)"
+elif ! cc -O2 -g -march=native -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -Itests/bench/lttng \
+		-o "$LT" tests/bench/lttng/bench_lttng.c tests/bench/lttng/bench_tp.c -llttng-ust -ldl \
+		>"$TMPD/lttng-build.log" 2>&1; then
+	LT_WHY="the LTTng-UST benchmark did not build: $(head -n 3 "$TMPD/lttng-build.log" | tr '\n' ' ')"
+fi
+HAVE_BT=0
+lt_install babeltrace2 && command -v babeltrace2 >/dev/null 2>&1 && HAVE_BT=1
+
+lt_rundir() { if [ "$(id -u)" -eq 0 ]; then echo /var/run/lttng; else echo "$LTTNG_HOME/.lttng"; fi; }
+if [ -z "$LT_WHY" ]; then
+	export LTTNG_HOME=$TMPD/lttng-home
+	mkdir -p "$LTTNG_HOME"
+	export LTTNG_UST_REGISTER_TIMEOUT=5000
+	rundir=$(lt_rundir)
+	if [ -f "$rundir/lttng-sessiond.pid" ] && kill -0 "$(cat "$rundir/lttng-sessiond.pid")" 2>/dev/null; then
+		say "note: reusing the running session daemon (pid $(cat "$rundir/lttng-sessiond.pid")); it is left running"
+	else
+		[ -d "$rundir" ] || OUR_RUNDIR=$rundir
+		if lttng-sessiond --daemonize --no-kernel >"$TMPD/sessiond.log" 2>&1; then
+			for _ in $(seq 50); do [ -f "$rundir/lttng-sessiond.pid" ] && break; sleep 0.1; done
+			OUR_SESSIOND=$(cat "$rundir/lttng-sessiond.pid" 2>/dev/null)
+		fi
+		[ -n "$OUR_SESSIOND" ] || LT_WHY="lttng-sessiond did not start: $(tail -n 2 "$TMPD/sessiond.log" | tr '\n' ' ')"
+	fi
+fi
+
+LT_DISCARDED=0
+# lt_start NAME: a session with one channel of 8 x 4 MiB sub-buffers (per-uid)
+lt_start() {
+	local s="${PREFIX}$1"
+	lttng create "$s" --output="$TMPD/lt-$1" >/dev/null &&
+	SESSIONS+=("$s") &&
+	lttng enable-channel -u -s "$s" ch --subbuf-size=4M --num-subbuf=8 >/dev/null &&
+	lttng enable-event -u -s "$s" -c ch 'shmtbench:*' >/dev/null &&
+	lttng start "$s" >/dev/null
+}
+# lt_stop NAME: stops (waits for the data), records discards and size
+lt_stop() {
+	local s="${PREFIX}$1"
+	lttng stop "$s" >/dev/null 2>&1
+	LT_DISCARDED=$(lttng list "$s" 2>/dev/null | sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+	lttng destroy "$s" >/dev/null 2>&1
+	SESSIONS=("${SESSIONS[@]/$s}")
+	LT_SIZE=$(du -sb "$TMPD/lt-$1" 2>/dev/null | cut -f1)
+}
+# lt_case NAME CASE N RUNS: one LTTng case in its own session
+lt_case() {
+	local out
+	[ -n "$LT_WHY" ] && return 1
+	if ! lt_start "$1"; then
+		say "note: LTTng session for $1 could not be created"
+		return 1
+	fi
+	out=$(BENCH_N=$3 BENCH_RUNS=$4 timeout 900 "$LT" "$2" 2>"$TMPD/lt-$1.err" | grep '^RESULT')
+	lt_stop "$1"
+	[ -n "$out" ] || { say "note: LTTng $2 failed: $(tail -n 2 "$TMPD/lt-$1.err" | tr '\n' ' ')"; return 1; }
+	printf '%s lt_discarded=%s lt_bytes=%s\n' "$out" "$LT_DISCARDED" "$LT_SIZE"
+}
+shm_case() {
+	BENCH_N=$2 BENCH_RUNS=$3 timeout 900 "$SHM" "$1" 2>"$TMPD/shm-$1.err" | grep '^RESULT' ||
+		{ say "note: shmtrace $1 failed: $(tail -n 3 "$TMPD/shm-$1.err" | tr '\n' ' ')" >&2; echo ""; }
+}
+
+say "work:"
+say "  1 span:     one process, $N_SPAN spans per run: t0 = now; t1 = now; span(t0, t1) (LTTng: clock_gettime x2 + tracepoint)"
+say "  2 two-proc: 2 producer processes x $N_MP spans per run, each warmed up with as many first; one ring"
+say "  3 latency:  $N_LAT timed span calls per run (rdtscp around the call), a 2nd process producing flat out"
+say "  4 disabled: SHMTRACE_SCOPE with shmtrace_default == NULL, $N_DIS iterations (LTTng: tracepoint, no session)"
+say "  5 drain:    a full ring of $RING_CAP records (discard mode, no collector) drained by a fresh collector"
+say "  6 export:   \`shmtrace export\` of a capture of $N_EXPORT spans, 10 % in flows (babeltrace2: same count to text)"
+say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
+say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to tmpfs"
+[ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
+say ""
+
+# ------------------------------------------------------------------ cases
+say "running 1 span..."
+S1=$(shm_case span1 "$N_SPAN" "$RUNS")
+L1=$(lt_case span1 span1 "$N_SPAN" "$RUNS")
+say "running 2 two-proc..."
+S2=$(shm_case mp2 "$N_MP" "$RUNS")
+L2=$(lt_case mp2 mp2 "$N_MP" "$RUNS")
+say "running 3 latency..."
+S3=$(shm_case lat "$N_LAT" "$RUNS")
+L3=$(lt_case lat lat "$N_LAT" "$RUNS")
+say "running 4 disabled..."
+S4=$(shm_case disabled "$N_DIS" "$RUNS")
+L4=""
+# no session: the tracepoint is compiled in and off
+[ -z "$LT_WHY" ] && L4=$(BENCH_N=$N_DIS BENCH_RUNS=$RUNS timeout 600 "$LT" disabled 2>/dev/null | grep '^RESULT')
+say "running 5 drain..."
+S5=$(shm_case drain 1 "$RUNS")
+say "running 6 export..."
+S6=$(shm_case export "$N_EXPORT" "$EXPORT_RUNS")
+L6=""
+BT_SECS="" BT_RSS=""
+if [ -z "$LT_WHY" ]; then
+	L6=$(lt_case gen gen "$N_EXPORT" 1)
+	if [ $HAVE_BT = 1 ] && [ -n "$L6" ]; then
+		say "running 6 babeltrace2..."
+		if [ -x /usr/bin/time ]; then
+			/usr/bin/time -f '%e %M' -o "$TMPD/bt.time" babeltrace2 "$TMPD/lt-gen" >/dev/null 2>"$TMPD/bt.err"
+			read -r BT_SECS BT_RSS <"$TMPD/bt.time"
+		else
+			a=$(date +%s.%N); babeltrace2 "$TMPD/lt-gen" >/dev/null 2>"$TMPD/bt.err"; b=$(date +%s.%N)
+			BT_SECS=$(awk -v a="$a" -v b="$b" 'BEGIN { print b - a }')
+		fi
+	fi
+	rm -rf "$TMPD"/lt-*
+fi
+
+# ------------------------------------------------------------------ table
+say ""
+row() { printf '%-34s %14s %14s %9s  %s\n' "$@"; }
+row "case" "shmtrace" "LTTng-UST" "ratio" "target"
+row "----" "--------" "---------" "-----" "------"
+
+v=$(field "$S1" ns); l=$(field "$L1" ns)
+row "1 span, ns per span (2 clocks+rec)" "$(fmt "$v" 1)" "$(fmt "$l" 1)" "$(ratio "$v" "$l")" \
+	"<= 0.33x LTTng: $(check "$(awk -v a="$v" -v b="$l" 'BEGIN { if (a != "" && b != "") print a / b }')" "<=" 0.3334)"
+
+v=$(field "$S2" rate); l=$(field "$L2" rate)
+row "2 two procs, M spans/s total" "$(fmt "$(awk -v x="$v" 'BEGIN { if (x != "") print x / 1e6 }')" 2)" \
+	"$(fmt "$(awk -v x="$l" 'BEGIN { if (x != "") print x / 1e6 }')" 2)" "$(ratio "$v" "$l")" \
+	">= 1.5x LTTng: $(check "$(awk -v a="$v" -v b="$l" 'BEGIN { if (a != "" && b != "") print a / b }')" ">=" 1.5)"
+row "2 two procs, records dropped" "$(field "$S2" dropped)" "$(field "$L2" lt_discarded)" "" \
+	"0 with the collector: $(check "$(field "$S2" dropped)" "<=" 0)"
+
+for p in p50 p99 p999 max; do
+	v=$(field "$S3" $p); l=$(field "$L3" $p)
+	row "3 latency $p, ns (2nd proc running)" "$(fmt "$v" 1)" "$(fmt "$l" 1)" "$(ratio "$v" "$l")" ""
+done
+row "3 latency: timing overhead, ns" "$(fmt "$(field "$S3" timing_overhead)" 1)" "$(fmt "$(field "$L3" timing_overhead)" 1)" "" "(included above)"
+
+v=$(field "$S4" diff); l=$(field "$L4" diff)
+row "4 disabled, ns over empty loop" "$(fmt "$v" 3)" "$(fmt "$l" 3)" "" "<= 2 ns: $(check "$v" "<=" 2)"
+row "4 disabled, loop ns (empty $(fmt "$(field "$S4" empty)" 2))" "$(fmt "$(field "$S4" scope)" 3)" "$(fmt "$(field "$L4" tp)" 3)" "" ""
+[ -n "$L4" ] && row "4 LTTng span, no session (2 clocks)" "-" "$(fmt "$(field "$L4" span_with_clocks)" 1)" "" "(what the clocks cost when off)"
+
+if [ -n "$(field "$S5" rate)" ]; then
+	row "5 drain, M records/s (to tail=head)" "$(fmt "$(awk -v x="$(field "$S5" rate)" 'BEGIN { print x / 1e6 }')" 2)" "-" "" ""
+	row "5 drain, M records/s (to exit)" "$(fmt "$(awk -v x="$(field "$S5" rate_to_exit)" 'BEGIN { print x / 1e6 }')" 2)" "-" "" ""
+	row "5 drain, MB/s of capture written" "$(fmt "$(field "$S5" mbs)" 1)" "-" "" ""
+	row "5 drain, CPU ms per M records" "$(fmt "$(field "$S5" cpu_ms_per_m)" 1)" "-" "" ""
+	row "5 drain, collector peak RSS, MB" "$(fmt "$(field "$S5" hwm_mb)" 1)" "-" "" ""
+else
+	row "5 drain" "skipped" "-" "" "$(qfield "$S5" skipped)"
+fi
+
+bt_evs=""; [ -n "$BT_SECS" ] && bt_evs=$(awk -v n="$N_EXPORT" -v s="$BT_SECS" 'BEGIN { if (s > 0) print n / s }')
+if [ -n "$(field "$S6" evs)" ]; then
+	row "6 export, M events/s" "$(fmt "$(awk -v x="$(field "$S6" evs)" 'BEGIN { print x / 1e6 }')" 2)" \
+		"$(fmt "$(awk -v x="$bt_evs" 'BEGIN { if (x != "") print x / 1e6 }')" 2)" "$(ratio "$(field "$S6" evs)" "$bt_evs")" "(LTTng: babeltrace2 to text)"
+	row "6 export, MB/s of JSON" "$(fmt "$(field "$S6" mbs)" 1)" "-" "" "$(fmt "$(awk -v x="$(field "$S6" json_bytes)" 'BEGIN { print x / 1e6 }')" 0) MB of JSON"
+	row "6 export, peak RSS, MB" "$(fmt "$(field "$S6" rss_mb)" 1)" "$(fmt "$(awk -v x="$BT_RSS" 'BEGIN { if (x != "") print x / 1024 }')" 1)" "" ""
+else
+	row "6 export" "skipped" "$(fmt "$(awk -v x="$bt_evs" 'BEGIN { if (x != "") print x / 1e6 }')" 2)" "" "$(qfield "$S6" skipped)"
+fi
+
+# 7: bytes per event on disk; the largest capture we have
+bpr=$(field "$S6" bytes_per_rec); [ -z "$bpr" ] && bpr=$(field "$S5" bytes_per_rec)
+lbpe=""
+if [ -n "$L6" ]; then lbpe=$(awk -v b="$(field "$L6" lt_bytes)" -v n="$(field "$L6" events)" 'BEGIN { if (n > 0) print b / n }')
+elif [ -n "$L1" ]; then lbpe=$(awk -v b="$(field "$L1" lt_bytes)" -v n="$(field "$L1" events)" 'BEGIN { if (n > 0) print b / n }'); fi
+row "7 bytes per event on disk" "$(fmt "$bpr" 1)" "$(fmt "$lbpe" 1)" "$(ratio "$bpr" "$lbpe")" "(records carry pid+tid; LTTng's do not)"
+
+say ""
+say "drainers: span1 $(field "$S1" drainer), two-proc $(field "$S2" drainer), latency $(field "$S3" drainer)"
+s=$(qfield "$S2" summary); [ -n "$s" ] && say "collector summary (two-proc): $s"
+s=$(qfield "$S5" summary); [ -n "$s" ] && say "collector summary (drain):    $s"
+s=$(qfield "$S6" summary); [ -n "$s" ] && say "collector summary (export):   $s"
+[ -n "$S6" ] && [ -n "$(field "$S6" dropped)" ] && say "export capture: $(field "$S6" records) records, $(field "$S6" flows) flows, $(field "$S6" dropped) dropped, $(field "$S6" capture_bytes) bytes"
+[ -n "$LT_WHY" ] && say "LTTng-UST did not run: $LT_WHY"
+[ -n "$L2" ] && say "LTTng discarded events: span1 $(field "$L1" lt_discarded), two-proc $(field "$L2" lt_discarded), latency $(field "$L3" lt_discarded)"
+say ""
+say "raw results:"
+for r in "$S1" "$L1" "$S2" "$L2" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$L6"; do [ -n "$r" ] && say "  $r"; done
+[ -n "$BT_SECS" ] && say "  babeltrace2: $N_EXPORT events in $BT_SECS s, max RSS ${BT_RSS:-?} KiB"
+say "(saved to $RESULTS)"
+exit 0
