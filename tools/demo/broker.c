@@ -55,8 +55,8 @@ static void counters(struct broker *b)
 {
 	const struct demo_ids *id = &demo_ids;
 
-	shmtrace_counter(demo_t, id->cat_broker, id->queue_depth, b->qlen);
-	shmtrace_counter(demo_t, id->cat_broker, id->in_flight, b->inflight);
+	shmtrace_counter(demo_t, id->cat, id->queue_depth, b->qlen);
+	shmtrace_counter(demo_t, id->cat, id->in_flight, b->inflight);
 }
 
 static void enqueue(struct broker *b, uint32_t s, int front)
@@ -98,7 +98,7 @@ static void to_client(struct broker *b, int c, uint32_t gen, const struct demo_m
 
 static void fail_request(struct broker *b, int c, uint32_t gen, struct demo_msg *m)
 {
-	shmtrace_instant(demo_t, demo_ids.cat_broker, demo_ids.error, m->flow);
+	shmtrace_instant(demo_t, demo_ids.cat, demo_ids.error, m->flow);
 	m->type = DEMO_REPLY;
 	m->status = DEMO_FAILED;
 	to_client(b, c, gen, m);
@@ -119,7 +119,7 @@ static void route(struct broker *b, int c, struct demo_msg *m)
 		return;
 	}
 	s = alloc_slot(b);
-	shmtrace_span(demo_t, id->cat_broker, id->parse, t1, shmtrace_now(), 0);
+	shmtrace_span(demo_t, id->cat, id->parse, t1, shmtrace_now(), 0);
 	t1 = shmtrace_now();
 	if (s < 0 || !b->alive) {
 		fail_request(b, c, b->conns[c].gen, m);
@@ -131,9 +131,9 @@ static void route(struct broker *b, int c, struct demo_msg *m)
 		b->slots[s].m.tag = (uint32_t)s;
 		enqueue(b, (uint32_t)s, 0);
 		counters(b);
-		shmtrace_span(demo_t, id->cat_broker, id->queue, t1, shmtrace_now(), 0);
+		shmtrace_span(demo_t, id->cat, id->queue, t1, shmtrace_now(), 0);
 	}
-	shmtrace_span(demo_t, id->cat_broker, id->route, t0, shmtrace_now(), m->flow);
+	shmtrace_span(demo_t, id->cat, id->route, t0, shmtrace_now(), m->flow);
 }
 
 static void worker_died(struct broker *b, uint32_t w);
@@ -181,7 +181,7 @@ static void dispatch(struct broker *b)
 		b->workers[w].inflight++;
 		b->inflight++;
 		counters(b);
-		shmtrace_span(demo_t, id->cat_broker, id->dispatch, t0, shmtrace_now(),
+		shmtrace_span(demo_t, id->cat, id->dispatch, t0, shmtrace_now(),
 			      b->slots[s].m.flow);
 	}
 }
@@ -204,7 +204,7 @@ static void forward(struct broker *b, uint32_t w, struct demo_msg *m)
 	b->inflight--;
 	counters(b);
 	to_client(b, s->conn, s->conn_gen, m);
-	shmtrace_span(demo_t, id->cat_broker, id->forward, t0, shmtrace_now(), m->flow);
+	shmtrace_span(demo_t, id->cat, id->forward, t0, shmtrace_now(), m->flow);
 }
 
 static void describe_exit(int st, char *buf, size_t len)
@@ -239,8 +239,8 @@ static void worker_died(struct broker *b, uint32_t w)
 			continue;
 		b->inflight--;
 		if (b->alive) {
-			shmtrace_instant(demo_t, id->cat_broker, id->error, sl->m.flow);
-			shmtrace_instant(demo_t, id->cat_broker, id->requeue, sl->m.flow);
+			shmtrace_instant(demo_t, id->cat, id->error, sl->m.flow);
+			shmtrace_instant(demo_t, id->cat, id->requeue, sl->m.flow);
 			enqueue(b, s, 1);
 			moved++;
 		} else {
@@ -250,7 +250,7 @@ static void worker_died(struct broker *b, uint32_t w)
 		}
 	}
 	k->inflight = 0;
-	shmtrace_instant(demo_t, id->cat_broker, id->worker_died, 0);
+	shmtrace_instant(demo_t, id->cat, id->worker_died, 0);
 	counters(b);
 	fprintf(stderr, "%s: broker: worker-%u (pid %d) %s; %u request(s) re-routed, %u failed\n",
 		DEMO_NAME, w + 1, (int)k->pid, how, moved, failed);

@@ -104,14 +104,14 @@ static int one_request(struct client *c, int fd, uint32_t n, char *why, size_t w
 		req.attempt = a;
 		t0 = shmtrace_now();
 		ret = demo_send_msg(fd, &req);
-		shmtrace_span(demo_t, id->cat_client, id->send, t0, shmtrace_now(), req.flow);
+		shmtrace_span(demo_t, id->cat, id->send, t0, shmtrace_now(), req.flow);
 		if (ret < 0) {
 			snprintf(why, whylen, "send: %s", strerror(-ret));
 			break;
 		}
 		t0 = shmtrace_now();
 		ret = demo_recv_msg(fd, &rep, DEMO_REPLY_TIMEOUT_MS);
-		shmtrace_span(demo_t, id->cat_client, id->wait_reply, t0, shmtrace_now(), 0);
+		shmtrace_span(demo_t, id->cat, id->wait_reply, t0, shmtrace_now(), 0);
 		if (ret < 0) {
 			snprintf(why, whylen, "%s", ret == -ETIMEDOUT ? "no reply in time" :
 				 ret == -ECONNRESET ? "broker closed the connection" : strerror(-ret));
@@ -119,13 +119,13 @@ static int one_request(struct client *c, int fd, uint32_t n, char *why, size_t w
 		}
 		t0 = shmtrace_now();
 		ret = check_reply(c, &req, &rep);
-		shmtrace_span(demo_t, id->cat_client, id->handle_reply, t0, shmtrace_now(), req.flow);
+		shmtrace_span(demo_t, id->cat, id->handle_reply, t0, shmtrace_now(), req.flow);
 		if (ret < 0) {
 			snprintf(why, whylen, "wrong reply from worker-%u", rep.worker);
 			break;
 		}
 		if (rep.status == DEMO_BUSY) {
-			shmtrace_instant(demo_t, id->cat_client, id->retry, req.flow);
+			shmtrace_instant(demo_t, id->cat, id->retry, req.flow);
 			__atomic_add_fetch(&c->retries, 1, __ATOMIC_RELAXED);
 			ret = -EAGAIN;
 		} else if (rep.status != DEMO_OK) {
@@ -138,8 +138,8 @@ static int one_request(struct client *c, int fd, uint32_t n, char *why, size_t w
 	if (ret == -EAGAIN)
 		snprintf(why, whylen, "still busy after %d attempts", DEMO_MAX_ATTEMPTS);
 	if (ret < 0)
-		shmtrace_instant(demo_t, id->cat_client, id->error, req.flow);
-	shmtrace_span(demo_t, id->cat_client, id->request, t_req, shmtrace_now(), 0);
+		shmtrace_instant(demo_t, id->cat, id->error, req.flow);
+	shmtrace_span(demo_t, id->cat, id->request, t_req, shmtrace_now(), 0);
 	return ret;
 }
 
@@ -245,7 +245,7 @@ int demo_client_run(const struct demo_config *cfg, pid_t broker, int ready_fd)
 	}
 	for (uint32_t i = 0; i < started; i++)
 		pthread_join(threads[i].th, NULL);
-	shmtrace_span(demo_t, demo_ids.cat_client, demo_ids.run, t0, shmtrace_now(), 0);
+	shmtrace_span(demo_t, demo_ids.cat, demo_ids.run, t0, shmtrace_now(), 0);
 	print_summary(&c, shmtrace_now() - t0);
 	if (c.ok != cfg->requests)
 		rc = 1;

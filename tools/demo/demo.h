@@ -60,9 +60,11 @@ struct demo_msg {
 };
 
 /* Interned names: looked up once in main() before any fork, then shared
- * by every process (the ids are the same in the whole ring). */
+ * by every process (the ids are the same in the whole ring). One category
+ * for all: Chrome DevTools only joins the flow events of one flow, and
+ * binds them to slices, when they all share a category. */
 struct demo_ids {
-	uint32_t cat_client, cat_broker, cat_worker;
+	uint32_t cat;
 	/* client */
 	uint32_t run, request, send, wait_reply, handle_reply, retry, error;
 	/* broker */

@@ -65,9 +65,9 @@ static void intern_all(void)
 	struct demo_ids *id = &demo_ids;
 	shmtrace_t *t = demo_t;
 
-	id->cat_client = shmtrace_intern(t, "client");
-	id->cat_broker = shmtrace_intern(t, "broker");
-	id->cat_worker = shmtrace_intern(t, "worker");
+	id->cat = shmtrace_intern(t, "client");
+	id->cat = shmtrace_intern(t, "broker");
+	id->cat = shmtrace_intern(t, "worker");
 	id->run = shmtrace_intern(t, "run");
 	id->request = shmtrace_intern(t, "request");
 	id->send = shmtrace_intern(t, "send");

@@ -68,13 +68,13 @@ static int serve(struct worker *w, struct demo_msg *m, uint32_t *done)
 	m->type = DEMO_REPLY;
 	m->worker = w->index;
 	if (demo_is_busy(m)) {
-		shmtrace_instant(demo_t, id->cat_worker, id->busy, m->flow);
+		shmtrace_instant(demo_t, id->cat, id->busy, m->flow);
 		m->status = DEMO_BUSY;
 	} else {
 		t1 = shmtrace_now();
 		t2 = shmtrace_now();
 		m->primes = demo_count_primes(m->limit);
-		shmtrace_span(demo_t, id->cat_worker, id->primes, t2, shmtrace_now(), 0);
+		shmtrace_span(demo_t, id->cat, id->primes, t2, shmtrace_now(), 0);
 		if (w->index == w->cfg->crash_worker && ++*done == DEMO_CRASH_AT) {
 			/* the "primes" span above is already in the ring: it
 			 * survives this, "compute" and "work" never happen */
@@ -84,14 +84,14 @@ static int serve(struct worker *w, struct demo_msg *m, uint32_t *done)
 		}
 		t2 = shmtrace_now();
 		m->crc = demo_crc32(m->data, m->len);
-		shmtrace_span(demo_t, id->cat_worker, id->checksum, t2, shmtrace_now(), 0);
-		shmtrace_span(demo_t, id->cat_worker, id->compute, t1, shmtrace_now(), 0);
+		shmtrace_span(demo_t, id->cat, id->checksum, t2, shmtrace_now(), 0);
+		shmtrace_span(demo_t, id->cat, id->compute, t1, shmtrace_now(), 0);
 		m->status = DEMO_OK;
 	}
 	t1 = shmtrace_now();
 	ret = demo_send_msg(w->fd, m);
-	shmtrace_span(demo_t, id->cat_worker, id->reply, t1, shmtrace_now(), 0);
-	shmtrace_span(demo_t, id->cat_worker, id->work, t0, shmtrace_now(), m->flow);
+	shmtrace_span(demo_t, id->cat, id->reply, t1, shmtrace_now(), 0);
+	shmtrace_span(demo_t, id->cat, id->work, t0, shmtrace_now(), m->flow);
 	return ret;
 }
 
@@ -147,9 +147,9 @@ static int receive_loop(struct worker *w)
 			fprintf(stderr, "%s: worker-%u: bad request %u\n", DEMO_NAME, w->index, m.id);
 			return 1;
 		}
-		shmtrace_span(demo_t, id->cat_worker, id->decode, t1, shmtrace_now(), 0);
+		shmtrace_span(demo_t, id->cat, id->decode, t1, shmtrace_now(), 0);
 		push(w, &m);
-		shmtrace_span(demo_t, id->cat_worker, id->receive, t0, shmtrace_now(), m.flow);
+		shmtrace_span(demo_t, id->cat, id->receive, t0, shmtrace_now(), m.flow);
 		if (__atomic_load_n(&w->failed, __ATOMIC_RELAXED))
 			return 1;
 	}

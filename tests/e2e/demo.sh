@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# demo.sh - end to end: shmtrace-demo traced by the collector, exported, and
+# checked in the Chrome DevTools trace engine (processes, threads, one flow
+# per request across client, broker and worker); then a post-mortem export
+# of a ring whose worker was SIGKILLed mid-request.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+BIN=${SHMTRACE_BIN:-$PWD/$BUILD}
+PREFIX=${SHMTRACE_TEST_PREFIX:-t$$-}
+RING="${PREFIX}demo-$$"
+RING2="${PREFIX}demo-pm-$$"
+REQUESTS=300
+WORKERS=3
+collector_pid=
+tmp=
+
+skip() { echo "skip: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+for b in shmtrace-collector shmtrace shmtrace-demo; do
+	[ -x "$BIN/$b" ] || fail "$BIN/$b is missing (run make)"
+done
+command -v node >/dev/null || skip "node is not installed"
+if [ ! -d tests/devtools/node_modules/@paulirish/trace_engine ]; then
+	npm ci --prefix tests/devtools --no-audit --no-fund >/dev/null 2>&1 ||
+		skip "npm ci --prefix tests/devtools failed (offline?)"
+fi
+
+cleanup() {
+	local rc=$?
+	if [ -n "$collector_pid" ] && kill -0 "$collector_pid" 2>/dev/null; then
+		kill -KILL "$collector_pid" 2>/dev/null || true
+		wait "$collector_pid" 2>/dev/null || true
+	fi
+	rm -f "/dev/shm/$RING" "/dev/shm/$RING2"
+	[ -n "$tmp" ] && rm -rf "$tmp"
+	exit $rc
+}
+trap cleanup EXIT
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/shmtrace-e2e-demo.XXXXXX")
+
+echo "== collector + demo, $REQUESTS requests"
+mkfifo "$tmp/ready"
+"$BIN/shmtrace-collector" --ring "$RING" --create --capacity 262144 \
+	--output "$tmp/demo.capture" --ready-fd 3 3>"$tmp/ready" &
+collector_pid=$!
+line=
+read -r line <"$tmp/ready" || true
+[ "$line" = ready ] || fail "collector did not report ready"
+"$BIN/shmtrace-demo" --ring "$RING" --requests $REQUESTS --workers $WORKERS ||
+	fail "shmtrace-demo exited with $?"
+kill -TERM "$collector_pid"
+rc=0
+wait "$collector_pid" || rc=$?
+collector_pid=
+[ $rc -eq 0 ] || fail "collector exited with $rc after SIGTERM"
+[ ! -e "/dev/shm/$RING" ] || fail "collector left /dev/shm/$RING behind"
+
+echo "== export and check in the DevTools trace engine"
+"$BIN/shmtrace" export "$tmp/demo.capture" -o "$tmp/demo.json" || fail "export failed"
+node tests/e2e/demo-check.mjs "$tmp/demo.json" --requests $REQUESTS --workers $WORKERS ||
+	fail "the trace does not show the demo as expected"
+
+echo "== post-mortem: no collector, worker-2 SIGKILLs itself"
+"$BIN/shmtrace-demo" --ring "$RING2" --create --requests 200 --workers $WORKERS --crash-worker 2 \
+	2>"$tmp/crash.err" || { cat "$tmp/crash.err" >&2; fail "crash run exited with $?"; }
+cat "$tmp/crash.err"
+grep -q 'worker-2 (pid [0-9]*) killed by signal 9' "$tmp/crash.err" ||
+	fail "the broker did not report worker-2's death"
+"$BIN/shmtrace" export --ring "$RING2" -o "$tmp/pm.json" || fail "post-mortem export failed"
+# worker-2's last "primes" span was recorded just before raise(SIGKILL): one
+# more "primes" than "compute" there, and the broker's "error" instant
+node --input-type=module - "$tmp/pm.json" <<'JS' || fail "post-mortem trace is missing the crash"
+import fs from 'node:fs';
+const t = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const ev = t.traceEvents ?? t;
+const pid = ev.find(e => e.ph === 'M' && e.name === 'process_name' && e.args?.name === 'worker-2')?.pid;
+if (pid === undefined) { console.error('no worker-2 process'); process.exit(1); }
+const n = name => ev.filter(e => e.pid === pid && e.ph === 'X' && e.name === name).length;
+const errors = ev.filter(e => e.ph === 'i' && e.name === 'error').length;
+console.log(`worker-2 (pid ${pid}): ${n('primes')} primes, ${n('compute')} compute; error instants: ${errors}`);
+process.exit(n('primes') === 10 && n('compute') === 9 && errors >= 1 ? 0 : 1);
+JS
+"$BIN/shmtrace-demo" --ring "$RING2" --create >/dev/null 2>&1 && fail "--create on an existing ring succeeded"
+rm -f "/dev/shm/$RING2"
+echo "pass"
