@@ -29,7 +29,7 @@ run_one() {
 		sed 's/^/        /' "$log" | tail -n 40
 	fi
 	# cmocka's own summary lines, for the record
-	grep -E '^\[  (PASSED|FAILED)  \]' "$log" | sed "s/^/        $name: /"
+	grep -E '^\[  (PASSED|FAILED)  \]' "$log" | sed "s|^|        $name: |"
 }
 
 for t in "$BUILD"/tests/test_*; do
@@ -42,7 +42,7 @@ done
 if [ "$mode" = all ]; then
 	for s in tests/e2e/*.sh; do
 		[ -f "$s" ] || continue
-		run_one "e2e/$(basename "$s" .sh)" bash "$s"
+		run_one "e2e-$(basename "$s" .sh)" bash "$s"
 	done
 fi
 # nothing a test made may stay behind in /dev/shm
