@@ -77,16 +77,28 @@ echo "Open it in the Perfetto UI: https://ui.perfetto.dev -> \"Open trace file\"
 echo "or in Chrome DevTools: Performance panel -> \"Load profile\" (the up-arrow button) -> $PWD/demo-trace.json"
 
 step "4. post-mortem: no collector, worker-1 is SIGKILLed mid-request"
-# the demo makes the ring itself; what is in it is all there will be
+# the demo makes the ring itself; whatever is in it when the run ends is
+# all there is: records are durable once written, even in a killed process
 "$DEMO" --ring "$RING2" --create --requests 200 --crash-worker 1
 "$TOOL" export --ring "$RING2" -o "$OUT/postmortem.json"
 echo "post-mortem trace: $PWD/$OUT/postmortem.json"
-"$TOOL" summary --ring "$RING2"
-# the dead worker's process row and the spans it recorded before the kill
-n=$(grep -o '"name":"primes"' "$OUT/postmortem.json" | wc -l)
-echo "\"primes\" spans in the post-mortem trace (worker-1's last one ends just before its SIGKILL): $n"
-grep -q '"worker-1"' "$OUT/postmortem.json" && echo "worker-1 is in the post-mortem trace"
+"$TOOL" summary --ring "$RING2" >"$tmp/pm-summary"
+grep -E '^(PROCESS|worker-1) ' "$tmp/pm-summary" || true
+primes=$(awk '$1 == "worker-1" && $2 == "primes" { print $3 }' "$tmp/pm-summary")
+compute=$(awk '$1 == "worker-1" && $2 == "compute" { print $3 }' "$tmp/pm-summary")
+errors=$(grep -o '"ph":"i"[^}]*"name":"error"' "$OUT/postmortem.json" | wc -l)
+echo "worker-1 recorded ${primes:-0} \"primes\" spans but ${compute:-0} \"compute\": the last one is"
+echo "the request it was killed in, recorded right before the SIGKILL; the broker"
+echo "marked its ${errors} lost request(s) with \"error\" instants and re-routed them."
+echo "the ring's producers, all gone now (shmtrace stat):"
+"$TOOL" stat "$RING2" | sed -n '/^producers:/,$p' | tail -n +2
 rm -f "/dev/shm/$RING2"
 
 step "done"
-echo "no ring is left in /dev/shm: $(ls /dev/shm | grep -c "^shmtrace-demo-.*-\?$$\$" || true) of ours"
+for r in "$RING" "$RING2"; do
+	if [ -e "/dev/shm/$r" ]; then
+		echo "demo.sh: /dev/shm/$r is still there" >&2
+		exit 1
+	fi
+done
+echo "traces: $PWD/demo-trace.json, $PWD/$OUT/postmortem.json; no ring left in /dev/shm"
