@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <signal.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "json_writer.h"
@@ -154,16 +156,24 @@ static void test_numbers_and_buffering(void **state)
 
 static void test_write_error_reported(void **state)
 {
-	FILE *f = fopen("/dev/full", "w");
 	struct jw *w = malloc(sizeof(*w));
+	int fds[2];
+	FILE *f;
 
 	(void)state;
-	if (!f)
-		skip();
+	/* a reader that went away: every write fails with EPIPE */
+	signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(pipe(fds), 0);
+	close(fds[0]);
+	f = fdopen(fds[1], "w");
+	assert_non_null(f);
 	jw_init(w, f);
 	for (int i = 0; i < 100000; i++)
 		jw_puts(w, "0123456789");
-	assert_int_equal(jw_flush(w), -ENOSPC);
+	assert_int_equal(jw_flush(w), -EPIPE);
+	/* the first error sticks */
+	jw_puts(w, "more");
+	assert_int_equal(jw_flush(w), -EPIPE);
 	fclose(f);
 	free(w);
 }

@@ -16,7 +16,7 @@
 // Prints to stdout one JSON object:
 //   {"processes": {"<pid>": "name", ...},
 //    "threads": {"<pid>:<tid>": "name", ...},
-//    "flows": [[[pid, tid, ts, name], ...], ...],   // bound events, in order
+//    "flows": [[[pid, tid, ts, name], ...], ...],   // bound events, by ts
 //    "events": N}
 // Exits 0 when every expectation holds, 1 with a one-line reason on stderr
 // when one does not, 2 on a usage error or a trace the engine cannot load.
@@ -101,7 +101,10 @@ const threads = {};
 for (const [pid, byTid] of data.Meta.threadsInProcess)
 	for (const [tid, ev] of byTid)
 		threads[`${pid}:${tid}`] = nameOf(ev);
-const flows = data.Flows.flows.map((flow) => flow.map((e) => [e.pid, e.tid, e.ts, e.name]));
+// The engine lists a flow's events in trace-file order; report them in
+// time order, the order the arrows are drawn in.
+const flows = data.Flows.flows.map((flow) => [...flow].sort((x, y) => x.ts - y.ts)
+	.map((e) => [e.pid, e.tid, e.ts, e.name]));
 
 const summary = { processes, threads, flows, events: events.length };
 if (!opt.quiet)

@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_export_e2e.c - `shmtrace export` end to end: processes exchanging
+ * flow ids over pipes, killed (one inside a flush, holding the lock), then
+ * the ring exported post-mortem and checked by the Chrome DevTools trace
+ * engine (tests/devtools/check-trace.mjs); capture files made with the
+ * encoder, cut, damaged and split into parts; bad input of every kind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+#include "capture.h"
+#include "internal.h"
+
+static char bin[512];
+static long fsize_limit;	/* > 0: the child may write files of at most this */
+static char tmpdir[256];
+
+/* Runs argv with stdout and stderr to files; returns the exit status, or
+ * 128 + signal. */
+static int run(const char *out, const char *err, char *const argv[])
+{
+	pid_t p = fork();
+	int st;
+
+	assert_true(p >= 0);
+	if (p == 0) {
+		int fo = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fe = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fo, 1);
+		dup2(fe, 2);
+		if (fsize_limit > 0) {
+			struct rlimit rl = { (rlim_t)fsize_limit, (rlim_t)fsize_limit };
+
+			/* a write past the limit fails with EFBIG instead of killing */
+			signal(SIGXFSZ, SIG_IGN);
+			setrlimit(RLIMIT_FSIZE, &rl);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(p, &st, 0), p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return buf;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static const char *tmp(const char *name)
+{
+	static char buf[8][512];
+	static int k;
+	char *b = buf[k++ % 8];
+
+	snprintf(b, 512, "%s/%s", tmpdir, name);
+	return b;
+}
+
+static int export_ring(const char *ring, const char *out, const char *err)
+{
+	char *argv[] = { bin, "export", "--ring", (char *)ring, "-o", (char *)out, NULL };
+
+	return run(NULL, err, argv);
+}
+
+/* The DevTools engine is there, or installed from the lock file. */
+static bool have_devtools(void)
+{
+	static int ok = -1;
+
+	if (ok < 0) {
+		struct stat st;
+
+		if (stat("tests/devtools/node_modules/@paulirish/trace_engine", &st) == 0)
+			ok = 1;
+		else
+			ok = system("npm ci --prefix tests/devtools >/dev/null 2>&1") == 0;
+	}
+	return ok;
+}
+
+static int check_trace(const char *json, const char *const *expect)
+{
+	char *argv[32] = { "/usr/bin/env", "node", "tests/devtools/check-trace.mjs", (char *)json };
+	int n = 4;
+
+	for (; *expect && n < 30; expect++)
+		argv[n++] = (char *)*expect;
+	argv[n] = NULL;
+	return run(tmp("check.out"), tmp("check.err"), argv);
+}
+
+static void print_file(const char *path)
+{
+	char *s = slurp(path);
+
+	fprintf(stderr, "%s: %s\n", path, s);
+	free(s);
+}
+
+/* ---------------------------------------------------------------- flows */
+
+struct pipes {
+	int ab[2], bc[2], ca[2];
+};
+
+static void send_flow(int fd, uint64_t f)
+{
+	assert_int_equal(write(fd, &f, sizeof(f)), (ssize_t)sizeof(f));
+}
+
+static uint64_t recv_flow(int fd)
+{
+	uint64_t f = 0;
+
+	if (read(fd, &f, sizeof(f)) != (ssize_t)sizeof(f))
+		_exit(3);
+	return f;
+}
+
+/* One span of the flow, recorded after the previous hop's span ended. */
+static void hop(shmtrace_t *t, const char *name, uint64_t flow)
+{
+	uint32_t cat = shmtrace_intern(t, "rpc");
+	uint32_t n = shmtrace_intern(t, name);
+	uint64_t t0 = shmtrace_now();
+
+	while (shmtrace_now() == t0)
+		;
+	shmtrace_span(t, cat, n, t0, shmtrace_now(), flow);
+}
+
+/* A child: names itself, then runs its part of two flows, then is killed
+ * (no flush: its records live only in its staging block). */
+static pid_t child(shmtrace_t *t, struct pipes *p, char who)
+{
+	pid_t pid = fork();
+	char pname[16], tname[16];
+
+	assert_true(pid >= 0);
+	if (pid)
+		return pid;
+	snprintf(pname, sizeof(pname), "proc-%c", who);
+	snprintf(tname, sizeof(tname), "worker-%c", who);
+	prctl(PR_SET_NAME, tname, 0, 0, 0);
+	shmtrace_set_process_name(t, pname);
+	if (who == 'a') {
+		uint64_t f1 = shmtrace_flow_new(t);
+
+		hop(t, "a.send", f1);
+		send_flow(p->ab[1], f1);
+		/* flow 2 comes back from c */
+		hop(t, "a.reply", recv_flow(p->ca[0]));
+	} else if (who == 'b') {
+		hop(t, "b.work", recv_flow(p->ab[0]));
+		hop(t, "b.untracked", 0);
+		/* wakes c; the parent then sends c the flow id */
+		send_flow(p->bc[1], 0);
+	} else {
+		uint64_t f2 = shmtrace_flow_new(t);
+
+		recv_flow(p->bc[0]);
+		/* b forwarded nothing: c ends flow 1 by a lookup of a's id */
+		hop(t, "c.recv", recv_flow(p->bc[0]));
+		hop(t, "c.send", f2);
+		send_flow(p->ca[1], f2);
+	}
+	raise(SIGKILL);
+	_exit(1);
+}
+
+static void test_flows_across_killed_processes(void **state)
+{
+	const char *ring = test_ring_name("expflow");
+	struct shmtrace_ring_config cfg = { .capacity = 1024 };
+	char pids[3][32], expect_p[3][64], expect_t[3][64], chain1[96], chain2[64];
+	struct pipes p;
+	shmtrace_t *t;
+	pid_t a, b, c;
+	char *json;
+	int st;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &cfg), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	assert_int_equal(pipe(p.ab), 0);
+	assert_int_equal(pipe(p.bc), 0);
+	assert_int_equal(pipe(p.ca), 0);
+	a = child(t, &p, 'a');
+	b = child(t, &p, 'b');
+	c = child(t, &p, 'c');
+	waitpid(b, &st, 0);
+	assert_true(WIFSIGNALED(st));
+	/* c waits for a second id: flow 1's, which b did not forward; we read
+	 * it from a's record in the ring, so the id crosses a third process */
+	{
+		struct ring_dump d;
+		uint64_t f1 = 0;
+
+		ring_dump(ring, &d);
+		for (size_t i = 0; i < d.n; i++)
+			if (d.recs[i].pid == (uint32_t)a && d.recs[i].flow)
+				f1 = d.recs[i].flow;
+		free(d.recs);
+		assert_true(f1 != 0);
+		send_flow(p.bc[1], f1);
+	}
+	waitpid(a, &st, 0);
+	assert_true(WIFSIGNALED(st));
+	waitpid(c, &st, 0);
+	assert_true(WIFSIGNALED(st));
+	shmtrace_close(t);
+
+	assert_int_equal(export_ring(ring, tmp("flows.json"), tmp("flows.err")), 0);
+	json = slurp(tmp("flows.json"));
+	/* every span made it out of the dead processes' staging blocks */
+	assert_int_equal(count(json, "\"ph\":\"X\""), 6);
+	assert_int_equal(count(json, "\"ph\":\"s\""), 2);
+	assert_int_equal(count(json, "\"ph\":\"f\""), 2);
+	assert_non_null(strstr(json, "\"torn\":0"));
+	free(json);
+	if (!have_devtools()) {
+		shmtrace_ring_unlink(ring);
+		skip();
+	}
+	snprintf(pids[0], 32, "%d", a);
+	snprintf(pids[1], 32, "%d", b);
+	snprintf(pids[2], 32, "%d", c);
+	snprintf(chain1, sizeof(chain1), "%d,%d,%d", a, b, c);
+	snprintf(chain2, sizeof(chain2), "%d,%d", c, a);
+	for (int i = 0; i < 3; i++) {
+		snprintf(expect_p[i], 64, "%s=proc-%c", pids[i], 'a' + i);
+		snprintf(expect_t[i], 64, "%s:%s=worker-%c", pids[i], pids[i], 'a' + i);
+	}
+	{
+		const char *expect[] = {
+			"--expect-flows", "2", "--expect-flow-pids", chain1, "--expect-flow-pids", chain2,
+			"--expect-process", expect_p[0], "--expect-process", expect_p[1],
+			"--expect-process", expect_p[2], "--expect-thread", expect_t[0],
+			"--expect-thread", expect_t[1], "--expect-thread", expect_t[2], NULL,
+		};
+		int rc = check_trace(tmp("flows.json"), expect);
+
+		if (rc) {
+			print_file(tmp("check.err"));
+			print_file(tmp("check.out"));
+		}
+		assert_int_equal(rc, 0);
+	}
+	shmtrace_ring_unlink(ring);
+}
+
+/* ------------------------------------------------- killed holding the lock */
+
+static void die_in_flush(const char *where)
+{
+	if (!strcmp(where, "flush-middle"))
+		raise(SIGKILL);
+}
+
+static void test_killed_while_holding_lock(void **state)
+{
+	const char *ring = test_ring_name("explock");
+	struct shmtrace_ring_config cfg = { .capacity = 4096 };
+	shmtrace_t *t;
+	pid_t p1, p2;
+	char *json, *err;
+	int st;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &cfg), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	p1 = fork();
+	if (p1 == 0) {
+		uint32_t n = shmtrace_intern(t, "clean");
+
+		for (int i = 0; i < 10; i++)
+			shmtrace_span(t, n, n, 1000 + (uint64_t)i, 2000 + (uint64_t)i, 0);
+		shmtrace_close(t);
+		_exit(0);
+	}
+	waitpid(p1, &st, 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	p2 = fork();
+	if (p2 == 0) {
+		uint32_t n = shmtrace_intern(t, "killed");
+
+		shmt_test_hook = die_in_flush;
+		/* the 65th record fills the block: the flush dies half-way */
+		for (int i = 0; i < 100; i++)
+			shmtrace_span(t, n, n, 5000 + (uint64_t)i, 6000 + (uint64_t)i, 0);
+		_exit(1);
+	}
+	waitpid(p2, &st, 0);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+
+	/* the exporter never takes the lock, so a dead holder cannot stop it */
+	assert_int_equal(export_ring(ring, tmp("lock.json"), tmp("lock.err")), 0);
+	json = slurp(tmp("lock.json"));
+	err = slurp(tmp("lock.err"));
+	assert_int_equal(count(json, "\"name\":\"clean\""), 10);
+	/* all 64 published to the block, none of them twice, none torn */
+	assert_int_equal(count(json, "\"name\":\"killed\""), 64);
+	assert_non_null(strstr(json, "\"torn\":0"));
+	assert_null(strstr(err, "warning"));
+	free(json);
+	free(err);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
+/* ------------------------------------------------------------ capture files */
+
+static void put_file(const char *path, const void *buf, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, n), (ssize_t)n);
+	close(fd);
+}
+
+/* A capture part with records [first, first + n) of run 7, spans named
+ * "s<seq>", on pid 100 or 200 alternately. */
+static void make_part(msgpack_sbuffer *b, uint32_t part, uint64_t first, size_t n, bool end,
+		      size_t *frame_at)
+{
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .part = part, .run_id = 7, .ring_capacity = 1024,
+		.realtime0 = 1700000000000000000ull, .mono0 = 1000, .started_ns = 1000,
+	};
+	struct shmt_cap_string s[2] = { { 1, 3, "cat" }, { 2, 4, "span" } };
+	struct shmt_thread th[2] = { { .pid = 100, .tid = 100, .start_time = 5 },
+				     { .pid = 200, .tid = 201, .start_time = 6 } };
+	struct shmt_record r[64];
+	struct shmt_cap_loss loss = { .at_ns = 2000, .dropped = 3 };
+	struct shmt_cap_end e = { .records = n, .end_ns = 9000, .next_part = 0 };
+
+	snprintf(h.ring, sizeof(h.ring), "testring");
+	strcpy(th[0].name, "main");
+	strcpy(th[0].pname, "alpha");
+	strcpy(th[1].name, "io");
+	strcpy(th[1].pname, "beta");
+	assert_true(n <= 64);
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct shmt_record){ .ts = 10000 + (first + i) * 100, .dur = 50,
+					     .pid = (first + i) % 2 ? 200 : 100,
+					     .tid = (first + i) % 2 ? 201 : 100, .name = 2, .cat = 1,
+					     .flow = (first + i) < 4 ? 99 : 0,
+					     .commit = SHMTRACE_KIND_SPAN };
+	msgpack_sbuffer_init(b);
+	assert_int_equal(shmt_cap_put_header(b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(b, s, 2), 0);
+	assert_int_equal(shmt_cap_put_threads(b, th, 2), 0);
+	if (frame_at)
+		*frame_at = b->size;
+	assert_int_equal(shmt_cap_put_records(b, first, r, n), 0);
+	assert_int_equal(shmt_cap_put_loss(b, &loss), 0);
+	if (end)
+		assert_int_equal(shmt_cap_put_end(b, &e), 0);
+}
+
+static int export_files(const char *out, const char *err, const char *f1, const char *f2)
+{
+	char *argv[] = { bin, "export", (char *)f1, (char *)f2, "-o", (char *)out, NULL };
+
+	if (!f2) {
+		argv[3] = "-o";
+		argv[4] = (char *)out;
+		argv[5] = NULL;
+	}
+	return run(NULL, err, argv);
+}
+
+static void test_capture_parts_dedup_cut(void **state)
+{
+	msgpack_sbuffer p0, p1;
+	size_t at;
+	char *json, *err;
+
+	(void)state;
+	/* part 1 repeats records 20..29 of part 0, as a restarted write would */
+	make_part(&p0, 0, 0, 30, true, NULL);
+	make_part(&p1, 1, 20, 40, true, &at);
+	put_file(tmp("cap.0"), p0.data, p0.size);
+	put_file(tmp("cap.1"), p1.data, p1.size);
+	/* given in the wrong order */
+	assert_int_equal(export_files(tmp("cap.json"), tmp("cap.err"), tmp("cap.1"), tmp("cap.0")), 0);
+	json = slurp(tmp("cap.json"));
+	assert_int_equal(count(json, "\"ph\":\"X\""), 60);
+	assert_int_equal(count(json, "\"ts\":10.000,"), 2);	/* the span and its flow start */
+	assert_int_equal(count(json, "\"ts\":15.900,"), 1);	/* record 59, once */
+	assert_int_equal(count(json, "\"ph\":\"s\""), 1);
+	assert_int_equal(count(json, "\"ph\":\"t\""), 2);
+	assert_int_equal(count(json, "\"ph\":\"f\""), 1);
+	assert_non_null(strstr(json, "\"args\":{\"name\":\"alpha\"}"));
+	assert_non_null(strstr(json, "\"args\":{\"name\":\"io\"}"));
+	assert_non_null(strstr(json, "\"dropped\":3"));
+	assert_non_null(strstr(json, "records dropped (ring full)"));
+	assert_non_null(strstr(json, "\"trace_start\":\"2023-11-14T22:13:20.000009000Z\""));
+	free(json);
+	err = slurp(tmp("cap.err"));
+	assert_non_null(strstr(err, "3 dropped"));
+	free(err);
+
+	/* cut inside the records frame of part 1: part 0 and a warning */
+	put_file(tmp("cut.1"), p1.data, at + 10);
+	assert_int_equal(export_files(tmp("cut.json"), tmp("cut.err"), tmp("cap.0"), tmp("cut.1")), 0);
+	json = slurp(tmp("cut.json"));
+	err = slurp(tmp("cut.err"));
+	assert_int_equal(count(json, "\"ph\":\"X\""), 30);
+	assert_non_null(strstr(json, "\"complete\":false"));
+	assert_non_null(strstr(err, "cut.1"));
+	free(json);
+	free(err);
+
+	/* a flipped byte in the records frame: warning, what came before kept */
+	p1.data[at + 20] ^= 0x55;
+	put_file(tmp("bad.1"), p1.data, p1.size);
+	assert_int_equal(export_files(tmp("bad.json"), tmp("bad.err"), tmp("bad.1"), NULL), 0);
+	json = slurp(tmp("bad.json"));
+	err = slurp(tmp("bad.err"));
+	assert_int_equal(count(json, "\"ph\":\"X\""), 0);
+	assert_non_null(strstr(err, "bad.1"));
+	free(json);
+	free(err);
+	msgpack_sbuffer_destroy(&p0);
+	msgpack_sbuffer_destroy(&p1);
+}
+
+/* ---------------------------------------------------------------- bad input */
+
+static void test_bad_files(void **state)
+{
+	unsigned char junk[4096];
+	char *err;
+
+	(void)state;
+	put_file(tmp("empty"), "", 0);
+	srand(1);
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)rand();
+	put_file(tmp("junk"), junk, sizeof(junk));
+	assert_int_equal(export_files(tmp("x.json"), tmp("x.err"), tmp("empty"), NULL), 1);
+	err = slurp(tmp("x.err"));
+	assert_non_null(strstr(err, "empty"));
+	assert_int_equal(count(err, "\n"), 1);
+	free(err);
+	assert_int_equal(export_files(tmp("x.json"), tmp("x.err"), tmp("junk"), NULL), 1);
+	assert_int_equal(export_files(tmp("x.json"), tmp("x.err"), tmp("missing"), NULL), 1);
+	{
+		char *a1[] = { bin, "stat", (char *)tmp("junk"), NULL };
+		char *a2[] = { bin, "summary", (char *)tmp("empty"), NULL };
+		char *a3[] = { bin, "export", "--bogus", NULL };
+		char *a4[] = { bin, "export", "--ring", NULL };
+		char *a5[] = { bin, "export", "--from", "soon", "x", "-o", "-", NULL };
+		char *a6[] = { bin, "export", "x", NULL };
+		char *a7[] = { bin, "--version", NULL };
+
+		assert_int_equal(run(NULL, NULL, a1), 1);
+		assert_int_equal(run(NULL, NULL, a2), 1);
+		assert_int_equal(run(NULL, tmp("u.err"), a3), 2);
+		err = slurp(tmp("u.err"));
+		assert_non_null(strstr(err, "Try 'shmtrace export --help'"));
+		free(err);
+		assert_int_equal(run(NULL, NULL, a4), 2);
+		assert_int_equal(run(NULL, NULL, a5), 2);
+		assert_int_equal(run(NULL, NULL, a6), 2);
+		assert_int_equal(run(tmp("v.out"), NULL, a7), 0);
+		err = slurp(tmp("v.out"));
+		assert_string_equal(err, "shmtrace " SHMTRACE_VERSION "\n");
+		free(err);
+	}
+	/* a write error (here: file too large) is an error exit, not a
+	 * silent truncation, and the partial output is removed */
+	if (access(tmp("cap.0"), R_OK) == 0) {
+		char *a[] = { bin, "export", (char *)tmp("cap.0"), "-o", (char *)tmp("big.json"), NULL };
+
+		fsize_limit = 1000;
+		assert_int_equal(run(NULL, tmp("big.err"), a), 1);
+		fsize_limit = 0;
+		err = slurp(tmp("big.err"));
+		assert_non_null(strstr(err, "big.json"));
+		free(err);
+		assert_int_equal(access(tmp("big.json"), F_OK), -1);
+	}
+}
+
+static void scribble(const char *ring, uint64_t off, const void *buf, size_t n)
+{
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, buf, n, (off_t)off), (ssize_t)n);
+	close(fd);
+}
+
+static void test_bad_rings(void **state)
+{
+	const char *ring = test_ring_name("expbad");
+	struct shmtrace_ring_config cfg = { .capacity = 256 };
+	struct shmt_header h;
+	shmtrace_t *t;
+	unsigned char junk[512];
+	uint64_t huge = 1ull << 62;
+	char *json;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &cfg), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (int i = 0; i < 100; i++) {
+		uint32_t n = shmtrace_intern(t, i % 2 ? "odd" : "even");
+
+		shmtrace_span(t, n, n, 100 + (uint64_t)i, 200 + (uint64_t)i, (uint64_t)i % 3);
+	}
+	shmtrace_flush(t);
+	{
+		char path[300];
+		int fd;
+
+		snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+		fd = open(path, O_RDONLY);
+		assert_int_equal(pread(fd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+		close(fd);
+	}
+	/* garbage in the string table and heap, a head far ahead */
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (unsigned char)(i * 37 + 11);
+	scribble(ring, h.strings_off, junk, 64);
+	scribble(ring, h.heap_off, junk, sizeof(junk));
+	scribble(ring, offsetof(struct shmt_header, head), &huge, sizeof(huge));
+	scribble(ring, offsetof(struct shmt_header, threads), &huge, 4);
+	assert_int_equal(export_ring(ring, tmp("bad.json"), tmp("badring.err")), 0);
+	json = slurp(tmp("bad.json"));
+	/* everything in the window is torn now; the output still parses */
+	assert_non_null(strstr(json, "\"torn\":256"));
+	free(json);
+	if (have_devtools()) {
+		const char *none[] = { NULL };
+
+		assert_int_equal(check_trace(tmp("bad.json"), none), 0);
+	}
+	{
+		char *a[] = { bin, "stat", (char *)ring, NULL };
+
+		assert_int_equal(run(NULL, NULL, a), 0);
+	}
+	/* a broken header: refused with a reason */
+	scribble(ring, 0, junk, 64);
+	assert_int_equal(export_ring(ring, tmp("bad.json"), tmp("badring.err")), 1);
+	json = slurp(tmp("badring.err"));
+	assert_non_null(strstr(json, ring));
+	free(json);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
+static int setup(void **state)
+{
+	const char *b = getenv("SHMTRACE_BIN");
+
+	(void)state;
+	snprintf(bin, sizeof(bin), "%s/shmtrace", b ? b : "build");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-export-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	return access(bin, X_OK);
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_flows_across_killed_processes),
+		cmocka_unit_test(test_killed_while_holding_lock),
+		cmocka_unit_test(test_capture_parts_dedup_cut),
+		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_bad_rings),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
