@@ -258,7 +258,10 @@ out:
 	if (demo_wait_child(broker, 2 * DEMO_EXIT_TIMEOUT_MS + 1000, &st) < 0) {
 		fprintf(stderr, "%s: the broker did not exit, killed\n", DEMO_NAME);
 		rc = 1;
-	} else if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+	} else if (WIFSIGNALED(st)) {
+		fprintf(stderr, "%s: the broker was killed by signal %d\n", DEMO_NAME, WTERMSIG(st));
+		rc = 1;
+	} else if (WEXITSTATUS(st)) {
 		fprintf(stderr, "%s: the broker reported a failure\n", DEMO_NAME);
 		rc = 1;
 	}

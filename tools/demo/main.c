@@ -110,7 +110,11 @@ static int make_sock_dir(struct demo_config *cfg, char *dir, size_t len)
 		fprintf(stderr, "%s: mkdtemp %s: %s\n", DEMO_NAME, dir, strerror(errno));
 		return -1;
 	}
-	snprintf(cfg->sock_path, sizeof(cfg->sock_path), "%s/broker.sock", dir);
+	if ((size_t)snprintf(cfg->sock_path, sizeof(cfg->sock_path), "%s/broker.sock", dir) >=
+	    sizeof(cfg->sock_path)) {
+		rmdir(dir);
+		return -1;	/* checked above: cannot happen */
+	}
 	return 0;
 }
 
