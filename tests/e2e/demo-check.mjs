@@ -1,26 +1,21 @@
 // SPDX-License-Identifier: MIT
 /*
- * demo-check.mjs - loads a trace of shmtrace-demo into the Chrome DevTools
- * trace engine (@paulirish/trace_engine, what the Performance panel runs)
- * and asserts what a user should see: the client, broker and worker
- * processes with their named threads, and one flow per request that goes
- * client -> broker -> worker -> broker -> client.
+ * demo-check.mjs - asserts what a user of shmtrace-demo should see in Chrome
+ * DevTools, given the JSON summary that tests/devtools/check-trace.mjs
+ * prints (what the DevTools trace engine itself made of the trace): the
+ * client, broker and worker processes with their named threads, and one
+ * flow per request that goes client -> broker -> worker -> broker -> client.
  *
- *   node tests/e2e/demo-check.mjs TRACE.json --requests N --workers N
+ *   node tests/devtools/check-trace.mjs TRACE.json > SUMMARY.json
+ *   node tests/e2e/demo-check.mjs SUMMARY.json --requests N --workers N
  *
  * Prints what it found; exits 0 if it all holds, 1 if not, 2 on bad usage.
  */
 import fs from 'node:fs';
-import path from 'node:path';
-import { createRequire } from 'node:module';
-import { pathToFileURL, fileURLToPath } from 'node:url';
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, '..', '..');
 
 function usage(msg) {
 	console.error(`demo-check: ${msg}`);
-	console.error('usage: node tests/e2e/demo-check.mjs TRACE.json --requests N --workers N');
+	console.error('usage: node tests/e2e/demo-check.mjs SUMMARY.json --requests N --workers N');
 	process.exit(2);
 }
 
@@ -32,20 +27,14 @@ for (let i = 0; i < args.length; i++) {
 	else if (!file) file = args[i];
 	else usage(`unexpected argument '${args[i]}'`);
 }
-if (!file || !(requests > 0) || !(workers > 0)) usage('need a trace, --requests and --workers');
+if (!file || !(requests > 0) || !(workers > 0)) usage('need a summary, --requests and --workers');
 
-// the trace engine expects a browser: this is all of the DOM it touches
-globalThis.DOMRect = class {
-	constructor(x = 0, y = 0, w = 0, h = 0) { Object.assign(this, { x, y, width: w, height: h }); }
-};
-const require = createRequire(path.join(root, 'tests', 'devtools', 'package.json'));
-const Trace = await import(pathToFileURL(require.resolve('@paulirish/trace_engine')).href);
-
-const json = JSON.parse(fs.readFileSync(file, 'utf8'));
-const events = json.traceEvents ?? json;
-const model = Trace.TraceModel.Model.createWithAllHandlers();
-await model.parse(events);
-const data = model.parsedTrace().data ?? model.parsedTrace();
+let sum;
+try {
+	sum = JSON.parse(fs.readFileSync(file, 'utf8'));
+} catch (e) {
+	usage(`${file}: ${e.message}`);
+}
 
 let failures = 0;
 function check(ok, what) {
@@ -55,12 +44,12 @@ function check(ok, what) {
 
 // processes and their threads, as the engine named them
 const pidOf = new Map();	// process name -> pid
-for (const [pid, ev] of data.Meta.processNames) pidOf.set(ev.args.name, pid);
+for (const [pid, name] of Object.entries(sum.processes)) pidOf.set(name, Number(pid));
 const threadNames = new Map();	// pid -> Set of thread names
-for (const [pid, proc] of data.Renderer.processes) {
-	const names = new Set();
-	for (const [, th] of proc.threads) if (th.name) names.add(th.name);
-	threadNames.set(pid, names);
+for (const [key, name] of Object.entries(sum.threads)) {
+	const pid = Number(key.split(':')[0]);
+	if (!threadNames.has(pid)) threadNames.set(pid, new Set());
+	threadNames.get(pid).add(name);
 }
 const expect = { client: ['main', 'client-1'], broker: ['event-loop'] };
 for (let w = 1; w <= workers; w++) expect[`worker-${w}`] = ['receiver', 'compute'];
@@ -73,35 +62,33 @@ for (const [proc, threads] of Object.entries(expect)) {
 		check(have.has(t), `  thread "${t}" in ${proc} (has: ${[...have].sort().join(', ')})`);
 }
 
-// flows: the sequence of processes each one visits, repeats collapsed
+// flows (events [pid, tid, ts, name] in time order): the sequence of
+// processes each one visits, repeats collapsed, and the slices it binds to
 const role = new Map();
 for (const [name, pid] of pidOf) role.set(pid, name.startsWith('worker-') ? 'worker' : name);
-const flows = data.Flows.flows;
-// the slices each hop's arrow should bind to, for a request served at once
 const exact = 'send>route>dispatch>receive>work>forward reply>handle reply';
 let full = 0, crossing = 0, named = 0;
-const sample = [];
-for (const flow of flows) {
+for (const flow of sum.flows) {
 	const hops = [];
-	const sorted = [...flow].sort((a, b) => a.ts - b.ts);
-	if (sorted.map(ev => ev.name).join('>') === exact) named++;
-	for (const ev of sorted) {
-		const r = role.get(ev.pid) ?? `pid ${ev.pid}`;
+	if (flow.map(ev => ev[3]).join('>') === exact) named++;
+	for (const ev of flow) {
+		const r = role.get(ev[0]) ?? `pid ${ev[0]}`;
 		if (hops.at(-1) !== r) hops.push(r);
 	}
 	const roles = new Set(hops);
 	if (roles.has('client') && roles.has('broker') && roles.has('worker')) crossing++;
 	if (hops.join('>').startsWith('client>broker>worker>broker>client')) full++;
-	if (sample.length < 1) sample.push(sorted.map(ev => `${role.get(ev.pid)}:${ev.name}`).join(' -> '));
 }
-console.log(`flows: ${flows.length}, crossing client/broker/worker: ${crossing}, ` +
+console.log(`flows: ${sum.flows.length}, crossing client/broker/worker: ${crossing}, ` +
 	    `client>broker>worker>broker>client: ${full}, bound to ${exact}: ${named}`);
-if (sample.length) console.log(`  e.g. ${sample[0]}`);
-check(flows.length >= requests, `at least ${requests} flows (one per request)`);
+if (sum.flows.length)
+	console.log(`  e.g. ${sum.flows[0].map(ev => `${role.get(ev[0])}:${ev[3]}`).join(' -> ')}`);
+check(sum.flows.length >= requests, `at least ${requests} flows (one per request)`);
 check(crossing >= requests, `at least ${requests} flows cross client, broker and worker pids`);
 check(full >= requests, `at least ${requests} flows go client -> broker -> worker -> broker -> client`);
 // 1% are retried and a crashed worker's are re-routed: those have more hops
-check(named >= Math.floor(requests * 0.9), `at least 90% of flows bind to exactly ${exact.replaceAll('>', ', ')}`);
+check(named >= Math.floor(requests * 0.9),
+      `at least 90% of flows bind to exactly ${exact.replaceAll('>', ', ')}`);
 
 console.log(failures ? `demo-check: ${failures} check(s) failed` : 'demo-check: all checks passed');
 process.exit(failures ? 1 : 0);

@@ -60,7 +60,10 @@ collector_pid=
 
 echo "== export and check in the DevTools trace engine"
 "$BIN/shmtrace" export "$tmp/demo.capture" -o "$tmp/demo.json" || fail "export failed"
-node tests/e2e/demo-check.mjs "$tmp/demo.json" --requests $REQUESTS --workers $WORKERS ||
+# check-trace.mjs reports what the DevTools engine sees; one flow per request
+node tests/devtools/check-trace.mjs "$tmp/demo.json" --expect-flows $REQUESTS >"$tmp/seen.json" ||
+	fail "DevTools does not see $REQUESTS flows"
+node tests/e2e/demo-check.mjs "$tmp/seen.json" --requests $REQUESTS --workers $WORKERS ||
 	fail "the trace does not show the demo as expected"
 
 echo "== post-mortem: no collector, worker-2 SIGKILLs itself"
@@ -83,6 +86,9 @@ const errors = ev.filter(e => e.ph === 'i' && e.name === 'error').length;
 console.log(`worker-2 (pid ${pid}): ${n('primes')} primes, ${n('compute')} compute; error instants: ${errors}`);
 process.exit(n('primes') === 10 && n('compute') === 9 && errors >= 1 ? 0 : 1);
 JS
+# re-routed requests are still one flow each, crossing two workers
+node tests/devtools/check-trace.mjs "$tmp/pm.json" --expect-flows 200 --quiet ||
+	fail "DevTools does not see 200 flows in the post-mortem trace"
 "$BIN/shmtrace-demo" --ring "$RING2" --create >/dev/null 2>&1 && fail "--create on an existing ring succeeded"
 rm -f "/dev/shm/$RING2"
 echo "pass"
