@@ -22,9 +22,24 @@ struct out {
 static struct out got[256];
 static size_t ngot;
 
-static int collect(void *ctx, char ph, uint64_t id, const struct flow_ev *e)
+static size_t nsingle;
+
+static int collect(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
+		   const struct flow_ev *group, size_t n)
 {
 	(void)ctx;
+	/* the group is the whole flow, in order, and holds e */
+	assert_true(e >= group && e < group + n);
+	for (size_t i = 1; i < n; i++)
+		assert_true(group[i - 1].ts <= group[i].ts);
+	if (!ph) {
+		/* a one-record flow: handed over, drawn as nothing */
+		assert_int_equal(n, 1);
+		assert_int_equal(id, 0);
+		nsingle++;
+		return 0;
+	}
+	assert_true(n >= 2);
 	assert_true(ngot < 256);
 	got[ngot++] = (struct out){ ph, id, *e };
 	return 0;
@@ -41,7 +56,7 @@ static uint64_t run(struct flows *f)
 {
 	uint64_t n = 99;
 
-	ngot = 0;
+	ngot = nsingle = 0;
 	assert_int_equal(flows_assemble(f, collect, NULL, &n), 0);
 	return n;
 }
@@ -138,6 +153,7 @@ static void test_single_record_draws_nothing(void **state)
 	assert_int_equal(run(&f), 1);
 	assert_int_equal(ngot, 2);
 	/* flow 9 drew nothing, and took no id */
+	assert_int_equal(nsingle, 1);
 	expect(0, 's', 1, 10, 1);
 	expect(1, 'f', 1, 20, 2);
 	flows_free(&f);
@@ -191,13 +207,16 @@ static void test_equal_timestamps(void **state)
 	flows_free(&f);
 }
 
-static int stop_at_two(void *ctx, char ph, uint64_t id, const struct flow_ev *e)
+static int stop_at_two(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
+		       const struct flow_ev *group, size_t ng)
 {
 	int *n = ctx;
 
 	(void)ph;
 	(void)id;
 	(void)e;
+	(void)group;
+	(void)ng;
 	return ++*n == 2 ? -28 : 0;
 }
 
@@ -216,10 +235,13 @@ static void test_emit_error_stops(void **state)
 }
 
 /* every flow of test_many_flows: s then f, ids in arrival order */
-static int check(void *ctx, char ph, uint64_t id, const struct flow_ev *e)
+static int check(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
+		 const struct flow_ev *group, size_t n)
 {
 	uint64_t *next = ctx;
 
+	assert_int_equal(n, 2);
+	assert_ptr_equal(group, ph == 's' ? e : e - 1);
 	if (ph == 's') {
 		assert_int_equal(id, *next);
 		assert_int_equal(e->ts, id - 1);

@@ -32,6 +32,8 @@ struct exporter {
 	bool has_from, has_to, progress;
 	uint64_t from, to, t0;		/* window, relative to t0 = earliest record */
 	uint64_t first_ts, last_ts, events, flows;
+	char *fcat;			/* the current flow's category list, or NULL */
+	size_t fcatlen;
 	bool any, sep;
 };
 
@@ -93,10 +95,46 @@ static bool wanted(const struct exporter *e, const struct shmt_record *r)
 	return true;
 }
 
+/* Writes one record as an event, under category cat[0..catlen). */
+static void put_event(struct exporter *e, uint32_t kind, uint32_t pid, uint32_t tid, uint64_t ts,
+		      uint64_t dur, const char *cat, size_t catlen, uint32_t name)
+{
+	struct jw *w = e->w;
+
+	sep(e);
+	switch (kind) {
+	case SHMTRACE_KIND_SPAN:
+		jw_puts(w, "{\"ph\":\"X\",");
+		put_where(w, pid, tid, ts);
+		jw_puts(w, ",\"dur\":");
+		jw_us(w, dur);
+		break;
+	case SHMTRACE_KIND_INSTANT:
+		jw_puts(w, "{\"ph\":\"i\",\"s\":\"t\",");
+		put_where(w, pid, tid, ts);
+		break;
+	default:
+		jw_puts(w, "{\"ph\":\"C\",");
+		put_where(w, pid, tid, ts);
+		break;
+	}
+	jw_puts(w, ",\"cat\":");
+	jw_str(w, cat, catlen);
+	jw_puts(w, ",\"name\":");
+	put_str_id(e, name);
+	if (kind == SHMTRACE_KIND_COUNTER) {
+		jw_puts(w, ",\"args\":{");
+		put_str_id(e, name);
+		jw_puts(w, ":");
+		jw_i64(w, (int64_t)dur);
+		jw_puts(w, "}");
+	}
+	jw_puts(w, "}");
+}
+
 static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct exporter *e = ctx;
-	struct jw *w = e->w;
 	uint32_t pid;
 
 	if (!wanted(e, r))
@@ -109,65 +147,110 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	if (!e->any || r->ts > e->last_ts)
 		e->last_ts = r->ts;
 	e->any = true;
-
-	sep(e);
-	switch (r->commit) {
-	case SHMTRACE_KIND_SPAN:
-		jw_puts(w, "{\"ph\":\"X\",");
-		put_where(w, pid, r->tid, r->ts);
-		jw_puts(w, ",\"dur\":");
-		jw_us(w, r->dur);
-		break;
-	case SHMTRACE_KIND_INSTANT:
-		jw_puts(w, "{\"ph\":\"i\",\"s\":\"t\",");
-		put_where(w, pid, r->tid, r->ts);
-		break;
-	default:
-		jw_puts(w, "{\"ph\":\"C\",");
-		put_where(w, pid, r->tid, r->ts);
-		break;
-	}
-	jw_puts(w, ",\"cat\":");
-	put_str_id(e, r->cat);
-	jw_puts(w, ",\"name\":");
-	put_str_id(e, r->name);
-	if (r->commit == SHMTRACE_KIND_COUNTER) {
-		jw_puts(w, ",\"args\":{");
-		put_str_id(e, r->name);
-		jw_puts(w, ":");
-		jw_i64(w, (int64_t)r->dur);
-		jw_puts(w, "}");
-	}
-	jw_puts(w, "}");
+	if (++e->events % PROGRESS_EVERY == 0 && e->progress)
+		fprintf(stderr, "\rshmtrace: %llu records exported", (unsigned long long)e->events);
 
 	if (r->flow && r->commit != SHMTRACE_KIND_COUNTER) {
+		/* written with its flow at the end, when the flow's category is known */
 		struct flow_ev fe = {
-			.flow = r->flow, .ts = r->ts, .pid = pid, .tid = r->tid,
+			.flow = r->flow, .ts = r->ts, .dur = r->dur, .pid = pid, .tid = r->tid,
 			.cat = r->cat, .name = r->name, .kind = r->commit,
 		};
 
-		if (flows_add(&e->fl, &fe) < 0)
-			return -ENOMEM;
+		return flows_add(&e->fl, &fe);
+	} else {
+		size_t len;
+		const char *cat = source_string(&e->src, r->cat, &len);
+
+		put_event(e, r->commit, pid, r->tid, r->ts, r->dur, cat, len, r->name);
 	}
-	if (++e->events % PROGRESS_EVERY == 0 && e->progress)
-		fprintf(stderr, "\rshmtrace: %llu records exported", (unsigned long long)e->events);
-	return w->err;
+	return e->w->err;
 }
 
-static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe)
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The category of a flow's slices and flow events. DevTools binds a flow
+ * event only to a slice of identical (ts, pid, tid, cat) and groups a
+ * flow's events by (cat, name, id): both hold only if every slice of the
+ * flow has one category. When they differ, the slices get the list of
+ * them, "a,b", which is how the format writes an event of several
+ * categories, so no slice loses its own.
+ */
+static int flow_cat(struct exporter *e, const struct flow_ev *g, size_t n)
+{
+	const char **v;
+	size_t m = 0, len = 0;
+	bool same = true;
+	char *out;
+
+	free(e->fcat);
+	e->fcat = NULL;
+	for (size_t i = 1; i < n && same; i++)
+		same = g[i].cat == g[0].cat;
+	if (same)
+		return 0;
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t l;
+
+		v[m++] = source_string(&e->src, g[i].cat, &l);
+	}
+	qsort(v, m, sizeof(*v), cmp_cstr);
+	for (size_t i = 0; i < m; i++)
+		len += strlen(v[i]) + 1;
+	out = malloc(len + 1);
+	if (!out) {
+		free(v);
+		return -ENOMEM;
+	}
+	out[0] = 0;
+	len = 0;
+	for (size_t i = 0; i < m; i++) {
+		if (i && !strcmp(v[i], v[i - 1]))
+			continue;
+		len += (size_t)sprintf(out + len, "%s%s", len ? "," : "", v[i]);
+	}
+	free(v);
+	e->fcat = out;
+	e->fcatlen = len;
+	return 0;
+}
+
+static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe,
+		   const struct flow_ev *group, size_t n)
 {
 	struct exporter *e = ctx;
 	struct jw *w = e->w;
 	char p[2] = { ph, 0 };
+	const char *cat;
+	size_t len;
+	int ret;
 
+	if (fe == group && (ret = flow_cat(e, group, n)) < 0)
+		return ret;
+	if (e->fcat) {
+		cat = e->fcat;
+		len = e->fcatlen;
+	} else {
+		cat = source_string(&e->src, fe->cat, &len);
+	}
+	put_event(e, fe->kind, fe->pid, fe->tid, fe->ts, fe->dur, cat, len, fe->name);
+	if (!ph)
+		return w->err;
 	sep(e);
 	jw_puts(w, "{\"ph\":\"");
 	jw_puts(w, p);
 	jw_puts(w, "\",\"id\":");
 	jw_u64(w, id);
 	jw_puts(w, ",\"name\":\"flow\",\"cat\":");
-	/* the same string, so DevTools finds the slice with identical cat */
-	put_str_id(e, fe->cat);
+	/* byte for byte the slice's: DevTools binds on identical strings */
+	jw_str(w, cat, len);
 	jw_puts(w, ",");
 	put_where(w, fe->pid, fe->tid, fe->ts);
 	if (ph == 'f')
@@ -376,6 +459,10 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 	if (ret < 0)
 		return ret;
 	ret = flows_assemble(&e->fl, on_flow, e, &e->flows);
+	if (e->w->err) {
+		err[0] = 0;
+		return e->w->err;
+	}
 	if (ret < 0)
 		return ret;
 	ret = put_names(e);
@@ -497,6 +584,7 @@ int cmd_export(int argc, char **argv)
 				out);
 	}
 	flows_free(&e->fl);
+	free(e->fcat);
 	u64map_free(&e->seen);
 	procs_free(&e->ps);
 done_src:

@@ -62,9 +62,7 @@ static int cmp_group(const void *pa, const void *pb)
 	return CMP(a->first, b->first);
 }
 
-int flows_assemble(struct flows *f, int (*emit)(void *ctx, char ph, uint64_t id,
-						const struct flow_ev *e),
-		   void *ctx, uint64_t *nflows)
+int flows_assemble(struct flows *f, flows_emit_fn emit, void *ctx, uint64_t *nflows)
 {
 	struct group *g = NULL;
 	size_t ng = 0, cap = 0;
@@ -84,7 +82,13 @@ int flows_assemble(struct flows *f, int (*emit)(void *ctx, char ph, uint64_t id,
 				first = f->v[j].order;
 			j++;
 		}
-		if (j - i >= 2) {
+		if (j - i == 1) {
+			ret = emit(ctx, 0, 0, &f->v[i], &f->v[i], 1);
+			if (ret) {
+				free(g);
+				return ret;
+			}
+		} else {
 			if (ng == cap) {
 				struct group *ng2;
 
@@ -105,7 +109,7 @@ int flows_assemble(struct flows *f, int (*emit)(void *ctx, char ph, uint64_t id,
 		for (size_t i = 0; i < g[k].n && !ret; i++) {
 			char ph = i == 0 ? 's' : i + 1 == g[k].n ? 'f' : 't';
 
-			ret = emit(ctx, ph, k + 1, &f->v[g[k].start + i]);
+			ret = emit(ctx, ph, k + 1, &f->v[g[k].start + i], &f->v[g[k].start], g[k].n);
 		}
 	}
 	if (nflows)

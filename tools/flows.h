@@ -14,6 +14,7 @@
 struct flow_ev {
 	uint64_t flow;		/* the producer's flow id */
 	uint64_t ts;		/* ns, as the slice's ts was written */
+	uint64_t dur;		/* the slice's duration (written at assembly) */
 	uint32_t pid;		/* pid as written in the trace (after reuse remapping) */
 	uint32_t tid;
 	uint32_t cat;		/* string ids of the slice */
@@ -33,16 +34,19 @@ void flows_free(struct flows *f);
 int flows_add(struct flows *f, const struct flow_ev *e);
 
 /*
- * Sorts each flow by (ts, pid, tid, arrival) and calls emit for every event
- * of every flow of two or more records: ph 's' on the first, 't' on the
- * middle ones, 'f' on the last. Flows get ids 1..N in the order their first
- * record arrived, so ids are unique and far below 2^53 whatever the
- * producers used. A one-record flow draws nothing. Stops at the first
- * non-zero return of emit and returns it; returns 0 or -ENOMEM otherwise.
- * *nflows (if not NULL) gets the number of flows drawn.
+ * Sorts each flow by (ts, pid, tid, arrival) and calls emit for every
+ * record: for a flow of two or more records ph is 's' on the first, 't' on
+ * the middle ones, 'f' on the last; a one-record flow draws nothing (ph 0,
+ * id 0), its record is still handed over. group[0..n) is the whole flow
+ * the record belongs to (DevTools groups flow events by category, so the
+ * caller may want one category for the flow). Flows get ids 1..N in the
+ * order their first record arrived, so ids are unique and far below 2^53
+ * whatever the producers used. Stops at the first non-zero return of emit
+ * and returns it; returns 0 or -ENOMEM otherwise. *nflows (if not NULL)
+ * gets the number of flows drawn.
  */
-int flows_assemble(struct flows *f, int (*emit)(void *ctx, char ph, uint64_t id,
-						const struct flow_ev *e),
-		   void *ctx, uint64_t *nflows);
+typedef int (*flows_emit_fn)(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
+			     const struct flow_ev *group, size_t n);
+int flows_assemble(struct flows *f, flows_emit_fn emit, void *ctx, uint64_t *nflows);
 
 #endif
