@@ -141,7 +141,7 @@ install: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL)
 	for m in docs/man/*.3; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man3/; done; true
 
 clean:
-	rm -rf build build-san build-tsan build-bench demo-out
+	rm -rf build build-san build-tsan build-bench build-clang build-fuzz demo-out demo-trace.json
 
 .PHONY: all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
 .SECONDARY:

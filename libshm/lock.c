@@ -14,6 +14,17 @@
 
 #include "internal.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define SHMT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SHMT_TSAN 1
+#endif
+#endif
+#ifndef SHMT_TSAN
+#define SHMT_TSAN 0
+#endif
+
 void (*shmt_test_hook)(const char *where);
 
 int shmt_mutex_init(pthread_mutex_t *m)
@@ -120,9 +131,9 @@ void shmt_repair(struct shmt_view *v)
 	fetch_add(&h->lock_recoveries, 1);
 }
 
-static void deadline_after(struct timespec *ts, uint64_t ns)
+static void deadline_after(struct timespec *ts, clockid_t clk, uint64_t ns)
 {
-	clock_gettime(CLOCK_MONOTONIC, ts);
+	clock_gettime(clk, ts);
 	ts->tv_sec += (time_t)(ns / 1000000000ull);
 	ts->tv_nsec += (long)(ns % 1000000000ull);
 	if (ts->tv_nsec >= 1000000000L) {
@@ -144,8 +155,14 @@ int shmt_lock(struct shmt_view *v, uint64_t timeout_ns)
 
 	ret = pthread_mutex_trylock(m);
 	if (ret == EBUSY && timeout_ns) {
-		deadline_after(&ts, timeout_ns);
+#if SHMT_TSAN
+		/* ThreadSanitizer does not intercept clocklock */
+		deadline_after(&ts, CLOCK_REALTIME, timeout_ns);
+		ret = pthread_mutex_timedlock(m, &ts);
+#else
+		deadline_after(&ts, CLOCK_MONOTONIC, timeout_ns);
 		ret = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
+#endif
 	}
 	if (ret == EOWNERDEAD) {
 		shmt_repair(v);

@@ -38,6 +38,9 @@ struct tls_slot {
 static __thread struct tls_slot tls[TLS_SLOTS] __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tls_tid __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tls_tid_gen __attribute__((tls_model("initial-exec")));
+/* a name set with shmtrace_set_thread_name(), kept for the rings this
+ * thread first writes to later */
+static __thread char tls_tname[SHMT_NAME_LEN] __attribute__((tls_model("initial-exec")));
 
 /* Process identity, refreshed in the child after fork(). */
 static uint32_t g_pid;
@@ -154,6 +157,10 @@ static int claim_block_locked(shmtrace_t *t, uint32_t tid)
 
 static void thread_name(char *buf)
 {
+	if (tls_tname[0]) {
+		memcpy(buf, tls_tname, SHMT_NAME_LEN);
+		return;
+	}
 	buf[0] = 0;
 	prctl(PR_GET_NAME, buf, 0, 0, 0);
 	buf[15] = 0;
@@ -439,7 +446,9 @@ SHMT_API int shmtrace_set_thread_name(shmtrace_t *t, const char *name)
 {
 	if (!name)
 		return -EINVAL;
-	return append_name(t, name);
+	strncpy(tls_tname, name, SHMT_NAME_LEN - 1);
+	tls_tname[SHMT_NAME_LEN - 1] = 0;
+	return append_name(t, tls_tname);
 }
 
 SHMT_API int shmtrace_set_process_name(shmtrace_t *t, const char *name)

@@ -213,7 +213,7 @@ static inline void shmtrace_scope_end_(struct shmtrace_scope *s)
 	static struct shmtrace_site SHMTRACE_CAT_(shmtrace_site_, __LINE__) =	\
 		{ (cat), (name), 0, 0, 0 };					\
 	struct shmtrace_scope SHMTRACE_CAT_(shmtrace_scope_, __LINE__)		\
-		__attribute__((cleanup(shmtrace_scope_end_))) =			\
+		__attribute__((cleanup(shmtrace_scope_end_), unused)) =		\
 		shmtrace_scope_begin_(&SHMTRACE_CAT_(shmtrace_site_, __LINE__), (flow))
 #define SHMTRACE_SCOPE(cat, name) SHMTRACE_SCOPE_FLOW(cat, name, 0)
 
