@@ -104,7 +104,8 @@ int flows_assemble(struct flows *f, flows_emit_fn emit, void *ctx, uint64_t *nfl
 		}
 		i = j;
 	}
-	qsort(g, ng, sizeof(*g), cmp_group);
+	if (ng)
+		qsort(g, ng, sizeof(*g), cmp_group);
 	for (size_t k = 0; k < ng && !ret; k++) {
 		for (size_t i = 0; i < g[k].n && !ret; i++) {
 			char ph = i == 0 ? 's' : i + 1 == g[k].n ? 'f' : 't';
