@@ -435,6 +435,26 @@ static void test_capture_parts_dedup_cut(void **state)
 	assert_non_null(strstr(err, "3 dropped"));
 	free(err);
 
+	/* a window relative to the first record, and one process */
+	{
+		char *w[] = { bin, "export", (char *)tmp("cap.0"), (char *)tmp("cap.1"), "--from", "1us",
+			      "--to", "0.002ms", "-o", (char *)tmp("win.json"), NULL };
+		char *p[] = { bin, "export", (char *)tmp("cap.0"), (char *)tmp("cap.1"), "--pid", "200",
+			      "-o", (char *)tmp("pid.json"), NULL };
+
+		assert_int_equal(run(NULL, NULL, w), 0);
+		json = slurp(tmp("win.json"));
+		assert_int_equal(count(json, "\"ph\":\"X\""), 11);	/* records 10..20 */
+		assert_non_null(strstr(json, "\"ts\":11.000,"));
+		assert_non_null(strstr(json, "\"ts\":12.000,"));
+		free(json);
+		assert_int_equal(run(NULL, NULL, p), 0);
+		json = slurp(tmp("pid.json"));
+		assert_int_equal(count(json, "\"ph\":\"X\""), 30);
+		assert_int_equal(count(json, "\"pid\":100,"), 0);
+		free(json);
+	}
+
 	/* cut inside the records frame of part 1: part 0 and a warning */
 	put_file(tmp("cut.1"), p1.data, at + 10);
 	assert_int_equal(export_files(tmp("cut.json"), tmp("cut.err"), tmp("cap.0"), tmp("cut.1")), 0);
