@@ -135,7 +135,8 @@ install: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL)
 	install -m 0644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
 	install -m 0755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libshmtrace.so.0 $(DESTDIR)$(PREFIX)/lib/libshmtrace.so
-	install -m 0644 $(BUILD)/shmtrace.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' libshm/shmtrace.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/shmtrace.pc
 	install -m 0755 $(COLLECTOR) $(TOOL) $(DESTDIR)$(PREFIX)/bin/
 	for m in docs/man/*.1; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man1/; done; true
 	for m in docs/man/*.3; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man3/; done; true
