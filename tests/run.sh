@@ -35,7 +35,7 @@ run_one() {
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] || continue
 	case $mode in
-	--threaded) case $t in *_mp*|*_thread*|*_ring*|*_crash*) ;; *) continue ;; esac ;;
+	--threaded) case $t in *_mp*|*_thread*|*_ring*|*_crash*|*_collector*) ;; *) continue ;; esac ;;
 	esac
 	run_one "$(basename "$t")" "$t"
 done
