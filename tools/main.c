@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "svg.h"
 
 static const char usage[] =
 	"Usage: shmtrace COMMAND [options]\n"
@@ -16,6 +17,7 @@ static const char usage[] =
 	"  export   convert to Chrome Trace Event JSON (Perfetto, DevTools)\n"
 	"  stat     show the state of a ring or a capture file\n"
 	"  summary  span statistics per process and name\n"
+	"  svg      draw a window of a trace as an SVG timeline\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     show this help ('shmtrace COMMAND --help' for a command)\n"
@@ -28,7 +30,8 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(int argc, char **argv);
-	} cmds[] = { { "export", cmd_export }, { "stat", cmd_stat }, { "summary", cmd_summary } };
+	} cmds[] = { { "export", cmd_export }, { "stat", cmd_stat }, { "summary", cmd_summary },
+		    { "svg", cmd_svg } };
 
 	if (argc < 2) {
 		fputs("shmtrace: no command given\nTry 'shmtrace --help'.\n", stderr);
