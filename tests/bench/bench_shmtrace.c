@@ -267,6 +267,23 @@ static void collector_summary(const struct drainer *d, char *buf, size_t len)
 			*p = '\'';
 }
 
+/* CPU (user + system) the stopped drainer used, ms per million records */
+static double drainer_cpu_ms_per_m(const struct drainer *d, uint64_t records)
+{
+	double s = (double)d->ru.ru_utime.tv_sec + d->ru.ru_utime.tv_usec / 1e6 +
+		   (double)d->ru.ru_stime.tv_sec + d->ru.ru_stime.tv_usec / 1e6;
+
+	return records ? s * 1000.0 / ((double)records / 1e6) : 0.0;
+}
+
+static double drainer_sys_share(const struct drainer *d)
+{
+	double u = (double)d->ru.ru_utime.tv_sec + d->ru.ru_utime.tv_usec / 1e6;
+	double k = (double)d->ru.ru_stime.tv_sec + d->ru.ru_stime.tv_usec / 1e6;
+
+	return u + k > 0 ? k / (u + k) : 0.0;
+}
+
 static uint64_t file_size(const char *path)
 {
 	struct stat st;
@@ -443,10 +460,10 @@ static int case_mp2(void)
 	double med = bench_median(rate, runs);
 
 	printf("RESULT mp2 rate=%.0f min=%.0f max=%.0f runs=%d n_per_proc=%llu drainer=%s dropped=%llu "
-	       "errors=%llu drained=%d published=%llu summary=\"%s\"\n",
+	       "errors=%llu drained=%d published=%llu drainer_cpu_ms_per_m=%.1f drainer_sys=%.2f summary=\"%s\"\n",
 	       med, rate[0], rate[runs - 1], runs, (unsigned long long)g_n, drainer_kind(&d),
 	       (unsigned long long)dropped, (unsigned long long)errors, drained,
-	       (unsigned long long)total, summary);
+	       (unsigned long long)total, drainer_cpu_ms_per_m(&d, total), drainer_sys_share(&d), summary);
 	shmtrace_ring_unlink(name);
 	return 0;
 }
@@ -618,7 +635,7 @@ static void fill_ring(const char *name)
 static int case_drain(void)
 {
 	char name[128], summary[1024] = "";
-	double rate[64], rate_exit[64], cpu[64], hwm[64], mbs[64];
+	double rate[64], rate_exit[64], cpu[64], hwm[64], mbs[64], sys[64];
 	uint64_t bytes = 0, recs = 0;
 	int runs = (int)g_runs;
 
@@ -661,17 +678,18 @@ static int case_drain(void)
 		rate[r] = (double)head / ((double)(done_ns - d.spawned_ns) / 1e9);
 		rate_exit[r] = (double)head / ((double)(exit_ns - d.spawned_ns) / 1e9);
 		mbs[r] = (double)bytes / 1e6 / ((double)(exit_ns - d.spawned_ns) / 1e9);
-		cpu[r] = ((double)d.ru.ru_utime.tv_sec + d.ru.ru_utime.tv_usec / 1e6 +
-			  (double)d.ru.ru_stime.tv_sec + d.ru.ru_stime.tv_usec / 1e6) / ((double)head / 1e6);
+		cpu[r] = drainer_cpu_ms_per_m(&d, head) / 1000.0;
+		sys[r] = drainer_sys_share(&d);
 		hwm[r] = (double)(kb ? kb : (uint64_t)d.ru.ru_maxrss) / 1024.0;
 		collector_summary(&d, summary, sizeof(summary));
 		unlink(d.out);
 		shmtrace_ring_unlink(name);
 	}
-	printf("RESULT drain rate=%.0f rate_to_exit=%.0f mbs=%.1f cpu_ms_per_m=%.1f hwm_mb=%.1f "
+	printf("RESULT drain rate=%.0f rate_to_exit=%.0f mbs=%.1f cpu_ms_per_m=%.1f sys_share=%.2f hwm_mb=%.1f "
 	       "capture_bytes=%llu records=%llu bytes_per_rec=%.2f runs=%d summary=\"%s\"\n",
 	       bench_median(rate, runs), bench_median(rate_exit, runs), bench_median(mbs, runs),
-	       bench_median(cpu, runs) * 1000.0, bench_median(hwm, runs), (unsigned long long)bytes,
+	       bench_median(cpu, runs) * 1000.0, bench_median(sys, runs), bench_median(hwm, runs),
+	       (unsigned long long)bytes,
 	       (unsigned long long)recs, recs ? (double)bytes / (double)recs : 0.0, runs, summary);
 	shmtrace_ring_unlink(name);
 	return 0;

@@ -273,7 +273,9 @@ if [ -n "$(field "$S5" rate)" ]; then
 	row "5 drain, M records/s (to tail=head)" "$(fmt "$(awk -v x="$(field "$S5" rate)" 'BEGIN { print x / 1e6 }')" 2)" "-" "" ""
 	row "5 drain, M records/s (to exit)" "$(fmt "$(awk -v x="$(field "$S5" rate_to_exit)" 'BEGIN { print x / 1e6 }')" 2)" "-" "" ""
 	row "5 drain, MB/s of capture written" "$(fmt "$(field "$S5" mbs)" 1)" "-" "" ""
-	row "5 drain, CPU ms per M records" "$(fmt "$(field "$S5" cpu_ms_per_m)" 1)" "-" "" ""
+	row "5 drain, CPU ms per M records" "$(fmt "$(field "$S5" cpu_ms_per_m)" 1)" "-" "" "cold collector, full ring; $(fmt "$(awk -v x="$(field "$S5" sys_share)" 'BEGIN { print x * 100 }')" 0) % system"
+	[ "$(field "$S2" drainer)" = collector ] &&
+		row "5 CPU ms per M records, warm" "$(fmt "$(field "$S2" drainer_cpu_ms_per_m)" 1)" "-" "" "collector of case 2 sustained; $(fmt "$(awk -v x="$(field "$S2" drainer_sys)" 'BEGIN { print x * 100 }')" 0) % system"
 	row "5 drain, collector peak RSS, MB" "$(fmt "$(field "$S5" hwm_mb)" 1)" "-" "" ""
 else
 	row "5 drain" "skipped" "-" "" "$(qfield "$S5" skipped)"
