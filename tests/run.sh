@@ -45,6 +45,21 @@ if [ "$mode" = all ]; then
 		run_one "e2e-$(basename "$s" .sh)" bash "$s"
 	done
 fi
+# the fault-injection figures (tests/test_faults.c) as one table
+figs=$(cat "$BUILD"/test-logs/*.log 2>/dev/null | grep '^FIGURE|' | cut -d'|' -f2-)
+if [ -n "$figs" ]; then
+	echo
+	echo "Faults injected and what was counted (torn accepted and lost silently must be 0):"
+	{ echo "fault|injected|records written|exported|dropped (counted)|torn accepted|lost silently|note"
+	  echo "$figs"; } | awk -F'|' '{ for (i = 1; i <= NF; i++) { c[NR, i] = $i;
+		if (length($i) > w[i]) w[i] = length($i) } n = NR; if (NF > nf) nf = NF }
+		END { for (r = 1; r <= n; r++) { line = ""; for (i = 1; i <= nf; i++)
+			line = line sprintf(i < nf ? "%-" w[i] "s  " : "%s", c[r, i]); print line } }'
+fi
+if [ -f "$BUILD/../build-fuzz/summary.txt" ]; then
+	echo
+	cat "$BUILD/../build-fuzz/summary.txt"
+fi
 # nothing a test made may stay behind in /dev/shm
 rm -f /dev/shm/"$SHMTRACE_TEST_PREFIX"* 2>/dev/null
 echo
