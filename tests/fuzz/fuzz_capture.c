@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fuzz_capture.c - libFuzzer harness for the capture-file reader
+ * (collector/capture_dec.c) and the exporter's capture source
+ * (tools/source.c). Built and run by tests/fuzz/run.sh.
+ *
+ * Each input is a capture file. It is read three ways:
+ *   1. frame after frame from memory with shmt_cap_decode();
+ *   2. as a file (a memfd, opened by path) with shmt_cap_open()/next();
+ *   3. through `shmtrace export -o OUT FILE` (cmd_export(): source_open_files(),
+ *      source_records(), the flow and event writers), whose output must
+ *      then be strict JSON (json_check.c).
+ * Frames carry a CRC-32C, which random mutations almost never get right, so
+ * every input whose frames' CRCs are wrong is also read a second time with
+ * the CRCs recomputed (the harness finds frame ends with its own msgpack
+ * skipper), letting the fuzzer reach the field decoders behind the CRC.
+ * Any crash, leak, out-of-bounds access or undefined behaviour is a bug.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <getopt.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "crc32c.h"
+#include "cli.h"
+#include "json_check.h"
+#include "source.h"
+
+static int memfd = -1, outfd = -1;
+static char mempath[64], outpath[64];
+static FILE *devnull;
+static int no_export;	/* FUZZ_CAPTURE_NO_EXPORT=1: the readers only, ~10x faster */
+
+static uint64_t rd_be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* Length of the msgpack object at p, or 0 if it is cut or invalid. */
+static size_t mp_skip(const uint8_t *p, size_t len)
+{
+	uint64_t left = 1;
+	size_t pos = 0;
+
+	while (left) {
+		uint64_t hdr = 1, body = 0, kids = 0;
+		uint8_t t;
+
+		left--;
+		if (pos >= len)
+			return 0;
+		t = p[pos];
+		if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) {
+		} else if (t <= 0x8f) {
+			kids = 2ull * (t & 0x0f);
+		} else if (t <= 0x9f) {
+			kids = t & 0x0f;
+		} else if (t <= 0xbf) {
+			body = t & 0x1f;
+		} else if (t == 0xc1) {
+			return 0;
+		} else {
+			static const uint8_t fixed[] = { 5, 9, 2, 3, 5, 9, 2, 3, 5, 9, 3, 4, 6, 10, 18 };
+			int lb = 0;
+
+			switch (t) {
+			case 0xc4: case 0xd9: case 0xc7: lb = 1; break;
+			case 0xc5: case 0xda: case 0xdc: case 0xde: case 0xc8: lb = 2; break;
+			case 0xc6: case 0xdb: case 0xdd: case 0xdf: case 0xc9: lb = 4; break;
+			default: hdr = fixed[t - 0xca];
+			}
+			if (lb) {
+				uint64_t v;
+
+				hdr = 1 + lb + (t >= 0xc7 && t <= 0xc9);
+				if (pos + 1 + lb > len)
+					return 0;
+				v = rd_be(p + pos + 1, lb);
+				if (t == 0xdc || t == 0xdd)
+					kids = v;
+				else if (t == 0xde || t == 0xdf)
+					kids = 2 * v;
+				else
+					body = v;
+			}
+		}
+		if (hdr + body > len - pos)
+			return 0;
+		pos += hdr + body;
+		left += kids;
+		if (left > len - pos)	/* each element takes at least a byte */
+			return 0;
+	}
+	return pos;
+}
+
+/* Rewrites the CRC of every whole frame; returns how many changed. */
+static int fix_crcs(uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+	int changed = 0;
+
+	while (off < len) {
+		size_t n = mp_skip(buf + off, len - off);
+		uint8_t *f = buf + off;
+
+		if (n < 7)
+			break;
+		if (f[n - 5] == 0xce) {
+			uint32_t crc = shmt_crc32c(0, f, n - 5);
+			uint8_t be[4] = { crc >> 24, crc >> 16, crc >> 8, crc };
+
+			if (memcmp(f + n - 4, be, 4)) {
+				memcpy(f + n - 4, be, 4);
+				changed++;
+			}
+		}
+		off += n;
+	}
+	return changed;
+}
+
+/* Touches every byte a decoded frame points to, so ASan sees bad pointers. */
+static unsigned touch_frame(const struct shmt_cap_frame *f)
+{
+	unsigned sum = 0;
+
+	switch (f->type) {
+	case SHMT_CAP_HEADER:
+		sum += (unsigned)strnlen(f->header.host, sizeof(f->header.host));
+		sum += (unsigned)strnlen(f->header.ring, sizeof(f->header.ring));
+		if (f->header.host[sizeof(f->header.host) - 1] || f->header.ring[sizeof(f->header.ring) - 1])
+			abort();	/* names must be NUL-terminated */
+		break;
+	case SHMT_CAP_STRINGS:
+		for (size_t i = 0; i < f->strings.n; i++) {
+			const struct shmt_cap_string *s = &f->strings.v[i];
+
+			for (uint32_t k = 0; k < s->len; k++)
+				sum += (unsigned char)s->s[k];
+			if (s->s[s->len] != 0)	/* documented: followed by a NUL */
+				abort();
+		}
+		break;
+	case SHMT_CAP_THREADS:
+		for (size_t i = 0; i < f->threads.n; i++) {
+			const struct shmt_thread *t = &f->threads.v[i];
+
+			if (!memchr(t->name, 0, sizeof(t->name)) || !memchr(t->pname, 0, sizeof(t->pname)))
+				abort();	/* documented: NUL-terminated */
+			sum += t->pid + t->tid;
+		}
+		break;
+	case SHMT_CAP_RECORDS:
+		for (size_t i = 0; i < f->records.n; i++) {
+			const struct shmt_record *r = &f->records.v[i];
+
+			sum += (unsigned)(r->ts + r->dur + r->flow) + r->pid + r->name + r->commit;
+		}
+		break;
+	default:
+		break;
+	}
+	return sum;
+}
+
+static void decode_all(const uint8_t *buf, size_t len)
+{
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	struct shmt_cap_frame f;
+	char err[256];
+	size_t off = 0;
+	volatile unsigned sink = 0;
+
+	if (!z)
+		return;
+	while (off < len) {
+		long n = shmt_cap_decode(buf + off, len - off, &f, z, err, sizeof(err));
+
+		if (n <= 0)
+			break;
+		if ((size_t)n > len - off)
+			abort();	/* a frame longer than the buffer */
+		sink += touch_frame(&f);
+		msgpack_zone_clear(z);
+		off += (size_t)n;
+	}
+	(void)sink;
+	msgpack_zone_free(z);
+}
+
+static int write_memfd(const uint8_t *buf, size_t len)
+{
+	if (ftruncate(memfd, 0) < 0)
+		return -1;
+	for (size_t off = 0; off < len;) {
+		ssize_t w = pwrite(memfd, buf + off, len - off, (off_t)off);
+
+		if (w <= 0)
+			return -1;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
+static void read_file(void)
+{
+	struct shmt_cap_reader *r;
+	struct shmt_cap_frame f;
+	char err[256];
+	volatile unsigned sink = 0;
+	int ret, n = 0;
+
+	if (shmt_cap_open(mempath, &r, err, sizeof(err)) < 0)
+		return;
+	sink += (unsigned)strnlen(shmt_cap_header_of(r)->host, 64);
+	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) > 0) {
+		sink += touch_frame(&f);
+		if (++n > 1000000)
+			abort();	/* a reader that never ends */
+	}
+	/* errors are sticky: the next call returns the same */
+	if (ret < 0 && shmt_cap_next(r, &f, err, sizeof(err)) != ret)
+		abort();
+	(void)sink;
+	shmt_cap_close(r);
+}
+
+/* `shmtrace export -o OUT CAPTURE`; what it writes must be valid JSON. */
+static void export_json(void)
+{
+	char *argv[] = { "export", "-o", outpath, mempath, NULL };
+	FILE *saved = stderr;
+	char *out;
+	off_t n;
+	int rc;
+
+	if (ftruncate(outfd, 0) < 0)
+		abort();
+	stderr = devnull;
+	optind = 0;	/* glibc: reinitialise getopt */
+	rc = cmd_export(4, argv);
+	stderr = saved;
+	if (rc != EXIT_OK)
+		return;
+	n = lseek(outfd, 0, SEEK_END);
+	if (n < 0)
+		abort();
+	out = malloc((size_t)n + 1);
+	if (!out || pread(outfd, out, (size_t)n, 0) != n)
+		abort();
+	{
+		size_t at;
+		const char *why = json_check(out, (size_t)n, &at);
+
+		if (why) {
+			fprintf(stderr, "fuzz_capture: export wrote invalid JSON: %s at byte %zu of %lld\n",
+				why, at, (long long)n);
+			fprintf(stderr, "near: %.*s\n", (int)((size_t)n - at < 80 ? (size_t)n - at : 80),
+				out + at);
+			abort();
+		}
+	}
+	free(out);
+}
+
+static void run_all(const uint8_t *buf, size_t len)
+{
+	decode_all(buf, len);
+	if (write_memfd(buf, len) == 0) {
+		read_file();
+		if (!no_export)
+			export_json();	/* source_open_files() + source_records(), twice */
+	}
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	memfd = memfd_create("fuzz_capture", MFD_CLOEXEC);
+	if (memfd < 0) {
+		perror("memfd_create");
+		abort();
+	}
+	snprintf(mempath, sizeof(mempath), "/proc/self/fd/%d", memfd);
+	outfd = memfd_create("fuzz_capture_out", MFD_CLOEXEC);
+	if (outfd < 0)
+		abort();
+	snprintf(outpath, sizeof(outpath), "/proc/self/fd/%d", outfd);
+	if (json_check_selftest() < 0) {
+		fprintf(stderr, "fuzz_capture: json_check self-test failed\n");
+		abort();
+	}
+	no_export = getenv("FUZZ_CAPTURE_NO_EXPORT") != NULL;
+	devnull = fopen("/dev/null", "w");
+	if (!devnull)
+		abort();
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *copy;
+
+	run_all(data, size);
+	/* again with every whole frame's CRC made right */
+	copy = malloc(size ? size : 1);
+	if (!copy)
+		return 0;
+	memcpy(copy, data, size);
+	if (fix_crcs(copy, size) > 0)
+		run_all(copy, size);
+	free(copy);
+	return 0;
+}

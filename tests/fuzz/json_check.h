@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* json_check.h - the fuzz harnesses' strict JSON validator (json_check.c). */
+#ifndef SHMT_FUZZ_JSON_CHECK_H
+#define SHMT_FUZZ_JSON_CHECK_H
+
+#include <stddef.h>
+
+const char *json_check(const char *buf, size_t len, size_t *at);
+int json_check_selftest(void);
+
+#endif
