@@ -364,6 +364,14 @@ SHMT_API int shmtrace_open(const char *name, shmtrace_t **out)
 		free(t);
 		return ret;
 	}
+	/* pids from another pid namespace would collide with the ring's own
+	 * (a container's pid 1 is not the host's): refuse unless asked */
+	if (t->v.h->created_pidns && g_pidns && t->v.h->created_pidns != g_pidns &&
+	    !getenv("SHMTRACE_ALLOW_PIDNS")) {
+		shmt_view_close(&t->v);
+		free(t);
+		return -EXDEV;
+	}
 	pthread_mutex_init(&t->local, NULL);
 	t->lock_timeout_ns = LOCK_TIMEOUT_NS;
 	if (getenv("SHMTRACE_LOCK_TIMEOUT_MS"))
@@ -503,6 +511,7 @@ SHMT_API const char *shmtrace_strerror(int err)
 	case -EPERM: return "ring owned by another user or writable by others";
 	case -ETIMEDOUT: return "ring lock held too long (owner wedged); records dropped and counted";
 	case -ENOSPC: return "no space (ring, string table, or /dev/shm full)";
+	case -EXDEV: return "ring created in another pid namespace (set SHMTRACE_ALLOW_PIDNS=1 to attach anyway)";
 	default: return strerror(err < 0 ? -err : err);
 	}
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -382,6 +383,53 @@ static void test_overwrite_readers_never_see_torn(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/* A producer in another pid namespace is refused: its pids would collide
+ * with the ring's (root only: unshare needs CAP_SYS_ADMIN). */
+static void test_other_pid_namespace_refused(void **state)
+{
+	const char *name = test_ring_name("pidns");
+	int status;
+	pid_t pid;
+
+	(void)state;
+	if (geteuid() != 0) {
+		print_message("not root; skipped\n");
+		skip();
+	}
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	pid = fork();
+	if (pid == 0) {
+		pid_t inner;
+
+		if (unshare(CLONE_NEWPID) < 0)
+			_exit(77);
+		inner = fork();
+		if (inner == 0) {
+			shmtrace_t *t;
+
+			if (shmtrace_open(name, &t) != -EXDEV)
+				_exit(1);
+			setenv("SHMTRACE_ALLOW_PIDNS", "1", 1);
+			if (shmtrace_open(name, &t) != 0)
+				_exit(2);
+			shmtrace_close(t);
+			_exit(0);
+		}
+		if (waitpid(inner, &status, 0) != inner)
+			_exit(3);
+		_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 4);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77) {
+		print_message("unshare(CLONE_NEWPID) not permitted here; skipped\n");
+		shmtrace_ring_unlink(name);
+		skip();
+	}
+	assert_int_equal(WEXITSTATUS(status), 0);
+	shmtrace_ring_unlink(name);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +442,7 @@ int main(void)
 		cmocka_unit_test(test_unmarked_dead_owner_is_bounded),
 		cmocka_unit_test(test_fork_child_records_own_pid),
 		cmocka_unit_test(test_overwrite_readers_never_see_torn),
+		cmocka_unit_test(test_other_pid_namespace_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
