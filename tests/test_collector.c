@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -301,6 +302,101 @@ static void test_file_size_limit(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* A full disk (a 512 KiB tmpfs): a clear error, exit 1, the capture
+ * readable up to its last whole frame, the rest still in the ring. */
+static void test_full_disk(void **state)
+{
+	const char *ring = test_ring_name("enospc");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	char dir[] = "/tmp/shmt-enospc-XXXXXX", out[300];
+	struct tally t = { 0 };
+	struct shmtrace_stats st;
+	shmtrace_t *h;
+	int status;
+	pid_t col;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	if (geteuid() != 0 || mount("tmpfs", dir, "tmpfs", 0, "size=512k") < 0) {
+		rmdir(dir);
+		print_message("cannot mount a small tmpfs here; skipped\n");
+		skip();
+	}
+	snprintf(out, sizeof(out), "%s/full.cap", dir);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	col = start_collector(ring, out, NULL, 0);
+	run_producers(ring, &t, 1, 60000);
+	wait_producers(&t);
+	assert_int_equal(waitpid(col, &status, 0), col);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	read_capture(out, &t);
+	assert_true(t.records > 0);
+	assert_int_equal(t.cut_ends, 1);
+	assert_int_equal(shmtrace_open(ring, &h), 0);
+	shmtrace_stats(h, &st);
+	assert_true(st.tail <= t.records);
+	shmtrace_close(h);
+	umount(dir);
+	rmdir(dir);
+	free(t.seen);
+	free(t.seq_seen);
+	shmtrace_ring_unlink(ring);
+}
+
+/* SIGTERM while producers write: every record published before the signal
+ * is in the capture; then SIGINT + SIGTERM together: the second signal
+ * exits at once and the file still reads up to its last whole frame. */
+static void test_sigterm_under_load(void **state)
+{
+	const char *ring = test_ring_name("term");
+	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
+	char out[256], out2[256];
+	struct tally t = { 0 };
+	struct shmtrace_stats st;
+	shmtrace_t *h;
+	uint64_t before;
+	int status;
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	snprintf(out2, sizeof(out2), "/tmp/%s.2.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	col = start_collector(ring, out, NULL, 0);
+	run_producers(ring, &t, 2, 1000000);
+	assert_int_equal(shmtrace_open(ring, &h), 0);
+	for (int spins = 0; spins < 1000000; spins++) {
+		shmtrace_stats(h, &st);
+		if (st.head > 100000)
+			break;
+		sched_yield();
+	}
+	shmtrace_stats(h, &st);
+	before = st.head;
+	status = stop(col, SIGTERM);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	read_capture(out, &t);
+	for (uint64_t s = 0; s < before; s++)
+		assert_true(t.seq_seen[s]);
+	print_message("published before SIGTERM: %llu, all in the capture\n",
+		      (unsigned long long)before);
+
+	col = start_collector(ring, out2, NULL, 0);
+	kill(col, SIGINT);
+	kill(col, SIGTERM);
+	assert_int_equal(waitpid(col, &status, 0), col);
+	assert_true(WIFEXITED(status));
+	assert_true(WEXITSTATUS(status) == 130 || WEXITSTATUS(status) == 0);
+	read_capture(out2, &t);	/* asserts: clean, or cut at a frame boundary */
+	wait_producers(&t);
+	shmtrace_close(h);
+	unlink(out);
+	unlink(out2);
+	free(t.seen);
+	free(t.seq_seen);
+	shmtrace_ring_unlink(ring);
+}
+
 /* Runs the collector with args; returns its exit code and stderr's first line. */
 static int run_cli(char *line, size_t len, const char *a1, const char *a2, const char *a3,
 		   const char *a4, const char *a5)
@@ -374,6 +470,8 @@ int main(void)
 		cmocka_unit_test(test_every_record_exactly_once),
 		cmocka_unit_test(test_collector_killed_and_restarted),
 		cmocka_unit_test(test_file_size_limit),
+		cmocka_unit_test(test_full_disk),
+		cmocka_unit_test(test_sigterm_under_load),
 		cmocka_unit_test(test_bad_command_lines),
 	};
 	const char *bin = getenv("SHMTRACE_BIN");
