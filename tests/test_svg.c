@@ -347,7 +347,8 @@ static void test_render(void **state)
 	assert_non_null(strstr(doc, ">io&lt;1&gt;</text>"));
 	assert_non_null(strstr(doc, "bad\xef\xbf\xbd"));
 	/* one flow of two slices: one arrow, across the processes */
-	assert_int_equal(count(doc, "marker-end=\"url(#ah)\""), 1);
+	assert_int_equal(count(doc, "marker-end=\"url(#ah"), 1);
+	assert_int_equal(count(doc, "<marker id=\"ah"), 8);
 	assert_int_equal(count(doc, "<path class=\"a\""), 1);
 	/* counter as a step line, instant as a diamond */
 	assert_non_null(strstr(doc, "max 9"));

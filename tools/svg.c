@@ -443,6 +443,12 @@ static unsigned colour_of(struct svg *g, uint16_t name)
 	return h % (sizeof(palette) / sizeof(palette[0]));
 }
 
+/* Dark enough to read over any span: one per flow, so each request can
+ * be followed through a busy window. */
+static const char *const arrow_col[] = {
+	"#08519c", "#a63603", "#6a1b9a", "#1b7837", "#c51b7d", "#01665e", "#7f2704", "#252525",
+};
+
 static void put_text(struct svg *g, const char *s, size_t len, size_t maxchars)
 {
 	char buf[1024];
@@ -479,15 +485,20 @@ static void put_header(struct svg *g)
 		"font-size=\"11\">\n"
 		"<style>.s{stroke:#fff;stroke-width:0.5}.l{fill:#fff;font-size:10px}"
 		".d{fill:#222;font-size:10px}.g{stroke:#e4e4e4;stroke-width:1}"
-		".a{fill:none;stroke:#222;stroke-width:1.3;stroke-opacity:0.8}"
+		".a{fill:none;stroke-width:1.3;stroke-opacity:0.85}"
 		".t{fill:#555;font-size:10px}.p{font-weight:bold;fill:#222}.n{fill:#333}</style>\n"
-		"<defs><marker id=\"ah\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" "
-		"markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\">"
-		"<path d=\"M0,0L10,5L0,10z\" fill=\"#222\"/></marker>"
+		"<defs>"
 		"<clipPath id=\"plot\"><rect x=\"%.1f\" y=\"0\" width=\"%.1f\" height=\"%.0f\"/>"
 		"</clipPath></defs>\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
 		g->width, g->height, g->width, g->height, g->x0 - 1, g->x1 - g->x0 + 2, g->height);
+	/* one arrowhead per arrow colour: markers cannot take the path's */
+	fputs("<defs>", g->f);
+	for (size_t i = 0; i < sizeof(arrow_col) / sizeof(arrow_col[0]); i++)
+		fprintf(g->f, "<marker id=\"ah%zu\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" "
+			"markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\">"
+			"<path d=\"M0,0L10,5L0,10z\" fill=\"%s\"/></marker>", i, arrow_col[i]);
+	fputs("</defs>\n", g->f);
 	fmt_dur(a, sizeof(a), g->wfrom - g->t0);
 	fmt_dur(b, sizeof(b), g->wto - g->t0);
 	fmt_dur(c, sizeof(c), g->tend - g->t0);
@@ -525,9 +536,12 @@ static void put_axis(struct svg *g)
 	for (uint64_t t = first; g->t0 + t <= g->wto; t += step) {
 		double x = xof(g, g->t0 + t);
 
+		/* labels at the edges stay inside the plot */
+		const char *anchor = x - g->x0 < 30 ? "start" : g->x1 - x < 30 ? "end" : "middle";
+
 		fprintf(g->f, "<line class=\"g\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.0f\"/>"
-			"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" class=\"t\">%.*f ms</text>\n",
-			x, AXIS_Y - 4, x, g->height - 20, x, AXIS_Y - 7, dec, (double)t / 1e6);
+			"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" class=\"t\">%.*f ms</text>\n",
+			x, AXIS_Y - 4, x, g->height - 20, x, AXIS_Y - 7, anchor, dec, (double)t / 1e6);
 	}
 }
 
@@ -668,6 +682,7 @@ static int put_flows(struct svg *g, uint64_t *narrows)
 	for (size_t i = 1; i < m; i++) {
 		const struct svg_item *a = &g->v[idx[i - 1]], *b = &g->v[idx[i]];
 		double xa, ya, xb, yb, dx;
+		unsigned c;
 
 		if (a->flow != b->flow)
 			continue;
@@ -679,9 +694,10 @@ static int put_flows(struct svg *g, uint64_t *narrows)
 		dx = (xb - xa) / 2;
 		if (dx < 12)
 			dx = 12;
-		fprintf(g->f, "<path class=\"a\" marker-end=\"url(#ah)\" "
+		c = (unsigned)((a->flow * 0x9e3779b97f4a7c15ull) >> 61);
+		fprintf(g->f, "<path class=\"a\" stroke=\"%s\" marker-end=\"url(#ah%u)\" "
 			"d=\"M%.2f,%.1fC%.2f,%.1f %.2f,%.1f %.2f,%.1f\"/>\n",
-			xa, ya, xa + dx, ya, xb - dx, yb, xb, yb);
+			arrow_col[c], c, xa, ya, xa + dx, ya, xb - dx, yb, xb, yb);
 		(*narrows)++;
 	}
 	free(idx);
