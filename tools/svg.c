@@ -79,9 +79,10 @@ static const char svg_usage[] =
 	"  -w, --width PX     width of the picture (default 1400, 400..20000)\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Default window: 2 ms from the start of the first flow (or of the trace\n"
-	"when it has no flows); --from alone shows 2 ms from T, --to alone shows\n"
-	"from the start of the trace to T. At most 200000 records are drawn.\n";
+	"Default window: 2 ms from just before the first flow (or from the start\n"
+	"of the trace when it has no flows); --from alone shows 2 ms from T, --to\n"
+	"alone shows from the start of the trace to T. At most 200000 records are\n"
+	"drawn.\n";
 
 /* ------------------------------------------------------------- text */
 
