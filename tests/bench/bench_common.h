@@ -29,6 +29,16 @@ static inline uint64_t bench_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time of the calling thread: what a loop cost, without the time the
+ * thread spent preempted by other work on a shared machine */
+static inline uint64_t bench_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* rdtsc fenced on both sides, for timing one short call */
 static inline uint64_t bench_tsc_begin(void)
 {
