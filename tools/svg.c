@@ -21,6 +21,7 @@
 #define MAX_PIDS	64
 #define DEFAULT_SPAN	2000000ull	/* ns: a few demo requests, legibly */
 #define DEFAULT_WIDTH	1400u
+#define MAX_ARROWS	3000u	/* more only hide the spans */
 
 /* Layout, in px. */
 #define LABEL_W		210.0	/* the label column on the left */
@@ -59,6 +60,8 @@ struct svg {
 	uint64_t skipped;		/* in the window but over SVG_MAX_ITEMS */
 	struct lane *lanes;
 	size_t nlanes;
+	size_t *fidx, nf;		/* flow slices, sorted by flow and time */
+	uint64_t narrows;
 	double x0, x1, height;
 	FILE *f;
 };
@@ -506,9 +509,12 @@ static void put_header(struct svg *g)
 	fputs("<text x=\"8\" y=\"18\" font-size=\"13\" class=\"p\">shmtrace: ", g->f);
 	put_cstr(g, g->src.name, 60 * CHAR_W);
 	fprintf(g->f, "</text>\n<text x=\"8\" y=\"34\" class=\"t\">window %s to %s of %s, "
-		"%zu records drawn", a, b, c, g->n);
+		"%zu records in it", a, b, c, g->n);
 	if (g->skipped)
-		fprintf(g->f, ", %llu more not drawn", (unsigned long long)g->skipped);
+		fprintf(g->f, ", %llu more left out", (unsigned long long)g->skipped);
+	if (g->narrows > MAX_ARROWS)
+		fprintf(g->f, ", %llu flow arrows not drawn (zoom in)",
+			(unsigned long long)g->narrows);
 	{
 		const struct source_loss *l = &g->src.loss;
 		uint64_t lost = l->dropped + l->overwritten + l->lock_timeouts + l->torn;
@@ -607,8 +613,9 @@ static void put_span(struct svg *g, const struct svg_item *it)
 	if (w < 0.6)
 		w = 0.6;	/* a span too short to see still shows it happened */
 	fmt_dur(d, sizeof(d), it->dur);
-	fprintf(g->f, "<rect class=\"s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
-		"fill=\"%s\"><title>", x, y, w, ROW_H - 1, palette[c]);
+	/* the white edge that parts neighbours would wash out a thin span */
+	fprintf(g->f, "<rect%s x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
+		"fill=\"%s\"><title>", w >= 3 ? " class=\"s\"" : "", x, y, w, ROW_H - 1, palette[c]);
 	put_text(g, s, len, 100);
 	fprintf(g->f, " (%s)</title></rect>\n", d);
 	if (w >= 4 * SPAN_CHAR_W) {
@@ -665,23 +672,34 @@ static int cmp_flow_idx(const void *pa, const void *pb, void *ctx)
 	return a->tid < b->tid ? -1 : a->tid > b->tid;
 }
 
-/* An arrow from the start of each slice of a flow to the start of the
- * next, as Perfetto binds them; slices outside the window are not drawn,
- * so neither are their arrows. */
-static int put_flows(struct svg *g, uint64_t *narrows)
+/* The slices of flows in the window, sorted by flow and time; counts the
+ * arrows between them. */
+static int sort_flows(struct svg *g)
 {
-	size_t *idx, m = 0;
-
-	*narrows = 0;
-	idx = malloc((g->n ? g->n : 1) * sizeof(*idx));
-	if (!idx)
+	g->fidx = malloc((g->n ? g->n : 1) * sizeof(*g->fidx));
+	if (!g->fidx)
 		return -ENOMEM;
+	g->nf = 0;
 	for (size_t i = 0; i < g->n; i++)
 		if (g->v[i].flow && g->v[i].kind != SHMTRACE_KIND_COUNTER)
-			idx[m++] = i;
-	qsort_r(idx, m, sizeof(*idx), cmp_flow_idx, g->v);
-	for (size_t i = 1; i < m; i++) {
-		const struct svg_item *a = &g->v[idx[i - 1]], *b = &g->v[idx[i]];
+			g->fidx[g->nf++] = i;
+	qsort_r(g->fidx, g->nf, sizeof(*g->fidx), cmp_flow_idx, g->v);
+	g->narrows = 0;
+	for (size_t i = 1; i < g->nf; i++)
+		g->narrows += g->v[g->fidx[i - 1]].flow == g->v[g->fidx[i]].flow;
+	return 0;
+}
+
+/* An arrow from the start of each slice of a flow to the start of the
+ * next, as Perfetto binds them; slices outside the window are not drawn,
+ * so neither are their arrows. Past MAX_ARROWS they would hide everything
+ * else (a zoomed-out window), so none are drawn and the title says so. */
+static void put_flows(struct svg *g)
+{
+	if (g->narrows > MAX_ARROWS)
+		return;
+	for (size_t i = 1; i < g->nf; i++) {
+		const struct svg_item *a = &g->v[g->fidx[i - 1]], *b = &g->v[g->fidx[i]];
 		double xa, ya, xb, yb, dx;
 		unsigned c;
 
@@ -699,24 +717,28 @@ static int put_flows(struct svg *g, uint64_t *narrows)
 		fprintf(g->f, "<path class=\"a\" stroke=\"%s\" marker-end=\"url(#ah%u)\" "
 			"d=\"M%.2f,%.1fC%.2f,%.1f %.2f,%.1f %.2f,%.1f\"/>\n",
 			arrow_col[c], c, xa, ya, xa + dx, ya, xb - dx, yb, xb, yb);
-		(*narrows)++;
 	}
-	free(idx);
-	return 0;
 }
 
 static int draw(struct svg *g)
 {
 	struct proc_order *po = NULL;
+	double painted[64];	/* right edge of the paint on each row of a lane */
 	size_t np = 0;
-	uint64_t narrows;
 	int ret;
 
 	g->x0 = LABEL_W;
 	g->x1 = g->width - RIGHT_PAD;
 	ret = layout(g, &po, &np);
-	if (ret < 0)
+	if (ret == 0)
+		ret = sort_flows(g);
+	if (ret < 0) {
+		free(po);
 		return ret;
+	}
+	if (g->narrows > MAX_ARROWS)
+		warnx_("%llu flow arrows in the window, more than %u: none drawn; "
+		       "narrow it with --from/--to", (unsigned long long)g->narrows, MAX_ARROWS);
 	put_header(g);
 	put_axis(g);
 	put_tracks(g, po, np);
@@ -725,18 +747,33 @@ static int draw(struct svg *g)
 			"</text>\n", g->x0 + 8, TRACKS_Y + 14);
 	fputs("<g clip-path=\"url(#plot)\">\n", g->f);
 	for (size_t i = 0; i < g->n; i++) {
-		if (g->v[i].kind == SHMTRACE_KIND_SPAN)
-			put_span(g, &g->v[i]);
-		else if (g->v[i].kind == SHMTRACE_KIND_INSTANT)
-			put_instant(g, &g->v[i]);
+		const struct svg_item *it = &g->v[i];
+
+		if (!i || it->lane != g->v[i - 1].lane)
+			for (size_t d = 0; d < sizeof(painted) / sizeof(painted[0]); d++)
+				painted[d] = 0;
+		if (it->kind == SHMTRACE_KIND_SPAN) {
+			double x = xof(g, it->ts), x2 = xof(g, it->ts + it->dur);
+
+			/* a sliver inside pixels already painted on its row adds
+			 * nothing to see, only bytes: a long window stays small
+			 * (an arrow's end is always drawn) */
+			if (it->depth < 64 && !it->flow && x2 - x < 1 && x2 <= painted[it->depth])
+				continue;
+			put_span(g, it);
+			if (it->depth < 64 && (x2 > x + 0.6 ? x2 : x + 0.6) > painted[it->depth])
+				painted[it->depth] = x2 > x + 0.6 ? x2 : x + 0.6;
+		} else if (it->kind == SHMTRACE_KIND_INSTANT) {
+			put_instant(g, it);
+		}
 	}
 	for (size_t l = 0; l < g->nlanes; l++)
 		if (g->lanes[l].counter)
 			put_counter(g, &g->lanes[l]);
-	ret = put_flows(g, &narrows);
+	put_flows(g);
 	fputs("</g>\n</svg>\n", g->f);
 	free(po);
-	return ret;
+	return 0;
 }
 
 static int run_svg(struct svg *g, char *err, size_t errlen)
@@ -776,6 +813,9 @@ static int run_svg(struct svg *g, char *err, size_t errlen)
 		g->wfrom = start;
 		g->wto = start + DEFAULT_SPAN;
 	}
+	/* past the last record there is nothing to draw: do not squash it */
+	if (g->wto > g->tend && g->tend > g->wfrom)
+		g->wto = g->tend;
 	if (g->wto <= g->wfrom)
 		g->wto = g->wfrom + 1;
 	ret = source_records(&g->src, on_keep, g, err, errlen);
@@ -913,6 +953,7 @@ done_src:
 done:
 	free(g->v);
 	free(g->lanes);
+	free(g->fidx);
 	free(g);
 	return rc;
 }
