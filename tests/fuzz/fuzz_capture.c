@@ -35,6 +35,7 @@
 static int memfd = -1, outfd = -1;
 static char mempath[64], outpath[64];
 static FILE *devnull;
+static int verbose;	/* FUZZ_VERBOSE=1: say how far each input got */
 static int no_export;	/* FUZZ_CAPTURE_NO_EXPORT=1: the readers only, ~10x faster */
 
 static uint64_t rd_be(const uint8_t *p, int n)
@@ -221,14 +222,19 @@ static void read_file(void)
 	volatile unsigned sink = 0;
 	int ret, n = 0;
 
-	if (shmt_cap_open(mempath, &r, err, sizeof(err)) < 0)
+	if ((ret = shmt_cap_open(mempath, &r, err, sizeof(err))) < 0) {
+		if (verbose)
+			fprintf(stderr, "fuzz_capture: open: %d %s\n", ret, err);
 		return;
+	}
 	sink += (unsigned)strnlen(shmt_cap_header_of(r)->host, 64);
 	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) > 0) {
 		sink += touch_frame(&f);
 		if (++n > 1000000)
 			abort();	/* a reader that never ends */
 	}
+	if (verbose)
+		fprintf(stderr, "fuzz_capture: %d frames, then %d %s\n", n, ret, ret ? err : "");
 	/* errors are sticky: the next call returns the same */
 	if (ret < 0 && shmt_cap_next(r, &f, err, sizeof(err)) != ret)
 		abort();
@@ -251,6 +257,8 @@ static void export_json(void)
 	optind = 0;	/* glibc: reinitialise getopt */
 	rc = cmd_export(4, argv);
 	stderr = saved;
+	if (verbose)
+		fprintf(stderr, "fuzz_capture: export: exit %d\n", rc);
 	if (rc != EXIT_OK)
 		return;
 	n = lseek(outfd, 0, SEEK_END);
@@ -302,6 +310,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fuzz_capture: json_check self-test failed\n");
 		abort();
 	}
+	verbose = getenv("FUZZ_VERBOSE") != NULL;
 	no_export = getenv("FUZZ_CAPTURE_NO_EXPORT") != NULL;
 	devnull = fopen("/dev/null", "w");
 	if (!devnull)

@@ -7,7 +7,8 @@
  * cut points) and eight bytes of numbers. The strings go through
  * json_escape() with buffers of several sizes and through a jw writer that
  * builds complete trace events (name, cat, args) on an open_memstream,
- * enough of them to cross the writer's 64 KiB buffer. Everything written
+ * 1-4 of them, or (byte 2 >= 0x80) enough to cross the writer's 64 KiB
+ * buffer twice. Everything written
  * must be strict RFC 8259 JSON (json_check.c); json_escape()'s return value,
  * its cut prefixes and its NUL must agree with the full escape; and an ASCII
  * string must come back byte for byte when its escape is decoded.
@@ -227,9 +228,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_escape(s, na);
 	check_escape(s + na, nb);
 	check_escape(s + na + nb, rest - na - nb);
-	/* enough copies to cross JW_BUF_SIZE when the strings are long */
-	if (rest > 2048)
-		count = 1 + (unsigned)(2 * JW_BUF_SIZE / rest) + data[2] % 4;
+	/* with byte 2's top bit: enough copies to cross JW_BUF_SIZE twice */
+	if (data[2] & 0x80)
+		count = 1 + (unsigned)(2 * JW_BUF_SIZE / (rest + 64)) + data[2] % 4;
 	write_events(s, na, s + na, nb, s + na + nb, rest - na - nb, num, count);
 	return 0;
 }

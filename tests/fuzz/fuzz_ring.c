@@ -38,6 +38,7 @@ static size_t tpl_size;
 static char shm_name[64];
 static int shm_fd = -1;
 static FILE *devnull;
+static int verbose;	/* FUZZ_VERBOSE=1: say what each input became */
 
 static void die(const char *what)
 {
@@ -147,6 +148,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		write_seeds(seeds);
 		exit(0);
 	}
+	verbose = getenv("FUZZ_VERBOSE") != NULL;
 	devnull = fopen("/dev/null", "w");
 	snprintf(shm_name, sizeof(shm_name), "shmt-fuzz-ring-%d", (int)getpid());
 	shm_fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -214,6 +216,9 @@ static void read_all(const struct shmt_view *v)
 	for (unsigned k = 0; seq < head && k < MAX_READS; seq++, k++)
 		if (shmt_ring_read(v, seq, &r) == 0)
 			sink += r.ts + r.name + r.commit;
+	if (verbose)
+		fprintf(stderr, "fuzz_ring: head %llu, %u strings, %u threads\n",
+			(unsigned long long)head, shmt_ring_nstrings(v), shmt_ring_nthreads(v));
 	n = shmt_ring_nstrings(v);
 	if (n > v->max_strings + 1)
 		abort();
@@ -237,6 +242,8 @@ static void read_all(const struct shmt_view *v)
 		struct shmt_block_info info;
 		int k = shmt_ring_block_pending(v, i, blk, &info);
 
+		if (verbose && k > 0)
+			fprintf(stderr, "fuzz_ring: block %u: %d pending\n", i, k);
 		if (k < 0 || (uint32_t)k > v->block_records || info.taken > info.written)
 			abort();
 		for (int j = 0; j < k; j++)
@@ -281,6 +288,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 	uint8_t *img;
 	size_t len;
+	int ret;
 
 	if (size < 1)
 		return 0;
@@ -291,7 +299,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	v.base = img;
 	v.size = len;
 	v.h = (struct shmt_header *)img;
-	if (shmt_view_validate(&v, &copy, len, err, sizeof(err)) == 0) {
+	ret = shmt_view_validate(&v, &copy, len, err, sizeof(err));
+	if (verbose)
+		fprintf(stderr, "fuzz_ring: mode %d, %zu bytes: %s\n", data[0] & 3, len,
+			ret ? err : "valid");
+	if (ret == 0) {
 		/* every region must lie inside the image */
 		if ((uint8_t *)(v.records + v.capacity) > img + len ||
 		    (uint8_t *)(v.strings + v.max_strings + 1) > img + len ||
