@@ -408,6 +408,47 @@ static void test_render(void **state)
 	free(doc);
 }
 
+/* More records in the window than SVG_MAX_ITEMS: the rest are counted
+ * and left out, and said so; many flows: no arrows, and said so. */
+static void test_caps(void **state)
+{
+	size_t n = SVG_MAX_ITEMS + 7;
+	struct shmt_cap_header h = { .run_id = 4, .ring_capacity = 1024, .mono0 = 1000 };
+	struct shmt_cap_string str[] = { { 1, 1, "c" }, { 2, 1, "x" } };
+	struct shmt_thread th = { .pid = 100, .tid = 100, .start_time = 5 };
+	struct shmt_record *r = calloc(n, sizeof(*r));
+	msgpack_sbuffer b;
+	char *doc;
+	int fd;
+
+	(void)state;
+	assert_non_null(r);
+	for (size_t i = 0; i < n; i++)
+		/* pairs of hops: one arrow per pair, 100003 of them */
+		r[i] = (struct shmt_record){ .ts = 1000 + i * 10, .dur = 5, .pid = 100, .tid = 100,
+					     .name = 2, .cat = 1, .flow = i / 2 + 1,
+					     .commit = SHMTRACE_KIND_SPAN };
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, str, 2), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, &th, 1), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, r, n), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &(struct shmt_cap_end){ .records = n }), 0);
+	fd = open(tmp("big.capture"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b.data, b.size), (ssize_t)b.size);
+	close(fd);
+	msgpack_sbuffer_destroy(&b);
+	free(r);
+
+	assert_int_equal(svg_run(tmp("big.capture"), "-o", tmp("big.svg"), "--to", "10s", NULL), 0);
+	doc = slurp(tmp("big.svg"));
+	assert_non_null(strstr(doc, "200000 records in it, 7 more left out"));
+	assert_non_null(strstr(doc, "100000 flow arrows not drawn"));
+	assert_int_equal(count(doc, "<path class=\"a\""), 0);
+	free(doc);
+}
+
 static void test_usage(void **state)
 {
 	char cap[512];
@@ -459,6 +500,7 @@ int main(void)
 		cmocka_unit_test(test_nest),
 		cmocka_unit_test(test_xml_checker),
 		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_caps),
 		cmocka_unit_test(test_usage),
 	};
 
