@@ -423,6 +423,8 @@ static void test_caps(void **state)
 
 	(void)state;
 	assert_non_null(r);
+	snprintf(h.host, sizeof(h.host), "h");
+	snprintf(h.ring, sizeof(h.ring), "big");
 	for (size_t i = 0; i < n; i++)
 		/* pairs of hops: one arrow per pair, 100003 of them */
 		r[i] = (struct shmt_record){ .ts = 1000 + i * 10, .dur = 5, .pid = 100, .tid = 100,
