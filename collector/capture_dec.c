@@ -177,7 +177,9 @@ static int get_name(const msgpack_object *o, char *dst, size_t cap,
 	if (o->via.str.size >= cap)
 		return fail(c, -EBADMSG, "%s of %u bytes is longer than %zu", what,
 			    o->via.str.size, cap - 1);
-	memcpy(dst, o->via.str.ptr, o->via.str.size);
+	/* msgpack-c gives a NULL pointer for an empty string */
+	if (o->via.str.size)
+		memcpy(dst, o->via.str.ptr, o->via.str.size);
 	dst[o->via.str.size] = '\0';
 	return 0;
 }
