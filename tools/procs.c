@@ -55,7 +55,10 @@ static const struct proc *find_inst(const struct procs *ps, uint32_t pid, uint64
 int procs_build(struct procs *ps, const struct shmt_thread *slots, size_t n)
 {
 	long tck = sysconf(_SC_CLK_TCK);
-	uint64_t boot_off = ns_of(CLOCK_BOOTTIME) - ns_of(CLOCK_MONOTONIC);
+	/* monotonic first: with no suspend the two clocks are equal, and
+	 * reading boottime second keeps the difference from going negative */
+	uint64_t mono = ns_of(CLOCK_MONOTONIC), boot = ns_of(CLOCK_BOOTTIME);
+	uint64_t boot_off = boot > mono ? boot - mono : 0;
 	size_t m = 0;
 
 	memset(ps, 0, sizeof(*ps));
