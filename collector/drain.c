@@ -130,17 +130,22 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 	d->run_id = hash64(&d->v.clock.realtime0, 8, d->run_id);
 	d->run_id = hash64(&d->v.clock.mono0, 8, d->run_id) & ((1ull << 53) - 1);
 	d->scratch = calloc(DRAIN_BATCH, sizeof(*d->scratch));
-	if (!d->scratch) {
+	d->dead = calloc(d->v.nblocks + 1, sizeof(*d->dead));
+	if (!d->scratch || !d->dead) {
+		free(d->scratch);
+		free(d->dead);
 		shmt_view_close(&d->v);
 		return -ENOMEM;
 	}
 	ret = open_part(d);
 	if (ret < 0) {
 		free(d->scratch);
+		free(d->dead);
 		shmt_view_close(&d->v);
 		return ret;
 	}
 	d->pos = load_acquire(&d->v.h->tail.v);
+	d->start_seq = d->pos;
 	store_relaxed(&d->v.h->collector_pid.v, (uint64_t)getpid());
 	return 0;
 }
@@ -156,7 +161,7 @@ static uint64_t now_ns(void)
 static void adopt_blocks(struct drain *d, bool final)
 {
 	uint64_t t0, held;
-	bool reap;
+	bool reap = final || now_ns() - d->last_reap_ns > REAP_EVERY_NS;
 
 	if (!shmt_mutex_sane(&d->v)) {
 		if (!d->lock_warned)
@@ -164,6 +169,11 @@ static void adopt_blocks(struct drain *d, bool final)
 				"staged records of live threads cannot be collected\n");
 		d->lock_warned = true;
 		return;
+	}
+	/* who died is read from /proc before the lock, not under it */
+	if (reap) {
+		shmt_find_dead_blocks(&d->v, d->dead);
+		d->last_reap_ns = now_ns();
 	}
 	if (shmt_lock(&d->v, LOCK_WAIT_NS) < 0) {
 		if (!d->lock_warned)
@@ -174,12 +184,9 @@ static void adopt_blocks(struct drain *d, bool final)
 		return;
 	}
 	t0 = now_ns();
-	reap = final || t0 - d->last_reap_ns > REAP_EVERY_NS;
-	shmt_adopt_blocks_locked(&d->v, true, reap);
+	shmt_adopt_blocks_locked(&d->v, true, reap ? d->dead : NULL);
 	held = now_ns() - t0;
 	shmt_unlock(&d->v);
-	if (reap)
-		d->last_reap_ns = t0;
 	d->st.lock_holds++;
 	if (held > d->st.lock_hold_max_ns)
 		d->st.lock_hold_max_ns = held;
@@ -354,7 +361,13 @@ long drain_pass(struct drain *d, bool final)
 		if (r < 0)
 			return r;
 		copied += r;
-		if (cw_buffer(&d->w)->size >= CW_BUF_LIMIT) {
+		if (d->o.max_size && d->w.off + cw_buffer(&d->w)->size >= d->o.max_size) {
+			/* rotate before the part grows past the bound by more
+			 * than the batch just copied */
+			ret = rotate(d);
+			if (ret < 0)
+				return ret;
+		} else if (cw_buffer(&d->w)->size >= CW_BUF_LIMIT) {
 			ret = cw_submit(&d->w, d->pos);
 			if (ret < 0)
 				return ret;
@@ -435,5 +448,6 @@ void drain_close(struct drain *d)
 		store_relaxed(&d->v.h->collector_pid.v, 0);
 	cw_close(&d->w);
 	free(d->scratch);
+	free(d->dead);
 	shmt_view_close(&d->v);
 }

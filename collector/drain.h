@@ -46,6 +46,8 @@ struct drain {
 	uint64_t last_reap_ns;
 	bool lock_warned;
 	struct shmt_record *scratch;	/* DRAIN_BATCH records */
+	struct shmt_owner *dead;	/* per block: owner found dead */
+	uint64_t start_seq;		/* ring sequence we started from */
 	struct drain_stats st;
 	char err[512];
 };

@@ -38,7 +38,7 @@ static void usage(FILE *f)
 "      --group              make a created ring readable and writable by the group\n"
 "  -p, --poll-interval MS   wake at least every MS milliseconds (default 100)\n"
 "      --max-size BYTES     rotate to FILE.1, FILE.2, ... when a part reaches BYTES\n"
-"                           (suffixes k, M, G; a part may pass it by one 1 MiB buffer)\n"
+"                           (suffixes k, M, G; a part may pass it by one batch, 330 kB)\n"
 "      --keep-ring          with --create, leave the ring in /dev/shm on exit\n"
 "      --ready-fd FD        write \"ready\\n\" to FD and close it once draining\n"
 "  -q, --quiet              no summary line on exit\n"
@@ -231,14 +231,18 @@ int main(int argc, char **argv)
 	}
 	if (!quiet) {
 		double secs = (double)(shmt_mono_ns() - t0) / 1e9;
+		/* after an error, count only what the kernel confirmed written */
+		uint64_t recs = ret < 0 ? (d.w.done_seq > d.start_seq ? d.w.done_seq - d.start_seq : 0)
+				       : d.st.records;
+		uint64_t bytes = d.st.bytes + (ret < 0 ? d.w.bytes : 0);
 
 		fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %u file%s, "
 			"%llu dropped, %llu overwritten, %llu torn, %.2f s, %.0f records/s, "
 			"longest lock hold %.1f us\n",
-			(unsigned long long)d.st.records, (unsigned long long)(d.st.bytes + d.w.bytes * (ret < 0)),
+			(unsigned long long)recs, (unsigned long long)bytes,
 			d.st.parts, d.st.parts == 1 ? "" : "s",
 			(unsigned long long)d.st.dropped, (unsigned long long)d.st.overwritten,
-			(unsigned long long)d.st.torn, secs, secs > 0 ? (double)d.st.records / secs : 0.0,
+			(unsigned long long)d.st.torn, secs, secs > 0 ? (double)recs / secs : 0.0,
 			(double)d.st.lock_hold_max_ns / 1000.0);
 	}
 	drain_close(&d);

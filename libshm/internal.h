@@ -97,7 +97,12 @@ extern void (*shmt_test_hook)(const char *where);
 uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx);
 int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r);
 void shmt_wake_collector(struct shmt_view *v);
-uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, bool reap);
+struct shmt_owner {
+	uint32_t pid, tid;
+	uint64_t start_time;
+};
+uint32_t shmt_find_dead_blocks(const struct shmt_view *v, struct shmt_owner *dead);
+uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead);
 
 /* procinfo.c */
 uint64_t shmt_proc_start_time(uint32_t pid);	/* 0 if gone */

@@ -131,7 +131,7 @@ static int producer_lock(shmtrace_t *t)
 
 /* Claims a free block for the calling thread. Lock held. Returns the
  * index, or -ENOSPC. */
-static int claim_block_locked(shmtrace_t *t, uint32_t tid)
+static int claim_block_locked(shmtrace_t *t, uint32_t tid, const struct shmt_owner *dead)
 {
 	struct shmt_view *v = &t->v;
 
@@ -150,7 +150,9 @@ static int claim_block_locked(shmtrace_t *t, uint32_t tid)
 			return (int)i;
 		}
 		/* none free: take back those of threads that died */
-		shmt_adopt_blocks_locked(v, false, true);
+		if (!dead)
+			break;
+		shmt_adopt_blocks_locked(v, false, dead);
 	}
 	return -ENOSPC;
 }
@@ -195,7 +197,23 @@ static struct tls_slot *slot_slow(shmtrace_t *t)
 		return NULL;
 	if (producer_lock(t) < 0)
 		return NULL;
-	idx = claim_block_locked(t, tid);
+	idx = claim_block_locked(t, tid, NULL);
+	if (idx < 0) {
+		/* all taken: find dead owners outside the lock (it reads /proc),
+		 * then claim again; a thread pays this once, on its first record */
+		struct shmt_owner *dead = calloc(t->v.nblocks, sizeof(*dead));
+
+		shmt_unlock(&t->v);
+		if (!dead)
+			return NULL;
+		shmt_find_dead_blocks(&t->v, dead);
+		if (producer_lock(t) < 0) {
+			free(dead);
+			return NULL;
+		}
+		idx = claim_block_locked(t, tid, dead);
+		free(dead);
+	}
 	if (idx >= 0) {
 		thread_name(tname);
 		shmt_name_append_locked(&t->v, g_pid, tid, g_start, g_pidns, tname, g_pname);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "capture.h"
+#include "drain.h"
 #include "helpers.h"
 
 static char g_bin[4096];
@@ -302,6 +303,50 @@ static void test_file_size_limit(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* --max-size: the capture rotates into FILE.1, FILE.2 ...; each part is a
+ * whole capture, and together they hold every record once. */
+static void test_rotation(void **state)
+{
+	const char *ring = test_ring_name("rot");
+	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
+	char out[256], part[300];
+	struct tally t = { 0 };
+	struct stat st;
+	int status, parts = 0;
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	col = start_collector(ring, out, "--max-size=1M", 0);
+	run_producers(ring, &t, 1, 200000);
+	wait_producers(&t);
+	status = stop(col, SIGTERM);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (int i = 0; i < 64; i++) {
+		if (i == 0)
+			snprintf(part, sizeof(part), "%s", out);
+		else
+			snprintf(part, sizeof(part), "%s.%d", out, i);
+		if (stat(part, &st) < 0)
+			break;
+		/* a part passes the bound by at most one batch of records */
+		assert_true(st.st_size <= (1 << 20) + DRAIN_BATCH * 40 + 65536);
+		read_capture(part, &t);
+		unlink(part);
+		parts++;
+	}
+	print_message("%d parts, %llu records, %llu dropped\n", parts,
+		      (unsigned long long)t.records, (unsigned long long)t.dropped);
+	assert_true(parts >= 3);
+	assert_int_equal(t.clean_ends, parts);	/* every part ends with END */
+	assert_int_equal(t.dup_seq, 0);
+	check_exactly_once(&t);
+	free(t.seen);
+	free(t.seq_seen);
+	shmtrace_ring_unlink(ring);
+}
+
 /* A full disk (a 512 KiB tmpfs): a clear error, exit 1, the capture
  * readable up to its last whole frame, the rest still in the ring. */
 static void test_full_disk(void **state)
@@ -470,6 +515,7 @@ int main(void)
 		cmocka_unit_test(test_every_record_exactly_once),
 		cmocka_unit_test(test_collector_killed_and_restarted),
 		cmocka_unit_test(test_file_size_limit),
+		cmocka_unit_test(test_rotation),
 		cmocka_unit_test(test_full_disk),
 		cmocka_unit_test(test_sigterm_under_load),
 		cmocka_unit_test(test_bad_command_lines),
