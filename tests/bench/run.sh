@@ -8,9 +8,10 @@
 # The LTTng side is built here (tests/bench/lttng/, cc -llttng-ust -ldl),
 # not by the Makefile. As root, missing Debian packages (liblttng-ust-dev
 # lttng-tools babeltrace2) are installed with apt-get unless
-# BENCH_NO_INSTALL=1. A session daemon is started for the run (or a running
-# one is reused and left alone); every session, daemon, temporary directory
-# and /dev/shm file this script makes is removed on exit.
+# BENCH_NO_INSTALL=1; BENCH_NO_LTTNG=1 skips the peer altogether. A session
+# daemon is started for the run (or a running one is reused and left
+# alone); every session, daemon, temporary directory and /dev/shm file this
+# script makes is removed on exit.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build-bench}
@@ -110,7 +111,9 @@ lt_install() {
 	apt-get update -qq >/dev/null 2>&1
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1
 }
-if ! lt_install liblttng-ust-dev lttng-tools; then
+if [ "${BENCH_NO_LTTNG:-0}" = 1 ]; then
+	LT_WHY="BENCH_NO_LTTNG=1 was given"
+elif ! lt_install liblttng-ust-dev lttng-tools; then
 	LT_WHY="LTTng-UST is not installed (needs liblttng-ust-dev lttng-tools; run as root, or: sudo apt-get install liblttng-ust-dev lttng-tools)"
 elif ! cc -O2 -g -march=native -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -Itests/bench/lttng \
 		-o "$LT" tests/bench/lttng/bench_lttng.c tests/bench/lttng/bench_tp.c -llttng-ust -ldl \
