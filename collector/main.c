@@ -125,7 +125,7 @@ int main(int argc, char **argv)
 		case 'c': create = true; break;
 		case 'C':
 			if (parse_size(optarg, &v) || v == 0 || v > SHMT_MAX_CAPACITY || (v & (v - 1)))
-				return usage_error("--capacity '%s': need a power of two up to 2^28", optarg);
+				return usage_error("--capacity '%s': need a power of two up to 2^24", optarg);
 			cfg.capacity = (uint32_t)v;
 			break;
 		case 'M':

@@ -15,9 +15,9 @@
 #include <pthread.h>
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
-#define SHMT_RING_MAJOR		1
-#define SHMT_RING_MINOR		0
-#define SHMT_RING_COMPAT	1	/* oldest major a reader must understand */
+#define SHMT_RING_MAJOR		1u
+#define SHMT_RING_MINOR		0u
+#define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
 #define SHMT_RECORD_SIZE	40u
@@ -25,7 +25,7 @@
 #define SHMT_NAME_LEN		32u	/* process/thread name bytes, NUL included */
 #define SHMT_STRING_MAX		1024u	/* longest interned string */
 #define SHMT_MAX_STRINGS	65535u	/* ids are 16 bits; 0 means none */
-#define SHMT_MAX_CAPACITY	(1u << 28)
+#define SHMT_MAX_CAPACITY	(1u << 24)	/* the commit word holds 24 bits of sequence */
 #define SHMT_MAX_BLOCKS		65536u
 #define SHMT_MAX_THREADS	(1u << 20)
 
