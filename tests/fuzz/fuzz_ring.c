@@ -16,7 +16,8 @@
  *   3: like 2, but the first 256 bytes (identity, geometry) are restored.
  * A copy of the image's header goes through shmt_view_validate(); when it
  * validates, every reader runs over the image, and the image is written
- * to /dev/shm and read back through source_open_ring()/source_records().
+ * to /dev/shm and read back through source_open_ring()/source_records(),
+ * and exported (`shmtrace export --ring`) to JSON that must be strict.
  * FUZZ_RING_SEEDS=DIR makes the harness write seed inputs there and exit.
  */
 #include <errno.h>
@@ -26,8 +27,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <getopt.h>
 #include <unistd.h>
 
+#include "cli.h"
+#include "json_check.h"
 #include "ring_reader.h"
 #include "source.h"
 
@@ -36,9 +40,28 @@
 static uint8_t *tpl;
 static size_t tpl_size;
 static char shm_name[64];
-static int shm_fd = -1;
+static int shm_fd = -1, outfd = -1;
+static char outpath[64];
 static FILE *devnull;
 static int verbose;	/* FUZZ_VERBOSE=1: say what each input became */
+
+/*
+ * KNOWN BUG (reported, see docs/FUZZING.md): put_metadata() in
+ * tools/export.c computes (int64_t)realtime0 + (int64_t)(first_ts - mono0),
+ * a signed overflow for some inputs. Unless FUZZ_KNOWN_BUGS=1, export is
+ * skipped for inputs where that sum can overflow (first_ts is 0 or the ts
+ * of some record), so fuzzing can look past it; run.sh replays the
+ * regression inputs with FUZZ_KNOWN_BUGS=1. Remove once fixed.
+ */
+static int known_bugs;
+static int export_overflows(uint64_t realtime0, uint64_t mono0, uint64_t ts)
+{
+	int64_t sum;
+
+	return __builtin_add_overflow((int64_t)realtime0, (int64_t)(ts - mono0), &sum);
+}
+static int skip_export;	/* this input would hit the known bug */
+
 
 static void die(const char *what)
 {
@@ -149,12 +172,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		exit(0);
 	}
 	verbose = getenv("FUZZ_VERBOSE") != NULL;
+	known_bugs = getenv("FUZZ_KNOWN_BUGS") != NULL;
 	devnull = fopen("/dev/null", "w");
 	snprintf(shm_name, sizeof(shm_name), "shmt-fuzz-ring-%d", (int)getpid());
 	shm_fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (shm_fd < 0 || !devnull)
 		die("shm_open");
 	atexit(cleanup);
+	outfd = memfd_create("fuzz_ring_out", MFD_CLOEXEC);
+	if (outfd < 0)
+		die("memfd_create");
+	snprintf(outpath, sizeof(outpath), "/proc/self/fd/%d", outfd);
 	return 0;
 }
 
@@ -213,9 +241,13 @@ static void read_all(const struct shmt_view *v)
 	uint64_t seq = head > v->capacity ? head - v->capacity : 0;
 	uint32_t n;
 
+	skip_export = !known_bugs && export_overflows(v->clock.realtime0, v->clock.mono0, 0);
 	for (unsigned k = 0; seq < head && k < MAX_READS; seq++, k++)
-		if (shmt_ring_read(v, seq, &r) == 0)
+		if (shmt_ring_read(v, seq, &r) == 0) {
 			sink += r.ts + r.name + r.commit;
+			if (!known_bugs && export_overflows(v->clock.realtime0, v->clock.mono0, r.ts))
+				skip_export = 1;
+		}
 	if (verbose)
 		fprintf(stderr, "fuzz_ring: head %llu, %u strings, %u threads\n",
 			(unsigned long long)head, shmt_ring_nstrings(v), shmt_ring_nthreads(v));
@@ -246,9 +278,12 @@ static void read_all(const struct shmt_view *v)
 			fprintf(stderr, "fuzz_ring: block %u: %d pending\n", i, k);
 		if (k < 0 || (uint32_t)k > v->block_records || info.taken > info.written)
 			abort();
-		for (int j = 0; j < k; j++)
+		for (int j = 0; j < k; j++) {
 			if (blk[j].commit < SHMTRACE_KIND_SPAN || blk[j].commit > SHMTRACE_KIND_MAX)
 				abort();
+			if (!known_bugs && export_overflows(v->clock.realtime0, v->clock.mono0, blk[j].ts))
+				skip_export = 1;
+		}
 	}
 	(void)sink;
 }
@@ -281,6 +316,40 @@ static void read_source(const uint8_t *img, size_t len)
 	stderr = saved;
 }
 
+/* `shmtrace export --ring NAME -o OUT`; what it writes must be valid JSON. */
+static void export_json(void)
+{
+	char *argv[] = { "export", "--ring", shm_name, "-o", outpath, NULL };
+	FILE *saved = stderr;
+	const char *why;
+	char *out;
+	size_t at;
+	off_t n;
+	int rc;
+
+	if (ftruncate(outfd, 0) < 0)
+		abort();
+	stderr = devnull;
+	optind = 0;	/* glibc: reinitialise getopt */
+	rc = cmd_export(5, argv);
+	stderr = saved;
+	if (verbose)
+		fprintf(stderr, "fuzz_ring: export: exit %d\n", rc);
+	if (rc != EXIT_OK)
+		return;
+	n = lseek(outfd, 0, SEEK_END);
+	out = malloc(n > 0 ? (size_t)n : 1);
+	if (n < 0 || !out || pread(outfd, out, (size_t)n, 0) != n)
+		abort();
+	why = json_check(out, (size_t)n, &at);
+	if (why) {
+		fprintf(stderr, "fuzz_ring: export wrote invalid JSON: %s at byte %zu of %lld\n",
+			why, at, (long long)n);
+		abort();
+	}
+	free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct shmt_header copy;
@@ -310,7 +379,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    v.blocks + v.nblocks * v.block_size > img + len)
 			abort();
 		read_all(&v);
-		read_source(img, len);
+		read_source(img, len);	/* also writes the image to /dev/shm */
+		if (!skip_export)
+			export_json();
 	}
 	free(img);
 	return 0;
