@@ -600,7 +600,7 @@ static int looks_like_capture(const uint8_t *b, size_t len)
 int shmt_cap_open(const char *path, struct shmt_cap_reader **out, char *err, size_t errlen)
 {
 	struct shmt_cap_reader *r;
-	struct shmt_cap_frame f;
+	struct shmt_cap_frame f = { .type = 0 };
 	int rc;
 
 	*out = NULL;

@@ -58,13 +58,14 @@ uint64_t shmt_realtime_ns(void)
  * rate through frequency changes and idle states. */
 static bool tsc_invariant(void)
 {
+	const char *want = getenv("SHMTRACE_CLOCK");
 	char line[4096];
 	bool c = false, n = false;
 	FILE *f;
 
 	if (!HAVE_TSC)
 		return false;
-	if (getenv("SHMTRACE_CLOCK") && !strcmp(getenv("SHMTRACE_CLOCK"), "monotonic"))
+	if (want && !strcmp(want, "monotonic"))
 		return false;
 	f = fopen("/proc/cpuinfo", "re");
 	if (!f)

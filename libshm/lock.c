@@ -57,6 +57,7 @@ bool shmt_mutex_sane(const struct shmt_view *v)
 	pthread_mutex_t ref;
 	unsigned count;
 
+	memset(&ref, 0, sizeof(ref));
 	if (shmt_mutex_init(&ref) < 0)
 		return false;
 	ref_kind = ref.__data.__kind;

@@ -392,8 +392,12 @@ SHMT_API int shmtrace_open(const char *name, shmtrace_t **out)
 	}
 	pthread_mutex_init(&t->local, NULL);
 	t->lock_timeout_ns = LOCK_TIMEOUT_NS;
-	if (getenv("SHMTRACE_LOCK_TIMEOUT_MS"))
-		t->lock_timeout_ns = strtoull(getenv("SHMTRACE_LOCK_TIMEOUT_MS"), NULL, 10) * 1000000ull;
+	{
+		const char *ms = getenv("SHMTRACE_LOCK_TIMEOUT_MS");
+
+		if (ms)
+			t->lock_timeout_ns = strtoull(ms, NULL, 10) * 1000000ull;
+	}
 	shmt_clock_adopt(&t->v.clock);
 
 	pthread_mutex_lock(&g_lock);

@@ -332,7 +332,11 @@ int source_open_files(struct source *s, char *const *paths, size_t n, char *err,
 	int ret;
 
 	memset(s, 0, sizeof(*s));
-	s->name = n ? paths[0] : "";
+	if (n == 0) {
+		snprintf(err, errlen, "no capture file given");
+		return -EINVAL;
+	}
+	s->name = paths[0];
 	s->files = calloc(n, sizeof(*s->files));
 	s->runs = calloc(n, sizeof(*s->runs));
 	if (!s->files || !s->runs || alloc_strings(s, CAP_MAX_STRINGS) < 0) {

@@ -641,14 +641,11 @@ static void put_instant(struct svg *g, const struct svg_item *it)
 static void put_counter(struct svg *g, const struct lane *l)
 {
 	double span = (double)(l->vmax - l->vmin), top = l->y + 4, bottom = l->y + l->h - 3;
-	double y = bottom;
-
 	fputs("<path fill=\"none\" stroke=\"#4e79a7\" stroke-width=\"1.3\" d=\"", g->f);
 	for (size_t i = l->first; i < l->first + l->n; i++) {
 		const struct svg_item *it = &g->v[i];
 		double x = xof(g, it->ts);
-
-		y = span > 0 ? bottom - ((double)((int64_t)it->dur - l->vmin)) / span * (bottom - top)
+		double y = span > 0 ? bottom - ((double)((int64_t)it->dur - l->vmin)) / span * (bottom - top)
 			     : (top + bottom) / 2;
 		if (i == l->first)
 			fprintf(g->f, "M%.2f,%.1f", x, y);

@@ -53,8 +53,12 @@ static int grow(struct u64map *m)
 		n.vals[j] = m->vals[i];
 	}
 	n.n = m->n;
-	u64map_free(m);
-	*m = n;
+	{
+		struct u64map old = *m;
+
+		*m = n;
+		u64map_free(&old);
+	}
 	return 0;
 }
 
@@ -78,6 +82,8 @@ uint64_t *u64map_get(struct u64map *m, uint64_t key, uint64_t def, bool *added)
 	if (v)
 		return v;
 	if ((m->n + 1) * 2 > m->cap && grow(m) < 0)
+		return NULL;
+	if (!m->used || !m->keys || !m->vals)
 		return NULL;
 	for (j = hash(key) & (m->cap - 1); m->used[j]; j = (j + 1) & (m->cap - 1))
 		;
