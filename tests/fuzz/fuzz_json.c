@@ -7,8 +7,8 @@
  * cut points) and eight bytes of numbers. The strings go through
  * json_escape() with buffers of several sizes and through a jw writer that
  * builds complete trace events (name, cat, args) on an open_memstream,
- * 1-4 of them, or (byte 2 >= 0x80) enough to cross the writer's 64 KiB
- * buffer twice. Everything written
+ * 1-4 of them, after (byte 2 >= 0x80) enough whitespace that the writer's
+ * 64 KiB buffer drains somewhere inside the first event. Everything written
  * must be strict RFC 8259 JSON (json_check.c); json_escape()'s return value,
  * its cut prefixes and its NUL must agree with the full escape; and an ASCII
  * string must come back byte for byte when its escape is decoded.
@@ -140,7 +140,7 @@ static uint64_t rd64(const uint8_t *p)
 }
 
 static void write_events(const char *a, size_t na, const char *b, size_t nb, const char *c,
-			 size_t nc, uint64_t num, unsigned count)
+			 size_t nc, uint64_t num, unsigned count, size_t pad)
 {
 	char *mem = NULL;
 	size_t memlen = 0;
@@ -154,6 +154,14 @@ static void write_events(const char *a, size_t na, const char *b, size_t nb, con
 		abort();
 	jw_init(w, f);
 	jw_puts(w, "{\"traceEvents\":[");
+	/* whitespace, so that the writer's buffer fills inside the events */
+	while (pad) {
+		static const char sp[256] = { [0 ... 255] = ' ' };
+		size_t k = pad < sizeof(sp) ? pad : sizeof(sp);
+
+		jw_raw(w, sp, k);
+		pad -= k;
+	}
 	for (unsigned i = 0; i < count; i++) {
 		if (i)
 			jw_raw(w, ",\n", 2);
@@ -228,9 +236,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_escape(s, na);
 	check_escape(s + na, nb);
 	check_escape(s + na + nb, rest - na - nb);
-	/* with byte 2's top bit: enough copies to cross JW_BUF_SIZE twice */
-	if (data[2] & 0x80)
-		count = 1 + (unsigned)(2 * JW_BUF_SIZE / (rest + 64)) + data[2] % 4;
-	write_events(s, na, s + na, nb, s + na + nb, rest - na - nb, num, count);
+	/* byte 2's top bit: pad so that the 64 KiB buffer drains 0..508 bytes
+	 * into the first event, inside an escape or a UTF-8 sequence maybe */
+	write_events(s, na, s + na, nb, s + na + nb, rest - na - nb, num, count,
+		     data[2] & 0x80 ? JW_BUF_SIZE - 16 - 4u * (data[2] & 0x7f) % 512 : 0);
 	return 0;
 }
