@@ -98,7 +98,7 @@ $(BUILD)/bench/%: tests/bench/%.c $(INTERNAL)
 	$(Q)$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS)
 
 # Debian packages the build and the tests need; installed when root.
-DEB_PKGS := liburing-dev libmsgpack-dev libcmocka-dev pkg-config
+DEB_PKGS := liburing-dev libmsgpack-dev libcmocka-dev pkg-config valgrind clang libclang-rt-14-dev
 deps:
 	@bash tests/deps.sh $(DEB_PKGS)
 
@@ -128,6 +128,11 @@ bench: deps
 
 benches: $(BENCHES)
 
+# libFuzzer harnesses (clang + libclang-rt-14-dev); FUZZ_SECONDS per harness, default 60
+fuzz: deps all
+	$(Q)bash tests/deps.sh clang libclang-rt-14-dev
+	$(Q)BUILD=$(BUILD) bash tests/fuzz/run.sh
+
 # Static analysis: cppcheck and clang-tidy (the analyzer and bugprone checks
 # minus those that flag this code's deliberate idioms), both must be clean.
 TIDY_CHECKS := -*,clang-analyzer-*,bugprone-*,-clang-analyzer-valist.Uninitialized,\
@@ -138,6 +143,7 @@ TIDY_CHECKS := -*,clang-analyzer-*,bugprone-*,-clang-analyzer-valist.Uninitializ
 	-bugprone-implicit-widening-of-multiplication-result,\
 	-bugprone-misplaced-widening-cast,-bugprone-suspicious-string-compare
 lint:
+	@bash tests/deps.sh cppcheck clang-tidy
 	cppcheck --quiet --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE \
 		-Ilibshm -Icollector -Itools --inline-suppr --error-exitcode=1 libshm collector tools
 	clang-tidy -quiet --warnings-as-errors='*' -checks='$(TIDY_CHECKS)' \
@@ -160,5 +166,5 @@ install: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL)
 clean:
 	rm -rf build build-san build-tsan build-bench build-clang build-fuzz demo-out demo-trace.json
 
-.PHONY: lint all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
+.PHONY: fuzz lint all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
 .SECONDARY:

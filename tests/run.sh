@@ -12,6 +12,7 @@ export BUILD
 export SHMTRACE_BIN="$PWD/$BUILD"
 mode=${1:-all}
 pass=0 fail=0 skip=0 failed=()
+rm -f "$BUILD/fuzz-summary.txt"
 export SHMTRACE_TEST_PREFIX="t$$-"
 
 run_one() {
@@ -56,9 +57,10 @@ if [ -n "$figs" ]; then
 		END { for (r = 1; r <= n; r++) { line = ""; for (i = 1; i <= nf; i++)
 			line = line sprintf(i < nf ? "%-" w[i] "s  " : "%s", c[r, i]); print line } }'
 fi
-if [ -f "$BUILD/../build-fuzz/summary.txt" ]; then
+if [ "$mode" = all ] && [ -s "$BUILD/fuzz-summary.txt" ]; then
 	echo
-	cat "$BUILD/../build-fuzz/summary.txt"
+	echo "Fuzzing (libFuzzer + ASan + UBSan, tests/fuzz):"
+	sed 's/^/  /' "$BUILD/fuzz-summary.txt"
 fi
 # nothing a test made may stay behind in /dev/shm
 rm -f /dev/shm/"$SHMTRACE_TEST_PREFIX"* 2>/dev/null

@@ -371,8 +371,10 @@ static void put_metadata(struct exporter *e)
 {
 	const struct source_loss *l = &e->src.loss;
 	struct jw *w = e->w;
-	int64_t delta = (int64_t)(e->first_ts - e->src.mono0);
-	uint64_t wall = (uint64_t)((int64_t)e->src.realtime0 + delta);
+	/* realtime0 + (first_ts - mono0) in wrapping unsigned arithmetic:
+	 * the same bits for sane inputs, no signed overflow for forged ones
+	 * (found by fuzz_capture and fuzz_ring) */
+	uint64_t wall = e->src.realtime0 + (e->first_ts - e->src.mono0);
 	time_t secs = (time_t)(wall / 1000000000ull);
 	char iso[64] = "";
 	struct tm tm;

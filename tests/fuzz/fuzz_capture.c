@@ -38,22 +38,6 @@ static FILE *devnull;
 static int verbose;	/* FUZZ_VERBOSE=1: say how far each input got */
 static int no_export;	/* FUZZ_CAPTURE_NO_EXPORT=1: the readers only, ~10x faster */
 
-/*
- * KNOWN BUG (reported, see docs/FUZZING.md): put_metadata() in
- * tools/export.c computes (int64_t)realtime0 + (int64_t)(first_ts - mono0),
- * a signed overflow for some inputs. Unless FUZZ_KNOWN_BUGS=1, export is
- * skipped for inputs where that sum can overflow (first_ts is 0 or the ts
- * of some record), so fuzzing can look past it; run.sh replays the
- * regression inputs with FUZZ_KNOWN_BUGS=1. Remove once fixed.
- */
-static int known_bugs;
-static int export_overflows(uint64_t realtime0, uint64_t mono0, uint64_t ts)
-{
-	int64_t sum;
-
-	return __builtin_add_overflow((int64_t)realtime0, (int64_t)(ts - mono0), &sum);
-}
-static int skip_export;	/* this input would hit the known bug */
 
 
 static uint64_t rd_be(const uint8_t *p, int n)
@@ -241,7 +225,6 @@ static void read_file(void)
 	volatile unsigned sink = 0;
 	int ret, n = 0;
 
-	skip_export = 0;
 	if ((ret = shmt_cap_open(mempath, &r, err, sizeof(err))) < 0) {
 		if (verbose)
 			fprintf(stderr, "fuzz_capture: open: %d %s\n", ret, err);
@@ -249,14 +232,8 @@ static void read_file(void)
 	}
 	h = shmt_cap_header_of(r);
 	sink += (unsigned)strnlen(h->host, 64);
-	if (!known_bugs && export_overflows(h->realtime0, h->mono0, 0))
-		skip_export = 1;
 	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) > 0) {
 		sink += touch_frame(&f);
-		if (!known_bugs && f.type == SHMT_CAP_RECORDS)
-			for (size_t i = 0; i < f.records.n; i++)
-				if (export_overflows(h->realtime0, h->mono0, f.records.v[i].ts))
-					skip_export = 1;
 		if (++n > 1000000)
 			abort();	/* a reader that never ends */
 	}
@@ -314,7 +291,7 @@ static void run_all(const uint8_t *buf, size_t len)
 	decode_all(buf, len);
 	if (write_memfd(buf, len) == 0) {
 		read_file();
-		if (!no_export && !skip_export)
+		if (!no_export)
 			export_json();	/* source_open_files() + source_records(), twice */
 	}
 }
@@ -338,7 +315,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	}
 	verbose = getenv("FUZZ_VERBOSE") != NULL;
-	known_bugs = getenv("FUZZ_KNOWN_BUGS") != NULL;
 	no_export = getenv("FUZZ_CAPTURE_NO_EXPORT") != NULL;
 	devnull = fopen("/dev/null", "w");
 	if (!devnull)

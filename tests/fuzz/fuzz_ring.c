@@ -45,22 +45,6 @@ static char outpath[64];
 static FILE *devnull;
 static int verbose;	/* FUZZ_VERBOSE=1: say what each input became */
 
-/*
- * KNOWN BUG (reported, see docs/FUZZING.md): put_metadata() in
- * tools/export.c computes (int64_t)realtime0 + (int64_t)(first_ts - mono0),
- * a signed overflow for some inputs. Unless FUZZ_KNOWN_BUGS=1, export is
- * skipped for inputs where that sum can overflow (first_ts is 0 or the ts
- * of some record), so fuzzing can look past it; run.sh replays the
- * regression inputs with FUZZ_KNOWN_BUGS=1. Remove once fixed.
- */
-static int known_bugs;
-static int export_overflows(uint64_t realtime0, uint64_t mono0, uint64_t ts)
-{
-	int64_t sum;
-
-	return __builtin_add_overflow((int64_t)realtime0, (int64_t)(ts - mono0), &sum);
-}
-static int skip_export;	/* this input would hit the known bug */
 
 
 static void die(const char *what)
@@ -172,7 +156,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		exit(0);
 	}
 	verbose = getenv("FUZZ_VERBOSE") != NULL;
-	known_bugs = getenv("FUZZ_KNOWN_BUGS") != NULL;
 	devnull = fopen("/dev/null", "w");
 	snprintf(shm_name, sizeof(shm_name), "shmt-fuzz-ring-%d", (int)getpid());
 	shm_fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -241,12 +224,9 @@ static void read_all(const struct shmt_view *v)
 	uint64_t seq = head > v->capacity ? head - v->capacity : 0;
 	uint32_t n;
 
-	skip_export = !known_bugs && export_overflows(v->clock.realtime0, v->clock.mono0, 0);
 	for (unsigned k = 0; seq < head && k < MAX_READS; seq++, k++)
 		if (shmt_ring_read(v, seq, &r) == 0) {
 			sink += r.ts + r.name + r.commit;
-			if (!known_bugs && export_overflows(v->clock.realtime0, v->clock.mono0, r.ts))
-				skip_export = 1;
 		}
 	if (verbose)
 		fprintf(stderr, "fuzz_ring: head %llu, %u strings, %u threads\n",
@@ -281,8 +261,6 @@ static void read_all(const struct shmt_view *v)
 		for (int j = 0; j < k; j++) {
 			if (blk[j].commit < SHMTRACE_KIND_SPAN || blk[j].commit > SHMTRACE_KIND_MAX)
 				abort();
-			if (!known_bugs && export_overflows(v->clock.realtime0, v->clock.mono0, blk[j].ts))
-				skip_export = 1;
 		}
 	}
 	(void)sink;
@@ -380,8 +358,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		read_all(&v);
 		read_source(img, len);	/* also writes the image to /dev/shm */
-		if (!skip_export)
-			export_json();
+		export_json();
 	}
 	free(img);
 	return 0;

@@ -130,7 +130,7 @@ for h in "${HARNESSES[@]}"; do
 	[ -e "${files[0]}" ] || continue
 	for f in "${files[@]}"; do
 		id=$h/$(basename "$f")
-		if FUZZ_KNOWN_BUGS=1 ASAN_OPTIONS=$REG_ASAN_OPTIONS "$OUT/$h" -rss_limit_mb=2048 -timeout=10 "$f" \
+		if ASAN_OPTIONS=$REG_ASAN_OPTIONS "$OUT/$h" -rss_limit_mb=2048 -timeout=10 "$f" \
 			> "$OUT/logs/$h.regress.log" 2>&1; then
 			is_known "$id" && log "$h: $id now passes: remove its line from $KNOWN"
 			continue
@@ -160,11 +160,7 @@ for h in "${HARNESSES[@]}"; do
 	dict=()
 	[ -f "tests/fuzz/$h.dict" ] && dict=(-dict="tests/fuzz/$h.dict")
 	log "$h: fuzzing for ${FUZZ_SECONDS}s on $(ls "$work" | wc -l) seed(s)"
-	# FUZZ_STRICT=1: no harness steps around known, reported bugs (see the
-	# KNOWN BUG notes in the harnesses)
-	known=()
-	[ "${FUZZ_STRICT:-0}" = 1 ] && known=(FUZZ_KNOWN_BUGS=1)
-	env "${known[@]}" ASAN_OPTIONS=$FUZZ_ASAN_OPTIONS "$OUT/$h" "$work" "${dict[@]}" -max_total_time="$FUZZ_SECONDS" -max_len="${MAXLEN[$h]}" \
+	env ASAN_OPTIONS=$FUZZ_ASAN_OPTIONS "$OUT/$h" "$work" "${dict[@]}" -max_total_time="$FUZZ_SECONDS" -max_len="${MAXLEN[$h]}" \
 		-rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
 		-artifact_prefix="$OUT/crashes/$h-" > "$OUT/logs/$h.log" 2>&1
 	rc=$?
