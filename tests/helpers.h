@@ -31,6 +31,17 @@ static inline const char *test_ring_name(const char *what)
 	return b;
 }
 
+/* One row of the fault figures that tests/run.sh prints at the end. */
+static inline void figure(const char *kind, uint64_t injected, uint64_t written, uint64_t exported,
+			  uint64_t dropped, uint64_t torn, uint64_t lost, const char *note)
+{
+	printf("FIGURE|%s|%llu|%llu|%llu|%llu|%llu|%llu|%s\n", kind,
+	       (unsigned long long)injected, (unsigned long long)written,
+	       (unsigned long long)exported, (unsigned long long)dropped,
+	       (unsigned long long)torn, (unsigned long long)lost, note);
+	fflush(stdout);
+}
+
 /* Everything a ring holds: published records plus staged ones. */
 struct ring_dump {
 	struct shmt_record *recs;

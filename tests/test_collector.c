@@ -262,6 +262,8 @@ static void test_collector_killed_and_restarted(void **state)
 		      (unsigned long long)t.dropped);
 	assert_int_equal(t.clean_ends, 1);
 	check_exactly_once(&t);
+	figure("collector SIGKILLed mid-frame, restarted", (uint64_t)k - 1, 800000, t.records,
+	       t.dropped, 0, 800000 - t.records - t.dropped, "duplicates dropped by sequence");
 	free(t.seen);
 	free(t.seq_seen);
 	shmtrace_ring_unlink(ring);
@@ -381,6 +383,8 @@ static void test_full_disk(void **state)
 	shmtrace_stats(h, &st);
 	assert_true(st.tail <= t.records);
 	shmtrace_close(h);
+	figure("ENOSPC (512 KiB tmpfs)", 1, 60000, t.records, 0, 0, 0,
+	       "exit 1, file readable, the rest kept in the ring");
 	umount(dir);
 	rmdir(dir);
 	free(t.seen);
@@ -423,6 +427,8 @@ static void test_sigterm_under_load(void **state)
 	read_capture(out, &t);
 	for (uint64_t s = 0; s < before; s++)
 		assert_true(t.seq_seen[s]);
+	figure("SIGTERM under load", 1, before, before, 0, 0, 0,
+	       "all published before the signal captured; 2nd signal exits at once");
 	print_message("published before SIGTERM: %llu, all in the capture\n",
 		      (unsigned long long)before);
 

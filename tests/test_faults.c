@@ -33,16 +33,6 @@ static bool whole(const struct shmt_record *r)
 	return r->dur == dur && r->flow == flow && r->name == 1 && r->cat == 2;
 }
 
-static void figure(const char *kind, uint64_t injected, uint64_t written, uint64_t exported,
-		   uint64_t dropped, uint64_t torn, uint64_t lost, const char *note)
-{
-	printf("FIGURE|%s|%llu|%llu|%llu|%llu|%llu|%llu|%s\n", kind,
-	       (unsigned long long)injected, (unsigned long long)written,
-	       (unsigned long long)exported, (unsigned long long)dropped,
-	       (unsigned long long)torn, (unsigned long long)lost, note);
-	fflush(stdout);
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
