@@ -34,6 +34,7 @@
 #define RING_CAP (1u << 20)
 
 static uint64_t g_n, g_runs;
+static uint64_t g_rate;	/* BENCH_RATE: total spans/s to pace producers at; 0 = flat out */
 static const char *g_prefix, *g_tmp;
 
 /* ---------------------------------------------------------------- rings */
@@ -411,6 +412,15 @@ static double mp_run(const char *name, int nproc, uint64_t *errors)
 
 				if (shmtrace_span(t, cat, nm, t0, t1, 0) < 0)
 					m.errors++;
+				/* paced: hold this producer to g_rate / nproc spans/s,
+				 * checked every 256 spans, spinning (as a busy
+				 * application would) rather than sleeping */
+				if (g_rate && (k & 255) == 255) {
+					uint64_t due = m.start + (uint64_t)((double)(k + 1) * 1e9 * nproc / (double)g_rate);
+
+					while (bench_mono_ns() < due)
+						;
+				}
 			}
 			m.end = bench_mono_ns();
 			shmtrace_close(t);
@@ -464,9 +474,9 @@ static int case_mp2(void)
 		collector_summary(&d, summary, sizeof(summary));
 	double med = bench_median(rate, runs);
 
-	printf("RESULT mp2 rate=%.0f min=%.0f max=%.0f runs=%d n_per_proc=%llu drainer=%s dropped=%llu "
+	printf("RESULT mp2 paced=%llu rate=%.0f min=%.0f max=%.0f runs=%d n_per_proc=%llu drainer=%s dropped=%llu "
 	       "errors=%llu drained=%d published=%llu drainer_cpu_ms_per_m=%.1f drainer_sys=%.2f summary=\"%s\"\n",
-	       med, rate[0], rate[runs - 1], runs, (unsigned long long)g_n, drainer_kind(&d),
+	       (unsigned long long)g_rate, med, rate[0], rate[runs - 1], runs, (unsigned long long)g_n, drainer_kind(&d),
 	       (unsigned long long)dropped, (unsigned long long)errors, drained,
 	       (unsigned long long)total, drainer_cpu_ms_per_m(&d, total), drainer_sys_share(&d), summary);
 	shmtrace_ring_unlink(name);
@@ -830,6 +840,7 @@ int main(int argc, char **argv)
 	}
 	g_n = bench_env_u64("BENCH_N", 1000000);
 	g_runs = bench_env_u64("BENCH_RUNS", 5);
+	g_rate = bench_env_u64("BENCH_RATE", 0);
 	if (g_runs < 1 || g_runs > 64 || g_n < 1)
 		return 2;
 	g_prefix = getenv("BENCH_PREFIX") ? getenv("BENCH_PREFIX") : "shmtbench-";
