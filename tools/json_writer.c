@@ -175,26 +175,47 @@ void jw_cstr(struct jw *w, const char *s)
 	jw_str(w, s, strlen(s));
 }
 
+/* Decimal digits of v into the end of buf[24]; returns the first digit.
+ * By hand: snprintf was 45 % of an export's time. */
+static char *u64_digits(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
 void jw_u64(struct jw *w, uint64_t v)
 {
-	char b[24];
-	int n = snprintf(b, sizeof(b), "%" PRIu64, v);
+	char b[24], *p = u64_digits(b + sizeof(b), v);
 
-	jw_raw(w, b, (size_t)n);
+	jw_raw(w, p, (size_t)(b + sizeof(b) - p));
 }
 
 void jw_i64(struct jw *w, int64_t v)
 {
-	char b[24];
-	int n = snprintf(b, sizeof(b), "%" PRId64, v);
+	char b[24], *p = u64_digits(b + sizeof(b), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 
-	jw_raw(w, b, (size_t)n);
+	if (v < 0)
+		*--p = '-';
+	jw_raw(w, p, (size_t)(b + sizeof(b) - p));
 }
 
 size_t jw_fmt_us(char *buf, uint64_t ns)
 {
-	return (size_t)snprintf(buf, JW_US_MAX, "%llu.%03llu", (unsigned long long)(ns / 1000),
-				(unsigned long long)(ns % 1000));
+	char b[24], *p = u64_digits(b + sizeof(b), ns / 1000);
+	size_t n = (size_t)(b + sizeof(b) - p);
+	uint64_t frac = ns % 1000;
+
+	/* "%llu.%03llu": microseconds with the nanoseconds as 3 decimals */
+	memcpy(buf, p, n);
+	buf[n++] = '.';
+	buf[n++] = (char)('0' + frac / 100);
+	buf[n++] = (char)('0' + frac / 10 % 10);
+	buf[n++] = (char)('0' + frac % 10);
+	buf[n] = 0;
+	return n;
 }
 
 void jw_us(struct jw *w, uint64_t ns)

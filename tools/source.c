@@ -245,7 +245,8 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 
 	ret = shmt_cap_open(sf->path, &r, why, sizeof(why));
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", sf->path, why);
+		/* the reader's message names the file already */
+		snprintf(err, errlen, "%s", why);
 		return ret;
 	}
 	while ((ret = shmt_cap_next(r, &f, why, sizeof(why))) == 1) {
@@ -349,7 +350,7 @@ int source_open_files(struct source *s, char *const *paths, size_t n, char *err,
 
 		ret = shmt_cap_open(paths[i], &r, why, sizeof(why));
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: %s", paths[i], why);
+			snprintf(err, errlen, "%s", why);	/* it names the file */
 			return ret;
 		}
 		s->files[i].path = paths[i];
