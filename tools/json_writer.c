@@ -26,7 +26,7 @@ static void jw_drain(struct jw *w)
 	w->len = 0;
 }
 
-void jw_raw(struct jw *w, const char *s, size_t n)
+void jw_raw_slow(struct jw *w, const char *s, size_t n)
 {
 	while (n) {
 		size_t room = sizeof(w->buf) - w->len;
@@ -39,11 +39,6 @@ void jw_raw(struct jw *w, const char *s, size_t n)
 		if (w->len == sizeof(w->buf))
 			jw_drain(w);
 	}
-}
-
-void jw_puts(struct jw *w, const char *s)
-{
-	jw_raw(w, s, strlen(s));
 }
 
 static inline void jw_ch(struct jw *w, char c)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define JW_BUF_SIZE	(64u * 1024)
 
@@ -23,8 +24,24 @@ struct jw {
 #define JW_US_MAX	25
 
 void jw_init(struct jw *w, FILE *f);
-void jw_raw(struct jw *w, const char *s, size_t n);
-void jw_puts(struct jw *w, const char *s);
+void jw_raw_slow(struct jw *w, const char *s, size_t n);
+
+/* Appends n bytes. Inline: most pieces of an event are short literals,
+ * and the call plus a generic memcpy was a fifth of an export's time. */
+static inline void jw_raw(struct jw *w, const char *s, size_t n)
+{
+	if (__builtin_expect(n <= sizeof(w->buf) - w->len, 1)) {
+		memcpy(w->buf + w->len, s, n);
+		w->len += n;
+		return;
+	}
+	jw_raw_slow(w, s, n);
+}
+
+static inline void jw_puts(struct jw *w, const char *s)
+{
+	jw_raw(w, s, strlen(s));
+}
 /* Writes s[0..n) as a quoted JSON string: '"', '\\' and control characters
  * escaped, invalid UTF-8 replaced by U+FFFD. */
 void jw_str(struct jw *w, const char *s, size_t n);
