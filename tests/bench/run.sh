@@ -221,6 +221,26 @@ L4=""
 [ -z "$LT_WHY" ] && L4=$(BENCH_N=$N_DIS BENCH_RUNS=$RUNS timeout 600 "$LT" disabled 2>/dev/null | grep '^RESULT')
 say "running 5 drain..."
 S5=$(shm_case drain 1 "$RUNS")
+# an idle collector: no producer writes for IDLE_S seconds; what CPU did it
+# use? (a measurement, so it sleeps: there is nothing to wait for)
+IDLE_S=${BENCH_IDLE_S:-5}
+[ "$QUICK" = 1 ] && IDLE_S=1
+IDLE_MS=""
+if [ -n "$BENCH_COLLECTOR" ]; then
+	say "running 5 idle collector (${IDLE_S} s)..."
+	iring="shmtbench-$$-idle"
+	mkfifo "$TMPD/idle-ready"
+	"$BENCH_COLLECTOR" --ring "$iring" --create --output "$TMPD/idle.cap" -q --ready-fd 3 \
+		3>"$TMPD/idle-ready" &
+	ipid=$!
+	read -r _ <"$TMPD/idle-ready"
+	t0=$(awk '{ print $14 + $15 }' "/proc/$ipid/stat")
+	sleep "$IDLE_S"
+	t1=$(awk '{ print $14 + $15 }' "/proc/$ipid/stat")
+	kill -TERM "$ipid"; wait "$ipid" || true
+	IDLE_MS=$(awk -v a="$t0" -v b="$t1" -v s="$IDLE_S" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { printf "%.2f", (b - a) * 1000 / hz / s }')
+fi
 say "running 6 export..."
 S6=$(shm_case export "$N_EXPORT" "$EXPORT_RUNS")
 L6=""
@@ -298,6 +318,7 @@ if [ -n "$(field "$S5" rate)" ]; then
 	row "5 drain, CPU ms per M records" "$(fmt "$(field "$S5" cpu_ms_per_m)" 1)" "-" "" "cold collector, full ring; $(fmt "$(awk -v x="$(field "$S5" sys_share)" 'BEGIN { print x * 100 }')" 0) % system"
 	[ "$(field "$S2" drainer)" = collector ] &&
 		row "5 CPU ms per M records, warm" "$(fmt "$(field "$S2" drainer_cpu_ms_per_m)" 1)" "-" "" "collector of case 2 sustained; $(fmt "$(awk -v x="$(field "$S2" drainer_sys)" 'BEGIN { print x * 100 }')" 0) % system"
+	[ -n "$IDLE_MS" ] && row "5 idle collector, CPU ms per s" "$IDLE_MS" "-" "" "no producer writing; ${IDLE_S} s; 100 ms poll"
 	row "5 drain, collector peak RSS, MB" "$(fmt "$(field "$S5" hwm_mb)" 1)" "-" "" ""
 else
 	row "5 drain" "skipped" "-" "" "$(qfield "$S5" skipped)"
