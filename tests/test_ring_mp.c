@@ -113,21 +113,31 @@ static void test_many_processes_exact_accounting(void **state)
 	pthread_t th;
 	shmtrace_t *t;
 	uint64_t dups = 0, missing = 0;
+	int go[2];
 
 	(void)state;
 	assert_int_equal(shmtrace_ring_create(name, &c), 0);
 	d.seen = calloc((size_t)NPROC * PER, 1);
 	assert_non_null(d.seen);
-	assert_int_equal(pthread_create(&th, NULL, drain_thread, &d), 0);
+	/* the children wait on a pipe until the drainer knows their pids */
+	assert_int_equal(pipe(go), 0);
 	for (int p = 0; p < NPROC; p++) {
 		pid_t pid = fork();
 
 		if (pid == 0) {
+			char c;
+
+			close(go[1]);
+			if (read(go[0], &c, 1) != 0)
+				_exit(5);
 			produce(name, 0, PER);
 			_exit(0);
 		}
 		pids[p] = (uint32_t)pid;
 	}
+	close(go[0]);
+	assert_int_equal(pthread_create(&th, NULL, drain_thread, &d), 0);
+	close(go[1]);	/* EOF: go */
 	for (int p = 0; p < NPROC; p++) {
 		int status;
 
