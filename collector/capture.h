@@ -94,6 +94,12 @@ int shmt_cap_put_threads(msgpack_sbuffer *b, const struct shmt_thread *t, size_t
 /* records r[0..n) have ring sequences first_seq .. first_seq + n - 1; their
  * commit words hold only the kind */
 int shmt_cap_put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n);
+/* The same frame, filled in place: reserve room for n records (at most
+ * SHMT_CAP_SPLIT_RECORDS) and get where they go; store them there (commit
+ * words holding only the kind); then finish (adds the CRC) or cancel. */
+void *shmt_cap_records_reserve(msgpack_sbuffer *b, uint64_t first_seq, size_t n, size_t *mark);
+int shmt_cap_records_finish(msgpack_sbuffer *b, size_t mark);
+void shmt_cap_records_cancel(msgpack_sbuffer *b, size_t mark);
 int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l);
 int shmt_cap_put_end(msgpack_sbuffer *b, const struct shmt_cap_end *e);
 

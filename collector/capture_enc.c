@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "capture.h"
@@ -244,4 +245,60 @@ int shmt_cap_put_end(msgpack_sbuffer *b, const struct shmt_cap_end *e)
 	put_u64(&fr, e->end_ns);
 	put_u64(&fr, e->next_part);
 	return frame_end(&fr);
+}
+
+/*
+ * The collector's path: room for n records is reserved inside the frame, so
+ * that they are copied once, straight from the ring into the buffer that
+ * io_uring writes. Returns where the n x 40 bytes go (b->size already
+ * covers them), or NULL with b unchanged. *mark is for finish or cancel.
+ */
+void *shmt_cap_records_reserve(msgpack_sbuffer *b, uint64_t first_seq, size_t n, size_t *mark)
+{
+	size_t bytes = n * SHMT_RECORD_SIZE;
+	struct frame fr;
+	void *dst;
+
+	if (n == 0 || n > SHMT_CAP_SPLIT_RECORDS)
+		return NULL;
+	*mark = b->size;
+	frame_begin(&fr, b, b->size, SHMT_CAP_RECORDS, 3);
+	put_u64(&fr, first_seq);
+	put_u64(&fr, n);
+	if (!fr.rc)
+		fr.rc = msgpack_pack_bin(&fr.pk, bytes);
+	/* room for the records and the CRC, without the sbuffer's copy */
+	if (!fr.rc && b->alloc - b->size < bytes + 5) {
+		size_t alloc = b->alloc * 2 > b->size + bytes + 5 ? b->alloc * 2 : b->size + bytes + 5;
+		char *p = realloc(b->data, alloc);
+
+		if (!p)
+			fr.rc = -1;
+		else {
+			b->data = p;
+			b->alloc = alloc;
+		}
+	}
+	if (fr.rc) {
+		b->size = *mark;
+		return NULL;
+	}
+	dst = b->data + b->size;
+	b->size += bytes;
+	return dst;
+}
+
+/* Seals a reserved frame with its CRC. Returns 0 or -ENOMEM (b rolled back). */
+int shmt_cap_records_finish(msgpack_sbuffer *b, size_t mark)
+{
+	struct frame fr = { .b = b, .start = mark, .rc = 0 };
+
+	msgpack_packer_init(&fr.pk, b, msgpack_sbuffer_write);
+	return frame_end(&fr);
+}
+
+/* Drops a reserved frame. */
+void shmt_cap_records_cancel(msgpack_sbuffer *b, size_t mark)
+{
+	b->size = mark;
 }

@@ -272,6 +272,44 @@ static int put_loss(struct drain *d, bool force)
 	return shmt_cap_put_loss(cw_buffer(&d->w), &l);
 }
 
+/*
+ * Discard mode's fast path: slots in [tail, head) are never written again
+ * until the tail passes them (head's acquire load orders their contents
+ * before us), so they are copied with one memcpy straight into the frame
+ * and then checked. Returns records copied, or 0 to take the slow path
+ * (a slot that is not a finished record of its sequence: forged or torn).
+ */
+static long copy_records_fast(struct drain *d, uint64_t head)
+{
+	uint64_t n = head - d->pos, slot = d->pos & d->v.mask;
+	struct shmt_record *dst;
+	size_t mark;
+
+	if (n > DRAIN_BATCH)
+		n = DRAIN_BATCH;
+	if (slot + n > d->v.capacity)
+		n = d->v.capacity - slot;	/* up to the wrap; the rest next time */
+	dst = shmt_cap_records_reserve(cw_buffer(&d->w), d->pos, n, &mark);
+	if (!dst)
+		return 0;
+	memcpy(dst, &d->v.records[slot], n * sizeof(*dst));
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t c = dst[i].commit, kind = SHMT_COMMIT_KIND(c);
+
+		if (kind == SHMTRACE_KIND_NONE || kind > SHMTRACE_KIND_MAX ||
+		    SHMT_COMMIT_SEQ(c) != ((d->pos + i) & 0xffffffu)) {
+			shmt_cap_records_cancel(cw_buffer(&d->w), mark);
+			return 0;
+		}
+		dst[i].commit = kind;
+	}
+	if (shmt_cap_records_finish(cw_buffer(&d->w), mark) < 0)
+		return -ENOMEM;
+	d->pos += n;
+	d->st.records += n;
+	return (long)n;
+}
+
 /* Copies records [pos, head) out in contiguous runs, one frame per run. */
 static long copy_records(struct drain *d, uint64_t head)
 {
@@ -280,6 +318,12 @@ static long copy_records(struct drain *d, uint64_t head)
 	long total = 0;
 	int ret;
 
+	if (d->v.mode == SHMTRACE_MODE_DISCARD) {
+		long fast = copy_records_fast(d, head);
+
+		if (fast != 0)
+			return fast;
+	}
 	if (n > DRAIN_BATCH)
 		n = DRAIN_BATCH;
 	for (uint64_t seq = d->pos; seq < d->pos + n; seq++) {

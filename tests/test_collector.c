@@ -90,6 +90,7 @@ struct tally {
 	uint64_t max_seq;
 	uint64_t records, dup_seq, bad;
 	uint64_t dropped;	/* the latest loss frame */
+	uint64_t torn;		/* the latest loss frame */
 	int clean_ends, cut_ends;
 };
 
@@ -112,6 +113,8 @@ static void read_capture(const char *path, struct tally *t)
 	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
 		if (f.type == SHMT_CAP_LOSS && f.loss.dropped > t->dropped)
 			t->dropped = f.loss.dropped;
+		if (f.type == SHMT_CAP_LOSS && f.loss.torn > t->torn)
+			t->torn = f.loss.torn;
 		if (f.type != SHMT_CAP_RECORDS)
 			continue;
 		for (size_t i = 0; i < f.records.n; i++) {
@@ -299,6 +302,42 @@ static void test_file_size_limit(void **state)
 	assert_true(st.tail <= t.records);
 	assert_true(st.head - st.tail + t.records >= 60000 - st.dropped);
 	shmtrace_close(h);
+	unlink(out);
+	free(t.seen);
+	free(t.seq_seen);
+	shmtrace_ring_unlink(ring);
+}
+
+/* A slot in the published range that is not a finished record (forged,
+ * or torn): skipped and counted, the records around it kept. */
+static void test_torn_slot_skipped(void **state)
+{
+	const char *ring = test_ring_name("torn");
+	struct shmtrace_ring_config c = { .capacity = 1 << 12 };
+	struct tally t = { 0 };
+	struct shmt_view v;
+	char out[256], err[256];
+	int status;
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	run_producers(ring, &t, 1, 1000);
+	wait_producers(&t);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	assert_int_equal(shmt_ring_head(&v), 1000);
+	v.records[500].commit = 0;			/* half-written */
+	v.records[700].commit = SHMT_COMMIT(700 + 4096, 1);	/* another lap */
+	shmt_view_close(&v);
+	col = start_collector(ring, out, NULL, 0);
+	status = stop(col, SIGTERM);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	read_capture(out, &t);
+	assert_int_equal(t.records, 998);
+	assert_int_equal(t.torn, 2);
+	assert_int_equal(t.seq_seen[499] + t.seq_seen[501] + t.seq_seen[699] + t.seq_seen[701], 4);
+	assert_int_equal(t.seq_seen[500] + t.seq_seen[700], 0);
 	unlink(out);
 	free(t.seen);
 	free(t.seq_seen);
@@ -521,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_every_record_exactly_once),
 		cmocka_unit_test(test_collector_killed_and_restarted),
 		cmocka_unit_test(test_file_size_limit),
+		cmocka_unit_test(test_torn_slot_skipped),
 		cmocka_unit_test(test_rotation),
 		cmocka_unit_test(test_full_disk),
 		cmocka_unit_test(test_sigterm_under_load),
