@@ -314,6 +314,9 @@ row "4 disabled, loop ns (empty $(fmt "$(field "$S4" empty)" 2))" "$(fmt "$(fiel
 if [ -n "$(field "$S5" rate)" ]; then
 	row "5 drain, M records/s (to tail=head)" "$(fmt "$(awk -v x="$(field "$S5" rate)" 'BEGIN { print x / 1e6 }')" 2)" "-" "" ""
 	row "5 drain, M records/s (to exit)" "$(fmt "$(awk -v x="$(field "$S5" rate_to_exit)" 'BEGIN { print x / 1e6 }')" 2)" "-" "" ""
+	row "5 drain, warm, M records/s" "$(fmt "$(awk -v x="$(field "$S5" warm_rate)" 'BEGIN { print x / 1e6 }')" 2)" "-" "" \
+		">= 50 M/s: $(check "$(field "$S5" warm_rate)" ">=" 50000000) (running collector, full ring)"
+	row "5 drain, warm, CPU ms per M records" "$(fmt "$(field "$S5" warm_cpu_ms_per_m)" 1)" "-" "" ""
 	row "5 drain, MB/s of capture written" "$(fmt "$(field "$S5" mbs)" 1)" "-" "" ""
 	row "5 drain, CPU ms per M records" "$(fmt "$(field "$S5" cpu_ms_per_m)" 1)" "-" "" "cold collector, full ring; $(fmt "$(awk -v x="$(field "$S5" sys_share)" 'BEGIN { print x * 100 }')" 0) % system"
 	[ "$(field "$S2" drainer)" = collector ] &&
