@@ -189,7 +189,8 @@ static void adopt_blocks(struct drain *d, bool final)
 		return;
 	}
 	t0 = now_ns();
-	shmt_adopt_blocks_locked(&d->v, true, reap ? d->dead : NULL);
+	if (shmt_adopt_blocks_locked(&d->v, true, reap ? d->dead : NULL))
+		d->idle_ns = d->o.poll_ns;	/* producers are active */
 	held = now_ns() - t0;
 	shmt_unlock(&d->v);
 	d->st.lock_holds++;
@@ -405,6 +406,8 @@ long drain_pass(struct drain *d, bool final)
 	}
 	if (head - d->pos > d->v.capacity)
 		d->pos = head - d->v.capacity;	/* overwritten: producers counted it */
+	if (d->pos < head)
+		d->idle_ns = d->o.poll_ns;
 	while (d->pos < head && copied < 4 * (long)DRAIN_BATCH) {
 		r = copy_records(d, head);
 		if (r < 0)
@@ -444,8 +447,13 @@ void drain_sleep(struct drain *d)
 	struct shmt_header *h = d->v.h;
 	uint32_t *word = (uint32_t *)&h->wake_seq.v;
 	uint32_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-	struct timespec ts = { (time_t)(d->o.poll_ns / 1000000000ull),
-			       (long)(d->o.poll_ns % 1000000000ull) };
+	uint64_t nap = d->idle_ns ? d->idle_ns : d->o.poll_ns;
+	struct timespec ts = { (time_t)(nap / 1000000000ull), (long)(nap % 1000000000ull) };
+	uint64_t most = d->o.poll_ns * 10 > 2000000000ull ? d->o.poll_ns : d->o.poll_ns * 10;
+
+	/* idle: each quiet wake-up doubles the next nap, up to 10 x the poll
+	 * interval (at most 2 s); a producer's wake-up or any work resets it */
+	d->idle_ns = nap * 2 < most ? nap * 2 : most;
 
 	store_relaxed(&h->collector_sleeping.v, 1);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);

@@ -44,6 +44,7 @@ struct drain {
 		uint64_t dropped, overwritten, lock_timeouts, torn, names_dropped;
 	} loss_sent;
 	uint64_t last_reap_ns;
+	uint64_t idle_ns;	/* next nap; grows while nothing happens */
 	bool lock_warned;
 	struct shmt_record *scratch;	/* DRAIN_BATCH records */
 	struct shmt_owner *dead;	/* per block: owner found dead */
