@@ -199,8 +199,8 @@ say "running 1 span..."
 S1=$(shm_case span1 "$N_SPAN" "$SPAN_RUNS")
 L1=$(lt_case span1 span1 "$N_SPAN" "$SPAN_RUNS")
 say "running 2 two-proc burst..."
-S2B=$(shm_case mp2 "$N_BURST" "$RUNS")
-L2B=$(lt_case mp2b mp2 "$N_BURST" "$RUNS")
+S2B=$(shm_case mp2 "$N_BURST" "$SPAN_RUNS")	# short runs: more of them
+L2B=$(lt_case mp2b mp2 "$N_BURST" "$SPAN_RUNS")
 say "running 2 two-proc sustained..."
 S2=$(shm_case mp2 "$N_MP" "$RUNS")
 # the highest total rate the collector keeps up with, nothing dropped:
