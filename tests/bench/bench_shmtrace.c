@@ -728,7 +728,7 @@ static int case_drain(void)
 		exit_ns = bench_mono_ns();
 		if (r < 0)
 			continue;
-		recs = head;
+		recs = ring_head();	/* the cold lap and the warm one */
 		bytes = file_size(d.out);
 		rate[r] = (double)head / ((double)(done_ns - d.spawned_ns) / 1e9);
 		rate_exit[r] = (double)head / ((double)(exit_ns - d.spawned_ns) / 1e9);

@@ -234,12 +234,12 @@ if [ -n "$BENCH_COLLECTOR" ]; then
 		3>"$TMPD/idle-ready" &
 	ipid=$!
 	read -r _ <"$TMPD/idle-ready"
-	t0=$(awk '{ print $14 + $15 }' "/proc/$ipid/stat")
+	# schedstat's first field: CPU ns, exact (stat's ticks are 10 ms)
+	t0=$(awk '{ print $1 }' "/proc/$ipid/schedstat")
 	sleep "$IDLE_S"
-	t1=$(awk '{ print $14 + $15 }' "/proc/$ipid/stat")
+	t1=$(awk '{ print $1 }' "/proc/$ipid/schedstat")
 	kill -TERM "$ipid"; wait "$ipid" || true
-	IDLE_MS=$(awk -v a="$t0" -v b="$t1" -v s="$IDLE_S" -v hz="$(getconf CLK_TCK)" \
-		'BEGIN { printf "%.2f", (b - a) * 1000 / hz / s }')
+	IDLE_MS=$(awk -v a="$t0" -v b="$t1" -v s="$IDLE_S" 'BEGIN { printf "%.3f", (b - a) / 1e6 / s }')
 fi
 say "running 6 export..."
 S6=$(shm_case export "$N_EXPORT" "$EXPORT_RUNS")
@@ -321,7 +321,7 @@ if [ -n "$(field "$S5" rate)" ]; then
 	row "5 drain, CPU ms per M records" "$(fmt "$(field "$S5" cpu_ms_per_m)" 1)" "-" "" "cold collector, full ring; $(fmt "$(awk -v x="$(field "$S5" sys_share)" 'BEGIN { print x * 100 }')" 0) % system"
 	[ "$(field "$S2" drainer)" = collector ] &&
 		row "5 CPU ms per M records, warm" "$(fmt "$(field "$S2" drainer_cpu_ms_per_m)" 1)" "-" "" "collector of case 2 sustained; $(fmt "$(awk -v x="$(field "$S2" drainer_sys)" 'BEGIN { print x * 100 }')" 0) % system"
-	[ -n "$IDLE_MS" ] && row "5 idle collector, CPU ms per s" "$IDLE_MS" "-" "" "no producer writing; ${IDLE_S} s; 100 ms poll"
+	[ -n "$IDLE_MS" ] && row "5 idle collector, CPU ms per s" "$IDLE_MS" "-" "" "no producer writing; ${IDLE_S} s; 100 ms poll backing off to 1 s"
 	row "5 drain, collector peak RSS, MB" "$(fmt "$(field "$S5" hwm_mb)" 1)" "-" "" ""
 else
 	row "5 drain" "skipped" "-" "" "$(qfield "$S5" skipped)"
