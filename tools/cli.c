@@ -101,3 +101,35 @@ bool is_ring_name(const char *arg)
 	snprintf(path, sizeof(path), "/dev/shm/%s", arg);
 	return lstat(path, &st) == 0;
 }
+
+int filter_option(struct filter *f, const char *cmd, int c, const char *arg)
+{
+	switch (c) {
+	case 'p':
+		if (f->npids == FILTER_MAX_PIDS)
+			return usage_error(cmd, "at most %d --pid options", FILTER_MAX_PIDS);
+		if (parse_pid(arg, &f->pids[f->npids]) < 0)
+			return usage_error(cmd, "invalid pid '%s'", arg);
+		f->npids++;
+		return 0;
+	case 'F':
+	case 'T':
+		if (parse_duration(arg, c == 'F' ? &f->from : &f->to) < 0)
+			return usage_error(cmd, "invalid time '%s' for --%s (try 1.5s, 200ms, 300us)",
+					   arg, c == 'F' ? "from" : "to");
+		*(c == 'F' ? &f->has_from : &f->has_to) = true;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+bool filter_pid(const struct filter *f, uint32_t pid)
+{
+	if (!f->npids)
+		return true;
+	for (size_t i = 0; i < f->npids; i++)
+		if (f->pids[i] == pid)
+			return true;
+	return false;
+}

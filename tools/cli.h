@@ -27,6 +27,24 @@ int parse_duration(const char *s, uint64_t *ns);
 /* Parses a pid (1..2^32-1). Returns 0 or -EINVAL. */
 int parse_pid(const char *s, uint32_t *pid);
 
+/* What the reading subcommands select by: --pid (repeatable), --from, --to
+ * (relative to the earliest record). */
+#define FILTER_MAX_PIDS 64
+struct filter {
+	uint32_t pids[FILTER_MAX_PIDS];
+	size_t npids;
+	uint64_t from, to;
+	bool has_from, has_to;
+};
+
+/* Handles getopt's c if it is one of the filter options ('p' for --pid,
+ * 'F' for --from, 'T' for --to). Returns -1 when it is not one of them,
+ * 0 when handled, or EXIT_USAGE after printing what is wrong. */
+int filter_option(struct filter *f, const char *cmd, int c, const char *arg);
+
+/* True when no --pid was given or pid is one of them. */
+bool filter_pid(const struct filter *f, uint32_t pid);
+
 /* True when arg names an existing ring: not a path, and /dev/shm/arg exists. */
 bool is_ring_name(const char *arg);
 

@@ -18,7 +18,6 @@
 #include "procs.h"
 #include "source.h"
 
-#define MAX_PIDS 64
 #define PROGRESS_EVERY 1000000ull
 
 struct exporter {
@@ -27,10 +26,9 @@ struct exporter {
 	struct flows fl;
 	struct u64map seen;		/* (outpid << 32 | tid) of every record written */
 	struct jw *w;
-	uint32_t pids[MAX_PIDS];
-	size_t npids;
-	bool has_from, has_to, progress;
-	uint64_t from, to, t0;		/* window, relative to t0 = earliest record */
+	struct filter flt;		/* window relative to t0 = earliest record */
+	bool progress;
+	uint64_t t0;
 	uint64_t first_ts, last_ts, events, flows;
 	char *fcat;			/* the current flow's category list, or NULL */
 	size_t fcatlen;
@@ -78,18 +76,12 @@ static void put_where(struct jw *w, uint32_t pid, uint32_t tid, uint64_t ts)
 
 static bool wanted(const struct exporter *e, const struct shmt_record *r)
 {
-	if (e->npids) {
-		size_t i;
-
-		for (i = 0; i < e->npids && e->pids[i] != r->pid; i++)
-			;
-		if (i == e->npids)
-			return false;
-	}
-	if (e->has_from || e->has_to) {
+	if (!filter_pid(&e->flt, r->pid))
+		return false;
+	if (e->flt.has_from || e->flt.has_to) {
 		uint64_t rel = r->ts > e->t0 ? r->ts - e->t0 : 0;
 
-		if ((e->has_from && rel < e->from) || (e->has_to && rel > e->to))
+		if ((e->flt.has_from && rel < e->flt.from) || (e->flt.has_to && rel > e->flt.to))
 			return false;
 	}
 	return true;
@@ -422,7 +414,7 @@ static int on_min_ts(void *ctx, const struct shmt_record *r, uint64_t start_time
 	struct exporter *e = ctx;
 
 	(void)start_time;
-	if ((!e->npids || wanted(e, r)) && (!e->any || r->ts < e->t0)) {
+	if ((!e->flt.npids || wanted(e, r)) && (!e->any || r->ts < e->t0)) {
 		e->t0 = r->ts;
 		e->any = true;
 	}
@@ -436,16 +428,16 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 	ret = procs_build(&e->ps, e->src.thr, e->src.nthr);
 	if (ret < 0)
 		return ret;
-	if (e->has_from || e->has_to) {
-		bool f = e->has_from, t = e->has_to;
+	if (e->flt.has_from || e->flt.has_to) {
+		bool f = e->flt.has_from, t = e->flt.has_to;
 
 		/* the window is relative to the earliest record: find it first */
-		e->has_from = e->has_to = false;
+		e->flt.has_from = e->flt.has_to = false;
 		ret = source_records(&e->src, on_min_ts, e, err, errlen);
 		if (ret < 0)
 			return ret;
-		e->has_from = f;
-		e->has_to = t;
+		e->flt.has_from = f;
+		e->flt.has_to = t;
 		e->any = false;
 	}
 	jw_init(e->w, out);
@@ -507,23 +499,11 @@ int cmd_export(int argc, char **argv)
 			ring = optarg;
 			break;
 		case 'p':
-			if (e->npids == MAX_PIDS) {
-				rc = usage_error("export", "at most %d --pid options", MAX_PIDS);
-				goto done;
-			}
-			if (parse_pid(optarg, &e->pids[e->npids++]) < 0) {
-				rc = usage_error("export", "invalid pid '%s'", optarg);
-				goto done;
-			}
-			break;
 		case 'F':
 		case 'T':
-			if (parse_duration(optarg, c == 'F' ? &e->from : &e->to) < 0) {
-				rc = usage_error("export", "invalid time '%s' for --%s (try 1.5s, 200ms, 300us)",
-						 optarg, c == 'F' ? "from" : "to");
+			if ((rc = filter_option(&e->flt, "export", c, optarg)) != 0)
 				goto done;
-			}
-			*(c == 'F' ? &e->has_from : &e->has_to) = true;
+			rc = EXIT_RUNTIME;
 			break;
 		case 'h':
 			fputs(export_usage, stdout);
@@ -549,7 +529,7 @@ int cmd_export(int argc, char **argv)
 		rc = usage_error("export", "no input given (capture files or --ring NAME)");
 		goto done;
 	}
-	if (e->has_from && e->has_to && e->from > e->to) {
+	if (e->flt.has_from && e->flt.has_to && e->flt.from > e->flt.to) {
 		rc = usage_error("export", "--from is after --to");
 		goto done;
 	}

@@ -18,7 +18,6 @@
 #include "source.h"
 #include "svg.h"
 
-#define MAX_PIDS	64
 #define DEFAULT_SPAN	2000000ull	/* ns: a few demo requests, legibly */
 #define DEFAULT_WIDTH	1400u
 #define MAX_ARROWS	3000u	/* more only hide the spans */
@@ -48,10 +47,8 @@ struct lane {
 struct svg {
 	struct source src;
 	struct procs ps;
-	uint32_t pids[MAX_PIDS];
-	size_t npids;
-	bool has_from, has_to, any, any_flow;
-	uint64_t from, to;		/* as given, relative to t0 */
+	struct filter flt;		/* as given, relative to t0 */
+	bool any, any_flow;
 	uint64_t t0, tend, first_flow;	/* absolute, ring clock */
 	uint64_t wfrom, wto;		/* the window, absolute */
 	unsigned width;
@@ -221,23 +218,13 @@ unsigned svg_nest(struct svg_item *v, size_t n)
 
 /* ------------------------------------------------------------ passes */
 
-static bool pid_wanted(const struct svg *g, uint32_t pid)
-{
-	if (!g->npids)
-		return true;
-	for (size_t i = 0; i < g->npids; i++)
-		if (g->pids[i] == pid)
-			return true;
-	return false;
-}
-
 static int on_scan(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct svg *g = ctx;
 	uint64_t end = r->ts + (SHMT_COMMIT_KIND(r->commit) == SHMTRACE_KIND_SPAN ? r->dur : 0);
 
 	(void)start_time;
-	if (!pid_wanted(g, r->pid))
+	if (!filter_pid(&g->flt, r->pid))
 		return 0;
 	if (!g->any || r->ts < g->t0)
 		g->t0 = r->ts;
@@ -259,7 +246,7 @@ static int on_keep(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	uint64_t end = r->ts + (kind == SHMTRACE_KIND_SPAN ? r->dur : 0);
 	struct svg_item *it;
 
-	if (!pid_wanted(g, r->pid))
+	if (!filter_pid(&g->flt, r->pid))
 		return 0;
 	/* spans that overlap the window are kept, cut at its edges */
 	if (r->ts > g->wto || end < g->wfrom)
@@ -786,19 +773,19 @@ static int run_svg(struct svg *g, char *err, size_t errlen)
 		return ret;
 	if (!g->any) {
 		snprintf(err, errlen, "%s: no records%s", g->src.name,
-			 g->npids ? " of the given pids" : "");
+			 g->flt.npids ? " of the given pids" : "");
 		return -ENODATA;
 	}
 	len = g->tend - g->t0;
-	if (g->has_from && g->has_to) {
-		g->wfrom = g->t0 + g->from;
-		g->wto = g->t0 + g->to;
-	} else if (g->has_from) {
-		g->wfrom = g->t0 + g->from;
+	if (g->flt.has_from && g->flt.has_to) {
+		g->wfrom = g->t0 + g->flt.from;
+		g->wto = g->t0 + g->flt.to;
+	} else if (g->flt.has_from) {
+		g->wfrom = g->t0 + g->flt.from;
 		g->wto = g->wfrom + DEFAULT_SPAN;
-	} else if (g->has_to) {
+	} else if (g->flt.has_to) {
 		g->wfrom = g->t0;
-		g->wto = g->t0 + g->to;
+		g->wto = g->t0 + g->flt.to;
 	} else if (len <= DEFAULT_SPAN) {
 		g->wfrom = g->t0;
 		g->wto = g->tend;
@@ -858,23 +845,11 @@ int cmd_svg(int argc, char **argv)
 			ring = optarg;
 			break;
 		case 'p':
-			if (g->npids == MAX_PIDS) {
-				rc = usage_error("svg", "at most %d --pid options", MAX_PIDS);
-				goto done;
-			}
-			if (parse_pid(optarg, &g->pids[g->npids++]) < 0) {
-				rc = usage_error("svg", "invalid pid '%s'", optarg);
-				goto done;
-			}
-			break;
 		case 'F':
 		case 'T':
-			if (parse_duration(optarg, c == 'F' ? &g->from : &g->to) < 0) {
-				rc = usage_error("svg", "invalid time '%s' for --%s (try 1.5s, 200ms, 300us)",
-						 optarg, c == 'F' ? "from" : "to");
+			if ((rc = filter_option(&g->flt, "svg", c, optarg)) != 0)
 				goto done;
-			}
-			*(c == 'F' ? &g->has_from : &g->has_to) = true;
+			rc = EXIT_RUNTIME;
 			break;
 		case 'w':
 			errno = 0;
@@ -910,7 +885,7 @@ int cmd_svg(int argc, char **argv)
 		rc = usage_error("svg", "no input given (capture files or --ring NAME)");
 		goto done;
 	}
-	if (g->has_from && g->has_to && g->from >= g->to) {
+	if (g->flt.has_from && g->flt.has_to && g->flt.from >= g->flt.to) {
 		rc = usage_error("svg", "--from must be before --to");
 		goto done;
 	}
