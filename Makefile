@@ -112,7 +112,7 @@ tests-bin: $(TESTS)
 
 test-san:
 	$(Q)$(MAKE) --no-print-directory SAN=1 all tests-bin
-	$(Q)BUILD=build-san SHMTRACE_SAN=1 bash tests/run.sh --unit
+	$(Q)BUILD=build-san SHMTRACE_SAN=1 bash tests/run.sh
 
 test-tsan:
 	$(Q)$(MAKE) --no-print-directory TSAN=1 CC=clang all tests-bin

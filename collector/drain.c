@@ -12,6 +12,7 @@
  * next collector writes by their sequence numbers.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdio.h>
@@ -283,7 +284,7 @@ static int put_loss(struct drain *d, bool force)
 static long copy_records_fast(struct drain *d, uint64_t head)
 {
 	uint64_t n = head - d->pos, slot = d->pos & d->v.mask;
-	struct shmt_record *dst;
+	uint8_t *dst;	/* inside the frame: not aligned for a struct */
 	size_t mark;
 
 	if (n > DRAIN_BATCH)
@@ -293,16 +294,19 @@ static long copy_records_fast(struct drain *d, uint64_t head)
 	dst = shmt_cap_records_reserve(cw_buffer(&d->w), d->pos, n, &mark);
 	if (!dst)
 		return 0;
-	memcpy(dst, &d->v.records[slot], n * sizeof(*dst));
+	memcpy(dst, &d->v.records[slot], n * SHMT_RECORD_SIZE);
 	for (uint64_t i = 0; i < n; i++) {
-		uint32_t c = dst[i].commit, kind = SHMT_COMMIT_KIND(c);
+		uint8_t *cp = dst + i * SHMT_RECORD_SIZE + offsetof(struct shmt_record, commit);
+		uint32_t c, kind;
 
+		memcpy(&c, cp, sizeof(c));
+		kind = SHMT_COMMIT_KIND(c);
 		if (kind == SHMTRACE_KIND_NONE || kind > SHMTRACE_KIND_MAX ||
 		    SHMT_COMMIT_SEQ(c) != ((d->pos + i) & 0xffffffu)) {
 			shmt_cap_records_cancel(cw_buffer(&d->w), mark);
 			return 0;
 		}
-		dst[i].commit = kind;
+		memcpy(cp, &kind, sizeof(kind));
 	}
 	if (shmt_cap_records_finish(cw_buffer(&d->w), mark) < 0)
 		return -ENOMEM;

@@ -5,6 +5,10 @@
 # into the figures at the end of `make test`.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+if [ "${SHMTRACE_SAN:-0}" = 1 ]; then
+	echo "not with sanitizer builds (they have their own runs)"
+	exit 77
+fi
 BUILD=${BUILD:-build}
 echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }' \
 	> "$BUILD/fuzz-probe.c"

@@ -6,6 +6,10 @@
 # memcheck error or definite leak fails the test.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+if [ "${SHMTRACE_SAN:-0}" = 1 ]; then
+	echo "not with sanitizer builds (they have their own runs)"
+	exit 77
+fi
 BUILD=${BUILD:-build}
 command -v valgrind >/dev/null || { echo "valgrind not installed"; exit 77; }
 tmp=$(mktemp -d)
