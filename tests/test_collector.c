@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -344,6 +345,49 @@ static void test_torn_slot_skipped(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* The lock held by an owner the kernel never reports dead (it unmapped the
+ * ring first): the collector warns, drains what is published, and stops
+ * on SIGTERM; it does not hang. */
+static void test_lock_held_by_unseen_dead_owner(void **state)
+{
+	const char *ring = test_ring_name("wedged");
+	struct tally t = { 0 };
+	char out[256];
+	int status;
+	pid_t col, pid;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	run_producers(ring, &t, 1, 1000);
+	wait_producers(&t);
+	pid = fork();
+	if (pid == 0) {
+		struct shmt_view v;
+		char err[256];
+
+		if (shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)) < 0 ||
+		    shmt_lock(&v, 0) < 0)
+			_exit(3);
+		munmap(v.base, v.size);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	col = start_collector(ring, out, NULL, 0);
+	status = stop(col, SIGTERM);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	read_capture(out, &t);
+	assert_int_equal(t.records, 1000);
+	assert_int_equal(t.clean_ends, 1);
+	figure("collector with a lock held by an unseen dead owner", 1, 1000, t.records, 0, 0,
+	       1000 - t.records, "warned, drained, stopped");
+	unlink(out);
+	free(t.seen);
+	free(t.seq_seen);
+	shmtrace_ring_unlink(ring);
+}
+
 /* --max-size: the capture rotates into FILE.1, FILE.2 ...; each part is a
  * whole capture, and together they hold every record once. */
 static void test_rotation(void **state)
@@ -561,6 +605,7 @@ int main(void)
 		cmocka_unit_test(test_collector_killed_and_restarted),
 		cmocka_unit_test(test_file_size_limit),
 		cmocka_unit_test(test_torn_slot_skipped),
+		cmocka_unit_test(test_lock_held_by_unseen_dead_owner),
 		cmocka_unit_test(test_rotation),
 		cmocka_unit_test(test_full_disk),
 		cmocka_unit_test(test_sigterm_under_load),
