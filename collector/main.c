@@ -225,6 +225,9 @@ int main(int argc, char **argv)
 		if (ret == -EFAULT)
 			fprintf(stderr, "shmtrace-collector: ring '%s' was truncated under us; "
 				"what was drained is in the capture\n", o.ring);
+		else if (d.w.fsync_failed)
+			fprintf(stderr, "shmtrace-collector: fsync of '%s': %s; the capture was "
+				"written but may not be on disk\n", d.w.path, strerror(-ret));
 		else
 			fprintf(stderr, "shmtrace-collector: writing '%s': %s; what was written "
 				"stays readable\n", d.w.path, strerror(-ret));

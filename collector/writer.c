@@ -220,8 +220,10 @@ int cw_fsync(struct cwriter *w)
 		return ret;
 	ret = cqe->res;
 	io_uring_cqe_seen(&w->ring, cqe);
-	if (ret < 0)
+	if (ret < 0) {
 		w->error = ret;	/* final: never retried into a false success */
+		w->fsync_failed = true;
+	}
 	return ret < 0 ? ret : 0;
 }
 

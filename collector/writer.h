@@ -35,6 +35,7 @@ struct cwriter {
 	unsigned first, count;		/* FIFO of requests in submission order */
 	uint64_t done_seq;		/* highest end_seq with all before it written */
 	int error;			/* first -errno seen; sticky */
+	bool fsync_failed;		/* that error came from fsync */
 };
 
 /* Opens (creating or truncating) path and sets up the ring. Returns 0 or -errno. */

@@ -562,6 +562,53 @@ static int run_cli(char *line, size_t len, const char *a1, const char *a2, const
 	return WEXITSTATUS(status);
 }
 
+/* A failing fsync is final: the collector reports it and exits 1 (fsync
+ * of /dev/null fails with EINVAL after every write succeeded). */
+static void test_fsync_fails(void **state)
+{
+	const char *ring = test_ring_name("fsync");
+	char line[1024];
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	{
+		int p[2], status;
+		char fd[16], buf[8];
+		pid_t pid;
+		size_t got = 0;
+		ssize_t n;
+		int e[2];
+
+		assert_int_equal(pipe(p), 0);
+		assert_int_equal(pipe(e), 0);
+		pid = fork();
+		if (pid == 0) {
+			close(p[0]);
+			close(e[0]);
+			dup2(e[1], 2);
+			snprintf(fd, sizeof(fd), "%d", p[1]);
+			execl(g_bin, "shmtrace-collector", "--ring", ring, "--output", "/dev/null",
+			      "--ready-fd", fd, (char *)NULL);
+			_exit(127);
+		}
+		close(p[1]);
+		close(e[1]);
+		assert_int_equal(read(p[0], buf, sizeof(buf)), 6);
+		close(p[0]);
+		kill(pid, SIGTERM);
+		while ((n = read(e[0], line + got, sizeof(line) - 1 - got)) > 0)
+			got += (size_t)n;
+		line[got] = 0;
+		close(e[0]);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 1);
+		assert_non_null(strstr(line, "fsync of '/dev/null'"));
+	}
+	figure("fsync fails (EINVAL on /dev/null)", 1, 0, 0, 0, 0, 0, "reported, exit 1, never retried");
+	shmtrace_ring_unlink(ring);
+}
+
 static void test_bad_command_lines(void **state)
 {
 	const char *ring = test_ring_name("cli");
@@ -609,6 +656,7 @@ int main(void)
 		cmocka_unit_test(test_rotation),
 		cmocka_unit_test(test_full_disk),
 		cmocka_unit_test(test_sigterm_under_load),
+		cmocka_unit_test(test_fsync_fails),
 		cmocka_unit_test(test_bad_command_lines),
 	};
 	const char *bin = getenv("SHMTRACE_BIN");
