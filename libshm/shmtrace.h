@@ -98,7 +98,7 @@ void shmtrace_close(shmtrace_t *t);
 /*
  * Moves the calling thread's staged records into the ring now. Records are
  * flushed anyway when a block fills, when the thread exits, at close, and by
- * the collector when they have waited for longer than its poll interval.
+ * the collector at each of its polls (100 ms, up to 1 s when idle).
  */
 int shmtrace_flush(shmtrace_t *t);
 
