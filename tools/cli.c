@@ -133,3 +133,17 @@ bool filter_pid(const struct filter *f, uint32_t pid)
 			return true;
 	return false;
 }
+
+int check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
+		 int nfiles, const struct filter *f)
+{
+	if (out_hint && !out)
+		return usage_error(cmd, "no output given (%s)", out_hint);
+	if (ring && nfiles)
+		return usage_error(cmd, "give either --ring NAME or capture files, not both");
+	if (!ring && !nfiles)
+		return usage_error(cmd, "no input given (capture files or --ring NAME)");
+	if (f && f->has_from && f->has_to && f->from >= f->to)
+		return usage_error(cmd, "--from must be before --to");
+	return 0;
+}

@@ -42,6 +42,12 @@ struct filter {
  * 0 when handled, or EXIT_USAGE after printing what is wrong. */
 int filter_option(struct filter *f, const char *cmd, int c, const char *arg);
 
+/* Checks what a reading subcommand was given: an output (when out_hint is
+ * not NULL, it says how to give one), either --ring or capture files, and
+ * --from before --to. Returns 0, or EXIT_USAGE after saying what is wrong. */
+int check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
+		 int nfiles, const struct filter *f);
+
 /* True when no --pid was given or pid is one of them. */
 bool filter_pid(const struct filter *f, uint32_t pid);
 

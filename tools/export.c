@@ -517,25 +517,12 @@ int cmd_export(int argc, char **argv)
 			goto done;
 		}
 	}
-	if (!out) {
-		rc = usage_error("export", "no output given (use -o FILE, or -o - for stdout)");
+	rc = check_inputs("export", out, "use -o FILE, or -o - for stdout", ring, argc - optind,
+			  &e->flt);
+	if (rc)
 		goto done;
-	}
-	if (ring && optind < argc) {
-		rc = usage_error("export", "give either --ring NAME or capture files, not both");
-		goto done;
-	}
-	if (!ring && optind == argc) {
-		rc = usage_error("export", "no input given (capture files or --ring NAME)");
-		goto done;
-	}
-	if (e->flt.has_from && e->flt.has_to && e->flt.from > e->flt.to) {
-		rc = usage_error("export", "--from is after --to");
-		goto done;
-	}
-	ret = ring ? source_open_ring(&e->src, ring, err, sizeof(err))
-		   : source_open_files(&e->src, argv + optind, (size_t)(argc - optind), err,
-				       sizeof(err));
+	rc = EXIT_RUNTIME;
+	ret = source_open(&e->src, ring, argv + optind, (size_t)(argc - optind), err, sizeof(err));
 	if (ret < 0) {
 		rc = runtime_error("export", "%s", err);
 		goto done_src;

@@ -418,3 +418,10 @@ void source_close(struct source *s)
 	free(s->blockbuf);
 	memset(s, 0, sizeof(*s));
 }
+
+int source_open(struct source *s, const char *ring, char *const *paths, size_t n,
+		char *err, size_t errlen)
+{
+	return ring ? source_open_ring(s, ring, err, errlen)
+		    : source_open_files(s, paths, n, err, errlen);
+}

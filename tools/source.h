@@ -59,6 +59,9 @@ struct source {
  */
 int source_open_ring(struct source *s, const char *ring, char *err, size_t errlen);
 int source_open_files(struct source *s, char *const *paths, size_t n, char *err, size_t errlen);
+/* The ring when ring is not NULL, else the n capture files. */
+int source_open(struct source *s, const char *ring, char *const *paths, size_t n,
+		char *err, size_t errlen);
 void source_close(struct source *s);
 
 /*

@@ -220,13 +220,12 @@ int cmd_summary(int argc, char **argv)
 			return usage_error("summary", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if ((ring && optind < argc) || (!ring && optind == argc)) {
+	ret = check_inputs("summary", NULL, NULL, ring, argc - optind, NULL);
+	if (ret) {
 		free(s);
-		return usage_error("summary", "give either --ring NAME or capture files");
+		return ret;
 	}
-	ret = ring ? source_open_ring(&s->src, ring, err, sizeof(err))
-		   : source_open_files(&s->src, argv + optind, (size_t)(argc - optind), err,
-				       sizeof(err));
+	ret = source_open(&s->src, ring, argv + optind, (size_t)(argc - optind), err, sizeof(err));
 	if (ret < 0) {
 		runtime_error("summary", "%s", err);
 		goto out;

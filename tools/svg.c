@@ -873,25 +873,12 @@ int cmd_svg(int argc, char **argv)
 			goto done;
 		}
 	}
-	if (!out) {
-		rc = usage_error("svg", "no output given (use -o FILE.svg, or -o - for stdout)");
+	rc = check_inputs("svg", out, "use -o FILE.svg, or -o - for stdout", ring, argc - optind,
+			  &g->flt);
+	if (rc)
 		goto done;
-	}
-	if (ring && optind < argc) {
-		rc = usage_error("svg", "give either --ring NAME or capture files, not both");
-		goto done;
-	}
-	if (!ring && optind == argc) {
-		rc = usage_error("svg", "no input given (capture files or --ring NAME)");
-		goto done;
-	}
-	if (g->flt.has_from && g->flt.has_to && g->flt.from >= g->flt.to) {
-		rc = usage_error("svg", "--from must be before --to");
-		goto done;
-	}
-	ret = ring ? source_open_ring(&g->src, ring, err, sizeof(err))
-		   : source_open_files(&g->src, argv + optind, (size_t)(argc - optind), err,
-				       sizeof(err));
+	rc = EXIT_RUNTIME;
+	ret = source_open(&g->src, ring, argv + optind, (size_t)(argc - optind), err, sizeof(err));
 	if (ret < 0) {
 		rc = runtime_error("svg", "%s", err);
 		goto done_src;
