@@ -503,7 +503,6 @@ int cmd_export(int argc, char **argv)
 		case 'T':
 			if ((rc = filter_option(&e->flt, "export", c, optarg)) != 0)
 				goto done;
-			rc = EXIT_RUNTIME;
 			break;
 		case 'h':
 			fputs(export_usage, stdout);
@@ -527,7 +526,8 @@ int cmd_export(int argc, char **argv)
 		rc = runtime_error("export", "%s", err);
 		goto done_src;
 	}
-	f = strcmp(out, "-") ? fopen(out, "w") : stdout;
+	/* check_inputs() made sure there is an out */
+	f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
 	if (!f) {
 		rc = runtime_error("export", "cannot create %s: %s", out, strerror(errno));
 		goto done_src;

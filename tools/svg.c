@@ -829,6 +829,7 @@ int cmd_svg(int argc, char **argv)
 	const char *out = NULL, *ring = NULL;
 	char err[768], *end;
 	unsigned long w;
+	FILE *f;
 	int c, ret, rc = EXIT_RUNTIME;
 
 	if (!g)
@@ -849,7 +850,6 @@ int cmd_svg(int argc, char **argv)
 		case 'T':
 			if ((rc = filter_option(&g->flt, "svg", c, optarg)) != 0)
 				goto done;
-			rc = EXIT_RUNTIME;
 			break;
 		case 'w':
 			errno = 0;
@@ -883,25 +883,27 @@ int cmd_svg(int argc, char **argv)
 		rc = runtime_error("svg", "%s", err);
 		goto done_src;
 	}
-	g->f = strcmp(out, "-") ? fopen(out, "w") : stdout;
+	/* check_inputs() made sure there is an out */
+	g->f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
 	if (!g->f) {
 		rc = runtime_error("svg", "cannot create %s: %s", out, strerror(errno));
 		goto done_src;
 	}
 	err[0] = 0;
+	f = g->f;
 	ret = run_svg(g, err, sizeof(err));
-	if (ret == 0 && fflush(g->f) != 0)
+	if (ret == 0 && fflush(f) != 0)
 		ret = -errno;
-	if (ret == 0 && ferror(g->f))
+	if (ret == 0 && ferror(f))
 		ret = -EIO;
-	if (g->f != stdout && fclose(g->f) != 0 && ret == 0)
+	if (f != stdout && fclose(f) != 0 && ret == 0)
 		ret = -errno;
 	if (ret < 0) {
 		if (err[0])
 			runtime_error("svg", "%s", err);
 		else
 			runtime_error("svg", "writing %s: %s", out, strerror(-ret));
-		if (g->f != stdout)
+		if (f != stdout)
 			unlink(out);
 	} else {
 		rc = EXIT_OK;
