@@ -194,7 +194,6 @@ static void adopt_blocks(struct drain *d, bool final)
 		d->idle_ns = d->o.poll_ns;	/* producers are active */
 	held = now_ns() - t0;
 	shmt_unlock(&d->v);
-	d->st.lock_holds++;
 	if (held > d->st.lock_hold_max_ns)
 		d->st.lock_hold_max_ns = held;
 }

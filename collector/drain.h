@@ -26,7 +26,6 @@ struct drain_stats {
 	uint64_t bytes;		/* bytes written, all parts */
 	uint64_t torn;		/* slots skipped: not a finished record */
 	uint64_t lock_hold_max_ns;
-	uint64_t lock_holds;
 	uint32_t parts;
 	uint64_t dropped, overwritten, lock_timeouts;	/* ring's, at the end */
 };

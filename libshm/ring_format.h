@@ -172,7 +172,7 @@ struct shmt_thread {
 	uint32_t tid;
 	uint64_t start_time;
 	uint64_t pidns;		/* inode of the pid namespace */
-	uint32_t flags;		/* SHMT_THREAD_* */
+	uint32_t flags;		/* reserved: 0 */
 	uint32_t pad;
 	char name[SHMT_NAME_LEN];	/* thread name, NUL-terminated */
 	char pname[SHMT_NAME_LEN];	/* process name, NUL-terminated */

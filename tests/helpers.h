@@ -31,6 +31,34 @@ static inline const char *test_ring_name(const char *what)
 	return b;
 }
 
+/* A whole file as a NUL-terminated string (the caller frees it). */
+static inline char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return buf;
+}
+
+/* How many times needle occurs in hay, without overlaps. */
+static inline size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
 /* One row of the fault figures that tests/run.sh prints at the end. */
 static inline void figure(const char *kind, uint64_t injected, uint64_t written, uint64_t exported,
 			  uint64_t dropped, uint64_t torn, uint64_t lost, const char *note)

@@ -148,6 +148,12 @@ static void read_capture(const char *path, struct tally *t)
 	shmt_cap_close(r);
 }
 
+static void tally_free(struct tally *t)
+{
+	free(t->seen);
+	free(t->seq_seen);
+}
+
 static void check_exactly_once(struct tally *t)
 {
 	uint64_t missing = 0;
@@ -210,8 +216,7 @@ static void test_every_record_exactly_once(void **state)
 	assert_int_equal(t.dup_seq, 0);
 	check_exactly_once(&t);
 	unlink(out);
-	free(t.seen);
-	free(t.seq_seen);
+	tally_free(&t);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -268,8 +273,7 @@ static void test_collector_killed_and_restarted(void **state)
 	check_exactly_once(&t);
 	figure("collector SIGKILLed mid-frame, restarted", (uint64_t)k - 1, 800000, t.records,
 	       t.dropped, 0, 800000 - t.records - t.dropped, "duplicates dropped by sequence");
-	free(t.seen);
-	free(t.seq_seen);
+	tally_free(&t);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -304,8 +308,7 @@ static void test_file_size_limit(void **state)
 	assert_true(st.head - st.tail + t.records >= 60000 - st.dropped);
 	shmtrace_close(h);
 	unlink(out);
-	free(t.seen);
-	free(t.seq_seen);
+	tally_free(&t);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -340,8 +343,7 @@ static void test_torn_slot_skipped(void **state)
 	assert_int_equal(t.seq_seen[499] + t.seq_seen[501] + t.seq_seen[699] + t.seq_seen[701], 4);
 	assert_int_equal(t.seq_seen[500] + t.seq_seen[700], 0);
 	unlink(out);
-	free(t.seen);
-	free(t.seq_seen);
+	tally_free(&t);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -383,8 +385,7 @@ static void test_lock_held_by_unseen_dead_owner(void **state)
 	figure("collector with a lock held by an unseen dead owner", 1, 1000, t.records, 0, 0,
 	       1000 - t.records, "warned, drained, stopped");
 	unlink(out);
-	free(t.seen);
-	free(t.seq_seen);
+	tally_free(&t);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -427,8 +428,7 @@ static void test_rotation(void **state)
 	assert_int_equal(t.clean_ends, parts);	/* every part ends with END */
 	assert_int_equal(t.dup_seq, 0);
 	check_exactly_once(&t);
-	free(t.seen);
-	free(t.seq_seen);
+	tally_free(&t);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -470,8 +470,7 @@ static void test_full_disk(void **state)
 	       "exit 1, file readable, the rest kept in the ring");
 	umount(dir);
 	rmdir(dir);
-	free(t.seen);
-	free(t.seq_seen);
+	tally_free(&t);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -526,8 +525,7 @@ static void test_sigterm_under_load(void **state)
 	shmtrace_close(h);
 	unlink(out);
 	unlink(out2);
-	free(t.seen);
-	free(t.seq_seen);
+	tally_free(&t);
 	shmtrace_ring_unlink(ring);
 }
 
