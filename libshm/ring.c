@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -179,6 +180,10 @@ SHMT_API int shmtrace_ring_create(const char *name, const struct shmtrace_ring_c
 	h->records_off = l.records_off;
 	h->creator_uid = geteuid();
 	h->created_pidns = shmt_self_pidns();
+	/* an identity no other ring shares: flow ids count from 1 in every
+	 * ring, so a merge of captures of two rings scopes them by it */
+	if (getrandom(&h->ring_id, sizeof(h->ring_id), 0) != sizeof(h->ring_id) || !h->ring_id)
+		h->ring_id = shmt_realtime_ns() ^ ((uint64_t)getpid() << 32) ^ 1;
 	shmt_clock_calibrate(&h->clock, !(c.flags & SHMTRACE_CREATE_NO_TSC));
 	ret = shmt_mutex_init(&h->mutex);
 	if (ret < 0) {

@@ -16,7 +16,7 @@
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
 #define SHMT_RING_MAJOR		1u
-#define SHMT_RING_MINOR		0u
+#define SHMT_RING_MINOR		1u	/* 1: ring_id, torn, strings_dropped */
 #define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
@@ -122,7 +122,8 @@ struct shmt_header {
 	uint64_t creator_uid;
 	uint64_t created_pidns;	/* inode of the creator's pid namespace */
 	struct shmt_clock clock;
-	uint8_t reserved0[256 - 176];
+	uint64_t ring_id;	/* random at creation (minor 1): scopes flow ids */
+	uint8_t reserved0[256 - 184];
 
 	/* the lock, on its own lines */
 	union {
@@ -148,7 +149,10 @@ struct shmt_header {
 	struct shmt_line collector_sleeping;
 	struct shmt_line collector_pid;	/* informational: who drains */
 	struct shmt_line flow_seq;	/* last flow id handed out */
-	uint8_t reserved2[SHMT_HEADER_SIZE - 512 - 10 * 64];
+	/* minor 1 */
+	struct shmt_line torn;		/* collector: slots skipped, not a record */
+	struct shmt_line strings_dropped; /* strings that did not fit the table */
+	uint8_t reserved2[SHMT_HEADER_SIZE - 512 - 12 * 64];
 };
 _Static_assert(sizeof(struct shmt_header) == SHMT_HEADER_SIZE, "header is one page");
 _Static_assert(sizeof(pthread_mutex_t) <= 64, "mutex fits its space");
