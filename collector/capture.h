@@ -70,8 +70,11 @@ struct shmt_cap_loss {
 	uint64_t dropped;		/* ring full, discard mode (cumulative) */
 	uint64_t overwritten;		/* overwrite mode (cumulative) */
 	uint64_t lock_timeouts;		/* producers that gave up on the lock */
-	uint64_t torn;			/* records the collector skipped as torn */
+	uint64_t torn;			/* slots collectors skipped as torn (cumulative) */
 	uint64_t names_dropped;		/* name slots that did not fit */
+	/* optional (since 0.2; absent fields decode as 0) */
+	uint64_t strings_dropped;	/* strings that did not fit the table */
+	uint64_t published;		/* ring head: records ever published */
 };
 
 struct shmt_cap_end {

@@ -381,6 +381,13 @@ static int dec_loss(const msgpack_object *v, size_t n, struct shmt_cap_loss *l,
 	GET(&v[3], UINT64_MAX, l->lock_timeouts, "lock_timeouts");
 	GET(&v[4], UINT64_MAX, l->torn, "torn");
 	GET(&v[5], UINT64_MAX, l->names_dropped, "names_dropped");
+	/* later fields are optional: older collectors wrote six */
+	l->strings_dropped = 0;
+	l->published = 0;
+	if (n > 6)
+		GET(&v[6], UINT64_MAX, l->strings_dropped, "strings_dropped");
+	if (n > 7)
+		GET(&v[7], UINT64_MAX, l->published, "published");
 	return 0;
 }
 

@@ -254,10 +254,13 @@ static int put_loss(struct drain *d, bool force)
 		.dropped = load_relaxed(&h->dropped.v),
 		.overwritten = load_relaxed(&h->overwritten.v),
 		.lock_timeouts = load_relaxed(&h->lock_timeouts.v),
-		.torn = d->st.torn,
+		.torn = load_relaxed(&h->torn.v),
 		.names_dropped = load_relaxed(&h->names_dropped.v),
+		.strings_dropped = load_relaxed(&h->strings_dropped.v),
+		.published = shmt_ring_head(&d->v),
 	};
 
+	/* published alone moving is no news: the final frame carries it */
 	if (!force && l.dropped == d->loss_sent.dropped && l.overwritten == d->loss_sent.overwritten &&
 	    l.lock_timeouts == d->loss_sent.lock_timeouts && l.torn == d->loss_sent.torn &&
 	    l.names_dropped == d->loss_sent.names_dropped)
@@ -345,10 +348,10 @@ static long copy_records(struct drain *d, uint64_t head)
 		}
 		k = 0;
 		first = seq + 1;
-		/* overwritten under us (overwrite mode) is counted by the
-		 * producers; anything else is a torn or forged slot */
-		if (shmt_ring_head(&d->v) - seq < d->v.capacity)
-			d->st.torn++;
+		if (shmt_ring_lapped(&d->v, seq))
+			d->skipped.lapped++;
+		else
+			d->skipped.torn++;
 	}
 	if (k) {
 		ret = shmt_cap_put_records(cw_buffer(&d->w), first, d->scratch, k);
@@ -361,11 +364,44 @@ static long copy_records(struct drain *d, uint64_t head)
 	return (long)n;
 }
 
+/* Submits what is buffered, covering the ring up to d->pos, and notes what
+ * was skipped below it for release_tail(). */
+static int submit(struct drain *d)
+{
+	struct drain_checkpoint *last = d->nckpt ? &d->ckpt[d->nckpt - 1] : NULL;
+
+	if (!last || last->seq != d->pos) {
+		/* full: fold into the newest (its counts wait a little longer) */
+		if (d->nckpt == DRAIN_CHECKPOINTS)
+			last = &d->ckpt[d->nckpt - 1];
+		else
+			last = &d->ckpt[d->nckpt++];
+	}
+	last->seq = d->pos;
+	last->skipped = d->skipped;
+	return cw_submit(&d->w, d->pos);
+}
+
 static void release_tail(struct drain *d)
 {
 	struct shmt_header *h = d->v.h;
 	uint64_t done = d->w.done_seq;
+	uint32_t n = 0;
 
+	/* the skips below what is written now count, once */
+	while (n < d->nckpt && d->ckpt[n].seq <= done)
+		n++;
+	if (n) {
+		const struct drain_skips *s = &d->ckpt[n - 1].skipped;
+
+		fetch_add(&h->overwritten.v, s->lapped - d->skipped_published.lapped);
+		fetch_add(&h->torn.v, s->torn - d->skipped_published.torn);
+		d->st.lapped += s->lapped - d->skipped_published.lapped;
+		d->st.torn += s->torn - d->skipped_published.torn;
+		d->skipped_published = *s;
+		memmove(d->ckpt, d->ckpt + n, (d->nckpt - n) * sizeof(d->ckpt[0]));
+		d->nckpt -= n;
+	}
 	/* pairs with producers' acquire load of tail in plan(): the slots
 	 * below it may be reused */
 	if (done > load_relaxed(&h->tail.v))
@@ -380,7 +416,7 @@ static int rotate(struct drain *d)
 
 	ret = shmt_cap_put_end(cw_buffer(&d->w), &e);
 	if (!ret)
-		ret = cw_submit(&d->w, d->pos);
+		ret = submit(d);
 	if (!ret)
 		ret = cw_fsync(&d->w);
 	if (ret < 0)
@@ -407,8 +443,12 @@ long drain_pass(struct drain *d, bool final)
 		/* a head that went backwards was forged or reset: follow it */
 		d->pos = head;
 	}
-	if (head - d->pos > d->v.capacity)
-		d->pos = head - d->v.capacity;	/* overwritten: producers counted it */
+	if (head - d->pos > d->v.capacity) {
+		/* lapped before we got to them (a peer moving tail past head
+		 * in discard mode is the only other way) */
+		d->skipped.lapped += head - d->v.capacity - d->pos;
+		d->pos = head - d->v.capacity;
+	}
 	if (d->pos < head)
 		d->idle_ns = d->o.poll_ns;
 	while (d->pos < head && copied < 4 * (long)DRAIN_BATCH) {
@@ -423,7 +463,7 @@ long drain_pass(struct drain *d, bool final)
 			if (ret < 0)
 				return ret;
 		} else if (cw_buffer(&d->w)->size >= CW_BUF_LIMIT) {
-			ret = cw_submit(&d->w, d->pos);
+			ret = submit(d);
 			if (ret < 0)
 				return ret;
 		}
@@ -431,7 +471,7 @@ long drain_pass(struct drain *d, bool final)
 	ret = put_loss(d, false);
 	if (ret < 0)
 		return ret;
-	ret = cw_submit(&d->w, d->pos);
+	ret = submit(d);
 	if (!ret)
 		ret = cw_reap(&d->w, false);
 	if (ret < 0)
@@ -492,7 +532,7 @@ int drain_finish(struct drain *d)
 	e.end_ns = shmtrace_now();
 	ret = shmt_cap_put_end(cw_buffer(&d->w), &e);
 	if (!ret)
-		ret = cw_submit(&d->w, d->pos);
+		ret = submit(d);
 	if (!ret)
 		ret = cw_fsync(&d->w);
 	if (ret < 0)

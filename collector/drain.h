@@ -13,6 +13,7 @@
 #include "writer.h"
 
 #define DRAIN_BATCH 8192u	/* records copied out per lock-free pass */
+#define DRAIN_CHECKPOINTS 64u	/* submissions whose skip counts wait for tail */
 
 struct drain_opts {
 	const char *ring;
@@ -25,6 +26,7 @@ struct drain_stats {
 	uint64_t records;	/* records written to the capture */
 	uint64_t bytes;		/* bytes written, all parts */
 	uint64_t torn;		/* slots skipped: not a finished record */
+	uint64_t lapped;	/* slots lapped before we read them (overwrite) */
 	uint64_t lock_hold_max_ns;
 	uint32_t parts;
 	uint64_t dropped, overwritten, lock_timeouts;	/* ring's, at the end */
@@ -48,6 +50,20 @@ struct drain {
 	struct shmt_record *scratch;	/* DRAIN_BATCH records */
 	struct shmt_owner *dead;	/* per block: owner found dead */
 	uint64_t start_seq;		/* ring sequence we started from */
+	/*
+	 * Slots we skipped, counted into the ring's `overwritten` and `torn`
+	 * only once the capture holds everything before them (tail moved
+	 * past them): a collector killed before that leaves them to the next
+	 * one, which visits them again, so each is counted exactly once.
+	 */
+	struct drain_skips {
+		uint64_t lapped, torn;
+	} skipped, skipped_published;
+	struct drain_checkpoint {
+		uint64_t seq;			/* submitted up to here ... */
+		struct drain_skips skipped;	/* ... having skipped these */
+	} ckpt[DRAIN_CHECKPOINTS];
+	uint32_t nckpt;
 	struct drain_stats st;
 	char err[512];
 };

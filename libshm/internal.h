@@ -23,6 +23,12 @@
 #define store_relaxed(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define fetch_add(p, v)		__atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax()	__builtin_ia32_pause()
+#else
+#define cpu_relax()	__asm__ __volatile__("" ::: "memory")
+#endif
+
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 
@@ -125,6 +131,10 @@ struct shmtrace {
 	struct intern_cache *cache;
 	uint64_t lock_timeout_ns;
 	uint64_t wedged_until;		/* after a lock timeout: trylock only */
+	/* blocks claimed through this handle, one bit each (changed under the
+	 * ring lock): shmtrace_close() frees these and no others, so closing
+	 * one handle never touches what another handle's threads write */
+	uint64_t *claimed;
 };
 
 #endif /* SHMTRACE_INTERNAL_H */

@@ -96,7 +96,6 @@ void shmt_repair(struct shmt_view *v)
 		if (j->stage <= 1) {
 			/* undo: nothing of it was published; the block keeps its records */
 			store_release(&h->head.v, j->head_before);
-			fetch_add(&h->overwritten.v, -j->overwrote);
 		} else {
 			if (j->stage == 2)
 				fetch_add(&h->dropped.v, j->ndrop);

@@ -19,8 +19,10 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "ring_reader.h"
 
 #define TLS_SLOTS 4
+#define MAX_HANDLES 64			/* live handles per process */
 #define LOCK_TIMEOUT_NS (100ull * 1000 * 1000)	/* a flush waits at most this */
 #define WEDGE_NS (1000ull * 1000 * 1000)	/* then only tries, for this long */
 
@@ -51,7 +53,7 @@ static char g_pname[SHMT_NAME_LEN];
 
 /* Live handles, so that a thread's exit never touches a closed ring. */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static shmtrace_t *g_handles[64];
+static shmtrace_t *g_handles[MAX_HANDLES];
 static uint64_t g_next_id = 1;
 static pthread_key_t g_exit_key;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -81,12 +83,33 @@ static void refresh_identity(void)
 	read_comm(g_pname, "/proc/self/comm");
 }
 
+static void claimed_set(shmtrace_t *t, uint32_t idx, bool on)
+{
+	uint64_t bit = 1ull << (idx % 64);
+
+	if (on)
+		t->claimed[idx / 64] |= bit;
+	else
+		t->claimed[idx / 64] &= ~bit;
+}
+
+static bool claimed_get(const shmtrace_t *t, uint32_t idx)
+{
+	return t->claimed[idx / 64] >> (idx % 64) & 1;
+}
+
 static void atfork_child(void)
 {
 	refresh_identity();
 	__atomic_fetch_add(&g_fork_gen, 1, __ATOMIC_RELAXED);
 	/* the parent's lock on the registry was copied locked if held */
 	pthread_mutex_init(&g_lock, NULL);
+	/* the parent's blocks are the parent's: a handle of the child frees
+	 * only what the child claims through it */
+	for (int i = 0; i < MAX_HANDLES; i++)
+		if (g_handles[i])
+			memset(g_handles[i]->claimed, 0,
+			       (g_handles[i]->v.nblocks + 63) / 64 * sizeof(uint64_t));
 }
 
 static void thread_exit(void *arg);
@@ -215,6 +238,7 @@ static struct tls_slot *slot_slow(shmtrace_t *t)
 		free(dead);
 	}
 	if (idx >= 0) {
+		claimed_set(t, (uint32_t)idx, true);
 		thread_name(tname);
 		shmt_name_append_locked(&t->v, g_pid, tid, g_start, g_pidns, tname, g_pname);
 	}
@@ -232,18 +256,22 @@ static struct tls_slot *slot_slow(shmtrace_t *t)
 	return s;
 }
 
-/* Flushes the slot's block into the ring. Returns 0 or -errno. */
+/* Flushes the slot's block into the ring. Returns 0, -ENOSPC if the ring
+ * was full and some of the block's records were dropped (and counted), or
+ * another -errno (nothing moved). */
 static int flush_slot(shmtrace_t *t, struct tls_slot *s)
 {
+	uint64_t pending, done;
 	int ret = producer_lock(t);
 
 	if (ret < 0)
 		return ret;
-	shmt_flush_block_locked(&t->v, s->idx);
+	pending = s->written - load_relaxed(&s->b->taken);
+	done = shmt_flush_block_locked(&t->v, s->idx);
 	shmt_unlock(&t->v);
 	shmt_wake_collector(&t->v);
 	s->limit = load_acquire(&s->b->taken) + t->v.block_records;
-	return 0;
+	return pending <= t->v.block_records && done < pending ? -ENOSPC : 0;
 }
 
 static int emit_direct(shmtrace_t *t, const struct shmt_record *r)
@@ -266,6 +294,7 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 	struct tls_slot *s = &tls[0];
 	struct shmt_record *r;
 	uint64_t w;
+	int ret = 0;
 
 	if (unlikely(t == NULL))
 		return -EINVAL;
@@ -283,9 +312,12 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 	if (unlikely(w >= s->limit)) {
 		/* the collector may have flushed us meanwhile */
 		s->limit = load_acquire(&s->b->taken) + t->v.block_records;
-		if (w >= s->limit && flush_slot(t, s) < 0) {
-			fetch_add(&t->v.h->dropped.v, 1);
-			return -ETIMEDOUT;
+		if (w >= s->limit) {
+			ret = flush_slot(t, s);
+			if (ret < 0 && ret != -ENOSPC) {
+				fetch_add(&t->v.h->dropped.v, 1);
+				return -ETIMEDOUT;
+			}
 		}
 	}
 	r = &s->recs[w & (SHMT_BLOCK_RECORDS - 1)];
@@ -300,7 +332,9 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 	/* pairs with the acquire load of written by whoever flushes the block */
 	store_release(&s->b->written, w + 1);
 	s->written = w + 1;
-	return 0;
+	/* this record is staged; -ENOSPC says the flush that made room for
+	 * it dropped earlier records of this thread */
+	return ret;
 }
 
 SHMT_API int shmtrace_span(shmtrace_t *t, uint32_t cat, uint32_t name,
@@ -346,7 +380,7 @@ static void thread_exit(void *arg)
 
 		if (!s->id || s->gen != g_fork_gen)
 			continue;
-		for (int j = 0; j < 64; j++) {
+		for (int j = 0; j < MAX_HANDLES; j++) {
 			shmtrace_t *t = g_handles[j];
 
 			if (!t || t->id != s->id)
@@ -354,6 +388,7 @@ static void thread_exit(void *arg)
 			if (producer_lock(t) == 0) {
 				shmt_flush_block_locked(&t->v, s->idx);
 				store_release(&s->b->state, SHMT_BLOCK_FREE);
+				claimed_set(t, s->idx, false);
 				shmt_unlock(&t->v);
 			}
 			/* on a lock timeout the block stays owned: the
@@ -390,6 +425,12 @@ SHMT_API int shmtrace_open(const char *name, shmtrace_t **out)
 		free(t);
 		return -EXDEV;
 	}
+	t->claimed = calloc((t->v.nblocks + 63) / 64, sizeof(uint64_t));
+	if (!t->claimed) {
+		shmt_view_close(&t->v);
+		free(t);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&t->local, NULL);
 	t->lock_timeout_ns = LOCK_TIMEOUT_NS;
 	{
@@ -401,7 +442,7 @@ SHMT_API int shmtrace_open(const char *name, shmtrace_t **out)
 	shmt_clock_adopt(&t->v.clock);
 
 	pthread_mutex_lock(&g_lock);
-	for (int i = 0; i < 64; i++) {
+	for (int i = 0; i < MAX_HANDLES; i++) {
 		if (!g_handles[i]) {
 			slot = i;
 			break;
@@ -413,6 +454,8 @@ SHMT_API int shmtrace_open(const char *name, shmtrace_t **out)
 	}
 	pthread_mutex_unlock(&g_lock);
 	if (slot < 0) {
+		pthread_mutex_destroy(&t->local);
+		free(t->claimed);
 		shmt_view_close(&t->v);
 		free(t);
 		return -EMFILE;
@@ -431,20 +474,23 @@ SHMT_API void shmtrace_close(shmtrace_t *t)
 		return;
 	v = &t->v;
 	pthread_mutex_lock(&g_lock);
-	for (int i = 0; i < 64; i++)
+	for (int i = 0; i < MAX_HANDLES; i++)
 		if (g_handles[i] == t)
 			g_handles[i] = NULL;
 	pthread_mutex_unlock(&g_lock);
-	/* flush and free every block of this process: its threads are done */
+	/* flush and free the blocks claimed through this handle: the threads
+	 * that wrote through it are done. Blocks of other handles of this
+	 * process (other threads, other libraries) are still being written. */
 	if (producer_lock(t) == 0) {
 		for (uint32_t i = 0; i < v->nblocks; i++) {
 			struct shmt_block *b = shmt_block_at(v, i);
 
-			if (load_relaxed(&b->state) != SHMT_BLOCK_OWNED ||
+			if (!claimed_get(t, i) || load_relaxed(&b->state) != SHMT_BLOCK_OWNED ||
 			    load_relaxed(&b->pid) != g_pid || load_relaxed(&b->start_time) != g_start)
 				continue;
 			shmt_flush_block_locked(v, i);
 			store_release(&b->state, SHMT_BLOCK_FREE);
+			claimed_set(t, i, false);
 		}
 		shmt_unlock(v);
 		shmt_wake_collector(v);
@@ -454,6 +500,7 @@ SHMT_API void shmtrace_close(shmtrace_t *t)
 			tls[i].id = 0;
 	shmt_intern_cache_free(t);
 	pthread_mutex_destroy(&t->local);
+	free(t->claimed);
 	shmt_view_close(v);
 	free(t);
 }
@@ -507,7 +554,7 @@ SHMT_API int shmtrace_stats(shmtrace_t *t, struct shmtrace_stats *st)
 	st->head = load_acquire(&h->head.v);
 	st->tail = load_acquire(&h->tail.v);
 	st->dropped = load_relaxed(&h->dropped.v);
-	st->overwritten = load_relaxed(&h->overwritten.v);
+	st->overwritten = shmt_ring_overwritten(&t->v);
 	st->lock_timeouts = load_relaxed(&h->lock_timeouts.v);
 	st->mode = t->v.mode;
 	st->strings = load_acquire(&h->strings);

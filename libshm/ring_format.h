@@ -88,7 +88,7 @@ struct shmt_journal {
 	uint64_t count;		/* records written into the ring */
 	uint64_t consumed;	/* block records consumed (written + dropped) */
 	uint64_t ndrop;		/* records dropped, ring full */
-	uint64_t overwrote;	/* unread records this flush overwrites */
+	uint64_t overwrote;	/* unused since minor 1 (written 0) */
 };
 _Static_assert(sizeof(struct shmt_journal) == 64, "journal is 64 bytes");
 
@@ -141,7 +141,7 @@ struct shmt_header {
 	struct shmt_line head;		/* next sequence to publish (release) */
 	struct shmt_line tail;		/* next sequence the collector wants */
 	struct shmt_line dropped;	/* records discarded, ring full */
-	struct shmt_line overwritten;	/* records overwritten before read */
+	struct shmt_line overwritten;	/* reader: records lapped before read */
 	struct shmt_line lock_timeouts;	/* flushes given up on the lock */
 	struct shmt_line names_dropped;	/* name slots that did not fit */
 	/* collector wake-up: a futex word bumped by producers past the mark */

@@ -41,6 +41,47 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
 	return 0;
 }
 
+bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)
+{
+	const struct shmt_record *r = &v->records[seq & v->mask];
+
+	if (v->mode != SHMTRACE_MODE_OVERWRITE)
+		return false;	/* discard mode never reuses an unread slot */
+	for (int spin = 0; spin < 1000; spin++) {
+		uint64_t head = shmt_ring_head(v);
+		/* pairs with the release store of commit in put_record() */
+		uint32_t c = load_acquire(&r->commit);
+		uint32_t ahead = (SHMT_COMMIT_SEQ(c) - (uint32_t)seq) & 0xffffffu;
+
+		if (head > seq && head - seq >= v->capacity)
+			return true;
+		/* a later lap's record: ahead by a multiple of capacity (and
+		 * not behind, which would read as a large distance) */
+		if (c && ahead && ahead < (1u << 23) && ahead % v->capacity == 0)
+			return true;
+		if (c)
+			return false;	/* a finished record of no lap of ours */
+		/* commit zeroed: a producer is rewriting the slot right now */
+		cpu_relax();
+	}
+	return false;
+}
+
+uint64_t shmt_ring_unread_below(const struct shmt_view *v, uint64_t from)
+{
+	uint64_t tail = load_acquire(&v->h->tail.v);
+
+	return from > tail ? from - tail : 0;
+}
+
+uint64_t shmt_ring_overwritten(const struct shmt_view *v)
+{
+	uint64_t head = shmt_ring_head(v);
+
+	return load_relaxed(&v->h->overwritten.v) +
+	       (head > v->capacity ? shmt_ring_unread_below(v, head - v->capacity) : 0);
+}
+
 uint32_t shmt_ring_nstrings(const struct shmt_view *v)
 {
 	uint32_t n = load_acquire(&v->h->strings);

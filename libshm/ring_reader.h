@@ -24,6 +24,22 @@ uint64_t shmt_ring_head(const struct shmt_view *v);
  * by a producer that died, or overwritten in the meantime). */
 int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *out);
 
+/* After shmt_ring_read() failed on seq (below head): true if the slot was
+ * lapped (overwrite mode: the head passed seq + capacity, or the slot holds
+ * a later lap's record), false if it held no finished record (torn or
+ * forged). A slot being rewritten is waited for a little; past that it
+ * counts as torn: the sum of the two is exact either way. */
+bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq);
+
+/* Records below the start of a ring that nobody read: the head lapped
+ * them (overwrite mode) before the collector's tail reached them. A
+ * reader starting at from (>= tail) adds these to `overwritten`. */
+uint64_t shmt_ring_unread_below(const struct shmt_view *v, uint64_t from);
+
+/* The ring's overwritten count as of now: what a collector counted, plus
+ * what the head has lapped beyond its tail since (no collector running). */
+uint64_t shmt_ring_overwritten(const struct shmt_view *v);
+
 /* Number of published strings, clamped to the table. */
 uint32_t shmt_ring_nstrings(const struct shmt_view *v);
 

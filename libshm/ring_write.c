@@ -37,29 +37,26 @@ static inline void put_record(struct shmt_view *v, uint64_t seq, const struct sh
 	store_release(&d->commit, SHMT_COMMIT(seq, SHMT_COMMIT_KIND(s->commit)));
 }
 
-/* How many of n new records fit, and how many unread ones they overwrite. */
-static void plan(struct shmt_view *v, uint64_t head, uint64_t n, uint64_t *fit, uint64_t *overwrote)
+/*
+ * How many of n new records fit. Overwrite mode takes them all: which of
+ * the records they replace were never read only the reader can tell (it
+ * may have copied them and not yet moved tail), so the reader counts
+ * `overwritten`, never the producers (docs/FORMAT.md, "Accounting").
+ */
+static uint64_t plan(struct shmt_view *v, uint64_t head, uint64_t n)
 {
 	uint64_t tail = load_acquire(&v->h->tail.v);
-	uint64_t cap = v->capacity;
+	uint64_t cap = v->capacity, room;
 
+	if (v->mode != SHMTRACE_MODE_DISCARD)
+		return n;
 	/* tail is written by another process: never trust it past head */
 	if (tail > head)
 		tail = head;
 	if (head - tail > cap)
 		tail = head - cap;
-	*overwrote = 0;
-	if (v->mode == SHMTRACE_MODE_DISCARD) {
-		uint64_t room = cap - (head - tail);
-
-		*fit = n < room ? n : room;
-	} else {
-		uint64_t first = tail + cap > head ? tail + cap : head;
-
-		*fit = n;
-		if (head + n > first)
-			*overwrote = head + n - first;
-	}
+	room = cap - (head - tail);
+	return n < room ? n : room;
 }
 
 /* Moves n records from src (a staging block's ring of block_records, from
@@ -70,9 +67,8 @@ static uint64_t publish_locked(struct shmt_view *v, uint32_t block, const struct
 	struct shmt_header *h = v->h;
 	struct shmt_journal *j = &h->journal;
 	uint64_t head = load_relaxed(&h->head.v);
-	uint64_t fit, overwrote, mask = v->block_records - 1;
+	uint64_t fit = plan(v, head, n), mask = v->block_records - 1;
 
-	plan(v, head, n, &fit, &overwrote);
 	j->stage = 1;
 	j->block = block;
 	j->head_before = head;
@@ -80,10 +76,8 @@ static uint64_t publish_locked(struct shmt_view *v, uint32_t block, const struct
 	j->count = fit;
 	j->consumed = consumed;
 	j->ndrop = n - fit;
-	j->overwrote = overwrote;
+	j->overwrote = 0;	/* unused since format 1.1 */
 	j->active = 1;
-	if (overwrote)
-		fetch_add(&h->overwritten.v, overwrote);
 	SHMT_HOOK("flush-begin");
 	for (uint64_t i = 0; i < fit; i++) {
 		put_record(v, head + i, &src[(k + i) & mask]);
@@ -111,10 +105,13 @@ uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx)
 	/* pairs with the owner's release store of written */
 	uint64_t w = load_acquire(&b->written);
 	uint64_t k = load_relaxed(&b->taken);
-	uint64_t n = w - k, done;
+	uint64_t n, done;
 
-	if (w == k)
+	/* written behind taken: only a peer scribbling on the block does
+	 * this; nothing is pending (and no count may go below zero) */
+	if (w <= k)
 		return 0;
+	n = w - k;
 	/* more pending than the block holds: only a peer scribbling on the
 	 * block does this; take the newest block-full and count the rest */
 	if (n > v->block_records) {

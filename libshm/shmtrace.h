@@ -99,6 +99,8 @@ void shmtrace_close(shmtrace_t *t);
  * Moves the calling thread's staged records into the ring now. Records are
  * flushed anyway when a block fills, when the thread exits, at close, and by
  * the collector at each of its polls (100 ms, up to 1 s when idle).
+ * Returns 0, -ENOSPC if the ring was full and some were dropped (counted),
+ * or -ETIMEDOUT (nothing moved; they stay staged).
  */
 int shmtrace_flush(shmtrace_t *t);
 
@@ -114,8 +116,20 @@ uint32_t shmtrace_intern(shmtrace_t *t, const char *s);
 /* Nanoseconds on the ring's clock (CLOCK_MONOTONIC, or a TSC calibrated to it). */
 uint64_t shmtrace_now(void);
 
-/* Records a complete span [start_ns, end_ns). flow_id != 0 links spans of
- * one request across threads and processes into one flow. */
+/*
+ * Records a complete span [start_ns, end_ns). flow_id != 0 links spans of
+ * one request across threads and processes into one flow.
+ *
+ * These three calls return 0 when the record is staged (it survives the
+ * process from then on). Records reach the ring a block (64) at a time, so
+ * a full ring in discard mode is noticed when a block is flushed: the call
+ * that triggered the flush stages its own record and returns -ENOSPC, and
+ * the drops it reports (counted in shmtrace_stats().dropped) may be of
+ * earlier records of the same thread. -ETIMEDOUT: the lock was held too
+ * long and this record was dropped (and counted). Drops flushed by others
+ * (the collector's poll, thread exit, close) are counted but returned by
+ * no call: read them with shmtrace_stats().
+ */
 int shmtrace_span(shmtrace_t *t, uint32_t cat, uint32_t name,
 		  uint64_t start_ns, uint64_t end_ns, uint64_t flow_id);
 

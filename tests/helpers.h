@@ -7,6 +7,7 @@
 #define SHMTRACE_TEST_HELPERS_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -59,16 +60,22 @@ static inline size_t count(const char *hay, const char *needle)
 	return n;
 }
 
-/* One row of the fault figures that tests/run.sh prints at the end. */
-static inline void figure(const char *kind, uint64_t injected, uint64_t written, uint64_t exported,
-			  uint64_t dropped, uint64_t torn, uint64_t lost, const char *note)
+/* One row of the fault figures that tests/run.sh prints at the end. With
+ * acct, the row is about records, and it shows whether the accounting
+ * equality (exported + counted losses = written) held. */
+static inline void figure_row(bool acct, const char *kind, uint64_t injected, uint64_t written,
+			      uint64_t exported, uint64_t dropped, uint64_t torn, uint64_t lost,
+			      const char *note)
 {
-	printf("FIGURE|%s|%llu|%llu|%llu|%llu|%llu|%llu|%s\n", kind,
+	printf("FIGURE|%s|%llu|%llu|%llu|%llu|%llu|%llu|%s|%s\n", kind,
 	       (unsigned long long)injected, (unsigned long long)written,
 	       (unsigned long long)exported, (unsigned long long)dropped,
-	       (unsigned long long)torn, (unsigned long long)lost, note);
+	       (unsigned long long)torn, (unsigned long long)lost,
+	       !acct ? "-" : exported + dropped == written && !lost ? "exact" : "NO", note);
 	fflush(stdout);
 }
+#define figure(...)		figure_row(false, __VA_ARGS__)
+#define figure_acct(...)	figure_row(true, __VA_ARGS__)
 
 /* Everything a ring holds: published records plus staged ones. */
 struct ring_dump {

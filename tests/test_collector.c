@@ -13,9 +13,12 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <pthread.h>
+
 #include "capture.h"
 #include "drain.h"
 #include "helpers.h"
+#include "source.h"
 
 static char g_bin[4096];
 
@@ -271,7 +274,7 @@ static void test_collector_killed_and_restarted(void **state)
 		      (unsigned long long)t.dropped);
 	assert_int_equal(t.clean_ends, 1);
 	check_exactly_once(&t);
-	figure("collector SIGKILLed mid-frame, restarted", (uint64_t)k - 1, 800000, t.records,
+	figure_acct("collector SIGKILLed mid-frame, restarted", (uint64_t)k - 1, 800000, t.records,
 	       t.dropped, 0, 800000 - t.records - t.dropped, "duplicates dropped by sequence");
 	tally_free(&t);
 	shmtrace_ring_unlink(ring);
@@ -382,7 +385,7 @@ static void test_lock_held_by_unseen_dead_owner(void **state)
 	read_capture(out, &t);
 	assert_int_equal(t.records, 1000);
 	assert_int_equal(t.clean_ends, 1);
-	figure("collector with a lock held by an unseen dead owner", 1, 1000, t.records, 0, 0,
+	figure_acct("collector with a lock held by an unseen dead owner", 1, 1000, t.records, 0, 0,
 	       1000 - t.records, "warned, drained, stopped");
 	unlink(out);
 	tally_free(&t);
@@ -509,7 +512,7 @@ static void test_sigterm_under_load(void **state)
 	read_capture(out, &t);
 	for (uint64_t s = 0; s < before; s++)
 		assert_true(t.seq_seen[s]);
-	figure("SIGTERM under load", 1, before, before, 0, 0, 0,
+	figure_acct("SIGTERM under load", 1, before, before, 0, 0, 0,
 	       "all published before the signal captured; 2nd signal exits at once");
 	print_message("published before SIGTERM: %llu, all in the capture\n",
 		      (unsigned long long)before);
@@ -607,6 +610,226 @@ static void test_fsync_fails(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * Issue 10.1: threads of one process that each open their own handle and
+ * close it at random moments while the others still write. Before the fix
+ * shmtrace_close() freed every block of the process: records were lost,
+ * duplicated, and `dropped` went below zero.
+ */
+struct handle_thread {
+	const char *ring;
+	uint64_t first, n;	/* this thread's record indices */
+	unsigned seed;
+	int failed;
+};
+
+static void *handle_thread(void *arg)
+{
+	struct handle_thread *ht = arg;
+	uint64_t i = ht->first, end = ht->first + ht->n, ts, dur, flow;
+
+	while (i < end) {
+		/* a handle for a random stretch of records, then closed */
+		uint64_t chunk = 1 + (uint64_t)rand_r(&ht->seed) % 3000;
+		shmtrace_t *t;
+
+		if (shmtrace_open(ht->ring, &t) < 0) {
+			ht->failed = 1;
+			return NULL;
+		}
+		for (; chunk-- && i < end; i++) {
+			int ret;
+
+			fill(i, &ts, &dur, &flow);
+			ret = shmtrace_span(t, 2, 1, ts, ts + dur, flow);
+			if (ret < 0 && ret != -ENOSPC)
+				ht->failed = 1;	/* -ENOSPC: staged, earlier ones dropped */
+		}
+		shmtrace_close(t);
+	}
+	return NULL;
+}
+
+static void produce_threads(const char *ring, int nthreads, uint64_t per)
+{
+	struct handle_thread ht[16];
+	pthread_t th[16];
+	int failed = 0;
+
+	for (int k = 0; k < nthreads; k++) {
+		ht[k] = (struct handle_thread){ ring, per / (uint64_t)nthreads * (uint64_t)k,
+						per / (uint64_t)nthreads, (unsigned)(getpid() * 31 + k), 0 };
+		assert_int_equal(pthread_create(&th[k], NULL, handle_thread, &ht[k]), 0);
+	}
+	for (int k = 0; k < nthreads; k++) {
+		pthread_join(th[k], NULL);
+		failed |= ht[k].failed;
+	}
+	_exit(failed ? 5 : 0);
+}
+
+static void test_thread_handles_open_and_close(void **state)
+{
+	const char *ring = test_ring_name("handles");
+	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
+	const int nproc = 2, nthreads = 8;
+	const uint64_t per = 8 * 40000;
+	struct shmtrace_stats st;
+	struct tally t = { 0 };
+	char out[256];
+	shmtrace_t *h;
+	int status;
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	col = start_collector(ring, out, NULL, 0);
+	t.npids = nproc;
+	t.per = per;
+	t.seen = calloc((size_t)nproc * per, 1);
+	t.max_seq = (uint64_t)nproc * per;
+	t.seq_seen = calloc(t.max_seq, 1);
+	for (int p = 0; p < nproc; p++) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			produce_threads(ring, nthreads, per);
+		t.pids[p] = (uint32_t)pid;
+	}
+	wait_producers(&t);
+	status = stop(col, SIGTERM);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	read_capture(out, &t);
+	assert_int_equal(shmtrace_open(ring, &h), 0);
+	assert_int_equal(shmtrace_stats(h, &st), 0);
+	shmtrace_close(h);
+	print_message("%d x %d threads: captured %llu of %llu, dropped %llu, %llu duplicates\n",
+		      nproc, nthreads, (unsigned long long)t.records,
+		      (unsigned long long)(nproc * per), (unsigned long long)t.dropped,
+		      (unsigned long long)t.dup_seq);
+	assert_true(st.dropped < (1ull << 63));	/* never below zero */
+	assert_int_equal(st.dropped, t.dropped);
+	assert_int_equal(t.dup_seq, 0);
+	check_exactly_once(&t);
+	assert_int_equal(t.records + t.dropped, nproc * per);
+	unlink(out);
+	tally_free(&t);
+	shmtrace_ring_unlink(ring);
+}
+
+struct count_ctx {
+	uint64_t n;
+};
+
+static int count_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
+{
+	(void)r;
+	(void)start_time;
+	((struct count_ctx *)ctx)->n++;
+	return 0;
+}
+
+/*
+ * Issue 10.2: in overwrite mode, exported + dropped + overwritten + torn
+ * equals what was written, exactly, with several producers, the collector
+ * racing the head, and a collector SIGKILLed and restarted in the middle.
+ * Before the fix producers counted every slot the head passed over, read
+ * or not: more losses than records.
+ */
+static void test_overwrite_accounting_under_load(void **state)
+{
+	const char *ring = test_ring_name("owacct");
+	struct shmtrace_ring_config c = { .capacity = 1024, .mode = SHMTRACE_MODE_OVERWRITE };
+	const int nproc = 3;
+	const uint64_t per = 200000;
+	struct count_ctx cc = { 0 };
+	struct source src;
+	char out[2][256], err[512];
+	char *paths[2] = { out[0], out[1] };
+	struct tally t = { 0 };
+	uint64_t sum;
+	int status;
+	pid_t col;
+
+	(void)state;
+	for (int i = 0; i < 2; i++)
+		snprintf(out[i], sizeof(out[i]), "/tmp/%s.%d.cap", ring, i);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	col = start_collector(ring, out[0], NULL, 0);
+	run_producers(ring, &t, nproc, per);
+	{
+		/* restart the collector once it has taken something */
+		struct shmtrace_stats st;
+		shmtrace_t *h;
+
+		assert_int_equal(shmtrace_open(ring, &h), 0);
+		for (int spins = 0; spins < 1000000; spins++) {
+			shmtrace_stats(h, &st);
+			if (st.tail > 20000)
+				break;
+			sched_yield();
+		}
+		shmtrace_close(h);
+	}
+	status = stop(col, SIGKILL);
+	assert_true(WIFSIGNALED(status));
+	col = start_collector(ring, out[1], NULL, 0);
+	wait_producers(&t);
+	status = stop(col, SIGTERM);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	assert_int_equal(source_open(&src, NULL, paths, 2, err, sizeof(err)), 0);
+	assert_int_equal(source_records(&src, count_record, &cc, err, sizeof(err)), 0);
+	sum = cc.n + src.loss.dropped + src.loss.overwritten + src.loss.torn;
+	print_message("overwrite: exported %llu + dropped %llu + overwritten %llu + torn %llu = "
+		      "%llu of %llu written\n", (unsigned long long)cc.n,
+		      (unsigned long long)src.loss.dropped, (unsigned long long)src.loss.overwritten,
+		      (unsigned long long)src.loss.torn, (unsigned long long)sum,
+		      (unsigned long long)(nproc * per));
+	assert_true(src.loss.overwritten > 0);
+	assert_int_equal(src.loss.unaccounted, 0);
+	assert_int_equal(sum, nproc * per);
+	figure_acct("overwrite mode, collector racing the head, SIGKILLed once", 1, nproc * per, cc.n,
+	       src.loss.dropped + src.loss.overwritten + src.loss.torn, 0,
+	       nproc * per - sum, "exported + dropped + overwritten + torn = written");
+	source_close(&src);
+	for (int i = 0; i < 2; i++)
+		unlink(out[i]);
+	tally_free(&t);
+	shmtrace_ring_unlink(ring);
+}
+
+/* Issue 10.5: a call whose flush found the ring full says so. */
+static void test_span_returns_enospc(void **state)
+{
+	const char *ring = test_ring_name("nospc");
+	struct shmtrace_ring_config c = { .capacity = 1024 };
+	struct shmtrace_stats st;
+	uint64_t enospc = 0, ok = 0;
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint64_t i = 0; i < 100000; i++) {
+		int ret = shmtrace_span(t, 1, 1, i, i + 1, 0);
+
+		if (ret == -ENOSPC)
+			enospc++;
+		else if (ret == 0)
+			ok++;
+	}
+	assert_int_equal(enospc + ok, 100000);
+	assert_int_equal(shmtrace_flush(t), -ENOSPC);	/* its last 32 do not fit */
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	/* one -ENOSPC per block flush that dropped, 64 records each */
+	assert_int_equal(st.dropped, 100000 - 1024);
+	assert_int_equal(enospc, (100000 - 1024) / 64);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
 static void test_bad_command_lines(void **state)
 {
 	const char *ring = test_ring_name("cli");
@@ -656,6 +879,9 @@ int main(void)
 		cmocka_unit_test(test_sigterm_under_load),
 		cmocka_unit_test(test_fsync_fails),
 		cmocka_unit_test(test_bad_command_lines),
+		cmocka_unit_test(test_thread_handles_open_and_close),
+		cmocka_unit_test(test_overwrite_accounting_under_load),
+		cmocka_unit_test(test_span_returns_enospc),
 	};
 	const char *bin = getenv("SHMTRACE_BIN");
 

@@ -134,7 +134,7 @@ static void test_kills_inside_lock(void **state)
 	qsort(recovery, KILLS, sizeof(*recovery), cmp_u64);
 	snprintf(note, sizeof(note), "lock recovery p50 %.0f us, p99 %.0f us, max %.0f us",
 		 recovery[KILLS / 2] / 1e3, recovery[KILLS * 99 / 100] / 1e3, recovery[KILLS - 1] / 1e3);
-	figure("SIGKILL inside the lock", KILLS, written, found, 0, torn, lost, note);
+	figure_acct("SIGKILL inside the lock", KILLS, written, found, 0, torn, lost, note);
 	assert_int_equal(torn, 0);
 	assert_int_equal(lost, 0);
 	assert_int_equal(found, written);
@@ -324,7 +324,7 @@ static void test_garbage_in_mutex(void **state)
 		unlink(cap);
 	}
 	shmt_view_close(&v);
-	figure("garbage in the mutex bytes", (uint64_t)trials + 1, 1000, 1000, 0, 0, 0,
+	figure_acct("garbage in the mutex bytes", (uint64_t)trials + 1, 1000, 1000, 0, 0, 0,
 	       "exporter and collector: no abort, no hang");
 	assert_int_equal(survived, trials);
 	unlink(out);

@@ -309,7 +309,7 @@ static void test_unmarked_dead_owner_is_bounded(void **state)
 	ring_dump(name, &d);
 	/* staged + dropped = written: nothing vanished without a count */
 	assert_int_equal(d.n + st.dropped, n);
-	figure("lock held by an owner the kernel cannot see dead", 1, n, d.n, st.dropped, d.torn,
+	figure_acct("lock held by an owner the kernel cannot see dead", 1, n, d.n, st.dropped, d.torn,
 	       n - d.n - st.dropped, "bounded wait, then drop and count");
 	free(d.recs);
 	shmtrace_close(t);

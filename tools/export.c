@@ -331,6 +331,7 @@ static void put_loss(struct exporter *e)
 		{ l->lock_timeouts, "records lost to lock timeouts" },
 		{ l->torn, "torn records skipped" },
 		{ l->names_dropped, "thread names dropped (name table full)" },
+		{ l->unaccounted, "records missing that no counter accounts for (a bug: please report it)" },
 	};
 	uint32_t zero = 0;
 	bool any = false;
@@ -356,6 +357,9 @@ static void put_loss(struct exporter *e)
 		       "%llu torn", (unsigned long long)l->dropped,
 		       (unsigned long long)l->overwritten, (unsigned long long)l->lock_timeouts,
 		       (unsigned long long)l->torn);
+		if (l->unaccounted)
+			warnx_("%llu records are missing that no counter accounts for",
+			       (unsigned long long)l->unaccounted);
 	}
 }
 
@@ -398,6 +402,8 @@ static void put_metadata(struct exporter *e)
 	jw_u64(w, l->torn);
 	jw_puts(w, ",\"names_dropped\":");
 	jw_u64(w, l->names_dropped);
+	jw_puts(w, ",\"unaccounted\":");
+	jw_u64(w, l->unaccounted);
 	jw_puts(w, ",\"complete\":");
 	jw_puts(w, e->src.cut || e->src.damaged ? "false" : "true");
 	jw_puts(w, ",\"trace_start_ns\":");

@@ -23,7 +23,13 @@ struct source_file {
 struct source_run {
 	uint64_t run_id;
 	uint64_t next_seq;	/* records below it were delivered already */
-	uint64_t torn;		/* the collector's torn count, cumulative */
+	uint64_t torn;		/* the collectors' torn count, cumulative */
+	uint64_t overwritten;	/* the collectors' lapped count, cumulative */
+	uint64_t published;	/* the ring's head in the last loss frame */
+	bool clean_last;	/* its newest file ended with an END frame */
+	/* of the current pass */
+	uint64_t records;	/* distinct records delivered */
+	uint64_t bad;		/* records with an invalid kind */
 };
 
 void warnx_(const char *fmt, ...)
@@ -133,6 +139,7 @@ static int ring_load(void *arg)
 	/* untrusted numbers: reported, never used as sizes */
 	s->loss.dropped = load_relaxed(&h->dropped.v);
 	s->loss.overwritten = load_relaxed(&h->overwritten.v);
+	s->loss.torn = load_relaxed(&h->torn.v);
 	s->loss.lock_timeouts = load_relaxed(&h->lock_timeouts.v);
 	s->loss.names_dropped = load_relaxed(&h->names_dropped.v);
 	return 0;
@@ -170,7 +177,7 @@ struct pass {
 	struct source *s;
 	source_record_fn fn;
 	void *ctx;
-	uint64_t torn;
+	uint64_t torn, lapped;
 };
 
 static int ring_pass(void *arg)
@@ -180,14 +187,25 @@ static int ring_pass(void *arg)
 	const struct shmt_view *v = &s->v;
 	uint64_t head = shmt_ring_head(v);
 	uint64_t seq = head > v->capacity ? head - v->capacity : 0;
+	/* untrusted, and only used to attribute losses */
+	uint64_t tail = load_acquire(&v->h->tail.v);
 	struct shmt_record r;
 	int ret;
 
 	if ((ret = ring_load_strings(s)) < 0)
 		return ret;
+	/* what the head lapped before anyone read it (no collector, or one
+	 * that fell behind): counted once, like the torn ones below */
+	p->lapped += shmt_ring_unread_below(v, seq);
 	for (; seq < head; seq++) {
 		if (shmt_ring_read(v, seq, &r) < 0) {
-			p->torn++;
+			/* below tail, a collector read (or counted) it already */
+			if (seq < tail)
+				continue;
+			if (shmt_ring_lapped(v, seq))
+				p->lapped++;
+			else
+				p->torn++;
 			continue;
 		}
 		r.commit = SHMT_COMMIT_KIND(r.commit);
@@ -271,7 +289,8 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 #define MAX_(a, b) do { if ((b) > (a)) (a) = (b); } while (0)
 			/* ring counters are cumulative over the ring's life */
 			MAX_(s->loss.dropped, f.loss.dropped);
-			MAX_(s->loss.overwritten, f.loss.overwritten);
+			MAX_(run->overwritten, f.loss.overwritten);
+			MAX_(run->published, f.loss.published);
 			MAX_(s->loss.lock_timeouts, f.loss.lock_timeouts);
 			MAX_(s->loss.names_dropped, f.loss.names_dropped);
 			MAX_(run->torn, f.loss.torn);
@@ -292,9 +311,11 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 				rec.commit = SHMT_COMMIT_KIND(rec.commit);
 				if (rec.commit == SHMTRACE_KIND_NONE || rec.commit > SHMTRACE_KIND_MAX) {
 					p->torn++;
+					run->bad++;
 					continue;
 				}
 				s->records++;
+				run->records++;
 				ret = p->fn(p->ctx, &rec, 0);
 			}
 			if (first + f.records.n > run->next_seq)
@@ -312,6 +333,8 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 		}
 	}
 	shmt_cap_close(r);
+	if (!p)
+		run->clean_last = ret == 0;
 	if (ret < 0 && !p) {
 		if (ret == -EPIPE) {
 			s->cut = true;
@@ -373,9 +396,37 @@ int source_open_files(struct source *s, char *const *paths, size_t n, char *err,
 	for (size_t i = 0; i < s->nfiles; i++)
 		if ((ret = read_file(s, &s->files[i], NULL, err, errlen)) < 0)
 			return ret;
-	for (size_t i = 0; i < s->nruns; i++)
+	for (size_t i = 0; i < s->nruns; i++) {
 		s->loss.torn += s->runs[i].torn;
+		s->loss.overwritten += s->runs[i].overwritten;
+	}
 	return 0;
+}
+
+/*
+ * After the first pass over a run whose last collector stopped cleanly:
+ * every record the ring ever published is either in the capture, torn,
+ * or was lapped (overwrite mode), so the lapped count is what remains.
+ * A collector killed after writing records but before moving the ring's
+ * tail leaves them to its successor, which may find them lapped and count
+ * them again: the remainder bounds that. A remainder above the counts is
+ * a loss nothing counted, reported as such, never hidden.
+ */
+static void reconcile(struct source *s)
+{
+	for (size_t i = 0; i < s->nruns; i++) {
+		struct source_run *run = &s->runs[i];
+		uint64_t seen = run->records + run->bad + run->torn, rest;
+
+		if (!run->published || !run->clean_last || seen > run->published)
+			continue;
+		rest = run->published - seen;
+		if (run->overwritten > rest) {
+			s->loss.overwritten -= run->overwritten - rest;
+		} else if (rest > run->overwritten) {
+			s->loss.unaccounted += rest - run->overwritten;
+		}
+	}
 }
 
 /* ---------------------------------------------------------------- common */
@@ -393,14 +444,21 @@ int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, 
 		else if (ret < 0)
 			snprintf(err, errlen, "ring '%s': %s", s->name, strerror(-ret));
 	} else {
-		for (size_t i = 0; i < s->nruns; i++)
+		for (size_t i = 0; i < s->nruns; i++) {
 			s->runs[i].next_seq = 0;
+			s->runs[i].records = 0;
+			s->runs[i].bad = 0;
+		}
 		for (size_t i = 0; i < s->nfiles && !ret; i++)
 			ret = read_file(s, &s->files[i], &p, err, errlen);
 	}
 	/* every pass sees the same torn records: count them once */
-	if (!s->passes++)
+	if (!s->passes++) {
 		s->loss.torn += p.torn;
+		s->loss.overwritten += p.lapped;
+		if (!s->is_ring && ret == 0)
+			reconcile(s);
+	}
 	return ret;
 }
 
@@ -419,9 +477,41 @@ void source_close(struct source *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/*
+ * Counters are only ever added to, so one at 2^63 or more went below zero
+ * (the bug of a writer, or a forged value): it is refused, never printed
+ * as a count, and the trace is marked incomplete.
+ */
+static void refuse_impossible(struct source *s)
+{
+	struct {
+		uint64_t *v;
+		const char *name;
+	} c[] = {
+		{ &s->loss.dropped, "dropped" },
+		{ &s->loss.overwritten, "overwritten" },
+		{ &s->loss.lock_timeouts, "lock_timeouts" },
+		{ &s->loss.torn, "torn" },
+		{ &s->loss.names_dropped, "names_dropped" },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (*c[i].v < (1ull << 63))
+			continue;
+		warnx_("%s: the '%s' counter reads %llu, an impossible (negative) count: "
+		       "not reported", s->name, c[i].name, (unsigned long long)*c[i].v);
+		*c[i].v = 0;
+		s->damaged = true;
+	}
+}
+
 int source_open(struct source *s, const char *ring, char *const *paths, size_t n,
 		char *err, size_t errlen)
 {
-	return ring ? source_open_ring(s, ring, err, errlen)
-		    : source_open_files(s, paths, n, err, errlen);
+	int ret = ring ? source_open_ring(s, ring, err, errlen)
+		       : source_open_files(s, paths, n, err, errlen);
+
+	if (ret == 0)
+		refuse_impossible(s);
+	return ret;
 }

@@ -20,6 +20,9 @@ struct source_loss {
 	uint64_t lock_timeouts;	/* producers that gave up on the lock */
 	uint64_t torn;		/* records skipped as half-written or overwritten */
 	uint64_t names_dropped;	/* name slots that did not fit */
+	/* published records that are neither exported nor counted above: a
+	 * bug or a forged counter, never expected (see reconcile()) */
+	uint64_t unaccounted;
 };
 
 struct source_file;

@@ -114,7 +114,8 @@ static int stat_ring_pass(void *arg)
 	kv_u64(o, "published", head);
 	kv_u64(o, "consumed", tail);
 	kv_u64(o, "dropped", load_relaxed(&h->dropped.v));
-	kv_u64(o, "overwritten", load_relaxed(&h->overwritten.v));
+	kv_u64(o, "overwritten", shmt_ring_overwritten(v));
+	kv_u64(o, "torn", load_relaxed(&h->torn.v));
 	kv_u64(o, "lock_timeouts", load_relaxed(&h->lock_timeouts.v));
 	kv_u64(o, "lock_recoveries", load_relaxed(&h->lock_recoveries));
 	kv_u64(o, "names_dropped", load_relaxed(&h->names_dropped.v));
