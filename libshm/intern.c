@@ -88,33 +88,106 @@ void shmt_intern_cache_free(shmtrace_t *t)
 	t->cache = NULL;
 }
 
+/* Marks handle id hid used. */
+static void id_use(shmtrace_t *t, uint32_t hid)
+{
+	t->ids_used[hid / 64] |= 1ull << (hid % 64);
+}
+
+static bool id_used(const shmtrace_t *t, uint32_t hid)
+{
+	return t->ids_used[hid / 64] >> (hid % 64) & 1;
+}
+
+uint32_t shmt_handle_id(shmtrace_t *t, struct shmt_att *a, uint32_t ring_id)
+{
+	uint32_t hid = ring_id;
+
+	if (!a->remap)
+		return ring_id;	/* the first ring's ids are the handle's */
+	if (id_used(t, hid)) {
+		/* taken by a string of an earlier ring: the lowest free one */
+		for (hid = 1; hid < SHMT_HANDLE_IDS && id_used(t, hid); hid++)
+			;
+		if (hid == SHMT_HANDLE_IDS)
+			return 0;
+	}
+	id_use(t, hid);
+	a->remap[hid] = (uint16_t)ring_id;
+	return hid;
+}
+
+/*
+ * A handle moves to a new ring (a): every string it interned gets its id
+ * there, and the ids the callers hold map to those. Ids it never handed
+ * out map to themselves. t->local held (lock order: local, then ring).
+ * Returns 0 or -errno.
+ */
+int shmt_intern_remap(shmtrace_t *t, struct shmt_att *a)
+{
+	struct intern_cache *c = t->cache;
+	int ret;
+
+	a->remap = malloc(SHMT_HANDLE_IDS * sizeof(*a->remap));
+	if (!t->ids_used)
+		t->ids_used = calloc(SHMT_HANDLE_IDS / 64, sizeof(uint64_t));
+	if (!a->remap || !t->ids_used)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < SHMT_HANDLE_IDS; i++)
+		a->remap[i] = (uint16_t)i;
+	ret = shmt_producer_lock(t, a);
+	if (ret < 0)
+		return ret;
+	for (uint32_t i = 0; c && i < c->nbuckets; i++) {
+		for (struct intern_entry *e = c->bucket[i]; e; e = e->next) {
+			int id = shmt_intern_locked(&a->v, e->s, e->len);
+
+			/* a full table: the string exports as "?" (counted) */
+			a->remap[e->id] = id > 0 ? (uint16_t)id : 0;
+			id_use(t, e->id);
+		}
+	}
+	shmt_unlock(&a->v);
+	return 0;
+}
+
 SHMT_API uint32_t shmtrace_intern(shmtrace_t *t, const char *s)
 {
 	struct intern_entry *e;
+	struct shmt_att *a;
 	size_t len;
-	uint32_t h;
+	uint32_t h, hid = 0;
 	int id;
 
 	if (!t || !s)
 		return 0;
 	len = strnlen(s, SHMT_STRING_MAX);
 	h = shmt_hash(s, len);
+	shmt_attach_current(t);
 	pthread_mutex_lock(&t->local);
 	e = cache_find(t->cache, s, len, h);
 	if (e) {
-		id = (int)e->id;
+		hid = e->id;
 		pthread_mutex_unlock(&t->local);
-		return (uint32_t)id;
+		return hid;
+	}
+	/* stable under local: attaching holds it */
+	a = t->cur;
+	if (!a) {
+		pthread_mutex_unlock(&t->local);
+		return 0;	/* no ring yet */
 	}
 	/* the ring lock is taken with the local one held: lock order is
 	 * always local, then ring */
-	id = shmt_lock(&t->v, 100ull * 1000 * 1000);
+	id = shmt_producer_lock(t, a);
 	if (id == 0) {
-		id = shmt_intern_locked(&t->v, s, len);
-		shmt_unlock(&t->v);
+		id = shmt_intern_locked(&a->v, s, len);
+		shmt_unlock(&a->v);
 	}
 	if (id > 0)
-		cache_put(t, s, len, h, (uint32_t)id);
+		hid = shmt_handle_id(t, a, (uint32_t)id);
+	if (hid)
+		cache_put(t, s, len, h, hid);
 	pthread_mutex_unlock(&t->local);
-	return id > 0 ? (uint32_t)id : 0;
+	return hid;
 }

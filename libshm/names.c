@@ -10,7 +10,7 @@
 /* Appends a name slot; the last slot for a (pid, start, tid) wins.
  * Returns 0, or -ENOSPC (counted) when the table is full. Lock held. */
 int shmt_name_append_locked(struct shmt_view *v, uint32_t pid, uint32_t tid, uint64_t start,
-			    uint64_t pidns, const char *tname, const char *pname)
+			    uint64_t pidns, uint32_t flags, const char *tname, const char *pname)
 {
 	struct shmt_header *h = v->h;
 	uint32_t n = load_relaxed(&h->threads);
@@ -26,6 +26,7 @@ int shmt_name_append_locked(struct shmt_view *v, uint32_t pid, uint32_t tid, uin
 	s->tid = tid;
 	s->start_time = start;
 	s->pidns = pidns;
+	s->flags = flags;
 	strncpy(s->name, tname ? tname : "", SHMT_NAME_LEN - 1);
 	strncpy(s->pname, pname ? pname : "", SHMT_NAME_LEN - 1);
 	SHMT_HOOK("name-slot");

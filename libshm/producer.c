@@ -9,6 +9,11 @@
  * reader adopts the block). Only when a block is full does the thread take
  * the ring's robust mutex, once per 64 records, to move them into the ring.
  * docs/DESIGN.md says why, and what this was measured against.
+ *
+ * A handle writes into its current attachment (struct shmt_att). Off the
+ * hot path, at most every SHMT_LOOK_NS, it looks at the ring's name: a
+ * handle opened before its ring existed attaches once it appears, and one
+ * whose ring was removed and made again moves to the new one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -83,19 +88,19 @@ static void refresh_identity(void)
 	read_comm(g_pname, "/proc/self/comm");
 }
 
-static void claimed_set(shmtrace_t *t, uint32_t idx, bool on)
+static void claimed_set(struct shmt_att *a, uint32_t idx, bool on)
 {
 	uint64_t bit = 1ull << (idx % 64);
 
 	if (on)
-		t->claimed[idx / 64] |= bit;
+		a->claimed[idx / 64] |= bit;
 	else
-		t->claimed[idx / 64] &= ~bit;
+		a->claimed[idx / 64] &= ~bit;
 }
 
-static bool claimed_get(const shmtrace_t *t, uint32_t idx)
+static bool claimed_get(const struct shmt_att *a, uint32_t idx)
 {
-	return t->claimed[idx / 64] >> (idx % 64) & 1;
+	return a->claimed[idx / 64] >> (idx % 64) & 1;
 }
 
 static void atfork_child(void)
@@ -107,9 +112,8 @@ static void atfork_child(void)
 	/* the parent's blocks are the parent's: a handle of the child frees
 	 * only what the child claims through it */
 	for (int i = 0; i < MAX_HANDLES; i++)
-		if (g_handles[i])
-			memset(g_handles[i]->claimed, 0,
-			       (g_handles[i]->v.nblocks + 63) / 64 * sizeof(uint64_t));
+		for (struct shmt_att *a = g_handles[i] ? g_handles[i]->cur : NULL; a; a = a->prev)
+			memset(a->claimed, 0, (a->v.nblocks + 63) / 64 * sizeof(uint64_t));
 }
 
 static void thread_exit(void *arg);
@@ -132,31 +136,31 @@ static inline uint32_t my_tid(void)
 
 /* Takes the ring lock for a producer: bounded, and after a timeout only
  * tries for a while, so a wedged lock costs each call microseconds, not
- * LOCK_TIMEOUT_NS. */
-static int producer_lock(shmtrace_t *t)
+ * the lock timeout. */
+int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a)
 {
-	uint64_t wedged = load_relaxed(&t->wedged_until);
+	uint64_t wedged = load_relaxed(&a->wedged_until);
 	int ret;
 
 	if (unlikely(wedged) && shmt_mono_ns() < wedged) {
-		ret = shmt_lock(&t->v, 0);
+		ret = shmt_lock(&a->v, 0);
 		if (ret == -EBUSY)
-			fetch_add(&t->v.h->lock_timeouts.v, 1);
+			fetch_add(&a->v.h->lock_timeouts.v, 1);
 		return ret;
 	}
-	ret = shmt_lock(&t->v, t->lock_timeout_ns);
+	ret = shmt_lock(&a->v, t->lock_timeout_ns);
 	if (ret == -ETIMEDOUT)
-		store_relaxed(&t->wedged_until, shmt_mono_ns() + WEDGE_NS);
+		store_relaxed(&a->wedged_until, shmt_mono_ns() + WEDGE_NS);
 	else if (ret == 0 && wedged)
-		store_relaxed(&t->wedged_until, 0);
+		store_relaxed(&a->wedged_until, 0);
 	return ret;
 }
 
 /* Claims a free block for the calling thread. Lock held. Returns the
  * index, or -ENOSPC. */
-static int claim_block_locked(shmtrace_t *t, uint32_t tid, const struct shmt_owner *dead)
+static int claim_block_locked(struct shmt_att *a, uint32_t tid, const struct shmt_owner *dead)
 {
-	struct shmt_view *v = &t->v;
+	struct shmt_view *v = &a->v;
 
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < v->nblocks; i++) {
@@ -170,6 +174,7 @@ static int claim_block_locked(shmtrace_t *t, uint32_t tid, const struct shmt_own
 			b->tid = tid;
 			b->start_time = g_start;
 			store_release(&b->state, SHMT_BLOCK_OWNED);
+			claimed_set(a, i, true);
 			return (int)i;
 		}
 		/* none free: take back those of threads that died */
@@ -191,9 +196,9 @@ static void thread_name(char *buf)
 	buf[15] = 0;
 }
 
-/* Finds or makes the calling thread's slot for t. NULL means no block:
- * the caller writes under the lock instead. */
-static struct tls_slot *slot_slow(shmtrace_t *t)
+/* Finds or makes the calling thread's slot for attachment a. NULL means
+ * no block: the caller writes under the lock instead. */
+static struct tls_slot *slot_slow(shmtrace_t *t, struct shmt_att *a)
 {
 	struct tls_slot *s = NULL;
 	char tname[SHMT_NAME_LEN];
@@ -201,7 +206,7 @@ static struct tls_slot *slot_slow(shmtrace_t *t)
 	int idx;
 
 	for (int i = 0; i < TLS_SLOTS; i++) {
-		if (tls[i].id == t->id && tls[i].gen == g_fork_gen) {
+		if (tls[i].id == a->id && tls[i].gen == g_fork_gen) {
 			struct tls_slot tmp = tls[i];
 
 			/* move to the front: the fast path checks slot 0 only */
@@ -218,73 +223,75 @@ static struct tls_slot *slot_slow(shmtrace_t *t)
 	}
 	if (!s)
 		return NULL;
-	if (producer_lock(t) < 0)
+	if (shmt_producer_lock(t, a) < 0)
 		return NULL;
-	idx = claim_block_locked(t, tid, NULL);
+	idx = claim_block_locked(a, tid, NULL);
 	if (idx < 0) {
 		/* all taken: find dead owners outside the lock (it reads /proc),
 		 * then claim again; a thread pays this once, on its first record */
-		struct shmt_owner *dead = calloc(t->v.nblocks, sizeof(*dead));
+		struct shmt_owner *dead = calloc(a->v.nblocks, sizeof(*dead));
 
-		shmt_unlock(&t->v);
+		shmt_unlock(&a->v);
 		if (!dead)
 			return NULL;
-		shmt_find_dead_blocks(&t->v, dead);
-		if (producer_lock(t) < 0) {
+		shmt_find_dead_blocks(&a->v, dead);
+		if (shmt_producer_lock(t, a) < 0) {
 			free(dead);
 			return NULL;
 		}
-		idx = claim_block_locked(t, tid, dead);
+		idx = claim_block_locked(a, tid, dead);
 		free(dead);
 	}
 	if (idx >= 0) {
-		claimed_set(t, (uint32_t)idx, true);
 		thread_name(tname);
-		shmt_name_append_locked(&t->v, g_pid, tid, g_start, g_pidns, tname, g_pname);
+		shmt_name_append_locked(&a->v, g_pid, tid, g_start, g_pidns, a->slot_flags,
+					tname, g_pname);
 	}
-	shmt_unlock(&t->v);
+	shmt_unlock(&a->v);
 	if (idx < 0)
 		return NULL;
-	s->id = t->id;
+	s->id = a->id;
 	s->gen = g_fork_gen;
 	s->idx = (uint32_t)idx;
-	s->b = shmt_block_at(&t->v, (uint32_t)idx);
+	s->b = shmt_block_at(&a->v, (uint32_t)idx);
 	s->recs = shmt_block_recs(s->b);
 	s->written = load_relaxed(&s->b->written);
-	s->limit = load_acquire(&s->b->taken) + t->v.block_records;
+	s->limit = load_acquire(&s->b->taken) + a->v.block_records;
 	pthread_setspecific(g_exit_key, (void *)1);
 	return s;
 }
 
 /* Flushes the slot's block into the ring. Returns 0, -ENOSPC if the ring
  * was full and some of the block's records were dropped (and counted), or
- * another -errno (nothing moved). */
-static int flush_slot(shmtrace_t *t, struct tls_slot *s)
+ * another -errno (nothing moved). Then, if it is time, looks whether the
+ * ring's name now refers to another segment (the next record goes there). */
+static int flush_slot(shmtrace_t *t, struct shmt_att *a, struct tls_slot *s)
 {
 	uint64_t pending, done;
-	int ret = producer_lock(t);
+	int ret = shmt_producer_lock(t, a);
 
 	if (ret < 0)
 		return ret;
 	pending = s->written - load_relaxed(&s->b->taken);
-	done = shmt_flush_block_locked(&t->v, s->idx);
-	shmt_unlock(&t->v);
-	shmt_wake_collector(&t->v);
-	s->limit = load_acquire(&s->b->taken) + t->v.block_records;
-	return pending <= t->v.block_records && done < pending ? -ENOSPC : 0;
+	done = shmt_flush_block_locked(&a->v, s->idx);
+	shmt_unlock(&a->v);
+	shmt_wake_collector(&a->v);
+	s->limit = load_acquire(&s->b->taken) + a->v.block_records;
+	shmt_attach_current(t);
+	return pending <= a->v.block_records && done < pending ? -ENOSPC : 0;
 }
 
-static int emit_direct(shmtrace_t *t, const struct shmt_record *r)
+static int emit_direct(shmtrace_t *t, struct shmt_att *a, const struct shmt_record *r)
 {
-	int ret = producer_lock(t);
+	int ret = shmt_producer_lock(t, a);
 
 	if (ret < 0) {
-		fetch_add(&t->v.h->dropped.v, 1);
+		fetch_add(&a->v.h->dropped.v, 1);
 		return ret;
 	}
-	ret = shmt_write_direct_locked(&t->v, r);
-	shmt_unlock(&t->v);
-	shmt_wake_collector(&t->v);
+	ret = shmt_write_direct_locked(&a->v, r);
+	shmt_unlock(&a->v);
+	shmt_wake_collector(&a->v);
 	return ret;
 }
 
@@ -293,29 +300,43 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 {
 	struct tls_slot *s = &tls[0];
 	struct shmt_record *r;
+	struct shmt_att *a;
 	uint64_t w;
 	int ret = 0;
 
 	if (unlikely(t == NULL))
 		return -EINVAL;
-	if (unlikely(s->id != t->id || s->gen != g_fork_gen)) {
-		s = slot_slow(t);
+	/* pairs with the release store of cur in attach_locked() */
+	a = load_acquire(&t->cur);
+	if (unlikely(a == NULL)) {
+		/* opened before its ring existed: look (rate-limited) */
+		a = shmt_attach_current(t);
+		if (!a)
+			return -ENOENT;
+	}
+	if (unlikely(a->remap != NULL)) {
+		/* moved to another ring: the caller's ids are the handle's */
+		cat = a->remap[cat & (SHMT_HANDLE_IDS - 1)];
+		name = a->remap[name & (SHMT_HANDLE_IDS - 1)];
+	}
+	if (unlikely(s->id != a->id || s->gen != g_fork_gen)) {
+		s = slot_slow(t, a);
 		if (!s) {
 			struct shmt_record d = {
 				.ts = ts, .dur = dur, .flow = flow, .pid = g_pid, .tid = my_tid(),
 				.name = (uint16_t)name, .cat = (uint16_t)cat, .commit = kind,
 			};
-			return emit_direct(t, &d);
+			return emit_direct(t, a, &d);
 		}
 	}
 	w = s->written;
 	if (unlikely(w >= s->limit)) {
 		/* the collector may have flushed us meanwhile */
-		s->limit = load_acquire(&s->b->taken) + t->v.block_records;
+		s->limit = load_acquire(&s->b->taken) + a->v.block_records;
 		if (w >= s->limit) {
-			ret = flush_slot(t, s);
+			ret = flush_slot(t, a, s);
 			if (ret < 0 && ret != -ENOSPC) {
-				fetch_add(&t->v.h->dropped.v, 1);
+				fetch_add(&a->v.h->dropped.v, 1);
 				return -ETIMEDOUT;
 			}
 		}
@@ -356,18 +377,17 @@ SHMT_API int shmtrace_counter(shmtrace_t *t, uint32_t cat, uint32_t name, int64_
 
 SHMT_API int shmtrace_flush(shmtrace_t *t)
 {
-	struct tls_slot *s;
+	struct shmt_att *a;
 
 	if (!t)
 		return -EINVAL;
-	s = &tls[0];
-	if (s->id != t->id || s->gen != g_fork_gen) {
-		for (int i = 0; i < TLS_SLOTS; i++)
-			if (tls[i].id == t->id && tls[i].gen == g_fork_gen)
-				return flush_slot(t, &tls[i]);
-		return 0;
-	}
-	return flush_slot(t, s);
+	a = shmt_attach_current(t);
+	if (!a)
+		return -ENOENT;
+	for (int i = 0; i < TLS_SLOTS; i++)
+		if (tls[i].id == a->id && tls[i].gen == g_fork_gen)
+			return flush_slot(t, a, &tls[i]);
+	return 0;
 }
 
 /* Frees this thread's blocks in every live ring when it exits. */
@@ -383,54 +403,131 @@ static void thread_exit(void *arg)
 		for (int j = 0; j < MAX_HANDLES; j++) {
 			shmtrace_t *t = g_handles[j];
 
-			if (!t || t->id != s->id)
-				continue;
-			if (producer_lock(t) == 0) {
-				shmt_flush_block_locked(&t->v, s->idx);
-				store_release(&s->b->state, SHMT_BLOCK_FREE);
-				claimed_set(t, s->idx, false);
-				shmt_unlock(&t->v);
+			for (struct shmt_att *a = t ? t->cur : NULL; a; a = a->prev) {
+				if (a->id != s->id)
+					continue;
+				if (shmt_producer_lock(t, a) == 0) {
+					shmt_flush_block_locked(&a->v, s->idx);
+					store_release(&s->b->state, SHMT_BLOCK_FREE);
+					claimed_set(a, s->idx, false);
+					shmt_unlock(&a->v);
+				}
+				/* on a lock timeout the block stays owned: the
+				 * collector adopts it once it sees us dead */
 			}
-			/* on a lock timeout the block stays owned: the
-			 * collector adopts it once it sees us dead */
 		}
 		s->id = 0;
 	}
 	pthread_mutex_unlock(&g_lock);
 }
 
-SHMT_API int shmtrace_open(const char *name, shmtrace_t **out)
+/* Maps the ring behind t's name as a new attachment. Returns 0 or -errno. */
+static int att_open(shmtrace_t *t, struct shmt_att **out)
 {
 	char err[256];
+	struct shmt_att *a = calloc(1, sizeof(*a));
+	int ret;
+
+	if (!a)
+		return -ENOMEM;
+	ret = shmt_view_open(t->name, SHMT_OPEN_WRITE, &a->v, err, sizeof(err));
+	if (ret < 0) {
+		free(a);
+		return ret;
+	}
+	/* pids from another pid namespace would collide with the ring's own
+	 * (a container's pid 1 is not the host's): refuse unless asked */
+	if (a->v.h->created_pidns && g_pidns && a->v.h->created_pidns != g_pidns &&
+	    !getenv("SHMTRACE_ALLOW_PIDNS")) {
+		shmt_view_close(&a->v);
+		free(a);
+		return -EXDEV;
+	}
+	a->claimed = calloc((a->v.nblocks + 63) / 64, sizeof(uint64_t));
+	if (!a->claimed) {
+		shmt_view_close(&a->v);
+		free(a);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&g_lock);
+	a->id = g_next_id++;
+	pthread_mutex_unlock(&g_lock);
+	*out = a;
+	return 0;
+}
+
+static void att_free(struct shmt_att *a)
+{
+	free(a->claimed);
+	free(a->remap);
+	shmt_view_close(&a->v);
+	free(a);
+}
+
+/* Attaches t to the segment behind its name unless it is attached to it
+ * already. t->local held. Returns the current attachment (maybe NULL). */
+static struct shmt_att *attach_locked(shmtrace_t *t)
+{
+	struct shmt_att *old = t->cur, *a;
+	uint64_t dev, ino;
+
+	if (shmt_ring_identity(t->name, &dev, &ino) < 0)
+		return old;	/* not there: keep writing where we were */
+	if (old && old->v.dev == dev && old->v.ino == ino)
+		return old;	/* another thread moved us meanwhile */
+	t->attach_attempts++;
+	if (att_open(t, &a) < 0)
+		return old;
+	if (old) {
+		a->slot_flags = SHMT_THREAD_REATTACHED;
+		if (shmt_intern_remap(t, a) < 0) {
+			att_free(a);
+			return old;
+		}
+		t->reattaches++;
+	} else {
+		a->slot_flags = SHMT_THREAD_LATE;	/* it waited for the ring */
+	}
+	a->prev = old;
+	shmt_clock_adopt(&a->v.clock);
+	/* pairs with the acquire load of cur in emit(): a is complete */
+	store_release(&t->cur, a);
+	return a;
+}
+
+struct shmt_att *shmt_attach_current(shmtrace_t *t)
+{
+	struct shmt_att *a = load_acquire(&t->cur);
+	uint64_t now = shmt_mono_ns(), dev, ino;
+
+	if (now < load_relaxed(&t->next_look_ns))
+		return a;
+	store_relaxed(&t->next_look_ns, now + SHMT_LOOK_NS);
+	if (shmt_ring_identity(t->name, &dev, &ino) < 0 ||
+	    (a && a->v.dev == dev && a->v.ino == ino))
+		return a;
+	pthread_mutex_lock(&t->local);
+	a = attach_locked(t);
+	pthread_mutex_unlock(&t->local);
+	return a;
+}
+
+/* Opens a handle; with wait, one that need not find its ring yet. */
+static int handle_open(const char *name, bool wait, shmtrace_t **out)
+{
 	shmtrace_t *t;
 	int ret, slot = -1;
 
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
+	if (shmt_name_check(name) < 0)
+		return -EINVAL;
 	pthread_once(&g_once, global_init);
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	ret = shmt_view_open(name, SHMT_OPEN_WRITE, &t->v, err, sizeof(err));
-	if (ret < 0) {
-		free(t);
-		return ret;
-	}
-	/* pids from another pid namespace would collide with the ring's own
-	 * (a container's pid 1 is not the host's): refuse unless asked */
-	if (t->v.h->created_pidns && g_pidns && t->v.h->created_pidns != g_pidns &&
-	    !getenv("SHMTRACE_ALLOW_PIDNS")) {
-		shmt_view_close(&t->v);
-		free(t);
-		return -EXDEV;
-	}
-	t->claimed = calloc((t->v.nblocks + 63) / 64, sizeof(uint64_t));
-	if (!t->claimed) {
-		shmt_view_close(&t->v);
-		free(t);
-		return -ENOMEM;
-	}
+	snprintf(t->name, sizeof(t->name), "%s", name);
 	pthread_mutex_init(&t->local, NULL);
 	t->lock_timeout_ns = LOCK_TIMEOUT_NS;
 	{
@@ -439,7 +536,17 @@ SHMT_API int shmtrace_open(const char *name, shmtrace_t **out)
 		if (ms)
 			t->lock_timeout_ns = strtoull(ms, NULL, 10) * 1000000ull;
 	}
-	shmt_clock_adopt(&t->v.clock);
+	t->attach_attempts = 1;
+	ret = att_open(t, &t->cur);
+	if (ret < 0 && !(wait && ret == -ENOENT)) {
+		pthread_mutex_destroy(&t->local);
+		free(t);
+		return ret;
+	}
+	if (t->cur)
+		shmt_clock_adopt(&t->cur->v.clock);
+	else
+		t->next_look_ns = shmt_mono_ns() + SHMT_LOOK_NS;
 
 	pthread_mutex_lock(&g_lock);
 	for (int i = 0; i < MAX_HANDLES; i++) {
@@ -448,15 +555,13 @@ SHMT_API int shmtrace_open(const char *name, shmtrace_t **out)
 			break;
 		}
 	}
-	if (slot >= 0) {
-		t->id = g_next_id++;
+	if (slot >= 0)
 		g_handles[slot] = t;
-	}
 	pthread_mutex_unlock(&g_lock);
 	if (slot < 0) {
 		pthread_mutex_destroy(&t->local);
-		free(t->claimed);
-		shmt_view_close(&t->v);
+		if (t->cur)
+			att_free(t->cur);
 		free(t);
 		return -EMFILE;
 	}
@@ -464,58 +569,83 @@ SHMT_API int shmtrace_open(const char *name, shmtrace_t **out)
 	return 0;
 }
 
+SHMT_API int shmtrace_open(const char *name, shmtrace_t **out)
+{
+	return handle_open(name, false, out);
+}
+
+SHMT_API int shmtrace_open_wait(const char *name, shmtrace_t **out)
+{
+	return handle_open(name, true, out);
+}
+
 void shmt_intern_cache_free(shmtrace_t *t);
 
-SHMT_API void shmtrace_close(shmtrace_t *t)
+/* Flushes and frees the blocks claimed through a, then unmaps it. */
+static void att_close(shmtrace_t *t, struct shmt_att *a)
 {
-	struct shmt_view *v;
+	struct shmt_view *v = &a->v;
 
-	if (!t)
-		return;
-	v = &t->v;
-	pthread_mutex_lock(&g_lock);
-	for (int i = 0; i < MAX_HANDLES; i++)
-		if (g_handles[i] == t)
-			g_handles[i] = NULL;
-	pthread_mutex_unlock(&g_lock);
-	/* flush and free the blocks claimed through this handle: the threads
-	 * that wrote through it are done. Blocks of other handles of this
-	 * process (other threads, other libraries) are still being written. */
-	if (producer_lock(t) == 0) {
+	/* the threads that wrote through this handle are done; blocks of
+	 * other handles of this process (other threads, other libraries) are
+	 * still being written */
+	if (shmt_producer_lock(t, a) == 0) {
 		for (uint32_t i = 0; i < v->nblocks; i++) {
 			struct shmt_block *b = shmt_block_at(v, i);
 
-			if (!claimed_get(t, i) || load_relaxed(&b->state) != SHMT_BLOCK_OWNED ||
+			if (!claimed_get(a, i) || load_relaxed(&b->state) != SHMT_BLOCK_OWNED ||
 			    load_relaxed(&b->pid) != g_pid || load_relaxed(&b->start_time) != g_start)
 				continue;
 			shmt_flush_block_locked(v, i);
 			store_release(&b->state, SHMT_BLOCK_FREE);
-			claimed_set(t, i, false);
+			claimed_set(a, i, false);
 		}
 		shmt_unlock(v);
 		shmt_wake_collector(v);
 	}
 	for (int i = 0; i < TLS_SLOTS; i++)
-		if (tls[i].id == t->id)
+		if (tls[i].id == a->id)
 			tls[i].id = 0;
+	att_free(a);
+}
+
+SHMT_API void shmtrace_close(shmtrace_t *t)
+{
+	struct shmt_att *a, *prev;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&g_lock);
+	for (int i = 0; i < MAX_HANDLES; i++)
+		if (g_handles[i] == t)
+			g_handles[i] = NULL;
+	pthread_mutex_unlock(&g_lock);
+	for (a = t->cur; a; a = prev) {
+		prev = a->prev;
+		att_close(t, a);
+	}
 	shmt_intern_cache_free(t);
 	pthread_mutex_destroy(&t->local);
-	free(t->claimed);
-	shmt_view_close(v);
+	free(t->ids_used);
 	free(t);
 }
 
 static int append_name(shmtrace_t *t, const char *tname)
 {
+	struct shmt_att *a;
 	int ret;
 
 	if (!t)
 		return -EINVAL;
-	ret = producer_lock(t);
+	a = shmt_attach_current(t);
+	if (!a)
+		return -ENOENT;	/* kept: used when the ring appears */
+	ret = shmt_producer_lock(t, a);
 	if (ret < 0)
 		return ret;
-	ret = shmt_name_append_locked(&t->v, g_pid, my_tid(), g_start, g_pidns, tname, g_pname);
-	shmt_unlock(&t->v);
+	ret = shmt_name_append_locked(&a->v, g_pid, my_tid(), g_start, g_pidns, a->slot_flags,
+				      tname, g_pname);
+	shmt_unlock(&a->v);
 	return ret;
 }
 
@@ -545,31 +675,55 @@ SHMT_API int shmtrace_set_process_name(shmtrace_t *t, const char *name)
 SHMT_API int shmtrace_stats(shmtrace_t *t, struct shmtrace_stats *st)
 {
 	struct shmt_header *h;
+	struct shmt_att *a;
 
 	if (!t || !st)
 		return -EINVAL;
-	h = t->v.h;
 	memset(st, 0, sizeof(*st));
-	st->capacity = t->v.capacity;
+	a = shmt_attach_current(t);
+	if (!a)
+		return -ENOENT;
+	h = a->v.h;
+	st->capacity = a->v.capacity;
 	st->head = load_acquire(&h->head.v);
 	st->tail = load_acquire(&h->tail.v);
 	st->dropped = load_relaxed(&h->dropped.v);
-	st->overwritten = shmt_ring_overwritten(&t->v);
+	st->overwritten = shmt_ring_overwritten(&a->v);
 	st->lock_timeouts = load_relaxed(&h->lock_timeouts.v);
-	st->mode = t->v.mode;
+	st->mode = a->v.mode;
 	st->strings = load_acquire(&h->strings);
+	return 0;
+}
+
+SHMT_API int shmtrace_attach_stats(shmtrace_t *t, struct shmtrace_attach_stats *st)
+{
+	struct shmt_att *a;
+
+	if (!t || !st)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	a = shmt_attach_current(t);
+	pthread_mutex_lock(&t->local);
+	st->attached = a != NULL;
+	st->late = a && (a->slot_flags & SHMT_THREAD_LATE);
+	st->attempts = t->attach_attempts;
+	st->reattaches = t->reattaches;
+	pthread_mutex_unlock(&t->local);
 	return 0;
 }
 
 SHMT_API uint64_t shmtrace_flow_new(shmtrace_t *t)
 {
+	struct shmt_att *a;
 	uint64_t id;
 
-	if (!t)
+	if (!t || !(a = shmt_attach_current(t)))
 		return 0;
 	/* a shared counter: unique across every process of the ring */
-	id = (__atomic_add_fetch(&t->v.h->flow_seq.v, 1, __ATOMIC_RELAXED)) & ((1ull << 53) - 1);
-	return id ? id : shmtrace_flow_new(t);
+	do
+		id = __atomic_add_fetch(&a->v.h->flow_seq.v, 1, __ATOMIC_RELAXED) & ((1ull << 53) - 1);
+	while (!id);
+	return id;
 }
 
 SHMT_API const char *shmtrace_strerror(int err)

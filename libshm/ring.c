@@ -68,7 +68,7 @@ int shmt_name_check(const char *name)
 	if (!name)
 		return -EINVAL;
 	n = strlen(name);
-	if (n == 0 || n > 200 || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+	if (n == 0 || n > SHMT_NAME_MAX || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
 		return -EINVAL;
 	return 0;
 }
@@ -217,6 +217,21 @@ SHMT_API int shmtrace_ring_unlink(const char *name)
 	return shm_unlink(path) < 0 ? -errno : 0;
 }
 
+int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino)
+{
+	char path[256] = "/dev/shm";
+	struct stat st;
+
+	if (shmt_name_check(name) < 0)
+		return -EINVAL;
+	shm_path(path + 8, sizeof(path) - 8, name);
+	if (lstat(path, &st) < 0)
+		return -errno;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 0;
+}
+
 #define ERR(code, ...) do { snprintf(err, errlen, __VA_ARGS__); return (code); } while (0)
 
 /*
@@ -323,6 +338,8 @@ int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, 
 		close(fd);
 		ERR(-EBADMSG, "ring '%s' is not a regular file", name);
 	}
+	v->dev = st.st_dev;
+	v->ino = st.st_ino;
 	if (!(flags & SHMT_OPEN_ANY_OWNER)) {
 		if (st.st_uid != geteuid()) {
 			close(fd);

@@ -176,12 +176,15 @@ struct shmt_thread {
 	uint32_t tid;
 	uint64_t start_time;
 	uint64_t pidns;		/* inode of the pid namespace */
-	uint32_t flags;		/* reserved: 0 */
+	uint32_t flags;		/* SHMT_THREAD_* (minor 1; 0 before) */
 	uint32_t pad;
 	char name[SHMT_NAME_LEN];	/* thread name, NUL-terminated */
 	char pname[SHMT_NAME_LEN];	/* process name, NUL-terminated */
 };
 _Static_assert(sizeof(struct shmt_thread) == 96, "name slot is 96 bytes");
+
+#define SHMT_THREAD_LATE	0x1u	/* attached after waiting for the ring */
+#define SHMT_THREAD_REATTACHED	0x2u	/* moved here from a removed ring */
 
 /*
  * A per-thread staging block. Its owner appends records without the lock:

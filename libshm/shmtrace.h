@@ -92,7 +92,34 @@ int shmtrace_ring_unlink(const char *name);
  */
 int shmtrace_open(const char *name, shmtrace_t **out);
 
-/* Flushes this process's staged records into the ring and detaches. */
+/*
+ * Like shmtrace_open(), but the ring need not exist yet: the handle is
+ * returned at once and attaches when a ring of that name appears. Until
+ * then every call on it returns -ENOENT and records nothing (nothing is
+ * counted: there is no ring to count in). The look costs one clock read
+ * per call while waiting, and happens at most every 100 ms.
+ *
+ * Every handle (from either open) also notices, at most every 100 ms and
+ * only when a staging block is flushed (once per 64 records), when its
+ * ring's name comes to refer to another segment (the ring was removed and
+ * made again, say by a restarted `shmtrace-collector --create`): it moves
+ * to the new ring. Records staged in the old one stay there (a post-mortem
+ * export of it, if someone kept it, finds them); string ids obtained from
+ * shmtrace_intern() stay valid.
+ */
+int shmtrace_open_wait(const char *name, shmtrace_t **out);
+
+/* How a handle found its ring. */
+struct shmtrace_attach_stats {
+	uint64_t attempts;	/* rings mapped, or tried, by this handle */
+	uint64_t reattaches;	/* moves to a ring made again under the name */
+	uint32_t attached;	/* 1 when the handle has a ring */
+	uint32_t late;		/* 1 when it waited for the ring to appear */
+};
+int shmtrace_attach_stats(shmtrace_t *t, struct shmtrace_attach_stats *st);
+
+/* Flushes the staged records of the threads that wrote through this
+ * handle into the ring and detaches. Other handles are not touched. */
 void shmtrace_close(shmtrace_t *t);
 
 /*

@@ -84,27 +84,34 @@ struct ring_dump {
 	uint64_t torn;
 };
 
-static inline void ring_dump(const char *name, struct ring_dump *d)
+/* The records of a mapped ring, published and staged. */
+static inline void ring_dump_view(const struct shmt_view *v, struct ring_dump *d)
 {
-	struct shmt_view v;
 	struct shmt_block_info bi;
-	char err[256];
 	uint64_t head, from;
 
 	memset(d, 0, sizeof(*d));
-	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
-	head = shmt_ring_head(&v);
-	from = head > v.capacity ? head - v.capacity : 0;
-	d->recs = calloc(head - from + (size_t)v.nblocks * v.block_records + 1, sizeof(*d->recs));
+	head = shmt_ring_head(v);
+	from = head > v->capacity ? head - v->capacity : 0;
+	d->recs = calloc(head - from + (size_t)v->nblocks * v->block_records + 1, sizeof(*d->recs));
 	assert_non_null(d->recs);
 	for (uint64_t s = from; s < head; s++) {
-		if (shmt_ring_read(&v, s, &d->recs[d->n]) == 0)
+		if (shmt_ring_read(v, s, &d->recs[d->n]) == 0)
 			d->n++;
 		else
 			d->torn++;
 	}
-	for (uint32_t i = 0; i < v.nblocks; i++)
-		d->n += (size_t)shmt_ring_block_pending(&v, i, &d->recs[d->n], &bi);
+	for (uint32_t i = 0; i < v->nblocks; i++)
+		d->n += (size_t)shmt_ring_block_pending(v, i, &d->recs[d->n], &bi);
+}
+
+static inline void ring_dump(const char *name, struct ring_dump *d)
+{
+	struct shmt_view v;
+	char err[256];
+
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	ring_dump_view(&v, d);
 	shmt_view_close(&v);
 }
 

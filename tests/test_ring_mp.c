@@ -219,13 +219,13 @@ static void crash_inside_lock(const char *where, int countdown)
 
 	/* the next producer gets the lock back, within the lock timeout */
 	assert_int_equal(shmtrace_open(name, &t), 0);
-	recoveries = t->v.h->lock_recoveries;
+	recoveries = t->cur->v.h->lock_recoveries;
 	assert_true(shmtrace_intern(t, "half-appended") > 0);
 	for (int i = 0; i < 200; i++)
 		assert_int_equal(shmtrace_span(t, 9, 9, 1, 2, 0), 0);
 	assert_int_equal(shmtrace_flush(t), 0);
-	assert_int_equal(t->v.h->lock_recoveries, recoveries + 1);
-	assert_int_equal(t->v.h->journal.active, 0);
+	assert_int_equal(t->cur->v.h->lock_recoveries, recoveries + 1);
+	assert_int_equal(t->cur->v.h->journal.active, 0);
 	shmtrace_close(t);
 
 	ring_dump(name, &d);

@@ -134,6 +134,7 @@ static int stat_ring_pass(void *arg)
 		struct shmt_thread t, u;
 		bool dup = false;
 		bool alive;
+		const char *attached;
 		char esc[SHMT_NAME_LEN * 6 + 1];
 
 		if (shmt_ring_thread(v, i, &t) < 0)
@@ -144,6 +145,13 @@ static int stat_ring_pass(void *arg)
 		if (dup)
 			continue;
 		alive = t.pid && shmt_proc_start_time(t.pid) == t.start_time;
+		/* how the process came to this ring (any of its slots says) */
+		for (uint32_t j = i; j < nthr; j++)
+			if (shmt_ring_thread(v, j, &u) == 0 && u.pid == t.pid &&
+			    u.start_time == t.start_time)
+				t.flags |= u.flags;
+		attached = t.flags & SHMT_THREAD_REATTACHED ? "again (ring made anew)" :
+			   t.flags & SHMT_THREAD_LATE ? "late (waited for the ring)" : "at start";
 		if (o->json) {
 			jw_puts(o->w, any ? ",{\"pid\":" : "{\"pid\":");
 			jw_u64(o->w, t.pid);
@@ -151,13 +159,21 @@ static int stat_ring_pass(void *arg)
 			jw_cstr(o->w, t.pname);
 			jw_puts(o->w, ",\"start_time\":");
 			jw_u64(o->w, t.start_time);
+			jw_puts(o->w, ",\"attached\":");
+			jw_cstr(o->w, t.flags & SHMT_THREAD_REATTACHED ? "reattached" :
+				      t.flags & SHMT_THREAD_LATE ? "late" : "start");
 			jw_puts(o->w, alive ? ",\"alive\":true}" : ",\"alive\":false}");
 		} else {
 			json_escape(t.pname, strlen(t.pname), esc, sizeof(esc));
 			snprintf(buf, sizeof(buf), "  %8u  ", t.pid);
 			jw_puts(o->w, buf);
 			jw_puts(o->w, esc);
-			jw_puts(o->w, alive ? "  alive\n" : "  dead\n");
+			jw_puts(o->w, alive ? "  alive" : "  dead");
+			if (strcmp(attached, "at start")) {
+				jw_puts(o->w, "  attached ");
+				jw_puts(o->w, attached);
+			}
+			jw_puts(o->w, "\n");
 		}
 		any = true;
 	}

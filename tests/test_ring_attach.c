@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_ring_attach.c - a producer started before its ring exists attaches
+ * when it appears (through SHMTRACE_RING and the macros, and through
+ * shmtrace_open_wait()), and one whose ring is removed and made again
+ * moves to the new ring without losing a record silently.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+static char g_self[4096];
+
+/* How many of d's records come from pid (and have name id name, if not 0). */
+static uint64_t count_pid(const struct ring_dump *d, uint32_t pid)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < d->n; i++)
+		n += d->recs[i].pid == pid;
+	return n;
+}
+
+/* The flags of pid's name slots, or-ed. */
+static uint32_t slot_flags(const char *ring, uint32_t pid)
+{
+	struct shmt_view v;
+	struct shmt_thread t;
+	uint32_t flags = 0;
+	char err[256];
+
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	for (uint32_t i = 0; i < shmt_ring_nthreads(&v); i++)
+		if (shmt_ring_thread(&v, i, &t) == 0 && t.pid == pid)
+			flags |= t.flags;
+	shmt_view_close(&v);
+	return flags;
+}
+
+/*
+ * The child of test_macros_attach_late, exec'd with SHMTRACE_RING set to
+ * a ring that does not exist: it tells the parent it runs, traces until
+ * the library has attached, then writes exactly 1000 scoped spans.
+ */
+static int late_child(int fd)
+{
+	int n = 0;
+
+	if (shmtrace_default != NULL)
+		return 3;	/* the ring must not exist yet */
+	if (write(fd, "w", 1) != 1)
+		return 4;
+	close(fd);
+	/* spans before the ring exists go nowhere: the branch is not taken */
+	while (__atomic_load_n(&shmtrace_default, __ATOMIC_ACQUIRE) == NULL) {
+		SHMTRACE_SCOPE("late", "before");
+		sched_yield();
+	}
+	for (n = 0; n < 1000; n++) {
+		SHMTRACE_SCOPE("late", "after");
+	}
+	return 0;	/* the library's destructor flushes */
+}
+
+static void test_macros_attach_late(void **state)
+{
+	const char *ring = test_ring_name("late");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	struct ring_dump d;
+	char fd[16], env[256], buf[1];
+	int p[2], status;
+	pid_t kid;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(pipe(p), 0);
+	kid = fork();
+	if (kid == 0) {
+		char *envp[] = { env, NULL };
+
+		close(p[0]);
+		snprintf(fd, sizeof(fd), "%d", p[1]);
+		snprintf(env, sizeof(env), "SHMTRACE_RING=%s", ring);
+		execle(g_self, g_self, "--late-child", fd, (char *)NULL, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	/* the child runs, with tracing on and no ring: now make the ring */
+	assert_int_equal(read(p[0], buf, 1), 1);
+	close(p[0]);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	ring_dump(ring, &d);
+	/* every span after the attach, and those of the loop that saw it */
+	assert_true(count_pid(&d, (uint32_t)kid) >= 1000);
+	assert_int_equal(d.torn, 0);
+	assert_true(slot_flags(ring, (uint32_t)kid) & SHMT_THREAD_LATE);
+	free(d.recs);
+	shmtrace_ring_unlink(ring);
+}
+
+static void test_api_open_wait(void **state)
+{
+	const char *ring = test_ring_name("wait");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	struct shmtrace_attach_stats as;
+	struct ring_dump d;
+	uint32_t name;
+	shmtrace_t *t;
+	int ret;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_open(ring, &t), -ENOENT);
+	assert_int_equal(shmtrace_open_wait(ring, &t), 0);
+	assert_int_equal(shmtrace_span(t, 0, 0, 1, 2, 0), -ENOENT);
+	assert_int_equal(shmtrace_intern(t, "x"), 0);
+	assert_int_equal(shmtrace_attach_stats(t, &as), 0);
+	assert_int_equal(as.attached, 0);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	/* it looks at most every 100 ms: calls fail until then */
+	do
+		ret = shmtrace_span(t, 0, 0, 1, 2, 0);
+	while (ret == -ENOENT);
+	assert_int_equal(ret, 0);
+	name = shmtrace_intern(t, "after");
+	assert_true(name > 0);
+	for (int i = 0; i < 500; i++)
+		assert_int_equal(shmtrace_span(t, name, name, 10, 20, 0), 0);
+	assert_int_equal(shmtrace_attach_stats(t, &as), 0);
+	assert_int_equal(as.attached, 1);
+	assert_int_equal(as.late, 1);
+	assert_int_equal(as.reattaches, 0);
+	shmtrace_close(t);
+	ring_dump(ring, &d);
+	assert_int_equal(d.n, 501);
+	assert_true(slot_flags(ring, (uint32_t)getpid()) & SHMT_THREAD_LATE);
+	free(d.recs);
+	shmtrace_ring_unlink(ring);
+}
+
+/* What the re-attach test's producer and the test share. */
+struct shared {
+	uint64_t written;	/* spans whose call returned 0 or -ENOSPC */
+	uint32_t stop;
+	uint32_t reattaches;
+};
+
+static void reattach_child(const char *ring, struct shared *sh)
+{
+	struct shmtrace_attach_stats as;
+	uint32_t name;
+	shmtrace_t *t;
+	uint64_t i;
+
+	if (shmtrace_open(ring, &t) < 0)
+		_exit(3);
+	name = shmtrace_intern(t, "reattach");
+	for (i = 0; !__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE); i++) {
+		int ret = shmtrace_span(t, name, name, i, i + 1, 0);
+
+		if (ret < 0 && ret != -ENOSPC)
+			_exit(4);
+		__atomic_store_n(&sh->written, i + 1, __ATOMIC_RELEASE);
+		if (i % 64 == 0)
+			sched_yield();	/* leave the test a core */
+	}
+	shmtrace_attach_stats(t, &as);
+	sh->reattaches = (uint32_t)as.reattaches;
+	shmtrace_close(t);
+	_exit(0);
+}
+
+/* Counts d's spans by their index (ts), failing on a duplicate, and
+ * checks that they all carry the string "reattach". */
+static uint64_t tally_spans(const struct shmt_view *v, const struct ring_dump *d, uint8_t *seen,
+			    uint64_t n)
+{
+	char buf[64];
+	uint64_t k = 0;
+
+	for (size_t i = 0; i < d->n; i++) {
+		assert_true(d->recs[i].ts < n);
+		assert_int_equal(seen[d->recs[i].ts]++, 0);
+		assert_true(shmt_ring_string(v, d->recs[i].name, buf, sizeof(buf)) > 0);
+		assert_string_equal(buf, "reattach");
+		k++;
+	}
+	return k;
+}
+
+static void test_reattach_after_ring_made_again(void **state)
+{
+	const char *ring = test_ring_name("again");
+	struct shmtrace_ring_config c = { .capacity = 1 << 20 };
+	struct shmt_view v1, v2;
+	struct ring_dump d1, d2;
+	struct shared *sh;
+	uint64_t n, got, dropped;
+	uint8_t *seen;
+	char err[256];
+	int status;
+	pid_t kid;
+
+	(void)state;
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	/* keep the first ring mapped: a post-mortem look at it after */
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v1, err, sizeof(err)), 0);
+	kid = fork();
+	if (kid == 0)
+		reattach_child(ring, sh);
+	while (shmt_ring_head(&v1) < 5000)
+		sched_yield();
+	/* remove it and make it again under load */
+	assert_int_equal(shmtrace_ring_unlink(ring), 0);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v2, err, sizeof(err)), 0);
+	while (shmt_ring_head(&v2) < 5000)
+		sched_yield();
+	__atomic_store_n(&sh->stop, 1, __ATOMIC_RELEASE);
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(sh->reattaches, 1);
+
+	n = sh->written;
+	seen = calloc(n, 1);
+	assert_non_null(seen);
+	ring_dump_view(&v1, &d1);
+	ring_dump_view(&v2, &d2);
+	got = tally_spans(&v1, &d1, seen, n) + tally_spans(&v2, &d2, seen, n);
+	dropped = load_relaxed(&v1.h->dropped.v) + load_relaxed(&v2.h->dropped.v);
+	print_message("written %llu: old ring %zu, new ring %zu, dropped %llu\n",
+		      (unsigned long long)n, d1.n, d2.n, (unsigned long long)dropped);
+	assert_int_equal(d1.torn + d2.torn, 0);
+	assert_int_equal(got + dropped, n);
+	assert_true(slot_flags(ring, (uint32_t)kid) & SHMT_THREAD_REATTACHED);
+	free(seen);
+	free(d1.recs);
+	free(d2.recs);
+	shmt_view_close(&v1);
+	shmt_view_close(&v2);
+	munmap(sh, sizeof(*sh));
+	shmtrace_ring_unlink(ring);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_macros_attach_late),
+		cmocka_unit_test(test_api_open_wait),
+		cmocka_unit_test(test_reattach_after_ring_made_again),
+	};
+
+	if (argc == 3 && !strcmp(argv[1], "--late-child"))
+		return late_child(atoi(argv[2]));
+	if (!realpath("/proc/self/exe", g_self))
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
