@@ -502,8 +502,16 @@ static PyObject *set_name(Tracer *tr, PyObject *arg, int process)
 	if (!tr->t)
 		Py_RETURN_NONE;
 	copy_cut(buf, u, len, MAX_NAME);
-	tls_named = 1;	/* the caller's name wins over threading's */
-	ret = process ? shmtrace_set_process_name(tr->t, buf) : shmtrace_set_thread_name(tr->t, buf);
+	if (process) {
+		/* a name slot holds both names, and the last one wins: the
+		 * thread's own name goes in first */
+		if (!tls_named)
+			name_thread(tr);
+		ret = shmtrace_set_process_name(tr->t, buf);
+	} else {
+		tls_named = 1;	/* the caller's name wins over threading's */
+		ret = shmtrace_set_thread_name(tr->t, buf);
+	}
 	if (ret < 0)
 		return raise_err(ret, NULL);
 	Py_RETURN_NONE;
