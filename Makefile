@@ -54,7 +54,7 @@ DEMO      := $(BUILD)/shmtrace-demo
 
 all: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL) $(DEMO)
 
-$(BUILD)/%.o: %.c $(wildcard libshm/*.h collector/*.h tools/*.h)
+$(BUILD)/%.o: %.c $(wildcard libshm/*.h collector/*.h tools/*.h tools/demo/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c -o $@ $<
