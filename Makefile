@@ -6,6 +6,9 @@ DESTDIR   ?=
 CC        ?= cc
 CFLAGS    ?= -O2 -g
 BUILD     ?= build
+# The Python binding is built and tested with Debian's interpreter, whose
+# headers python3-dev installs; a python3 earlier on PATH (pyenv) may have none.
+PYTHON    ?= /usr/bin/python3
 
 override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread -D_GNU_SOURCE \
 	-DSHMTRACE_VERSION='"$(VERSION)"' -Ilibshm -Icollector -Itools
@@ -51,7 +54,7 @@ DEMO      := $(BUILD)/shmtrace-demo
 
 all: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL) $(DEMO)
 
-$(BUILD)/%.o: %.c $(wildcard libshm/*.h collector/*.h tools/*.h)
+$(BUILD)/%.o: %.c $(wildcard libshm/*.h collector/*.h tools/*.h tools/demo/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c -o $@ $<
@@ -97,16 +100,30 @@ $(BUILD)/bench/%: tests/bench/%.c $(INTERNAL)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS)
 
+# The Python extension (python/), built in place for the tests and the demo;
+# setup.py compiles libshm/*.c into it, and the C process of its tests.
+PY_EXT    := python/shmtrace/_shmtrace$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null || echo .so)
+python: $(PY_EXT) $(BUILD)/tests/py-c-hop
+
+$(PY_EXT): python/shmtrace/_shmtrace.c python/setup.py $(LIB_SRC) $(wildcard libshm/*.h)
+	@$(if $(Q),echo "  PY      $@")
+	$(Q)cd python && $(PYTHON) setup.py -q build_ext --inplace >/dev/null
+
+$(BUILD)/tests/py-c-hop: tests/python/c_hop.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC) -lpthread
+
 # Debian packages the build and the tests need; installed when root.
-DEB_PKGS := liburing-dev libmsgpack-dev libcmocka-dev pkg-config valgrind clang libclang-rt-14-dev
+DEB_PKGS := liburing-dev libmsgpack-dev libcmocka-dev pkg-config valgrind clang libclang-rt-14-dev \
+	python3-dev python3-setuptools
 deps:
 	@bash tests/deps.sh $(DEB_PKGS)
 
 build-all: deps all $(TESTS)
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory all tests-bin
-	$(Q)BUILD=$(BUILD) bash tests/run.sh
+	$(Q)$(MAKE) --no-print-directory all tests-bin python
+	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) bash tests/run.sh
 
 tests-bin: $(TESTS)
 
@@ -118,13 +135,14 @@ test-tsan:
 	$(Q)$(MAKE) --no-print-directory TSAN=1 CC=clang all tests-bin
 	$(Q)BUILD=build-tsan SHMTRACE_SAN=1 bash tests/run.sh --threaded
 
-demo: deps all
-	$(Q)BUILD=$(BUILD) bash tools/demo/demo.sh
+demo: deps all python
+	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) bash tools/demo/demo.sh
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory CFLAGS="-O2 -g -march=native" BUILD=build-bench all
 	$(Q)$(MAKE) --no-print-directory CFLAGS="-O2 -g -march=native" BUILD=build-bench benches
-	$(Q)BUILD=build-bench bash tests/bench/run.sh
+	$(Q)$(MAKE) --no-print-directory $(PY_EXT)
+	$(Q)BUILD=build-bench PYTHON=$(PYTHON) bash tests/bench/run.sh
 
 benches: $(BENCHES)
 
@@ -165,6 +183,8 @@ install: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL)
 
 clean:
 	rm -rf build build-san build-tsan build-bench build-clang build-fuzz demo-out demo-trace.json
+	rm -rf python/build python/*.egg-info python/shmtrace/_shmtrace*.so python/shmtrace/__pycache__ \
+		tests/python/__pycache__
 
-.PHONY: fuzz lint all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
+.PHONY: python fuzz lint all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
 .SECONDARY:

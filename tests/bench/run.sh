@@ -264,6 +264,15 @@ if [ -z "$LT_WHY" ]; then
 	rm -rf "$TMPD"/lt-*
 fi
 
+# 8: the Python binding (python/, `make python`): `with shmtrace.span()`
+PYTHON=${PYTHON:-/usr/bin/python3}
+S8=""
+if [ -x "$PYTHON" ] && ls python/shmtrace/_shmtrace*.so >/dev/null 2>&1; then
+	say "running 8 python..."
+	S8=$(PYTHONPATH="$PWD/python" "$PYTHON" tests/bench/bench_python.py --runs "$SPAN_RUNS" \
+		--n "$([ "$QUICK" = 1 ] && echo 100000 || echo 1000000)" --prefix "${PREFIX}py-" | grep '^RESULT')
+fi
+
 # ------------------------------------------------------------------ table
 say ""
 row() { printf '%-34s %14s %14s %9s  %s\n' "$@"; }
@@ -341,6 +350,16 @@ else
 	row "6 export" "skipped" "$(fmt "$(awk -v x="$bt_evs" 'BEGIN { if (x != "") print x / 1e6 }')" 2)" "" "$(qfield "$S6" skipped)"
 fi
 
+if [ -n "$S8" ]; then
+	v=$(field "$S8" span)
+	row "8 python: with shmtrace.span(), ns" "$(fmt "$v" 1)" "-" "" "<= 250 ns: $(check "$v" "<=" 250) (CPython $(field "$S8" python))"
+	row "8 python: empty with block, ns" "$(fmt "$(field "$S8" empty_with)" 1)" "-" "" "(a class with __enter__/__exit__)"
+	row "8 python: perf_counter_ns() pair, ns" "$(fmt "$(field "$S8" perf_pair)" 1)" "-" "" ""
+	row "8 python: span, tracing off, ns" "$(fmt "$(field "$S8" off)" 1)" "-" "" "(loop overhead subtracted from all)"
+else
+	row "8 python" "skipped" "-" "" "make python first"
+fi
+
 # 7: bytes per event on disk; the largest capture we have
 bpr=$(field "$S6" bytes_per_rec); [ -z "$bpr" ] && bpr=$(field "$S5" bytes_per_rec)
 lbpe=""
@@ -359,7 +378,7 @@ s=$(qfield "$S6" summary); [ -n "$s" ] && say "collector summary (export):   $s"
 [ -n "$L2" ] && say "LTTng discarded events: span1 $(field "$L1" lt_discarded), two-proc $(field "$L2B" lt_discarded)/$(field "$L2" lt_discarded), latency $(field "$L3" lt_discarded)"
 say ""
 say "raw results:"
-for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$L6"; do [ -n "$r" ] && say "  $r"; done
+for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$L6" "$S8"; do [ -n "$r" ] && say "  $r"; done
 [ -n "$BT_SECS" ] && say "  babeltrace2: $N_EXPORT events in $BT_SECS s, max RSS ${BT_RSS:-?} KiB"
 say "(saved to $RESULTS)"
 exit 0

@@ -7,7 +7,10 @@
  * flow per request that goes client -> broker -> worker -> broker -> client.
  *
  *   node tests/devtools/check-trace.mjs TRACE.json > SUMMARY.json
- *   node tests/e2e/demo-check.mjs SUMMARY.json --requests N --workers N
+ *   node tests/e2e/demo-check.mjs SUMMARY.json --requests N --workers N [--python-worker K]
+ *
+ * --python-worker K: worker K is the Python one (tools/demo/worker.py), a
+ * process named "worker-K (python)" that at least one flow crosses.
  *
  * Prints what it found; exits 0 if it all holds, 1 if not, 2 on bad usage.
  */
@@ -15,19 +18,22 @@ import fs from 'node:fs';
 
 function usage(msg) {
 	console.error(`demo-check: ${msg}`);
-	console.error('usage: node tests/e2e/demo-check.mjs SUMMARY.json --requests N --workers N');
+	console.error('usage: node tests/e2e/demo-check.mjs SUMMARY.json --requests N --workers N [--python-worker K]');
 	process.exit(2);
 }
 
 const args = process.argv.slice(2);
-let file = null, requests = 0, workers = 0;
+let file = null, requests = 0, workers = 0, pyWorker = 0;
 for (let i = 0; i < args.length; i++) {
 	if (args[i] === '--requests') requests = Number(args[++i]);
 	else if (args[i] === '--workers') workers = Number(args[++i]);
+	else if (args[i] === '--python-worker') pyWorker = Number(args[++i]);
 	else if (!file) file = args[i];
 	else usage(`unexpected argument '${args[i]}'`);
 }
 if (!file || !(requests > 0) || !(workers > 0)) usage('need a summary, --requests and --workers');
+if (!(Number.isInteger(pyWorker) && pyWorker >= 0 && pyWorker <= workers)) usage('bad --python-worker');
+const workerName = w => `worker-${w}${w === pyWorker ? ' (python)' : ''}`;
 
 let sum;
 try {
@@ -52,7 +58,7 @@ for (const [key, name] of Object.entries(sum.threads)) {
 	threadNames.get(pid).add(name);
 }
 const expect = { client: ['main', 'client-1'], broker: ['event-loop'] };
-for (let w = 1; w <= workers; w++) expect[`worker-${w}`] = ['receiver', 'compute'];
+for (let w = 1; w <= workers; w++) expect[workerName(w)] = ['receiver', 'compute'];
 for (const [proc, threads] of Object.entries(expect)) {
 	const pid = pidOf.get(proc);
 	check(pid !== undefined, `process "${proc}"${pid !== undefined ? ` (pid ${pid})` : ''}`);
@@ -67,7 +73,8 @@ for (const [proc, threads] of Object.entries(expect)) {
 const role = new Map();
 for (const [name, pid] of pidOf) role.set(pid, name.startsWith('worker-') ? 'worker' : name);
 const exact = 'send>route>dispatch>receive>work>forward reply>handle reply';
-let full = 0, crossing = 0, named = 0;
+const pyPid = pyWorker ? pidOf.get(workerName(pyWorker)) : undefined;
+let full = 0, crossing = 0, named = 0, viaPython = 0;
 for (const flow of sum.flows) {
 	const hops = [];
 	if (flow.map(ev => ev[3]).join('>') === exact) named++;
@@ -77,7 +84,11 @@ for (const flow of sum.flows) {
 	}
 	const roles = new Set(hops);
 	if (roles.has('client') && roles.has('broker') && roles.has('worker')) crossing++;
-	if (hops.join('>').startsWith('client>broker>worker>broker>client')) full++;
+	if (hops.join('>').startsWith('client>broker>worker>broker>client')) {
+		full++;
+		// the hop into a worker and back, in the Python one
+		if (pyPid !== undefined && flow.some(ev => ev[0] === pyPid)) viaPython++;
+	}
 }
 console.log(`flows: ${sum.flows.length}, crossing client/broker/worker: ${crossing}, ` +
 	    `client>broker>worker>broker>client: ${full}, bound to ${exact}: ${named}`);
@@ -89,6 +100,12 @@ check(full >= requests, `at least ${requests} flows go client -> broker -> worke
 // 1% are retried and a crashed worker's are re-routed: those have more hops
 check(named >= Math.floor(requests * 0.9),
       `at least 90% of flows bind to exactly ${exact.replaceAll('>', ', ')}`);
+
+if (pyWorker) {
+	const eg = sum.flows.find(f => f.some(ev => ev[0] === pyPid));
+	if (eg) console.log(`  via Python: ${eg.map(ev => `${role.get(ev[0])}${ev[0] === pyPid ? ' (python)' : ''}:${ev[3]}`).join(' -> ')}`);
+	check(viaPython >= 1, `flows client (C) -> broker (C) -> Python worker (pid ${pyPid}) -> broker -> client: ${viaPython}`);
+}
 
 console.log(failures ? `demo-check: ${failures} check(s) failed` : 'demo-check: all checks passed');
 process.exit(failures ? 1 : 0);

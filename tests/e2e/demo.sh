@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # demo.sh - end to end: shmtrace-demo traced by the collector, exported, and
 # checked in the Chrome DevTools trace engine (processes, threads, one flow
-# per request across client, broker and worker); then a post-mortem export
+# per request across client, broker and worker, one worker a Python process
+# when the extension is built: make python); then a post-mortem export
 # of a ring whose worker was SIGKILLed mid-request.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,8 +14,18 @@ RING="${PREFIX}demo-$$"
 RING2="${PREFIX}demo-pm-$$"
 REQUESTS=300
 WORKERS=3
+PYTHON=${PYTHON:-/usr/bin/python3}
 collector_pid=
 tmp=
+py_args=() py_check=()
+if [ -x "$PYTHON" ] && ls python/shmtrace/_shmtrace*.so >/dev/null 2>&1; then
+	# the last worker is tools/demo/worker.py, on the same ring
+	export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+	py_args=(--py-worker tools/demo/worker.py --python "$PYTHON")
+	py_check=(--python-worker $WORKERS)
+else
+	echo "note: no Python worker (make python builds the extension)"
+fi
 
 skip() { echo "skip: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -49,7 +60,7 @@ collector_pid=$!
 line=
 read -r line <"$tmp/ready" || true
 [ "$line" = ready ] || fail "collector did not report ready"
-"$BIN/shmtrace-demo" --ring "$RING" --requests $REQUESTS --workers $WORKERS ||
+"$BIN/shmtrace-demo" --ring "$RING" --requests $REQUESTS --workers $WORKERS "${py_args[@]}" ||
 	fail "shmtrace-demo exited with $?"
 kill -TERM "$collector_pid"
 rc=0
@@ -63,7 +74,7 @@ echo "== export and check in the DevTools trace engine"
 # check-trace.mjs reports what the DevTools engine sees; one flow per request
 node tests/devtools/check-trace.mjs "$tmp/demo.json" --expect-flows $REQUESTS >"$tmp/seen.json" ||
 	fail "DevTools does not see $REQUESTS flows"
-node tests/e2e/demo-check.mjs "$tmp/seen.json" --requests $REQUESTS --workers $WORKERS ||
+node tests/e2e/demo-check.mjs "$tmp/seen.json" --requests $REQUESTS --workers $WORKERS "${py_check[@]}" ||
 	fail "the trace does not show the demo as expected"
 
 echo "== post-mortem: no collector, worker-2 SIGKILLs itself"

@@ -5,6 +5,7 @@
  * replies back, and re-routes the requests of a worker that dies.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -287,6 +288,27 @@ static void accept_conn(struct broker *b)
 	close(fd);
 }
 
+/* Becomes the Python worker (tools/demo/worker.py): the same protocol on
+ * the inherited socket, recording into the same ring. Never returns. */
+static void exec_py_worker(const struct demo_config *cfg, uint32_t index, int fd)
+{
+	char fdbuf[16], idxbuf[16];
+	const char *argv[] = { cfg->python, cfg->py_worker, "--ring", cfg->ring, "--fd", fdbuf,
+			       "--index", idxbuf, index == cfg->crash_worker ? "--crash" : NULL,
+			       NULL };
+
+	/* the socket was made close-on-exec: this one end must survive */
+	if (fcntl(fd, F_SETFD, 0) < 0) {
+		fprintf(stderr, "%s: worker-%u: fcntl: %s\n", DEMO_NAME, index, strerror(errno));
+		_exit(1);
+	}
+	snprintf(fdbuf, sizeof(fdbuf), "%d", fd);
+	snprintf(idxbuf, sizeof(idxbuf), "%u", index);
+	execvp(cfg->python, (char *const *)argv);
+	fprintf(stderr, "%s: worker-%u: exec %s: %s\n", DEMO_NAME, index, cfg->python, strerror(errno));
+	_exit(127);
+}
+
 static int start_workers(struct broker *b)
 {
 	pid_t self = getpid();
@@ -316,6 +338,8 @@ static int start_workers(struct broker *b)
 			close(b->lfd);
 			for (uint32_t j = 0; j < i; j++)
 				close(b->workers[j].fd);
+			if (b->cfg->py_worker && i + 1 == b->nworkers)
+				exec_py_worker(b->cfg, i + 1, sv[1]);
 			_exit(demo_worker_main(b->cfg, i + 1, sv[1]));
 		}
 		close(sv[1]);

@@ -80,6 +80,8 @@ struct demo_config {
 	uint32_t workers;
 	uint32_t clients;	/* client threads, one connection each */
 	uint32_t crash_worker;	/* 1-based; 0: nobody crashes */
+	const char *py_worker;	/* worker.py: the last worker runs it; NULL: none */
+	const char *python;	/* the interpreter that runs it */
 	char sock_path[108];	/* the broker's listening socket */
 };
 

@@ -12,6 +12,7 @@ RING2="shmtrace-demo-pm-$$"
 COLLECTOR="$BUILD/shmtrace-collector"
 TOOL="$BUILD/shmtrace"
 DEMO="$BUILD/shmtrace-demo"
+PYTHON=${PYTHON:-/usr/bin/python3}
 collector_pid=
 tmp=
 
@@ -56,8 +57,16 @@ if [ "$line" != ready ]; then
 fi
 echo "collector pid $collector_pid is draining $RING into $OUT/demo.capture"
 
-step "2. run the demo: client -> broker -> 3 workers, 3000 requests"
-"$DEMO" --ring "$RING" --requests 3000
+py_args=()
+if [ -x "$PYTHON" ] && ls python/shmtrace/_shmtrace*.so >/dev/null 2>&1; then
+	# worker-3 is tools/demo/worker.py: a Python process in the same flows
+	export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+	py_args=(--py-worker tools/demo/worker.py --python "$PYTHON")
+	step "2. run the demo: client -> broker -> 3 workers (worker-3 in Python), 3000 requests"
+else
+	step "2. run the demo: client -> broker -> 3 workers, 3000 requests (make python adds a Python worker)"
+fi
+"$DEMO" --ring "$RING" --requests 3000 "${py_args[@]}"
 echo "stopping the collector"
 kill -TERM "$collector_pid"
 rc=0

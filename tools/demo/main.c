@@ -23,6 +23,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: %s --ring NAME [--requests N] [--workers N] [--clients N]\n"
 		"                     [--crash-worker K] [--create [--capacity N]]\n"
+		"                     [--py-worker SCRIPT [--python PATH]]\n"
 		"\n"
 		"A client, a broker and a pool of worker processes that serve requests\n"
 		"(count primes, checksum a buffer) over UNIX sockets, traced into the\n"
@@ -37,6 +38,9 @@ static void usage(FILE *f)
 		"      --create            create the ring first (no collector: post-mortem);\n"
 		"                          it is left behind for `shmtrace export --ring`\n"
 		"      --capacity N        records in a ring made by --create (power of two)\n"
+		"      --py-worker SCRIPT  the last worker is a Python process running SCRIPT\n"
+		"                          (tools/demo/worker.py), the shmtrace module on its path\n"
+		"      --python PATH       the interpreter for it (default python3)\n"
 		"  -h, --help              show this help\n"
 		"  -V, --version           show the version\n"
 		"\n"
@@ -118,7 +122,7 @@ static int make_sock_dir(struct demo_config *cfg, char *dir, size_t len)
 	return 0;
 }
 
-enum { OPT_CREATE = 256, OPT_CAPACITY };
+enum { OPT_CREATE = 256, OPT_CAPACITY, OPT_PY_WORKER, OPT_PYTHON };
 
 int main(int argc, char **argv)
 {
@@ -130,11 +134,13 @@ int main(int argc, char **argv)
 		{ "crash-worker", required_argument, NULL, 'k' },
 		{ "create", no_argument, NULL, OPT_CREATE },
 		{ "capacity", required_argument, NULL, OPT_CAPACITY },
+		{ "py-worker", required_argument, NULL, OPT_PY_WORKER },
+		{ "python", required_argument, NULL, OPT_PYTHON },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	struct demo_config cfg = { .requests = 3000, .workers = 3, .clients = 6 };
+	struct demo_config cfg = { .requests = 3000, .workers = 3, .clients = 6, .python = "python3" };
 	struct shmtrace_ring_config rc = { 0 };
 	char dir[sizeof(cfg.sock_path)] = "";
 	int create = 0, ready[2], ret, o;
@@ -167,6 +173,12 @@ int main(int argc, char **argv)
 		case OPT_CAPACITY:
 			if (parse_u32("--capacity", optarg, 1, 1u << 30, &rc.capacity))
 				return 2;
+			break;
+		case OPT_PY_WORKER:
+			cfg.py_worker = optarg;
+			break;
+		case OPT_PYTHON:
+			cfg.python = optarg;
 			break;
 		case 'h':
 			usage(stdout);

@@ -1,0 +1,400 @@
+# SPDX-License-Identifier: MIT
+"""test_api.py - every call of the shmtrace Python module, its bad
+arguments, tracing off, and a ring removed under a tracer; each checked in
+what `shmtrace export --ring` makes of the ring."""
+import asyncio
+import os
+import pydoc
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import shmtrace
+import util
+
+
+class RingTest(unittest.TestCase):
+    def setUp(self):
+        self.ring = util.ring_name(self._testMethodName)
+        shmtrace.create_ring(self.ring, capacity=65536)
+        self.addCleanup(util.unlink, self.ring)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.t = shmtrace.open(self.ring)
+        self.addCleanup(self.t.close)
+
+    def export(self):
+        self.t.flush()
+        events, err, _ = util.export(self.tmp.name, "--ring", self.ring)
+        return events
+
+
+class TestCalls(RingTest):
+    def test_span_instant_counter_flow(self):
+        t = self.t
+        self.assertTrue(t.enabled)
+        self.assertEqual(t.ring, self.ring)
+        fid = t.flow_new()
+        self.assertGreater(fid, 0)
+        self.assertLess(fid, 2 ** 53)
+        self.assertNotEqual(t.flow_new(), fid)
+        with t.span("handle", cat="rpc", flow=fid) as s:
+            self.assertEqual(s.flow, fid)
+            self.assertTrue(s.enabled)
+        with t.span("plain"):
+            pass
+        t.instant("mark", cat="rpc", flow=fid)
+        t.counter("depth", -42)
+        t.counter(name="big", value=2 ** 63 - 1, cat="ctr")
+        ev = self.export()
+        x = util.spans(ev, "handle")
+        self.assertEqual(len(x), 1)
+        self.assertEqual(x[0]["cat"], "rpc")
+        self.assertEqual(x[0]["pid"], os.getpid())
+        self.assertEqual(util.spans(ev, "plain")[0]["cat"], shmtrace.DEFAULT_CATEGORY)
+        flows = [e for e in ev if e.get("ph") in ("s", "t", "f") and e.get("id") == fid]
+        self.assertEqual(len(flows), 2)  # the span and the instant, one flow
+        inst = [e for e in ev if e.get("ph") == "i" and e["name"] == "mark"]
+        self.assertEqual(len(inst), 1)
+        ctr = {e["name"]: e["args"][e["name"]] for e in ev if e.get("ph") == "C"}
+        self.assertEqual(ctr, {"depth": -42, "big": 2 ** 63 - 1})
+
+    def test_exception_leaves_span_recorded(self):
+        with self.assertRaises(KeyError):
+            with self.t.span("failing"):
+                raise KeyError("x")
+        self.assertEqual(len(util.spans(self.export(), "failing")), 1)
+
+    def test_span_reuse(self):
+        s = self.t.span("again")
+        with s:
+            with self.assertRaises(RuntimeError):
+                s.__enter__()
+        with s:
+            pass
+        self.assertEqual(len(util.spans(self.export(), "again")), 2)
+
+    def test_names(self):
+        self.t.set_process_name("py-test-proc")
+        seen = []
+
+        def work():
+            with self.t.span("in thread"):
+                pass
+            seen.append(threading.get_native_id())
+
+        th = threading.Thread(target=work, name="worker-α")
+        th.start()
+        th.join()
+
+        def named():
+            self.t.set_thread_name("explicit")
+            with self.t.span("in named thread"):
+                pass
+            seen.append(threading.get_native_id())
+
+        th = threading.Thread(target=named, name="ignored")
+        th.start()
+        th.join()
+        with self.t.span("main"):
+            pass
+        ev = self.export()
+        self.assertEqual(util.names(ev, "process_name")[os.getpid()], "py-test-proc")
+        tn = util.names(ev, "thread_name")
+        self.assertEqual(tn[(os.getpid(), seen[0])], "worker-α")
+        self.assertEqual(tn[(os.getpid(), seen[1])], "explicit")
+        self.assertEqual(tn[(os.getpid(), threading.get_native_id())], "MainThread")
+
+    def test_long_names_cut_at_a_character(self):
+        def named():  # not the main thread: its name is the other tests'
+            self.t.set_thread_name("é" * 40)  # 80 bytes: 15 characters fit in 31
+            with self.t.span("é" * 600):  # 1200 bytes: 512 characters fit in 1024
+                pass
+
+        th = threading.Thread(target=named)
+        th.start()
+        th.join()
+        with self.t.span("x" * (10 << 20)):
+            pass
+        ev = self.export()
+        self.assertEqual(len(util.spans(ev, "é" * 512)), 1)
+        self.assertEqual(len(util.spans(ev, "x" * 1024)), 1)
+        self.assertIn("é" * 15, util.names(ev, "thread_name").values())
+
+    def test_interning_is_cached(self):
+        with self.t.span("once", cat="c"):
+            pass
+        before = self.t.stats().strings
+        for _ in range(1000):
+            with self.t.span("once", cat="c"):
+                pass
+        self.assertEqual(self.t.stats().strings, before)
+
+    def test_stats_and_flush(self):
+        st = self.t.stats()
+        self.assertIsInstance(st, shmtrace.Stats)
+        self.assertEqual(st.capacity, 65536)
+        self.assertEqual(st.mode, "discard")
+        for _ in range(10):
+            self.t.instant("i")
+        self.t.flush()
+        st = self.t.stats()
+        self.assertEqual((st.head, st.dropped, st.overwritten, st.lock_timeouts), (10, 0, 0, 0))
+        self.assertEqual(tuple(st)[:3], (65536, 10, 0))
+
+    def test_traced(self):
+        @shmtrace.traced(cat="rpc", tracer=self.t)
+        def add(a, b):
+            return a + b
+
+        @shmtrace.traced("named", tracer=self.t)
+        async def later(x):
+            await asyncio.sleep(0)
+            return x * 2
+
+        @shmtrace.traced(tracer=self.t)
+        def boom():
+            raise ValueError("boom")
+
+        self.assertEqual(add(1, b=2), 3)
+        self.assertEqual(add.__name__, "add")
+        self.assertEqual(asyncio.run(later(21)), 42)
+        self.assertTrue(asyncio.iscoroutinefunction(later))
+        with self.assertRaises(ValueError):
+            boom()
+        ev = self.export()
+        q = TestCalls.test_traced.__qualname__ + ".<locals>."
+        self.assertEqual(util.spans(ev, q + "add")[0]["cat"], "rpc")
+        self.assertEqual(len(util.spans(ev, "named")), 1)
+        self.assertEqual(len(util.spans(ev, q + "boom")), 1)
+
+    def test_default_tracer(self):
+        old = shmtrace.get_default()
+        self.addCleanup(shmtrace.set_default, old)
+        shmtrace.set_default(self.t)
+        self.assertIs(shmtrace.get_default(), self.t)
+
+        @shmtrace.traced
+        def bare():
+            return 7
+
+        self.assertEqual(bare(), 7)
+        with shmtrace.span("module span", flow=shmtrace.flow_new()):
+            pass
+        shmtrace.instant("module instant")
+        shmtrace.counter("module counter", 3)
+        th = threading.Thread(target=shmtrace.set_thread_name, args=("module-thread",))
+        th.start()
+        th.join()
+        shmtrace.set_process_name("module-proc")
+        shmtrace.flush()
+        self.assertGreater(shmtrace.stats().head, 0)
+        ev = self.export()
+        for n in ("module span", TestCalls.test_default_tracer.__qualname__ + ".<locals>.bare"):
+            self.assertEqual(len(util.spans(ev, n)), 1, n)
+        shmtrace.set_default(None)
+        self.assertFalse(shmtrace.get_default().enabled)
+        with self.assertRaises(TypeError):
+            shmtrace.set_default("ring")
+
+    def test_close(self):
+        with shmtrace.open(self.ring) as t2:
+            self.assertTrue(t2.enabled)
+            s = t2.span("open across close")
+            s.__enter__()
+        self.assertFalse(t2.enabled)
+        s.__exit__(None, None, None)  # its handle is gone: nothing recorded
+        t2.close()
+        with t2.span("after close"):
+            pass
+        t2.instant("after close")
+        self.assertEqual(t2.flow_new(), 0)
+        self.assertIsNone(t2.stats())
+        ev = self.export()
+        self.assertEqual(util.spans(ev, "open across close"), [])
+        self.assertEqual(util.spans(ev, "after close"), [])
+
+    def test_fork(self):
+        with self.t.span("before fork"):
+            pass
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                with self.t.span("in child"):
+                    pass
+                code = 0
+            finally:
+                os._exit(code)
+        _, st = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(st), 0)
+        ev = self.export()
+        self.assertEqual([e["pid"] for e in util.spans(ev, "in child")], [pid])
+        self.assertEqual([e["pid"] for e in util.spans(ev, "before fork")], [os.getpid()])
+        self.assertEqual(util.names(ev, "thread_name").get((pid, pid)), "MainThread")
+
+    def test_ring_removed_under_it(self):
+        with self.t.span("before"):
+            pass
+        shmtrace.unlink_ring(self.ring)
+        for _ in range(200):
+            with self.t.span("after unlink"):
+                pass
+        self.t.flush()
+        self.assertEqual(self.t.stats().head, 201)
+        with self.assertRaises(shmtrace.Error) as cm:
+            shmtrace.open(self.ring)
+        self.assertEqual(cm.exception.errno, 2)
+        with self.assertRaises(shmtrace.Error):
+            shmtrace.unlink_ring(self.ring)
+
+
+class TestBadArguments(RingTest):
+    def test_types(self):
+        t = self.t
+        bad = [
+            lambda: t.span(1),
+            lambda: t.span(b"bytes"),
+            lambda: t.span("x", cat=1),
+            lambda: t.span("x", flow="1"),
+            lambda: t.span("x", flow=1.0),
+            lambda: t.span(),
+            lambda: t.span("x", "c", 1, 2),
+            lambda: t.span("x", bogus=1),
+            lambda: t.span("x", "c", cat="d"),
+            lambda: t.instant(None),
+            lambda: t.counter("c"),
+            lambda: t.counter("c", 1.5),
+            lambda: t.counter("c", "1"),
+            lambda: t.set_thread_name(None),
+            lambda: t.set_process_name(7),
+            lambda: shmtrace.open(123),
+            lambda: shmtrace.unlink_ring(None),
+            lambda: shmtrace.traced(cat=1),
+        ]
+        for i, f in enumerate(bad):
+            with self.assertRaises(TypeError, msg="case %d" % i):
+                f()
+
+    def test_ranges(self):
+        for f in (lambda: self.t.span("x", flow=-1), lambda: self.t.span("x", flow=2 ** 64),
+                  lambda: self.t.counter("c", 2 ** 63), lambda: self.t.counter("c", -2 ** 63 - 1)):
+            with self.assertRaises(OverflowError):
+                f()
+        with self.t.span("max flow", flow=2 ** 64 - 1):
+            pass
+
+    def test_invalid_unicode(self):
+        for f in (lambda: self.t.span("\udc80"), lambda: self.t.span("x", cat="a\ud800"),
+                  lambda: self.t.instant("\udfff"), lambda: self.t.set_thread_name("\udc80"),
+                  lambda: shmtrace.open("\udc80")):
+            with self.assertRaises(UnicodeEncodeError):
+                f()
+        with self.assertRaises(ValueError):
+            self.t.span("nul\0inside")
+        with self.assertRaises(ValueError):
+            shmtrace.create_ring(self.ring + "x", mode="sideways")
+        # nothing of it reached the ring, and the tracer still works
+        with self.t.span("still fine"):
+            pass
+        ev = self.export()
+        self.assertEqual([e["name"] for e in util.spans(ev)], ["still fine"])
+
+    def test_errors_are_oserrors(self):
+        with self.assertRaises(shmtrace.Error) as cm:
+            shmtrace.open(self.ring + "-missing")
+        e = cm.exception
+        self.assertIsInstance(e, OSError)
+        self.assertEqual(e.errno, 2)
+        self.assertEqual(e.strerror, "No such file or directory")
+        self.assertEqual(e.filename, self.ring + "-missing")
+        with self.assertRaises(shmtrace.Error) as cm:
+            shmtrace.open("a/b")
+        self.assertEqual(cm.exception.errno, 22)
+        with self.assertRaises(shmtrace.Error) as cm:
+            shmtrace.create_ring(self.ring)
+        self.assertEqual(cm.exception.errno, 17)
+        path = "/dev/shm/" + self.ring + "-junk"
+        with open(path, "wb") as f:
+            f.write(b"\0" * 4096)
+        self.addCleanup(os.unlink, path)
+        os.chmod(path, 0o600)
+        with self.assertRaises(shmtrace.Error) as cm:
+            shmtrace.open(self.ring + "-junk")
+        self.assertIn(cm.exception.errno, (71, 74))  # EPROTO, EBADMSG
+
+
+class TestOff(unittest.TestCase):
+    def test_no_ring(self):
+        # a fresh interpreter without SHMTRACE_RING: the default tracer is off
+        code = r"""
+import shmtrace
+t = shmtrace.get_default()
+assert not t.enabled and t.ring is None, t
+assert not shmtrace.open().enabled
+s = shmtrace.span("x", cat="rpc", flow=5)
+assert not s.enabled and s is shmtrace.span("y")
+with s:
+    with s:  # the no-op span nests
+        pass
+assert shmtrace.instant("i") is None and shmtrace.counter("c", 1) is None
+assert shmtrace.flow_new() == 0 and shmtrace.stats() is None
+shmtrace.set_thread_name("t"); shmtrace.set_process_name("p"); shmtrace.flush()
+for bad in (lambda: shmtrace.span(1), lambda: shmtrace.counter("c", 1.5)):
+    try:
+        bad()
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("no TypeError")
+@shmtrace.traced(cat="rpc")
+def f():
+    return 1
+assert f() == 1
+print("ok")
+"""
+        env = dict(os.environ)
+        env.pop("SHMTRACE_RING", None)
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=False)
+        self.assertEqual((r.returncode, r.stdout.strip(), r.stderr), (0, "ok", ""))
+
+    def test_env_ring_missing(self):
+        env = dict(os.environ, SHMTRACE_RING=util.ring_name("absent"))
+        r = subprocess.run([sys.executable, "-c",
+                            "import shmtrace; assert not shmtrace.get_default().enabled; "
+                            "shmtrace.span('x').__enter__(); print('ok')"],
+                           env=env, capture_output=True, text=True, check=False)
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "ok"))
+        self.assertIn("tracing is off", r.stderr)
+
+    def test_env_ring(self):
+        ring = util.ring_name("env")
+        shmtrace.create_ring(ring)
+        self.addCleanup(util.unlink, ring)
+        env = dict(os.environ, SHMTRACE_RING=ring)
+        r = subprocess.run([sys.executable, "-c",
+                            "import shmtrace\nassert shmtrace.get_default().enabled\n"
+                            "with shmtrace.span('from env'): pass\n"],
+                           env=env, capture_output=True, text=True, check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with tempfile.TemporaryDirectory() as d:
+            ev, _, _ = util.export(d, "--ring", ring)
+        self.assertEqual(len(util.spans(ev, "from env")), 1)
+
+
+class TestDocs(unittest.TestCase):
+    def test_help_is_the_manual(self):
+        text = pydoc.render_doc(shmtrace.span)
+        self.assertIn('with shmtrace.span("handle", cat="rpc", flow=fid)', text)
+        self.assertIn("flow_new()", text)
+        for name in shmtrace.__all__:
+            self.assertTrue(getattr(shmtrace, name).__doc__, name)
+        stub = os.path.join(os.path.dirname(shmtrace.__file__), "__init__.pyi")
+        self.assertTrue(os.path.exists(stub))
+
+
+if __name__ == "__main__":
+    unittest.main()
