@@ -264,9 +264,31 @@ static int get_flow(PyObject *o, uint64_t *flow)
 	return 0;
 }
 
+/* 1 while the module-level functions use the library's default handle
+ * (SHMTRACE_RING), which may attach after import: the ring can appear
+ * later (the library's own thread looks for it every 100 ms) */
+static int default_from_env;
+
 /* The tracer of the module-level functions (always set after init). */
 static Tracer *dflt(void)
 {
+	if (default_from_env && !default_tracer->t) {
+		/* pairs with the release store in the library's watcher */
+		shmtrace_t *t = __atomic_load_n(&shmtrace_default, __ATOMIC_ACQUIRE);
+
+		if (t) {
+			const char *env = getenv("SHMTRACE_RING");
+			PyObject *ring = env ? PyUnicode_DecodeFSDefault(env) : NULL;
+
+			default_tracer->t = t;
+			if (ring) {
+				Py_DECREF(default_tracer->ring);
+				default_tracer->ring = ring;
+			} else {
+				PyErr_Clear();
+			}
+		}
+	}
 	return default_tracer;
 }
 
@@ -878,13 +900,16 @@ PyDoc_STRVAR(get_default_doc,
 "--\n\n"
 "The tracer the module-level functions use: at import, the ring named by\n"
 "SHMTRACE_RING (off when unset, or when it cannot be opened: the library\n"
-"then says why on stderr once), or what set_default() installed.");
+"then says why on stderr once; when that ring does not exist yet, off\n"
+"until it appears, then on), or what set_default() installed.");
 
 static PyObject *mod_get_default(PyObject *m, PyObject *Py_UNUSED(i))
 {
+	Tracer *tr = dflt();
+
 	(void)m;
-	Py_INCREF(default_tracer);
-	return (PyObject *)default_tracer;
+	Py_INCREF(tr);
+	return (PyObject *)tr;
 }
 
 PyDoc_STRVAR(set_default_doc,
@@ -910,6 +935,7 @@ static PyObject *mod_set_default(PyObject *m, PyObject *arg)
 		Py_INCREF(arg);
 	}
 	default_tracer = (Tracer *)arg;
+	default_from_env = 0;
 	Py_DECREF(old);
 	Py_RETURN_NONE;
 }
@@ -992,6 +1018,7 @@ PyMODINIT_FUNC PyInit__shmtrace(void)
 	/* the library attached its default handle to $SHMTRACE_RING when this
 	 * module was loaded (and said on stderr why not, if it could not) */
 	default_tracer = tracer_new(shmtrace_default, 0, NULL);
+	default_from_env = getenv("SHMTRACE_RING") && *getenv("SHMTRACE_RING");
 	if (default_tracer && shmtrace_default) {
 		const char *env = getenv("SHMTRACE_RING");
 

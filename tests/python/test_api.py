@@ -362,13 +362,29 @@ print("ok")
         self.assertEqual((r.returncode, r.stdout.strip(), r.stderr), (0, "ok", ""))
 
     def test_env_ring_missing(self):
-        env = dict(os.environ, SHMTRACE_RING=util.ring_name("absent"))
-        r = subprocess.run([sys.executable, "-c",
-                            "import shmtrace; assert not shmtrace.get_default().enabled; "
-                            "shmtrace.span('x').__enter__(); print('ok')"],
+        # off while the ring is missing, on once it appears (late attach)
+        ring = util.ring_name("absent")
+        self.addCleanup(util.unlink, ring)
+        env = dict(os.environ, SHMTRACE_RING=ring)
+        code = f"""
+import shmtrace
+assert not shmtrace.get_default().enabled
+shmtrace.span('x').__enter__()
+shmtrace.create_ring({ring!r})
+while not shmtrace.get_default().enabled:
+    with shmtrace.span('waiting'):
+        pass
+for i in range(10):
+    with shmtrace.span('after'):
+        pass
+print('ok')
+"""
+        r = subprocess.run([sys.executable, "-c", code],
                            env=env, capture_output=True, text=True, check=False)
-        self.assertEqual((r.returncode, r.stdout.strip()), (0, "ok"))
-        self.assertIn("tracing is off", r.stderr)
+        self.assertEqual((r.returncode, r.stdout.strip(), r.stderr), (0, "ok", ""))
+        with tempfile.TemporaryDirectory() as tmp:
+            events, _, _ = util.export(tmp, "--ring", ring)
+        self.assertEqual(len(util.spans(events, "after")), 10)
 
     def test_env_ring(self):
         ring = util.ring_name("env")
