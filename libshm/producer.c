@@ -286,8 +286,9 @@ static int emit_direct(shmtrace_t *t, struct shmt_att *a, const struct shmt_reco
 	int ret = shmt_producer_lock(t, a);
 
 	if (ret < 0) {
+		/* -EBUSY from a wedged lock's try is a timeout too */
 		fetch_add(&a->v.h->dropped.v, 1);
-		return ret;
+		return -ETIMEDOUT;
 	}
 	ret = shmt_write_direct_locked(&a->v, r);
 	shmt_unlock(&a->v);

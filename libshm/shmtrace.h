@@ -196,8 +196,11 @@ const char *shmtrace_strerror(int err);
 /*                                                                        */
 /* When the environment variable SHMTRACE_RING names a ring at start-up,  */
 /* shmtrace_default is attached to it; otherwise it is NULL and every     */
-/* macro below costs one predictable branch. Define SHMTRACE_DISABLE to   */
-/* compile the macros away entirely.                                      */
+/* macro below costs one predictable branch. If that ring does not exist  */
+/* yet, a thread of the library looks for it every 100 ms and attaches    */
+/* shmtrace_default once it appears (the thread then ends; "shmtrace      */
+/* stat" shows such producers as attached late). Define SHMTRACE_DISABLE  */
+/* to compile the macros away entirely.                                   */
 /* ---------------------------------------------------------------------- */
 extern shmtrace_t *shmtrace_default;
 
@@ -225,7 +228,8 @@ void shmtrace_site_resolve(shmtrace_t *t, struct shmtrace_site *site);
 static inline struct shmtrace_scope shmtrace_scope_begin_(struct shmtrace_site *site, uint64_t flow)
 {
 	struct shmtrace_scope s = { 0, 0, 0, 0 };
-	shmtrace_t *t = shmtrace_default;
+	/* pairs with the release store that attaches it (maybe late) */
+	shmtrace_t *t = __atomic_load_n(&shmtrace_default, __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect(t == NULL, 1))
 		return s;
@@ -263,7 +267,7 @@ static inline void shmtrace_scope_end_(struct shmtrace_scope *s)
 /* An instant or a counter on the default handle. */
 #define SHMTRACE_INSTANT(cat, name, flow) do {					\
 	static struct shmtrace_site shmtrace_site_i_ = { (cat), (name), 0, 0, 0 }; \
-	shmtrace_t *shmtrace_t_ = shmtrace_default;				\
+	shmtrace_t *shmtrace_t_ = __atomic_load_n(&shmtrace_default, __ATOMIC_ACQUIRE);				\
 	if (__builtin_expect(shmtrace_t_ != NULL, 0)) {				\
 		if (__atomic_load_n(&shmtrace_site_i_.owner, __ATOMIC_ACQUIRE) != shmtrace_t_) \
 			shmtrace_site_resolve(shmtrace_t_, &shmtrace_site_i_);	\
@@ -273,7 +277,7 @@ static inline void shmtrace_scope_end_(struct shmtrace_scope *s)
 } while (0)
 #define SHMTRACE_COUNTER(cat, name, value) do {					\
 	static struct shmtrace_site shmtrace_site_c_ = { (cat), (name), 0, 0, 0 }; \
-	shmtrace_t *shmtrace_t_ = shmtrace_default;				\
+	shmtrace_t *shmtrace_t_ = __atomic_load_n(&shmtrace_default, __ATOMIC_ACQUIRE);				\
 	if (__builtin_expect(shmtrace_t_ != NULL, 0)) {				\
 		if (__atomic_load_n(&shmtrace_site_c_.owner, __ATOMIC_ACQUIRE) != shmtrace_t_) \
 			shmtrace_site_resolve(shmtrace_t_, &shmtrace_site_c_);	\

@@ -633,7 +633,10 @@ static void *handle_thread(void *arg)
 		uint64_t chunk = 1 + (uint64_t)rand_r(&ht->seed) % 3000;
 		shmtrace_t *t;
 
-		if (shmtrace_open(ht->ring, &t) < 0) {
+		int ret = shmtrace_open(ht->ring, &t);
+
+		if (ret < 0) {
+			fprintf(stderr, "open: %s\n", shmtrace_strerror(ret));
 			ht->failed = 1;
 			return NULL;
 		}
@@ -644,8 +647,10 @@ static void *handle_thread(void *arg)
 			ret = shmtrace_span(t, 2, 1, ts, ts + dur, flow);
 			/* -ENOSPC: staged, earlier ones dropped; -ETIMEDOUT
 			 * (slow sanitizer runs): dropped; both counted */
-			if (ret < 0 && ret != -ENOSPC && ret != -ETIMEDOUT)
+			if (ret < 0 && ret != -ENOSPC && ret != -ETIMEDOUT) {
+				fprintf(stderr, "span: %s\n", shmtrace_strerror(ret));
 				ht->failed = 1;
+			}
 		}
 		shmtrace_close(t);
 	}
