@@ -50,7 +50,7 @@ static int late_child(int fd)
 {
 	int n = 0;
 
-	if (shmtrace_default != NULL)
+	if (__atomic_load_n(&shmtrace_default, __ATOMIC_ACQUIRE) != NULL)
 		return 3;	/* the ring must not exist yet */
 	if (write(fd, "w", 1) != 1)
 		return 4;
