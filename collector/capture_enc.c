@@ -226,13 +226,17 @@ int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l)
 {
 	struct frame fr;
 
-	frame_begin(&fr, b, b->size, SHMT_CAP_LOSS, 6);
+	frame_begin(&fr, b, b->size, SHMT_CAP_LOSS, 10);
 	put_u64(&fr, l->at_ns);
 	put_u64(&fr, l->dropped);
 	put_u64(&fr, l->overwritten);
 	put_u64(&fr, l->lock_timeouts);
 	put_u64(&fr, l->torn);
 	put_u64(&fr, l->names_dropped);
+	put_u64(&fr, l->strings_dropped);
+	put_u64(&fr, l->max_strings);
+	put_u64(&fr, l->string_bytes);
+	put_u64(&fr, l->max_threads);
 	return frame_end(&fr);
 }
 
