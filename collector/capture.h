@@ -71,9 +71,12 @@ struct shmt_cap_loss {
 	uint64_t overwritten;		/* overwrite mode (cumulative) */
 	uint64_t lock_timeouts;		/* producers that gave up on the lock */
 	uint64_t torn;			/* slots collectors skipped as torn (cumulative) */
-	uint64_t names_dropped;		/* name slots that did not fit */
-	/* optional (since 0.2; absent fields decode as 0) */
-	uint64_t strings_dropped;	/* strings that did not fit the table */
+	uint64_t names_dropped;		/* thread name slots that did not fit */
+	/* appended in a minor revision: 0 when read from an older capture */
+	uint64_t strings_dropped;	/* interning refused: string table full */
+	uint32_t max_strings;		/* the ring's string table: strings, */
+	uint32_t string_bytes;		/* ... bytes of text, */
+	uint32_t max_threads;		/* ... and thread name slots */
 	uint64_t published;		/* ring head: records ever published */
 };
 

@@ -375,19 +375,24 @@ static int dec_loss(const msgpack_object *v, size_t n, struct shmt_cap_loss *l,
 {
 	if (n < 6)
 		return fail(c, -EBADMSG, "loss frame has %zu fields, needs 6", n);
+	/* the fields after the first six came later: absent reads as 0 */
+	memset(l, 0, sizeof(*l));
 	GET(&v[0], UINT64_MAX, l->at_ns, "at_ns");
 	GET(&v[1], UINT64_MAX, l->dropped, "dropped");
 	GET(&v[2], UINT64_MAX, l->overwritten, "overwritten");
 	GET(&v[3], UINT64_MAX, l->lock_timeouts, "lock_timeouts");
 	GET(&v[4], UINT64_MAX, l->torn, "torn");
 	GET(&v[5], UINT64_MAX, l->names_dropped, "names_dropped");
-	/* later fields are optional: older collectors wrote six */
-	l->strings_dropped = 0;
-	l->published = 0;
 	if (n > 6)
 		GET(&v[6], UINT64_MAX, l->strings_dropped, "strings_dropped");
 	if (n > 7)
-		GET(&v[7], UINT64_MAX, l->published, "published");
+		GET(&v[7], UINT32_MAX, l->max_strings, "max_strings");
+	if (n > 8)
+		GET(&v[8], UINT32_MAX, l->string_bytes, "string_bytes");
+	if (n > 9)
+		GET(&v[9], UINT32_MAX, l->max_threads, "max_threads");
+	if (n > 10)
+		GET(&v[10], UINT64_MAX, l->published, "published");
 	return 0;
 }
 

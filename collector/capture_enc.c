@@ -226,7 +226,7 @@ int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l)
 {
 	struct frame fr;
 
-	frame_begin(&fr, b, b->size, SHMT_CAP_LOSS, 8);
+	frame_begin(&fr, b, b->size, SHMT_CAP_LOSS, 11);
 	put_u64(&fr, l->at_ns);
 	put_u64(&fr, l->dropped);
 	put_u64(&fr, l->overwritten);
@@ -234,6 +234,9 @@ int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l)
 	put_u64(&fr, l->torn);
 	put_u64(&fr, l->names_dropped);
 	put_u64(&fr, l->strings_dropped);
+	put_u64(&fr, l->max_strings);
+	put_u64(&fr, l->string_bytes);
+	put_u64(&fr, l->max_threads);
 	put_u64(&fr, l->published);
 	return frame_end(&fr);
 }

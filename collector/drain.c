@@ -256,20 +256,27 @@ static int put_loss(struct drain *d, bool force)
 		.lock_timeouts = load_relaxed(&h->lock_timeouts.v),
 		.torn = load_relaxed(&h->torn.v),
 		.names_dropped = load_relaxed(&h->names_dropped.v),
-		.strings_dropped = load_relaxed(&h->strings_dropped.v),
+		/* reserved, so zero, in a ring of minor 0 */
+		.strings_dropped = d->v.minor >= 1 ? load_relaxed(&h->strings_dropped.v) : 0,
+		/* the validated geometry, not the header a peer may rewrite */
+		.max_strings = d->v.max_strings,
+		.string_bytes = d->v.string_bytes,
+		.max_threads = d->v.max_threads,
 		.published = shmt_ring_head(&d->v),
 	};
 
 	/* published alone moving is no news: the final frame carries it */
 	if (!force && l.dropped == d->loss_sent.dropped && l.overwritten == d->loss_sent.overwritten &&
 	    l.lock_timeouts == d->loss_sent.lock_timeouts && l.torn == d->loss_sent.torn &&
-	    l.names_dropped == d->loss_sent.names_dropped)
+	    l.names_dropped == d->loss_sent.names_dropped &&
+	    l.strings_dropped == d->loss_sent.strings_dropped)
 		return 0;
 	d->loss_sent.dropped = l.dropped;
 	d->loss_sent.overwritten = l.overwritten;
 	d->loss_sent.lock_timeouts = l.lock_timeouts;
 	d->loss_sent.torn = l.torn;
 	d->loss_sent.names_dropped = l.names_dropped;
+	d->loss_sent.strings_dropped = l.strings_dropped;
 	d->st.dropped = l.dropped;
 	d->st.overwritten = l.overwritten;
 	d->st.lock_timeouts = l.lock_timeouts;

@@ -43,6 +43,7 @@ struct drain {
 	uint32_t part;
 	struct shmt_cap_loss_state {
 		uint64_t dropped, overwritten, lock_timeouts, torn, names_dropped;
+		uint64_t strings_dropped;
 	} loss_sent;
 	uint64_t last_reap_ns;
 	uint64_t idle_ns;	/* next nap; grows while nothing happens */

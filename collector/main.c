@@ -36,6 +36,12 @@ static void usage(FILE *f)
 "      --capacity N         records in a created ring, a power of two (default 262144)\n"
 "      --mode MODE          discard (default) or overwrite, for a created ring\n"
 "      --group              make a created ring readable and writable by the group\n"
+"      --strings N          distinct names and categories a created ring can intern,\n"
+"                           all processes together (default 4096, at most 65535)\n"
+"      --string-bytes BYTES text space for them (default 64 per string, at least\n"
+"                           256k; suffixes k, M)\n"
+"      --threads N          thread name slots of a created ring: one per thread that\n"
+"                           ever writes, plus one per rename (default 1024)\n"
 "  -p, --poll-interval MS   wake at least every MS milliseconds while producers\n"
 "                           write (default 100); idle, back off to 10 x MS\n"
 "      --max-size BYTES     rotate to FILE.1, FILE.2, ... when a part reaches BYTES\n"
@@ -79,6 +85,26 @@ static int usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
+/* Names that did not fit are not lost records: said apart, in words. */
+static void warn_names(const struct drain *d)
+{
+	const struct shmt_header *h = d->v.h;
+	/* reserved, so zero, in a ring of minor 0 */
+	uint64_t s = d->v.minor >= 1 ? load_relaxed(&h->strings_dropped.v) : 0;
+	uint64_t n = load_relaxed(&h->names_dropped.v);
+
+	if (s)
+		fprintf(stderr, "shmtrace-collector: warning: %llu string%s not interned: the ring's "
+			"string table (%u strings, %u bytes of text) is full; create the ring with a "
+			"larger --strings (or --string-bytes)\n", (unsigned long long)s,
+			s == 1 ? " was" : "s were", d->v.max_strings, d->v.string_bytes);
+	if (n)
+		fprintf(stderr, "shmtrace-collector: warning: %llu thread name%s not recorded: the "
+			"ring's thread-name table (%u) is full; create the ring with a larger "
+			"--threads\n", (unsigned long long)n, n == 1 ? " was" : "s were",
+			d->v.max_threads);
+}
+
 struct pass_arg {
 	struct drain *d;
 	long ret;
@@ -102,6 +128,9 @@ int main(int argc, char **argv)
 		{ "capacity", required_argument, NULL, 'C' },
 		{ "mode", required_argument, NULL, 'M' },
 		{ "group", no_argument, NULL, 'G' },
+		{ "strings", required_argument, NULL, 's' },
+		{ "string-bytes", required_argument, NULL, 'B' },
+		{ "threads", required_argument, NULL, 'T' },
 		{ "poll-interval", required_argument, NULL, 'p' },
 		{ "max-size", required_argument, NULL, 'S' },
 		{ "keep-ring", no_argument, NULL, 'K' },
@@ -138,6 +167,21 @@ int main(int argc, char **argv)
 				return usage_error("--mode '%s': need discard or overwrite", optarg);
 			break;
 		case 'G': cfg.perm = 0660; break;
+		case 's':
+			if (parse_size(optarg, &v) || v == 0 || v > SHMT_MAX_STRINGS)
+				return usage_error("--strings '%s': need 1 to 65535", optarg);
+			cfg.max_strings = (uint32_t)v;
+			break;
+		case 'B':
+			if (parse_size(optarg, &v) || v < 64 || v > (1u << 28))
+				return usage_error("--string-bytes '%s': need 64 to 256M", optarg);
+			cfg.string_bytes = (uint32_t)v;
+			break;
+		case 'T':
+			if (parse_size(optarg, &v) || v == 0 || v > SHMT_MAX_THREADS)
+				return usage_error("--threads '%s': need 1 to 1048576", optarg);
+			cfg.max_threads = (uint32_t)v;
+			break;
 		case 'p':
 			if (parse_size(optarg, &v) || v == 0 || v > 60000)
 				return usage_error("--poll-interval '%s': need 1 to 60000 ms", optarg);
@@ -168,8 +212,13 @@ int main(int argc, char **argv)
 		return usage_error("%s", "--ring NAME is required");
 	if (!o.output)
 		return usage_error("%s", "--output FILE is required");
-	if (!create && (cfg.capacity || cfg.mode || cfg.perm))
-		return usage_error("%s", "--capacity, --mode and --group need --create");
+	if (!create && (cfg.capacity || cfg.mode || cfg.perm || cfg.max_strings ||
+			cfg.string_bytes || cfg.max_threads))
+		return usage_error("%s", "--capacity, --mode, --group, --strings, --string-bytes "
+				   "and --threads need --create");
+	/* text space grows with the table: 64 bytes a string, as the defaults */
+	if (cfg.max_strings && !cfg.string_bytes && cfg.max_strings > 4096)
+		cfg.string_bytes = cfg.max_strings * 64;
 
 	/* a file-size limit must be an EFBIG error, not a silent death */
 	signal(SIGXFSZ, SIG_IGN);
@@ -249,6 +298,8 @@ int main(int argc, char **argv)
 			(unsigned long long)d.st.torn, secs, secs > 0 ? (double)recs / secs : 0.0,
 			(double)d.st.lock_hold_max_ns / 1000.0);
 	}
+	if (ret == 0)	/* after an error the segment may be gone */
+		warn_names(&d);
 	drain_close(&d);
 	/* after an error the ring keeps what was not drained, for a later
 	 * collector or `shmtrace export --ring` */

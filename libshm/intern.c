@@ -17,9 +17,14 @@ struct intern_entry {
 	char s[];
 };
 
+/* Failures cached per handle at most: strings that did not fit are not
+ * bounded by the table's size, as ids are. */
+#define INTERN_MAX_FAILED 65536u
+
 struct intern_cache {
 	uint32_t nbuckets;
 	uint32_t count;
+	uint32_t failed;	/* entries with id 0: the table had no room */
 	struct intern_entry *bucket[];
 };
 
@@ -46,6 +51,7 @@ static int cache_put(shmtrace_t *t, const char *s, size_t len, uint32_t h, uint3
 		if (!n)
 			return -ENOMEM;
 		n->nbuckets = nb;
+		n->failed = c ? c->failed : 0;
 		for (uint32_t i = 0; c && i < c->nbuckets; i++) {
 			while (c->bucket[i]) {
 				e = c->bucket[i];
@@ -69,6 +75,7 @@ static int cache_put(shmtrace_t *t, const char *s, size_t len, uint32_t h, uint3
 	e->next = c->bucket[h & (c->nbuckets - 1)];
 	c->bucket[h & (c->nbuckets - 1)] = e;
 	c->count++;
+	c->failed += id == 0;
 	return 0;
 }
 
@@ -184,10 +191,15 @@ SHMT_API uint32_t shmtrace_intern(shmtrace_t *t, const char *s)
 		id = shmt_intern_locked(&a->v, s, len);
 		shmt_unlock(&a->v);
 	}
+	/* A string that did not fit never will (the table and its heap only
+	 * fill up): remember the failure too, so that it is counted once per
+	 * handle in strings_dropped and does not take the ring lock again. */
 	if (id > 0)
 		hid = shmt_handle_id(t, a, (uint32_t)id);
 	if (hid)
 		cache_put(t, s, len, h, hid);
+	else if (id == -ENOSPC && (!t->cache || t->cache->failed < INTERN_MAX_FAILED))
+		cache_put(t, s, len, h, 0);
 	pthread_mutex_unlock(&t->local);
 	return hid;
 }

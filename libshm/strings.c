@@ -27,7 +27,8 @@ uint32_t shmt_hash(const char *s, size_t len)
 
 /*
  * Returns the id of s (len bytes), appending it if new, or -ENOSPC when
- * the table or its heap is full. The lock is held.
+ * the table or its heap is full, counted in strings_dropped so that the
+ * records exported as "?" are explained. The lock is held.
  */
 int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len)
 {
@@ -52,10 +53,12 @@ int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len)
 		    !memcmp(v->heap + e.off, s, len))
 			return (int)id;
 	}
-	if (n > v->max_strings || v->hash[i] != 0)
+	if (n > v->max_strings || v->hash[i] != 0 ||
+	    used >= v->string_bytes || len + 1 > v->string_bytes - used) {
+		if (v->minor >= 1)	/* reserved space in a minor-0 ring */
+			fetch_add(&h->strings_dropped.v, 1);
 		return -ENOSPC;
-	if (used >= v->string_bytes || len + 1 > v->string_bytes - used)
-		return -ENOSPC;
+	}
 
 	h->journal.intern_active = 1;
 	memcpy(v->heap + used, s, len);

@@ -30,6 +30,8 @@ struct exporter {
 	bool progress;
 	uint64_t t0;
 	uint64_t first_ts, last_ts, events, flows;
+	uint64_t names_lost;		/* events exported with a name or category "?" */
+	uint64_t threads_unnamed;	/* threads exported without a name slot */
 	char *fcat;			/* the current flow's category list, or NULL */
 	size_t fcatlen;
 	bool any, sep;
@@ -124,6 +126,14 @@ static void put_event(struct exporter *e, uint32_t kind, uint32_t pid, uint32_t 
 	jw_puts(w, "}");
 }
 
+/* An event whose name or category is not a known string is written as
+ * "?": its string did not fit the ring's table (or never was interned). */
+static void count_names(struct exporter *e, uint32_t name, uint32_t cat)
+{
+	if (!source_has_string(&e->src, name) || !source_has_string(&e->src, cat))
+		e->names_lost++;
+}
+
 static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct exporter *e = ctx;
@@ -154,6 +164,7 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 		size_t len;
 		const char *cat = source_string(&e->src, r->cat, &len);
 
+		count_names(e, r->name, r->cat);
 		put_event(e, r->commit, pid, r->tid, r->ts, r->dur, cat, len, r->name);
 	}
 	return e->w->err;
@@ -226,6 +237,7 @@ static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe,
 
 	if (fe == group && (ret = flow_cat(e, group, n)) < 0)
 		return ret;
+	count_names(e, fe->name, fe->cat);
 	if (e->fcat) {
 		cat = e->fcat;
 		len = e->fcatlen;
@@ -308,6 +320,7 @@ static int put_names(struct exporter *e)
 			last = pid;
 		}
 		if (!tn) {
+			e->threads_unnamed++;
 			snprintf(buf, sizeof(buf), "tid %u", tid);
 			tn = buf;
 		}
@@ -316,6 +329,73 @@ static int put_names(struct exporter *e)
 	}
 	free(keys);
 	return e->w->err;
+}
+
+/* v with thousands separators: "1,904". */
+static const char *grouped(char *buf, size_t len, uint64_t v)
+{
+	char digits[24];
+	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v);
+	size_t o = 0;
+
+	for (int i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+/*
+ * Says in words which names were lost and why: events written as "?"
+ * because the ring's string table was full, threads shown as "tid N"
+ * because its thread-name table was. Neither is a lost record.
+ */
+static void warn_names(struct exporter *e)
+{
+	const struct source_loss *l = &e->src.loss;
+	const struct source_tables *t = &e->src.tables;
+	char a[32], b[32], what[96];
+	uint64_t bytes;
+	uint32_t held;
+
+	if (e->names_lost)
+		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), e->names_lost),
+			 e->names_lost == 1 ? "span lost its name" : "spans lost their names");
+	else
+		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), l->strings_dropped),
+			 l->strings_dropped == 1 ? "string was not interned" : "strings were not interned");
+	source_strings_used(&e->src, &held, &bytes);
+	if (l->strings_dropped && t->max_strings && held < t->max_strings && t->string_bytes)
+		/* room for more strings, not for their text */
+		warnx_("%s: the ring's string table is out of text space (%s bytes); create the "
+		       "ring with a larger --string-bytes", what, grouped(b, sizeof(b), t->string_bytes));
+	else if (l->strings_dropped && t->max_strings)
+		warnx_("%s: the ring's string table (%s) is full; create the ring with a larger "
+		       "--strings", what, grouped(b, sizeof(b), t->max_strings));
+	else if (l->strings_dropped)
+		warnx_("%s: the ring's string table is full; create the ring with a larger --strings",
+		       what);
+	else if (e->names_lost)
+		warnx_("%s: their name or category id is not one of the trace's strings "
+		       "(shmtrace_intern() returned 0, or the id was never interned)", what);
+
+	if (!l->names_dropped)
+		return;
+	if (e->threads_unnamed)
+		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), e->threads_unnamed),
+			 e->threads_unnamed == 1 ? "thread lost its name" : "threads lost their names");
+	else
+		snprintf(what, sizeof(what), "%s thread %s not recorded",
+			 grouped(a, sizeof(a), l->names_dropped),
+			 l->names_dropped == 1 ? "name was" : "names were");
+	if (t->max_threads)
+		warnx_("%s: the ring's thread-name table (%s) is full; create the ring with a "
+		       "larger --threads", what, grouped(b, sizeof(b), t->max_threads));
+	else
+		warnx_("%s: the ring's thread-name table is full; create the ring with a larger "
+		       "--threads", what);
 }
 
 /* Makes the losses impossible to miss: instants at the start of the trace. */
@@ -330,7 +410,9 @@ static void put_loss(struct exporter *e)
 		{ l->overwritten, "records overwritten before being read (overwrite mode)" },
 		{ l->lock_timeouts, "records lost to lock timeouts" },
 		{ l->torn, "torn records skipped" },
-		{ l->names_dropped, "thread names dropped (name table full)" },
+		{ e->names_lost, "spans exported as \"?\" (name or category unknown)" },
+		{ l->strings_dropped, "strings not interned (string table full)" },
+		{ l->names_dropped, "thread names dropped (thread-name table full)" },
 		{ l->unaccounted, "records missing that no counter accounts for (a bug: please report it)" },
 	};
 	uint32_t zero = 0;
@@ -353,14 +435,16 @@ static void put_loss(struct exporter *e)
 	if (any) {
 		put_meta(e, 0, NULL, "process_name", "shmtrace (loss)", 0);
 		put_meta(e, 0, &zero, "thread_name", "loss", 0);
+	}
+	if (l->dropped || l->overwritten || l->lock_timeouts || l->torn)
 		warnx_("records were lost: %llu dropped, %llu overwritten, %llu lock timeouts, "
 		       "%llu torn", (unsigned long long)l->dropped,
 		       (unsigned long long)l->overwritten, (unsigned long long)l->lock_timeouts,
 		       (unsigned long long)l->torn);
-		if (l->unaccounted)
-			warnx_("%llu records are missing that no counter accounts for",
-			       (unsigned long long)l->unaccounted);
-	}
+	if (l->unaccounted)
+		warnx_("%llu records are missing that no counter accounts for",
+		       (unsigned long long)l->unaccounted);
+	warn_names(e);
 }
 
 static void put_metadata(struct exporter *e)
@@ -400,8 +484,20 @@ static void put_metadata(struct exporter *e)
 	jw_u64(w, l->lock_timeouts);
 	jw_puts(w, ",\"torn\":");
 	jw_u64(w, l->torn);
-	jw_puts(w, ",\"names_dropped\":");
+	jw_puts(w, ",\"names_lost\":");
+	jw_u64(w, e->names_lost);
+	jw_puts(w, ",\"strings_dropped\":");
+	jw_u64(w, l->strings_dropped);
+	jw_puts(w, ",\"max_strings\":");
+	jw_u64(w, e->src.tables.max_strings);
+	jw_puts(w, ",\"string_bytes\":");
+	jw_u64(w, e->src.tables.string_bytes);
+	jw_puts(w, ",\"thread_names_dropped\":");
 	jw_u64(w, l->names_dropped);
+	jw_puts(w, ",\"threads_unnamed\":");
+	jw_u64(w, e->threads_unnamed);
+	jw_puts(w, ",\"max_threads\":");
+	jw_u64(w, e->src.tables.max_threads);
 	jw_puts(w, ",\"unaccounted\":");
 	jw_u64(w, l->unaccounted);
 	jw_puts(w, ",\"complete\":");

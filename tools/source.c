@@ -88,6 +88,23 @@ static int add_thread(struct source *s, const struct shmt_thread *t)
 	return 0;
 }
 
+bool source_has_string(const struct source *s, uint32_t id)
+{
+	return id != 0 && id < s->nstr && s->str[id];
+}
+
+void source_strings_used(const struct source *s, uint32_t *n, uint64_t *bytes)
+{
+	*n = 0;
+	*bytes = 0;
+	for (uint32_t id = 1; id < s->nstr; id++) {
+		if (s->str[id]) {
+			(*n)++;
+			*bytes += s->slen[id] + 1ull;
+		}
+	}
+}
+
 const char *source_string(struct source *s, uint32_t id, size_t *len)
 {
 	if (id == 0 || id >= s->nstr || !s->str[id]) {
@@ -142,6 +159,8 @@ static int ring_load(void *arg)
 	s->loss.torn = load_relaxed(&h->torn.v);
 	s->loss.lock_timeouts = load_relaxed(&h->lock_timeouts.v);
 	s->loss.names_dropped = load_relaxed(&h->names_dropped.v);
+	/* reserved, so zero, in a ring of minor 0 */
+	s->loss.strings_dropped = s->v.minor >= 1 ? load_relaxed(&h->strings_dropped.v) : 0;
 	return 0;
 }
 
@@ -161,6 +180,9 @@ int source_open_ring(struct source *s, const char *ring, char *err, size_t errle
 	s->clock_tsc = s->v.clock.tsc_ok;
 	s->capacity = s->v.capacity;
 	s->mode = s->v.mode;
+	s->tables.max_strings = s->v.max_strings;
+	s->tables.string_bytes = s->v.string_bytes;
+	s->tables.max_threads = s->v.max_threads;
 	s->blockbuf = calloc(s->v.block_records, sizeof(*s->blockbuf));
 	if (!s->blockbuf || alloc_strings(s, s->v.max_strings + 1) < 0) {
 		snprintf(err, errlen, "out of memory");
@@ -293,6 +315,14 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 			MAX_(run->published, f.loss.published);
 			MAX_(s->loss.lock_timeouts, f.loss.lock_timeouts);
 			MAX_(s->loss.names_dropped, f.loss.names_dropped);
+			MAX_(s->loss.strings_dropped, f.loss.strings_dropped);
+			/* geometry: the same in every frame of a ring */
+			if (f.loss.max_strings)
+				s->tables.max_strings = f.loss.max_strings;
+			if (f.loss.string_bytes)
+				s->tables.string_bytes = f.loss.string_bytes;
+			if (f.loss.max_threads)
+				s->tables.max_threads = f.loss.max_threads;
 			MAX_(run->torn, f.loss.torn);
 			break;
 		case SHMT_CAP_RECORDS: {
@@ -492,7 +522,8 @@ static void refuse_impossible(struct source *s)
 		{ &s->loss.overwritten, "overwritten" },
 		{ &s->loss.lock_timeouts, "lock_timeouts" },
 		{ &s->loss.torn, "torn" },
-		{ &s->loss.names_dropped, "names_dropped" },
+		{ &s->loss.names_dropped, "thread_names_dropped" },
+		{ &s->loss.strings_dropped, "strings_dropped" },
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {

@@ -19,10 +19,17 @@ struct source_loss {
 	uint64_t overwritten;	/* overwrite mode */
 	uint64_t lock_timeouts;	/* producers that gave up on the lock */
 	uint64_t torn;		/* records skipped as half-written or overwritten */
-	uint64_t names_dropped;	/* name slots that did not fit */
+	uint64_t names_dropped;	/* thread name slots that did not fit */
+	uint64_t strings_dropped; /* interning refused: the string table was full */
 	/* published records that are neither exported nor counted above: a
 	 * bug or a forged counter, never expected (see reconcile()) */
 	uint64_t unaccounted;
+};
+
+/* The ring's name tables, to say which one was full: 0 when not known
+ * (a capture written before the LOSS frame carried them). */
+struct source_tables {
+	uint32_t max_strings, string_bytes, max_threads;
 };
 
 struct source_file;
@@ -48,6 +55,7 @@ struct source {
 	struct shmt_thread *thr;	/* name slots in the order they were made */
 	size_t nthr, thrcap;
 	struct source_loss loss;
+	struct source_tables tables;
 	uint64_t realtime0, mono0;	/* wall-clock anchor */
 	bool clock_tsc;
 	uint32_t capacity, mode;
@@ -79,6 +87,10 @@ int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, 
 
 /* The text of string id (len in *len): "?" for 0 and unknown ids. */
 const char *source_string(struct source *s, uint32_t id, size_t *len);
+/* Whether id names a string of the trace (not "?"). */
+bool source_has_string(const struct source *s, uint32_t id);
+/* Strings known and the bytes they take in the ring (one more each). */
+void source_strings_used(const struct source *s, uint32_t *n, uint64_t *bytes);
 
 /* Prints "shmtrace: warning: ..." on stderr. */
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

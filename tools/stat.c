@@ -33,7 +33,8 @@ static void kv_key(struct kv *o, const char *k)
 
 		snprintf(label, sizeof(label), "%s:", k);
 		jw_puts(o->w, label);
-		for (size_t i = strlen(label); i < 20; i++)
+		/* a column of values, and a space after a longer key */
+		for (size_t i = strlen(label); i < 20 || i == strlen(label); i++)
 			jw_puts(o->w, " ");
 	}
 	o->first = false;
@@ -102,6 +103,7 @@ static int stat_ring_pass(void *arg)
 	uint64_t head = shmt_ring_head(v), tail = load_acquire(&h->tail.v);
 	uint64_t fill = head > tail ? head - tail : 0;
 	uint32_t nthr = shmt_ring_nthreads(v), nstr = shmt_ring_nstrings(v);
+	uint32_t heap_used = load_relaxed(&h->heap_used);	/* untrusted: clamped */
 	char buf[96];
 	bool any = false;
 
@@ -118,9 +120,15 @@ static int stat_ring_pass(void *arg)
 	kv_u64(o, "torn", load_relaxed(&h->torn.v));
 	kv_u64(o, "lock_timeouts", load_relaxed(&h->lock_timeouts.v));
 	kv_u64(o, "lock_recoveries", load_relaxed(&h->lock_recoveries));
-	kv_u64(o, "names_dropped", load_relaxed(&h->names_dropped.v));
+	/* reserved, so zero, in a ring of minor 0 */
+	kv_u64(o, "strings_dropped", v->minor >= 1 ? load_relaxed(&h->strings_dropped.v) : 0);
+	kv_u64(o, "thread_names_dropped", load_relaxed(&h->names_dropped.v));
 	kv_u64(o, "strings", nstr ? nstr - 1 : 0);
 	kv_u64(o, "max_strings", v->max_strings);
+	kv_u64(o, "string_bytes_used", heap_used > v->string_bytes ? v->string_bytes : heap_used);
+	kv_u64(o, "string_bytes", v->string_bytes);
+	kv_u64(o, "thread_names", nthr);
+	kv_u64(o, "max_threads", v->max_threads);
 	kv_str(o, "clock", v->clock.tsc_ok ? "tsc" : "monotonic");
 	fmt_wall(buf, sizeof(buf), v->clock.realtime0);
 	kv_str(o, "wall_clock_anchor", buf);
@@ -257,7 +265,12 @@ static int stat_capture(const char *path, struct kv *o)
 	kv_u64(o, "overwritten", loss.overwritten);
 	kv_u64(o, "lock_timeouts", loss.lock_timeouts);
 	kv_u64(o, "torn", loss.torn);
-	kv_u64(o, "names_dropped", loss.names_dropped);
+	kv_u64(o, "strings_dropped", loss.strings_dropped);
+	kv_u64(o, "thread_names_dropped", loss.names_dropped);
+	/* 0: a capture whose LOSS frames predate the table sizes */
+	kv_u64(o, "max_strings", loss.max_strings);
+	kv_u64(o, "string_bytes", loss.string_bytes);
+	kv_u64(o, "max_threads", loss.max_threads);
 	if (ret == 0) {
 		kv_str(o, "end", end.next_part ? "clean (rotated)" : "clean");
 		kv_u64(o, "next_part", end.next_part);
