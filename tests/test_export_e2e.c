@@ -454,6 +454,132 @@ static void test_capture_parts_dedup_cut(void **state)
 	msgpack_sbuffer_destroy(&p1);
 }
 
+/* A run of a ring of its own: flows 1..5 from process pa to process pb
+ * (ids count from 1 in every ring), names interned in its own order. */
+static void make_run(const char *path, const char *ring, uint64_t run_id, uint64_t ring_id,
+		     uint32_t pa, uint32_t pb, const struct shmt_cap_string *s, uint64_t ts0)
+{
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .run_id = run_id, .ring_id = ring_id,
+		.ring_capacity = 1024, .realtime0 = 1700000000000000000ull, .mono0 = 1000,
+		.started_ns = ts0,
+	};
+	struct shmt_thread th[2] = { { .pid = pa, .tid = pa, .start_time = 5 },
+				     { .pid = pb, .tid = pb, .start_time = 6 } };
+	struct shmt_cap_end e = { .records = 10, .end_ns = ts0 + 100000 };
+	struct shmt_record r[10];
+	msgpack_sbuffer b;
+
+	snprintf(h.ring, sizeof(h.ring), "%s", ring);
+	snprintf(th[0].pname, sizeof(th[0].pname), "%s-client", ring);
+	snprintf(th[1].pname, sizeof(th[1].pname), "%s-server", ring);
+	for (uint32_t i = 0; i < 5; i++) {
+		/* send: name 2, cat 1; recv: name 3, cat 1 */
+		r[2 * i] = (struct shmt_record){ .ts = ts0 + i * 1000, .dur = 100, .flow = i + 1,
+						 .pid = pa, .tid = pa, .name = 2, .cat = 1,
+						 .commit = SHMTRACE_KIND_SPAN };
+		r[2 * i + 1] = (struct shmt_record){ .ts = ts0 + i * 1000 + 200, .dur = 100,
+						     .flow = i + 1, .pid = pb, .tid = pb, .name = 3,
+						     .cat = 1, .commit = SHMTRACE_KIND_SPAN };
+	}
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, s, 3), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, th, 2), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, r, 10), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	put_file(path, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* Two runs of two rings exported together: each ring's flow ids and string
+ * ids are its own, so no arrow joins the rings and every name is right; the
+ * second capture has no ring_id (an older collector): its run_id tells it. */
+static void test_two_rings(void **state)
+{
+	/* the same ids for other texts, and "rpc" under two ids */
+	const struct shmt_cap_string sa[3] = { { 1, 3, "rpc" }, { 2, 6, "send-A" }, { 3, 6, "recv-A" } };
+	const struct shmt_cap_string sb[3] = { { 1, 3, "net" }, { 2, 6, "send-B" }, { 3, 3, "rpc" } };
+	char ra[512], rb[512], rc[512], out[512], one[512], bad[512];
+	char *argv[] = { bin, "export", ra, rb, "-o", out, NULL };
+	char *json, *err, want[1200];
+
+	(void)state;
+	/* tmp() reuses its buffers: argv needs its own */
+	snprintf(ra, sizeof(ra), "%s", tmp("ra.cap"));
+	snprintf(rb, sizeof(rb), "%s", tmp("rb.cap"));
+	snprintf(rc, sizeof(rc), "%s", tmp("rc.cap"));
+	snprintf(out, sizeof(out), "%s", tmp("two.json"));
+	snprintf(one, sizeof(one), "%s", tmp("one.json"));
+	snprintf(bad, sizeof(bad), "%s", tmp("bad.json"));
+	/* interleaved in time: flow n of A and flow n of B overlap */
+	make_run(tmp("ra.cap"), "ringA", 11, 0x1234567890abcdefull, 100, 200, sa, 10000);
+	make_run(tmp("rb.cap"), "ringB", 22, 0, 300, 400, sb, 10500);
+	assert_int_equal(run(NULL, tmp("two.err"), argv), 0);
+	json = slurp(tmp("two.json"));
+	err = slurp(tmp("two.err"));
+	/* ten flows of two records each, not five of four */
+	assert_int_equal(count(json, "\"ph\":\"s\""), 10);
+	assert_int_equal(count(json, "\"ph\":\"t\""), 0);
+	assert_int_equal(count(json, "\"ph\":\"f\""), 10);
+	assert_non_null(strstr(json, "\"flows\":10,"));
+	/* names from each ring's own table */
+	assert_int_equal(count(json, "\"name\":\"send-A\""), 5);
+	assert_int_equal(count(json, "\"name\":\"recv-A\""), 5);
+	assert_int_equal(count(json, "\"name\":\"send-B\""), 5);
+	assert_int_equal(count(json, "\"name\":\"rpc\""), 5);
+	assert_int_equal(count(json, "\"cat\":\"rpc\""), 20);
+	assert_int_equal(count(json, "\"cat\":\"net\""), 20);	/* spans and flow events */
+	assert_int_equal(count(json, "\"name\":\"?\""), 0);
+	assert_non_null(strstr(err, "the inputs come from 2 different rings"));
+	assert_int_equal(count(err, "\n"), 1);
+	snprintf(want, sizeof(want), "\"input\":\"%s\",\"inputs\":[\"%s\",\"%s\"],"
+		 "\"rings\":[{\"name\":\"ringA\",\"ring_id\":\"1234567890abcdef\","
+		 "\"run_id\":\"000000000000000b\"},{\"name\":\"ringB\",\"ring_id\":null,"
+		 "\"run_id\":\"0000000000000016\"}]", tmp("ra.cap"), tmp("ra.cap"), tmp("rb.cap"));
+	if (!strstr(json, want))
+		fprintf(stderr, "no %s in %s\n", want, json);
+	assert_non_null(strstr(json, want));
+	free(json);
+	free(err);
+	if (have_devtools()) {
+		const char *expect[] = { "--expect-flows", "10", "--expect-flow-pids", "100,200",
+					 "--expect-flow-pids", "300,400", NULL };
+		int rc = check_trace(tmp("two.json"), expect);
+
+		if (rc) {
+			print_file(tmp("check.err"));
+			print_file(tmp("check.out"));
+		}
+		assert_int_equal(rc, 0);
+	}
+
+	/* one ring alone: no word about rings */
+	argv[3] = "-o";
+	argv[4] = one;
+	argv[5] = NULL;
+	assert_int_equal(run(NULL, tmp("one.err"), argv), 0);
+	err = slurp(tmp("one.err"));
+	assert_null(strstr(err, "rings"));
+	free(err);
+	json = slurp(tmp("one.json"));
+	assert_int_equal(count(json, "\"ph\":\"s\""), 5);
+	assert_int_equal(count(json, "\"name\":\"send-A\""), 5);
+	free(json);
+
+	/* one run id with two ring ids: the files contradict each other */
+	make_run(tmp("rc.cap"), "ringC", 11, 0x42, 500, 600, sb, 10000);
+	argv[3] = rc;
+	argv[4] = "-o";
+	argv[5] = bad;
+	argv[6] = NULL;
+	assert_int_equal(run(NULL, tmp("bad.err"), argv), 1);
+	err = slurp(tmp("bad.err"));
+	assert_non_null(strstr(err, "export them separately"));
+	assert_int_equal(count(err, "\n"), 1);
+	free(err);
+}
+
 /* ---------------------------------------------------------------- bad input */
 
 static void test_bad_files(void **state)
@@ -662,6 +788,13 @@ static void test_capture_from_collector(void **state)
 	assert_int_equal(count(json, "\"ph\":\"s\""), 1);
 	assert_int_equal(count(json, "\"ph\":\"f\""), 1);
 	assert_non_null(strstr(json, "\"complete\":true"));
+	{
+		char want[400];
+
+		/* the collector carried the ring's random identity over */
+		snprintf(want, sizeof(want), "\"rings\":[{\"name\":\"%s\",\"ring_id\":\"", ring);
+		assert_non_null(strstr(json, want));
+	}
 	free(json);
 	if (have_devtools()) {
 		char chain[64];
@@ -846,6 +979,7 @@ int main(void)
 		cmocka_unit_test(test_flows_across_killed_processes),
 		cmocka_unit_test(test_killed_while_holding_lock),
 		cmocka_unit_test(test_capture_parts_dedup_cut),
+		cmocka_unit_test(test_two_rings),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_bad_rings),
 		cmocka_unit_test(test_capture_from_collector),

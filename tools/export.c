@@ -145,7 +145,7 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	if (r->flow && r->commit != SHMTRACE_KIND_COUNTER) {
 		/* written with its flow at the end, when the flow's category is known */
 		struct flow_ev fe = {
-			.flow = r->flow, .ts = r->ts, .dur = r->dur, .pid = pid, .tid = r->tid,
+			.flow = r->flow, .ring = e->src.ring, .ts = r->ts, .dur = r->dur, .pid = pid, .tid = r->tid,
 			.cat = r->cat, .name = r->name, .kind = r->commit,
 		};
 
@@ -359,6 +359,45 @@ static void put_loss(struct exporter *e)
 	}
 }
 
+/* "inputs": every file (or the ring), "rings": the rings they come from. */
+static void put_inputs(struct exporter *e)
+{
+	struct jw *w = e->w;
+
+	jw_puts(w, ",\"inputs\":[");
+	if (e->src.is_ring)
+		jw_cstr(w, e->src.name);
+	for (size_t i = 0; !e->src.is_ring && i < e->src.ninputs; i++) {
+		jw_puts(w, i ? "," : "");
+		jw_cstr(w, e->src.inputs[i]);
+	}
+	jw_puts(w, "],\"rings\":[");
+	for (uint32_t i = 0; i < e->src.nrings; i++) {
+		const char *name;
+		uint64_t ring_id, run_id;
+		char hex[20];
+
+		if (source_ring_info(&e->src, i, &name, &ring_id, &run_id) < 0)
+			break;
+		jw_puts(w, i ? ",{\"name\":" : "{\"name\":");
+		jw_cstr(w, name);
+		/* hex strings: JSON numbers lose bits past 2^53 */
+		jw_puts(w, ",\"ring_id\":");
+		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)ring_id);
+		if (ring_id)
+			jw_cstr(w, hex);
+		else
+			jw_puts(w, "null");
+		if (run_id) {
+			snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)run_id);
+			jw_puts(w, ",\"run_id\":");
+			jw_cstr(w, hex);
+		}
+		jw_puts(w, "}");
+	}
+	jw_puts(w, "]");
+}
+
 static void put_metadata(struct exporter *e)
 {
 	const struct source_loss *l = &e->src.loss;
@@ -382,6 +421,7 @@ static void put_metadata(struct exporter *e)
 	jw_cstr(w, e->src.is_ring ? "ring" : "capture");
 	jw_puts(w, ",\"input\":");
 	jw_cstr(w, e->src.name);
+	put_inputs(e);
 	jw_puts(w, ",\"clock\":");
 	jw_cstr(w, e->src.clock_tsc ? "tsc" : "monotonic");
 	jw_puts(w, ",\"records\":");
@@ -526,6 +566,11 @@ int cmd_export(int argc, char **argv)
 		rc = runtime_error("export", "%s", err);
 		goto done_src;
 	}
+	if (e->src.nrings > 1)
+		/* not an error (two runs side by side is a fair thing to
+		 * look at), but flows and names are kept apart per ring */
+		fprintf(stderr, "shmtrace export: the inputs come from %u different rings; "
+			"flows are joined only within a ring\n", e->src.nrings);
 	/* check_inputs() made sure there is an out */
 	f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
 	if (!f) {
