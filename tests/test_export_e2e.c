@@ -554,6 +554,18 @@ static void test_two_rings(void **state)
 		assert_int_equal(rc, 0);
 	}
 
+	/* svg draws the same ten arrows, not fifteen between four processes */
+	{
+		char svg[512];
+		char *sargv[] = { bin, "svg", ra, rb, "-o", svg, NULL };
+
+		snprintf(svg, sizeof(svg), "%s", tmp("two.svg"));
+		assert_int_equal(run(NULL, NULL, sargv), 0);
+		json = slurp(svg);
+		assert_int_equal(count(json, "<path class=\"a\""), 10);
+		free(json);
+	}
+
 	/* one ring alone: no word about rings */
 	argv[3] = "-o";
 	argv[4] = one;
