@@ -592,6 +592,102 @@ static void test_two_rings(void **state)
 	free(err);
 }
 
+/* Spans that start together on one thread: each flow must bind to the
+ * slice that carries it, not to an outer one of the same start. */
+static void test_flow_start_collisions(void **state)
+{
+	const struct shmt_cap_string str[] = {
+		{ 1, 3, "rpc" }, { 2, 7, "request" }, { 3, 4, "send" }, { 4, 4, "recv" },
+		{ 5, 4, "tick" }, { 6, 4, "step" }, { 7, 4, "mark" },
+	};
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .run_id = 5, .ring_id = 55, .ring_capacity = 1024,
+		.realtime0 = 1700000000000000000ull, .mono0 = 1000, .started_ns = 1000,
+	};
+	struct shmt_thread th[2] = { { .pid = 100, .tid = 100, .start_time = 5 },
+				     { .pid = 200, .tid = 200, .start_time = 6 } };
+#define R(ts_, dur_, flow_, pid_, name_, kind_) \
+	{ .ts = ts_, .dur = dur_, .flow = flow_, .pid = pid_, .tid = pid_, .name = name_, \
+	  .cat = 1, .commit = kind_ }
+	/* in ring order: a span is recorded when it ends, so the inner first */
+	const struct shmt_record r[] = {
+		/* inner "send" with flow 1 under an outer "request" without,
+		 * an instant 1 ns later: the send moves by 2 ns */
+		R(50000, 200, 1, 100, 3, SHMTRACE_KIND_SPAN),
+		R(50001, 0, 0, 100, 5, SHMTRACE_KIND_INSTANT),
+		R(50000, 1000, 0, 100, 2, SHMTRACE_KIND_SPAN),
+		R(50500, 100, 1, 200, 4, SHMTRACE_KIND_SPAN),
+		/* two sends with flows 2 and 3 inside a request, all at once:
+		 * the longer send first (+1 ns), the shorter after (+2 ns) */
+		R(60000, 100, 2, 100, 3, SHMTRACE_KIND_SPAN),
+		R(60000, 300, 3, 100, 3, SHMTRACE_KIND_SPAN),
+		R(60000, 1000, 0, 100, 2, SHMTRACE_KIND_SPAN),
+		R(60500, 100, 2, 200, 4, SHMTRACE_KIND_SPAN),
+		R(60600, 100, 3, 200, 4, SHMTRACE_KIND_SPAN),
+		/* the event without a flow comes first this time: an instant
+		 * with flow 4 where a span starts */
+		R(70000, 50, 0, 100, 6, SHMTRACE_KIND_SPAN),
+		R(70000, 0, 4, 100, 7, SHMTRACE_KIND_INSTANT),
+		R(70500, 100, 4, 200, 4, SHMTRACE_KIND_SPAN),
+	};
+#undef R
+	struct shmt_cap_end end = { .records = 12, .end_ns = 90000 };
+	char cap[512], out[512];
+	char *argv[] = { bin, "export", cap, "-o", out, NULL };
+	msgpack_sbuffer b;
+	char *json;
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("coll.cap"));
+	snprintf(out, sizeof(out), "%s", tmp("coll.json"));
+	snprintf(h.ring, sizeof(h.ring), "coll");
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, str, 7), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, th, 2), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, r, 12), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &end), 0);
+	put_file(cap, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+
+	assert_int_equal(run(NULL, tmp("coll.err"), argv), 0);
+	json = slurp(out);
+	/* the slice and its flow event, at the new start; the end kept */
+	assert_int_equal(count(json, "\"ts\":50.002,\"dur\":0.198,"), 1);
+	assert_int_equal(count(json, "\"ts\":50.002"), 2);
+	assert_int_equal(count(json, "\"ts\":60.001,\"dur\":0.299,"), 1);
+	assert_int_equal(count(json, "\"ts\":60.002,\"dur\":0.098,"), 1);
+	assert_int_equal(count(json, "\"ts\":70.001"), 2);
+	/* the events without a flow did not move */
+	assert_int_equal(count(json, "\"ts\":50.000,\"dur\":1.000,"), 1);
+	assert_int_equal(count(json, "\"ts\":50.001"), 1);
+	assert_int_equal(count(json, "\"ts\":70.000,\"dur\":0.050,"), 1);
+	assert_non_null(strstr(json, "\"flow_starts_moved\":4,"));
+	free(json);
+	if (have_devtools()) {
+		const char *expect[] = { "--expect-flows", "4", NULL };
+		int rc = check_trace(out, expect);
+		char *seen;
+
+		if (rc) {
+			print_file(tmp("check.err"));
+			print_file(tmp("check.out"));
+		}
+		assert_int_equal(rc, 0);
+		/* what DevTools bound each flow to */
+		seen = slurp(tmp("check.out"));
+		if (count(seen, "request") || count(seen, "step"))
+			fprintf(stderr, "%s\n", seen);
+		assert_int_equal(count(seen, "\"request\""), 0);
+		assert_int_equal(count(seen, "\"step\""), 0);
+		assert_non_null(strstr(seen, "[100,100,50.002,\"send\"],[200,200,50.5,\"recv\"]"));
+		assert_non_null(strstr(seen, "[100,100,60.001,\"send\"],[200,200,60.6,\"recv\"]"));
+		assert_non_null(strstr(seen, "[100,100,60.002,\"send\"],[200,200,60.5,\"recv\"]"));
+		assert_non_null(strstr(seen, "[100,100,70.001,\"mark\"],[200,200,70.5,\"recv\"]"));
+		free(seen);
+	}
+}
+
 /* ---------------------------------------------------------------- bad input */
 
 static void test_bad_files(void **state)
@@ -992,6 +1088,7 @@ int main(void)
 		cmocka_unit_test(test_killed_while_holding_lock),
 		cmocka_unit_test(test_capture_parts_dedup_cut),
 		cmocka_unit_test(test_two_rings),
+		cmocka_unit_test(test_flow_start_collisions),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_bad_rings),
 		cmocka_unit_test(test_capture_from_collector),

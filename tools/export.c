@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bind.h"
 #include "cli.h"
 #include "flows.h"
 #include "json_writer.h"
@@ -24,6 +25,7 @@ struct exporter {
 	struct source src;
 	struct procs ps;
 	struct flows fl;
+	struct bind bind;		/* where events without a flow start */
 	struct u64map seen;		/* (outpid << 32 | tid) of every record written */
 	struct jw *w;
 	struct filter flt;		/* window relative to t0 = earliest record */
@@ -154,6 +156,7 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 		size_t len;
 		const char *cat = source_string(&e->src, r->cat, &len);
 
+		bind_note(&e->bind, pid, r->tid, r->ts);
 		put_event(e, r->commit, pid, r->tid, r->ts, r->dur, cat, len, r->name);
 	}
 	return e->w->err;
@@ -428,6 +431,8 @@ static void put_metadata(struct exporter *e)
 	jw_u64(w, e->events);
 	jw_puts(w, ",\"flows\":");
 	jw_u64(w, e->flows);
+	jw_puts(w, ",\"flow_starts_moved\":");
+	jw_u64(w, e->bind.moved);
 	jw_puts(w, ",\"dropped\":");
 	jw_u64(w, l->dropped);
 	jw_puts(w, ",\"overwritten\":");
@@ -461,8 +466,36 @@ static int on_min_ts(void *ctx, const struct shmt_record *r, uint64_t start_time
 	return 0;
 }
 
+/* The verification pass of bind_resolve(): the events on_record() wrote
+ * as they came, again. */
+struct rescan {
+	struct exporter *e;
+	char *err;
+	size_t errlen;
+};
+
+static int on_rescan(void *ctx, const struct shmt_record *r, uint64_t start_time)
+{
+	struct exporter *e = ctx;
+
+	if (!wanted(e, r) || (r->flow && r->commit != SHMTRACE_KIND_COUNTER))
+		return 0;
+	bind_seen(&e->bind, procs_outpid(&e->ps, r->pid, start_time, r->ts), r->tid, r->ts);
+	return 0;
+}
+
+static int rescan(void *ctx)
+{
+	struct rescan *rs = ctx;
+	int ret = source_records(&rs->e->src, on_rescan, rs->e, rs->err, rs->errlen);
+
+	return ret < 0 ? ret : 0;
+}
+
 static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 {
+	struct rescan rs = { .e = e, .err = err, .errlen = errlen };
+
 	int ret;
 
 	ret = procs_build(&e->ps, e->src.thr, e->src.nthr);
@@ -490,6 +523,10 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 		err[0] = 0;
 		return e->w->err;
 	}
+	if (ret < 0)
+		return ret;
+	/* each flow's slice the only event of its thread at its start */
+	ret = bind_resolve(&e->bind, e->fl.v, e->fl.n, rescan, &rs);
 	if (ret < 0)
 		return ret;
 	ret = flows_assemble(&e->fl, on_flow, e, &e->flows);
@@ -581,7 +618,9 @@ int cmd_export(int argc, char **argv)
 	flows_init(&e->fl);
 	u64map_init(&e->seen);
 	err[0] = 0;
-	ret = run_export(e, f, err, sizeof(err));
+	ret = bind_init(&e->bind);
+	if (ret == 0)
+		ret = run_export(e, f, err, sizeof(err));
 	if (f != stdout && fclose(f) != 0 && ret == 0)
 		ret = -errno;
 	if (ret < 0) {
@@ -598,6 +637,7 @@ int cmd_export(int argc, char **argv)
 				out);
 	}
 	flows_free(&e->fl);
+	bind_free(&e->bind);
 	free(e->fcat);
 	u64map_free(&e->seen);
 	procs_free(&e->ps);
