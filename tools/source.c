@@ -50,7 +50,7 @@ static int set_text(char **str, uint32_t *slen, uint32_t n, uint32_t id, const c
 {
 	char *c;
 
-	if (id == 0 || id >= n)
+	if (!str || id == 0 || id >= n)
 		return 0;
 	c = malloc(len + 1);
 	if (!c)
@@ -408,7 +408,7 @@ static int merge_strings(struct source *s, char *err, size_t errlen)
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
-		for (uint32_t id = 1; id < CAP_MAX_STRINGS; id++) {
+		for (uint32_t id = 1; run->str && id < CAP_MAX_STRINGS; id++) {
 			const char *t = run->str[id];
 			uint32_t len = run->slen[id], h;
 
