@@ -57,6 +57,10 @@ struct shmt_cap_header {
 	uint64_t realtime0;		/* wall clock anchor, ns since the epoch ... */
 	uint64_t mono0;			/* ... taken together with this ring time */
 	uint64_t started_ns;		/* ring time when the collector started */
+	/* trailing field 14 (optional): the ring's random identity, which
+	 * scopes its flow ids and string ids; 0 when the file has none (an
+	 * older collector) or the ring has none (ring format 1.0) */
+	uint64_t ring_id;
 };
 
 struct shmt_cap_string {

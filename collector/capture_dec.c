@@ -218,6 +218,9 @@ static int dec_header(const msgpack_object *v, size_t n, struct shmt_cap_header 
 	GET(&v[10], UINT64_MAX, h->realtime0, "realtime0");
 	GET(&v[11], UINT64_MAX, h->mono0, "mono0");
 	GET(&v[12], UINT64_MAX, h->started_ns, "started_ns");
+	/* appended later: files of older collectors end before it */
+	if (n >= 14)
+		GET(&v[13], UINT64_MAX, h->ring_id, "ring_id");
 	return 0;
 }
 

@@ -78,7 +78,7 @@ int shmt_cap_put_header(msgpack_sbuffer *b, const struct shmt_cap_header *h)
 {
 	struct frame fr;
 
-	frame_begin(&fr, b, b->size, SHMT_CAP_HEADER, 13);
+	frame_begin(&fr, b, b->size, SHMT_CAP_HEADER, 14);
 	put_str(&fr, SHMT_CAP_MAGIC, strlen(SHMT_CAP_MAGIC));
 	put_u64(&fr, SHMT_CAP_VERSION);
 	put_u64(&fr, h->part);
@@ -92,6 +92,7 @@ int shmt_cap_put_header(msgpack_sbuffer *b, const struct shmt_cap_header *h)
 	put_u64(&fr, h->realtime0);
 	put_u64(&fr, h->mono0);
 	put_u64(&fr, h->started_ns);
+	put_u64(&fr, h->ring_id);	/* trailing: older readers skip it */
 	return frame_end(&fr);
 }
 

@@ -80,6 +80,7 @@ static int put_header(struct drain *d)
 	h.realtime0 = d->v.clock.realtime0;
 	h.mono0 = d->v.clock.mono0;
 	h.started_ns = shmtrace_now();
+	h.ring_id = d->v.minor >= 1 ? d->v.h->ring_id : 0;	/* format 1.0: none */
 	return shmt_cap_put_header(cw_buffer(&d->w), &h);
 }
 

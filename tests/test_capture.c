@@ -28,7 +28,7 @@ static struct shmt_cap_header sample_header(void)
 		.version = SHMT_CAP_VERSION, .part = 2, .run_id = 0x1122334455667788ull,
 		.ring_capacity = 4096, .ring_mode = 1, .clock_tsc = 1,
 		.collector_pid = 4242, .realtime0 = 1700000000000000000ull,
-		.mono0 = 123456789, .started_ns = 987654321,
+		.mono0 = 123456789, .started_ns = 987654321, .ring_id = 0xabcdef0123456789ull,
 	};
 
 	strcpy(h.host, "builder-7");
@@ -493,15 +493,16 @@ static void test_random_bytes(void **state)
 	msgpack_sbuffer_destroy(&b);
 }
 
-/* A header frame of the given version, by hand. */
-static void put_header_version(msgpack_sbuffer *b, uint64_t version, int extra)
+/* A header frame of the given version, by hand: the 13 fields of the
+ * first collectors, then ring_id unless old, then extra unknown fields. */
+static void put_header_fields(msgpack_sbuffer *b, uint64_t version, bool old, int extra)
 {
 	struct shmt_cap_header h = sample_header();
 	size_t start = b->size;
 	msgpack_packer pk;
 
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	msgpack_pack_array(&pk, 15 + extra);
+	msgpack_pack_array(&pk, 15 + !old + extra);
 	msgpack_pack_uint64(&pk, SHMT_CAP_HEADER);
 	msgpack_pack_str_with_body(&pk, "SHMTCAP", 7);
 	msgpack_pack_uint64(&pk, version);
@@ -516,9 +517,41 @@ static void put_header_version(msgpack_sbuffer *b, uint64_t version, int extra)
 	msgpack_pack_uint64(&pk, h.realtime0);
 	msgpack_pack_uint64(&pk, h.mono0);
 	msgpack_pack_uint64(&pk, h.started_ns);
+	if (!old)
+		msgpack_pack_uint64(&pk, h.ring_id);
 	for (int i = 0; i < extra; i++)	/* a newer minor's fields */
 		msgpack_pack_map(&pk, 0);
 	finish(b, start);
+}
+
+static void put_header_version(msgpack_sbuffer *b, uint64_t version, int extra)
+{
+	put_header_fields(b, version, false, extra);
+}
+
+/* A header without ring_id (an older collector) reads with ring_id 0. */
+static void test_header_without_ring_id(void **state)
+{
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	struct shmt_cap_header h = sample_header();
+	struct shmt_cap_frame f;
+	msgpack_sbuffer b;
+
+	(void)state;
+	msgpack_sbuffer_init(&b);
+	put_header_fields(&b, SHMT_CAP_VERSION, true, 0);
+	assert_int_equal(decode_buf(&b, &f, z), (long)b.size);
+	assert_int_equal(f.type, SHMT_CAP_HEADER);
+	h.ring_id = 0;
+	assert_memory_equal(&f.header, &h, sizeof(h));
+	/* and the encoder writes it, as field 14 */
+	msgpack_sbuffer_clear(&b);
+	h.ring_id = 77;
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(decode_buf(&b, &f, z), (long)b.size);
+	assert_int_equal(f.header.ring_id, 77);
+	msgpack_zone_free(z);
+	msgpack_sbuffer_destroy(&b);
 }
 
 static void test_newer_version(void **state)
@@ -805,6 +838,7 @@ int main(void)
 		cmocka_unit_test(test_bad_records),
 		cmocka_unit_test(test_bad_frames),
 		cmocka_unit_test(test_after_end_and_second_header),
+		cmocka_unit_test(test_header_without_ring_id),
 		cmocka_unit_test(test_big_file),
 	};
 

@@ -454,6 +454,240 @@ static void test_capture_parts_dedup_cut(void **state)
 	msgpack_sbuffer_destroy(&p1);
 }
 
+/* A run of a ring of its own: flows 1..5 from process pa to process pb
+ * (ids count from 1 in every ring), names interned in its own order. */
+static void make_run(const char *path, const char *ring, uint64_t run_id, uint64_t ring_id,
+		     uint32_t pa, uint32_t pb, const struct shmt_cap_string *s, uint64_t ts0)
+{
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .run_id = run_id, .ring_id = ring_id,
+		.ring_capacity = 1024, .realtime0 = 1700000000000000000ull, .mono0 = 1000,
+		.started_ns = ts0,
+	};
+	struct shmt_thread th[2] = { { .pid = pa, .tid = pa, .start_time = 5 },
+				     { .pid = pb, .tid = pb, .start_time = 6 } };
+	struct shmt_cap_end e = { .records = 10, .end_ns = ts0 + 100000 };
+	struct shmt_record r[10];
+	msgpack_sbuffer b;
+
+	snprintf(h.ring, sizeof(h.ring), "%s", ring);
+	snprintf(th[0].pname, sizeof(th[0].pname), "%s-client", ring);
+	snprintf(th[1].pname, sizeof(th[1].pname), "%s-server", ring);
+	for (uint32_t i = 0; i < 5; i++) {
+		/* send: name 2, cat 1; recv: name 3, cat 1 */
+		r[2 * i] = (struct shmt_record){ .ts = ts0 + i * 1000, .dur = 100, .flow = i + 1,
+						 .pid = pa, .tid = pa, .name = 2, .cat = 1,
+						 .commit = SHMTRACE_KIND_SPAN };
+		r[2 * i + 1] = (struct shmt_record){ .ts = ts0 + i * 1000 + 200, .dur = 100,
+						     .flow = i + 1, .pid = pb, .tid = pb, .name = 3,
+						     .cat = 1, .commit = SHMTRACE_KIND_SPAN };
+	}
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, s, 3), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, th, 2), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, r, 10), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	put_file(path, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* Two runs of two rings exported together: each ring's flow ids and string
+ * ids are its own, so no arrow joins the rings and every name is right; the
+ * second capture has no ring_id (an older collector): its run_id tells it. */
+static void test_two_rings(void **state)
+{
+	/* the same ids for other texts, and "rpc" under two ids */
+	const struct shmt_cap_string sa[3] = { { 1, 3, "rpc" }, { 2, 6, "send-A" }, { 3, 6, "recv-A" } };
+	const struct shmt_cap_string sb[3] = { { 1, 3, "net" }, { 2, 6, "send-B" }, { 3, 3, "rpc" } };
+	char ra[512], rb[512], rc[512], out[512], one[512], bad[512];
+	char *argv[] = { bin, "export", ra, rb, "-o", out, NULL };
+	char *json, *err, want[1200];
+
+	(void)state;
+	/* tmp() reuses its buffers: argv needs its own */
+	snprintf(ra, sizeof(ra), "%s", tmp("ra.cap"));
+	snprintf(rb, sizeof(rb), "%s", tmp("rb.cap"));
+	snprintf(rc, sizeof(rc), "%s", tmp("rc.cap"));
+	snprintf(out, sizeof(out), "%s", tmp("two.json"));
+	snprintf(one, sizeof(one), "%s", tmp("one.json"));
+	snprintf(bad, sizeof(bad), "%s", tmp("bad.json"));
+	/* interleaved in time: flow n of A and flow n of B overlap */
+	make_run(tmp("ra.cap"), "ringA", 11, 0x1234567890abcdefull, 100, 200, sa, 10000);
+	make_run(tmp("rb.cap"), "ringB", 22, 0, 300, 400, sb, 10500);
+	assert_int_equal(run(NULL, tmp("two.err"), argv), 0);
+	json = slurp(tmp("two.json"));
+	err = slurp(tmp("two.err"));
+	/* ten flows of two records each, not five of four */
+	assert_int_equal(count(json, "\"ph\":\"s\""), 10);
+	assert_int_equal(count(json, "\"ph\":\"t\""), 0);
+	assert_int_equal(count(json, "\"ph\":\"f\""), 10);
+	assert_non_null(strstr(json, "\"flows\":10,"));
+	/* names from each ring's own table */
+	assert_int_equal(count(json, "\"name\":\"send-A\""), 5);
+	assert_int_equal(count(json, "\"name\":\"recv-A\""), 5);
+	assert_int_equal(count(json, "\"name\":\"send-B\""), 5);
+	assert_int_equal(count(json, "\"name\":\"rpc\""), 5);
+	assert_int_equal(count(json, "\"cat\":\"rpc\""), 20);
+	assert_int_equal(count(json, "\"cat\":\"net\""), 20);	/* spans and flow events */
+	assert_int_equal(count(json, "\"name\":\"?\""), 0);
+	assert_non_null(strstr(err, "the inputs come from 2 different rings"));
+	assert_int_equal(count(err, "\n"), 1);
+	snprintf(want, sizeof(want), "\"input\":\"%s\",\"inputs\":[\"%s\",\"%s\"],"
+		 "\"rings\":[{\"name\":\"ringA\",\"ring_id\":\"1234567890abcdef\","
+		 "\"run_id\":\"000000000000000b\"},{\"name\":\"ringB\",\"ring_id\":null,"
+		 "\"run_id\":\"0000000000000016\"}]", tmp("ra.cap"), tmp("ra.cap"), tmp("rb.cap"));
+	if (!strstr(json, want))
+		fprintf(stderr, "no %s in %s\n", want, json);
+	assert_non_null(strstr(json, want));
+	free(json);
+	free(err);
+	if (have_devtools()) {
+		const char *expect[] = { "--expect-flows", "10", "--expect-flow-pids", "100,200",
+					 "--expect-flow-pids", "300,400", NULL };
+		int rc = check_trace(tmp("two.json"), expect);
+
+		if (rc) {
+			print_file(tmp("check.err"));
+			print_file(tmp("check.out"));
+		}
+		assert_int_equal(rc, 0);
+	}
+
+	/* svg draws the same ten arrows, not fifteen between four processes */
+	{
+		char svg[512];
+		char *sargv[] = { bin, "svg", ra, rb, "-o", svg, NULL };
+
+		snprintf(svg, sizeof(svg), "%s", tmp("two.svg"));
+		assert_int_equal(run(NULL, NULL, sargv), 0);
+		json = slurp(svg);
+		assert_int_equal(count(json, "<path class=\"a\""), 10);
+		free(json);
+	}
+
+	/* one ring alone: no word about rings */
+	argv[3] = "-o";
+	argv[4] = one;
+	argv[5] = NULL;
+	assert_int_equal(run(NULL, tmp("one.err"), argv), 0);
+	err = slurp(tmp("one.err"));
+	assert_null(strstr(err, "rings"));
+	free(err);
+	json = slurp(tmp("one.json"));
+	assert_int_equal(count(json, "\"ph\":\"s\""), 5);
+	assert_int_equal(count(json, "\"name\":\"send-A\""), 5);
+	free(json);
+
+	/* one run id with two ring ids: the files contradict each other */
+	make_run(tmp("rc.cap"), "ringC", 11, 0x42, 500, 600, sb, 10000);
+	argv[3] = rc;
+	argv[4] = "-o";
+	argv[5] = bad;
+	argv[6] = NULL;
+	assert_int_equal(run(NULL, tmp("bad.err"), argv), 1);
+	err = slurp(tmp("bad.err"));
+	assert_non_null(strstr(err, "export them separately"));
+	assert_int_equal(count(err, "\n"), 1);
+	free(err);
+}
+
+/* Spans that start together on one thread: each flow must bind to the
+ * slice that carries it, not to an outer one of the same start. */
+static void test_flow_start_collisions(void **state)
+{
+	const struct shmt_cap_string str[] = {
+		{ 1, 3, "rpc" }, { 2, 7, "request" }, { 3, 4, "send" }, { 4, 4, "recv" },
+		{ 5, 4, "tick" }, { 6, 4, "step" }, { 7, 4, "mark" },
+	};
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .run_id = 5, .ring_id = 55, .ring_capacity = 1024,
+		.realtime0 = 1700000000000000000ull, .mono0 = 1000, .started_ns = 1000,
+	};
+	struct shmt_thread th[2] = { { .pid = 100, .tid = 100, .start_time = 5 },
+				     { .pid = 200, .tid = 200, .start_time = 6 } };
+#define R(ts_, dur_, flow_, pid_, name_, kind_) \
+	{ .ts = ts_, .dur = dur_, .flow = flow_, .pid = pid_, .tid = pid_, .name = name_, \
+	  .cat = 1, .commit = kind_ }
+	/* in ring order: a span is recorded when it ends, so the inner first */
+	const struct shmt_record r[] = {
+		/* inner "send" with flow 1 under an outer "request" without,
+		 * an instant 1 ns later: the send moves by 2 ns */
+		R(50000, 200, 1, 100, 3, SHMTRACE_KIND_SPAN),
+		R(50001, 0, 0, 100, 5, SHMTRACE_KIND_INSTANT),
+		R(50000, 1000, 0, 100, 2, SHMTRACE_KIND_SPAN),
+		R(50500, 100, 1, 200, 4, SHMTRACE_KIND_SPAN),
+		/* two sends with flows 2 and 3 inside a request, all at once:
+		 * the longer send first (+1 ns), the shorter after (+2 ns) */
+		R(60000, 100, 2, 100, 3, SHMTRACE_KIND_SPAN),
+		R(60000, 300, 3, 100, 3, SHMTRACE_KIND_SPAN),
+		R(60000, 1000, 0, 100, 2, SHMTRACE_KIND_SPAN),
+		R(60500, 100, 2, 200, 4, SHMTRACE_KIND_SPAN),
+		R(60600, 100, 3, 200, 4, SHMTRACE_KIND_SPAN),
+		/* the event without a flow comes first this time: an instant
+		 * with flow 4 where a span starts */
+		R(70000, 50, 0, 100, 6, SHMTRACE_KIND_SPAN),
+		R(70000, 0, 4, 100, 7, SHMTRACE_KIND_INSTANT),
+		R(70500, 100, 4, 200, 4, SHMTRACE_KIND_SPAN),
+	};
+#undef R
+	struct shmt_cap_end end = { .records = 12, .end_ns = 90000 };
+	char cap[512], out[512];
+	char *argv[] = { bin, "export", cap, "-o", out, NULL };
+	msgpack_sbuffer b;
+	char *json;
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("coll.cap"));
+	snprintf(out, sizeof(out), "%s", tmp("coll.json"));
+	snprintf(h.ring, sizeof(h.ring), "coll");
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, str, 7), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, th, 2), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, r, 12), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &end), 0);
+	put_file(cap, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+
+	assert_int_equal(run(NULL, tmp("coll.err"), argv), 0);
+	json = slurp(out);
+	/* the slice and its flow event, at the new start; the end kept */
+	assert_int_equal(count(json, "\"ts\":50.002,\"dur\":0.198,"), 1);
+	assert_int_equal(count(json, "\"ts\":50.002"), 2);
+	assert_int_equal(count(json, "\"ts\":60.001,\"dur\":0.299,"), 1);
+	assert_int_equal(count(json, "\"ts\":60.002,\"dur\":0.098,"), 1);
+	assert_int_equal(count(json, "\"ts\":70.001"), 2);
+	/* the events without a flow did not move */
+	assert_int_equal(count(json, "\"ts\":50.000,\"dur\":1.000,"), 1);
+	assert_int_equal(count(json, "\"ts\":50.001"), 1);
+	assert_int_equal(count(json, "\"ts\":70.000,\"dur\":0.050,"), 1);
+	assert_non_null(strstr(json, "\"flow_starts_moved\":4,"));
+	free(json);
+	if (have_devtools()) {
+		const char *expect[] = { "--expect-flows", "4", NULL };
+		int rc = check_trace(out, expect);
+		char *seen;
+
+		if (rc) {
+			print_file(tmp("check.err"));
+			print_file(tmp("check.out"));
+		}
+		assert_int_equal(rc, 0);
+		/* what DevTools bound each flow to */
+		seen = slurp(tmp("check.out"));
+		if (count(seen, "request") || count(seen, "step"))
+			fprintf(stderr, "%s\n", seen);
+		assert_int_equal(count(seen, "\"request\""), 0);
+		assert_int_equal(count(seen, "\"step\""), 0);
+		assert_non_null(strstr(seen, "[100,100,50.002,\"send\"],[200,200,50.5,\"recv\"]"));
+		assert_non_null(strstr(seen, "[100,100,60.001,\"send\"],[200,200,60.6,\"recv\"]"));
+		assert_non_null(strstr(seen, "[100,100,60.002,\"send\"],[200,200,60.5,\"recv\"]"));
+		assert_non_null(strstr(seen, "[100,100,70.001,\"mark\"],[200,200,70.5,\"recv\"]"));
+		free(seen);
+	}
+}
+
 /* ---------------------------------------------------------------- bad input */
 
 static void test_bad_files(void **state)
@@ -662,6 +896,13 @@ static void test_capture_from_collector(void **state)
 	assert_int_equal(count(json, "\"ph\":\"s\""), 1);
 	assert_int_equal(count(json, "\"ph\":\"f\""), 1);
 	assert_non_null(strstr(json, "\"complete\":true"));
+	{
+		char want[400];
+
+		/* the collector carried the ring's random identity over */
+		snprintf(want, sizeof(want), "\"rings\":[{\"name\":\"%s\",\"ring_id\":\"", ring);
+		assert_non_null(strstr(json, want));
+	}
 	free(json);
 	if (have_devtools()) {
 		char chain[64];
@@ -847,6 +1088,8 @@ int main(void)
 		cmocka_unit_test(test_flows_across_killed_processes),
 		cmocka_unit_test(test_killed_while_holding_lock),
 		cmocka_unit_test(test_capture_parts_dedup_cut),
+		cmocka_unit_test(test_two_rings),
+		cmocka_unit_test(test_flow_start_collisions),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_bad_rings),
 		cmocka_unit_test(test_capture_from_collector),

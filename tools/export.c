@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bind.h"
 #include "cli.h"
 #include "flows.h"
 #include "json_writer.h"
@@ -24,6 +25,7 @@ struct exporter {
 	struct source src;
 	struct procs ps;
 	struct flows fl;
+	struct bind bind;		/* where events without a flow start */
 	struct u64map seen;		/* (outpid << 32 | tid) of every record written */
 	struct jw *w;
 	struct filter flt;		/* window relative to t0 = earliest record */
@@ -155,7 +157,7 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	if (r->flow && r->commit != SHMTRACE_KIND_COUNTER) {
 		/* written with its flow at the end, when the flow's category is known */
 		struct flow_ev fe = {
-			.flow = r->flow, .ts = r->ts, .dur = r->dur, .pid = pid, .tid = r->tid,
+			.flow = r->flow, .ring = e->src.ring, .ts = r->ts, .dur = r->dur, .pid = pid, .tid = r->tid,
 			.cat = r->cat, .name = r->name, .kind = r->commit,
 		};
 
@@ -165,6 +167,7 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 		const char *cat = source_string(&e->src, r->cat, &len);
 
 		count_names(e, r->name, r->cat);
+		bind_note(&e->bind, pid, r->tid, r->ts);
 		put_event(e, r->commit, pid, r->tid, r->ts, r->dur, cat, len, r->name);
 	}
 	return e->w->err;
@@ -447,6 +450,45 @@ static void put_loss(struct exporter *e)
 	warn_names(e);
 }
 
+/* "inputs": every file (or the ring), "rings": the rings they come from. */
+static void put_inputs(struct exporter *e)
+{
+	struct jw *w = e->w;
+
+	jw_puts(w, ",\"inputs\":[");
+	if (e->src.is_ring)
+		jw_cstr(w, e->src.name);
+	for (size_t i = 0; !e->src.is_ring && i < e->src.ninputs; i++) {
+		jw_puts(w, i ? "," : "");
+		jw_cstr(w, e->src.inputs[i]);
+	}
+	jw_puts(w, "],\"rings\":[");
+	for (uint32_t i = 0; i < e->src.nrings; i++) {
+		const char *name;
+		uint64_t ring_id, run_id;
+		char hex[20];
+
+		if (source_ring_info(&e->src, i, &name, &ring_id, &run_id) < 0)
+			break;
+		jw_puts(w, i ? ",{\"name\":" : "{\"name\":");
+		jw_cstr(w, name);
+		/* hex strings: JSON numbers lose bits past 2^53 */
+		jw_puts(w, ",\"ring_id\":");
+		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)ring_id);
+		if (ring_id)
+			jw_cstr(w, hex);
+		else
+			jw_puts(w, "null");
+		if (run_id) {
+			snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)run_id);
+			jw_puts(w, ",\"run_id\":");
+			jw_cstr(w, hex);
+		}
+		jw_puts(w, "}");
+	}
+	jw_puts(w, "]");
+}
+
 static void put_metadata(struct exporter *e)
 {
 	const struct source_loss *l = &e->src.loss;
@@ -470,12 +512,15 @@ static void put_metadata(struct exporter *e)
 	jw_cstr(w, e->src.is_ring ? "ring" : "capture");
 	jw_puts(w, ",\"input\":");
 	jw_cstr(w, e->src.name);
+	put_inputs(e);
 	jw_puts(w, ",\"clock\":");
 	jw_cstr(w, e->src.clock_tsc ? "tsc" : "monotonic");
 	jw_puts(w, ",\"records\":");
 	jw_u64(w, e->events);
 	jw_puts(w, ",\"flows\":");
 	jw_u64(w, e->flows);
+	jw_puts(w, ",\"flow_starts_moved\":");
+	jw_u64(w, e->bind.moved);
 	jw_puts(w, ",\"dropped\":");
 	jw_u64(w, l->dropped);
 	jw_puts(w, ",\"overwritten\":");
@@ -523,8 +568,36 @@ static int on_min_ts(void *ctx, const struct shmt_record *r, uint64_t start_time
 	return 0;
 }
 
+/* The verification pass of bind_resolve(): the events on_record() wrote
+ * as they came, again. */
+struct rescan {
+	struct exporter *e;
+	char *err;
+	size_t errlen;
+};
+
+static int on_rescan(void *ctx, const struct shmt_record *r, uint64_t start_time)
+{
+	struct exporter *e = ctx;
+
+	if (!wanted(e, r) || (r->flow && r->commit != SHMTRACE_KIND_COUNTER))
+		return 0;
+	bind_seen(&e->bind, procs_outpid(&e->ps, r->pid, start_time, r->ts), r->tid, r->ts);
+	return 0;
+}
+
+static int rescan(void *ctx)
+{
+	struct rescan *rs = ctx;
+	int ret = source_records(&rs->e->src, on_rescan, rs->e, rs->err, rs->errlen);
+
+	return ret < 0 ? ret : 0;
+}
+
 static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 {
+	struct rescan rs = { .e = e, .err = err, .errlen = errlen };
+
 	int ret;
 
 	ret = procs_build(&e->ps, e->src.thr, e->src.nthr);
@@ -552,6 +625,10 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 		err[0] = 0;
 		return e->w->err;
 	}
+	if (ret < 0)
+		return ret;
+	/* each flow's slice the only event of its thread at its start */
+	ret = bind_resolve(&e->bind, e->fl.v, e->fl.n, rescan, &rs);
 	if (ret < 0)
 		return ret;
 	ret = flows_assemble(&e->fl, on_flow, e, &e->flows);
@@ -628,6 +705,11 @@ int cmd_export(int argc, char **argv)
 		rc = runtime_error("export", "%s", err);
 		goto done_src;
 	}
+	if (e->src.nrings > 1)
+		/* not an error (two runs side by side is a fair thing to
+		 * look at), but flows and names are kept apart per ring */
+		fprintf(stderr, "shmtrace export: the inputs come from %u different rings; "
+			"flows are joined only within a ring\n", e->src.nrings);
 	/* check_inputs() made sure there is an out */
 	f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
 	if (!f) {
@@ -638,7 +720,9 @@ int cmd_export(int argc, char **argv)
 	flows_init(&e->fl);
 	u64map_init(&e->seen);
 	err[0] = 0;
-	ret = run_export(e, f, err, sizeof(err));
+	ret = bind_init(&e->bind);
+	if (ret == 0)
+		ret = run_export(e, f, err, sizeof(err));
 	if (f != stdout && fclose(f) != 0 && ret == 0)
 		ret = -errno;
 	if (ret < 0) {
@@ -655,6 +739,7 @@ int cmd_export(int argc, char **argv)
 				out);
 	}
 	flows_free(&e->fl);
+	bind_free(&e->bind);
 	free(e->fcat);
 	u64map_free(&e->seen);
 	procs_free(&e->ps);

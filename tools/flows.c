@@ -44,7 +44,7 @@ static int cmp_ev(const void *pa, const void *pb)
 	const struct flow_ev *a = pa, *b = pb;
 	int c;
 
-	if ((c = CMP(a->flow, b->flow)) || (c = CMP(a->ts, b->ts)) || (c = CMP(a->pid, b->pid)) ||
+	if ((c = CMP(a->ring, b->ring)) || (c = CMP(a->flow, b->flow)) || (c = CMP(a->ts, b->ts)) || (c = CMP(a->pid, b->pid)) ||
 	    (c = CMP(a->tid, b->tid)))
 		return c;
 	return CMP(a->order, b->order);
@@ -77,7 +77,7 @@ int flows_assemble(struct flows *f, flows_emit_fn emit, void *ctx, uint64_t *nfl
 		size_t j = i;
 		uint32_t first = f->v[i].order;
 
-		while (j < f->n && f->v[j].flow == f->v[i].flow) {
+		while (j < f->n && f->v[j].flow == f->v[i].flow && f->v[j].ring == f->v[i].ring) {
 			if (f->v[j].order < first)
 				first = f->v[j].order;
 			j++;

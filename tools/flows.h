@@ -12,7 +12,8 @@
 
 /* One record of a flow: exactly what its flow event must repeat to bind. */
 struct flow_ev {
-	uint64_t flow;		/* the producer's flow id */
+	uint64_t flow;		/* the producer's flow id ... */
+	uint32_t ring;		/* ... which means something only in its ring */
 	uint64_t ts;		/* ns, as the slice's ts was written */
 	uint64_t dur;		/* the slice's duration (written at assembly) */
 	uint32_t pid;		/* pid as written in the trace (after reuse remapping) */
@@ -34,6 +35,8 @@ void flows_free(struct flows *f);
 int flows_add(struct flows *f, const struct flow_ev *e);
 
 /*
+ * A flow is the records of one ring with one flow id: records of other
+ * rings with the same id are other flows (ids count from 1 in every ring).
  * Sorts each flow by (ts, pid, tid, arrival) and calls emit for every
  * record: for a flow of two or more records ph is 's' on the first, 't' on
  * the middle ones, 'f' on the last; a one-record flow draws nothing (ph 0,

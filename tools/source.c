@@ -20,16 +20,22 @@ struct source_file {
 	struct shmt_cap_header h;
 };
 
+/* One ring's life: the files that share a run_id (and a ring_id). */
 struct source_run {
 	uint64_t run_id;
+	uint64_t ring_id;	/* 0: its files carry none (older collector) */
+	char ring[256];		/* the ring's name */
 	uint64_t next_seq;	/* records below it were delivered already */
 	uint64_t torn;		/* the collectors' torn count, cumulative */
-	uint64_t overwritten;	/* the collectors' lapped count, cumulative */
+	struct source_loss loss;	/* the ring's counters, the largest seen */
 	uint64_t published;	/* the ring's head in the last loss frame */
 	bool clean_last;	/* its newest file ended with an END frame */
 	/* of the current pass */
 	uint64_t records;	/* distinct records delivered */
 	uint64_t bad;		/* records with an invalid kind */
+	char **str;		/* its own string table, while loading */
+	uint32_t *slen;
+	uint16_t *map;		/* its string ids -> the source's, or NULL */
 };
 
 void warnx_(const char *fmt, ...)
@@ -43,28 +49,48 @@ void warnx_(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static int set_string(struct source *s, uint32_t id, const char *text, size_t len)
+/* str[id] = text[0..len), in a table of n ids. */
+static int set_text(char **str, uint32_t *slen, uint32_t n, uint32_t id, const char *text,
+		    size_t len)
 {
 	char *c;
 
-	if (id == 0 || id >= s->nstr)
+	if (!str || id == 0 || id >= n)
 		return 0;
 	c = malloc(len + 1);
 	if (!c)
 		return -ENOMEM;
 	memcpy(c, text, len);
 	c[len] = 0;
-	free(s->str[id]);
-	s->str[id] = c;
-	s->slen[id] = (uint32_t)len;
+	free(str[id]);
+	str[id] = c;
+	slen[id] = (uint32_t)len;
 	return 0;
+}
+
+static int set_string(struct source *s, uint32_t id, const char *text, size_t len)
+{
+	return set_text(s->str, s->slen, s->nstr, id, text, len);
+}
+
+static int alloc_table(char ***str, uint32_t **slen, uint32_t n)
+{
+	*str = calloc(n, sizeof(**str));
+	*slen = calloc(n, sizeof(**slen));
+	return *str && *slen ? 0 : -ENOMEM;
+}
+
+static void free_table(char **str, uint32_t *slen, uint32_t n)
+{
+	for (uint32_t i = 0; str && i < n; i++)
+		free(str[i]);
+	free(str);
+	free(slen);
 }
 
 static int alloc_strings(struct source *s, uint32_t n)
 {
-	s->str = calloc(n, sizeof(*s->str));
-	s->slen = calloc(n, sizeof(*s->slen));
-	if (!s->str || !s->slen)
+	if (alloc_table(&s->str, &s->slen, n) < 0)
 		return -ENOMEM;
 	s->nstr = n;
 	return 0;
@@ -171,6 +197,7 @@ int source_open_ring(struct source *s, const char *ring, char *err, size_t errle
 	memset(s, 0, sizeof(*s));
 	s->is_ring = true;
 	s->name = ring;
+	s->nrings = 1;
 	/* read-only, whoever owns it: a post-mortem reader never writes */
 	ret = shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &s->v, err, errlen);
 	if (ret < 0)
@@ -295,9 +322,11 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 		case SHMT_CAP_STRINGS:
 			if (p)
 				break;
+			/* ids are the ring's own: each ring has its table */
 			for (size_t i = 0; i < f.strings.n && !ret; i++)
-				ret = set_string(s, f.strings.v[i].id, f.strings.v[i].s,
-						 f.strings.v[i].len);
+				ret = set_text(run->str, run->slen, CAP_MAX_STRINGS,
+					       f.strings.v[i].id, f.strings.v[i].s,
+					       f.strings.v[i].len);
 			break;
 		case SHMT_CAP_THREADS:
 			if (p)
@@ -309,13 +338,14 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 			if (p)
 				break;
 #define MAX_(a, b) do { if ((b) > (a)) (a) = (b); } while (0)
-			/* ring counters are cumulative over the ring's life */
-			MAX_(s->loss.dropped, f.loss.dropped);
-			MAX_(run->overwritten, f.loss.overwritten);
+			/* ring counters are cumulative over the ring's life;
+			 * two rings' are added up at the end */
+			MAX_(run->loss.dropped, f.loss.dropped);
+			MAX_(run->loss.overwritten, f.loss.overwritten);
+			MAX_(run->loss.lock_timeouts, f.loss.lock_timeouts);
+			MAX_(run->loss.names_dropped, f.loss.names_dropped);
+			MAX_(run->loss.strings_dropped, f.loss.strings_dropped);
 			MAX_(run->published, f.loss.published);
-			MAX_(s->loss.lock_timeouts, f.loss.lock_timeouts);
-			MAX_(s->loss.names_dropped, f.loss.names_dropped);
-			MAX_(s->loss.strings_dropped, f.loss.strings_dropped);
 			/* geometry: the same in every frame of a ring */
 			if (f.loss.max_strings)
 				s->tables.max_strings = f.loss.max_strings;
@@ -331,6 +361,7 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 
 			if (!p)
 				break;
+			s->ring = (uint32_t)(run - s->runs);
 			/* a restarted collector may write a batch again */
 			if (run->next_seq > first)
 				i = run->next_seq - first < f.records.n ? run->next_seq - first
@@ -343,6 +374,10 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 					p->torn++;
 					run->bad++;
 					continue;
+				}
+				if (run->map) {
+					rec.name = run->map[rec.name];
+					rec.cat = run->map[rec.cat];
 				}
 				s->records++;
 				run->records++;
@@ -381,6 +416,114 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 	return 0;
 }
 
+/* Text hash for merge_strings(). */
+static uint32_t text_hash(const char *t, uint32_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (uint32_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)t[i]) * 16777619u;
+	return h;
+}
+
+/*
+ * Gives the source one string table. One ring: its own. Several: every
+ * distinct text gets one id of a new table (first ring first, then by id),
+ * and each ring a map from its ids to those; an id a ring never defined
+ * maps to 0 and shows as "?", as it would alone.
+ */
+static int merge_strings(struct source *s, char *err, size_t errlen)
+{
+	const uint32_t nslots = 2 * CAP_MAX_STRINGS;	/* power of two */
+	uint32_t *slot, next = 0;
+
+	if (s->nruns == 1) {
+		s->str = s->runs[0].str;
+		s->slen = s->runs[0].slen;
+		s->nstr = CAP_MAX_STRINGS;
+		s->runs[0].str = NULL;
+		s->runs[0].slen = NULL;
+		return 0;
+	}
+	slot = calloc(nslots, sizeof(*slot));
+	if (!slot || alloc_strings(s, CAP_MAX_STRINGS) < 0) {
+		free(slot);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t r = 0; r < s->nruns; r++) {
+		struct source_run *run = &s->runs[r];
+
+		run->map = calloc(CAP_MAX_STRINGS, sizeof(*run->map));
+		if (!run->map) {
+			free(slot);
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		for (uint32_t id = 1; run->str && id < CAP_MAX_STRINGS; id++) {
+			const char *t = run->str[id];
+			uint32_t len = run->slen[id], h;
+
+			if (!t)
+				continue;
+			h = text_hash(t, len) & (nslots - 1);
+			while (slot[h] && (s->slen[slot[h]] != len ||
+					   memcmp(s->str[slot[h]], t, len)))
+				h = (h + 1) & (nslots - 1);
+			if (!slot[h]) {
+				if (++next >= CAP_MAX_STRINGS) {
+					free(slot);
+					snprintf(err, errlen,
+						 "the inputs' %zu rings hold more than %u distinct "
+						 "names together; export them separately",
+						 s->nruns, CAP_MAX_STRINGS - 1);
+					return -E2BIG;
+				}
+				/* the text moves to the source's table */
+				s->str[next] = run->str[id];
+				s->slen[next] = len;
+				run->str[id] = NULL;
+				slot[h] = next;
+			}
+			run->map[id] = (uint16_t)slot[h];
+		}
+		free_table(run->str, run->slen, CAP_MAX_STRINGS);
+		run->str = NULL;
+		run->slen = NULL;
+	}
+	free(slot);
+	return 0;
+}
+
+/* Puts file i in its ring's run, refusing one run_id for two ring_ids. */
+static int add_to_run(struct source *s, const struct source_file *f, char *err, size_t errlen)
+{
+	struct source_run *run = run_of(s, f->h.run_id);
+
+	if (!run) {
+		run = &s->runs[s->nruns++];
+		run->run_id = f->h.run_id;
+		snprintf(run->ring, sizeof(run->ring), "%s", f->h.ring);
+		if (alloc_table(&run->str, &run->slen, CAP_MAX_STRINGS) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	if (f->h.ring_id && run->ring_id && f->h.ring_id != run->ring_id) {
+		/* a run_id is made from a ring's name and creation: the files
+		 * cannot both be right, and merging them would mix two rings */
+		snprintf(err, errlen,
+			 "%s: run id %016llx comes with ring id %016llx here and %016llx in "
+			 "another input; export them separately",
+			 f->path, (unsigned long long)f->h.run_id,
+			 (unsigned long long)f->h.ring_id, (unsigned long long)run->ring_id);
+		return -EINVAL;
+	}
+	if (f->h.ring_id)
+		run->ring_id = f->h.ring_id;
+	return 0;
+}
+
 int source_open_files(struct source *s, char *const *paths, size_t n, char *err, size_t errlen)
 {
 	int ret;
@@ -391,9 +534,11 @@ int source_open_files(struct source *s, char *const *paths, size_t n, char *err,
 		return -EINVAL;
 	}
 	s->name = paths[0];
+	s->inputs = paths;
+	s->ninputs = n;
 	s->files = calloc(n, sizeof(*s->files));
 	s->runs = calloc(n, sizeof(*s->runs));
-	if (!s->files || !s->runs || alloc_strings(s, CAP_MAX_STRINGS) < 0) {
+	if (!s->files || !s->runs) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -410,9 +555,10 @@ int source_open_files(struct source *s, char *const *paths, size_t n, char *err,
 		s->files[i].h = *shmt_cap_header_of(r);
 		shmt_cap_close(r);
 		s->nfiles++;
-		if (!run_of(s, s->files[i].h.run_id))
-			s->runs[s->nruns++].run_id = s->files[i].h.run_id;
+		if ((ret = add_to_run(s, &s->files[i], err, errlen)) < 0)
+			return ret;
 	}
+	s->nrings = (uint32_t)s->nruns;
 	qsort(s->files, s->nfiles, sizeof(*s->files), cmp_file);
 	if (n) {
 		const struct shmt_cap_header *h = &s->files[0].h;
@@ -427,10 +573,16 @@ int source_open_files(struct source *s, char *const *paths, size_t n, char *err,
 		if ((ret = read_file(s, &s->files[i], NULL, err, errlen)) < 0)
 			return ret;
 	for (size_t i = 0; i < s->nruns; i++) {
-		s->loss.torn += s->runs[i].torn;
-		s->loss.overwritten += s->runs[i].overwritten;
+		const struct source_run *run = &s->runs[i];
+
+		s->loss.dropped += run->loss.dropped;
+		s->loss.overwritten += run->loss.overwritten;
+		s->loss.lock_timeouts += run->loss.lock_timeouts;
+		s->loss.names_dropped += run->loss.names_dropped;
+		s->loss.strings_dropped += run->loss.strings_dropped;
+		s->loss.torn += run->torn;
 	}
-	return 0;
+	return merge_strings(s, err, errlen);
 }
 
 /*
@@ -451,11 +603,10 @@ static void reconcile(struct source *s)
 		if (!run->published || !run->clean_last || seen > run->published)
 			continue;
 		rest = run->published - seen;
-		if (run->overwritten > rest) {
-			s->loss.overwritten -= run->overwritten - rest;
-		} else if (rest > run->overwritten) {
-			s->loss.unaccounted += rest - run->overwritten;
-		}
+		if (run->loss.overwritten > rest)
+			s->loss.overwritten -= run->loss.overwritten - rest;
+		else if (rest > run->loss.overwritten)
+			s->loss.unaccounted += rest - run->loss.overwritten;
 	}
 }
 
@@ -502,6 +653,10 @@ void source_close(struct source *s)
 	free(s->slen);
 	free(s->thr);
 	free(s->files);
+	for (size_t i = 0; i < s->nruns; i++) {
+		free_table(s->runs[i].str, s->runs[i].slen, CAP_MAX_STRINGS);
+		free(s->runs[i].map);
+	}
 	free(s->runs);
 	free(s->blockbuf);
 	memset(s, 0, sizeof(*s));
@@ -534,6 +689,24 @@ static void refuse_impossible(struct source *s)
 		*c[i].v = 0;
 		s->damaged = true;
 	}
+}
+
+int source_ring_info(const struct source *s, uint32_t i, const char **name, uint64_t *ring_id,
+		     uint64_t *run_id)
+{
+	if (i >= s->nrings)
+		return -ENOENT;
+	if (s->is_ring) {
+		*name = s->name;
+		/* set once at creation (minor 1); 0 before that */
+		*ring_id = s->v.minor >= 1 ? s->v.h->ring_id : 0;
+		*run_id = 0;
+		return 0;
+	}
+	*name = s->runs[i].ring;
+	*ring_id = s->runs[i].ring_id;
+	*run_id = s->runs[i].run_id;
+	return 0;
 }
 
 int source_open(struct source *s, const char *ring, char *const *paths, size_t n,

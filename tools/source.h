@@ -38,6 +38,19 @@ struct source_run;
 struct source {
 	bool is_ring;
 	const char *name;		/* ring name, or the first file */
+	char *const *inputs;		/* the files as given (capture input) */
+	size_t ninputs;
+	/*
+	 * The ring the record being handed to a source_record_fn comes from,
+	 * 0..nrings-1. Flow ids only mean something within one ring, so
+	 * whoever joins records by flow id joins them per ring. A ring is
+	 * told by its ring_id, or by the run_id in files without one (one
+	 * ring's life has one run_id). String ids are per ring too: when
+	 * the inputs come from several rings the source renumbers them into
+	 * one table (source_string), so records carry ids of that table.
+	 */
+	uint32_t ring;
+	uint32_t nrings;
 	/* ring input */
 	struct shmt_view v;
 	struct shmt_record *blockbuf;
@@ -84,6 +97,11 @@ void source_close(struct source *s);
  */
 typedef int (*source_record_fn)(void *ctx, const struct shmt_record *r, uint64_t start_time);
 int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, size_t errlen);
+
+/* Ring i (0..nrings-1): its name, ring_id (0: unknown) and run_id (0
+ * for a ring input). Returns 0, or -ENOENT past the last. */
+int source_ring_info(const struct source *s, uint32_t i, const char **name, uint64_t *ring_id,
+		     uint64_t *run_id);
 
 /* The text of string id (len in *len): "?" for 0 and unknown ids. */
 const char *source_string(struct source *s, uint32_t id, size_t *len);

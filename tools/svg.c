@@ -273,7 +273,7 @@ static int on_keep(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	it = &g->v[g->n++];
 	*it = (struct svg_item){
 		.ts = r->ts, .dur = r->dur, .flow = r->flow, .tid = r->tid, .name = r->name,
-		.cat = r->cat, .kind = (uint8_t)kind,
+		.cat = r->cat, .kind = (uint8_t)kind, .ring = g->src.ring,
 		.pid = procs_outpid(&g->ps, r->pid, start_time, r->ts),
 	};
 	return 0;
@@ -647,6 +647,8 @@ static int cmp_flow_idx(const void *pa, const void *pb, void *ctx)
 {
 	const struct svg_item *v = ctx, *a = &v[*(const size_t *)pa], *b = &v[*(const size_t *)pb];
 
+	if (a->ring != b->ring)
+		return a->ring < b->ring ? -1 : 1;
 	if (a->flow != b->flow)
 		return a->flow < b->flow ? -1 : 1;
 	if (a->ts != b->ts)
@@ -670,7 +672,8 @@ static int sort_flows(struct svg *g)
 	qsort_r(g->fidx, g->nf, sizeof(*g->fidx), cmp_flow_idx, g->v);
 	g->narrows = 0;
 	for (size_t i = 1; i < g->nf; i++)
-		g->narrows += g->v[g->fidx[i - 1]].flow == g->v[g->fidx[i]].flow;
+		g->narrows += g->v[g->fidx[i - 1]].flow == g->v[g->fidx[i]].flow &&
+			      g->v[g->fidx[i - 1]].ring == g->v[g->fidx[i]].ring;
 	return 0;
 }
 
@@ -687,7 +690,7 @@ static void put_flows(struct svg *g)
 		double xa, ya, xb, yb, dx;
 		unsigned c;
 
-		if (a->flow != b->flow)
+		if (a->flow != b->flow || a->ring != b->ring)
 			continue;
 		xa = xof(g, a->ts);
 		xb = xof(g, b->ts);

@@ -22,6 +22,7 @@ struct svg_item {
 	uint16_t name, cat;
 	uint16_t depth;		/* nesting depth on its thread, 0 = outermost */
 	uint8_t kind;
+	uint32_t ring;		/* the source's ring: flow ids are per ring */
 };
 
 /*

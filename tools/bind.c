@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bind.c - finding flow slices that share their start with another event
+ * of their thread, and moving them by the smallest step that viewers can
+ * tell apart, without keeping the streamed events in memory.
+ *
+ * DevTools binds a flow event to the first event with the same (ts, pid,
+ * tid, cat), and Perfetto to the slice open on the thread at ts; an outer
+ * span started at the same instant as the flow's span wins both. Events
+ * without a flow are written as they come and cannot move, so the flow's
+ * slice does: the filter remembers where the written ones are, well
+ * enough to say "free" for certain, and a second read of the input
+ * settles the rest.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bind.h"
+
+#define BLOOM_BLOCKS	(1u << 17)	/* 64-byte blocks: 8 MiB */
+
+enum { TAKEN = 1, FREE = 2, UNKNOWN = 3 };
+
+/* The timestamp a viewer compares: the JSON's microseconds as a double.
+ * Exact for ts below 2^53 ns (104 days of ring clock): the division is
+ * correctly rounded, as the parse of the printed decimal is. */
+static double view_ts(uint64_t ts)
+{
+	return (double)ts / 1000.0;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* One 64-bit key per (pid, tid, viewer ts). Two keys that collide only
+ * ever make a free timestamp look taken: a needless move, never a missed
+ * collision. */
+static uint64_t key_of(uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	double d = view_ts(ts);
+	uint64_t bits;
+
+	memcpy(&bits, &d, sizeof(bits));
+	return mix(mix(((uint64_t)pid << 32 | tid) ^ 0x9e3779b97f4a7c15ull) ^ bits);
+}
+
+int bind_init(struct bind *b)
+{
+	memset(b, 0, sizeof(*b));
+	u64map_init(&b->known);
+	u64map_init(&b->ask);
+	/* calloc'd pages stay untouched (and unmapped) until used */
+	b->bloom = calloc((size_t)BLOOM_BLOCKS * 8, sizeof(*b->bloom));
+	return b->bloom ? 0 : -ENOMEM;
+}
+
+void bind_free(struct bind *b)
+{
+	free(b->bloom);
+	u64map_free(&b->known);
+	u64map_free(&b->ask);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Three bits of one 512-bit block: one cache line per event. */
+#define BLOCK(k)	(&b->bloom[((k) & (BLOOM_BLOCKS - 1)) * 8])
+#define BIT(k, i)	((unsigned)((k) >> (17 + 9 * (i))) & 511u)
+
+void bind_note(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	uint64_t k = key_of(pid, tid, ts);
+	uint64_t *blk = BLOCK(k);
+
+	for (int i = 0; i < 3; i++)
+		blk[BIT(k, i) / 64] |= 1ull << (BIT(k, i) % 64);
+}
+
+static bool maybe(const struct bind *b, uint64_t k)
+{
+	const uint64_t *blk = BLOCK(k);
+
+	for (int i = 0; i < 3; i++)
+		if (!(blk[BIT(k, i) / 64] & 1ull << (BIT(k, i) % 64)))
+			return false;
+	return true;
+}
+
+void bind_seen(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	uint64_t *v = u64map_find(&b->ask, key_of(pid, tid, ts));
+
+	if (v)
+		*v = TAKEN;
+}
+
+static int state(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	uint64_t k = key_of(pid, tid, ts);
+	const uint64_t *v = u64map_find(&b->known, k);
+	bool added;
+
+	if (v)
+		return (int)*v;
+	if (!maybe(b, k))
+		return FREE;
+	/* the next verification pass answers it; FREE unless seen */
+	if (!u64map_get(&b->ask, k, FREE, &added))
+		return -ENOMEM;
+	return UNKNOWN;
+}
+
+/* The first ns after ts that a viewer tells apart from ts. */
+static uint64_t next_view(uint64_t ts)
+{
+	uint64_t n = ts + 1;
+
+	while (view_ts(n) <= view_ts(ts))
+		n++;
+	return n;
+}
+
+#define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
+
+/* By thread, then start; the longer span first, so it keeps the start. */
+static int cmp_thread(const void *pa, const void *pb)
+{
+	const struct flow_ev *a = pa, *b = pb;
+	int c;
+
+	if ((c = CMP(a->pid, b->pid)) || (c = CMP(a->tid, b->tid)) || (c = CMP(a->ts, b->ts)) ||
+	    (c = CMP(b->dur, a->dur)))
+		return c;
+	return CMP(a->order, b->order);
+}
+
+/* One round: proposes a start for every record; returns how many
+ * timestamps it could not settle (then the proposals are not final). */
+static long propose(struct bind *b, struct flow_ev *v, size_t n, uint64_t *start)
+{
+	long unknown = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		bool same = i && v[i].pid == v[i - 1].pid && v[i].tid == v[i - 1].tid;
+		uint64_t t = v[i].ts;
+		int st;
+
+		/* after the previous flow record of the thread, as seen */
+		if (same && view_ts(t) <= view_ts(start[i - 1]))
+			t = next_view(start[i - 1]);
+		while ((st = state(b, v[i].pid, v[i].tid, t)) != FREE) {
+			if (st < 0)
+				return st;
+			/* an unsettled timestamp counts as taken for now, so
+			 * that one pass answers the next candidates too */
+			unknown += st == UNKNOWN;
+			t = next_view(t);
+		}
+		start[i] = t;
+	}
+	return unknown;
+}
+
+int bind_resolve(struct bind *b, struct flow_ev *v, size_t n, bind_rescan_fn rescan, void *ctx)
+{
+	uint64_t *start;
+	long unknown;
+	int ret = 0;
+
+	if (!n)
+		return 0;
+	start = malloc(n * sizeof(*start));
+	if (!start)
+		return -ENOMEM;
+	qsort(v, n, sizeof(*v), cmp_thread);
+	while ((unknown = propose(b, v, n, start)) > 0) {
+		/* a pass over the input settles every timestamp asked */
+		b->passes++;
+		if ((ret = rescan(ctx)) != 0)
+			break;
+		for (size_t i = 0; i < b->ask.cap; i++) {
+			uint64_t *k;
+
+			if (!b->ask.used[i])
+				continue;
+			k = u64map_get(&b->known, b->ask.keys[i], b->ask.vals[i], NULL);
+			if (!k) {
+				ret = -ENOMEM;
+				break;
+			}
+		}
+		u64map_free(&b->ask);
+		u64map_init(&b->ask);
+		if (ret)
+			break;
+	}
+	if (unknown < 0)
+		ret = (int)unknown;
+	for (size_t i = 0; i < n && !ret; i++) {
+		uint64_t shift = start[i] - v[i].ts;
+
+		if (!shift)
+			continue;
+		v[i].ts = start[i];
+		/* the end stays: the slice stays inside its parent */
+		v[i].dur = v[i].dur > shift ? v[i].dur - shift : 0;
+		b->moved++;
+	}
+	free(start);
+	return ret;
+}
