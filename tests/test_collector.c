@@ -169,13 +169,20 @@ static void check_exactly_once(struct tally *t)
 	assert_int_equal(missing, t->dropped);
 }
 
-static void run_producers(const char *ring, struct tally *t, int n, uint64_t per)
+/* Room to tally n producers of per records each. */
+static void tally_init(struct tally *t, int n, uint64_t per)
 {
 	t->npids = n;
 	t->per = per;
 	t->seen = calloc((size_t)n * per, 1);
 	t->max_seq = (uint64_t)n * per;
 	t->seq_seen = calloc(t->max_seq, 1);
+	assert_true(t->seen && t->seq_seen);
+}
+
+static void run_producers(const char *ring, struct tally *t, int n, uint64_t per)
+{
+	tally_init(t, n, per);
 	for (int p = 0; p < n; p++) {
 		pid_t pid = fork();
 
@@ -692,11 +699,7 @@ static void test_thread_handles_open_and_close(void **state)
 	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
 	col = start_collector(ring, out, NULL, 0);
-	t.npids = nproc;
-	t.per = per;
-	t.seen = calloc((size_t)nproc * per, 1);
-	t.max_seq = (uint64_t)nproc * per;
-	t.seq_seen = calloc(t.max_seq, 1);
+	tally_init(&t, nproc, per);
 	for (int p = 0; p < nproc; p++) {
 		pid_t pid = fork();
 
