@@ -34,6 +34,9 @@ int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len)
 {
 	struct shmt_header *h = v->h;
 	uint32_t n = load_relaxed(&h->strings);
+	/* ids are looked up below n, a count any peer can write: bound it by
+	 * the validated table, never by the header */
+	uint32_t valid = n < v->max_strings + 1 ? n : v->max_strings + 1;
 	uint32_t mask = v->hash_slots - 1;
 	uint32_t i = shmt_hash(s, len) & mask;
 	uint32_t used = h->heap_used;
@@ -46,7 +49,7 @@ int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len)
 
 		if (id == 0)
 			break;
-		if (id >= n)	/* a slot a peer scribbled on: not ours */
+		if (id >= valid)	/* a slot a peer scribbled on: not ours */
 			continue;
 		e = v->strings[id];
 		if (e.len == len && (uint64_t)e.off + len < v->string_bytes &&

@@ -8,6 +8,9 @@
 #include <sys/stat.h>
 #include <pthread.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include "helpers.h"
 
 static void small_cfg(struct shmtrace_ring_config *c, uint32_t cap, uint32_t mode)
@@ -436,9 +439,56 @@ static void test_clock_monotonic_and_flow_ids(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/*
+ * A peer scribbles the published string count and every hash slot: the
+ * lookup must stay inside the validated table (it used to bound ids by
+ * the header's count and read past the segment).
+ */
+static void test_intern_scribbled_table(void **state)
+{
+	const char *name = test_ring_name("scrib");
+	struct shmtrace_ring_config c;
+	struct shmt_view v;
+	char err[256];
+	int status;
+	pid_t kid;
+
+	(void)state;
+	small_cfg(&c, 64, 0);
+	c.max_strings = 8;
+	c.string_bytes = 4096;
+	c.max_threads = 4;
+	c.blocks = 2;
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	/* strings[60000] lies far past this small segment */
+	assert_true(v.h->strings_off + 60000ull * sizeof(struct shmt_string) > v.size);
+	v.h->strings = 65535;
+	for (uint32_t i = 0; i < v.hash_slots; i++)
+		v.hash[i] = 60000;
+	kid = fork();
+	if (kid == 0) {
+		shmtrace_t *t;
+
+		/* a fault kills the child, not cmocka's handler in it */
+		signal(SIGSEGV, SIG_DFL);
+		signal(SIGBUS, SIG_DFL);
+		if (shmtrace_open(name, &t) < 0)
+			_exit(3);
+		/* the table is "full" by its count: refused, never read past */
+		_exit(shmtrace_intern(t, "new") == 0 ? 0 : 4);
+	}
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	shmt_view_close(&v);
+	shmtrace_ring_unlink(name);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_intern_scribbled_table),
 		cmocka_unit_test(test_create_open_close),
 		cmocka_unit_test(test_bad_names_and_config),
 		cmocka_unit_test(test_group_mode_under_umask),
