@@ -66,6 +66,9 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *copy, uint
 		       char *err, size_t errlen);
 void shmt_view_close(struct shmt_view *v);
 int shmt_name_check(const char *name);
+/* A ring is made under "/dev/shm/" SHMT_TMP_PREFIX "<pidns>.<pid>.<start>.<rand>"
+ * and linked to its name when whole; tools skip such names. */
+#define SHMT_TMP_PREFIX		".shmtrace-tmp."
 
 static inline struct shmt_block *shmt_block_at(const struct shmt_view *v, uint32_t i)
 {
