@@ -32,6 +32,20 @@ else
 Q := @
 endif
 
+# Every goal that compiles checks its libraries first and, when one is
+# missing, stops with one line naming the packages (tests/check-deps.sh).
+# The goals that run `make deps` themselves check in their sub-make.
+PKG_CONFIG ?= pkg-config
+NOCHECK_GOALS := deps clean demo test bench fuzz build-all
+TEST_GOALS := tests-bin test-san test-tsan $(BUILD)/tests/%
+ifneq ($(filter-out $(NOCHECK_GOALS),$(or $(MAKECMDGOALS),all)),)
+DEPS_MISSING := $(shell PKG_CONFIG='$(PKG_CONFIG)' CC='$(CC)' sh tests/check-deps.sh \
+	$(if $(filter $(TEST_GOALS),$(MAKECMDGOALS)),--tests))
+ifneq ($(DEPS_MISSING),)
+$(error $(DEPS_MISSING))
+endif
+endif
+
 LIB_SRC   := $(wildcard libshm/*.c)
 COL_SRC   := $(filter-out collector/main.c,$(wildcard collector/*.c))
 TOOL_SRC  := $(filter-out tools/main.c,$(wildcard tools/*.c))
@@ -180,6 +194,14 @@ install: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL)
 	install -m 0755 $(COLLECTOR) $(TOOL) $(DESTDIR)$(PREFIX)/bin/
 	for m in docs/man/*.1; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man1/; done; true
 	for m in docs/man/*.3; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man3/; done; true
+ifeq ($(DESTDIR),)
+	@# into the system: refresh the loader's cache, or programs do not find
+	@# libshmtrace.so.0; say so when PREFIX/lib is not a directory it searches
+	@if [ "$$(id -u)" -eq 0 ]; then ldconfig; else echo "shmtrace: not root: run 'sudo ldconfig'" >&2; fi
+	@ldconfig -p 2>/dev/null | grep -q ' => $(PREFIX)/lib/libshmtrace.so.0$$' || \
+		echo "shmtrace: $(PREFIX)/lib is not searched by the dynamic loader: add it to" \
+		"/etc/ld.so.conf.d/ and run ldconfig, or set LD_LIBRARY_PATH=$(PREFIX)/lib" >&2
+endif
 
 clean:
 	rm -rf build build-san build-tsan build-bench build-clang build-fuzz demo-out demo-trace.json

@@ -3,6 +3,7 @@
  * main.c - shmtrace-collector: the command line around drain.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -144,6 +145,7 @@ int main(int argc, char **argv)
 	struct drain_opts o = { .poll_ns = 100ull * 1000 * 1000 };
 	bool create = false, keep = false, quiet = false;
 	int ready_fd = -1, c, ret, status = 0;
+	const char *ready_arg = NULL;
 	struct sigaction sa;
 	struct drain d;
 	uint64_t v, t0;
@@ -197,6 +199,7 @@ int main(int argc, char **argv)
 			if (parse_size(optarg, &v) || v > 1000000)
 				return usage_error("--ready-fd '%s': not a file descriptor", optarg);
 			ready_fd = (int)v;
+			ready_arg = optarg;
 			break;
 		case 'q': quiet = true; break;
 		case 'h': usage(stdout); return 0;
@@ -219,6 +222,14 @@ int main(int argc, char **argv)
 	/* text space grows with the table: 64 bytes a string, as the defaults */
 	if (cfg.max_strings && !cfg.string_bytes && cfg.max_strings > 4096)
 		cfg.string_bytes = cfg.max_strings * 64;
+	/* checked now, not found out once the ring is made and draining */
+	if (ready_fd >= 0 && fcntl(ready_fd, F_GETFL) < 0)
+		return usage_error("--ready-fd %s: not an open file descriptor", ready_arg);
+	if (ready_fd >= 0 && (fcntl(ready_fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
+		return usage_error("--ready-fd %s: the descriptor is not open for writing", ready_arg);
+	if (keep && !create)
+		fprintf(stderr, "shmtrace-collector: warning: --keep-ring has no effect without "
+			"--create (a ring the collector did not create is never removed)\n");
 
 	/* a file-size limit must be an EFBIG error, not a silent death */
 	signal(SIGXFSZ, SIG_IGN);

@@ -78,6 +78,9 @@ void shmt_view_close(struct shmt_view *v);
 int shmt_name_check(const char *name);
 /* The identity of the segment now behind a ring's name: 0 or -errno. */
 int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino);
+/* A ring is made under "/dev/shm/" SHMT_TMP_PREFIX "<pidns>.<pid>.<start>.<rand>"
+ * and linked to its name when whole; tools skip such names. */
+#define SHMT_TMP_PREFIX		".shmtrace-tmp."
 
 static inline struct shmt_block *shmt_block_at(const struct shmt_view *v, uint32_t i)
 {

@@ -73,7 +73,9 @@ struct shmtrace_ring_config {
 /*
  * Creates the ring /dev/shm/<name> (O_CREAT|O_EXCL, never following a
  * symlink), sized and touched up front so that a full /dev/shm fails here
- * and not later with SIGBUS. cfg may be NULL for the defaults.
+ * and not later with SIGBUS. The ring is made under a temporary name and
+ * linked to <name> only when whole: shmtrace_open() finds either no ring
+ * (-ENOENT) or a complete one. cfg may be NULL for the defaults.
  * Returns 0, -EEXIST if it exists, -EINVAL for a bad name or config,
  * -ENOSPC when /dev/shm is full, or another -errno.
  */

@@ -58,5 +58,7 @@ bool is_ring_name(const char *arg);
 int cmd_export(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
 
 #endif

@@ -30,7 +30,7 @@ struct exporter {
 	struct jw *w;
 	struct filter flt;		/* window relative to t0 = earliest record */
 	bool progress;
-	uint64_t t0;
+	uint64_t t0, t_end;		/* earliest and latest record start (window pass) */
 	uint64_t first_ts, last_ts, events, flows;
 	uint64_t names_lost;		/* events exported with a name or category "?" */
 	uint64_t threads_unnamed;	/* threads exported without a name slot */
@@ -561,10 +561,13 @@ static int on_min_ts(void *ctx, const struct shmt_record *r, uint64_t start_time
 	struct exporter *e = ctx;
 
 	(void)start_time;
-	if ((!e->flt.npids || wanted(e, r)) && (!e->any || r->ts < e->t0)) {
+	if (e->flt.npids && !wanted(e, r))
+		return 0;
+	if (!e->any || r->ts < e->t0)
 		e->t0 = r->ts;
-		e->any = true;
-	}
+	if (!e->any || r->ts > e->t_end)
+		e->t_end = r->ts;
+	e->any = true;
 	return 0;
 }
 
@@ -613,6 +616,11 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 			return ret;
 		e->flt.has_from = f;
 		e->flt.has_to = t;
+		/* an empty trace must not look like an idle one */
+		if (f && e->any && e->flt.from > e->t_end - e->t0)
+			warnx_("--from %.6f s is past the end of the trace (its last record "
+			       "starts at %.6f s); the output has no events",
+			       (double)e->flt.from / 1e9, (double)(e->t_end - e->t0) / 1e9);
 		e->any = false;
 	}
 	jw_init(e->w, out);

@@ -15,6 +15,8 @@ static const char usage[] =
 	"\n"
 	"Commands:\n"
 	"  export   convert to Chrome Trace Event JSON (Perfetto, DevTools)\n"
+	"  ls       list the rings in /dev/shm: fill, producers, collector, age\n"
+	"  rm       remove rings that no process uses any more\n"
 	"  stat     show the state of a ring or a capture file\n"
 	"  summary  span statistics per process and name\n"
 	"  svg      draw a window of a trace as an SVG timeline\n"
@@ -30,8 +32,8 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(int argc, char **argv);
-	} cmds[] = { { "export", cmd_export }, { "stat", cmd_stat }, { "summary", cmd_summary },
-		    { "svg", cmd_svg } };
+	} cmds[] = { { "export", cmd_export }, { "ls", cmd_ls }, { "rm", cmd_rm },
+		    { "stat", cmd_stat }, { "summary", cmd_summary }, { "svg", cmd_svg } };
 
 	if (argc < 2) {
 		fputs("shmtrace: no command given\nTry 'shmtrace --help'.\n", stderr);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capture.h"
 #include "ring_reader.h"
@@ -299,6 +300,28 @@ static struct source_run *run_of(struct source *s, uint64_t run_id)
 	return NULL;
 }
 
+/* True when the collector that the header names still runs here: same
+ * host, and that pid is a shmtrace-collector. A capture without its END
+ * frame is then one being written, not one cut short. */
+static bool collector_writing(const struct shmt_cap_header *h)
+{
+	char host[sizeof(h->host)] = "", path[64], comm[32] = "";
+	FILE *f;
+
+	if (!h->collector_pid || gethostname(host, sizeof(host) - 1) < 0 ||
+	    strncmp(host, h->host, sizeof(host)))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/comm", h->collector_pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = 0;
+	fclose(f);
+	/* the kernel cuts comm to 15 bytes: "shmtrace-collec" */
+	return !strncmp(comm, "shmtrace-collec", 15);
+}
+
 /* Reads one file's frames; pass 1 loads tables, pass 2 delivers records.
  * Warnings about its end are printed on pass 1 only. */
 static int read_file(struct source *s, struct source_file *sf, struct pass *p,
@@ -403,7 +426,12 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 	if (ret < 0 && !p) {
 		if (ret == -EPIPE) {
 			s->cut = true;
-			warnx_("%s is cut short (%s); exporting everything before it", sf->path, why);
+			if (collector_writing(&sf->h))
+				warnx_("%s is still being written by shmtrace-collector (pid %u); "
+				       "reading what it holds so far", sf->path, sf->h.collector_pid);
+			else
+				warnx_("%s is cut short (%s); exporting everything before it",
+				       sf->path, why);
 		} else if (ret == -EBADMSG) {
 			s->damaged = true;
 			warnx_("%s has a damaged frame (%s); keeping what was read before it",

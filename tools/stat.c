@@ -222,8 +222,16 @@ static int stat_capture(const char *path, struct kv *o)
 	int ret;
 
 	ret = shmt_cap_open(path, &r, err, sizeof(err));
-	if (ret < 0)
+	/* name the argument once, and say what was looked for */
+	if (ret == -ENOENT && shmt_name_check(path) == 0)
+		return runtime_error("stat", "%s: no ring of that name in /dev/shm, nor a capture file",
+				     path);
+	if (ret == -ENOENT)
+		return runtime_error("stat", "%s: no such capture file", path);
+	if (ret < 0 && strncmp(err, path, strlen(path)))
 		return runtime_error("stat", "%s: %s", path, err);
+	if (ret < 0)
+		return runtime_error("stat", "%s", err);
 	frames[SHMT_CAP_HEADER] = 1;
 	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
 		if (f.type >= 1 && f.type <= 6)

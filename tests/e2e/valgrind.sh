@@ -38,5 +38,9 @@ vg "$BUILD/shmtrace" stat "$tmp/cap" >/dev/null
 vg "$BUILD/shmtrace" svg "$tmp/cap" -o "$tmp/a.svg"
 vg "$BUILD/shmtrace" export --ring "$ring" -o "$tmp/b.json"
 vg "$BUILD/shmtrace" stat "$ring" >/dev/null
+vg "$BUILD/shmtrace" ls >/dev/null
+vg "$BUILD/shmtrace" ls --json >/dev/null
+vg "$BUILD/shmtrace" rm "$ring"
+[ ! -e "/dev/shm/$ring" ] || { echo "shmtrace rm left the ring"; exit 1; }
 grep -q '"ph":"s"' "$tmp/a.json" || { echo "no flow in the export"; exit 1; }
-echo "valgrind: collector, export, summary, stat, svg clean"
+echo "valgrind: collector, export, summary, stat, svg, ls, rm clean"

@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_cli.c - the housekeeping commands and what a new user meets, run as
+ * binaries: `shmtrace ls` and `rm` on rings in use and not, `stat` of a
+ * name that is neither ring nor capture, the collector's option checks,
+ * a capture exported while its collector writes it, --from past the end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+static char g_tool[512], g_collector[512], tmpdir[256];
+
+/* Runs argv with stdout and stderr to files; returns the exit status, or
+ * 128 + signal. */
+static int run(const char *out, const char *err, char *const argv[])
+{
+	pid_t p = fork();
+	int st;
+
+	assert_true(p >= 0);
+	if (p == 0) {
+		int fo = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fe = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fo, 1);
+		dup2(fe, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(p, &st, 0), p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static const char *tmp(const char *name)
+{
+	static char buf[8][512];
+	static int k;
+	char *b = buf[k++ % 8];
+
+	snprintf(b, 512, "%s/%s", tmpdir, name);
+	return b;
+}
+
+/* Starts the collector on ring and waits, on a pipe, until it drains. */
+static pid_t start_collector(const char *ring, const char *out)
+{
+	char buf[16], fd[16];
+	int p[2];
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* a failed assertion must not leave a collector behind */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		snprintf(fd, sizeof(fd), "%d", p[1]);
+		execl(g_collector, "shmtrace-collector", "--ring", ring, "--output", out,
+		      "--ready-fd", fd, "--poll-interval", "5", "-q", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], buf, sizeof(buf)), 6);
+	close(p[0]);
+	return pid;
+}
+
+static void stop(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGTERM);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+}
+
+static void spans(const char *ring, int n)
+{
+	shmtrace_t *t;
+
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (int i = 0; i < n; i++) {
+		uint64_t t0 = shmtrace_now();
+
+		assert_int_equal(shmtrace_span(t, shmtrace_intern(t, "c"), shmtrace_intern(t, "s"),
+					       t0, t0 + 1000, 0), 0);
+	}
+	assert_int_equal(shmtrace_flush(t), 0);
+	shmtrace_close(t);
+}
+
+/* A producer that records on ring, then stays alive until its pipe is
+ * closed (fd returned), or exits at once (fd -1). */
+static pid_t producer(const char *ring, bool stay, int *fd)
+{
+	int p[2], go[2];
+	char b;
+	pid_t pid;
+
+	/* close-on-exec: a collector started later must not hold it open */
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		shmtrace_t *t;
+
+		close(p[1]);
+		close(go[0]);
+		if (shmtrace_open(ring, &t) < 0 || shmtrace_span(t, 1, 1, 1, 2, 0) < 0 ||
+		    shmtrace_flush(t) < 0)
+			_exit(3);
+		if (write(go[1], "r", 1) != 1)
+			_exit(3);
+		if (stay)
+			(void)read(p[0], &b, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	close(go[1]);
+	assert_int_equal(read(go[0], &b, 1), 1);
+	close(go[0]);
+	if (!stay) {
+		int st;
+
+		close(p[1]);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		p[1] = -1;
+	}
+	*fd = p[1];
+	return pid;
+}
+
+/* The JSON object that ls printed for ring name (a copy), or NULL. */
+static char *ls_entry(const char *json, const char *name)
+{
+	char key[256];
+	const char *p, *e;
+
+	snprintf(key, sizeof(key), "{\"name\":\"%s\",", name);
+	p = strstr(json, key);
+	if (!p)
+		return NULL;
+	e = strchr(p, '}');
+	assert_non_null(e);
+	return strndup(p, (size_t)(e - p + 1));
+}
+
+static bool ring_exists(const char *name)
+{
+	char path[300];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/dev/shm/%s", name);
+	return lstat(path, &st) == 0;
+}
+
+static void test_ls_and_rm(void **state)
+{
+	const char *idle = test_ring_name("idle"), *live = test_ring_name("live");
+	const char *dead = test_ring_name("dead"), *drained = test_ring_name("drained");
+	const char *junk = test_ring_name("junk");
+	char *ls_argv[] = { g_tool, "ls", "--json", NULL };
+	char *text_argv[] = { g_tool, "ls", NULL };
+	char *rm_live[] = { g_tool, "rm", (char *)live, NULL };
+	char *rm_drained[] = { g_tool, "rm", (char *)drained, NULL };
+	char *rm_junk[] = { g_tool, "rm", (char *)junk, NULL };
+	char *rm_two[] = { g_tool, "rm", (char *)idle, (char *)dead, NULL };
+	char *rm_force[] = { g_tool, "rm", "--force", (char *)live, (char *)drained, NULL };
+	char *rm_gone[] = { g_tool, "rm", (char *)idle, NULL };
+	char path[300], want[64], junkbuf[8192], *out, *e;
+	pid_t lp, col;
+	int fd, lfd;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(idle, NULL), 0);
+	assert_int_equal(shmtrace_ring_create(live, NULL), 0);
+	assert_int_equal(shmtrace_ring_create(dead, NULL), 0);
+	assert_int_equal(shmtrace_ring_create(drained, NULL), 0);
+	snprintf(path, sizeof(path), "/dev/shm/%s", junk);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	memset(junkbuf, 'x', sizeof(junkbuf));
+	assert_int_equal(write(fd, junkbuf, sizeof(junkbuf)), (ssize_t)sizeof(junkbuf));
+	close(fd);
+	lp = producer(live, true, &lfd);
+	producer(dead, false, &fd);
+	col = start_collector(drained, tmp("drained.cap"));
+
+	assert_int_equal(run(tmp("ls.json"), NULL, ls_argv), 0);
+	out = slurp(tmp("ls.json"));
+	assert_true(out[0] == '[');
+	assert_null(ls_entry(out, junk));
+	e = ls_entry(out, idle);
+	assert_non_null(e);
+	assert_non_null(strstr(e, "\"perm\":\"0600\""));
+	assert_non_null(strstr(e, "\"mode\":\"discard\""));
+	assert_non_null(strstr(e, "\"capacity\":262144,"));
+	assert_non_null(strstr(e, "\"producers_alive\":0,\"producers_dead\":0,"));
+	assert_non_null(strstr(e, "\"collector\":false"));
+	free(e);
+	e = ls_entry(out, live);
+	assert_non_null(e);
+	assert_non_null(strstr(e, "\"fill\":1,"));
+	assert_non_null(strstr(e, "\"producers_alive\":1,\"producers_dead\":0,"));
+	free(e);
+	e = ls_entry(out, dead);
+	assert_non_null(e);
+	assert_non_null(strstr(e, "\"producers_alive\":0,\"producers_dead\":1,"));
+	free(e);
+	e = ls_entry(out, drained);
+	assert_non_null(e);
+	snprintf(want, sizeof(want), "\"collector\":true,\"collector_pid\":%d,", (int)col);
+	assert_non_null(strstr(e, want));
+	free(e);
+	free(out);
+
+	assert_int_equal(run(tmp("ls.txt"), NULL, text_argv), 0);
+	out = slurp(tmp("ls.txt"));
+	assert_true(!strncmp(out, "NAME ", 5));
+	assert_non_null(strstr(out, live));
+	assert_null(strstr(out, junk));
+	free(out);
+
+	/* in use: refused, and said why */
+	assert_int_equal(run(NULL, tmp("rm.err"), rm_live), 1);
+	out = slurp(tmp("rm.err"));
+	snprintf(want, sizeof(want), "1 live producer (pid %d)", (int)lp);
+	assert_non_null(strstr(out, want));
+	free(out);
+	assert_true(ring_exists(live));
+	assert_int_equal(run(NULL, tmp("rm.err"), rm_drained), 1);
+	out = slurp(tmp("rm.err"));
+	assert_non_null(strstr(out, "being drained by a collector"));
+	free(out);
+	assert_true(ring_exists(drained));
+	/* not a ring: never removed */
+	assert_int_equal(run(NULL, tmp("rm.err"), rm_junk), 1);
+	out = slurp(tmp("rm.err"));
+	assert_non_null(strstr(out, "not a shmtrace ring"));
+	free(out);
+	assert_true(ring_exists(junk));
+	/* unused, whatever was left in them */
+	assert_int_equal(run(NULL, NULL, rm_two), 0);
+	assert_false(ring_exists(idle));
+	assert_false(ring_exists(dead));
+	assert_int_equal(run(NULL, tmp("rm.err"), rm_gone), 1);
+	out = slurp(tmp("rm.err"));
+	assert_non_null(strstr(out, "no ring named"));
+	free(out);
+	assert_int_equal(run(NULL, NULL, rm_force), 0);
+	assert_false(ring_exists(live));
+	assert_false(ring_exists(drained));
+
+	close(lfd);
+	assert_int_equal(waitpid(lp, NULL, 0), lp);
+	stop(col);
+	unlink(path);
+}
+
+static void test_stat_names_missing_once(void **state)
+{
+	const char *name = test_ring_name("nope");
+	char *argv[] = { g_tool, "stat", (char *)name, NULL };
+	char *pargv[] = { g_tool, "stat", (char *)tmp("nope.cap"), NULL };
+	char *out;
+
+	(void)state;
+	assert_int_equal(run(NULL, tmp("stat.err"), argv), 1);
+	out = slurp(tmp("stat.err"));
+	assert_int_equal(count(out, name), 1);
+	assert_non_null(strstr(out, "no ring of that name in /dev/shm, nor a capture file"));
+	free(out);
+	/* a path is only ever a capture */
+	assert_int_equal(run(NULL, tmp("stat.err"), pargv), 1);
+	out = slurp(tmp("stat.err"));
+	assert_int_equal(count(out, "nope.cap"), 1);
+	assert_non_null(strstr(out, "no such capture file"));
+	free(out);
+}
+
+static void test_collector_option_checks(void **state)
+{
+	const char *name = test_ring_name("opts");
+	char *bad_fd[] = { g_collector, "--ring", (char *)name, "--output", (char *)tmp("o.cap"),
+			   "--ready-fd", "57", NULL };
+	char *keep[] = { g_collector, "--ring", (char *)name, "--output", (char *)tmp("o.cap"),
+			 "--keep-ring", NULL };
+	char *out;
+
+	(void)state;
+	/* no ring either: a bad descriptor must be found first, as a usage error */
+	assert_int_equal(run(NULL, tmp("col.err"), bad_fd), 2);
+	out = slurp(tmp("col.err"));
+	assert_non_null(strstr(out, "--ready-fd 57: not an open file descriptor"));
+	free(out);
+	assert_int_equal(run(NULL, tmp("col.err"), keep), 1);
+	out = slurp(tmp("col.err"));
+	assert_non_null(strstr(out, "warning: --keep-ring has no effect without --create"));
+	free(out);
+}
+
+/* A capture whose collector is still running ends without its END frame:
+ * the exporter says a collector is writing it, not that it was cut. */
+static void test_export_capture_being_written(void **state)
+{
+	const char *name = test_ring_name("writing");
+	const char *cap = tmp("writing.cap");
+	char *argv[] = { g_tool, "export", (char *)cap, "-o", (char *)tmp("w.json"), NULL };
+	char want[96], *out, ev[sizeof(struct inotify_event) + 256];
+	struct stat st;
+	pid_t col;
+	int in;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	col = start_collector(name, cap);
+	in = inotify_init1(IN_CLOEXEC);
+	assert_true(in >= 0);
+	assert_true(inotify_add_watch(in, cap, IN_MODIFY) >= 0);
+	spans(name, 100);
+	/* the collector writes what it drained within its 5 ms poll */
+	assert_true(read(in, ev, sizeof(ev)) > 0);
+	close(in);
+	assert_int_equal(stat(cap, &st), 0);
+	assert_true(st.st_size > 0);
+	assert_int_equal(run(NULL, tmp("w.err"), argv), 0);
+	out = slurp(tmp("w.err"));
+	snprintf(want, sizeof(want), "still being written by shmtrace-collector (pid %d)", (int)col);
+	assert_non_null(strstr(out, want));
+	assert_null(strstr(out, "cut short"));
+	free(out);
+	stop(col);
+	/* stopped, it is whole: nothing to say */
+	assert_int_equal(run(NULL, tmp("w.err"), argv), 0);
+	out = slurp(tmp("w.err"));
+	assert_null(strstr(out, "being written"));
+	free(out);
+	shmtrace_ring_unlink(name);
+}
+
+static void test_export_from_past_end(void **state)
+{
+	const char *name = test_ring_name("from");
+	char *past[] = { g_tool, "export", "--ring", (char *)name, "-o", (char *)tmp("f.json"),
+			 "--from", "100s", NULL };
+	char *inside[] = { g_tool, "export", "--ring", (char *)name, "-o", (char *)tmp("f.json"),
+			   "--from", "0s", NULL };
+	char *out;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	spans(name, 10);
+	assert_int_equal(run(NULL, tmp("f.err"), past), 0);
+	out = slurp(tmp("f.err"));
+	assert_non_null(strstr(out, "--from 100.000000 s is past the end of the trace"));
+	free(out);
+	assert_int_equal(run(NULL, tmp("f.err"), inside), 0);
+	out = slurp(tmp("f.err"));
+	assert_null(strstr(out, "past the end"));
+	free(out);
+	shmtrace_ring_unlink(name);
+}
+
+static int setup(void **state)
+{
+	const char *b = getenv("SHMTRACE_BIN");
+
+	(void)state;
+	snprintf(g_tool, sizeof(g_tool), "%s/shmtrace", b ? b : "build");
+	snprintf(g_collector, sizeof(g_collector), "%s/shmtrace-collector", b ? b : "build");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-cli-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	return access(g_tool, X_OK) || access(g_collector, X_OK);
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ls_and_rm),
+		cmocka_unit_test(test_stat_names_missing_once),
+		cmocka_unit_test(test_collector_option_checks),
+		cmocka_unit_test(test_export_capture_being_written),
+		cmocka_unit_test(test_export_from_past_end),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ls.c - `shmtrace ls` and `shmtrace rm`: the rings in /dev/shm (size,
+ * permissions, fill, producers alive and dead, collector, age), and
+ * removing those nobody uses any more.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "json_writer.h"
+#include "ring_reader.h"
+
+#define SHM_DIR		"/dev/shm"
+#define MAX_LIVE	8	/* live producer pids named by rm's refusal */
+
+/* What ls shows and rm decides on; everything read from the segment. */
+struct census {
+	struct shmt_view v;
+	uint64_t fill;
+	uint32_t alive, dead;
+	uint32_t live_pids[MAX_LIVE];
+};
+
+/* Counts producers (one per pid and start time, as stat lists them) and
+ * whether each lives. Runs under shmt_guarded(). */
+static int census_pass(void *arg)
+{
+	struct census *c = arg;
+	const struct shmt_view *v = &c->v;
+	uint64_t head = shmt_ring_head(v), tail = load_acquire(&v->h->tail.v);
+	uint32_t nthr = shmt_ring_nthreads(v);
+
+	c->fill = head > tail ? head - tail : 0;
+	if (c->fill > v->capacity)
+		c->fill = v->capacity;
+	for (uint32_t i = 0; i < nthr; i++) {
+		struct shmt_thread t, u;
+		bool dup = false;
+
+		if (shmt_ring_thread(v, i, &t) < 0)
+			continue;
+		for (uint32_t j = 0; j < i && !dup; j++)
+			dup = shmt_ring_thread(v, j, &u) == 0 && u.pid == t.pid &&
+			      u.start_time == t.start_time;
+		if (dup)
+			continue;
+		if (t.pid && shmt_proc_start_time(t.pid) == t.start_time) {
+			if (c->alive < MAX_LIVE)
+				c->live_pids[c->alive] = t.pid;
+			c->alive++;
+		} else {
+			c->dead++;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The collector that drains the ring holds an flock on it (drain.c), which
+ * /proc/locks lists with the ring's device and inode: returns its pid (0
+ * when it is in another pid namespace), or -1 when none holds one. Without
+ * a readable /proc/locks, falls back to the pid the header names, if alive.
+ */
+static int64_t collector_of(const struct stat *st, const struct shmt_view *v)
+{
+	char line[256], want[64];
+	FILE *f = fopen("/proc/locks", "re");
+	int64_t pid = -1;
+
+	if (!f) {
+		uint64_t p = load_relaxed(&v->h->collector_pid.v);
+		char path[64];
+		struct stat ps;
+
+		snprintf(path, sizeof(path), "/proc/%" PRIu64, p);
+		return p && p <= UINT32_MAX && stat(path, &ps) == 0 ? (int64_t)p : -1;
+	}
+	snprintf(want, sizeof(want), " %02x:%02x:%llu ", major(st->st_dev), minor(st->st_dev),
+		 (unsigned long long)st->st_ino);
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, want);
+		long long lp;
+
+		if (!p || !strstr(line, "FLOCK"))
+			continue;
+		/* the pid is the field just before the device */
+		while (p > line && p[-1] == ' ')
+			p--;
+		while (p > line && p[-1] >= '0' && p[-1] <= '9')
+			p--;
+		lp = strtoll(p, NULL, 10);
+		pid = lp > 0 && lp <= UINT32_MAX ? lp : 0;
+		break;
+	}
+	fclose(f);
+	return pid;
+}
+
+/* Opens name read-only and counts; returns 0, or -errno with err set. */
+static int census_take(const char *name, struct census *c, struct stat *st, char *err,
+		       size_t errlen)
+{
+	char path[300];
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	ret = shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &c->v, err, errlen);
+	if (ret < 0)
+		return ret;
+	snprintf(path, sizeof(path), SHM_DIR "/%s", name);
+	if (lstat(path, st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "ring '%s': %s", name, strerror(-ret));
+		shmt_view_close(&c->v);
+		return ret;
+	}
+	if (shmt_guarded(census_pass, c) < 0) {
+		snprintf(err, errlen, "ring '%s': segment shrank while being read", name);
+		shmt_view_close(&c->v);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static void fmt_size(char *buf, size_t len, uint64_t b)
+{
+	static const char units[] = "KMGT";
+	double x = (double)b;
+	int u = -1;
+
+	while (x >= 1024 && u < 3) {
+		x /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%" PRIu64, b);
+	else
+		snprintf(buf, len, "%.1f%c", x, units[u]);
+}
+
+static void fmt_age(char *buf, size_t len, uint64_t created_ns, uint64_t now_ns)
+{
+	uint64_t s;
+
+	if (!created_ns || created_ns > now_ns) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	s = (now_ns - created_ns) / 1000000000ull;
+	if (s < 60)
+		snprintf(buf, len, "%" PRIu64 "s", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%" PRIu64 "m%02" PRIu64 "s", s / 60, s % 60);
+	else if (s < 86400)
+		snprintf(buf, len, "%" PRIu64 "h%02" PRIu64 "m", s / 3600, s / 60 % 60);
+	else
+		snprintf(buf, len, "%" PRIu64 "d%02" PRIu64 "h", s / 86400, s / 3600 % 24);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in /dev/shm that could be rings, sorted: regular files, not
+ * the temporaries of a creation in progress. */
+static int list_names(char ***out, size_t *n)
+{
+	DIR *d = opendir(SHM_DIR);
+	struct dirent *de;
+	char **v = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || shmt_name_check(de->d_name) < 0)
+			continue;
+		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
+			continue;
+		if (*n == cap) {
+			char **nv = realloc(v, (cap = cap ? cap * 2 : 32) * sizeof(*v));
+
+			if (!nv)
+				break;
+			v = nv;
+		}
+		if (!(v[*n] = strdup(de->d_name)))
+			break;
+		(*n)++;
+	}
+	closedir(d);
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_names);
+	*out = v;
+	return 0;
+}
+
+static const char ls_usage[] =
+	"Usage: shmtrace ls [--json]\n"
+	"Lists the shmtrace rings in /dev/shm that can be read: size, permissions,\n"
+	"mode, capacity, fill, producers alive and dead, the collector draining it\n"
+	"(its pid, or '-'), and age (since creation). Other files are skipped.\n"
+	"\n"
+	"      --json  print one JSON array of objects\n"
+	"  -h, --help  show this help\n";
+
+int cmd_ls(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t now = shmt_realtime_ns();
+	struct jw *w = NULL;
+	bool json = false, any = false;
+	char **names = NULL;
+	size_t n = 0;
+	int c, ret, rc = EXIT_OK;
+
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			fputs(ls_usage, stdout);
+			return EXIT_OK;
+		default:
+			return usage_error("ls", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		return usage_error("ls", "unexpected argument '%s'", argv[optind]);
+	ret = list_names(&names, &n);
+	if (ret < 0)
+		return runtime_error("ls", "cannot read " SHM_DIR ": %s", strerror(-ret));
+	if (!(w = malloc(sizeof(*w)))) {
+		rc = runtime_error("ls", "out of memory");
+		goto out;
+	}
+	jw_init(w, stdout);
+	if (json)
+		jw_puts(w, "[");
+	for (size_t i = 0; i < n; i++) {
+		struct census cs;
+		struct stat st;
+		char err[512], size[32], age[32], colbuf[24], line[512], esc[1300];
+		int64_t col;
+
+		/* not readable by us, or not a ring: not ours to list */
+		if (census_take(names[i], &cs, &st, err, sizeof(err)) < 0)
+			continue;
+		col = collector_of(&st, &cs.v);
+		if (json) {
+			jw_puts(w, any ? ",{\"name\":" : "{\"name\":");
+			jw_cstr(w, names[i]);
+			jw_puts(w, ",\"size\":");
+			jw_u64(w, (uint64_t)st.st_size);
+			snprintf(line, sizeof(line), ",\"perm\":\"%04o\",\"uid\":%u,\"mode\":\"%s\"",
+				 (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
+				 cs.v.mode == SHMTRACE_MODE_OVERWRITE ? "overwrite" : "discard");
+			jw_puts(w, line);
+			jw_puts(w, ",\"capacity\":");
+			jw_u64(w, cs.v.capacity);
+			jw_puts(w, ",\"fill\":");
+			jw_u64(w, cs.fill);
+			jw_puts(w, ",\"producers_alive\":");
+			jw_u64(w, cs.alive);
+			jw_puts(w, ",\"producers_dead\":");
+			jw_u64(w, cs.dead);
+			jw_puts(w, col >= 0 ? ",\"collector\":true,\"collector_pid\":"
+					    : ",\"collector\":false,\"collector_pid\":");
+			jw_u64(w, col > 0 ? (uint64_t)col : 0);
+			jw_puts(w, ",\"created_ns\":");
+			jw_u64(w, cs.v.clock.realtime0);
+			jw_puts(w, ",\"age_s\":");
+			jw_u64(w, cs.v.clock.realtime0 && cs.v.clock.realtime0 <= now ?
+				  (now - cs.v.clock.realtime0) / 1000000000ull : 0);
+			jw_puts(w, "}");
+		} else {
+			if (!any)
+				jw_puts(w, "NAME                    SIZE  PERM  MODE       CAPACITY   FILL"
+					   "  ALIVE  DEAD  COLLECTOR  AGE\n");
+			/* a file name is untrusted bytes: escaped, never raw */
+			json_escape(names[i], strlen(names[i]), esc, sizeof(esc));
+			fmt_size(size, sizeof(size), (uint64_t)st.st_size);
+			fmt_age(age, sizeof(age), cs.v.clock.realtime0, now);
+			/* a collector in another pid namespace: attached, pid unknown */
+			if (col > 0)
+				snprintf(colbuf, sizeof(colbuf), "%lld", (long long)col);
+			else
+				snprintf(colbuf, sizeof(colbuf), "%s", col == 0 ? "yes" : "-");
+			snprintf(line, sizeof(line),
+				 " %7s  %04o  %-9s  %8u  %4.0f%%  %5u  %4u  %9s  %s\n", size,
+				 (unsigned)(st.st_mode & 07777),
+				 cs.v.mode == SHMTRACE_MODE_OVERWRITE ? "overwrite" : "discard",
+				 cs.v.capacity, 100.0 * (double)cs.fill / cs.v.capacity, cs.alive,
+				 cs.dead, colbuf, age);
+			jw_puts(w, esc);
+			for (size_t k = strlen(esc); k < 20; k++)
+				jw_puts(w, " ");
+			jw_puts(w, line);
+		}
+		any = true;
+		shmt_view_close(&cs.v);
+	}
+	if (json)
+		jw_puts(w, "]\n");
+	if ((ret = jw_flush(w)) < 0)
+		rc = runtime_error("ls", "writing output: %s", strerror(-ret));
+out:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(w);
+	return rc;
+}
+
+static const char rm_usage[] =
+	"Usage: shmtrace rm [--force] NAME...\n"
+	"Removes rings from /dev/shm. A ring that live producers are attached to,\n"
+	"or that a collector is draining, is refused unless --force; a file that is\n"
+	"not a shmtrace ring is always refused. Processes attached to a removed ring\n"
+	"keep their mapping; the memory is freed when the last one detaches.\n"
+	"\n"
+	"  -f, --force  remove even rings in use\n"
+	"  -h, --help   show this help\n";
+
+/* Removes one ring; returns EXIT_OK or EXIT_RUNTIME after saying why not. */
+static int rm_one(const char *name, bool force)
+{
+	struct census cs;
+	struct stat st;
+	char err[512];
+	int64_t col;
+	int ret;
+
+	if (shmt_name_check(name) < 0)
+		return runtime_error("rm", "'%s' is not a ring name (1 to 200 bytes, no '/')", name);
+	ret = census_take(name, &cs, &st, err, sizeof(err));
+	if (ret < 0)
+		return runtime_error("rm", "%s", err);
+	col = collector_of(&st, &cs.v);
+	shmt_view_close(&cs.v);
+	if (!force && cs.alive) {
+		char pids[MAX_LIVE * 12 + 8] = "";
+		size_t len = 0;
+
+		for (uint32_t i = 0; i < cs.alive && i < MAX_LIVE; i++)
+			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%u", i ? ", " : "",
+						cs.live_pids[i]);
+		if (cs.alive > MAX_LIVE)
+			snprintf(pids + len, sizeof(pids) - len, ", ...");
+		return runtime_error("rm", "ring '%s' has %u live producer%s (pid %s); not removed "
+				     "(--force removes it anyway)", name, cs.alive,
+				     cs.alive == 1 ? "" : "s", pids);
+	}
+	if (!force && col >= 0) {
+		if (col > 0)
+			return runtime_error("rm", "ring '%s' is being drained by a collector (pid %lld); "
+					     "not removed (--force removes it anyway)", name,
+					     (long long)col);
+		return runtime_error("rm", "ring '%s' is being drained by a collector; not removed "
+				     "(--force removes it anyway)", name);
+	}
+	ret = shmtrace_ring_unlink(name);
+	if (ret < 0)
+		return runtime_error("rm", "cannot remove ring '%s': %s", name, strerror(-ret));
+	return EXIT_OK;
+}
+
+int cmd_rm(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool force = false;
+	int c, rc = EXIT_OK;
+
+	opterr = 0;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			force = true;
+			break;
+		case 'h':
+			fputs(rm_usage, stdout);
+			return EXIT_OK;
+		default:
+			return usage_error("rm", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind == argc)
+		return usage_error("rm", "no ring given");
+	for (int i = optind; i < argc; i++)
+		if (rm_one(argv[i], force) != EXIT_OK)
+			rc = EXIT_RUNTIME;
+	return rc;
+}
