@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "helpers.h"
+#include "source.h"
 
 static char g_self[4096];
 
@@ -103,6 +104,87 @@ static void test_macros_attach_late(void **state)
 	assert_true(slot_flags(ring, (uint32_t)kid) & SHMT_THREAD_LATE);
 	free(d.recs);
 	shmtrace_ring_unlink(ring);
+}
+
+struct pid_count {
+	uint32_t pid;
+	uint64_t n;
+};
+
+static int count_pid_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
+{
+	struct pid_count *c = ctx;
+
+	(void)start_time;
+	c->n += r->pid == c->pid;
+	return 0;
+}
+
+/*
+ * The scenario of a script or a unit file: the application starts first,
+ * then `shmtrace-collector --create` makes its ring (a large one, whose
+ * making takes a while). The application attaches when the ring appears,
+ * never to a half-made one, and its spans are in the capture.
+ */
+static void test_late_attach_to_collector_create(void **state)
+{
+	const char *ring = test_ring_name("latecol");
+	const char *bin = getenv("SHMTRACE_BIN");
+	char col_bin[4200], out[256], fd[16], env[256], buf[16], err[512];
+	struct pid_count pc = { 0 };
+	struct source src;
+	char *paths[1] = { out };
+	int p[2], r[2], status;
+	pid_t kid, col;
+
+	(void)state;
+	snprintf(col_bin, sizeof(col_bin), "%s/shmtrace-collector", bin ? bin : "build");
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(pipe(p), 0);
+	kid = fork();
+	if (kid == 0) {
+		char *envp[] = { env, NULL };
+
+		close(p[0]);
+		snprintf(fd, sizeof(fd), "%d", p[1]);
+		snprintf(env, sizeof(env), "SHMTRACE_RING=%s", ring);
+		execle(g_self, g_self, "--late-child", fd, (char *)NULL, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], buf, 1), 1);
+	close(p[0]);
+	/* the application runs; now the collector makes the ring */
+	assert_int_equal(pipe(r), 0);
+	col = fork();
+	if (col == 0) {
+		close(r[0]);
+		snprintf(fd, sizeof(fd), "%d", r[1]);
+		execl(col_bin, "shmtrace-collector", "--ring", ring, "--create", "--capacity",
+		      "4194304", "--output", out, "--ready-fd", fd, "--poll-interval", "5",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(r[1]);
+	assert_true(read(r[0], buf, sizeof(buf)) > 0);
+	close(r[0]);
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	kill(col, SIGTERM);
+	assert_int_equal(waitpid(col, &status, 0), col);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(source_open(&src, NULL, paths, 1, err, sizeof(err)), 0);
+	pc.pid = (uint32_t)kid;
+	assert_int_equal(source_records(&src, count_pid_record, &pc, err, sizeof(err)), 0);
+	print_message("late producer: %llu spans in the capture\n", (unsigned long long)pc.n);
+	assert_true(pc.n >= 1000);
+	assert_int_equal(src.loss.dropped + src.loss.torn, 0);
+	source_close(&src);
+	unlink(out);
+	shmtrace_ring_unlink(ring);	/* gone already: the collector made it */
 }
 
 static void test_api_open_wait(void **state)
@@ -258,6 +340,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_macros_attach_late),
+		cmocka_unit_test(test_late_attach_to_collector_create),
 		cmocka_unit_test(test_api_open_wait),
 		cmocka_unit_test(test_reattach_after_ring_made_again),
 	};
