@@ -29,6 +29,10 @@ fi
 RING_CAP=1048576
 
 TMPD=$(mktemp -d /dev/shm/shmtbench-tmp.XXXXXX) || exit 1
+# LTTng's traces go to a disk-backed directory (page cache), as LTTng is
+# run at its best: its consumer writing tmpfs pages competed with the
+# producers on this 2-core machine. BENCH_LT_OUT overrides.
+LT_OUT=$(mktemp -d "${BENCH_LT_OUT:-/var/tmp}/shmtbench-lt.XXXXXX") || exit 1
 PREFIX="shmtbench-$$-"
 export BENCH_PREFIX=$PREFIX BENCH_TMP=$TMPD
 unset SHMTRACE_RING	# case 4 needs shmtrace_default == NULL
@@ -57,7 +61,7 @@ cleanup() {
 		done
 	fi
 	rm -f /dev/shm/"$PREFIX"* 2>/dev/null
-	rm -rf "$TMPD"
+	rm -rf "$TMPD" "$LT_OUT"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -145,7 +149,7 @@ LT_DISCARDED=0
 # lt_start NAME: a session with one channel of 8 x 4 MiB sub-buffers (per-uid)
 lt_start() {
 	local s="${PREFIX}$1"
-	lttng create "$s" --output="$TMPD/lt-$1" >/dev/null &&
+	lttng create "$s" --output="$LT_OUT/lt-$1" >/dev/null &&
 	SESSIONS+=("$s") &&
 	lttng enable-channel -u -s "$s" ch --subbuf-size=4M --num-subbuf=8 >/dev/null &&
 	lttng enable-event -u -s "$s" -c ch 'shmtbench:*' >/dev/null &&
@@ -158,11 +162,11 @@ lt_stop() {
 	LT_DISCARDED=$(lttng list "$s" 2>/dev/null | sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
 	lttng destroy "$s" >/dev/null 2>&1
 	SESSIONS=("${SESSIONS[@]/$s}")
-	LT_SIZE=$(du -sb "$TMPD/lt-$1" 2>/dev/null | cut -f1)
+	LT_SIZE=$(du -sb "$LT_OUT/lt-$1" 2>/dev/null | cut -f1)
 	# traces live on tmpfs: gigabytes of them left there squeeze the page
 	# allocator that the next cases' collector writes through (measured: a
 	# warm drain 6x slower, records dropped); only babeltrace2 needs "gen"
-	[ "$1" = gen ] || rm -rf "$TMPD/lt-$1"
+	[ "$1" = gen ] || rm -rf "$LT_OUT/lt-$1"
 }
 # lt_case NAME CASE N RUNS: one LTTng case in its own session
 lt_case() {
@@ -172,7 +176,8 @@ lt_case() {
 		say "note: LTTng session for $1 could not be created"
 		return 1
 	fi
-	out=$(BENCH_N=$3 BENCH_RUNS=$4 timeout 900 "$LT" "$2" 2>"$TMPD/lt-$1.err" | grep '^RESULT')
+	out=$(BENCH_LT_SESSION="${PREFIX}$1" BENCH_N=$3 BENCH_RUNS=$4 timeout 900 "$LT" "$2" \
+		2>"$TMPD/lt-$1.err" | grep '^RESULT')
 	lt_stop "$1"
 	[ -n "$out" ] || { say "note: LTTng $2 failed: $(tail -n 2 "$TMPD/lt-$1.err" | tr '\n' ' ')"; return 1; }
 	printf '%s lt_discarded=%s lt_bytes=%s\n' "$out" "$LT_DISCARDED" "$LT_SIZE"
@@ -194,7 +199,7 @@ say "  4 disabled: SHMTRACE_SCOPE with shmtrace_default == NULL, $N_DIS iteratio
 say "  5 drain:    a full ring of $RING_CAP records (discard mode, no collector) drained by a fresh collector"
 say "  6 export:   \`shmtrace export\` of a capture of $N_EXPORT spans, 10 % in flows (babeltrace2: same count to text)"
 say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
-say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to tmpfs"
+say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed); each two-proc run starts once the warm-up is written out (lttng stop/start)"
 [ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
 say ""
 
@@ -254,10 +259,10 @@ if [ -z "$LT_WHY" ]; then
 	if [ $HAVE_BT = 1 ] && [ -n "$L6" ]; then
 		say "running 6 babeltrace2..."
 		if [ -x /usr/bin/time ]; then
-			/usr/bin/time -f '%e %M' -o "$TMPD/bt.time" babeltrace2 "$TMPD/lt-gen" >/dev/null 2>"$TMPD/bt.err"
+			/usr/bin/time -f '%e %M' -o "$TMPD/bt.time" babeltrace2 "$LT_OUT/lt-gen" >/dev/null 2>"$TMPD/bt.err"
 			read -r BT_SECS BT_RSS <"$TMPD/bt.time"
 		else
-			a=$(date +%s.%N); babeltrace2 "$TMPD/lt-gen" >/dev/null 2>"$TMPD/bt.err"; b=$(date +%s.%N)
+			a=$(date +%s.%N); babeltrace2 "$LT_OUT/lt-gen" >/dev/null 2>"$TMPD/bt.err"; b=$(date +%s.%N)
 			BT_SECS=$(awk -v a="$a" -v b="$b" 'BEGIN { print b - a }')
 		fi
 	fi
