@@ -541,8 +541,12 @@ SHMT_API int shmtrace_end(struct shmtrace_open_span *sp)
 
 	if (!sp->t)
 		return -EINVAL;
-	ret = emit(sp->t, SHMTRACE_KIND_SPAN, sp->cat, sp->name, sp->start,
-		   end > sp->start ? end - sp->start : 0, sp->flow, sp->args, n, sp);
+	if (likely(n == 0))	/* the plain span's path, folded for no arguments */
+		ret = emit(sp->t, SHMTRACE_KIND_SPAN, sp->cat, sp->name, sp->start,
+			   end > sp->start ? end - sp->start : 0, sp->flow, NULL, 0, sp);
+	else
+		ret = emit(sp->t, SHMTRACE_KIND_SPAN, sp->cat, sp->name, sp->start,
+			   end > sp->start ? end - sp->start : 0, sp->flow, sp->args, n, sp);
 	/* pop after the record is published: a thread killed in between is
 	 * seen closing (open_closing) and its span is not shown twice. Not
 	 * in a forked child: the block is its parent's. */
