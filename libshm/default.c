@@ -48,6 +48,16 @@ SHMT_API void shmtrace_site_resolve(shmtrace_t *t, struct shmtrace_site *site)
 	__atomic_store_n(&site->owner, t, __ATOMIC_RELEASE);
 }
 
+SHMT_API uint32_t shmtrace_key_resolve(shmtrace_t *t, struct shmtrace_key_site *site)
+{
+	uint32_t id = shmtrace_intern(t, site->s);
+
+	/* as for sites: racing threads store the same id */
+	__atomic_store_n(&site->id, id, __ATOMIC_RELAXED);
+	__atomic_store_n(&site->owner, t, __ATOMIC_RELEASE);
+	return id;
+}
+
 /*
  * A default handle whose ring did not exist at start-up: a thread of ours
  * looks for it every 100 ms and publishes the handle once attached, so

@@ -119,6 +119,14 @@ struct shmt_owner {
 uint32_t shmt_find_dead_blocks(const struct shmt_view *v, struct shmt_owner *dead);
 uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead);
 
+/* inflight.c: a thread's open spans (ring_format.h, struct shmt_block) */
+/* Copies block i's open spans, outermost first, as SHMTRACE_KIND_OPEN
+ * records (dur 0) into out[SHMT_OPEN_MAX]; none unless it is owned. */
+uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shmt_record *out);
+/* Writes them into the ring and empties the stack (a dead owner's block,
+ * before it is freed). Lock held. Returns records written. */
+uint32_t shmt_open_publish_locked(struct shmt_view *v, uint32_t i);
+
 /* procinfo.c */
 uint64_t shmt_proc_start_time(uint32_t pid);	/* 0 if gone */
 uint64_t shmt_self_pidns(void);

@@ -173,6 +173,9 @@ static int claim_block_locked(struct shmt_att *a, uint32_t tid, const struct shm
 			b->pid = g_pid;
 			b->tid = tid;
 			b->start_time = g_start;
+			/* a dead owner's stack was recorded when it was adopted */
+			store_relaxed(&b->open_depth, 0);
+			store_relaxed(&b->open_closing, 0);
 			store_release(&b->state, SHMT_BLOCK_OWNED);
 			claimed_set(a, i, true);
 			return (int)i;
@@ -281,23 +284,69 @@ static int flush_slot(shmtrace_t *t, struct shmt_att *a, struct tls_slot *s)
 	return pending <= a->v.block_records && done < pending ? -ENOSPC : 0;
 }
 
-static int emit_direct(shmtrace_t *t, struct shmt_att *a, const struct shmt_record *r)
+static int emit_direct(shmtrace_t *t, struct shmt_att *a, const struct shmt_record *r,
+		       unsigned n)
 {
 	int ret = shmt_producer_lock(t, a);
 
 	if (ret < 0) {
 		/* -EBUSY from a wedged lock's try is a timeout too */
-		fetch_add(&a->v.h->dropped.v, 1);
+		fetch_add(&a->v.h->dropped.v, n);
 		return -ETIMEDOUT;
 	}
-	ret = shmt_write_direct_locked(&a->v, r);
+	/* the event first, its arguments after it while it was written: an
+	 * argument never reaches the ring without its event */
+	for (unsigned i = 0; i < n; i++) {
+		ret = shmt_write_direct_locked(&a->v, &r[i]);
+		if (ret < 0) {
+			if (n - i - 1)
+				fetch_add(&a->v.h->dropped.v, n - i - 1);
+			break;
+		}
+	}
 	shmt_unlock(&a->v);
 	shmt_wake_collector(&a->v);
 	return ret;
 }
 
+static inline uint32_t remap_id(const struct shmt_att *a, uint32_t id)
+{
+	return unlikely(a->remap != NULL) ? a->remap[id & (SHMT_HANDLE_IDS - 1)] : id;
+}
+
+/* Fills r[1..n] with the argument records of the event r[0]. */
+static void fill_args(const struct shmt_att *a, struct shmt_record *r, uint32_t *idx,
+		      const struct shmtrace_arg *args, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct shmt_record *d = &r[idx ? idx[i + 1] : i + 1];
+		uint64_t value = args[i].value;
+
+		if (args[i].type == SHMTRACE_ARG_STR)
+			value = remap_id(a, (uint32_t)value);
+		d->ts = r[idx ? idx[0] : 0].ts;
+		d->dur = value;
+		d->flow = SHMT_ARG_FLOW(args[i].type, i + 1, n);
+		d->pid = g_pid;
+		d->tid = tls_tid;
+		d->name = (uint16_t)remap_id(a, args[i].key);
+		d->cat = r[idx ? idx[0] : 0].name;
+		d->commit = SHMTRACE_KIND_ARG;
+	}
+}
+
+/*
+ * Stages one event and its n arguments as one group: they are published by
+ * one release store of written, so whoever flushes the block, and a reader
+ * of a dead thread's block, sees all of them or none. sp, when not NULL, is
+ * the open span this record ends: its stack entry is marked as closing
+ * before the store (see struct shmt_block). Constant arguments fold away
+ * for the plain calls.
+ */
 static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name,
-		       uint64_t ts, uint64_t dur, uint64_t flow)
+		       uint64_t ts, uint64_t dur, uint64_t flow,
+		       const struct shmtrace_arg *args, unsigned nargs,
+		       const struct shmtrace_open_span *sp)
 {
 	struct tls_slot *s = &tls[0];
 	struct shmt_record *r;
@@ -323,21 +372,23 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 	if (unlikely(s->id != a->id || s->gen != g_fork_gen)) {
 		s = slot_slow(t, a);
 		if (!s) {
-			struct shmt_record d = {
+			struct shmt_record d[1 + SHMTRACE_MAX_ARGS] = { {
 				.ts = ts, .dur = dur, .flow = flow, .pid = g_pid, .tid = my_tid(),
 				.name = (uint16_t)name, .cat = (uint16_t)cat, .commit = kind,
-			};
-			return emit_direct(t, a, &d);
+			} };
+
+			fill_args(a, d, NULL, args, nargs);
+			return emit_direct(t, a, d, 1 + nargs);
 		}
 	}
 	w = s->written;
-	if (unlikely(w >= s->limit)) {
+	if (unlikely(w + nargs >= s->limit)) {
 		/* the collector may have flushed us meanwhile */
 		s->limit = load_acquire(&s->b->taken) + a->v.block_records;
-		if (w >= s->limit) {
+		if (w + nargs >= s->limit) {
 			ret = flush_slot(t, a, s);
 			if (ret < 0 && ret != -ENOSPC) {
-				fetch_add(&a->v.h->dropped.v, 1);
+				fetch_add(&a->v.h->dropped.v, 1 + nargs);
 				return -ETIMEDOUT;
 			}
 		}
@@ -351,9 +402,20 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 	r->name = (uint16_t)name;
 	r->cat = (uint16_t)cat;
 	r->commit = kind;
-	/* pairs with the acquire load of written by whoever flushes the block */
-	store_release(&s->b->written, w + 1);
-	s->written = w + 1;
+	if (nargs) {
+		uint32_t idx[1 + SHMTRACE_MAX_ARGS];
+
+		for (unsigned i = 0; i <= nargs; i++)
+			idx[i] = (uint32_t)((w + i) & (SHMT_BLOCK_RECORDS - 1));
+		fill_args(a, s->recs, idx, args, nargs);
+	}
+	if (sp && sp->block_ == (void *)s->b && sp->gen_ == g_fork_gen &&
+	    sp->depth_ < SHMT_OPEN_MAX)
+		store_relaxed(&s->b->open_closing, (w + 1 + nargs) << 8 | (sp->depth_ + 1));
+	/* pairs with the acquire load of written by whoever flushes the block;
+	 * orders open_closing before it too */
+	store_release(&s->b->written, w + 1 + nargs);
+	s->written = w + 1 + nargs;
 	/* this record is staged; -ENOSPC says the flush that made room for
 	 * it dropped earlier records of this thread */
 	return ret;
@@ -363,17 +425,135 @@ SHMT_API int shmtrace_span(shmtrace_t *t, uint32_t cat, uint32_t name,
 			   uint64_t start_ns, uint64_t end_ns, uint64_t flow_id)
 {
 	return emit(t, SHMTRACE_KIND_SPAN, cat, name, start_ns,
-		    end_ns > start_ns ? end_ns - start_ns : 0, flow_id);
+		    end_ns > start_ns ? end_ns - start_ns : 0, flow_id, NULL, 0, NULL);
 }
 
 SHMT_API int shmtrace_instant(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t flow_id)
 {
-	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmtrace_now(), 0, flow_id);
+	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmtrace_now(), 0, flow_id, NULL, 0, NULL);
 }
 
 SHMT_API int shmtrace_counter(shmtrace_t *t, uint32_t cat, uint32_t name, int64_t value)
 {
-	return emit(t, SHMTRACE_KIND_COUNTER, cat, name, shmtrace_now(), (uint64_t)value, 0);
+	return emit(t, SHMTRACE_KIND_COUNTER, cat, name, shmtrace_now(), (uint64_t)value, 0,
+		    NULL, 0, NULL);
+}
+
+static bool args_ok(const struct shmtrace_arg *args, unsigned n)
+{
+	if (n > SHMTRACE_MAX_ARGS || (n && !args))
+		return false;
+	for (unsigned i = 0; i < n; i++)
+		if (args[i].type != SHMTRACE_ARG_INT && args[i].type != SHMTRACE_ARG_STR)
+			return false;
+	return true;
+}
+
+SHMT_API int shmtrace_span_args(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t start_ns,
+				uint64_t end_ns, uint64_t flow_id, const struct shmtrace_arg *args,
+				unsigned n)
+{
+	if (!args_ok(args, n))
+		return -EINVAL;
+	return emit(t, SHMTRACE_KIND_SPAN, cat, name, start_ns,
+		    end_ns > start_ns ? end_ns - start_ns : 0, flow_id, args, n, NULL);
+}
+
+SHMT_API int shmtrace_instant_args(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t flow_id,
+				   const struct shmtrace_arg *args, unsigned n)
+{
+	if (!args_ok(args, n))
+		return -EINVAL;
+	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmtrace_now(), 0, flow_id, args, n, NULL);
+}
+
+/*
+ * Pushes a span on the calling thread's stack of open spans, in its
+ * staging block: the entry, then the depth (release), so a reader that
+ * sees the depth sees the entry. No lock; slot_slow() only on a thread's
+ * first record, as for emit().
+ */
+SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32_t cat,
+			    uint32_t name, uint64_t flow_id)
+{
+	struct tls_slot *s = &tls[0];
+	struct shmt_att *a;
+	struct shmt_block *b;
+	uint32_t d;
+
+	sp->t = t;
+	sp->block_ = NULL;
+	sp->flow = flow_id;
+	sp->cat = cat;
+	sp->name = name;
+	sp->depth_ = 0;
+	sp->gen_ = 0;
+	sp->nargs = 0;
+	sp->start = shmtrace_now();
+	if (unlikely(t == NULL))
+		return -EINVAL;
+	/* pairs with the release store of cur in attach_locked() */
+	a = load_acquire(&t->cur);
+	if (unlikely(a == NULL))
+		return -ENOENT;	/* the end looks for the ring, as emit() does */
+	if (unlikely(s->id != a->id || s->gen != g_fork_gen)) {
+		s = slot_slow(t, a);
+		if (!s)
+			return 0;	/* recorded at the end, not tracked */
+	}
+	b = s->b;
+	/* our own word; a peer may scribble on it, which only hides spans */
+	d = load_relaxed(&b->open_depth);
+	if (likely(d < SHMT_OPEN_MAX)) {
+		struct shmt_open *e = shmt_block_open(b, d);
+
+		store_relaxed(&b->open_closing, 0);
+		store_relaxed(&e->ts, sp->start);
+		store_relaxed(&e->name, (uint16_t)remap_id(a, name));
+		store_relaxed(&e->cat, (uint16_t)remap_id(a, cat));
+		store_relaxed(&e->flow, flow_id <= UINT32_MAX ? (uint32_t)flow_id : 0);
+	}
+	/* pairs with the acquire load of open_depth by readers */
+	store_release(&b->open_depth, d + 1);
+	sp->block_ = b;
+	sp->depth_ = d;
+	sp->gen_ = g_fork_gen;
+	return 0;
+}
+
+SHMT_API int shmtrace_span_arg(struct shmtrace_open_span *sp, struct shmtrace_arg arg)
+{
+	if (!sp)
+		return -EINVAL;
+	if (arg.type != SHMTRACE_ARG_INT && arg.type != SHMTRACE_ARG_STR)
+		return -EINVAL;
+	if (sp->nargs >= SHMTRACE_MAX_ARGS)
+		return -ENOSPC;
+	sp->args[sp->nargs++] = arg;
+	return 0;
+}
+
+SHMT_API int shmtrace_end(struct shmtrace_open_span *sp)
+{
+	uint64_t end = shmtrace_now();
+	unsigned n = sp->nargs <= SHMTRACE_MAX_ARGS ? sp->nargs : SHMTRACE_MAX_ARGS;
+	int ret;
+
+	if (!sp->t)
+		return -EINVAL;
+	if (likely(n == 0))	/* the plain span's path, folded for no arguments */
+		ret = emit(sp->t, SHMTRACE_KIND_SPAN, sp->cat, sp->name, sp->start,
+			   end > sp->start ? end - sp->start : 0, sp->flow, NULL, 0, sp);
+	else
+		ret = emit(sp->t, SHMTRACE_KIND_SPAN, sp->cat, sp->name, sp->start,
+			   end > sp->start ? end - sp->start : 0, sp->flow, sp->args, n, sp);
+	/* pop after the record is published: a thread killed in between is
+	 * seen closing (open_closing) and its span is not shown twice. Not
+	 * in a forked child: the block is its parent's. */
+	if (sp->block_ && sp->gen_ == g_fork_gen)
+		store_release(&((struct shmt_block *)sp->block_)->open_depth, sp->depth_);
+	sp->block_ = NULL;
+	return ret;
 }
 
 SHMT_API int shmtrace_flush(shmtrace_t *t)

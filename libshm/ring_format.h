@@ -16,7 +16,7 @@
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
 #define SHMT_RING_MAJOR		1u
-#define SHMT_RING_MINOR		1u	/* 1: ring_id, torn, strings_dropped */
+#define SHMT_RING_MINOR		2u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args */
 #define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
@@ -187,25 +187,69 @@ _Static_assert(sizeof(struct shmt_thread) == 96, "name slot is 96 bytes");
 #define SHMT_THREAD_REATTACHED	0x2u	/* moved here from a removed ring */
 
 /*
+ * An open span on a thread's stack (minor 2): pushed by shmtrace_begin(),
+ * popped by shmtrace_end(). flow holds the span's flow id when it is below
+ * 2^32 (ids come from a per-ring counter), else 0.
+ */
+struct shmt_open {
+	uint64_t ts;		/* the span's start */
+	uint16_t name;		/* interned string ids */
+	uint16_t cat;
+	uint32_t flow;
+};
+_Static_assert(sizeof(struct shmt_open) == 16, "an open span is 16 bytes");
+
+#define SHMT_OPEN_MAX		4u	/* open spans tracked per thread */
+
+/*
  * A per-thread staging block. Its owner appends records without the lock:
  * it writes recs[written % n] and then release-stores written + 1. Whoever
  * holds the ring lock may move recs[taken % n .. written % n) into the ring
  * and then release-store taken. The owner never lets written - taken exceed
  * n. Both counters only grow.
+ *
+ * Since minor 2 the block also holds its owner's stack of open spans, in
+ * what was padding: open_depth spans are open, the first SHMT_OPEN_MAX of
+ * them (outermost first) in open0 and open1[] (deeper ones are counted, not
+ * kept). open_closing is (written after the span's record << 8 | depth of
+ * the span) while the owner is between publishing a span's record and
+ * popping it: a reader whose block shows that written and that depth skips
+ * the top entry, which is then in the records already.
  */
 struct shmt_block {
 	uint32_t state;		/* SHMT_BLOCK_FREE / _OWNED; changed under lock */
 	uint32_t pid;
 	uint32_t tid;
-	uint32_t pad;
+	uint32_t open_depth;	/* minor 2: spans open (release); was padding */
 	uint64_t start_time;	/* owner's process start time */
 	uint64_t written;	/* owner: records appended (release) */
-	uint8_t pad1[32];
+	uint64_t open_closing;	/* minor 2: see above */
+	struct shmt_open open0;	/* minor 2: the outermost open span */
+	uint8_t pad1[8];
 	uint64_t taken;		/* lock holder: records moved to the ring */
-	uint8_t pad2[56];
+	struct shmt_open open1[SHMT_OPEN_MAX - 1];	/* minor 2: the next ones */
+	uint8_t pad2[8];
 	/* struct shmt_record recs[block_records] follows */
 };
 _Static_assert(sizeof(struct shmt_block) == 128, "block header is two lines");
+_Static_assert(__builtin_offsetof(struct shmt_block, taken) == 64, "taken on its own line");
+
+static inline struct shmt_open *shmt_block_open(struct shmt_block *b, uint32_t i)
+{
+	return i == 0 ? &b->open0 : &b->open1[i - 1];
+}
+
+/*
+ * An argument record (kind SHMTRACE_KIND_ARG, minor 2) follows the span or
+ * instant it belongs to in the same staging block, published by the same
+ * store of written: ts, pid and tid are its owner's, cat holds the owner's
+ * name id, name the key's id, dur the value (an int64, or a string id) and
+ * flow SHMT_ARG_FLOW(type, index, count).
+ */
+#define SHMT_ARG_FLOW(type, i, n)	((uint64_t)(type) | (uint64_t)(i) << 8 | (uint64_t)(n) << 16)
+#define SHMT_ARG_TYPE(f)	((uint32_t)((f) & 0xffu))
+#define SHMT_ARG_INDEX(f)	((uint32_t)((f) >> 8 & 0xffu))
+#define SHMT_ARG_COUNT(f)	((uint32_t)((f) >> 16 & 0xffu))
 
 #define SHMT_BLOCK_FREE		0u
 #define SHMT_BLOCK_OWNED	1u

@@ -202,8 +202,11 @@ uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct sh
 
 		if (pending && (all || gone || state != SHMT_BLOCK_OWNED))
 			done += shmt_flush_block_locked(v, i);
-		if (gone)
+		if (gone) {
+			/* the spans it died in, after its last records */
+			done += shmt_open_publish_locked(v, i);
 			store_release(&b->state, SHMT_BLOCK_FREE);
+		}
 	}
 	return done;
 }

@@ -53,7 +53,9 @@ enum shmtrace_kind {
 	SHMTRACE_KIND_SPAN = 1,		/* complete span: ts, dur */
 	SHMTRACE_KIND_INSTANT = 2,	/* point in time */
 	SHMTRACE_KIND_COUNTER = 3,	/* dur holds an int64 value */
-	SHMTRACE_KIND_MAX = 3,
+	SHMTRACE_KIND_ARG = 4,		/* an argument of the record before it */
+	SHMTRACE_KIND_OPEN = 5,		/* a span still open when its thread died */
+	SHMTRACE_KIND_MAX = 5,
 };
 
 struct shmtrace_ring_config {
@@ -170,6 +172,91 @@ int shmtrace_span(shmtrace_t *t, uint32_t cat, uint32_t name,
 /* Records an instant event now. */
 int shmtrace_instant(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t flow_id);
 
+/*
+ * Arguments: key/value pairs on a span or an instant, shown in the details
+ * panel of Perfetto and DevTools (the export's "args"). A key is an
+ * interned string id; a value is an int64 or an interned string id. Each
+ * argument is one more 40-byte record, stored right after its event in the
+ * thread's staging block and published with it by one store, so a crash
+ * leaves the event with all its arguments or with none of them. At most
+ * SHMTRACE_MAX_ARGS per event.
+ */
+#define SHMTRACE_MAX_ARGS 4
+
+enum shmtrace_arg_type {
+	SHMTRACE_ARG_INT = 1,		/* value is an int64 */
+	SHMTRACE_ARG_STR = 2,		/* value is an interned string id */
+};
+
+struct shmtrace_arg {
+	uint32_t key;			/* interned string id */
+	uint32_t type;			/* enum shmtrace_arg_type */
+	uint64_t value;
+};
+
+static inline struct shmtrace_arg shmtrace_arg_int(uint32_t key, int64_t value)
+{
+	struct shmtrace_arg a = { key, SHMTRACE_ARG_INT, (uint64_t)value };
+	return a;
+}
+
+static inline struct shmtrace_arg shmtrace_arg_str(uint32_t key, uint32_t str_id)
+{
+	struct shmtrace_arg a = { key, SHMTRACE_ARG_STR, str_id };
+	return a;
+}
+
+/*
+ * shmtrace_span() and shmtrace_instant() with n arguments (n may be 0).
+ * Return what those return, or -EINVAL (nothing recorded) when n exceeds
+ * SHMTRACE_MAX_ARGS or an argument's type is unknown.
+ */
+int shmtrace_span_args(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t start_ns,
+		       uint64_t end_ns, uint64_t flow_id, const struct shmtrace_arg *args,
+		       unsigned n);
+int shmtrace_instant_args(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t flow_id,
+			  const struct shmtrace_arg *args, unsigned n);
+
+/*
+ * A span that is open: begun by shmtrace_begin(), recorded by shmtrace_end().
+ * While it is open the thread's staging block (in the shared segment) says
+ * so, with a few plain stores and no lock: if the process dies inside it,
+ * `shmtrace export --ring` shows it as a slice from its start to the
+ * thread's last recorded moment marked "unfinished": true, nested as it
+ * was, and a running collector records it for the capture. Spans nest; a
+ * thread's SHMTRACE_OPEN_MAX outermost open spans are tracked, deeper ones
+ * are recorded at their end as usual but not shown if the thread dies in
+ * them. Arguments added while it is open are recorded with it at its end
+ * (an unfinished span has none). The struct lives in the caller's memory;
+ * its fields are the library's.
+ */
+#define SHMTRACE_OPEN_MAX 4
+
+struct shmtrace_open_span {
+	shmtrace_t *t;
+	void *block_;			/* staging block it was pushed on, or NULL */
+	uint64_t start, flow;
+	uint32_t cat, name;
+	uint32_t depth_, gen_;
+	uint32_t nargs;
+	struct shmtrace_arg args[SHMTRACE_MAX_ARGS];
+};
+
+/* Opens a span now on the calling thread. sp is always initialised, so
+ * shmtrace_end() may be called whatever this returns: 0, -EINVAL (t NULL),
+ * -ENOENT (no ring yet: nothing is recorded). */
+int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32_t cat, uint32_t name,
+		   uint64_t flow_id);
+
+/* Adds an argument to an open span. -ENOSPC when it has SHMTRACE_MAX_ARGS
+ * already (this one is not kept), -EINVAL for a bad type. */
+int shmtrace_span_arg(struct shmtrace_open_span *sp, struct shmtrace_arg arg);
+
+/* Records the span (with its arguments) ending now and closes it. Call it
+ * on the thread that began it, innermost span first. Returns what
+ * shmtrace_span() returns. */
+int shmtrace_end(struct shmtrace_open_span *sp);
+
 /* Records a counter's value now. */
 int shmtrace_counter(shmtrace_t *t, uint32_t cat, uint32_t name, int64_t value);
 
@@ -223,10 +310,7 @@ struct shmtrace_site {
 };
 
 struct shmtrace_scope {
-	shmtrace_t *t;
-	const struct shmtrace_site *site;
-	uint64_t start;
-	uint64_t flow;
+	struct shmtrace_open_span sp;	/* sp.t NULL: not tracing */
 };
 
 /* Resolves a call site's ids for t (cached in the site). */
@@ -234,28 +318,42 @@ void shmtrace_site_resolve(shmtrace_t *t, struct shmtrace_site *site);
 
 static inline struct shmtrace_scope shmtrace_scope_begin_(struct shmtrace_site *site, uint64_t flow)
 {
-	struct shmtrace_scope s = { 0, 0, 0, 0 };
+	struct shmtrace_scope s;
 	/* pairs with the release store that attaches it (maybe late) */
 	shmtrace_t *t = __atomic_load_n(&shmtrace_default, __ATOMIC_ACQUIRE);
 
+	s.sp.t = NULL;
 	if (__builtin_expect(t == NULL, 1))
 		return s;
 	if (__atomic_load_n(&site->owner, __ATOMIC_ACQUIRE) != t)
 		shmtrace_site_resolve(t, site);
-	s.t = t;
-	s.site = site;
-	s.flow = flow;
-	s.start = shmtrace_now();
+	shmtrace_begin(t, &s.sp, __atomic_load_n(&site->cat_id, __ATOMIC_RELAXED),
+		       __atomic_load_n(&site->name_id, __ATOMIC_RELAXED), flow);
 	return s;
 }
 
 static inline void shmtrace_scope_end_(struct shmtrace_scope *s)
 {
-	if (__builtin_expect(s->t == NULL, 1))
+	if (__builtin_expect(s->sp.t == NULL, 1))
 		return;
-	shmtrace_span(s->t, __atomic_load_n(&s->site->cat_id, __ATOMIC_RELAXED),
-		      __atomic_load_n(&s->site->name_id, __ATOMIC_RELAXED), s->start,
-		      shmtrace_now(), s->flow);
+	shmtrace_end(&s->sp);
+}
+
+/* A key (or string value) cached per call site, as for names. */
+struct shmtrace_key_site {
+	const char *s;
+	shmtrace_t *owner;
+	uint32_t id;
+};
+
+/* Interns site->s for t unless cached. Returns its id (0 on failure). */
+uint32_t shmtrace_key_resolve(shmtrace_t *t, struct shmtrace_key_site *site);
+
+static inline uint32_t shmtrace_key_(shmtrace_t *t, struct shmtrace_key_site *site)
+{
+	if (__atomic_load_n(&site->owner, __ATOMIC_ACQUIRE) == t)
+		return __atomic_load_n(&site->id, __ATOMIC_RELAXED);
+	return shmtrace_key_resolve(t, site);
 }
 
 #define SHMTRACE_CAT2_(a, b) a##b
@@ -270,6 +368,37 @@ static inline void shmtrace_scope_end_(struct shmtrace_scope *s)
 		__attribute__((cleanup(shmtrace_scope_end_), unused)) =		\
 		shmtrace_scope_begin_(&SHMTRACE_CAT_(shmtrace_site_, __LINE__), (flow))
 #define SHMTRACE_SCOPE(cat, name) SHMTRACE_SCOPE_FLOW(cat, name, 0)
+
+/*
+ * A scope with a name, var, so that arguments can be added to it:
+ *
+ *   SHMTRACE_SCOPE_VAR(req, "rpc", "handle", flow);
+ *   SHMTRACE_ARG_INT(req, "bytes", n);
+ *   SHMTRACE_ARG_STR(req, "status", ok ? "ok" : "busy");
+ *
+ * Keys (and string values, through the library's per-process cache) are
+ * interned once; a key must be a string literal or otherwise outlive the
+ * program. At most SHMTRACE_MAX_ARGS arguments per scope.
+ */
+#define SHMTRACE_SCOPE_VAR(var, cat, name, flow)				\
+	static struct shmtrace_site SHMTRACE_CAT_(shmtrace_site_, var) =	\
+		{ (cat), (name), 0, 0, 0 };					\
+	struct shmtrace_scope var						\
+		__attribute__((cleanup(shmtrace_scope_end_))) =			\
+		shmtrace_scope_begin_(&SHMTRACE_CAT_(shmtrace_site_, var), (flow))
+#define SHMTRACE_ARG_INT(var, key, value) do {					\
+	static struct shmtrace_key_site shmtrace_k_ = { (key), 0, 0 };		\
+	if (__builtin_expect((var).sp.t != NULL, 0))				\
+		shmtrace_span_arg(&(var).sp, shmtrace_arg_int(			\
+			shmtrace_key_((var).sp.t, &shmtrace_k_), (int64_t)(value))); \
+} while (0)
+#define SHMTRACE_ARG_STR(var, key, str) do {					\
+	static struct shmtrace_key_site shmtrace_k_ = { (key), 0, 0 };		\
+	if (__builtin_expect((var).sp.t != NULL, 0))				\
+		shmtrace_span_arg(&(var).sp, shmtrace_arg_str(			\
+			shmtrace_key_((var).sp.t, &shmtrace_k_),		\
+			shmtrace_intern((var).sp.t, (str))));			\
+} while (0)
 
 /* An instant or a counter on the default handle. */
 #define SHMTRACE_INSTANT(cat, name, flow) do {					\
@@ -295,6 +424,9 @@ static inline void shmtrace_scope_end_(struct shmtrace_scope *s)
 #else
 #define SHMTRACE_SCOPE_FLOW(cat, name, flow) do { } while (0)
 #define SHMTRACE_SCOPE(cat, name) do { } while (0)
+#define SHMTRACE_SCOPE_VAR(var, cat, name, flow) do { } while (0)
+#define SHMTRACE_ARG_INT(var, key, value) do { } while (0)
+#define SHMTRACE_ARG_STR(var, key, str) do { } while (0)
 #define SHMTRACE_INSTANT(cat, name, flow) do { } while (0)
 #define SHMTRACE_COUNTER(cat, name, value) do { } while (0)
 #endif

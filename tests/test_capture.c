@@ -293,7 +293,7 @@ static void test_encoder_refuses(void **state)
 
 	(void)state;
 	msgpack_sbuffer_init(&b);
-	r[1].commit = 4;
+	r[1].commit = SHMTRACE_KIND_MAX + 1;
 	assert_int_equal(shmt_cap_put_records(&b, 0, r, 2), -EINVAL);
 	r[1].commit = 0;
 	assert_int_equal(shmt_cap_put_records(&b, 0, r, 2), -EINVAL);
@@ -638,7 +638,7 @@ static void test_bad_records(void **state)
 	assert_int_equal(records_frame(3, 80, 1), -EBADMSG);
 	assert_int_equal(records_frame(1, 40, 0), -EBADMSG);
 	assert_non_null(strstr(err, "kind 0"));
-	assert_int_equal(records_frame(1, 40, 4), -EBADMSG);
+	assert_int_equal(records_frame(1, 40, SHMTRACE_KIND_MAX + 1), -EBADMSG);
 	assert_int_equal(records_frame(SHMT_CAP_MAX_RECORDS + 1, 40, 1), -EBADMSG);
 	assert_non_null(strstr(err, "out of range"));
 }

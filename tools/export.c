@@ -21,6 +21,22 @@
 
 #define PROGRESS_EVERY 1000000ull
 
+/* The arguments of one event, as its argument records gave them. */
+struct ev_args {
+	uint32_t n, count;		/* have, and the count the records say */
+	struct {
+		uint32_t key, type;
+		uint64_t value;
+	} a[SHMTRACE_MAX_ARGS];
+};
+
+/* An open span of a thread, exported after the pass at its thread's end. */
+struct open_ev {
+	struct shmt_record r;
+	uint32_t pid;			/* as written */
+	uint32_t ring;			/* the source's ring index */
+};
+
 struct exporter {
 	struct source src;
 	struct procs ps;
@@ -34,6 +50,19 @@ struct exporter {
 	uint64_t first_ts, last_ts, events, flows;
 	uint64_t names_lost;		/* events exported with a name or category "?" */
 	uint64_t threads_unnamed;	/* threads exported without a name slot */
+	/* the last span or instant, held back until the record after it
+	 * shows whether argument records follow it */
+	struct shmt_record pend;
+	uint32_t pend_pid, pend_ring;
+	bool has_pend;
+	struct ev_args pargs;
+	struct ev_args *fargs;		/* arguments of flow records (flow_ev.args - 1) */
+	size_t nfargs, fargscap;
+	struct open_ev *open;		/* open spans (SHMTRACE_KIND_OPEN) */
+	size_t nopen, opencap;
+	uint64_t last_end;		/* the trace's last recorded moment */
+	uint64_t args, args_lost;	/* arguments exported; dropped: no owner */
+	uint64_t unfinished;		/* open spans exported */
 	char *fcat;			/* the current flow's category list, or NULL */
 	size_t fcatlen;
 	bool any, sep;
@@ -91,14 +120,41 @@ static bool wanted(const struct exporter *e, const struct shmt_record *r)
 	return true;
 }
 
+/* ,"args":{...} of a span or instant: its arguments, "unfinished":true
+ * for a span its thread never ended. */
+static void put_args(struct exporter *e, const struct ev_args *a, bool unfinished)
+{
+	struct jw *w = e->w;
+	uint32_t n = a ? a->n : 0;
+
+	if (!n && !unfinished)
+		return;
+	jw_puts(w, ",\"args\":{");
+	for (uint32_t i = 0; i < n; i++) {
+		if (i)
+			jw_puts(w, ",");
+		put_str_id(e, a->a[i].key);
+		jw_puts(w, ":");
+		if (a->a[i].type == SHMTRACE_ARG_STR)
+			put_str_id(e, a->a[i].value <= UINT16_MAX ? (uint32_t)a->a[i].value : 0);
+		else
+			jw_i64(w, (int64_t)a->a[i].value);
+	}
+	if (unfinished)
+		jw_puts(w, n ? ",\"unfinished\":true" : "\"unfinished\":true");
+	jw_puts(w, "}");
+}
+
 /* Writes one record as an event, under category cat[0..catlen). */
 static void put_event(struct exporter *e, uint32_t kind, uint32_t pid, uint32_t tid, uint64_t ts,
-		      uint64_t dur, const char *cat, size_t catlen, uint32_t name)
+		      uint64_t dur, const char *cat, size_t catlen, uint32_t name,
+		      const struct ev_args *a)
 {
 	struct jw *w = e->w;
 
 	sep(e);
 	switch (kind) {
+	case SHMTRACE_KIND_OPEN:
 	case SHMTRACE_KIND_SPAN:
 		jw_puts(w, "{\"ph\":\"X\",");
 		put_where(w, pid, tid, ts);
@@ -124,6 +180,8 @@ static void put_event(struct exporter *e, uint32_t kind, uint32_t pid, uint32_t 
 		jw_puts(w, ":");
 		jw_i64(w, (int64_t)dur);
 		jw_puts(w, "}");
+	} else {
+		put_args(e, a, kind == SHMTRACE_KIND_OPEN);
 	}
 	jw_puts(w, "}");
 }
@@ -136,16 +194,109 @@ static void count_names(struct exporter *e, uint32_t name, uint32_t cat)
 		e->names_lost++;
 }
 
+/* Writes (or keeps for its flow) one span, instant or open span. */
+/* ring: the source's index of the ring r comes from (flow ids are per ring) */
+static int put_record(struct exporter *e, const struct shmt_record *r, uint32_t pid,
+		      const struct ev_args *a, uint32_t ring)
+{
+	if (r->flow && r->commit != SHMTRACE_KIND_COUNTER) {
+		/* written with its flow at the end, when the flow's category is known */
+		struct flow_ev fe = {
+			.flow = r->flow, .ring = ring, .ts = r->ts, .dur = r->dur, .pid = pid, .tid = r->tid,
+			.cat = r->cat, .name = r->name, .kind = r->commit,
+		};
+
+		if (a && a->n) {
+			if (e->nfargs == e->fargscap) {
+				size_t cap = e->fargscap ? e->fargscap * 2 : 64;
+				struct ev_args *v = reallocarray(e->fargs, cap, sizeof(*v));
+
+				if (!v)
+					return -ENOMEM;
+				e->fargs = v;
+				e->fargscap = cap;
+			}
+			e->fargs[e->nfargs++] = *a;
+			fe.args = (uint32_t)e->nfargs;
+		}
+		return flows_add(&e->fl, &fe);
+	} else {
+		size_t len;
+		const char *cat = source_string(&e->src, r->cat, &len);
+
+		count_names(e, r->name, r->cat);
+		bind_note(&e->bind, pid, r->tid, r->ts);
+		put_event(e, r->commit, pid, r->tid, r->ts, r->dur, cat, len, r->name, a);
+	}
+	return e->w->err;
+}
+
+/* The held-back event, now that no more of its arguments can come. */
+static int put_pending(struct exporter *e)
+{
+	if (!e->has_pend)
+		return 0;
+	e->has_pend = false;
+	e->args += e->pargs.n;
+	return put_record(e, &e->pend, e->pend_pid, &e->pargs, e->pend_ring);
+}
+
+/*
+ * An argument record belongs to the event right before it in the ring's
+ * sequence, which must be its owner (pid, tid, ts and name), and comes in
+ * order 1..count. Anything else (its event lost to a torn slot, a lapped
+ * one, a forgery) is counted and dropped: never attached to another event.
+ */
+static void on_arg(struct exporter *e, const struct shmt_record *r)
+{
+	const struct shmt_record *p = &e->pend;
+	struct ev_args *a = &e->pargs;
+	uint32_t type = SHMT_ARG_TYPE(r->flow), i = SHMT_ARG_INDEX(r->flow);
+	uint32_t n = SHMT_ARG_COUNT(r->flow);
+
+	if (!e->has_pend || !e->src.follows || r->pid != p->pid || r->tid != p->tid ||
+	    r->ts != p->ts || r->cat != p->name || i != a->n + 1 || n > SHMTRACE_MAX_ARGS ||
+	    i > n || (a->n && n != a->count) ||
+	    (type != SHMTRACE_ARG_INT && type != SHMTRACE_ARG_STR)) {
+		e->args_lost++;
+		return;
+	}
+	a->count = n;
+	a->a[a->n].key = r->name;
+	a->a[a->n].type = type;
+	a->a[a->n].value = r->dur;
+	a->n++;
+}
+
 static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct exporter *e = ctx;
+	uint64_t *last, end;
 	uint32_t pid;
+	int ret;
 
-	if (!wanted(e, r))
+	if (!wanted(e, r)) {
+		/* its arguments are not wanted either */
+		if (r->commit != SHMTRACE_KIND_ARG && (ret = put_pending(e)) != 0)
+			return ret;
 		return 0;
+	}
+	if (r->commit == SHMTRACE_KIND_ARG) {
+		on_arg(e, r);
+		return 0;
+	}
+	if ((ret = put_pending(e)) != 0)
+		return ret;
 	pid = procs_outpid(&e->ps, r->pid, start_time, r->ts);
-	if (!u64map_get(&e->seen, (uint64_t)pid << 32 | r->tid, 0, NULL))
+	last = u64map_get(&e->seen, (uint64_t)pid << 32 | r->tid, 0, NULL);
+	if (!last)
 		return -ENOMEM;
+	/* the thread's last recorded moment: where its open spans end */
+	end = r->ts + (r->commit == SHMTRACE_KIND_SPAN ? r->dur : 0);
+	if (end > *last)
+		*last = end;
+	if (end > e->last_end)
+		e->last_end = end;
 	if (!e->any || r->ts < e->first_ts)
 		e->first_ts = r->ts;
 	if (!e->any || r->ts > e->last_ts)
@@ -154,23 +305,54 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	if (++e->events % PROGRESS_EVERY == 0 && e->progress)
 		fprintf(stderr, "\rshmtrace: %llu records exported", (unsigned long long)e->events);
 
-	if (r->flow && r->commit != SHMTRACE_KIND_COUNTER) {
-		/* written with its flow at the end, when the flow's category is known */
-		struct flow_ev fe = {
-			.flow = r->flow, .ring = e->src.ring, .ts = r->ts, .dur = r->dur, .pid = pid, .tid = r->tid,
-			.cat = r->cat, .name = r->name, .kind = r->commit,
-		};
+	switch (r->commit) {
+	case SHMTRACE_KIND_OPEN:
+		if (e->nopen == e->opencap) {
+			size_t cap = e->opencap ? e->opencap * 2 : 16;
+			struct open_ev *v = reallocarray(e->open, cap, sizeof(*v));
 
-		return flows_add(&e->fl, &fe);
-	} else {
-		size_t len;
-		const char *cat = source_string(&e->src, r->cat, &len);
-
-		count_names(e, r->name, r->cat);
-		bind_note(&e->bind, pid, r->tid, r->ts);
-		put_event(e, r->commit, pid, r->tid, r->ts, r->dur, cat, len, r->name);
+			if (!v)
+				return -ENOMEM;
+			e->open = v;
+			e->opencap = cap;
+		}
+		e->open[e->nopen].r = *r;
+		e->open[e->nopen].ring = e->src.ring;
+		e->open[e->nopen++].pid = pid;
+		return 0;
+	case SHMTRACE_KIND_SPAN:
+	case SHMTRACE_KIND_INSTANT:
+		e->pend = *r;
+		e->pend_pid = pid;
+		e->pend_ring = e->src.ring;
+		e->pargs.n = 0;
+		e->pargs.count = 0;
+		e->has_pend = true;
+		return 0;
+	default:
+		return put_record(e, r, pid, NULL, e->src.ring);
 	}
-	return e->w->err;
+}
+
+/*
+ * Open spans, after the pass: each ends at its thread's last recorded
+ * moment (or the trace's, if the thread recorded nothing after the span
+ * began), so the spans a thread died in nest as they were.
+ */
+static int put_open(struct exporter *e)
+{
+	for (size_t i = 0; i < e->nopen; i++) {
+		struct shmt_record r = e->open[i].r;
+		uint64_t *last = u64map_find(&e->seen, (uint64_t)e->open[i].pid << 32 | r.tid);
+		uint64_t end = last && *last >= r.ts ? *last : e->last_end;
+		int ret;
+
+		r.dur = end > r.ts ? end - r.ts : 0;
+		e->unfinished++;
+		if ((ret = put_record(e, &r, e->open[i].pid, NULL, e->open[i].ring)) != 0)
+			return ret;
+	}
+	return 0;
 }
 
 static int cmp_cstr(const void *a, const void *b)
@@ -247,7 +429,8 @@ static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe,
 	} else {
 		cat = source_string(&e->src, fe->cat, &len);
 	}
-	put_event(e, fe->kind, fe->pid, fe->tid, fe->ts, fe->dur, cat, len, fe->name);
+	put_event(e, fe->kind, fe->pid, fe->tid, fe->ts, fe->dur, cat, len, fe->name,
+		  fe->args && fe->args <= e->nfargs ? &e->fargs[fe->args - 1] : NULL);
 	if (!ph)
 		return w->err;
 	sep(e);
@@ -545,6 +728,12 @@ static void put_metadata(struct exporter *e)
 	jw_u64(w, e->src.tables.max_threads);
 	jw_puts(w, ",\"unaccounted\":");
 	jw_u64(w, l->unaccounted);
+	jw_puts(w, ",\"args\":");
+	jw_u64(w, e->args);
+	jw_puts(w, ",\"args_lost\":");
+	jw_u64(w, e->args_lost);
+	jw_puts(w, ",\"unfinished\":");
+	jw_u64(w, e->unfinished);
 	jw_puts(w, ",\"complete\":");
 	jw_puts(w, e->src.cut || e->src.damaged ? "false" : "true");
 	jw_puts(w, ",\"trace_start_ns\":");
@@ -626,6 +815,10 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 	jw_init(e->w, out);
 	jw_puts(e->w, "{\"traceEvents\":[");
 	ret = source_records(&e->src, on_record, e, err, errlen);
+	if (ret == 0)
+		ret = put_pending(e);
+	if (ret == 0)
+		ret = put_open(e);
 	if (e->progress && e->events >= PROGRESS_EVERY)
 		fputs("\r\033[K", stderr);
 	if (e->w->err) {
@@ -749,6 +942,8 @@ int cmd_export(int argc, char **argv)
 	flows_free(&e->fl);
 	bind_free(&e->bind);
 	free(e->fcat);
+	free(e->fargs);
+	free(e->open);
 	u64map_free(&e->seen);
 	procs_free(&e->ps);
 done_src:

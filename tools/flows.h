@@ -22,6 +22,7 @@ struct flow_ev {
 	uint32_t name;
 	uint32_t kind;
 	uint32_t order;		/* arrival order, set by flows_add() */
+	uint32_t args;		/* the caller's: its arguments, 0 = none */
 };
 
 struct flows {

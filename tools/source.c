@@ -247,8 +247,10 @@ static int ring_pass(void *arg)
 	/* what the head lapped before anyone read it (no collector, or one
 	 * that fell behind): counted once, like the torn ones below */
 	p->lapped += shmt_ring_unread_below(v, seq);
+	s->follows = false;
 	for (; seq < head; seq++) {
 		if (shmt_ring_read(v, seq, &r) < 0) {
+			s->follows = false;
 			/* below tail, a collector read (or counted) it already */
 			if (seq < tail)
 				continue;
@@ -260,21 +262,35 @@ static int ring_pass(void *arg)
 		}
 		r.commit = SHMT_COMMIT_KIND(r.commit);
 		s->records++;
-		if ((ret = p->fn(p->ctx, &r, 0)) != 0)
+		ret = p->fn(p->ctx, &r, 0);
+		/* the next one follows this one unless a slot is skipped */
+		s->follows = true;
+		if (ret != 0)
 			return ret;
 	}
 	/* records staged by threads (dead or alive) not yet in the ring */
 	for (uint32_t b = 0; b < v->nblocks; b++) {
 		struct shmt_block_info info;
+		struct shmt_record open[SHMT_OPEN_MAX];
 		int n = shmt_ring_block_pending(v, b, s->blockbuf, &info);
+		uint32_t nopen;
 
 		p->torn += info.skipped;
 		for (int i = 0; i < n; i++) {
 			s->records++;
+			/* a block with skipped slots: which ones is not known */
+			s->follows = i > 0 && !info.skipped;
 			if ((ret = p->fn(p->ctx, &s->blockbuf[i], info.start_time)) != 0)
 				return ret;
 		}
+		/* the spans its thread is in (or died in), outermost first */
+		nopen = shmt_block_open_spans(v, b, open);
+		s->follows = false;
+		for (uint32_t i = 0; i < nopen; i++)
+			if ((ret = p->fn(p->ctx, &open[i], info.start_time)) != 0)
+				return ret;
 	}
+	s->follows = false;
 	/* strings interned during the pass */
 	return ring_load_strings(s);
 }
@@ -404,6 +420,9 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 				}
 				s->records++;
 				run->records++;
+				s->follows = s->prev_run == run && s->prev_seq + 1 == first + i;
+				s->prev_run = run;
+				s->prev_seq = first + i;
 				ret = p->fn(p->ctx, &rec, 0);
 			}
 			if (first + f.records.n > run->next_seq)
@@ -646,6 +665,8 @@ int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, 
 	int ret = 0;
 
 	s->records = 0;
+	s->follows = false;
+	s->prev_run = NULL;
 	if (s->is_ring) {
 		ret = shmt_guarded(ring_pass, &p);
 		if (ret == -EFAULT)

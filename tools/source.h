@@ -73,6 +73,12 @@ struct source {
 	bool clock_tsc;
 	uint32_t capacity, mode;
 	uint64_t records;		/* records delivered by the last pass */
+	/* while a record is handed over: it comes right after the one
+	 * handed over before it in its ring's sequence (same run, same
+	 * staging block), so an argument record belongs to that one */
+	bool follows;
+	const struct source_run *prev_run;
+	uint64_t prev_seq;
 	unsigned passes;
 };
 
@@ -95,6 +101,9 @@ void source_close(struct source *s);
  * in s->loss.torn (once, on the first pass). Returns 0, fn's first
  * non-zero return, or -errno with err set.
  */
+/* Records of kind SHMTRACE_KIND_ARG are handed over too, with s->follows
+ * saying whether they may belong to the record before them; a ring's open
+ * spans come as SHMTRACE_KIND_OPEN records after each block's records. */
 typedef int (*source_record_fn)(void *ctx, const struct shmt_record *r, uint64_t start_time);
 int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, size_t errlen);
 

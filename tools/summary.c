@@ -19,6 +19,7 @@
 struct row {
 	uint32_t pid;		/* as in the trace (after reuse remapping) */
 	uint32_t name;		/* string id */
+	uint64_t unfinished;	/* spans open when their thread died (or now) */
 	struct hist h;
 };
 
@@ -48,7 +49,7 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	uint64_t *v;
 	bool added;
 
-	if (r->commit != SHMTRACE_KIND_SPAN)
+	if (r->commit != SHMTRACE_KIND_SPAN && r->commit != SHMTRACE_KIND_OPEN)
 		return 0;
 	pid = procs_outpid(&s->ps, r->pid, start_time, r->ts);
 	v = u64map_get(&s->idx, (uint64_t)pid << 32 | r->name, s->n, &added);
@@ -72,10 +73,14 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 			return -ENOMEM;
 		row->pid = pid;
 		row->name = r->name;
+		row->unfinished = 0;
 		hist_init(&row->h);
 		s->rows[s->n++] = row;
 	}
-	hist_add(&s->rows[*v]->h, r->dur);
+	if (r->commit == SHMTRACE_KIND_OPEN)
+		s->rows[*v]->unfinished++;	/* no duration: it never ended */
+	else
+		hist_add(&s->rows[*v]->h, r->dur);
 	return 0;
 }
 
@@ -123,7 +128,7 @@ static void print_table(struct summary *s)
 		json_escape(name, len, cells[i][1], sizeof(cells[i][1]));
 		snprintf(cells[i][2], sizeof(cells[i][2]), "%llu", (unsigned long long)r->h.count);
 		fmt_dur(cells[i][3], sizeof(cells[i][3]), r->h.total);
-		fmt_dur(cells[i][4], sizeof(cells[i][4]), r->h.total / r->h.count);
+		fmt_dur(cells[i][4], sizeof(cells[i][4]), r->h.count ? r->h.total / r->h.count : 0);
 		fmt_dur(cells[i][5], sizeof(cells[i][5]), hist_quantile(&r->h, 0.5));
 		fmt_dur(cells[i][6], sizeof(cells[i][6]), hist_quantile(&r->h, 0.99));
 		fmt_dur(cells[i][7], sizeof(cells[i][7]), r->h.max);
@@ -167,13 +172,15 @@ static int print_json(struct summary *s)
 		jw_puts(w, ",\"total_ns\":");
 		jw_u64(w, r->h.total);
 		jw_puts(w, ",\"mean_ns\":");
-		jw_u64(w, r->h.total / r->h.count);
+		jw_u64(w, r->h.count ? r->h.total / r->h.count : 0);
 		jw_puts(w, ",\"p50_ns\":");
 		jw_u64(w, hist_quantile(&r->h, 0.5));
 		jw_puts(w, ",\"p99_ns\":");
 		jw_u64(w, hist_quantile(&r->h, 0.99));
 		jw_puts(w, ",\"max_ns\":");
 		jw_u64(w, r->h.max);
+		jw_puts(w, ",\"unfinished\":");
+		jw_u64(w, r->unfinished);
 		jw_puts(w, "}");
 	}
 	jw_puts(w, "\n]}\n");

@@ -4,6 +4,8 @@
  * drives it and prints the table). One case per invocation:
  *
  *   bench_shmtrace span1     ns per complete span (2 x shmtrace_now + span), 1 producer
+ *   bench_shmtrace beginend  the same with shmtrace_begin() + shmtrace_end() (open-span stack)
+ *   bench_shmtrace args      the same with shmtrace_span_args(), 3 arguments (4 records)
  *   bench_shmtrace mp2       spans/s in total, 2 producer processes on one ring
  *   bench_shmtrace lat       per-call latency of shmtrace_span, 2nd producer running
  *   bench_shmtrace disabled  SHMTRACE_SCOPE with shmtrace_default == NULL vs empty loop
@@ -324,7 +326,45 @@ static BENCH_NOINLINE double span_loop(shmtrace_t *t, uint32_t cat, uint32_t nam
 	return (double)a / (double)n;
 }
 
-static int case_span1(void)
+/* begin + end: the span, tracked as open while it runs */
+static BENCH_NOINLINE double beginend_loop(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t n)
+{
+	uint64_t c = bench_cpu_ns(), a = bench_mono_ns();
+	struct shmtrace_open_span sp;
+
+	for (uint64_t i = 0; i < n; i++) {
+		shmtrace_begin(t, &sp, cat, name, i & 7 ? 0 : i);
+		shmtrace_end(&sp);
+	}
+	a = bench_mono_ns() - a;
+	g_loop_cpu = (double)(bench_cpu_ns() - c) / (double)n;
+	return (double)a / (double)n;
+}
+
+/* a span with 3 arguments (two integers and a string) */
+static BENCH_NOINLINE double args_loop(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t n)
+{
+	uint64_t c = bench_cpu_ns(), a = bench_mono_ns();
+	struct shmtrace_arg args[3] = {
+		shmtrace_arg_int(name, 0), shmtrace_arg_int(cat, 0), shmtrace_arg_str(name, cat),
+	};
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t0 = shmtrace_now();
+		uint64_t t1 = shmtrace_now();
+
+		args[0].value = i;
+		args[1].value = i * 3;
+		shmtrace_span_args(t, cat, name, t0, t1, i & 7 ? 0 : i, args, 3);
+	}
+	a = bench_mono_ns() - a;
+	g_loop_cpu = (double)(bench_cpu_ns() - c) / (double)n;
+	return (double)a / (double)n;
+}
+
+typedef double (*loop_fn)(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t n);
+
+static int case_loop(const char *tag, loop_fn loop)
 {
 	char name[128];
 	struct drainer d;
@@ -334,21 +374,21 @@ static int case_span1(void)
 	uint64_t drop0;
 	int runs = (int)g_runs;
 
-	ring_name(name, sizeof(name), "span1");
+	ring_name(name, sizeof(name), tag);
 	ring_make(name, SHMTRACE_MODE_DISCARD);
 	view_open(name);
-	drainer_start(&d, name, "span1");
+	drainer_start(&d, name, tag);
 	t = ring_open(name);
 	cat = shmtrace_intern(t, "bench");
 	nm = shmtrace_intern(t, "span");
 	/* warm-up: one lap of the ring, so this process has every page of it
 	 * mapped (a first touch costs ~5 us per page on this VM) */
-	span_loop(t, cat, nm, g_n > RING_CAP ? g_n : RING_CAP);
+	loop(t, cat, nm, g_n > RING_CAP ? g_n : RING_CAP);
 	shmtrace_flush(t);
 	wait_drained(5000);
 	drop0 = ring_dropped();
 	for (int r = 0; r < runs; r++) {
-		ns[r] = span_loop(t, cat, nm, g_n);
+		ns[r] = loop(t, cat, nm, g_n);
 		cpu[r] = g_loop_cpu;
 		shmtrace_flush(t);
 		wait_drained(5000);
@@ -359,9 +399,9 @@ static int case_span1(void)
 
 	shmtrace_close(t);
 	drainer_stop(&d);
-	printf("RESULT span1 cpu_ns=%.2f cpu_min=%.2f ns=%.2f min=%.2f max=%.2f runs=%d n=%llu drainer=%s dropped=%llu drained=%d "
+	printf("RESULT %s cpu_ns=%.2f cpu_min=%.2f ns=%.2f min=%.2f max=%.2f runs=%d n=%llu drainer=%s dropped=%llu drained=%d "
 	       "published=%llu\n",
-	       cmed, cpu[0], med, ns[0], ns[runs - 1], runs, (unsigned long long)g_n, drainer_kind(&d),
+	       tag, cmed, cpu[0], med, ns[0], ns[runs - 1], runs, (unsigned long long)g_n, drainer_kind(&d),
 	       (unsigned long long)dropped, drained, (unsigned long long)ring_head());
 	shmtrace_ring_unlink(name);
 	return 0;
@@ -878,7 +918,7 @@ int main(int argc, char **argv)
 	static char tmpdef[] = "/tmp";
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s span1|mp2|lat|disabled|drain|export\n", argv[0]);
+		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export\n", argv[0]);
 		return 2;
 	}
 	g_n = bench_env_u64("BENCH_N", 1000000);
@@ -889,7 +929,11 @@ int main(int argc, char **argv)
 	g_prefix = getenv("BENCH_PREFIX") ? getenv("BENCH_PREFIX") : "shmtbench-";
 	g_tmp = getenv("BENCH_TMP") ? getenv("BENCH_TMP") : tmpdef;
 	if (!strcmp(argv[1], "span1"))
-		return case_span1();
+		return case_loop("span1", span_loop);
+	if (!strcmp(argv[1], "beginend"))
+		return case_loop("beginend", beginend_loop);
+	if (!strcmp(argv[1], "args"))
+		return case_loop("args", args_loop);
 	if (!strcmp(argv[1], "mp2"))
 		return case_mp2();
 	if (!strcmp(argv[1], "lat"))

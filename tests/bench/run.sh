@@ -191,6 +191,8 @@ say "work:"
 say "  1 span:     one process, $N_SPAN spans per run into a drained ring (fits it: nothing dropped); t0 = now; t1 = now;"
 say "              span(t0, t1) (LTTng: clock_gettime x2 + tracepoint); warm-up: one ring lap (1M); $SPAN_RUNS runs;"
 say "              CPU ns = the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) / spans: robust to preemption; wall ns too"
+say "  1b begin+end: the same, shmtrace_begin() + shmtrace_end() (the span kept open on the thread's stack meanwhile)"
+say "  1c args:   the same as 1, shmtrace_span_args() with 3 arguments (2 integers, 1 string): 4 records per span"
 say "  2 two-proc: 2 producer processes on one ring, each warmed up with a ring lap first (paced, no drops):"
 say "              burst: 2 x $N_BURST spans per run into a drained ring; sustained: 2 x $N_MP spans per run, flat out"
 say "  3 latency:  $N_LAT timed span calls per run (rdtscp around the call only), a 2nd process producing; both shmtrace"
@@ -207,6 +209,9 @@ say ""
 say "running 1 span..."
 S1=$(shm_case span1 "$N_SPAN" "$SPAN_RUNS")
 L1=$(lt_case span1 span1 "$N_SPAN" "$SPAN_RUNS")
+say "running 1b begin+end, 1c args..."
+S1B=$(shm_case beginend "$N_SPAN" "$SPAN_RUNS")
+S1C=$(shm_case args "$N_SPAN" "$SPAN_RUNS")
 say "running 2 two-proc burst..."
 S2B=$(shm_case mp2 "$N_BURST" "$SPAN_RUNS")	# short runs: more of them
 L2B=$(lt_case mp2b mp2 "$N_BURST" "$SPAN_RUNS")
@@ -290,6 +295,10 @@ d=$(field "$S1" dropped); [ -n "$d" ] && [ "$d" != 0 ] && verdict="not valid: $d
 row "1 span, CPU ns per span" "$(fmt "$v" 1)" "$(fmt "$l" 1)" "$(ratio "$v" "$l")" "<= 0.33x LTTng: $verdict"
 v=$(field "$S1" ns); l=$(field "$L1" ns)
 row "1 span, wall ns per span" "$(fmt "$v" 1)" "$(fmt "$l" 1)" "$(ratio "$v" "$l")" "(includes preemption by other load)"
+v=$(field "$S1B" cpu_ns)
+row "1b begin+end, CPU ns per span" "$(fmt "$v" 1)" "-" "" "within a few ns of 1: +$(fmt "$(awk -v a="$v" -v b="$(field "$S1" cpu_ns)" 'BEGIN { if (a != "" && b != "") print a - b }')" 1) ns"
+v=$(field "$S1C" cpu_ns)
+row "1c span + 3 args, CPU ns per span" "$(fmt "$v" 1)" "-" "" "(4 records each; 1 is a span without args)"
 
 mrate() { awk -v x="$1" 'BEGIN { if (x != "") print x / 1e6 }'; }
 for k in burst sustained; do

@@ -76,6 +76,16 @@ node tests/devtools/check-trace.mjs "$tmp/demo.json" --expect-flows $REQUESTS >"
 	fail "DevTools does not see $REQUESTS flows"
 node tests/e2e/demo-check.mjs "$tmp/seen.json" --requests $REQUESTS --workers $WORKERS "${py_check[@]}" ||
 	fail "the trace does not show the demo as expected"
+# the C workers' "work" spans carry the request's id, bytes and status
+node --input-type=module - "$tmp/demo.json" $REQUESTS <<'JS' || fail "the work spans lack their arguments"
+import fs from 'node:fs';
+const ev = JSON.parse(fs.readFileSync(process.argv[2], 'utf8')).traceEvents;
+const work = ev.filter(e => e.ph === 'X' && e.name === 'work' && e.args?.request !== undefined);
+const ids = new Set(work.map(e => e.args.request));
+const ok = work.every(e => Number.isInteger(e.args.bytes) && ['ok', 'busy'].includes(e.args.status));
+console.log(`${work.length} work spans with arguments, ${ids.size} requests; all with bytes and status: ${ok}`);
+process.exit(ok && ids.size > 0 && work.length >= ids.size ? 0 : 1);
+JS
 
 echo "== post-mortem: no collector, worker-2 SIGKILLs itself"
 "$BIN/shmtrace-demo" --ring "$RING2" --create --requests 200 --workers $WORKERS --crash-worker 2 \
@@ -85,17 +95,21 @@ grep -q 'worker-2 (pid [0-9]*) killed by signal 9' "$tmp/crash.err" ||
 	fail "the broker did not report worker-2's death"
 "$BIN/shmtrace" export --ring "$RING2" -o "$tmp/pm.json" || fail "post-mortem export failed"
 # worker-2's last "primes" span was recorded just before raise(SIGKILL): one
-# more "primes" than "compute" there, and the broker's "error" instant
+# more "primes" than finished "compute" there, the "compute" and "work" it
+# was killed in shown unfinished, and the broker's "error" instant
 node --input-type=module - "$tmp/pm.json" <<'JS' || fail "post-mortem trace is missing the crash"
 import fs from 'node:fs';
 const t = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const ev = t.traceEvents ?? t;
 const pid = ev.find(e => e.ph === 'M' && e.name === 'process_name' && e.args?.name === 'worker-2')?.pid;
 if (pid === undefined) { console.error('no worker-2 process'); process.exit(1); }
-const n = name => ev.filter(e => e.pid === pid && e.ph === 'X' && e.name === name).length;
+const n = (name, open) => ev.filter(e => e.pid === pid && e.ph === 'X' && e.name === name &&
+	(e.args?.unfinished === true) === open).length;
 const errors = ev.filter(e => e.ph === 'i' && e.name === 'error').length;
-console.log(`worker-2 (pid ${pid}): ${n('primes')} primes, ${n('compute')} compute; error instants: ${errors}`);
-process.exit(n('primes') === 10 && n('compute') === 9 && errors >= 1 ? 0 : 1);
+console.log(`worker-2 (pid ${pid}): ${n('primes', false)} primes, ${n('compute', false)} compute, ` +
+	`unfinished: ${n('compute', true)} compute, ${n('work', true)} work; error instants: ${errors}`);
+process.exit(n('primes', false) === 10 && n('compute', false) === 9 && n('compute', true) === 1 &&
+	n('work', true) === 1 && n('primes', true) === 0 && errors >= 1 ? 0 : 1);
 JS
 # re-routed requests are still one flow each, crossing two workers
 node tests/devtools/check-trace.mjs "$tmp/pm.json" --expect-flows 200 --quiet ||

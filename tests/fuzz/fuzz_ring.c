@@ -53,6 +53,9 @@ static void die(const char *what)
 	abort();
 }
 
+/* spans left open in the template (their stack entries are in its block) */
+static struct shmtrace_open_span open1, open2;
+
 static void make_template(void)
 {
 	struct shmtrace_ring_config cfg = {
@@ -89,11 +92,23 @@ static void make_template(void)
 			shmtrace_instant(t, cat, nm, 0);
 		if (i % 7 == 0)
 			shmtrace_counter(t, cat, odd, -i);
+		if (i % 4 == 0) {
+			struct shmtrace_arg a[2] = { shmtrace_arg_int(nm, -i), shmtrace_arg_str(odd, nm) };
+
+			shmtrace_span_args(t, cat, nm, t0, t0 + 7, 0, a, 2);
+		}
 	}
 	shmtrace_flush(t);
-	/* these stay in the staging block */
+	/* these stay in the staging block, with two spans left open */
 	for (int i = 0; i < 5; i++)
 		shmtrace_span(t, cat, nm, 1000 + i, 2000 + i, 0);
+	{
+		struct shmtrace_arg a = shmtrace_arg_int(odd, 42);
+
+		shmtrace_instant_args(t, cat, odd, 9, &a, 1);
+	}
+	shmtrace_begin(t, &open1, cat, nm, 5);
+	shmtrace_begin(t, &open2, cat, odd, 0);
 	fd = open(path, O_RDONLY);
 	if (fd < 0 || fstat(fd, &st) < 0)
 		die("open template");
@@ -262,6 +277,9 @@ static void read_all(const struct shmt_view *v)
 			if (blk[j].commit < SHMTRACE_KIND_SPAN || blk[j].commit > SHMTRACE_KIND_MAX)
 				abort();
 		}
+		/* the open-span stack: bounded whatever the depth says */
+		if (shmt_block_open_spans(v, i, blk) > SHMT_OPEN_MAX)
+			abort();
 	}
 	(void)sink;
 }

@@ -72,6 +72,8 @@ struct demo_ids {
 	uint32_t worker_died, requeue;
 	/* worker */
 	uint32_t receive, decode, work, compute, primes, checksum, reply, busy;
+	/* argument keys and values */
+	uint32_t k_request, k_bytes, k_status, k_limit, v_ok, v_busy;
 };
 
 struct demo_config {

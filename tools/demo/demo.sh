@@ -96,9 +96,13 @@ grep -E '^(PROCESS|worker-1) ' "$tmp/pm-summary" || true
 primes=$(awk '$1 == "worker-1" && $2 == "primes" { print $3 }' "$tmp/pm-summary")
 compute=$(awk '$1 == "worker-1" && $2 == "compute" { print $3 }' "$tmp/pm-summary")
 errors=$(grep -o '"ph":"i"[^}]*"name":"error"' "$OUT/postmortem.json" | wc -l)
-echo "worker-1 recorded ${primes:-0} \"primes\" spans but ${compute:-0} \"compute\": the last one is"
-echo "the request it was killed in, recorded right before the SIGKILL; the broker"
-echo "marked its ${errors} lost request(s) with \"error\" instants and re-routed them."
+unfinished=$(grep -o '"name":"compute","args":{[^}]*"unfinished":true' "$OUT/postmortem.json" | wc -l)
+echo "worker-1 recorded ${primes:-0} \"primes\" spans but finished ${compute:-0} \"compute\": the last"
+echo "\"primes\" is the request it was killed in, recorded right before the SIGKILL, and"
+echo "the ${unfinished} \"compute\" (and \"work\") it died inside are in the trace, marked"
+echo "\"unfinished\": true in their args; the broker marked its ${errors} lost request(s)"
+echo "with \"error\" instants and re-routed them. The \"work\" spans carry the request's"
+echo "id, bytes and status as args (click one in Perfetto or DevTools)."
 echo "the ring's producers, all gone now (shmtrace stat):"
 "$TOOL" stat "$RING2" | sed -n '/^producers:/,$p' | tail -n +2
 rm -f "/dev/shm/$RING2"

@@ -96,6 +96,12 @@ static void intern_all(void)
 	id->checksum = shmtrace_intern(t, "checksum");
 	id->reply = shmtrace_intern(t, "reply");
 	id->busy = shmtrace_intern(t, "busy");
+	id->k_request = shmtrace_intern(t, "request");
+	id->k_bytes = shmtrace_intern(t, "bytes");
+	id->k_status = shmtrace_intern(t, "status");
+	id->k_limit = shmtrace_intern(t, "limit");
+	id->v_ok = shmtrace_intern(t, "ok");
+	id->v_busy = shmtrace_intern(t, "busy");
 }
 
 /* A private directory for the broker's socket: nobody else can connect. */

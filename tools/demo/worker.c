@@ -58,26 +58,37 @@ static int pop(struct worker *w, struct demo_msg *m)
 }
 
 /* One request on the compute thread. "work" is the hop's outer span and
- * carries the flow id; the spans inside it do not. */
+ * carries the flow id; the spans inside it do not. "work" and "compute"
+ * are open spans (shmtrace_begin): a worker killed inside them shows them
+ * unfinished in a post-mortem trace. "work" carries the request's id, its
+ * bytes and its status as arguments. */
 static int serve(struct worker *w, struct demo_msg *m, uint32_t *done)
 {
 	const struct demo_ids *id = &demo_ids;
-	uint64_t t0 = shmtrace_now(), t1, t2;
+	struct shmtrace_open_span work, compute;
+	uint64_t t1, t2;
 	int ret;
 
+	shmtrace_begin(demo_t, &work, id->cat, id->work, m->flow);
+	shmtrace_span_arg(&work, shmtrace_arg_int(id->k_request, m->id));
+	shmtrace_span_arg(&work, shmtrace_arg_int(id->k_bytes, m->len));
 	m->type = DEMO_REPLY;
 	m->worker = w->index;
 	if (demo_is_busy(m)) {
-		shmtrace_instant(demo_t, id->cat, id->busy, m->flow);
+		struct shmtrace_arg a = shmtrace_arg_int(id->k_request, m->id);
+
+		shmtrace_instant_args(demo_t, id->cat, id->busy, m->flow, &a, 1);
 		m->status = DEMO_BUSY;
 	} else {
-		t1 = shmtrace_now();
+		shmtrace_begin(demo_t, &compute, id->cat, id->compute, 0);
+		shmtrace_span_arg(&compute, shmtrace_arg_int(id->k_limit, m->limit));
 		t2 = shmtrace_now();
 		m->primes = demo_count_primes(m->limit);
 		shmtrace_span(demo_t, id->cat, id->primes, t2, shmtrace_now(), 0);
 		if (w->index == w->cfg->crash_worker && ++*done == DEMO_CRASH_AT) {
 			/* the "primes" span above is already in the ring: it
-			 * survives this, "compute" and "work" never happen */
+			 * survives this; "compute" and "work" are open, and
+			 * show as unfinished */
 			fprintf(stderr, "%s: worker-%u: crashing on request %u as asked (--crash-worker)\n",
 				DEMO_NAME, w->index, m->id);
 			raise(SIGKILL);
@@ -85,13 +96,15 @@ static int serve(struct worker *w, struct demo_msg *m, uint32_t *done)
 		t2 = shmtrace_now();
 		m->crc = demo_crc32(m->data, m->len);
 		shmtrace_span(demo_t, id->cat, id->checksum, t2, shmtrace_now(), 0);
-		shmtrace_span(demo_t, id->cat, id->compute, t1, shmtrace_now(), 0);
+		shmtrace_end(&compute);
 		m->status = DEMO_OK;
 	}
+	shmtrace_span_arg(&work, shmtrace_arg_str(id->k_status,
+						  m->status == DEMO_OK ? id->v_ok : id->v_busy));
 	t1 = shmtrace_now();
 	ret = demo_send_msg(w->fd, m);
 	shmtrace_span(demo_t, id->cat, id->reply, t1, shmtrace_now(), 0);
-	shmtrace_span(demo_t, id->cat, id->work, t0, shmtrace_now(), m->flow);
+	shmtrace_end(&work);
 	return ret;
 }
 

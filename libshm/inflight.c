@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * inflight.c - the spans a thread had open: read from its staging block
+ * (bounds-checked, the block is untrusted) and, when the thread is dead,
+ * recorded into the ring as SHMTRACE_KIND_OPEN records before the block is
+ * reused.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shmt_record *out)
+{
+	struct shmt_block *b;
+	uint64_t closing, written;
+	uint32_t depth, n;
+
+	if (i >= v->nblocks || v->minor < 2)
+		return 0;	/* before minor 2 these bytes were padding */
+	b = shmt_block_at(v, i);
+	if (load_acquire(&b->state) != SHMT_BLOCK_OWNED)
+		return 0;
+	/* pairs with the owner's release store of open_depth */
+	depth = load_acquire(&b->open_depth);
+	n = depth < SHMT_OPEN_MAX ? depth : SHMT_OPEN_MAX;
+	/* the top span's record is published already: not open any more */
+	closing = load_relaxed(&b->open_closing);
+	written = load_acquire(&b->written);
+	if (n && n == depth && (closing & 0xff) == depth && closing >> 8 == (written & (~0ull >> 8)))
+		n--;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct shmt_open *e = shmt_block_open(b, k);
+
+		memset(&out[k], 0, sizeof(out[k]));
+		out[k].ts = load_relaxed(&e->ts);
+		out[k].flow = load_relaxed(&e->flow);
+		out[k].name = load_relaxed(&e->name);
+		out[k].cat = load_relaxed(&e->cat);
+		out[k].pid = load_relaxed(&b->pid);
+		out[k].tid = load_relaxed(&b->tid);
+		out[k].commit = SHMTRACE_KIND_OPEN;
+	}
+	return n;
+}
+
+uint32_t shmt_open_publish_locked(struct shmt_view *v, uint32_t i)
+{
+	struct shmt_record r[SHMT_OPEN_MAX];
+	uint32_t n = shmt_block_open_spans(v, i, r), done = 0;
+
+	for (uint32_t k = 0; k < n; k++)
+		if (shmt_write_direct_locked(v, &r[k]) == 0)
+			done++;
+	if (i < v->nblocks && v->minor >= 2)
+		store_relaxed(&shmt_block_at(v, i)->open_depth, 0);
+	return done;
+}
