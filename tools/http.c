@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,8 +147,10 @@ static int send_all(int fd, const char *p, size_t n)
 /* Reads until the end of the headers and a piece of the body (or EOF). */
 static int parse_answer(const char *buf, size_t n, struct http_answer *a)
 {
-	const char *hdr_end = memmem(buf, n, "\r\n\r\n", 4), *line;
+	const char *hdr_end = memmem(buf, n, "\r\n\r\n", 4), *line, *body;
 	int major, minor, status;
+	bool chunked = false;
+	size_t blen;
 
 	if (sscanf(buf, "HTTP/%d.%d %d", &major, &minor, &status) != 3 || status < 100 ||
 	    status > 599)
@@ -158,8 +161,26 @@ static int parse_answer(const char *buf, size_t n, struct http_answer *a)
 	for (line = strstr(buf, "\r\n"); line && line < hdr_end; line = strstr(line + 2, "\r\n"))
 		if (!strncasecmp(line + 2, "Retry-After:", 12))
 			a->retry_after = (unsigned)strtoul(line + 14, NULL, 10);
-	snprintf(a->body, sizeof(a->body), "%.*s", (int)(n - (size_t)(hdr_end + 4 - buf)),
-		 hdr_end + 4);
+		else if (!strncasecmp(line + 2, "Transfer-Encoding:", 18) &&
+			 strstr(line + 20, "chunked") && strstr(line + 20, "chunked") < hdr_end)
+			chunked = true;
+	body = hdr_end + 4;
+	blen = n - (size_t)(body - buf);
+	if (chunked) {
+		/* the first chunk is enough to say why: "SIZE\r\nDATA" */
+		char *end;
+		unsigned long sz = strtoul(body, &end, 16);
+		const char *data = strstr(body, "\r\n");
+
+		if (data && end != body) {
+			data += 2;
+			blen = n - (size_t)(data - buf);
+			if (sz < blen)
+				blen = sz;
+			body = data;
+		}
+	}
+	snprintf(a->body, sizeof(a->body), "%.*s", (int)blen, body);
 	return 0;
 }
 
