@@ -489,7 +489,8 @@ static void put_inputs(struct exporter *e)
 			break;
 		jw_puts(w, i ? ",{\"name\":" : "{\"name\":");
 		jw_cstr(w, name);
-		if (e->src.host_of && e->src.hosts) {
+		if (e->src.nhosts > 1) {
+			/* captures of several hosts: which ring is whose */
 			jw_puts(w, ",\"host\":");
 			jw_cstr(w, e->src.hosts[e->src.host_of[e->src.is_ring ? 0 : i]]);
 		}

@@ -33,7 +33,7 @@ int http_parse_url(const char *url, const char *suffix, struct http_url *u, char
 	}
 	p = url + 7;
 	path = p + strcspn(p, "/?#");
-	if (*path == '?' || *path == '#') {
+	if (strpbrk(path, "?#")) {
 		snprintf(err, errlen, "'%s': an endpoint has no query or fragment", url);
 		return -EINVAL;
 	}
