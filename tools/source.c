@@ -534,12 +534,16 @@ static int group_hosts(struct source *s, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	for (size_t r = 0; r < s->nruns; r++) {
-		const char *host = NULL;
+		const char *host = "";
 		uint32_t h;
 
-		for (size_t i = 0; i < s->nfiles && !host; i++)
-			if (s->files[i].h.run_id == s->runs[r].run_id)
+		/* every run has a file: its first one names the host */
+		for (size_t i = 0; i < s->nfiles; i++) {
+			if (s->files[i].h.run_id == s->runs[r].run_id) {
 				host = s->files[i].h.host;
+				break;
+			}
+		}
 		for (h = 0; h < s->nhosts && strcmp(s->hosts[h], host); h++)
 			;
 		if (h == s->nhosts)
