@@ -234,7 +234,9 @@ echo "== --clock-offset moves one host's times"
 	2>/dev/null || fail "--clock-offset export failed"
 node -e '
 const fs = require("fs");
-const ev = (f) => JSON.parse(fs.readFileSync(f, "utf8")).traceEvents.filter((e) => e.ph === "X");
+// in the order of each thread: the flows (written last) may reorder
+const ev = (f) => JSON.parse(fs.readFileSync(f, "utf8")).traceEvents.filter((e) => e.ph === "X")
+	.sort((x, y) => x.pid - y.pid || x.tid - y.tid || x.ts - y.ts);
 const a = ev(process.argv[1]), b = ev(process.argv[2]);
 const ns = (us) => { const [i, f = ""] = String(us).split("."); return BigInt(i) * 1000n + BigInt((f + "000").slice(0, 3)); };
 let bad = 0;
