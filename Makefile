@@ -114,6 +114,11 @@ $(BUILD)/bench/%: tests/bench/%.c $(INTERNAL)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS)
 
+# The producer of the OTLP end-to-end test (tests/e2e/otlp.sh).
+$(BUILD)/tests/otlp-hop: tests/otlp/hop.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC) -lpthread
+
 # The Python extension (python/), built in place for the tests and the demo;
 # setup.py compiles libshm/*.c into it, and the C process of its tests.
 PY_EXT    := python/shmtrace/_shmtrace$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null || echo .so)
@@ -139,7 +144,7 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory all tests-bin python
 	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) bash tests/run.sh
 
-tests-bin: $(TESTS)
+tests-bin: $(TESTS) $(BUILD)/tests/otlp-hop
 
 test-san:
 	$(Q)$(MAKE) --no-print-directory SAN=1 all tests-bin

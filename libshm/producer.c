@@ -902,9 +902,14 @@ SHMT_API uint64_t shmtrace_flow_new(shmtrace_t *t)
 		return 0;
 	/* a shared counter: unique across every process of the ring */
 	do
-		id = __atomic_add_fetch(&a->v.h->flow_seq.v, 1, __ATOMIC_RELAXED) & ((1ull << 53) - 1);
-	while (!id);
-	return id;
+		id = __atomic_add_fetch(&a->v.h->flow_seq.v, 1, __ATOMIC_RELAXED);
+	while (!(id & 0xffffffffull));
+	if (a->v.minor < 1 || !a->v.h->ring_id)
+		/* no ring_id to tell this ring from others: a ring-local id */
+		return id & (SHMT_FLOW_MASK >> 1);
+	/* unique across rings (hosts) too: the ring's random prefix above
+	 * a 32-bit counter, marked global (ring_format.h) */
+	return SHMT_FLOW_GLOBAL | shmt_flow_prefix(a->v.h->ring_id) << 32 | (id & 0xffffffffull);
 }
 
 SHMT_API const char *shmtrace_strerror(int err)

@@ -61,6 +61,24 @@ struct shmt_line {
 };
 _Static_assert(sizeof(struct shmt_line) == 64, "a counter is one cache line");
 
+/*
+ * Flow ids (record offset 16) below 2^53. Bit 52 set: a global id, the
+ * same flow in whichever ring it is recorded (carried from host to host,
+ * or derived from a W3C trace id), joined across rings by the exporter.
+ * shmtrace_flow_new() in a ring of minor 1 makes global ids: bits 32..51
+ * a prefix taken from the ring's random ring_id, bits 0..31 a counter.
+ * Bit 52 clear: an id that means something only in its ring (the small
+ * counters of older libraries).
+ */
+#define SHMT_FLOW_GLOBAL	(1ull << 52)
+#define SHMT_FLOW_MASK		((1ull << 53) - 1)
+
+/* The 20-bit prefix of a ring's global flow ids: its ring_id folded. */
+static inline uint64_t shmt_flow_prefix(uint64_t ring_id)
+{
+	return (ring_id ^ ring_id >> 20 ^ ring_id >> 40 ^ ring_id >> 60) & 0xfffffull;
+}
+
 /* The clock: ns = mono0 + ((tsc - tsc0) * mult >> shift) when tsc_ok. */
 struct shmt_clock {
 	uint64_t realtime0;	/* CLOCK_REALTIME at creation, ns */

@@ -279,8 +279,26 @@ struct shmtrace_stats {
 int shmtrace_stats(shmtrace_t *t, struct shmtrace_stats *st);
 
 /* Returns a new flow id, unique among all processes of the ring (never 0,
- * below 2^53 so that JavaScript viewers keep it exact), or 0 if t is NULL. */
+ * below 2^53 so that JavaScript viewers keep it exact), or 0 if t is NULL.
+ * In a ring of format 1.1 the id is global: bit 52 set, a 20-bit prefix
+ * random per ring, then a 32-bit counter, so ids of two hosts' rings do
+ * not collide and an id carried from one host to another (a 64-bit
+ * integer: send it in a request header) joins the flow across them. */
 uint64_t shmtrace_flow_new(shmtrace_t *t);
+
+/*
+ * Returns the flow id of the trace named by a W3C Trace Context
+ * `traceparent` header ("00-<32 hex trace id>-<16 hex parent id>-<2 hex
+ * flags>"), or 0 if w3c is not a valid one. The id is global and the
+ * same on every host given that header (the trace id's low 52 bits, bit
+ * 52 set), so spans of one request recorded in several rings join into
+ * one flow. With a handle (t, or shmtrace_default when t is NULL) it
+ * also records an instant "traceparent <header>" (category "shmtrace")
+ * in the flow, which interns one string per trace: `shmtrace export
+ * --format otlp` then exports the flow with the header's 128-bit trace
+ * id and its first span as a child of the header's parent span.
+ */
+uint64_t shmtrace_flow_from_traceparent(shmtrace_t *t, const char *w3c);
 
 /* Returns a static string describing a -errno returned by this library. */
 const char *shmtrace_strerror(int err);

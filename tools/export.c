@@ -15,7 +15,9 @@
 #include "bind.h"
 #include "cli.h"
 #include "flows.h"
+#include "hosts.h"
 #include "json_writer.h"
+#include "otlp.h"
 #include "procs.h"
 #include "source.h"
 
@@ -39,7 +41,7 @@ struct open_ev {
 
 struct exporter {
 	struct source src;
-	struct procs ps;
+	struct hosts hosts;
 	struct flows fl;
 	struct bind bind;		/* where events without a flow start */
 	struct u64map seen;		/* (outpid << 32 | tid) of every record written */
@@ -71,10 +73,25 @@ struct exporter {
 static const char export_usage[] =
 	"Usage: shmtrace export CAPTURE... -o OUT [options]\n"
 	"       shmtrace export --ring NAME -o OUT [options]\n"
-	"Converts capture files (all parts of one run, any order) or a ring left in\n"
-	"/dev/shm to Chrome Trace Event JSON (chrome://tracing, Perfetto, DevTools).\n"
+	"       shmtrace export CAPTURE... --format otlp --otlp-endpoint URL [options]\n"
+	"Converts capture files (all parts of one run, any order; captures of several\n"
+	"rings or hosts are merged onto one time line) or a ring left in /dev/shm to\n"
+	"Chrome Trace Event JSON (chrome://tracing, Perfetto, DevTools), or to\n"
+	"OpenTelemetry (OTLP/JSON) spans.\n"
 	"\n"
 	"  -o, --output FILE  write the trace to FILE ('-' for stdout)\n"
+	"  -f, --format F     chrome (default) or otlp: OTLP/JSON ExportTraceServiceRequest\n"
+	"                     objects, one per line, each at most --batch-size bytes;\n"
+	"                     spans and instants only (counters are not exported)\n"
+	"      --otlp-endpoint URL  send the OTLP requests to URL/v1/traces (http://\n"
+	"                     only) instead of, or as well as, writing them to -o\n"
+	"      --service NAME service.name of every process (default: its name)\n"
+	"      --flows-only   OTLP: only the spans of flows\n"
+	"      --batch-size N OTLP: bytes per request (default 4M; 64k..64M)\n"
+	"      --retries N    OTLP/HTTP: attempts per request on 429/502/503/504 or a\n"
+	"                     refused connection, with back-off (default 6)\n"
+	"      --clock-offset HOST=NS  add NS (signed, ns) to the times of HOST's\n"
+	"                     captures after aligning hosts by wall clock (repeatable)\n"
 	"  -r, --ring NAME    read the ring /dev/shm/NAME directly, read-only\n"
 	"  -p, --pid PID      only records of PID (repeatable)\n"
 	"      --from T       only records starting at or after T\n"
@@ -287,7 +304,7 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	}
 	if ((ret = put_pending(e)) != 0)
 		return ret;
-	pid = procs_outpid(&e->ps, r->pid, start_time, r->ts);
+	pid = hosts_outpid(&e->hosts, r->pid, start_time, r->ts);
 	last = u64map_get(&e->seen, (uint64_t)pid << 32 | r->tid, 0, NULL);
 	if (!last)
 		return -ENOMEM;
@@ -496,11 +513,11 @@ static int put_names(struct exporter *e)
 	qsort(keys, n, sizeof(*keys), cmp_u64);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t pid = (uint32_t)(keys[i] >> 32), tid = (uint32_t)keys[i];
-		const char *tn = procs_thread_name(&e->ps, pid, tid);
+		const char *tn = hosts_thread_name(&e->hosts, pid, tid);
 		char buf[128];
 
 		if (i == 0 || pid != last) {
-			procs_name(&e->ps, pid, buf, sizeof(buf));
+			hosts_proc_name(&e->hosts, pid, buf, sizeof(buf));
 			put_meta(e, pid, NULL, "process_name", buf, 0);
 			put_meta(e, pid, NULL, "process_sort_index", NULL, pid);
 			last = pid;
@@ -655,6 +672,11 @@ static void put_inputs(struct exporter *e)
 			break;
 		jw_puts(w, i ? ",{\"name\":" : "{\"name\":");
 		jw_cstr(w, name);
+		if (e->src.nhosts > 1) {
+			/* captures of several hosts: which ring is whose */
+			jw_puts(w, ",\"host\":");
+			jw_cstr(w, e->src.hosts[e->src.host_of[e->src.is_ring ? 0 : i]]);
+		}
 		/* hex strings: JSON numbers lose bits past 2^53 */
 		jw_puts(w, ",\"ring_id\":");
 		snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)ring_id);
@@ -774,7 +796,7 @@ static int on_rescan(void *ctx, const struct shmt_record *r, uint64_t start_time
 
 	if (!wanted(e, r) || (r->flow && r->commit != SHMTRACE_KIND_COUNTER))
 		return 0;
-	bind_seen(&e->bind, procs_outpid(&e->ps, r->pid, start_time, r->ts), r->tid, r->ts);
+	bind_seen(&e->bind, hosts_outpid(&e->hosts, r->pid, start_time, r->ts), r->tid, r->ts);
 	return 0;
 }
 
@@ -792,7 +814,10 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 
 	int ret;
 
-	ret = procs_build(&e->ps, e->src.thr, e->src.nthr);
+	ret = hosts_build(&e->hosts, &e->src);
+	if (ret == -E2BIG)
+		snprintf(err, errlen, "the inputs come from %u hosts; at most %u can be merged",
+			 e->src.nhosts, HOSTS_MAX);
 	if (ret < 0)
 		return ret;
 	if (e->flt.has_from || e->flt.has_to) {
@@ -847,6 +872,47 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 	return jw_flush(e->w);
 }
 
+/* N, Nk or NM (binary). */
+static int parse_size(const char *arg, uint64_t *v)
+{
+	char *end;
+	unsigned long long n;
+
+	errno = 0;
+	n = strtoull(arg, &end, 10);
+	if (errno || end == arg || n > (1ull << 40))
+		return -EINVAL;
+	if (*end == 'k' || *end == 'K')
+		n <<= 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		n <<= 20, end++;
+	if (*end)
+		return -EINVAL;
+	*v = n;
+	return 0;
+}
+
+/* HOST=NS, NS a signed integer of nanoseconds. */
+static int parse_offset(const char *arg, char *host, size_t hostlen, int64_t *ns)
+{
+	const char *eq = strrchr(arg, '=');
+	char *end;
+	long long v;
+
+	if (!eq || eq == arg || (size_t)(eq - arg) >= hostlen || !eq[1])
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(eq + 1, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	memcpy(host, arg, (size_t)(eq - arg));
+	host[eq - arg] = 0;
+	*ns = v;
+	return 0;
+}
+
+#define MAX_OFFSETS 16
+
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -855,11 +921,23 @@ int cmd_export(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "from", required_argument, NULL, 'F' },
 		{ "to", required_argument, NULL, 'T' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "otlp-endpoint", required_argument, NULL, 'E' },
+		{ "service", required_argument, NULL, 'S' },
+		{ "flows-only", no_argument, NULL, 'L' },
+		{ "batch-size", required_argument, NULL, 'B' },
+		{ "retries", required_argument, NULL, 'R' },
+		{ "clock-offset", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct exporter *e = calloc(1, sizeof(*e));
 	const char *out = NULL, *ring = NULL;
+	struct otlp_opts oo = { .batch_bytes = OTLP_BATCH_DEFAULT, .retries = OTLP_RETRIES_DEFAULT };
+	bool otlp = false;
+	char offhost[MAX_OFFSETS][64];
+	int64_t offns[MAX_OFFSETS];
+	size_t noff = 0;
 	char err[768];
 	FILE *f;
 	int c, ret, rc = EXIT_RUNTIME;
@@ -870,7 +948,7 @@ int cmd_export(int argc, char **argv)
 	}
 	opterr = 0;
 	optind = 0;
-	while ((c = getopt_long(argc, argv, ":o:r:p:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:r:p:f:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			out = optarg;
@@ -884,6 +962,53 @@ int cmd_export(int argc, char **argv)
 			if ((rc = filter_option(&e->flt, "export", c, optarg)) != 0)
 				goto done;
 			break;
+		case 'f':
+			if (!strcmp(optarg, "otlp")) {
+				otlp = true;
+			} else if (strcmp(optarg, "chrome")) {
+				rc = usage_error("export", "unknown format '%s' (chrome or otlp)", optarg);
+				goto done;
+			}
+			break;
+		case 'E':
+			oo.endpoint = optarg;
+			break;
+		case 'S':
+			oo.service = optarg;
+			break;
+		case 'L':
+			oo.flows_only = true;
+			break;
+		case 'B': {
+			uint64_t v;
+
+			if (parse_size(optarg, &v) < 0 || v < (64u << 10) || v > (64u << 20)) {
+				rc = usage_error("export", "bad --batch-size '%s' (64k..64M)", optarg);
+				goto done;
+			}
+			oo.batch_bytes = (size_t)v;
+			break;
+		}
+		case 'R': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || end == optarg || v < 1 || v > 100) {
+				rc = usage_error("export", "bad --retries '%s' (1..100)", optarg);
+				goto done;
+			}
+			oo.retries = (unsigned)v;
+			break;
+		}
+		case 'C':
+			if (noff == MAX_OFFSETS ||
+			    parse_offset(optarg, offhost[noff], sizeof(offhost[0]), &offns[noff]) < 0) {
+				rc = usage_error("export", "bad --clock-offset '%s' (HOST=NS, at most %d)",
+						 optarg, MAX_OFFSETS);
+				goto done;
+			}
+			noff++;
+			break;
 		case 'h':
 			fputs(export_usage, stdout);
 			rc = EXIT_OK;
@@ -896,8 +1021,13 @@ int cmd_export(int argc, char **argv)
 			goto done;
 		}
 	}
-	rc = check_inputs("export", out, "use -o FILE, or -o - for stdout", ring, argc - optind,
-			  &e->flt);
+	if (!otlp && (oo.endpoint || oo.service || oo.flows_only)) {
+		rc = usage_error("export", "--otlp-endpoint, --service and --flows-only need --format otlp");
+		goto done;
+	}
+	rc = check_inputs("export", out,
+			  otlp && oo.endpoint ? NULL : "use -o FILE, or -o - for stdout", ring,
+			  argc - optind, &e->flt);
 	if (rc)
 		goto done;
 	rc = EXIT_RUNTIME;
@@ -906,11 +1036,28 @@ int cmd_export(int argc, char **argv)
 		rc = runtime_error("export", "%s", err);
 		goto done_src;
 	}
-	if (e->src.nrings > 1)
+	for (size_t i = 0; i < noff; i++) {
+		if (source_clock_offset(&e->src, offhost[i], offns[i]) < 0) {
+			rc = runtime_error("export", "--clock-offset: no input comes from host '%s'",
+					   offhost[i]);
+			goto done_src;
+		}
+	}
+	if (e->src.nhosts > 1)
+		fprintf(stderr, "shmtrace export: the inputs come from %u hosts; their times are "
+			"aligned by each capture's wall clock\n", e->src.nhosts);
+	else if (e->src.nrings > 1)
 		/* not an error (two runs side by side is a fair thing to
 		 * look at), but flows and names are kept apart per ring */
 		fprintf(stderr, "shmtrace export: the inputs come from %u different rings; "
-			"flows are joined only within a ring\n", e->src.nrings);
+			"flows are joined only within a ring, or by a global flow id\n",
+			e->src.nrings);
+	if (otlp) {
+		oo.flt = &e->flt;
+		oo.progress = isatty(STDERR_FILENO);
+		rc = otlp_export(&e->src, &oo, out);
+		goto done_src;
+	}
 	/* check_inputs() made sure there is an out */
 	f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
 	if (!f) {
@@ -945,7 +1092,7 @@ int cmd_export(int argc, char **argv)
 	free(e->fargs);
 	free(e->open);
 	u64map_free(&e->seen);
-	procs_free(&e->ps);
+	hosts_free(&e->hosts);
 done_src:
 	source_close(&e->src);
 done:

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "flows.h"
+#include "ring_format.h"
 
 void flows_init(struct flows *f)
 {
@@ -39,12 +40,18 @@ int flows_add(struct flows *f, const struct flow_ev *e)
 
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
 
+/* The rings an id joins records of: its own, or all for a global id. */
+static uint32_t scope(const struct flow_ev *e)
+{
+	return e->flow & SHMT_FLOW_GLOBAL ? UINT32_MAX : e->ring;
+}
+
 static int cmp_ev(const void *pa, const void *pb)
 {
 	const struct flow_ev *a = pa, *b = pb;
 	int c;
 
-	if ((c = CMP(a->ring, b->ring)) || (c = CMP(a->flow, b->flow)) || (c = CMP(a->ts, b->ts)) || (c = CMP(a->pid, b->pid)) ||
+	if ((c = CMP(scope(a), scope(b))) || (c = CMP(a->flow, b->flow)) || (c = CMP(a->ts, b->ts)) || (c = CMP(a->pid, b->pid)) ||
 	    (c = CMP(a->tid, b->tid)))
 		return c;
 	return CMP(a->order, b->order);
@@ -77,7 +84,7 @@ int flows_assemble(struct flows *f, flows_emit_fn emit, void *ctx, uint64_t *nfl
 		size_t j = i;
 		uint32_t first = f->v[i].order;
 
-		while (j < f->n && f->v[j].flow == f->v[i].flow && f->v[j].ring == f->v[i].ring) {
+		while (j < f->n && f->v[j].flow == f->v[i].flow && scope(&f->v[j]) == scope(&f->v[i])) {
 			if (f->v[j].order < first)
 				first = f->v[j].order;
 			j++;

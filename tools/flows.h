@@ -23,6 +23,7 @@ struct flow_ev {
 	uint32_t kind;
 	uint32_t order;		/* arrival order, set by flows_add() */
 	uint32_t args;		/* the caller's: its arguments, 0 = none */
+	uint64_t seq;		/* the caller's own number for it (OTLP span ids) */
 };
 
 struct flows {
@@ -36,8 +37,11 @@ void flows_free(struct flows *f);
 int flows_add(struct flows *f, const struct flow_ev *e);
 
 /*
- * A flow is the records of one ring with one flow id: records of other
- * rings with the same id are other flows (ids count from 1 in every ring).
+ * A flow is the records of one ring with one ring-local flow id (records
+ * of other rings with the same id are other flows: such ids count from 1
+ * in every ring), or the records of any ring with one global id (bit 52,
+ * SHMT_FLOW_GLOBAL: random per ring, or carried on purpose from one ring
+ * to another).
  * Sorts each flow by (ts, pid, tid, arrival) and calls emit for every
  * record: for a flow of two or more records ph is 's' on the first, 't' on
  * the middle ones, 'f' on the last; a one-record flow draws nothing (ph 0,

@@ -26,6 +26,8 @@ struct source_run {
 	uint64_t run_id;
 	uint64_t ring_id;	/* 0: its files carry none (older collector) */
 	char ring[256];		/* the ring's name */
+	uint64_t realtime0, mono0;	/* its wall-clock anchor */
+	uint64_t shift;		/* added to its records' ts (wrapping: signed) */
 	uint64_t next_seq;	/* records below it were delivered already */
 	uint64_t torn;		/* the collectors' torn count, cumulative */
 	struct source_loss loss;	/* the ring's counters, the largest seen */
@@ -97,17 +99,23 @@ static int alloc_strings(struct source *s, uint32_t n)
 	return 0;
 }
 
-static int add_thread(struct source *s, const struct shmt_thread *t)
+static int add_thread(struct source *s, const struct shmt_thread *t, uint32_t ring)
 {
 	if (s->nthr == s->thrcap) {
 		size_t cap = s->thrcap ? s->thrcap * 2 : 64;
 		struct shmt_thread *v = reallocarray(s->thr, cap, sizeof(*v));
+		uint32_t *r;
 
 		if (!v)
 			return -ENOMEM;
 		s->thr = v;
+		r = reallocarray(s->thr_ring, cap, sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		s->thr_ring = r;
 		s->thrcap = cap;
 	}
+	s->thr_ring[s->nthr] = ring;
 	s->thr[s->nthr] = *t;
 	s->thr[s->nthr].name[SHMT_NAME_LEN - 1] = 0;
 	s->thr[s->nthr].pname[SHMT_NAME_LEN - 1] = 0;
@@ -177,7 +185,7 @@ static int ring_load(void *arg)
 	for (uint32_t i = 0; i < n; i++) {
 		struct shmt_thread t;
 
-		if (shmt_ring_thread(&s->v, i, &t) == 0 && (ret = add_thread(s, &t)) < 0)
+		if (shmt_ring_thread(&s->v, i, &t) == 0 && (ret = add_thread(s, &t, 0)) < 0)
 			return ret;
 	}
 	/* untrusted numbers: reported, never used as sizes */
@@ -212,7 +220,15 @@ int source_open_ring(struct source *s, const char *ring, char *err, size_t errle
 	s->tables.string_bytes = s->v.string_bytes;
 	s->tables.max_threads = s->v.max_threads;
 	s->blockbuf = calloc(s->v.block_records, sizeof(*s->blockbuf));
-	if (!s->blockbuf || alloc_strings(s, s->v.max_strings + 1) < 0) {
+	s->host_of = calloc(1, sizeof(*s->host_of));
+	s->hosts = calloc(1, sizeof(*s->hosts));
+	if (s->hosts) {
+		/* a ring is read where it lives */
+		s->nhosts = 1;
+		if (gethostname(s->hosts[0], sizeof(s->hosts[0]) - 1) < 0)
+			snprintf(s->hosts[0], sizeof(s->hosts[0]), "localhost");
+	}
+	if (!s->blockbuf || !s->host_of || !s->hosts || alloc_strings(s, s->v.max_strings + 1) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -371,7 +387,7 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 			if (p)
 				break;
 			for (size_t i = 0; i < f.threads.n && !ret; i++)
-				ret = add_thread(s, &f.threads.v[i]);
+				ret = add_thread(s, &f.threads.v[i], (uint32_t)(run - s->runs));
 			break;
 		case SHMT_CAP_LOSS:
 			if (p)
@@ -418,6 +434,7 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 					rec.name = run->map[rec.name];
 					rec.cat = run->map[rec.cat];
 				}
+				rec.ts += run->shift;
 				s->records++;
 				run->records++;
 				s->follows = s->prev_run == run && s->prev_seq + 1 == first + i;
@@ -542,6 +559,70 @@ static int merge_strings(struct source *s, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * Groups the runs by host and, when there are several hosts, moves each
+ * run of another host than the first file's onto that file's clock: a
+ * record at ring time ts happened at wall time realtime0 + ts - mono0 of
+ * its own ring, which is ring time of the first file's ring ts + (its
+ * realtime0 - mono0) - (the first's realtime0 - mono0). Rings of one host
+ * share CLOCK_MONOTONIC and are left alone (their anchors are read a few
+ * microseconds apart, which would only add error).
+ */
+static int group_hosts(struct source *s, char *err, size_t errlen)
+{
+	const struct source_run *ref = run_of(s, s->files[0].h.run_id);
+	uint32_t refhost = 0;
+
+	s->host_of = calloc(s->nruns, sizeof(*s->host_of));
+	s->hosts = calloc(s->nruns, sizeof(*s->hosts));
+	if (!s->host_of || !s->hosts) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t r = 0; r < s->nruns; r++) {
+		const char *host = "";
+		uint32_t h;
+
+		/* every run has a file: its first one names the host */
+		for (size_t i = 0; i < s->nfiles; i++) {
+			if (s->files[i].h.run_id == s->runs[r].run_id) {
+				host = s->files[i].h.host;
+				break;
+			}
+		}
+		for (h = 0; h < s->nhosts && strcmp(s->hosts[h], host); h++)
+			;
+		if (h == s->nhosts)
+			snprintf(s->hosts[s->nhosts++], sizeof(s->hosts[0]), "%s", host);
+		s->host_of[r] = h;
+		if (&s->runs[r] == ref)
+			refhost = h;
+	}
+	for (size_t r = 0; s->nhosts > 1 && r < s->nruns; r++) {
+		struct source_run *run = &s->runs[r];
+
+		if (s->host_of[r] != refhost)
+			run->shift = (run->realtime0 - run->mono0) - (ref->realtime0 - ref->mono0);
+	}
+	return 0;
+}
+
+int source_clock_offset(struct source *s, const char *host, int64_t ns)
+{
+	bool found = false;
+
+	if (s->is_ring)
+		/* one host: an offset would move everything alike */
+		return s->nhosts && !strcmp(s->hosts[0], host) ? 0 : -ENOENT;
+	for (size_t r = 0; r < s->nruns; r++) {
+		if (strcmp(s->hosts[s->host_of[r]], host))
+			continue;
+		s->runs[r].shift += (uint64_t)ns;
+		found = true;
+	}
+	return found ? 0 : -ENOENT;
+}
+
 /* Puts file i in its ring's run, refusing one run_id for two ring_ids. */
 static int add_to_run(struct source *s, const struct source_file *f, char *err, size_t errlen)
 {
@@ -551,6 +632,8 @@ static int add_to_run(struct source *s, const struct source_file *f, char *err, 
 		run = &s->runs[s->nruns++];
 		run->run_id = f->h.run_id;
 		snprintf(run->ring, sizeof(run->ring), "%s", f->h.ring);
+		run->realtime0 = f->h.realtime0;
+		run->mono0 = f->h.mono0;
 		if (alloc_table(&run->str, &run->slen, CAP_MAX_STRINGS) < 0) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
@@ -616,6 +699,8 @@ int source_open_files(struct source *s, char *const *paths, size_t n, char *err,
 		s->capacity = h->ring_capacity;
 		s->mode = h->ring_mode;
 	}
+	if ((ret = group_hosts(s, err, errlen)) < 0)
+		return ret;
 	for (size_t i = 0; i < s->nfiles; i++)
 		if ((ret = read_file(s, &s->files[i], NULL, err, errlen)) < 0)
 			return ret;
@@ -701,6 +786,9 @@ void source_close(struct source *s)
 	free(s->str);
 	free(s->slen);
 	free(s->thr);
+	free(s->thr_ring);
+	free(s->host_of);
+	free(s->hosts);
 	free(s->files);
 	for (size_t i = 0; i < s->nruns; i++) {
 		free_table(s->runs[i].str, s->runs[i].slen, CAP_MAX_STRINGS);

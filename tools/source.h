@@ -51,6 +51,19 @@ struct source {
 	 */
 	uint32_t ring;
 	uint32_t nrings;
+	/*
+	 * The host ring i was created on is host_of[i] (0..nhosts-1, named
+	 * hosts[]): the capture header's host field, or this machine for a
+	 * ring input. When the inputs come from several hosts, the records
+	 * of a host other than the first file's have their ts moved onto
+	 * the first file's clock by the two rings' wall-clock anchors, plus
+	 * the offset given to source_clock_offset() (so everything reading a
+	 * source sees one time line).
+	 */
+	uint32_t *host_of;
+	char (*hosts)[64];
+	uint32_t nhosts;
+	uint32_t *thr_ring;		/* the ring of each name slot in thr */
 	/* ring input */
 	struct shmt_view v;
 	struct shmt_record *blockbuf;
@@ -106,6 +119,11 @@ void source_close(struct source *s);
  * spans come as SHMTRACE_KIND_OPEN records after each block's records. */
 typedef int (*source_record_fn)(void *ctx, const struct shmt_record *r, uint64_t start_time);
 int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, size_t errlen);
+
+/* Adds ns (signed) to the timestamps of host's records, after the
+ * wall-clock alignment; before the first pass. Returns 0, or -ENOENT when
+ * no input comes from that host. */
+int source_clock_offset(struct source *s, const char *host, int64_t ns);
 
 /* Ring i (0..nrings-1): its name, ring_id (0: unknown) and run_id (0
  * for a ring input). Returns 0, or -ENOENT past the last. */

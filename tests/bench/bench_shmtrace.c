@@ -815,7 +815,7 @@ static uint64_t run_timed(char *const argv[], struct rusage *ru, int *status, co
 	return bench_mono_ns() - a;
 }
 
-static int case_export(void)
+static int case_export(bool otlp)
 {
 	const char *tool = getenv("BENCH_TOOL");
 	char name[128], json[600], log[600], summary[1024] = "";
@@ -827,11 +827,11 @@ static int case_export(void)
 	int runs = (int)g_runs;
 
 	if (!collector_path()) {
-		printf("RESULT export skipped=\"collector not built, no capture to export\"\n");
+		printf("RESULT %s skipped=\"collector not built, no capture to export\"\n", otlp ? "export-otlp" : "export");
 		return 0;
 	}
 	if (!tool || access(tool, X_OK)) {
-		printf("RESULT export skipped=\"shmtrace tool not built (no %s)\"\n", tool ? tool : "BENCH_TOOL");
+		printf("RESULT %s skipped=\"shmtrace tool not built (no %s)\"\n", otlp ? "export-otlp" : "export", tool ? tool : "BENCH_TOOL");
 		return 0;
 	}
 	ring_name(name, sizeof(name), "export");
@@ -839,7 +839,7 @@ static int case_export(void)
 	view_open(name);
 	memset(&d, 0, sizeof(d));
 	if (!collector_start(&d, name, "export", 5000)) {
-		printf("RESULT export skipped=\"collector did not start\"\n");
+		printf("RESULT %s skipped=\"collector did not start\"\n", otlp ? "export-otlp" : "export");
 		return 0;
 	}
 	t = ring_open(name);
@@ -878,7 +878,7 @@ static int case_export(void)
 	snprintf(json, sizeof(json), "%s/export.json", g_tmp);
 	snprintf(log, sizeof(log), "%s/export.log", g_tmp);
 	for (int r = -1; r < runs; r++) {
-		char *argv[] = { (char *)tool, "export", d.out, "-o", json, NULL };
+		char *argv[] = { (char *)tool, "export", d.out, "-o", json, "--format", otlp ? "otlp" : "chrome", NULL };
 		struct rusage ru;
 		int status;
 		uint64_t ns;
@@ -888,7 +888,7 @@ static int case_export(void)
 		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 			char cmd[700];
 
-			printf("RESULT export skipped=\"shmtrace export failed, status 0x%x\"\n", status);
+			printf("RESULT %s skipped=\"shmtrace export failed, status 0x%x\"\n", otlp ? "export-otlp" : "export", status);
 			snprintf(cmd, sizeof(cmd), "tail -n 5 %s >&2", log);
 			if (system(cmd)) {}
 			unlink(d.out);
@@ -901,8 +901,8 @@ static int case_export(void)
 		mbs[r] = (double)file_size(json) / 1e6 / secs[r];
 		rss[r] = (double)ru.ru_maxrss / 1024.0;
 	}
-	printf("RESULT export secs=%.2f evs=%.0f mbs=%.1f rss_mb=%.1f json_bytes=%llu records=%llu flows=%llu "
-	       "dropped=%llu capture_bytes=%llu bytes_per_rec=%.2f runs=%d summary=\"%s\"\n",
+	printf("RESULT %s secs=%.2f evs=%.0f mbs=%.1f rss_mb=%.1f json_bytes=%llu records=%llu flows=%llu "
+	       "dropped=%llu capture_bytes=%llu bytes_per_rec=%.2f runs=%d summary=\"%s\"\n", otlp ? "export-otlp" : "export",
 	       bench_median(secs, runs), bench_median(evs, runs), bench_median(mbs, runs),
 	       bench_median(rss, runs), (unsigned long long)file_size(json), (unsigned long long)recs,
 	       (unsigned long long)flows, (unsigned long long)dropped, (unsigned long long)cap_bytes,
@@ -918,7 +918,7 @@ int main(int argc, char **argv)
 	static char tmpdef[] = "/tmp";
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export\n", argv[0]);
+		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export|export-otlp\n", argv[0]);
 		return 2;
 	}
 	g_n = bench_env_u64("BENCH_N", 1000000);
@@ -943,7 +943,9 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "drain"))
 		return case_drain();
 	if (!strcmp(argv[1], "export"))
-		return case_export();
+		return case_export(false);
+	if (!strcmp(argv[1], "export-otlp"))
+		return case_export(true);
 	fprintf(stderr, "unknown case %s\n", argv[1]);
 	return 2;
 }

@@ -199,7 +199,8 @@ say "  3 latency:  $N_LAT timed span calls per run (rdtscp around the call only)
 say "              producers pause (untimed) while the ring is over half full, so the ring never drops; LTTng's 2nd is flat out"
 say "  4 disabled: SHMTRACE_SCOPE with shmtrace_default == NULL, $N_DIS iterations (LTTng: tracepoint, no session)"
 say "  5 drain:    a full ring of $RING_CAP records (discard mode, no collector) drained by a fresh collector"
-say "  6 export:   \`shmtrace export\` of a capture of $N_EXPORT spans, 10 % in flows (babeltrace2: same count to text)"
+say "  6 export:   \`shmtrace export\` of a capture of $N_EXPORT spans, 10 % in flows (babeltrace2: same count to text);"
+say "              and \`shmtrace export --format otlp\` of the same to a file"
 say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
 say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed); each two-proc run starts once the warm-up is written out (lttng stop/start)"
 [ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
@@ -257,6 +258,8 @@ if [ -n "$BENCH_COLLECTOR" ]; then
 fi
 say "running 6 export..."
 S6=$(shm_case export "$N_EXPORT" "$EXPORT_RUNS")
+say "running 6 export --format otlp..."
+S6O=$(shm_case export-otlp "$N_EXPORT" "$EXPORT_RUNS")
 L6=""
 BT_SECS="" BT_RSS=""
 if [ -z "$LT_WHY" ]; then
@@ -362,6 +365,13 @@ if [ -n "$(field "$S6" evs)" ]; then
 	row "6 export, peak RSS, MB" "$(fmt "$(field "$S6" rss_mb)" 1)" "$(fmt "$(awk -v x="$BT_RSS" 'BEGIN { if (x != "") print x / 1024 }')" 1)" "" ""
 else
 	row "6 export" "skipped" "$(fmt "$(awk -v x="$bt_evs" 'BEGIN { if (x != "") print x / 1e6 }')" 2)" "" "$(qfield "$S6" skipped)"
+fi
+if [ -n "$(field "$S6O" evs)" ]; then
+	row "6 export otlp, M spans/s" "$(fmt "$(awk -v x="$(field "$S6O" evs)" 'BEGIN { print x / 1e6 }')" 2)" "-" "" "to a file (OTLP/JSON lines)"
+	row "6 export otlp, MB/s of JSON" "$(fmt "$(field "$S6O" mbs)" 1)" "-" "" "$(fmt "$(awk -v x="$(field "$S6O" json_bytes)" 'BEGIN { print x / 1e6 }')" 0) MB of OTLP/JSON"
+	row "6 export otlp, peak RSS, MB" "$(fmt "$(field "$S6O" rss_mb)" 1)" "-" "" "batches of 4 MB"
+else
+	row "6 export otlp" "skipped" "-" "" "$(qfield "$S6O" skipped)"
 fi
 
 if [ -n "$S8" ]; then

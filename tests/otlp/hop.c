@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hop.c - the producer of the OTLP tests (tests/e2e/otlp.sh): one process
+ * per "host" records its side of requests that cross hosts.
+ *
+ *   otlp-hop RING origin N TRACEPARENT   makes N flows (shmtrace_flow_new)
+ *       and one from TRACEPARENT; for each records a "send" span holding a
+ *       "sent" instant, prints the flow id (and the header) one per line
+ *   otlp-hop RING serve < lines          for each line (a flow id, or a
+ *       traceparent header) records a "handle" span after it; an "idle"
+ *       span outside any flow; and an instant outside any span
+ *
+ * Ends with "done N" on stderr. Exit 0, 1 on an error, 2 on a usage error.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shmtrace.h"
+
+static void span(shmtrace_t *t, uint32_t cat, uint32_t name, uint32_t iname, uint64_t flow)
+{
+	uint64_t t0 = shmtrace_now();
+
+	/* an instant inside the span (exported as an event of it) */
+	shmtrace_instant(t, cat, iname, 0);
+	shmtrace_span(t, cat, name, t0, shmtrace_now() + 1000, flow);
+}
+
+int main(int argc, char **argv)
+{
+	shmtrace_t *t;
+	uint32_t cat;
+	unsigned long n = 0;
+	int ret;
+
+	if (argc < 3 || (!strcmp(argv[2], "origin") && argc != 5)) {
+		fprintf(stderr, "usage: otlp-hop RING origin N TRACEPARENT | otlp-hop RING serve\n");
+		return 2;
+	}
+	ret = shmtrace_open(argv[1], &t);
+	if (ret < 0) {
+		fprintf(stderr, "otlp-hop: open %s: %s\n", argv[1], shmtrace_strerror(ret));
+		return 1;
+	}
+	cat = shmtrace_intern(t, "rpc");
+	if (!strcmp(argv[2], "origin")) {
+		unsigned long want = strtoul(argv[3], NULL, 10);
+		uint32_t name = shmtrace_intern(t, "send"), iname = shmtrace_intern(t, "sent");
+		uint64_t flow;
+
+		shmtrace_set_process_name(t, "client");
+		shmtrace_set_thread_name(t, "client-main");
+		for (; n < want; n++) {
+			flow = shmtrace_flow_new(t);
+			span(t, cat, name, iname, flow);
+			printf("%" PRIu64 "\n", flow);
+		}
+		flow = shmtrace_flow_from_traceparent(t, argv[4]);
+		if (!flow) {
+			fprintf(stderr, "otlp-hop: '%s' is not a traceparent\n", argv[4]);
+			return 1;
+		}
+		span(t, cat, name, iname, flow);
+		printf("%s\n", argv[4]);
+		n++;
+	} else if (!strcmp(argv[2], "serve")) {
+		uint32_t name = shmtrace_intern(t, "handle"), iname = shmtrace_intern(t, "parsed");
+		uint32_t idle = shmtrace_intern(t, "idle"), lone = shmtrace_intern(t, "tick");
+		char line[128];
+
+		shmtrace_set_process_name(t, "server");
+		shmtrace_set_thread_name(t, "server-main");
+		while (fgets(line, sizeof(line), stdin)) {
+			uint64_t flow;
+			char *end;
+
+			line[strcspn(line, "\n")] = 0;
+			if (!strncmp(line, "00-", 3)) {
+				flow = shmtrace_flow_from_traceparent(t, line);
+			} else {
+				errno = 0;
+				flow = strtoull(line, &end, 10);
+				if (errno || end == line || *end)
+					flow = 0;
+			}
+			if (!flow) {
+				fprintf(stderr, "otlp-hop: bad line '%s'\n", line);
+				return 1;
+			}
+			span(t, cat, name, iname, flow);
+			n++;
+		}
+		span(t, cat, idle, iname, 0);
+		shmtrace_instant(t, cat, lone, 0);
+	} else {
+		fprintf(stderr, "otlp-hop: unknown mode '%s'\n", argv[2]);
+		return 2;
+	}
+	shmtrace_close(t);
+	fprintf(stderr, "done %lu\n", n);
+	return 0;
+}
