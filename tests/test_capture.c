@@ -565,7 +565,7 @@ static void test_newer_version(void **state)
 	put_header_version(&b, SHMT_CAP_VERSION + 1, 0);
 	fd = write_tmp(b.data, b.size, path);
 	assert_int_equal(read_all(path, &nok), -EPROTO);
-	assert_non_null(strstr(err, "capture format version 2 needs a newer shmtrace"));
+	assert_non_null(strstr(err, "capture format version 3 needs a newer shmtrace"));
 	close(fd);
 	unlink(path);
 	msgpack_sbuffer_destroy(&b);
