@@ -1058,6 +1058,32 @@ static void test_bad_packed(void **state)
 	assert_non_null(strstr(err, "out of range"));
 }
 
+/* The example of docs/CAPTURE-FORMAT.md, "PACKED (7)", byte for byte. */
+static void test_packed_doc_example(void **state)
+{
+	static const uint8_t want[] = {
+		0x95, 0x07, 0x07, 0xce, 0x00, 0x00, 0x00, 0x02, 0xc6, 0x00, 0x00, 0x00, 0x10,
+		0x05, 0x64, 0x65, 0xd0, 0x0f, 0xf4, 0x03, 0x02, 0x01,
+		0x0a, 0xd8, 0x04, 0x00, 0x03, 0x01, 0x09,
+	};
+	const struct shmt_record r[2] = {
+		{ .ts = 1000, .dur = 500, .pid = 100, .tid = 101, .name = 2, .cat = 1,
+		  .commit = SHMTRACE_KIND_SPAN },
+		{ .ts = 1300, .flow = 9, .pid = 100, .tid = 101, .name = 3, .cat = 1,
+		  .commit = SHMTRACE_KIND_INSTANT },
+	};
+	msgpack_sbuffer b;
+
+	(void)state;
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_records(&b, 7, r, 2), 0);
+	assert_int_equal(b.size, sizeof(want) + 5);
+	assert_memory_equal(b.data, want, sizeof(want));
+	assert_int_equal((uint8_t)b.data[sizeof(want)], 0xce);
+	expect_records(&b, 7, r, 2);
+	msgpack_sbuffer_destroy(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1083,6 +1109,7 @@ int main(void)
 		cmocka_unit_test(test_ring_records),
 		cmocka_unit_test(test_packed_size),
 		cmocka_unit_test(test_bad_packed),
+		cmocka_unit_test(test_packed_doc_example),
 		/* a version-1 file (40-byte RECORDS) still reads, cut or not */
 		cmocka_unit_test_setup_teardown(test_roundtrip_each, v1_on, v1_off),
 		cmocka_unit_test_setup_teardown(test_file_roundtrip, v1_on, v1_off),
