@@ -23,7 +23,7 @@
 #include "ring_format.h"
 
 #define SHMT_CAP_MAGIC		"SHMTCAP"	/* in the header frame */
-#define SHMT_CAP_VERSION	1		/* major; a newer one is refused */
+#define SHMT_CAP_VERSION	2		/* major; a newer one is refused */
 #define SHMT_CAP_MAX_FRAME	(16u << 20)	/* no frame is larger than this */
 
 /* Encoders split longer lists into several frames of at most these. */
@@ -32,6 +32,9 @@
 /* Decoders refuse frames beyond these (newer writers may split later). */
 #define SHMT_CAP_MAX_ITEMS	65536u		/* strings or threads per frame */
 #define SHMT_CAP_MAX_RECORDS	(SHMT_CAP_MAX_FRAME / SHMT_RECORD_SIZE)
+/* A PACKED record takes 5 to this many bytes. */
+#define SHMT_CAP_PACKED_MIN	5
+#define SHMT_CAP_PACKED_MAX	48
 #define SHMT_CAP_MAX_DEPTH	8		/* msgpack nesting in a frame */
 #define SHMT_CAP_MAX_OBJECTS	(1u << 20)	/* msgpack objects in a frame */
 
@@ -39,9 +42,11 @@ enum shmt_cap_type {
 	SHMT_CAP_HEADER = 1,
 	SHMT_CAP_STRINGS = 2,	/* interned strings: id -> bytes */
 	SHMT_CAP_THREADS = 3,	/* process/thread name slots */
-	SHMT_CAP_RECORDS = 4,	/* a batch of 40-byte records */
+	SHMT_CAP_RECORDS = 4,	/* a batch of 40-byte records (version 1) */
 	SHMT_CAP_LOSS = 5,	/* the ring's loss counters at a point in time */
 	SHMT_CAP_END = 6,	/* clean stop */
+	SHMT_CAP_PACKED = 7,	/* a batch of varint-packed records (version 2);
+				 * decoded as SHMT_CAP_RECORDS */
 };
 
 struct shmt_cap_header {
@@ -101,15 +106,22 @@ struct shmt_cap_end {
 int shmt_cap_put_header(msgpack_sbuffer *b, const struct shmt_cap_header *h);
 int shmt_cap_put_strings(msgpack_sbuffer *b, const struct shmt_cap_string *s, size_t n);
 int shmt_cap_put_threads(msgpack_sbuffer *b, const struct shmt_thread *t, size_t n);
-/* records r[0..n) have ring sequences first_seq .. first_seq + n - 1; their
- * commit words hold only the kind */
+/* Records r[0..n) have ring sequences first_seq .. first_seq + n - 1; only
+ * the kind of their commit words is written. As PACKED frames (version 2). */
 int shmt_cap_put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n);
-/* The same frame, filled in place: reserve room for n records (at most
- * SHMT_CAP_SPLIT_RECORDS) and get where they go; store them there (commit
- * words holding only the kind); then finish (adds the CRC) or cancel. */
-void *shmt_cap_records_reserve(msgpack_sbuffer *b, uint64_t first_seq, size_t n, size_t *mark);
-int shmt_cap_records_finish(msgpack_sbuffer *b, size_t mark);
-void shmt_cap_records_cancel(msgpack_sbuffer *b, size_t mark);
+/* The same as version-1 RECORDS frames of 40-byte records: for tests and
+ * tools that make version-1 files (a version-2 reader still reads them). */
+int shmt_cap_put_records_v1(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n);
+/*
+ * The collector's path: one PACKED frame encoded straight from ring slots
+ * (at most SHMT_CAP_SPLIT_RECORDS of them), whose commit words hold
+ * (sequence & 0xffffff) << 8 | kind; each slot is read once. Stops before
+ * the first slot that is not a finished record of its sequence. Returns the
+ * records written (0: the first slot is not one, nothing appended) or
+ * -ENOMEM (b unchanged).
+ */
+long shmt_cap_put_ring_records(msgpack_sbuffer *b, uint64_t first_seq,
+			       const struct shmt_record *slots, size_t n);
 int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l);
 int shmt_cap_put_end(msgpack_sbuffer *b, const struct shmt_cap_end *e);
 
@@ -131,6 +143,7 @@ struct shmt_cap_frame {
 			uint64_t first_seq;
 			const struct shmt_record *v;	/* commit = kind */
 			size_t n;
+			int packed;	/* read from a PACKED frame */
 		} records;
 		struct shmt_cap_loss loss;
 		struct shmt_cap_end end;

@@ -373,6 +373,123 @@ static int dec_records(const msgpack_object *v, size_t n, struct shmt_cap_frame 
 	return 0;
 }
 
+/* A LEB128 varint of at most 10 bytes and 64 bits; -1 if cut or larger. */
+static inline int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *p = *pp;
+	uint64_t x = 0;
+
+	for (unsigned s = 0; s < 64; s += 7) {
+		uint8_t b;
+
+		if (p == end)
+			return -1;
+		b = *p++;
+		if (s == 63 && b > 1)
+			return -1;
+		x |= (uint64_t)(b & 0x7f) << s;
+		if (!(b & 0x80)) {
+			*pp = p;
+			*v = x;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Version 2: records as varints, pid and tid once per run of one thread's
+ * records (docs/CAPTURE-FORMAT.md, "PACKED (7)"). */
+static int dec_packed(const msgpack_object *v, size_t n, struct shmt_cap_frame *f,
+		      msgpack_zone *z, const struct ctx *c)
+{
+	const uint8_t *p, *end;
+	struct shmt_record *r;
+	uint64_t first, cnt, ts = 0;
+	uint32_t pid = 0, tid = 0;
+
+	if (n < 3)
+		return fail(c, -EBADMSG, "packed frame has %zu fields, needs 3", n);
+	GET(&v[0], UINT64_MAX, first, "first_seq");
+	GET(&v[1], SHMT_CAP_MAX_RECORDS, cnt, "record count");
+	if (first + cnt < first)
+		return fail(c, -EBADMSG, "sequence %llu + %llu wraps",
+			    (unsigned long long)first, (unsigned long long)cnt);
+	if (v[2].type != MSGPACK_OBJECT_BIN)
+		return fail(c, -EBADMSG, "records are not a bin");
+	/* before allocating: every record takes at least 5 bytes */
+	if (cnt > v[2].via.bin.size / SHMT_CAP_PACKED_MIN)
+		return fail(c, -EBADMSG, "%llu records cannot fit in %u bytes",
+			    (unsigned long long)cnt, v[2].via.bin.size);
+	r = msgpack_zone_malloc(z, cnt * sizeof(*r) + 1);
+	if (!r)
+		return fail(c, -ENOMEM, "out of memory");
+	p = (const uint8_t *)v[2].via.bin.ptr;
+	end = p + v[2].via.bin.size;
+	for (uint64_t i = 0; i < cnt; i++) {
+		uint64_t tag, kind, x, name, cat, flow = 0;
+
+		if (get_varint(&p, end, &tag))
+			goto bad;
+		kind = tag >> 2;
+		/* one collector wrote the frame from one ring: a bad kind
+		 * means damage, so the frame goes, not the record */
+		if (kind < SHMTRACE_KIND_SPAN || kind > SHMTRACE_KIND_MAX)
+			return fail(c, -EBADMSG, "record %llu (seq %llu) has kind %llu",
+				    (unsigned long long)i, (unsigned long long)(first + i),
+				    (unsigned long long)kind);
+		if (tag & 1) {
+			uint64_t a, b;
+
+			if (get_varint(&p, end, &a) || get_varint(&p, end, &b))
+				goto bad;
+			if (a > UINT32_MAX || b > UINT32_MAX)
+				return fail(c, -EBADMSG, "record %llu: pid %llu or tid %llu out of range",
+					    (unsigned long long)i, (unsigned long long)a,
+					    (unsigned long long)b);
+			pid = (uint32_t)a;
+			tid = (uint32_t)b;
+		} else if (i == 0) {
+			return fail(c, -EBADMSG, "first record does not name its thread");
+		}
+		if (get_varint(&p, end, &x))
+			goto bad;
+		ts += (x >> 1) ^ (0 - (x & 1));	/* zigzag delta, modulo 2^64 */
+		r[i].ts = ts;
+		if (get_varint(&p, end, &r[i].dur) || get_varint(&p, end, &name) ||
+		    get_varint(&p, end, &cat))
+			goto bad;
+		if (name > UINT16_MAX || cat > UINT16_MAX)
+			return fail(c, -EBADMSG, "record %llu: string id %llu out of range",
+				    (unsigned long long)i,
+				    (unsigned long long)(name > cat ? name : cat));
+		if (tag & 2) {
+			if (get_varint(&p, end, &flow))
+				goto bad;
+			if (!flow)
+				return fail(c, -EBADMSG, "record %llu: flow flag with flow 0",
+					    (unsigned long long)i);
+		}
+		r[i].flow = flow;
+		r[i].pid = pid;
+		r[i].tid = tid;
+		r[i].name = (uint16_t)name;
+		r[i].cat = (uint16_t)cat;
+		r[i].commit = (uint32_t)kind;
+		continue;
+bad:
+		return fail(c, -EBADMSG, "record %llu (seq %llu): varint cut or over 64 bits",
+			    (unsigned long long)i, (unsigned long long)(first + i));
+	}
+	if (p != end)
+		return fail(c, -EBADMSG, "%zu bytes after %llu records", (size_t)(end - p),
+			    (unsigned long long)cnt);
+	f->records.first_seq = first;
+	f->records.v = r;
+	f->records.n = cnt;
+	f->records.packed = 1;
+	return 0;
+}
+
 static int dec_loss(const msgpack_object *v, size_t n, struct shmt_cap_loss *l,
 		    const struct ctx *c)
 {
@@ -469,6 +586,11 @@ static long decode(const uint8_t *buf, size_t len, uint64_t off,
 		break;
 	case SHMT_CAP_RECORDS:
 		rc = dec_records(v + 1, n, f, z, &c);
+		break;
+	case SHMT_CAP_PACKED:
+		/* callers see one kind of records frame, whatever its encoding */
+		f->type = SHMT_CAP_RECORDS;
+		rc = dec_packed(v + 1, n, f, z, &c);
 		break;
 	case SHMT_CAP_LOSS:
 		rc = dec_loss(v + 1, n, &f->loss, &c);

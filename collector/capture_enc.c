@@ -181,20 +181,27 @@ static void record_to_le(uint8_t out[SHMT_RECORD_SIZE], const struct shmt_record
 	le32(out + 36, SHMT_COMMIT_KIND(r->commit));
 }
 
-int shmt_cap_put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n)
+/* Kinds outside what a reader accepts, or sequences that wrap: -EINVAL. */
+static int check_records(uint64_t first_seq, const struct shmt_record *r, size_t n)
 {
-	size_t start = b->size;
-	bool raw = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
-
 	for (size_t i = 0; i < n; i++) {
 		uint32_t kind = SHMT_COMMIT_KIND(r[i].commit);
 
 		if (kind < SHMTRACE_KIND_SPAN || kind > SHMTRACE_KIND_MAX)
 			return -EINVAL;
-		raw &= r[i].commit == kind;
 	}
 	if (n && first_seq + n < first_seq)
 		return -EINVAL;
+	return 0;
+}
+
+int shmt_cap_put_records_v1(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n)
+{
+	size_t start = b->size;
+	int ret = check_records(first_seq, r, n);
+
+	if (ret < 0)
+		return ret;
 	for (size_t i = 0; i < n; ) {
 		size_t k = n - i < SHMT_CAP_SPLIT_RECORDS ? n - i : SHMT_CAP_SPLIT_RECORDS;
 		struct frame fr;
@@ -204,11 +211,7 @@ int shmt_cap_put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct sh
 		put_u64(&fr, k);
 		if (!fr.rc)
 			fr.rc = msgpack_pack_bin(&fr.pk, k * SHMT_RECORD_SIZE);
-		/* the collector's hot path: records already in file layout
-		 * go in with one copy */
-		if (raw && !fr.rc)
-			fr.rc = msgpack_pack_bin_body(&fr.pk, &r[i], k * SHMT_RECORD_SIZE);
-		for (size_t j = i; j < i + k && !fr.rc && !raw; j++) {
+		for (size_t j = i; j < i + k && !fr.rc; j++) {
 			uint8_t le[SHMT_RECORD_SIZE];
 
 			record_to_le(le, &r[j]);
@@ -221,6 +224,170 @@ int shmt_cap_put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct sh
 		i += k;
 	}
 	return 0;
+}
+
+/*
+ * Version 2: PACKED frames (docs/CAPTURE-FORMAT.md, "PACKED (7)").
+ *
+ * The frame is [0x95, 7, first_seq, count, body, crc] where count is
+ * always written as a uint32 (0xce) and body as a bin32 (0xc6), so that
+ * both can be filled in once the records are encoded: the collector
+ * encodes straight from the ring into the buffer io_uring writes, and
+ * stops at the first slot that is not a finished record.
+ */
+#define PACKED_HEAD	(1 + 1 + 9 + 5 + 5)	/* array, type, first_seq, count, bin32 */
+
+static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/*
+ * Encodes r[0..n) into p. With ring set, r are ring slots whose commit
+ * words hold (sequence & 0xffffff) << 8 | kind, read once each (another
+ * process may be writing them), and encoding stops before the first one
+ * that is not a finished record of first_seq + i. Returns the records
+ * encoded; *end is where they end.
+ */
+static size_t pack_body(uint8_t *p, const struct shmt_record *r, size_t n,
+			uint64_t first_seq, bool ring, uint8_t **end)
+{
+	uint64_t prev_ts = 0;
+	uint32_t pid = 0, tid = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct shmt_record x;
+		uint32_t kind;
+		uint64_t d, tag;
+		bool thread;
+
+		memcpy(&x, &r[i], sizeof(x));
+		kind = SHMT_COMMIT_KIND(x.commit);
+		if (ring && (kind == SHMTRACE_KIND_NONE || kind > SHMTRACE_KIND_MAX ||
+			     SHMT_COMMIT_SEQ(x.commit) != ((first_seq + i) & 0xffffffu)))
+			break;
+		thread = i == 0 || x.pid != pid || x.tid != tid;
+		tag = (uint64_t)kind << 2 | (uint64_t)(x.flow != 0) << 1 | thread;
+		p = put_varint(p, tag);
+		if (thread) {
+			p = put_varint(p, x.pid);
+			p = put_varint(p, x.tid);
+			pid = x.pid;
+			tid = x.tid;
+		}
+		/* zigzag: a parent span ends (and is written) after its
+		 * children but starts before them */
+		d = x.ts - prev_ts;
+		p = put_varint(p, (d << 1) ^ (0 - (d >> 63)));
+		prev_ts = x.ts;
+		p = put_varint(p, x.dur);
+		p = put_varint(p, x.name);
+		p = put_varint(p, x.cat);
+		if (x.flow)
+			p = put_varint(p, x.flow);
+	}
+	*end = p;
+	return i;
+}
+
+static void be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* Makes room for PACKED_HEAD + n records + CRC at the end of b. */
+static int packed_room(msgpack_sbuffer *b, size_t n)
+{
+	size_t need = PACKED_HEAD + n * SHMT_CAP_PACKED_MAX + 5;
+	size_t alloc;
+	char *p;
+
+	if (b->alloc - b->size >= need)
+		return 0;
+	alloc = b->alloc * 2 > b->size + need ? b->alloc * 2 : b->size + need;
+	p = realloc(b->data, alloc);
+	if (!p)
+		return -ENOMEM;
+	b->data = p;
+	b->alloc = alloc;
+	return 0;
+}
+
+/* One PACKED frame of at most SHMT_CAP_SPLIT_RECORDS records, appended to
+ * b. Returns the records in it (0: none, b unchanged) or -ENOMEM. */
+static long put_packed(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r,
+		       size_t n, bool ring)
+{
+	uint8_t *start, *p, *body, *end;
+	size_t k, len;
+	uint32_t crc;
+
+	if (packed_room(b, n) < 0)
+		return -ENOMEM;
+	start = p = (uint8_t *)b->data + b->size;
+	*p++ = 0x95;
+	*p++ = SHMT_CAP_PACKED;
+	if (first_seq < 0x80) {
+		*p++ = (uint8_t)first_seq;
+	} else {
+		*p++ = 0xcf;
+		be32(p, (uint32_t)(first_seq >> 32));
+		be32(p + 4, (uint32_t)first_seq);
+		p += 8;
+	}
+	body = p + 10;
+	k = pack_body(body, r, n, first_seq, ring, &end);
+	if (!k)
+		return 0;
+	len = (size_t)(end - body);
+	*p++ = 0xce;
+	be32(p, (uint32_t)k);
+	p += 4;
+	*p++ = 0xc6;
+	be32(p, (uint32_t)len);
+	crc = shmt_crc32c(0, start, (size_t)(end - start));
+	end[0] = 0xce;
+	be32(end + 1, crc);
+	b->size += (size_t)(end + 5 - start);
+	return (long)k;
+}
+
+int shmt_cap_put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n)
+{
+	size_t start = b->size;
+	int ret = check_records(first_seq, r, n);
+
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < n; ) {
+		size_t k = n - i < SHMT_CAP_SPLIT_RECORDS ? n - i : SHMT_CAP_SPLIT_RECORDS;
+
+		if (put_packed(b, first_seq + i, r + i, k, false) < 0) {
+			b->size = start;
+			return -ENOMEM;
+		}
+		i += k;
+	}
+	return 0;
+}
+
+long shmt_cap_put_ring_records(msgpack_sbuffer *b, uint64_t first_seq,
+			       const struct shmt_record *slots, size_t n)
+{
+	if (n > SHMT_CAP_SPLIT_RECORDS)
+		n = SHMT_CAP_SPLIT_RECORDS;
+	if (n && first_seq + n < first_seq)
+		n = UINT64_MAX - first_seq;	/* the sequences of a frame never wrap */
+	return n ? put_packed(b, first_seq, slots, n, true) : 0;
 }
 
 int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l)
@@ -251,60 +418,4 @@ int shmt_cap_put_end(msgpack_sbuffer *b, const struct shmt_cap_end *e)
 	put_u64(&fr, e->end_ns);
 	put_u64(&fr, e->next_part);
 	return frame_end(&fr);
-}
-
-/*
- * The collector's path: room for n records is reserved inside the frame, so
- * that they are copied once, straight from the ring into the buffer that
- * io_uring writes. Returns where the n x 40 bytes go (b->size already
- * covers them), or NULL with b unchanged. *mark is for finish or cancel.
- */
-void *shmt_cap_records_reserve(msgpack_sbuffer *b, uint64_t first_seq, size_t n, size_t *mark)
-{
-	size_t bytes = n * SHMT_RECORD_SIZE;
-	struct frame fr;
-	void *dst;
-
-	if (n == 0 || n > SHMT_CAP_SPLIT_RECORDS)
-		return NULL;
-	*mark = b->size;
-	frame_begin(&fr, b, b->size, SHMT_CAP_RECORDS, 3);
-	put_u64(&fr, first_seq);
-	put_u64(&fr, n);
-	if (!fr.rc)
-		fr.rc = msgpack_pack_bin(&fr.pk, bytes);
-	/* room for the records and the CRC, without the sbuffer's copy */
-	if (!fr.rc && b->alloc - b->size < bytes + 5) {
-		size_t alloc = b->alloc * 2 > b->size + bytes + 5 ? b->alloc * 2 : b->size + bytes + 5;
-		char *p = realloc(b->data, alloc);
-
-		if (!p)
-			fr.rc = -1;
-		else {
-			b->data = p;
-			b->alloc = alloc;
-		}
-	}
-	if (fr.rc) {
-		b->size = *mark;
-		return NULL;
-	}
-	dst = b->data + b->size;
-	b->size += bytes;
-	return dst;
-}
-
-/* Seals a reserved frame with its CRC. Returns 0 or -ENOMEM (b rolled back). */
-int shmt_cap_records_finish(msgpack_sbuffer *b, size_t mark)
-{
-	struct frame fr = { .b = b, .start = mark, .rc = 0 };
-
-	msgpack_packer_init(&fr.pk, b, msgpack_sbuffer_write);
-	return frame_end(&fr);
-}
-
-/* Drops a reserved frame. */
-void shmt_cap_records_cancel(msgpack_sbuffer *b, size_t mark)
-{
-	b->size = mark;
 }

@@ -287,42 +287,26 @@ static int put_loss(struct drain *d, bool force)
 /*
  * Discard mode's fast path: slots in [tail, head) are never written again
  * until the tail passes them (head's acquire load orders their contents
- * before us), so they are copied with one memcpy straight into the frame
- * and then checked. Returns records copied, or 0 to take the slow path
- * (a slot that is not a finished record of its sequence: forged or torn).
+ * before us), so they are encoded straight from the ring into the frame,
+ * each slot read once and checked. Returns records copied, or 0 to take
+ * the slow path (the first slot is not a finished record of its sequence:
+ * forged or torn); a bad slot later on ends the frame before it.
  */
 static long copy_records_fast(struct drain *d, uint64_t head)
 {
 	uint64_t n = head - d->pos, slot = d->pos & d->v.mask;
-	uint8_t *dst;	/* inside the frame: not aligned for a struct */
-	size_t mark;
+	long k;
 
 	if (n > DRAIN_BATCH)
 		n = DRAIN_BATCH;
 	if (slot + n > d->v.capacity)
 		n = d->v.capacity - slot;	/* up to the wrap; the rest next time */
-	dst = shmt_cap_records_reserve(cw_buffer(&d->w), d->pos, n, &mark);
-	if (!dst)
-		return 0;
-	memcpy(dst, &d->v.records[slot], n * SHMT_RECORD_SIZE);
-	for (uint64_t i = 0; i < n; i++) {
-		uint8_t *cp = dst + i * SHMT_RECORD_SIZE + offsetof(struct shmt_record, commit);
-		uint32_t c, kind;
-
-		memcpy(&c, cp, sizeof(c));
-		kind = SHMT_COMMIT_KIND(c);
-		if (kind == SHMTRACE_KIND_NONE || kind > SHMTRACE_KIND_MAX ||
-		    SHMT_COMMIT_SEQ(c) != ((d->pos + i) & 0xffffffu)) {
-			shmt_cap_records_cancel(cw_buffer(&d->w), mark);
-			return 0;
-		}
-		memcpy(cp, &kind, sizeof(kind));
-	}
-	if (shmt_cap_records_finish(cw_buffer(&d->w), mark) < 0)
-		return -ENOMEM;
-	d->pos += n;
-	d->st.records += n;
-	return (long)n;
+	k = shmt_cap_put_ring_records(cw_buffer(&d->w), d->pos, &d->v.records[slot], n);
+	if (k <= 0)
+		return k;
+	d->pos += (uint64_t)k;
+	d->st.records += (uint64_t)k;
+	return k;
 }
 
 /* Copies records [pos, head) out in contiguous runs, one frame per run. */

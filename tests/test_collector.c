@@ -303,7 +303,8 @@ static void test_file_size_limit(void **state)
 	(void)state;
 	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
-	col = start_collector(ring, out, NULL, 1024 * 1024);
+	/* 60000 records take over 300 KB even packed (5 bytes at least) */
+	col = start_collector(ring, out, NULL, 256 * 1024);
 	run_producers(ring, &t, 1, 60000);
 	wait_producers(&t);
 	assert_int_equal(waitpid(col, &status, 0), col);
@@ -415,7 +416,8 @@ static void test_rotation(void **state)
 	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
 	col = start_collector(ring, out, "--max-size=1M", 0);
-	run_producers(ring, &t, 1, 200000);
+	/* about 10 bytes a record packed: over 3 MiB */
+	run_producers(ring, &t, 1, 400000);
 	wait_producers(&t);
 	status = stop(col, SIGTERM);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -442,7 +444,7 @@ static void test_rotation(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
-/* A full disk (a 512 KiB tmpfs): a clear error, exit 1, the capture
+/* A full disk (a 128 KiB tmpfs: 60000 records take over 300 KB packed): a clear error, exit 1, the capture
  * readable up to its last whole frame, the rest still in the ring. */
 static void test_full_disk(void **state)
 {
@@ -457,7 +459,7 @@ static void test_full_disk(void **state)
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
-	if (geteuid() != 0 || mount("tmpfs", dir, "tmpfs", 0, "size=512k") < 0) {
+	if (geteuid() != 0 || mount("tmpfs", dir, "tmpfs", 0, "size=128k") < 0) {
 		rmdir(dir);
 		print_message("cannot mount a small tmpfs here; skipped\n");
 		skip();
@@ -476,7 +478,7 @@ static void test_full_disk(void **state)
 	shmtrace_stats(h, &st);
 	assert_true(st.tail <= t.records);
 	shmtrace_close(h);
-	figure("ENOSPC (512 KiB tmpfs)", 1, 60000, t.records, 0, 0, 0,
+	figure("ENOSPC (128 KiB tmpfs)", 1, 60000, t.records, 0, 0, 0,
 	       "exit 1, file readable, the rest kept in the ring");
 	umount(dir);
 	rmdir(dir);

@@ -704,33 +704,67 @@ static uint64_t proc_cpu_ns(pid_t pid)
 	return ns;
 }
 
+/* User and system clock ticks a process has used (/proc/<pid>/stat). */
+static void proc_ticks(pid_t pid, uint64_t *user, uint64_t *sys)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long u = 0, k = 0;
+	size_t n;
+	FILE *f;
+
+	*user = *sys = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* after the command's ")": state is field 3, utime 14, stime 15 */
+	p = strrchr(buf, ')');
+	if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &u, &k) == 2) {
+		*user = u;
+		*sys = k;
+	}
+}
+
+#define WARM_LAPS 4	/* ring laps per run: more clock ticks for the split */
+
 /*
  * The running collector's drain rate: stop it, fill the ring (a full lap),
  * then let it go and time until the tail reaches the head. A long-lived
  * collector has the ring mapped and its buffers grown, so this is what it
- * does under load; the cold figure includes its start-up.
+ * does under load; the cold figure includes its start-up. CPU is exact
+ * (schedstat); its user/system split comes from clock ticks, summed in
+ * *ticks_user and *ticks_sys over every lap of every run.
  */
-static void drain_warm(const char *name, struct drainer *d, double *rate, double *cpu_ms_per_m)
+static void drain_warm(const char *name, struct drainer *d, double *rate, double *cpu_ms_per_m,
+		       uint64_t *ticks_user, uint64_t *ticks_sys)
 {
-	uint64_t head, c0, t0;
+	uint64_t head, c0, t0, u0, k0, u1, k1;
 
 	kill(d->pid, SIGSTOP);
 	fill_ring(name);
 	head = ring_head();
 	c0 = proc_cpu_ns(d->pid);
+	proc_ticks(d->pid, &u0, &k0);
 	t0 = bench_mono_ns();
 	kill(d->pid, SIGCONT);
 	while (ring_tail() < head)
 		;
 	*rate = (double)RING_CAP / ((double)(bench_mono_ns() - t0) / 1e9);
 	*cpu_ms_per_m = (double)(proc_cpu_ns(d->pid) - c0) / 1e6 / ((double)RING_CAP / 1e6);
+	proc_ticks(d->pid, &u1, &k1);
+	*ticks_user += u1 - u0;
+	*ticks_sys += k1 - k0;
 }
 
 static int case_drain(void)
 {
 	char name[128], summary[1024] = "";
-	double rate[64], rate_exit[64], cpu[64], hwm[64], mbs[64], sys[64], wrate[64], wcpu[64];
-	uint64_t bytes = 0, recs = 0;
+	double rate[64], rate_exit[64], cpu[64], hwm[64], mbs[64], sys[64];
+	double wrate[64 * WARM_LAPS], wcpu[64 * WARM_LAPS], wsys;
+	uint64_t bytes = 0, recs = 0, tu = 0, tk = 0;
 	int runs = (int)g_runs;
 
 	if (!collector_path()) {
@@ -740,7 +774,8 @@ static int case_drain(void)
 	ring_name(name, sizeof(name), "drain");
 	for (int r = -1; r < runs; r++) {
 		struct drainer d;
-		uint64_t head, done_ns, exit_ns;
+		uint64_t head, done_ns, exit_ns, warm_ns;
+		double warm_ms;
 		uint64_t kb;
 
 		ring_make(name, SHMTRACE_MODE_DISCARD);
@@ -762,29 +797,43 @@ static int case_drain(void)
 		}
 		done_ns = bench_mono_ns();
 		kb = proc_vmhwm_kb(d.pid);
-		if (r >= 0)
-			drain_warm(name, &d, &wrate[r], &wcpu[r]);
+		warm_ms = 0;
+		warm_ns = bench_mono_ns();
+		for (int l = 0; r >= 0 && l < WARM_LAPS; l++) {
+			drain_warm(name, &d, &wrate[r * WARM_LAPS + l], &wcpu[r * WARM_LAPS + l], &tu, &tk);
+			warm_ms += wcpu[r * WARM_LAPS + l] * ((double)RING_CAP / 1e6);
+		}
+		warm_ns = bench_mono_ns() - warm_ns;
 		drainer_stop(&d);
-		exit_ns = bench_mono_ns();
+		/* the cold figures leave out the warm laps (fills included) */
+		exit_ns = bench_mono_ns() - warm_ns;
 		if (r < 0)
 			continue;
-		recs = ring_head();	/* the cold lap and the warm one */
+		recs = ring_head();	/* the cold lap and the warm ones */
 		bytes = file_size(d.out);
 		rate[r] = (double)head / ((double)(done_ns - d.spawned_ns) / 1e9);
 		rate_exit[r] = (double)head / ((double)(exit_ns - d.spawned_ns) / 1e9);
-		mbs[r] = (double)bytes / 1e6 / ((double)(exit_ns - d.spawned_ns) / 1e9);
-		cpu[r] = drainer_cpu_ms_per_m(&d, head) / 1000.0;
+		mbs[r] = (double)bytes * ((double)head / (double)recs) / 1e6 /
+			 ((double)(exit_ns - d.spawned_ns) / 1e9);
+		/* the cold lap's: the collector's whole life less the warm laps */
+		cpu[r] = (drainer_cpu_ms_per_m(&d, head) - warm_ms / ((double)head / 1e6)) / 1000.0;
 		sys[r] = drainer_sys_share(&d);
 		hwm[r] = (double)(kb ? kb : (uint64_t)d.ru.ru_maxrss) / 1024.0;
 		collector_summary(&d, summary, sizeof(summary));
 		unlink(d.out);
 		shmtrace_ring_unlink(name);
 	}
-	printf("RESULT drain rate=%.0f rate_to_exit=%.0f warm_rate=%.0f warm_cpu_ms_per_m=%.1f mbs=%.1f "
+	/* the warm CPU split between user and system by the ticks' share */
+	wsys = tu + tk ? (double)tk / (double)(tu + tk) : 0.0;
+	printf("RESULT drain rate=%.0f rate_to_exit=%.0f warm_rate=%.0f warm_cpu_ms_per_m=%.1f "
+	       "warm_user_ms_per_m=%.1f warm_sys_ms_per_m=%.1f warm_ticks=%llu mbs=%.1f "
 	       "cpu_ms_per_m=%.1f sys_share=%.2f hwm_mb=%.1f "
 	       "capture_bytes=%llu records=%llu bytes_per_rec=%.2f runs=%d summary=\"%s\"\n",
-	       bench_median(rate, runs), bench_median(rate_exit, runs), bench_median(wrate, runs),
-	       bench_median(wcpu, runs), bench_median(mbs, runs),
+	       bench_median(rate, runs), bench_median(rate_exit, runs),
+	       bench_median(wrate, runs * WARM_LAPS), bench_median(wcpu, runs * WARM_LAPS),
+	       bench_median(wcpu, runs * WARM_LAPS) * (1.0 - wsys),
+	       bench_median(wcpu, runs * WARM_LAPS) * wsys, (unsigned long long)(tu + tk),
+	       bench_median(mbs, runs),
 	       bench_median(cpu, runs) * 1000.0, bench_median(sys, runs), bench_median(hwm, runs),
 	       (unsigned long long)bytes,
 	       (unsigned long long)recs, recs ? (double)bytes / (double)recs : 0.0, runs, summary);

@@ -4,8 +4,11 @@
  * (collector/capture_dec.c) and the exporter's capture source
  * (tools/source.c). Built and run by tests/fuzz/run.sh.
  *
- * Each input is a capture file. It is read three ways:
- *   1. frame after frame from memory with shmt_cap_decode();
+ * Each input is a capture file (version 2, or a version-1 one: both are
+ * read). It is read three ways:
+ *   1. frame after frame from memory with shmt_cap_decode(); every records
+ *      frame decoded is encoded again (PACKED) and must decode to the same
+ *      records;
  *   2. as a file (a memfd, opened by path) with shmt_cap_open()/next();
  *   3. through `shmtrace export -o OUT FILE` (cmd_export(): source_open_files(),
  *      source_records(), the flow and event writers), whose output must
@@ -170,11 +173,40 @@ static unsigned touch_frame(const struct shmt_cap_frame *f)
 
 			sum += (unsigned)(r->ts + r->dur + r->flow) + r->pid + r->name + r->commit;
 		}
+		sum += (unsigned)f->records.packed;
 		break;
 	default:
 		break;
 	}
 	return sum;
+}
+
+/* Records a decoder accepted go through the encoder and back unchanged. */
+static void reencode(const struct shmt_cap_frame *f)
+{
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	struct shmt_cap_frame g;
+	msgpack_sbuffer b;
+	char err[256];
+	long n;
+
+	if (!z)
+		return;
+	msgpack_sbuffer_init(&b);
+	if (shmt_cap_put_records(&b, f->records.first_seq, f->records.v, f->records.n) < 0)
+		abort();	/* it decoded, so it is valid */
+	n = shmt_cap_decode((const uint8_t *)b.data, b.size, &g, z, err, sizeof(err));
+	if (f->records.n == 0) {
+		if (b.size != 0)
+			abort();	/* n == 0 writes nothing */
+	} else if (n != (long)b.size || g.type != SHMT_CAP_RECORDS || !g.records.packed ||
+		   g.records.first_seq != f->records.first_seq || g.records.n != f->records.n ||
+		   memcmp(g.records.v, f->records.v, f->records.n * sizeof(*f->records.v))) {
+		fprintf(stderr, "fuzz_capture: records re-encoded differ: %ld %s\n", n, err);
+		abort();
+	}
+	msgpack_sbuffer_destroy(&b);
+	msgpack_zone_free(z);
 }
 
 static void decode_all(const uint8_t *buf, size_t len)
@@ -195,6 +227,8 @@ static void decode_all(const uint8_t *buf, size_t len)
 		if ((size_t)n > len - off)
 			abort();	/* a frame longer than the buffer */
 		sink += touch_frame(&f);
+		if (f.type == SHMT_CAP_RECORDS && f.records.n <= SHMT_CAP_SPLIT_RECORDS)
+			reencode(&f);
 		msgpack_zone_clear(z);
 		off += (size_t)n;
 	}
