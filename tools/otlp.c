@@ -88,7 +88,7 @@ struct otlp {
 	uint64_t thi, tlo, parent;
 	const struct flow_ev *tp_ev;
 	/* what happened */
-	uint64_t spans, events, counters, flows, names_lost, unfinished;
+	uint64_t spans, events, counters, flows, names_lost;
 	uint64_t requests, spans_sent, requests_sent, retries_used, rejected;
 	char err[768];
 };
@@ -884,10 +884,8 @@ static int put_open(struct otlp *o)
 {
 	for (size_t i = o->open.n; i-- > 0;) {
 		struct shmt_record r = open_span_at(&o->open, &o->last, i);
-		int ret;
+		int ret = put_event(o, &r, o->open.v[i].pid, o->open.v[i].ring, ++o->seq, NULL);
 
-		o->unfinished++;
-		ret = put_event(o, &r, o->open.v[i].pid, o->open.v[i].ring, ++o->seq, NULL);
 		if (ret < 0)
 			return ret;
 	}
