@@ -16,10 +16,12 @@ trap 'rm -rf "$tmp"; rm -f "/dev/shm/$ring"' EXIT
 
 make --no-print-directory -s BUILD="$BUILD" install PREFIX=/opt/shmt DESTDIR="$tmp/root" >/dev/null
 # the loader's cache is refreshed when installing into the system, not into a DESTDIR
-make --no-print-directory -n BUILD="$BUILD" install PREFIX=/opt/shmt DESTDIR="$tmp/root" |
-	grep -q ldconfig && { echo "install: ldconfig run for a DESTDIR install"; exit 1; }
-make --no-print-directory -n BUILD="$BUILD" install PREFIX=/opt/shmt | grep -q 'then ldconfig' ||
-	{ echo "install: no ldconfig for a system install"; exit 1; }
+# (the whole output first: grep -q closing the pipe early would kill make
+# with SIGPIPE, which pipefail reports as a failure)
+plan=$(make --no-print-directory -n BUILD="$BUILD" install PREFIX=/opt/shmt DESTDIR="$tmp/root")
+if grep -q ldconfig <<<"$plan"; then echo "install: ldconfig run for a DESTDIR install"; exit 1; fi
+plan=$(make --no-print-directory -n BUILD="$BUILD" install PREFIX=/opt/shmt)
+grep -q 'then ldconfig' <<<"$plan" || { echo "install: no ldconfig for a system install"; exit 1; }
 for f in opt/shmt/include/shmtrace.h opt/shmt/lib/libshmtrace.a opt/shmt/lib/libshmtrace.so.0 \
 	 opt/shmt/lib/pkgconfig/shmtrace.pc opt/shmt/bin/shmtrace opt/shmt/bin/shmtrace-collector \
 	 opt/shmt/share/man/man3/shmtrace.3; do
