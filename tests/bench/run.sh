@@ -219,12 +219,14 @@ S2B=$(shm_case mp2 "$N_BURST" "$SPAN_RUNS")	# short runs: more of them
 L2B=$(lt_case mp2b mp2 "$N_BURST" "$SPAN_RUNS")
 say "running 2 two-proc sustained..."
 S2=$(shm_case mp2 "$N_MP" "$RUNS")
-# the highest total rate the collector keeps up with, nothing dropped:
-# producers paced at 16, 20, 24 M spans/s
+# the highest total rate the collector keeps up with, nothing dropped in
+# any run: producers paced at 16, 20, ... 40 M spans/s, up to the first
+# rate that drops (a higher one drops too)
 PACED=()
-for r in 16000000 20000000 24000000; do
+for r in 16000000 20000000 24000000 28000000 32000000 36000000 40000000; do
 	say "running 2 two-proc paced at $((r / 1000000)) M spans/s..."
 	PACED+=("$(BENCH_RATE=$r shm_case mp2 "$N_MP" "$RUNS")")
+	[ "$(field "${PACED[-1]}" dropped)" = 0 ] || break
 done
 L2=$(lt_case mp2 mp2 "$N_MP" "$RUNS")
 say "running 3 latency..."
@@ -327,9 +329,10 @@ for P in "${PACED[@]}"; do
 	[ -n "$want" ] || continue
 	row "2 paced at $(mrate "$want") M/s: achieved" "$(fmt "$(mrate "$v")" 2)" "$(fmt "$(mrate "$(field "$L2" rate)")" 2)" \
 		"$(ratio "$v" "$(field "$L2" rate)")" "dropped ${d:--}$( [ "$d" = 0 ] && awk -v a="$v" -v b="$(field "$L2" rate)" 'BEGIN { if (b != "" && a / b >= 1.5) print "; >= 1.5x LTTng with 0 dropped: met" }')"
-	[ "$d" = 0 ] && best=$(awk -v a="$v" -v b="${best:-0}" 'BEGIN { print (a > b) ? a : b }')
+	[ "$d" = 0 ] && { best=$(awk -v a="$v" -v b="${best:-0}" 'BEGIN { print (a > b) ? a : b }'); best_want=$want; }
 done
-[ -n "$best" ] && row "2 highest paced rate, 0 dropped" "$(fmt "$(mrate "$best")" 2)" "" "" "(collector keeps up; 1M-record ring)"
+[ -n "$best" ] && row "2 highest paced rate, 0 dropped" "$(fmt "$(mrate "$best")" 2)" "" "" \
+	"paced at $(mrate "$best_want") M/s, 0 dropped in every run (tries 16 to 40 step 4); >= 24: $(check "$(mrate "$best_want")" ">=" 24), goal 30: $(check "$(mrate "$best_want")" ">=" 30)"
 
 for p in p50 p99 p999 max; do
 	v=$(field "$S3" $p); l=$(field "$L3" $p)
