@@ -211,8 +211,12 @@ static int stat_ring(const char *name, struct kv *o)
 
 static int stat_capture(const char *path, struct kv *o)
 {
-	static const char *names[] = { "?", "header", "strings", "threads", "records", "loss", "end" };
-	uint64_t frames[7] = { 0 }, records = 0, first = UINT64_MAX, last = 0;
+	static const char *names[SHMT_CAP_END + 1] = {
+		[SHMT_CAP_HEADER] = "header", [SHMT_CAP_STRINGS] = "strings",
+		[SHMT_CAP_THREADS] = "threads", [SHMT_CAP_RECORDS] = "records",
+		[SHMT_CAP_LOSS] = "loss", [SHMT_CAP_END] = "end",
+	};
+	uint64_t frames[SHMT_CAP_END + 1] = { 0 }, records = 0, first = UINT64_MAX, last = 0;
 	struct shmt_cap_loss loss = { 0 };
 	struct shmt_cap_end end = { 0 };
 	struct shmt_cap_reader *r;
@@ -234,7 +238,8 @@ static int stat_capture(const char *path, struct kv *o)
 		return runtime_error("stat", "%s", err);
 	frames[SHMT_CAP_HEADER] = 1;
 	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
-		if (f.type >= 1 && f.type <= 6)
+		/* PACKED frames come as RECORDS */
+		if (f.type >= SHMT_CAP_HEADER && f.type <= SHMT_CAP_END)
 			frames[f.type]++;
 		if (f.type == SHMT_CAP_RECORDS && f.records.n) {
 			records += f.records.n;
@@ -262,7 +267,7 @@ static int stat_capture(const char *path, struct kv *o)
 	fmt_wall(buf, sizeof(buf), h->realtime0);
 	kv_str(o, "wall_clock_anchor", buf);
 	kv_u64(o, "collector_pid", h->collector_pid);
-	for (int t = 1; t <= 6; t++) {
+	for (int t = SHMT_CAP_HEADER; t <= SHMT_CAP_END; t++) {
 		snprintf(buf, sizeof(buf), "%s_frames", names[t]);
 		kv_u64(o, buf, frames[t]);
 	}
