@@ -76,7 +76,14 @@ int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, 
 int shmt_view_validate(struct shmt_view *v, const struct shmt_header *copy, uint64_t file_size,
 		       char *err, size_t errlen);
 void shmt_view_close(struct shmt_view *v);
+/* The one rule for a ring name: 0, or -EINVAL for an empty or too long
+ * name, one with a '/', "." or "..". */
 int shmt_name_check(const char *name);
+/* The one place a ring's file is named: SHMT_SHM_DIR "/<name>" into buf.
+ * Returns 0, or -EINVAL for a bad name (shmt_name_check) or a short buf. */
+#define SHMT_SHM_DIR		"/dev/shm"
+#define SHMT_PATH_MAX		(sizeof(SHMT_SHM_DIR) + SHMT_NAME_MAX + 1)
+int shmt_ring_path(const char *name, char *buf, size_t len);
 /* The identity of the segment now behind a ring's name: 0 or -errno. */
 int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino);
 /* A ring is made under "/dev/shm/" SHMT_TMP_PREFIX "<pidns>.<pid>.<start>.<rand>"
