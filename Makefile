@@ -182,7 +182,7 @@ $(BUILD)/tests/py-c-hop: tests/python/c_hop.c $(STATIC)
 
 # Debian packages the build and the tests need; installed when root.
 DEB_PKGS := liburing-dev libmsgpack-dev libcmocka-dev pkg-config valgrind clang libclang-rt-14-dev \
-	python3-dev python3-setuptools
+	python3-dev python3-setuptools python3-wheel python3-venv
 deps:
 	@bash tests/deps.sh $(DEB_PKGS)
 

@@ -3,8 +3,12 @@
 # shmtrace._shmtrace with libshmtrace's sources (the ring and lib layers,
 # libshm/ring/ and libshm/lib/) compiled into it (static:
 # no shared library to install or find at run time; docs/DESIGN.md says why).
-#   pip install ./python                          (or --no-build-isolation offline)
-#   python3 setup.py build_ext --inplace          (what `make python` runs)
+#   pip install ./python                  (offline: Debian's python3-setuptools
+#                                          and python3-wheel build it; there is
+#                                          no pyproject.toml on purpose, since
+#                                          one makes pip fetch setuptools into
+#                                          an isolated build environment)
+#   python3 setup.py build_ext --inplace  (what `make python` runs)
 import glob
 import os
 
@@ -23,6 +27,11 @@ if not lib_src:
 
 os.chdir(HERE)
 setup(
+    name="shmtrace",
+    version="0.1.0",
+    description="Python producer for shmtrace, the shared-memory cross-process tracer",
+    license="MIT",
+    python_requires=">=3.9",
     packages=["shmtrace"],
     package_data={"shmtrace": ["py.typed", "*.pyi"]},
     ext_modules=[

@@ -3,8 +3,14 @@
  * test_otlp.c - what the OTLP export rests on: global flow ids (a random
  * prefix per ring, below 2^53), W3C traceparent headers turned into flow
  * ids and recorded for the exporter, and the endpoint URLs it accepts.
+ * And what the export carries: arguments as attributes (hostile strings,
+ * int64 extremes, repeated keys) and the spans a producer SIGKILLed in
+ * nested scopes left open, ending where the Chrome export ends them.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include "helpers.h"
 #include "http.h"
@@ -121,13 +127,276 @@ static void test_urls(void **state)
 	assert_int_equal(http_parse_url("http://[::1", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 }
 
+static char bin[512];
+static char tmpdir[256];
+
+static const char *tmp(const char *name)
+{
+	static char buf[8][512];
+	static int k;
+	char *b = buf[k++ % 8];
+
+	snprintf(b, 512, "%s/%s", tmpdir, name);
+	return b;
+}
+
+/* Runs argv with stdout and stderr to /dev/null; returns the exit status. */
+static int run(char *const argv[])
+{
+	pid_t p = fork();
+	int st;
+
+	assert_true(p >= 0);
+	if (p == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(p, &st, 0), p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * The child: spans and instants with arguments (hostile strings, INT64
+ * extremes, a key four times), a flow 7 of a span and an instant, then
+ * outer > middle (flow 7) > inner open, a finished "done" and an instant
+ * "last" inside inner, and SIGKILL.
+ */
+static void child_args_dies(const char *ring, int ready)
+{
+	struct shmtrace_open_span sp;
+	struct shmtrace_arg a[SHMTRACE_MAX_ARGS];
+	shmtrace_t *t;
+	uint32_t c;
+
+	if (shmtrace_default_open(ring) < 0)
+		_exit(2);
+	t = shmtrace_default;
+	c = shmtrace_intern(t, "c");
+	a[0] = shmtrace_arg_str(shmtrace_intern(t, "q\"uote\\"), shmtrace_intern(t, "a\"b\x01\n"));
+	a[1] = shmtrace_arg_int(shmtrace_intern(t, "min"), INT64_MIN);
+	a[2] = shmtrace_arg_str(shmtrace_intern(t, "bad\xff"), shmtrace_intern(t, "x\xc3(y"));
+	a[3] = shmtrace_arg_int(shmtrace_intern(t, "max"), INT64_MAX);
+	shmtrace_span_args(t, c, shmtrace_intern(t, "s"), 1000, 2000, 0, a, SHMTRACE_MAX_ARGS);
+	shmtrace_begin(t, &sp, c, shmtrace_intern(t, "h"), 0);
+	for (int i = 0; i < SHMTRACE_MAX_ARGS; i++)
+		shmtrace_span_arg(&sp, shmtrace_arg_int(shmtrace_intern(t, "k"), i));
+	shmtrace_end(&sp);
+	/* an instant inside a span (an event of it), one inside none */
+	shmtrace_instant_args(t, c, shmtrace_intern(t, "i"), 0, &a[1], 1);
+	shmtrace_span(t, c, shmtrace_intern(t, "encl"), shmtrace_now() - 1000000, shmtrace_now() + 1,
+		      0);
+	shmtrace_instant_args(t, c, shmtrace_intern(t, "lone"), 0, &a[2], 1);
+	shmtrace_span_args(t, c, shmtrace_intern(t, "fs"), shmtrace_now(), shmtrace_now() + 10, 7,
+			   &a[3], 1);
+	shmtrace_instant_args(t, c, shmtrace_intern(t, "fi"), 7, &a[0], 1);
+	{
+		SHMTRACE_SCOPE("test", "outer");
+		{
+			SHMTRACE_SCOPE_FLOW("test", "middle", 7);
+
+			shmtrace_begin(t, &sp, c, shmtrace_intern(t, "inner"), 0);
+			shmtrace_span_arg(&sp, shmtrace_arg_int(shmtrace_intern(t, "lost"), 1));
+			{
+				SHMTRACE_SCOPE("test", "done");
+			}
+			shmtrace_instant_args(t, c, shmtrace_intern(t, "last"), 0, &a[3], 1);
+			if (write(ready, "k", 1) != 1)
+				_exit(3);
+			raise(SIGKILL);
+		}
+	}
+	_exit(4);
+}
+
+/* ns of a Chrome "ts"/"dur" (us with 3 decimals) after key in ev. */
+static uint64_t chrome_ns(const char *ev, const char *key)
+{
+	unsigned long long us = 0, frac = 0;
+	const char *p = strstr(ev, key);
+
+	assert_non_null(p);
+	assert_int_equal(sscanf(p + strlen(key), "%llu.%3llu", &us, &frac), 2);
+	return us * 1000 + frac;
+}
+
+static uint64_t field_u64(const char *from, const char *key)
+{
+	const char *p = strstr(from, key);
+
+	assert_non_null(p);
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
+/* The Chrome slice named name (exactly one): start and end, ring clock ns. */
+static void chrome_slice(const char *json, const char *name, uint64_t *ts, uint64_t *end)
+{
+	char key[96];
+	const char *p, *ev;
+
+	snprintf(key, sizeof(key), ",\"name\":\"%s\"", name);
+	p = strstr(json, key);
+	assert_non_null(p);
+	assert_null(strstr(p + 1, key));
+	for (ev = p; *ev != '{'; ev--)
+		;
+	*ts = chrome_ns(ev, "\"ts\":");
+	*end = *ts + chrome_ns(ev, "\"dur\":");
+}
+
+/* The text of the OTLP span named name (exactly one; the caller frees it). */
+static char *otlp_span(const char *jsonl, const char *name)
+{
+	char key[96];
+	const char *p, *q, *start;
+
+	snprintf(key, sizeof(key), "\"name\":\"%s\",\"kind\":", name);
+	p = strstr(jsonl, key);
+	assert_non_null(p);
+	assert_null(strstr(p + 1, key));
+	start = p;
+	while (start > jsonl && strncmp(start, "{\"traceId\"", 10))
+		start--;
+	q = strstr(p, "{\"traceId\"");
+	return strndup(start, q ? (size_t)(q - start) : strlen(start));
+}
+
+static void test_args_and_open_spans(void **state)
+{
+	const char *ring = test_ring_name("otlp-args");
+	struct shmtrace_ring_config rc = { .capacity = 4096, .blocks = 16 };
+	char *chrome[] = { bin, "export", "--ring", (char *)ring, "-o", (char *)tmp("t.json"), NULL };
+	char *otlp[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "-o",
+			 (char *)tmp("t.jsonl"), NULL };
+	const char *names[] = { "outer", "middle", "inner" };
+	char *cj, *oj, *sp;
+	uint64_t off, ts, end;
+	int p[2], st;
+	pid_t kid;
+	char c;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &rc), 0);
+	assert_int_equal(pipe(p), 0);
+	kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		close(p[0]);
+		child_args_dies(ring, p[1]);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	assert_int_equal(waitpid(kid, &st, 0), kid);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_int_equal(run(chrome), 0);
+	assert_int_equal(run(otlp), 0);
+	cj = slurp(tmp("t.json"));
+	oj = slurp(tmp("t.jsonl"));
+	off = field_u64(cj, "\"trace_start_wall_ns\":") - field_u64(cj, "\"trace_start_ns\":");
+
+	/* hostile strings escaped as in the Chrome export, int64 exact */
+	sp = otlp_span(oj, "s");
+	assert_non_null(strstr(sp, "\"value\":{\"stringValue\":\"c\"}},"
+			       "{\"key\":\"shmtrace.arg.q\\\"uote\\\\\",\"value\":"
+			       "{\"stringValue\":\"a\\\"b\\u0001\\u000a\"}},"
+			       "{\"key\":\"shmtrace.arg.min\",\"value\":"
+			       "{\"intValue\":\"-9223372036854775808\"}},"
+			       "{\"key\":\"shmtrace.arg.bad\xef\xbf\xbd\",\"value\":"
+			       "{\"stringValue\":\"x\xef\xbf\xbd(y\"}},"
+			       "{\"key\":\"shmtrace.arg.max\",\"value\":"
+			       "{\"intValue\":\"9223372036854775807\"}}],"
+			       "\"droppedAttributesCount\":0,"));
+	free(sp);
+	/* one key four times: the last kept, three dropped */
+	sp = otlp_span(oj, "h");
+	assert_int_equal(count(sp, "shmtrace.arg.k"), 1);
+	assert_non_null(strstr(sp, "{\"key\":\"shmtrace.arg.k\",\"value\":{\"intValue\":\"3\"}}],"
+			       "\"droppedAttributesCount\":3,"));
+	free(sp);
+	/* an instant's arguments: on its event, or on its zero-length span */
+	sp = otlp_span(oj, "encl");
+	assert_non_null(strstr(sp, "\"name\":\"i\",\"attributes\":[{\"key\":\"shmtrace.category\","
+			       "\"value\":{\"stringValue\":\"c\"}},{\"key\":\"shmtrace.arg.min\","
+			       "\"value\":{\"intValue\":\"-9223372036854775808\"}}],"
+			       "\"droppedAttributesCount\":0}"));
+	free(sp);
+	sp = otlp_span(oj, "lone");
+	assert_non_null(strstr(sp, "{\"key\":\"shmtrace.instant\",\"value\":{\"boolValue\":true}},"
+			       "{\"key\":\"shmtrace.arg.bad\xef\xbf\xbd\""));
+	free(sp);
+	/* a flow's span and instant keep theirs */
+	sp = otlp_span(oj, "fs");
+	assert_non_null(strstr(sp, "{\"key\":\"shmtrace.arg.max\",\"value\":"
+			       "{\"intValue\":\"9223372036854775807\"}}]"));
+	free(sp);
+	sp = otlp_span(oj, "fi");
+	assert_non_null(strstr(sp, "{\"key\":\"shmtrace.arg.q\\\"uote\\\\\""));
+	free(sp);
+
+	/* the open spans: marked, UNSET, ending at the Chrome export's ends */
+	assert_int_equal(count(oj, "{\"key\":\"shmtrace.unfinished\",\"value\":{\"boolValue\":true}}"),
+			 3);
+	for (int i = 0; i < 3; i++) {
+		chrome_slice(cj, names[i], &ts, &end);
+		sp = otlp_span(oj, names[i]);
+		assert_non_null(strstr(sp, "\"shmtrace.unfinished\""));
+		assert_non_null(strstr(sp, "\"status\":{\"code\":0}"));
+		assert_int_equal(field_u64(sp, "\"startTimeUnixNano\":\""), ts + off);
+		assert_int_equal(field_u64(sp, "\"endTimeUnixNano\":\""), end + off);
+		/* the argument added to inner was never recorded */
+		assert_null(strstr(sp, "shmtrace.arg.lost"));
+		if (i == 1) {
+			/* in flow 7, a child of the step before */
+			assert_non_null(strstr(sp, "\"parentSpanId\":"));
+			assert_non_null(strstr(sp, "{\"key\":\"shmtrace.flow.id\",\"value\":"
+					       "{\"intValue\":7}}"));
+		}
+		if (i == 2)
+			/* the instant inside the innermost open span is its event */
+			assert_non_null(strstr(sp, "\"name\":\"last\",\"attributes\":"));
+		free(sp);
+	}
+	sp = otlp_span(oj, "done");
+	assert_null(strstr(sp, "unfinished"));
+	free(sp);
+	assert_null(strstr(oj, "shmtrace.args_lost"));
+	free(cj);
+	free(oj);
+	shmtrace_ring_unlink(ring);
+}
+
+static int setup(void **state)
+{
+	const char *b = getenv("SHMTRACE_BIN");
+
+	(void)state;
+	snprintf(bin, sizeof(bin), "%s/shmtrace", b ? b : "build");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-otlp-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flow_ids_global),
 		cmocka_unit_test(test_traceparent),
 		cmocka_unit_test(test_urls),
+		cmocka_unit_test(test_args_and_open_spans),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }

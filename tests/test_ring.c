@@ -485,10 +485,49 @@ static void test_intern_scribbled_table(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/* An open span keeps its flow id, ring-local or this ring's global one. */
+static void test_open_span_keeps_flow(void **state)
+{
+	const char *name = test_ring_name("openflow");
+	struct shmtrace_ring_config c;
+	struct shmtrace_open_span sp[3];
+	struct shmt_record r[SHMT_OPEN_MAX];
+	uint64_t global, foreign;
+	struct shmt_view v;
+	char err[256];
+	shmtrace_t *t;
+	uint32_t n = 0, cat;
+
+	(void)state;
+	small_cfg(&c, 1024, 0);
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	cat = shmtrace_intern(t, "c");
+	global = shmtrace_flow_new(t);
+	assert_true(global > UINT32_MAX);	/* this ring's global series */
+	foreign = global ^ (1ull << 40);	/* another ring's prefix */
+	assert_int_equal(shmtrace_begin(t, &sp[0], cat, cat, global), 0);
+	assert_int_equal(shmtrace_begin(t, &sp[1], cat, cat, 77), 0);
+	assert_int_equal(shmtrace_begin(t, &sp[2], cat, cat, foreign), 0);
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	for (uint32_t i = 0; i < v.nblocks && !n; i++)
+		n = shmt_block_open_spans(&v, i, r);
+	assert_int_equal(n, 3);
+	assert_true(r[0].flow == global);
+	assert_int_equal(r[1].flow, 77);
+	assert_int_equal(r[2].flow, 0);	/* not kept: 32 bits cannot hold it */
+	for (int i = 2; i >= 0; i--)
+		assert_int_equal(shmtrace_end(&sp[i]), 0);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_intern_scribbled_table),
+		cmocka_unit_test(test_open_span_keeps_flow),
 		cmocka_unit_test(test_create_open_close),
 		cmocka_unit_test(test_bad_names_and_config),
 		cmocka_unit_test(test_group_mode_under_umask),

@@ -6,6 +6,7 @@
  * moves to the new ring without losing a record silently.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -187,6 +188,89 @@ static void test_late_attach_to_collector_create(void **state)
 	shmtrace_ring_unlink(ring);	/* gone already: the collector made it */
 }
 
+/*
+ * The child of test_macros_reattach: SHMTRACE_RING names an existing
+ * ring; it writes scoped spans until the parent closes the pipe's other
+ * end (read returns 0), through the ring being removed and made again.
+ */
+static int reattach_macro_child(int wfd, int rfd)
+{
+	char c;
+
+	if (write(wfd, "r", 1) != 1)
+		return 4;
+	close(wfd);
+	/* non-blocking: the parent closing its end is the signal to stop */
+	fcntl(rfd, F_SETFL, O_NONBLOCK);
+	for (;;) {
+		for (int i = 0; i < 64; i++) {
+			SHMTRACE_SCOPE("again", "macro");
+		}
+		if (read(rfd, &c, 1) == 0)
+			return 0;
+		sched_yield();
+	}
+}
+
+static void test_macros_reattach(void **state)
+{
+	const char *ring = test_ring_name("mreat");
+	struct shmtrace_ring_config c = { .capacity = 1 << 20 };
+	struct shmt_view v2;
+	char fd[16], env[256], buf[1], err[256], name[64];
+	int p[2], q[2], status;
+	uint64_t mine = 0;
+	struct ring_dump d;
+	pid_t kid;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(pipe(p), 0);	/* child -> parent: running */
+	assert_int_equal(pipe(q), 0);	/* parent -> child: closed = stop */
+	kid = fork();
+	if (kid == 0) {
+		char *envp[] = { env, NULL };
+
+		close(p[0]);
+		close(q[1]);
+		dup2(p[1], 3);
+		dup2(q[0], 4);
+		snprintf(fd, sizeof(fd), "%d", 4);
+		snprintf(env, sizeof(env), "SHMTRACE_RING=%s", ring);
+		execle(g_self, g_self, "--reattach-child", "3", fd, (char *)NULL, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	close(q[0]);
+	assert_int_equal(read(p[0], buf, 1), 1);
+	close(p[0]);
+	/* the ring goes and comes back under the same name */
+	assert_int_equal(shmtrace_ring_unlink(ring), 0);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v2, err, sizeof(err)), 0);
+	while (shmt_ring_head(&v2) < 5000)
+		sched_yield();
+	close(q[1]);
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	ring_dump_view(&v2, &d);
+	for (size_t i = 0; i < d.n; i++) {
+		if (d.recs[i].pid != (uint32_t)kid)
+			continue;
+		/* the call site's ids were mapped to the new ring's */
+		assert_true(shmt_ring_string(&v2, d.recs[i].name, name, sizeof(name)) > 0);
+		assert_string_equal(name, "macro");
+		mine++;
+	}
+	assert_true(mine >= 5000);
+	assert_true(slot_flags(ring, (uint32_t)kid) & SHMT_THREAD_REATTACHED);
+	free(d.recs);
+	shmt_view_close(&v2);
+	shmtrace_ring_unlink(ring);
+}
+
 static void test_api_open_wait(void **state)
 {
 	const char *ring = test_ring_name("wait");
@@ -341,12 +425,15 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_macros_attach_late),
 		cmocka_unit_test(test_late_attach_to_collector_create),
+		cmocka_unit_test(test_macros_reattach),
 		cmocka_unit_test(test_api_open_wait),
 		cmocka_unit_test(test_reattach_after_ring_made_again),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--late-child"))
 		return late_child(atoi(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "--reattach-child"))
+		return reattach_macro_child(atoi(argv[2]), atoi(argv[3]));
 	if (!realpath("/proc/self/exe", g_self))
 		return 1;
 	return cmocka_run_group_tests(tests, NULL, NULL);

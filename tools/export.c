@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "bind.h"
 #include "cli.h"
 #include "flows.h"
@@ -24,28 +25,13 @@
 
 #define PROGRESS_EVERY 1000000ull
 
-/* The arguments of one event, as its argument records gave them. */
-struct ev_args {
-	uint32_t n, count;		/* have, and the count the records say */
-	struct {
-		uint32_t key, type;
-		uint64_t value;
-	} a[SHMTRACE_MAX_ARGS];
-};
-
-/* An open span of a thread, exported after the pass at its thread's end. */
-struct open_ev {
-	struct shmt_record r;
-	uint32_t pid;			/* as written */
-	uint32_t ring;			/* the source's ring index */
-};
-
 struct exporter {
 	struct source src;
 	struct hosts hosts;
 	struct flows fl;
 	struct bind bind;		/* where events without a flow start */
-	struct u64map seen;		/* (outpid << 32 | tid) of every record written */
+	/* (outpid << 32 | tid) of every record written: its last moment */
+	struct u64map seen;
 	struct jw *w;
 	struct filter flt;		/* window relative to t0 = earliest record */
 	bool progress;
@@ -53,18 +39,9 @@ struct exporter {
 	uint64_t first_ts, last_ts, events, flows;
 	uint64_t names_lost;		/* events exported with a name or category "?" */
 	uint64_t threads_unnamed;	/* threads exported without a name slot */
-	/* the last span or instant, held back until the record after it
-	 * shows whether argument records follow it */
-	struct shmt_record pend;
-	uint32_t pend_pid, pend_ring;
-	bool has_pend;
-	struct ev_args pargs;
-	struct ev_args *fargs;		/* arguments of flow records (flow_ev.args - 1) */
-	size_t nfargs, fargscap;
-	struct open_ev *open;		/* open spans (SHMTRACE_KIND_OPEN) */
-	size_t nopen, opencap;
-	uint64_t last_end;		/* the trace's last recorded moment */
-	uint64_t args, args_lost;	/* arguments exported; dropped: no owner */
+	struct args_pend pend;		/* the last span or instant, and its arguments */
+	struct args_store fargs;	/* arguments of flow records (flow_ev.args) */
+	struct open_spans open;		/* open spans (SHMTRACE_KIND_OPEN) */
 	uint64_t unfinished;		/* open spans exported */
 	char *fcat;			/* the current flow's category list, or NULL */
 	size_t fcatlen;
@@ -224,19 +201,10 @@ static int put_record(struct exporter *e, const struct shmt_record *r, uint32_t 
 			.cat = r->cat, .name = r->name, .kind = r->commit,
 		};
 
-		if (a && a->n) {
-			if (e->nfargs == e->fargscap) {
-				size_t cap = e->fargscap ? e->fargscap * 2 : 64;
-				struct ev_args *v = reallocarray(e->fargs, cap, sizeof(*v));
+		int ret = args_keep(&e->fargs, a, &fe.args);
 
-				if (!v)
-					return -ENOMEM;
-				e->fargs = v;
-				e->fargscap = cap;
-			}
-			e->fargs[e->nfargs++] = *a;
-			fe.args = (uint32_t)e->nfargs;
-		}
+		if (ret < 0)
+			return ret;
 		return flows_add(&e->fl, &fe);
 	} else {
 		size_t len;
@@ -252,44 +220,16 @@ static int put_record(struct exporter *e, const struct shmt_record *r, uint32_t 
 /* The held-back event, now that no more of its arguments can come. */
 static int put_pending(struct exporter *e)
 {
-	if (!e->has_pend)
+	struct args_pend *p = &e->pend;
+
+	if (!args_take(p))
 		return 0;
-	e->has_pend = false;
-	e->args += e->pargs.n;
-	return put_record(e, &e->pend, e->pend_pid, &e->pargs, e->pend_ring);
-}
-
-/*
- * An argument record belongs to the event right before it in the ring's
- * sequence, which must be its owner (pid, tid, ts and name), and comes in
- * order 1..count. Anything else (its event lost to a torn slot, a lapped
- * one, a forgery) is counted and dropped: never attached to another event.
- */
-static void on_arg(struct exporter *e, const struct shmt_record *r)
-{
-	const struct shmt_record *p = &e->pend;
-	struct ev_args *a = &e->pargs;
-	uint32_t type = SHMT_ARG_TYPE(r->flow), i = SHMT_ARG_INDEX(r->flow);
-	uint32_t n = SHMT_ARG_COUNT(r->flow);
-
-	if (!e->has_pend || !e->src.follows || r->pid != p->pid || r->tid != p->tid ||
-	    r->ts != p->ts || r->cat != p->name || i != a->n + 1 || n > SHMTRACE_MAX_ARGS ||
-	    i > n || (a->n && n != a->count) ||
-	    (type != SHMTRACE_ARG_INT && type != SHMTRACE_ARG_STR)) {
-		e->args_lost++;
-		return;
-	}
-	a->count = n;
-	a->a[a->n].key = r->name;
-	a->a[a->n].type = type;
-	a->a[a->n].value = r->dur;
-	a->n++;
+	return put_record(e, &p->r, p->pid, &p->a, p->ring);
 }
 
 static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct exporter *e = ctx;
-	uint64_t *last, end;
 	uint32_t pid;
 	int ret;
 
@@ -300,21 +240,16 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 		return 0;
 	}
 	if (r->commit == SHMTRACE_KIND_ARG) {
-		on_arg(e, r);
+		args_on_arg(&e->pend, r, e->src.follows);
 		return 0;
 	}
 	if ((ret = put_pending(e)) != 0)
 		return ret;
 	pid = hosts_outpid(&e->hosts, r->pid, start_time, r->ts);
-	last = u64map_get(&e->seen, (uint64_t)pid << 32 | r->tid, 0, NULL);
-	if (!last)
-		return -ENOMEM;
 	/* the thread's last recorded moment: where its open spans end */
-	end = r->ts + (r->commit == SHMTRACE_KIND_SPAN ? r->dur : 0);
-	if (end > *last)
-		*last = end;
-	if (end > e->last_end)
-		e->last_end = end;
+	ret = open_note(&e->open, &e->seen, (uint64_t)pid << 32 | r->tid, r);
+	if (ret < 0)
+		return ret;
 	if (!e->any || r->ts < e->first_ts)
 		e->first_ts = r->ts;
 	if (!e->any || r->ts > e->last_ts)
@@ -325,49 +260,26 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 
 	switch (r->commit) {
 	case SHMTRACE_KIND_OPEN:
-		if (e->nopen == e->opencap) {
-			size_t cap = e->opencap ? e->opencap * 2 : 16;
-			struct open_ev *v = reallocarray(e->open, cap, sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			e->open = v;
-			e->opencap = cap;
-		}
-		e->open[e->nopen].r = *r;
-		e->open[e->nopen].ring = e->src.ring;
-		e->open[e->nopen++].pid = pid;
-		return 0;
+		return open_add(&e->open, r, pid, e->src.ring);
 	case SHMTRACE_KIND_SPAN:
 	case SHMTRACE_KIND_INSTANT:
-		e->pend = *r;
-		e->pend_pid = pid;
-		e->pend_ring = e->src.ring;
-		e->pargs.n = 0;
-		e->pargs.count = 0;
-		e->has_pend = true;
+		args_hold(&e->pend, r, pid, e->src.ring, 0);
 		return 0;
 	default:
 		return put_record(e, r, pid, NULL, e->src.ring);
 	}
 }
 
-/*
- * Open spans, after the pass: each ends at its thread's last recorded
- * moment (or the trace's, if the thread recorded nothing after the span
- * began), so the spans a thread died in nest as they were.
- */
+/* Open spans, after the pass: each ends at its thread's last recorded
+ * moment (args.h), so the spans a thread died in nest as they were. */
 static int put_open(struct exporter *e)
 {
-	for (size_t i = 0; i < e->nopen; i++) {
-		struct shmt_record r = e->open[i].r;
-		uint64_t *last = u64map_find(&e->seen, (uint64_t)e->open[i].pid << 32 | r.tid);
-		uint64_t end = last && *last >= r.ts ? *last : e->last_end;
+	for (size_t i = 0; i < e->open.n; i++) {
+		struct shmt_record r = open_span_at(&e->open, &e->seen, i);
 		int ret;
 
-		r.dur = end > r.ts ? end - r.ts : 0;
 		e->unfinished++;
-		if ((ret = put_record(e, &r, e->open[i].pid, NULL, e->open[i].ring)) != 0)
+		if ((ret = put_record(e, &r, e->open.v[i].pid, NULL, e->open.v[i].ring)) != 0)
 			return ret;
 	}
 	return 0;
@@ -448,7 +360,7 @@ static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe,
 		cat = source_string(&e->src, fe->cat, &len);
 	}
 	put_event(e, fe->kind, fe->pid, fe->tid, fe->ts, fe->dur, cat, len, fe->name,
-		  fe->args && fe->args <= e->nfargs ? &e->fargs[fe->args - 1] : NULL);
+		  args_get(&e->fargs, fe->args));
 	if (!ph)
 		return w->err;
 	sep(e);
@@ -747,9 +659,9 @@ static void put_metadata(struct exporter *e)
 	jw_puts(w, ",\"unaccounted\":");
 	jw_u64(w, l->unaccounted);
 	jw_puts(w, ",\"args\":");
-	jw_u64(w, e->args);
+	jw_u64(w, e->pend.args);
 	jw_puts(w, ",\"args_lost\":");
-	jw_u64(w, e->args_lost);
+	jw_u64(w, e->pend.lost);
 	jw_puts(w, ",\"unfinished\":");
 	jw_u64(w, e->unfinished);
 	jw_puts(w, ",\"complete\":");
@@ -1085,8 +997,8 @@ int cmd_export(int argc, char **argv)
 	flows_free(&e->fl);
 	bind_free(&e->bind);
 	free(e->fcat);
-	free(e->fargs);
-	free(e->open);
+	args_store_free(&e->fargs);
+	open_free(&e->open);
 	u64map_free(&e->seen);
 	hosts_free(&e->hosts);
 done_src:

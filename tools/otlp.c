@@ -4,9 +4,10 @@
  * ExportTraceServiceRequests (OTLP/JSON), a batch at a time to a file (one
  * request per line) or POSTed to an OTLP/HTTP endpoint. A flow becomes a
  * trace whose spans are each a child of the step before; a span outside
- * flows is a trace of its own. Memory: the flow records (as in the Chrome
- * export), a few instants per thread waiting for their enclosing span, and
- * one batch.
+ * flows is a trace of its own. Arguments are attributes, open spans end
+ * where the Chrome export ends them (tools/args.c for both). Memory: the
+ * flow records (as in the Chrome export), a few instants per thread
+ * waiting for their enclosing span, and one batch.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "flows.h"
 #include "hosts.h"
 #include "http.h"
@@ -40,6 +42,7 @@ struct obuf {
 struct inst {
 	uint64_t ts, seq;
 	uint32_t name, cat;
+	struct ev_args a;
 };
 
 struct pend {
@@ -58,6 +61,10 @@ struct otlp {
 	const struct otlp_opts *o;
 	struct hosts hosts;
 	struct flows fl;
+	struct args_pend held;		/* the last span or instant, and its arguments */
+	struct args_store fargs;	/* arguments of flow records (flow_ev.args) */
+	struct open_spans open;		/* open spans, exported after the pass */
+	struct u64map last;		/* (outpid << 32 | tid) -> its last moment */
 	struct u64map pmap;		/* (outpid << 32 | tid) -> pend index + 1 */
 	struct pend *pend;
 	size_t npend, pendcap;
@@ -123,14 +130,17 @@ static inline void ob_puts(struct obuf *b, const char *s)
 	ob_raw(b, s, strlen(s));
 }
 
-/* s[0..n) as a quoted JSON string (json_writer's escaping). */
-static void ob_str(struct obuf *b, const char *s, size_t n)
+/* "pre" then s[0..n) as one quoted JSON string (json_writer's escaping;
+ * pre needs none). */
+static void ob_str_pre(struct obuf *b, const char *pre, const char *s, size_t n)
 {
-	size_t need;
+	size_t need, plen = strlen(pre);
 
-	if (!ob_reserve(b, n + 3))
+	if (!ob_reserve(b, plen + n + 3))
 		return;
 	b->p[b->len++] = '"';
+	memcpy(b->p + b->len, pre, plen);
+	b->len += plen;
 	need = json_escape(s, n, b->p + b->len, b->cap - b->len);
 	if (need >= b->cap - b->len) {
 		if (!ob_reserve(b, need + 2))
@@ -139,6 +149,12 @@ static void ob_str(struct obuf *b, const char *s, size_t n)
 	}
 	b->len += need;
 	b->p[b->len++] = '"';
+}
+
+/* s[0..n) as a quoted JSON string. */
+static void ob_str(struct obuf *b, const char *s, size_t n)
+{
+	ob_str_pre(b, "", s, n);
 }
 
 static void ob_u64(struct obuf *b, uint64_t v)
@@ -150,6 +166,14 @@ static void ob_u64(struct obuf *b, uint64_t v)
 		v /= 10;
 	} while (v);
 	ob_raw(b, p, (size_t)(d + sizeof(d) - p));
+}
+
+static void ob_i64(struct obuf *b, int64_t v)
+{
+	if (v < 0)
+		ob_raw(b, "-", 1);
+	/* in unsigned arithmetic: INT64_MIN has no positive int64 */
+	ob_u64(b, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
 /* v as 16 lowercase hex digits. */
@@ -293,6 +317,44 @@ static void attr_cstr(struct obuf *b, const char *key, const char *v)
 	ob_puts(b, "}}");
 }
 
+/*
+ * An event's arguments, as attributes "shmtrace.arg.KEY" after others
+ * (never the same keys as the export's own); integers as intValue strings
+ * (an int64 is a decimal string in OTLP/JSON: exact past 2^53). Of several
+ * arguments with one key the last is kept, as a reader of the Chrome
+ * export's "args" object keeps it; the others are counted in *dropped.
+ */
+static void put_args(struct otlp *o, struct obuf *b, const struct ev_args *a, uint32_t *dropped)
+{
+	for (uint32_t i = 0; a && i < a->n; i++) {
+		size_t klen, olen;
+		const char *key = source_string(o->s, a->a[i].key, &klen);
+		bool again = false;
+
+		for (uint32_t j = i + 1; j < a->n && !again; j++) {
+			const char *other = source_string(o->s, a->a[j].key, &olen);
+
+			again = olen == klen && !memcmp(other, key, klen);
+		}
+		if (again) {
+			(*dropped)++;
+			continue;
+		}
+		ob_puts(b, ",{\"key\":");
+		ob_str_pre(b, "shmtrace.arg.", key, klen);
+		ob_puts(b, ",\"value\":{");
+		if (a->a[i].type == SHMTRACE_ARG_STR) {
+			ob_puts(b, "\"stringValue\":");
+			put_string(o, b, a->a[i].value <= UINT16_MAX ? (uint32_t)a->a[i].value : 0);
+		} else {
+			ob_puts(b, "\"intValue\":\"");
+			ob_i64(b, (int64_t)a->a[i].value);
+			ob_raw(b, "\"", 1);
+		}
+		ob_puts(b, "}}");
+	}
+}
+
 static void put_time(struct obuf *b, const char *key, uint64_t wall)
 {
 	ob_puts(b, key);
@@ -329,10 +391,12 @@ static struct pbatch *batch_of(struct otlp *o, uint32_t outpid)
 	return &o->b[*v - 1];
 }
 
+/* kind: SHMTRACE_KIND_SPAN, _INSTANT (zero-length) or _OPEN (unfinished) */
 struct span {
 	uint32_t outpid, tid, name, cat, kind;
 	uint64_t ts, dur, flow;
 	uint64_t thi, tlo, id, parent;
+	const struct ev_args *args;
 	const struct inst *ev;
 	size_t nev;
 };
@@ -343,6 +407,7 @@ static int put_span(struct otlp *o, const struct span *sp)
 	struct obuf *b;
 	const char *tn;
 	size_t before;
+	uint32_t dropped = 0;
 
 	if (!pb)
 		return -ENOMEM;
@@ -390,7 +455,16 @@ static int put_span(struct otlp *o, const struct span *sp)
 		attr_key(b, "shmtrace.instant");
 		ob_puts(b, "\"boolValue\":true}}");
 	}
-	ob_puts(b, "],\"droppedAttributesCount\":0,\"events\":[");
+	if (sp->kind == SHMTRACE_KIND_OPEN) {
+		/* its thread never ended it: it ends where its thread's record does */
+		ob_raw(b, ",", 1);
+		attr_key(b, "shmtrace.unfinished");
+		ob_puts(b, "\"boolValue\":true}}");
+	}
+	put_args(o, b, sp->args, &dropped);
+	ob_puts(b, "],\"droppedAttributesCount\":");
+	ob_u64(b, dropped);
+	ob_puts(b, ",\"events\":[");
 	for (size_t i = 0; i < sp->nev; i++) {
 		ob_puts(b, i ? ",{" : "{");
 		put_time(b, "\"timeUnixNano\":", sp->ev[i].ts + o->wall_off);
@@ -400,7 +474,12 @@ static int put_span(struct otlp *o, const struct span *sp)
 		attr_key(b, "shmtrace.category");
 		ob_puts(b, "\"stringValue\":");
 		put_string(o, b, sp->ev[i].cat);
-		ob_puts(b, "}}],\"droppedAttributesCount\":0}");
+		ob_puts(b, "}}");
+		dropped = 0;
+		put_args(o, b, &sp->ev[i].a, &dropped);
+		ob_puts(b, "],\"droppedAttributesCount\":");
+		ob_u64(b, dropped);
+		ob_puts(b, "}");
 		if (!source_has_string(o->s, sp->ev[i].name))
 			o->names_lost++;
 	}
@@ -462,6 +541,7 @@ static void put_scope_losses(struct otlp *o, struct obuf *b)
 		{ "shmtrace.thread_names_dropped", l->names_dropped },
 		{ "shmtrace.records_unaccounted", l->unaccounted },
 		{ "shmtrace.names_lost", o->names_lost },
+		{ "shmtrace.args_lost", o->held.lost },
 	};
 	bool any = false;
 
@@ -630,11 +710,11 @@ static bool wanted(const struct otlp *o, const struct shmt_record *r)
 
 static int single_span(struct otlp *o, uint32_t outpid, uint32_t tid, uint32_t kind,
 		       uint64_t ts, uint64_t dur, uint32_t cat, uint32_t name, uint64_t seq,
-		       const struct inst *ev, size_t nev)
+		       const struct ev_args *a, const struct inst *ev, size_t nev)
 {
 	struct span sp = {
 		.outpid = outpid, .tid = tid, .name = name, .cat = cat, .kind = kind, .ts = ts,
-		.dur = dur, .id = span_id_of(o, seq), .ev = ev, .nev = nev,
+		.dur = dur, .id = span_id_of(o, seq), .args = a, .ev = ev, .nev = nev,
 	};
 
 	trace_id_of(o->salt ^ mix64(seq ^ 0x7472616365ull), &sp.thi, &sp.tlo);
@@ -679,37 +759,31 @@ static size_t claim(struct pend *p, uint64_t ts, uint64_t dur, struct inst *ev)
 	return n;
 }
 
-static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
+/*
+ * One span, instant or open span (kind SHMTRACE_KIND_OPEN, its dur set)
+ * of thread (outpid, r->tid), with its arguments a (or NULL); ring is the
+ * source's index of its ring (flow ids are per ring).
+ */
+static int put_event(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint32_t ring,
+		     uint64_t seq, const struct ev_args *a)
 {
-	struct otlp *o = ctx;
 	struct inst ev[PEND_MAX];
-	uint64_t seq;
-	uint32_t outpid;
-	struct pend *p;
+	struct pend *p = pend_of(o, outpid, r->tid);
 	size_t n;
+	int ret;
 
-	if (!wanted(o, r))
-		return 0;
-	/* argument records and open spans are not carried (yet): never
-	 * exported as spans of their own */
-	if (r->commit == SHMTRACE_KIND_ARG || r->commit == SHMTRACE_KIND_OPEN)
-		return 0;
-	seq = ++o->seq;
-	if (r->commit == SHMTRACE_KIND_COUNTER) {
-		o->counters++;
-		return 0;
-	}
-	outpid = hosts_outpid(&o->hosts, r->pid, start_time, r->ts);
-	p = pend_of(o, outpid, r->tid);
 	if (!p)
 		return -ENOMEM;
 	if (r->flow) {
 		struct flow_ev fe = {
-			.flow = r->flow, .ring = o->s->ring, .ts = r->ts, .dur = r->dur, .pid = outpid,
+			.flow = r->flow, .ring = ring, .ts = r->ts, .dur = r->dur, .pid = outpid,
 			.tid = r->tid, .cat = r->cat, .name = r->name, .kind = r->commit, .seq = seq,
 		};
 
-		if (r->commit == SHMTRACE_KIND_SPAN && p->n) {
+		ret = args_keep(&o->fargs, a, &fe.args);
+		if (ret < 0)
+			return ret;
+		if (r->commit != SHMTRACE_KIND_INSTANT && p->n) {
 			/* its events, written with the flow at the end */
 			n = claim(p, r->ts, r->dur, ev);
 			if (o->nfev + n > o->fevcap) {
@@ -734,24 +808,88 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	if (r->commit == SHMTRACE_KIND_INSTANT) {
 		if (p->n == PEND_MAX) {
 			struct inst old = p->v[0];
-			int ret = 0;
 
 			memmove(p->v, p->v + 1, (PEND_MAX - 1) * sizeof(p->v[0]));
 			p->n--;
-			if (!o->o->flows_only)
+			if (!o->o->flows_only) {
 				ret = single_span(o, outpid, r->tid, SHMTRACE_KIND_INSTANT, old.ts, 0,
-						  old.cat, old.name, old.seq, NULL, 0);
-			if (ret < 0)
-				return ret;
+						  old.cat, old.name, old.seq, &old.a, NULL, 0);
+				if (ret < 0)
+					return ret;
+			}
 		}
-		p->v[p->n++] = (struct inst){ .ts = r->ts, .seq = seq, .name = r->name, .cat = r->cat };
+		p->v[p->n] = (struct inst){ .ts = r->ts, .seq = seq, .name = r->name, .cat = r->cat };
+		if (a)
+			p->v[p->n].a = *a;
+		p->n++;
 		return 0;
 	}
 	n = claim(p, r->ts, r->dur, ev);
 	if (o->o->flows_only)
 		return 0;
-	return single_span(o, outpid, r->tid, SHMTRACE_KIND_SPAN, r->ts, r->dur, r->cat, r->name,
-			   seq, ev, n);
+	return single_span(o, outpid, r->tid, r->commit, r->ts, r->dur, r->cat, r->name, seq, a,
+			   ev, n);
+}
+
+/* The held-back span or instant, now that no more of its arguments can come. */
+static int put_held(struct otlp *o)
+{
+	struct args_pend *h = &o->held;
+
+	if (!args_take(h))
+		return 0;
+	return put_event(o, &h->r, h->pid, h->ring, h->seq, &h->a);
+}
+
+static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
+{
+	struct otlp *o = ctx;
+	uint32_t outpid;
+	uint64_t seq;
+	int ret;
+
+	if (!wanted(o, r))
+		/* its arguments are not wanted either */
+		return r->commit == SHMTRACE_KIND_ARG ? 0 : put_held(o);
+	if (r->commit == SHMTRACE_KIND_ARG) {
+		args_on_arg(&o->held, r, o->s->follows);
+		return 0;
+	}
+	ret = put_held(o);
+	if (ret < 0)
+		return ret;
+	outpid = hosts_outpid(&o->hosts, r->pid, start_time, r->ts);
+	/* the thread's last recorded moment: where its open spans end */
+	ret = open_note(&o->open, &o->last, (uint64_t)outpid << 32 | r->tid, r);
+	if (ret < 0)
+		return ret;
+	if (r->commit == SHMTRACE_KIND_OPEN)
+		/* numbered after the pass: the other spans keep their ids */
+		return open_add(&o->open, r, outpid, o->s->ring);
+	seq = ++o->seq;
+	if (r->commit == SHMTRACE_KIND_COUNTER) {
+		o->counters++;
+		return 0;
+	}
+	args_hold(&o->held, r, outpid, o->s->ring, seq);
+	return 0;
+}
+
+/*
+ * Open spans, after the pass, ending where the Chrome export ends them;
+ * innermost first, so that an instant inside several becomes an event of
+ * the innermost (as a finished span, written first, would claim it).
+ */
+static int put_open(struct otlp *o)
+{
+	for (size_t i = o->open.n; i-- > 0;) {
+		struct shmt_record r = open_span_at(&o->open, &o->last, i);
+		int ret = put_event(o, &r, o->open.v[i].pid, o->open.v[i].ring, ++o->seq, NULL);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
 }
 
 /* The instants no span enclosed, as zero-length spans. */
@@ -767,7 +905,7 @@ static int flush_pending(struct otlp *o)
 		for (uint32_t k = 0; k < p->n && !o->o->flows_only; k++) {
 			ret = single_span(o, (uint32_t)(o->pmap.keys[i] >> 32), (uint32_t)o->pmap.keys[i],
 					  SHMTRACE_KIND_INSTANT, p->v[k].ts, 0, p->v[k].cat,
-					  p->v[k].name, p->v[k].seq, NULL, 0);
+					  p->v[k].name, p->v[k].seq, &p->v[k].a, NULL, 0);
 			if (ret < 0)
 				return ret;
 		}
@@ -832,9 +970,9 @@ static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe,
 		;
 	sp = (struct span){
 		.outpid = fe->pid, .tid = fe->tid, .name = fe->name, .cat = fe->cat, .kind = fe->kind,
-		.ts = fe->ts, .dur = fe->kind == SHMTRACE_KIND_SPAN ? fe->dur : 0, .flow = fe->flow,
+		.ts = fe->ts, .dur = fe->kind == SHMTRACE_KIND_INSTANT ? 0 : fe->dur, .flow = fe->flow,
 		.thi = o->thi, .tlo = o->tlo, .id = span_id_of(o, fe->seq), .parent = o->parent,
-		.ev = o->fev + lo, .nev = hi - lo,
+		.args = args_get(&o->fargs, fe->args), .ev = o->fev + lo, .nev = hi - lo,
 	};
 	/* each step a child of the step before it, as the arrows go */
 	o->parent = sp.id;
@@ -881,6 +1019,10 @@ static int run(struct otlp *o)
 			return ret;
 	}
 	ret = source_records(o->s, on_record, o, o->err, sizeof(o->err));
+	if (ret == 0)
+		ret = put_held(o);
+	if (ret == 0)
+		ret = put_open(o);
 	if (ret < 0)
 		return ret;
 	ret = flows_assemble(&o->fl, on_flow, o, NULL);
@@ -915,6 +1057,7 @@ int otlp_export(struct source *src, const struct otlp_opts *opts, const char *ou
 	flows_init(&o->fl);
 	u64map_init(&o->pmap);
 	u64map_init(&o->bmap);
+	u64map_init(&o->last);
 	ret = hosts_build(&o->hosts, src);
 	if (ret == -E2BIG) {
 		rc = runtime_error("export", "the inputs come from %u hosts; at most %u can be merged",
@@ -989,6 +1132,9 @@ done:
 	free(o->fev);
 	u64map_free(&o->pmap);
 	u64map_free(&o->bmap);
+	u64map_free(&o->last);
+	args_store_free(&o->fargs);
+	open_free(&o->open);
 	flows_free(&o->fl);
 	hosts_free(&o->hosts);
 	free(o);

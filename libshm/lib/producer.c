@@ -511,7 +511,8 @@ SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32
 		store_relaxed(&e->ts, sp->start);
 		store_relaxed(&e->name, (uint16_t)remap_id(a, name));
 		store_relaxed(&e->cat, (uint16_t)remap_id(a, cat));
-		store_relaxed(&e->flow, flow_id <= UINT32_MAX ? (uint32_t)flow_id : 0);
+		store_relaxed(&e->flow, flow_id ? shmt_open_flow_pack(flow_id, a->v.minor >= 1 ?
+					    load_relaxed(&a->v.h->ring_id) : 0) : 0);
 	}
 	/* pairs with the acquire load of open_depth by readers */
 	store_release(&b->open_depth, d + 1);

@@ -33,7 +33,9 @@ uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shm
 
 		memset(&out[k], 0, sizeof(out[k]));
 		out[k].ts = load_relaxed(&e->ts);
-		out[k].flow = load_relaxed(&e->flow);
+		/* a peer rewriting ring_id only misplaces flows it could forge */
+		out[k].flow = shmt_open_flow_unpack(load_relaxed(&e->flow),
+						    load_relaxed(&v->h->ring_id));
 		out[k].name = load_relaxed(&e->name);
 		out[k].cat = load_relaxed(&e->cat);
 		out[k].pid = load_relaxed(&b->pid);

@@ -222,8 +222,11 @@ _Static_assert(sizeof(struct shmt_thread) == 96, "name slot is 96 bytes");
 
 /*
  * An open span on a thread's stack (minor 2): pushed by shmtrace_begin(),
- * popped by shmtrace_end(). flow holds the span's flow id when it is below
- * 2^32 (ids come from a per-ring counter), else 0.
+ * popped by shmtrace_end(). flow holds the span's flow id packed into 32
+ * bits (shmt_open_flow_pack()): a ring-local id below 2^31 as it is, an id
+ * of this ring's own global series (SHMT_FLOW_GLOBAL | prefix << 32 |
+ * counter, counter below 2^31) as SHMT_OPEN_FLOW_OWN | counter; any other
+ * id (from another ring or a traceparent) is not kept: 0.
  */
 struct shmt_open {
 	uint64_t ts;		/* the span's start */
@@ -234,6 +237,25 @@ struct shmt_open {
 _Static_assert(sizeof(struct shmt_open) == 16, "an open span is 16 bytes");
 
 #define SHMT_OPEN_MAX		4u	/* open spans tracked per thread */
+#define SHMT_OPEN_FLOW_OWN	0x80000000u
+
+static inline uint32_t shmt_open_flow_pack(uint64_t flow, uint64_t ring_id)
+{
+	uint64_t own = SHMT_FLOW_GLOBAL | shmt_flow_prefix(ring_id) << 32;
+
+	if (flow < SHMT_OPEN_FLOW_OWN)
+		return (uint32_t)flow;
+	if (ring_id && (flow & ~0xffffffffull) == own && (flow & 0xffffffffull) < SHMT_OPEN_FLOW_OWN)
+		return SHMT_OPEN_FLOW_OWN | (uint32_t)flow;
+	return 0;
+}
+
+static inline uint64_t shmt_open_flow_unpack(uint32_t f, uint64_t ring_id)
+{
+	if (!(f & SHMT_OPEN_FLOW_OWN))
+		return f;
+	return ring_id ? SHMT_FLOW_GLOBAL | shmt_flow_prefix(ring_id) << 32 | (f & ~SHMT_OPEN_FLOW_OWN) : 0;
+}
 
 /*
  * A per-thread staging block. Its owner appends records without the lock:

@@ -4,7 +4,8 @@
 # loopback: a Node receiver stands for the OpenTelemetry Collector, the
 # official OpenTelemetry JS SDK sends the reference requests, and
 # tests/otlp/check-otlp.mjs compares shapes and checks content against the
-# Chrome export of the same capture; retries, refusals and errors; then two
+# Chrome export of the same capture; arguments and the open spans of a
+# producer killed inside nested scopes; retries, refusals and errors; then two
 # rings on two "hosts" (UTS namespaces) with flows carried across them,
 # merged into one Chrome trace checked by the DevTools engine and into OTLP.
 set -euo pipefail
@@ -15,6 +16,7 @@ PREFIX=${SHMTRACE_TEST_PREFIX:-t$$-}
 RING="${PREFIX}otlp-$$"
 RA="${PREFIX}otlp-a-$$"
 RB="${PREFIX}otlp-b-$$"
+RARGS="${PREFIX}otlp-args-$$"
 REQUESTS=100
 TP=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
 pids=()
@@ -42,7 +44,7 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
-	rm -f "/dev/shm/$RING" "/dev/shm/$RA" "/dev/shm/$RB"
+	rm -f "/dev/shm/$RING" "/dev/shm/$RA" "/dev/shm/$RB" "/dev/shm/$RARGS"
 	[ -n "$tmp" ] && rm -rf "$tmp"
 	exit $rc
 }
@@ -123,6 +125,26 @@ for (const l of fs.readFileSync(process.argv[1], "utf8").trim().split("\n"))
 		n++; if (!s.attributes.some((a) => a.key === "shmtrace.flow.id")) bad++; }
 if (bad || !n) { console.error(`${bad} of ${n} spans outside flows`); process.exit(1); }' "$tmp/fo.jsonl" ||
 	fail "--flows-only exported spans outside flows"
+
+echo "== arguments, and a producer killed inside nested scopes"
+start_collector "$RARGS" "$tmp/args.cap"
+rc=0
+# (the braces keep the shell's "Killed" line off the output)
+{ "$BIN/tests/otlp-hop" "$RARGS" args; } 2>/dev/null || rc=$?
+[ $rc -eq 137 ] || fail "otlp-hop args: exit $rc, expected its SIGKILL (137)"
+# its last pass adopts the dead thread's block: the open spans are recorded
+stop_collector "$cpid"
+"$BIN/shmtrace" export "$tmp/args.cap" -o "$tmp/args.json" 2>/dev/null || fail "chrome export (args)"
+grep -q '"args":23,"args_lost":0,"unfinished":3,' "$tmp/args.json" ||
+	fail "the capture does not hold the 23 arguments and 3 open spans: $(grep -o '"args":.*' "$tmp/args.json")"
+"$BIN/shmtrace" export "$tmp/args.cap" --format otlp -o "$tmp/args.jsonl" 2>/dev/null ||
+	fail "otlp export (args)"
+# the same arguments, exactly, and the same unfinished spans ending at the same ns
+node tests/otlp/check-otlp.mjs --reference "$tmp/ref" --requests "$tmp/args.jsonl" \
+	--chrome "$tmp/args.json" --expect-flows 1 --expect-unfinished 3 >/dev/null ||
+	fail "check-otlp (arguments, unfinished spans)"
+grep -qF '{"key":"shmtrace.arg.min","value":{"intValue":"-9223372036854775808"}}' "$tmp/args.jsonl" ||
+	fail "INT64_MIN is not an exact intValue"
 
 echo "== 503 for the first 2 requests: retried, then all sent"
 start_receiver "$tmp/r2" --fail-first 2

@@ -7,7 +7,10 @@
 //   --reference DIR     request bodies the JS SDK sent (req-*.json)
 //   --requests FILE...  shmtrace's request bodies (JSON files, or JSON lines)
 //   --chrome FILE       the Chrome export of the same capture: span count per
-//                       process and times (to the ns) must agree
+//                       process, times (to the ns), arguments (exactly: as
+//                       shmtrace.arg.* attributes) and unfinished spans
+//                       (shmtrace.unfinished) must agree
+//   --expect-unfinished N  exactly N spans with shmtrace.unfinished
 //   --expect-flows N    exactly N traces of two spans or more
 //   --expect-cross-host N  N traces have spans of two hosts (host.name)
 //   --expect-trace HEX=PARENT  a trace with that id whose root span's parent
@@ -17,7 +20,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 const args = process.argv.slice(2);
-let refDir = null, chrome = null, expectFlows = null, expectCross = null;
+let refDir = null, chrome = null, expectFlows = null, expectCross = null, expectUnfinished = null;
 const reqFiles = [], expectTraces = [];
 for (let i = 0; i < args.length; i++) {
 	const a = args[i];
@@ -25,6 +28,7 @@ for (let i = 0; i < args.length; i++) {
 	else if (a === '--chrome') chrome = args[++i];
 	else if (a === '--expect-flows') expectFlows = Number(args[++i]);
 	else if (a === '--expect-cross-host') expectCross = Number(args[++i]);
+	else if (a === '--expect-unfinished') expectUnfinished = Number(args[++i]);
 	else if (a === '--expect-trace') expectTraces.push(args[++i].split('='));
 	else if (a === '--requests') { while (i + 1 < args.length && !args[i + 1].startsWith('--')) reqFiles.push(args[++i]); }
 	else { console.error(`check-otlp: unknown argument ${a}`); process.exit(2); }
@@ -60,7 +64,10 @@ const extra = /^\.resourceSpans\[\]\.scopeSpans\[\]\.scope\.(attributes(\[\].*)?
 for (const [p, types] of ourSchema) {
 	const r = refSchema.get(p) || (extra.test(p) ? null : undefined);
 	if (r === undefined) { fail(`field ${p} is not one the OTLP JS exporter writes`); continue; }
-	const want = r || new Set(p.endsWith('droppedAttributesCount') ? ['number'] : ['array', 'object', 'string', 'number', 'boolean']);
+	const want = new Set(r || (p.endsWith('droppedAttributesCount') ? ['number'] : ['array', 'object', 'string', 'number', 'boolean']));
+	// an int64 is a decimal string in OTLP/JSON (the protobuf JSON
+	// mapping); the JS exporter writes numbers, receivers take both
+	if (p.endsWith('.intValue')) want.add('string');
 	for (const t of types) if (!want.has(t)) fail(`field ${p} is a ${t}, the JS exporter's is ${[...want]}`);
 }
 const span0 = ref.flatMap((b) => b.resourceSpans).flatMap((r) => r.scopeSpans).flatMap((s) => s.spans)[0];
@@ -90,6 +97,8 @@ for (const b of ours) {
 	}
 }
 const ids = new Set(spans.map((s) => s.spanId));
+const unfinished = spans.filter((s) => s.attr['shmtrace.unfinished'] === true).length;
+if (expectUnfinished !== null && unfinished !== expectUnfinished) fail(`${unfinished} unfinished spans, expected ${expectUnfinished}`);
 if (ids.size !== spans.length) fail(`${spans.length - ids.size} span ids are used twice`);
 
 // ---- flows: one trace per flow id, each span a child of the one before
@@ -132,9 +141,33 @@ if (expectFlows !== null && flows !== expectFlows) fail(`${flows} traces of seve
 if (expectCross !== null && cross !== expectCross) fail(`${cross} traces across hosts, expected ${expectCross}`);
 
 // ---- against the Chrome export of the same capture
+
+// JSON text with every integer beyond 2^53 turned into the string BIG +
+// its digits, so that an int64 argument is compared exactly
+const BIG = '\u0000big:';
+function exactInts(t) {
+	let out = '', last = 0;
+	for (let i = 0; i < t.length; i++) {
+		const c = t[i];
+		if (c === '"') {
+			for (i++; t[i] !== '"'; i++) if (t[i] === '\\') i++;
+		} else if (c === '-' || (c >= '0' && c <= '9')) {
+			let j = i + 1;
+			while (j < t.length && /[0-9.eE+-]/.test(t[j])) j++;
+			const num = t.slice(i, j);
+			if (/^-?\d+$/.test(num) && !Number.isSafeInteger(Number(num))) {
+				out += t.slice(last, i) + JSON.stringify(BIG + num);
+				last = j;
+			}
+			i = j - 1;
+		}
+	}
+	return out + t.slice(last);
+}
+
 if (chrome) {
 	const text = readFileSync(chrome, 'utf8');
-	const tr = JSON.parse(text);
+	const tr = JSON.parse(exactInts(text));
 	// ns numbers past 2^53 are read from the text
 	const wall = BigInt(/"trace_start_wall_ns":(\d+)/.exec(text)[1]);
 	const start = BigInt(/"trace_start_ns":(\d+)/.exec(text)[1]);
@@ -144,16 +177,23 @@ if (chrome) {
 	// pid as the OTLP resource has it: the host's own pid
 	const rpid = (p) => (p % 268435456) % 4194304;
 	const key = (pid, tid, name) => `${rpid(pid)}/${tid}/${name}`;
+	// arguments as one string: Chrome's args object, or the OTLP attributes
+	const cval = (v) => (typeof v === 'number' ? `i:${v}` : v.startsWith(BIG) ? `i:${v.slice(BIG.length)}` : `s:${v}`);
+	const cargs = (a) => Object.entries(a || {}).filter(([k]) => k !== 'unfinished')
+		.map(([k, v]) => `${k}=${cval(v)}`).sort().join('\u0000') + (a && a.unfinished === true ? '|unfinished' : '');
+	const oargs = (attrs, unf) => attrs.filter((a) => a.key.startsWith('shmtrace.arg.'))
+		.map((a) => `${a.key.slice(13)}=${'intValue' in a.value ? `i:${a.value.intValue}` : `s:${a.value.stringValue}`}`)
+		.sort().join('\u0000') + (unf ? '|unfinished' : '');
 	const cs = new Map(), cinst = new Map();
 	const perProc = new Map(), perProcOurs = new Map();
 	for (const e of tr.traceEvents) {
 		if (e.ph === 'X') {
 			const k = key(e.pid, e.tid, e.name);
 			if (!cs.has(k)) cs.set(k, []);
-			cs.get(k).push([ns(e.ts), ns(e.ts) + ns(e.dur)]);
+			cs.get(k).push([ns(e.ts), ns(e.ts) + ns(e.dur), cargs(e.args)]);
 			perProc.set(rpid(e.pid), (perProc.get(rpid(e.pid)) || 0) + 1);
 		} else if (e.ph === 'i' && e.pid !== 0 && !String(e.name).startsWith('traceparent ')) {
-			const k = key(e.pid, e.tid, e.name);
+			const k = `${key(e.pid, e.tid, e.name)} args ${cargs(e.args)}`;
 			cinst.set(k, (cinst.get(k) || 0) + 1);
 		}
 	}
@@ -163,15 +203,19 @@ if (chrome) {
 		const k = `${s.pid}/${s.attr['thread.id']}/${s.name}`;
 		const st = BigInt(s.startTimeUnixNano) - off, en = BigInt(s.endTimeUnixNano) - off;
 		for (const ev of s.events) {
-			const ek = `${s.pid}/${s.attr['thread.id']}/${ev.name}`;
+			const ek = `${s.pid}/${s.attr['thread.id']}/${ev.name} args ${oargs(ev.attributes, false)}`;
 			oinst.set(ek, (oinst.get(ek) || 0) + 1);
 			if (BigInt(ev.timeUnixNano) < BigInt(s.startTimeUnixNano) || BigInt(ev.timeUnixNano) > BigInt(s.endTimeUnixNano))
 				fail(`event ${ev.name} outside its span ${s.name}`);
 		}
-		if (s.attr['shmtrace.instant']) { oinst.set(k, (oinst.get(k) || 0) + 1); continue; }
+		if (s.attr['shmtrace.instant']) {
+			const ik = `${k} args ${oargs(s.attributes, false)}`;
+			oinst.set(ik, (oinst.get(ik) || 0) + 1);
+			continue;
+		}
 		perProcOurs.set(s.pid, (perProcOurs.get(s.pid) || 0) + 1);
 		if (!os.has(k)) os.set(k, []);
-		os.get(k).push([st, en]);
+		os.get(k).push([st, en, oargs(s.attributes, s.attr['shmtrace.unfinished'] === true)]);
 	}
 	for (const [p, n] of perProc) if (perProcOurs.get(p) !== n) fail(`process ${p}: ${perProcOurs.get(p) || 0} spans, Chrome has ${n}`);
 	for (const [p] of perProcOurs) if (!perProc.has(p)) fail(`process ${p} is not in the Chrome export`);
@@ -179,12 +223,13 @@ if (chrome) {
 	for (const [k, v] of cs) {
 		const o = (os.get(k) || []).slice();
 		if (o.length !== v.length) { fail(`spans ${k}: ${o.length}, Chrome has ${v.length}`); continue; }
-		const cmp = (a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+		const cmp = (a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0);
 		v.sort(cmp); o.sort(cmp);
 		for (let i = 0; i < v.length; i++) {
 			// the Chrome export moves a flow slice's start off a shared
 			// timestamp (flow_starts_moved), never its end
 			if (v[i][1] !== o[i][1]) fail(`span ${k} ends at ${o[i][1]}, Chrome at ${v[i][1]}`);
+			if (v[i][2] !== o[i][2]) fail(`span ${k} at ${o[i][1]}: arguments ${JSON.stringify(o[i][2])}, Chrome's ${JSON.stringify(v[i][2])}`);
 			if (v[i][0] !== o[i][0]) startDiff++;
 		}
 	}

@@ -9,11 +9,15 @@
  *   otlp-hop RING serve < lines          for each line (a flow id, or a
  *       traceparent header) records a "handle" span after it; an "idle"
  *       span outside any flow; and an instant outside any span
+ *   otlp-hop RING args                   spans and instants with arguments
+ *       (hostile strings, INT64_MIN/MAX, a key twice), a ring-local flow 7,
+ *       then SIGKILLs itself inside outer > middle (flow 7) > inner
  *
  * Ends with "done N" on stderr. Exit 0, 1 on an error, 2 on a usage error.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +33,49 @@ static void span(shmtrace_t *t, uint32_t cat, uint32_t name, uint32_t iname, uin
 	shmtrace_span(t, cat, name, t0, shmtrace_now() + 1000, flow);
 }
 
+/* Never returns: the process dies inside three open spans. */
+static void args_then_die(shmtrace_t *t, uint32_t cat)
+{
+	struct shmtrace_open_span sp;
+	struct shmtrace_arg a[SHMTRACE_MAX_ARGS];
+	uint64_t t0;
+
+	shmtrace_set_process_name(t, "args");
+	a[0] = shmtrace_arg_str(shmtrace_intern(t, "q\"uote\\ \xe2\x80\xa8"),
+				shmtrace_intern(t, "a\"b\x01\n\t</script>\xff"));
+	a[1] = shmtrace_arg_int(shmtrace_intern(t, "min"), INT64_MIN);
+	a[2] = shmtrace_arg_int(shmtrace_intern(t, "max"), INT64_MAX);
+	a[3] = shmtrace_arg_int(shmtrace_intern(t, "min"), -1);
+	for (unsigned i = 0; i < 3; i++) {
+		t0 = shmtrace_now();
+		/* an instant inside the span, one outside any */
+		shmtrace_instant_args(t, cat, shmtrace_intern(t, "mark"), 0, &a[i], 1);
+		shmtrace_span_args(t, cat, shmtrace_intern(t, "work"), t0, shmtrace_now() + 1000, 0,
+				   a, SHMTRACE_MAX_ARGS - i);
+		shmtrace_instant_args(t, cat, shmtrace_intern(t, "alone"), 0, a + i, 2);
+	}
+	t0 = shmtrace_now();
+	shmtrace_span_args(t, cat, shmtrace_intern(t, "step"), t0, t0 + 500, 7, &a[2], 1);
+	shmtrace_instant_args(t, cat, shmtrace_intern(t, "hop"), 7, &a[0], 2);
+	{
+		SHMTRACE_SCOPE("rpc", "outer");
+		{
+			SHMTRACE_SCOPE_FLOW("rpc", "middle", 7);
+
+			shmtrace_begin(t, &sp, cat, shmtrace_intern(t, "inner"), 0);
+			shmtrace_span_arg(&sp, a[1]);
+			{
+				SHMTRACE_SCOPE_VAR(done, "rpc", "done", 0);
+				SHMTRACE_ARG_INT(done, "bytes", 4096);
+			}
+			shmtrace_instant_args(t, cat, shmtrace_intern(t, "last"), 0, &a[2], 1);
+			fprintf(stderr, "done 0\n");
+			raise(SIGKILL);
+		}
+	}
+	exit(1);
+}
+
 int main(int argc, char **argv)
 {
 	shmtrace_t *t;
@@ -37,10 +84,17 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc < 3 || (!strcmp(argv[2], "origin") && argc != 5)) {
-		fprintf(stderr, "usage: otlp-hop RING origin N TRACEPARENT | otlp-hop RING serve\n");
+		fprintf(stderr, "usage: otlp-hop RING origin N TRACEPARENT | otlp-hop RING serve | "
+			"otlp-hop RING args\n");
 		return 2;
 	}
-	ret = shmtrace_open(argv[1], &t);
+	if (!strcmp(argv[2], "args")) {
+		/* the scope macros record through the default handle */
+		ret = shmtrace_default_open(argv[1]);
+		t = shmtrace_default;
+	} else {
+		ret = shmtrace_open(argv[1], &t);
+	}
 	if (ret < 0) {
 		fprintf(stderr, "otlp-hop: open %s: %s\n", argv[1], shmtrace_strerror(ret));
 		return 1;
@@ -95,6 +149,8 @@ int main(int argc, char **argv)
 		}
 		span(t, cat, idle, iname, 0);
 		shmtrace_instant(t, cat, lone, 0);
+	} else if (!strcmp(argv[2], "args")) {
+		args_then_die(t, cat);
 	} else {
 		fprintf(stderr, "otlp-hop: unknown mode '%s'\n", argv[2]);
 		return 2;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // reference.mjs - the official OpenTelemetry JS SDK and OTLP/HTTP (JSON)
 // exporter send a few spans (parent and child, attributes of each value
-// type, an event) to URL, so that a test can compare shmtrace's requests
-// with the reference encoding.
+// type, an event with attributes) to URL, so that a test can compare
+// shmtrace's requests with the reference encoding.
 //   node reference.mjs URL
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -19,7 +19,7 @@ const parent = tracer.startSpan('request');
 parent.setAttribute('thread.id', 7);
 parent.setAttribute('thread.name', 'main');
 parent.setAttribute('shmtrace.instant', true);
-parent.addEvent('checkpoint', { 'shmtrace.category': 'app' });
+parent.addEvent('checkpoint', { 'shmtrace.category': 'app', 'shmtrace.arg.n': 1 });
 const child = tracer.startSpan('work', {}, trace.setSpan(context.active(), parent));
 child.setAttribute('shmtrace.category', 'app');
 child.end();
