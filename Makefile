@@ -11,7 +11,7 @@ BUILD     ?= build
 PYTHON    ?= /usr/bin/python3
 
 override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread -D_GNU_SOURCE \
-	-DSHMTRACE_VERSION='"$(VERSION)"' -Ilibshm -Icollector -Itools
+	-DSHMTRACE_VERSION='"$(VERSION)"'
 LDLIBS    := -luring -lmsgpackc -lpthread -lm
 
 # SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer; TSAN=1: ThreadSanitizer.
@@ -36,7 +36,7 @@ endif
 # missing, stops with one line naming the packages (tests/check-deps.sh).
 # The goals that run `make deps` themselves check in their sub-make.
 PKG_CONFIG ?= pkg-config
-NOCHECK_GOALS := deps clean demo test bench fuzz build-all
+NOCHECK_GOALS := deps clean demo test bench fuzz build-all check-layers
 TEST_GOALS := tests-bin test-san test-tsan $(BUILD)/tests/%
 ifneq ($(filter-out $(NOCHECK_GOALS),$(or $(MAKECMDGOALS),all)),)
 DEPS_MISSING := $(shell PKG_CONFIG='$(PKG_CONFIG)' CC='$(CC)' sh tests/check-deps.sh \
@@ -46,91 +46,139 @@ $(error $(DEPS_MISSING))
 endif
 endif
 
-LIB_SRC   := $(wildcard libshm/*.c)
+# The layers (docs/DESIGN.md): util <- ring <- {lib, capture} <- {collector, cli}.
+# Each folder compiles with the include paths of its own layer and those
+# below it only, so an upward or sideways #include does not compile;
+# tests/check-layers.sh (`make check-layers`) checks the same from the text.
+INC_util      := -Iutil
+INC_ring      := -Iinclude $(INC_util) -Ilibshm/ring
+INC_lib       := $(INC_ring) -Ilibshm/lib
+INC_capture   := $(INC_ring) -Icapture
+INC_collector := $(INC_capture) -Icollector
+INC_cli       := $(INC_capture) -Itools
+INC_demo      := -Iinclude
+INC_tests     := $(INC_lib) -Icapture -Icollector -Itools -Itests
+
+UTIL_SRC  := $(wildcard util/*.c)
+RING_SRC  := $(wildcard libshm/ring/*.c)
+LIB_SRC   := $(wildcard libshm/lib/*.c)
+CAP_SRC   := $(wildcard capture/*.c)
 COL_SRC   := $(filter-out collector/main.c,$(wildcard collector/*.c))
-TOOL_SRC  := $(filter-out tools/main.c,$(wildcard tools/*.c))
+CLI_SRC   := $(filter-out tools/main.c,$(wildcard tools/*.c))
 DEMO_SRC  := $(wildcard tools/demo/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c)
 BENCH_SRC := $(wildcard tests/bench/*.c)
 
-LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
-COL_OBJ   := $(COL_SRC:%.c=$(BUILD)/%.o)
-TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+obj        = $(1:%.c=$(BUILD)/%.o)
+UTIL_OBJ  := $(call obj,$(UTIL_SRC))
+RING_OBJ  := $(call obj,$(RING_SRC))
+LIB_OBJ   := $(call obj,$(LIB_SRC))
+CAP_OBJ   := $(call obj,$(CAP_SRC))
+COL_OBJ   := $(call obj,$(COL_SRC))
+CLI_OBJ   := $(call obj,$(CLI_SRC))
+DEMO_OBJ  := $(call obj,$(DEMO_SRC))
 TESTS     := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCHES   := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
 
+# one static archive per layer; libshmtrace.a/.so (what users link) are
+# the ring and lib layers
+A_UTIL    := $(BUILD)/libshmt-util.a
+A_RING    := $(BUILD)/libshmt-ring.a
+A_LIB     := $(BUILD)/libshmt-lib.a
+A_CAP     := $(BUILD)/libshmt-capture.a
+A_COL     := $(BUILD)/libshmt-collector.a
+A_CLI     := $(BUILD)/libshmt-cli.a
 STATIC    := $(BUILD)/libshmtrace.a
 SHARED    := $(BUILD)/libshmtrace.so.0
-INTERNAL  := $(BUILD)/libshmt-tools.a $(BUILD)/libshmt-collector.a $(STATIC)
+# link order: a layer before the layers it uses
+INTERNAL  := $(A_CLI) $(A_COL) $(A_CAP) $(A_LIB) $(A_RING) $(A_UTIL)
 COLLECTOR := $(BUILD)/shmtrace-collector
 TOOL      := $(BUILD)/shmtrace
 DEMO      := $(BUILD)/shmtrace-demo
 
 all: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL) $(DEMO)
 
-$(BUILD)/%.o: %.c $(wildcard libshm/*.h collector/*.h tools/*.h tools/demo/*.h)
+$(BUILD)/util/%.o:         INC := $(INC_util)
+$(BUILD)/libshm/ring/%.o:  INC := $(INC_ring)
+$(BUILD)/libshm/lib/%.o:   INC := $(INC_lib)
+$(BUILD)/capture/%.o:      INC := $(INC_capture)
+$(BUILD)/collector/%.o:    INC := $(INC_collector)
+$(BUILD)/tools/%.o:        INC := $(INC_cli)
+$(BUILD)/tools/demo/%.o:   INC := $(INC_demo)
+
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CFLAGS) -fvisibility=hidden -c -o $@ $<
+	$(Q)$(CC) $(CFLAGS) $(INC) -MMD -MP -fvisibility=hidden -c -o $@ $<
 
-$(STATIC): $(LIB_OBJ)
+-include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d $(BUILD)/tests/*.d $(BUILD)/bench/*.d)
+
+define archive
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
+endef
+$(A_UTIL): $(UTIL_OBJ) ; $(archive)
+$(A_RING): $(RING_OBJ) ; $(archive)
+$(A_LIB):  $(LIB_OBJ)  ; $(archive)
+$(A_CAP):  $(CAP_OBJ)  ; $(archive)
+$(A_COL):  $(COL_OBJ)  ; $(archive)
+$(A_CLI):  $(CLI_OBJ)  ; $(archive)
+$(STATIC): $(RING_OBJ) $(LIB_OBJ) ; $(archive)
 
-$(SHARED): $(LIB_OBJ) libshm/libshmtrace.map
+$(SHARED): $(RING_OBJ) $(LIB_OBJ) libshm/libshmtrace.map
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libshmtrace.so.0 \
-		-Wl,--version-script=libshm/libshmtrace.map -o $@ $(LIB_OBJ) -lpthread
+		-Wl,--version-script=libshm/libshmtrace.map -o $@ $(RING_OBJ) $(LIB_OBJ) -lpthread
 	$(Q)ln -sf libshmtrace.so.0 $(BUILD)/libshmtrace.so
-
-$(BUILD)/libshmt-collector.a: $(COL_OBJ)
-	$(Q)rm -f $@ && ar rcs $@ $^ $(if $(COL_OBJ),,$(BUILD)/libshm/ring.o)
-
-$(BUILD)/libshmt-tools.a: $(TOOL_OBJ)
-	$(Q)rm -f $@ && ar rcs $@ $^ $(if $(TOOL_OBJ),,$(BUILD)/libshm/ring.o)
 
 $(BUILD)/shmtrace.pc: libshm/shmtrace.pc.in
 	@mkdir -p $(BUILD)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-$(COLLECTOR): $(BUILD)/collector/main.o $(INTERNAL)
+$(COLLECTOR): $(BUILD)/collector/main.o $(A_COL) $(A_CAP) $(A_LIB) $(A_RING) $(A_UTIL)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(TOOL): $(BUILD)/tools/main.o $(INTERNAL)
+$(TOOL): $(BUILD)/tools/main.o $(A_CLI) $(A_CAP) $(A_LIB) $(A_RING) $(A_UTIL)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(DEMO): $(DEMO_SRC:%.c=$(BUILD)/%.o) $(STATIC)
+$(DEMO): $(DEMO_OBJ) $(STATIC)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.o,$^) $(STATIC) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(INTERNAL) $(wildcard tests/*.h)
+$(BUILD)/tests/%: tests/%.c $(INTERNAL)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) $(INC_tests) -MMD -MP -MF $@.d $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS) -lcmocka
 
 $(BUILD)/bench/%: tests/bench/%.c $(INTERNAL)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(INC_tests) -MMD -MP -MF $@.d $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS)
+
+# Fails on an #include of a header from a layer above or beside the file's.
+check-layers:
+	$(Q)bash tests/check-layers.sh
 
 # The producer of the OTLP end-to-end test (tests/e2e/otlp.sh).
 $(BUILD)/tests/otlp-hop: tests/otlp/hop.c $(STATIC)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC) -lpthread
+	$(Q)$(CC) $(CFLAGS) $(INC_demo) $(LDFLAGS) -o $@ $< $(STATIC) -lpthread
 
 # The Python extension (python/), built in place for the tests and the demo;
-# setup.py compiles libshm/*.c into it, and the C process of its tests.
+# setup.py compiles libshm/ring/*.c and libshm/lib/*.c into it, and the C
+# process of its tests.
 PY_EXT    := python/shmtrace/_shmtrace$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null || echo .so)
 python: $(PY_EXT) $(BUILD)/tests/py-c-hop
 
-$(PY_EXT): python/shmtrace/_shmtrace.c python/setup.py $(LIB_SRC) $(wildcard libshm/*.h)
+$(PY_EXT): python/shmtrace/_shmtrace.c python/setup.py $(RING_SRC) $(LIB_SRC) \
+		$(wildcard include/*.h libshm/*/*.h)
 	@$(if $(Q),echo "  PY      $@")
 	$(Q)cd python && $(PYTHON) setup.py -q build_ext --inplace >/dev/null
 
 $(BUILD)/tests/py-c-hop: tests/python/c_hop.c $(STATIC)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(STATIC) -lpthread
+	$(Q)$(CC) $(CFLAGS) $(INC_demo) $(LDFLAGS) -o $@ $< $(STATIC) -lpthread
 
 # Debian packages the build and the tests need; installed when root.
 DEB_PKGS := liburing-dev libmsgpack-dev libcmocka-dev pkg-config valgrind clang libclang-rt-14-dev \
@@ -182,15 +230,15 @@ TIDY_CHECKS := -*,clang-analyzer-*,bugprone-*,-clang-analyzer-valist.Uninitializ
 lint:
 	@bash tests/deps.sh cppcheck clang-tidy
 	cppcheck --quiet --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE \
-		-Ilibshm -Icollector -Itools --inline-suppr --error-exitcode=1 libshm collector tools
+		$(INC_tests) --inline-suppr --error-exitcode=1 util libshm capture collector tools
 	clang-tidy -quiet --warnings-as-errors='*' -checks='$(TIDY_CHECKS)' \
-		$(LIB_SRC) $(wildcard collector/*.c) $(wildcard tools/*.c) -- \
-		-std=gnu11 -D_GNU_SOURCE -Ilibshm -Icollector -Itools -DSHMTRACE_VERSION='"lint"'
+		$(UTIL_SRC) $(RING_SRC) $(LIB_SRC) $(CAP_SRC) $(wildcard collector/*.c) \
+		$(wildcard tools/*.c) -- -std=gnu11 -D_GNU_SOURCE $(INC_tests) -DSHMTRACE_VERSION='"lint"'
 
 install: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
-	install -m 0644 libshm/shmtrace.h $(DESTDIR)$(PREFIX)/include/
+	install -m 0644 include/shmtrace.h $(DESTDIR)$(PREFIX)/include/
 	install -m 0644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
 	install -m 0755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libshmtrace.so.0 $(DESTDIR)$(PREFIX)/lib/libshmtrace.so
@@ -213,5 +261,5 @@ clean:
 	rm -rf python/build python/*.egg-info python/shmtrace/_shmtrace*.so python/shmtrace/__pycache__ \
 		tests/python/__pycache__
 
-.PHONY: python fuzz lint all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
+.PHONY: check-layers python fuzz lint all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
 .SECONDARY:

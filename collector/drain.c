@@ -47,10 +47,11 @@ static uint64_t hash64(const void *p, size_t n, uint64_t h)
  * two collectors on one ring would both advance its tail. */
 static int claim_ring(struct drain *d)
 {
-	char path[300];
+	char path[SHMT_PATH_MAX];
 	int fd;
 
-	snprintf(path, sizeof(path), "/dev/shm/%s", d->o.ring);
+	if (shmt_ring_path(d->o.ring, path, sizeof(path)) < 0)
+		return -EINVAL;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # setup.py - builds the shmtrace Python package: the C extension
-# shmtrace._shmtrace with libshmtrace's sources compiled into it (static:
+# shmtrace._shmtrace with libshmtrace's sources (the ring and lib layers,
+# libshm/ring/ and libshm/lib/) compiled into it (static:
 # no shared library to install or find at run time; docs/DESIGN.md says why).
 #   pip install ./python                  (offline: Debian's python3-setuptools
 #                                          and python3-wheel build it; there is
@@ -14,12 +15,15 @@ import os
 from setuptools import Extension, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LIBSHM = os.path.join(os.path.dirname(HERE), "libshm")
+TOP = os.path.dirname(HERE)
+# the include paths of the lib layer (Makefile, INC_lib)
+INCLUDE = [os.path.join(TOP, d) for d in ("include", "util", "libshm/ring", "libshm/lib")]
 # relative paths: setuptools wants sources below setup.py's directory or
 # relative to it, and keeps object files inside its build directory
-lib_src = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(LIBSHM, "*.c")))
+lib_src = sorted(os.path.relpath(p, HERE) for d in ("libshm/ring", "libshm/lib")
+                 for p in glob.glob(os.path.join(TOP, d, "*.c")))
 if not lib_src:
-    raise SystemExit("setup.py: no libshm/*.c next to python/: build from the shmtrace source tree")
+    raise SystemExit("setup.py: no libshm/ring/*.c next to python/: build from the shmtrace source tree")
 
 os.chdir(HERE)
 setup(
@@ -34,7 +38,7 @@ setup(
         Extension(
             "shmtrace._shmtrace",
             sources=["shmtrace/_shmtrace.c"] + lib_src,
-            include_dirs=[os.path.relpath(LIBSHM, HERE)],
+            include_dirs=[os.path.relpath(d, HERE) for d in INCLUDE],
             define_macros=[("_GNU_SOURCE", None), ("SHMTRACE_VERSION", '"0.1.0"')],
             extra_compile_args=["-std=gnu11", "-pthread", "-fvisibility=hidden",
                                 "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "shmtrace.h"
+#include "handle.h"
 #include "ring_reader.h"
 
 /* A ring name unique to this test process, under the runner's prefix. */

@@ -4,8 +4,8 @@
  * argument records, attached only to their own event, and the open spans
  * of threads that never ended them, ended at their thread's last moment.
  */
-#ifndef SHMT_ARGS_H
-#define SHMT_ARGS_H
+#ifndef SHMTRACE_ARGS_H
+#define SHMTRACE_ARGS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -4,8 +4,8 @@
  * their thread also start at, so that viewers bind each flow to its own
  * slice (the rule is in docs/FORMAT.md, "Flow binding in the export").
  */
-#ifndef SHMT_BIND_H
-#define SHMT_BIND_H
+#ifndef SHMTRACE_BIND_H
+#define SHMTRACE_BIND_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "internal.h"
 
 int usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -93,13 +94,10 @@ int parse_pid(const char *s, uint32_t *pid)
 
 bool is_ring_name(const char *arg)
 {
-	char path[512];
+	char path[SHMT_PATH_MAX];
 	struct stat st;
 
-	if (!*arg || strchr(arg, '/') || !strcmp(arg, ".") || !strcmp(arg, "..") || strlen(arg) > 200)
-		return false;
-	snprintf(path, sizeof(path), "/dev/shm/%s", arg);
-	return lstat(path, &st) == 0;
+	return shmt_ring_path(arg, path, sizeof(path)) == 0 && lstat(path, &st) == 0;
 }
 
 int filter_option(struct filter *f, const char *cmd, int c, const char *arg)

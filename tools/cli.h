@@ -3,8 +3,8 @@
  * cli.h - what the subcommands of `shmtrace` share: exit codes, usage
  * errors, time arguments, and telling a ring name from a file.
  */
-#ifndef SHMT_CLI_H
-#define SHMT_CLI_H
+#ifndef SHMTRACE_CLI_H
+#define SHMTRACE_CLI_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -16,6 +16,7 @@
 #include "bind.h"
 #include "cli.h"
 #include "flows.h"
+#include "fmt.h"
 #include "hosts.h"
 #include "json_writer.h"
 #include "otlp.h"
@@ -614,14 +615,9 @@ static void put_metadata(struct exporter *e)
 	 * the same bits for sane inputs, no signed overflow for forged ones
 	 * (found by fuzz_capture and fuzz_ring) */
 	uint64_t wall = e->src.realtime0 + (e->first_ts - e->src.mono0);
-	time_t secs = (time_t)(wall / 1000000000ull);
-	char iso[64] = "";
-	struct tm tm;
+	char iso[64];
 
-	if (gmtime_r(&secs, &tm))
-		strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(iso + strlen(iso), sizeof(iso) - strlen(iso), ".%09lluZ",
-		 (unsigned long long)(wall % 1000000000ull));
+	fmt_iso_ns(iso, sizeof(iso), wall);
 
 	jw_puts(w, "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"shmtrace\":{\"version\":");
 	jw_cstr(w, SHMTRACE_VERSION);

@@ -4,8 +4,8 @@
  * flow into the s/t/f events that Chrome DevTools and Perfetto draw as
  * arrows between the slices they bind to.
  */
-#ifndef SHMT_FLOWS_H
-#define SHMT_FLOWS_H
+#ifndef SHMTRACE_FLOWS_H
+#define SHMTRACE_FLOWS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,8 +4,8 @@
  * one process table per host, and pids of different hosts kept apart in
  * the output by a per-host stride.
  */
-#ifndef SHMT_HOSTS_H
-#define SHMT_HOSTS_H
+#ifndef SHMTRACE_HOSTS_H
+#define SHMTRACE_HOSTS_H
 
 #include <stddef.h>
 #include <stdint.h>

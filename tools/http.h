@@ -3,8 +3,8 @@
  * http.h - the least HTTP/1.1 client that OTLP/HTTP needs: one POST per
  * connection to a plain http:// URL, the status and a piece of the answer.
  */
-#ifndef SHMT_HTTP_H
-#define SHMT_HTTP_H
+#ifndef SHMTRACE_HTTP_H
+#define SHMTRACE_HTTP_H
 
 #include <stddef.h>
 

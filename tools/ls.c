@@ -20,7 +20,6 @@
 #include "json_writer.h"
 #include "ring_reader.h"
 
-#define SHM_DIR		"/dev/shm"
 #define MAX_LIVE	8	/* live producer pids named by rm's refusal */
 
 /* What ls shows and rm decides on; everything read from the segment. */
@@ -110,16 +109,15 @@ static int64_t collector_of(const struct stat *st, const struct shmt_view *v)
 static int census_take(const char *name, struct census *c, struct stat *st, char *err,
 		       size_t errlen)
 {
-	char path[300];
+	char path[SHMT_PATH_MAX];
 	int ret;
 
 	memset(c, 0, sizeof(*c));
 	ret = shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &c->v, err, errlen);
 	if (ret < 0)
 		return ret;
-	snprintf(path, sizeof(path), SHM_DIR "/%s", name);
-	if (lstat(path, st) < 0) {
-		ret = -errno;
+	if ((ret = shmt_ring_path(name, path, sizeof(path))) < 0 || lstat(path, st) < 0) {
+		ret = ret < 0 ? ret : -errno;
 		snprintf(err, errlen, "ring '%s': %s", name, strerror(-ret));
 		shmt_view_close(&c->v);
 		return ret;
@@ -176,7 +174,7 @@ static int cmp_names(const void *a, const void *b)
  * the temporaries of a creation in progress. */
 static int list_names(char ***out, size_t *n)
 {
-	DIR *d = opendir(SHM_DIR);
+	DIR *d = opendir(SHMT_SHM_DIR);
 	struct dirent *de;
 	char **v = NULL;
 	size_t cap = 0;
@@ -248,7 +246,7 @@ int cmd_ls(int argc, char **argv)
 		return usage_error("ls", "unexpected argument '%s'", argv[optind]);
 	ret = list_names(&names, &n);
 	if (ret < 0)
-		return runtime_error("ls", "cannot read " SHM_DIR ": %s", strerror(-ret));
+		return runtime_error("ls", "cannot read " SHMT_SHM_DIR ": %s", strerror(-ret));
 	if (!(w = malloc(sizeof(*w)))) {
 		rc = runtime_error("ls", "out of memory");
 		goto out;

@@ -4,8 +4,8 @@
  * (OTLP/JSON ExportTraceServiceRequest), written to a file or sent to an
  * OTLP/HTTP endpoint, in batches so that memory stays bounded.
  */
-#ifndef SHMT_OTLP_H
-#define SHMT_OTLP_H
+#ifndef SHMTRACE_OTLP_H
+#define SHMTRACE_OTLP_H
 
 #include <stdbool.h>
 #include <stddef.h>

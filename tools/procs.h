@@ -4,8 +4,8 @@
  * name slots (the last slot of a thread wins), and a pid reused by another
  * process split into separate processes with synthetic pids.
  */
-#ifndef SHMT_PROCS_H
-#define SHMT_PROCS_H
+#ifndef SHMTRACE_PROCS_H
+#define SHMTRACE_PROCS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -425,7 +425,7 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 				struct shmt_record rec = f.records.v[i];
 
 				rec.commit = SHMT_COMMIT_KIND(rec.commit);
-				if (rec.commit == SHMTRACE_KIND_NONE || rec.commit > SHMTRACE_KIND_MAX) {
+				if (!shmt_kind_valid(rec.commit)) {
 					p->torn++;
 					run->bad++;
 					continue;

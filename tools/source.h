@@ -5,8 +5,8 @@
  * /dev/shm: its strings, its name slots, its loss counters, and a pass
  * over its records.
  */
-#ifndef SHMT_SOURCE_H
-#define SHMT_SOURCE_H
+#ifndef SHMTRACE_SOURCE_H
+#define SHMTRACE_SOURCE_H
 
 #include <stdbool.h>
 #include <stddef.h>

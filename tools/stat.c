@@ -13,6 +13,7 @@
 
 #include "capture.h"
 #include "cli.h"
+#include "fmt.h"
 #include "json_writer.h"
 #include "ring_reader.h"
 
@@ -70,18 +71,6 @@ static int kv_end(struct kv *o)
 	return jw_flush(o->w);
 }
 
-static void fmt_wall(char *buf, size_t len, uint64_t ns)
-{
-	time_t secs = (time_t)(ns / 1000000000ull);
-	struct tm tm;
-	size_t n = 0;
-
-	buf[0] = 0;
-	if (gmtime_r(&secs, &tm))
-		n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, len - n, ".%09lluZ", (unsigned long long)(ns % 1000000000ull));
-}
-
 static const char *mode_name(uint32_t mode)
 {
 	return mode == SHMTRACE_MODE_DISCARD ? "discard" : mode == SHMTRACE_MODE_OVERWRITE ? "overwrite"
@@ -130,7 +119,7 @@ static int stat_ring_pass(void *arg)
 	kv_u64(o, "thread_names", nthr);
 	kv_u64(o, "max_threads", v->max_threads);
 	kv_str(o, "clock", v->clock.tsc_ok ? "tsc" : "monotonic");
-	fmt_wall(buf, sizeof(buf), v->clock.realtime0);
+	fmt_iso_ns(buf, sizeof(buf), v->clock.realtime0);
 	kv_str(o, "wall_clock_anchor", buf);
 	kv_u64(o, "anchor_mono_ns", v->clock.mono0);
 	kv_u64(o, "collector_pid", load_relaxed(&h->collector_pid.v));
@@ -211,8 +200,12 @@ static int stat_ring(const char *name, struct kv *o)
 
 static int stat_capture(const char *path, struct kv *o)
 {
-	static const char *names[] = { "?", "header", "strings", "threads", "records", "loss", "end" };
-	uint64_t frames[7] = { 0 }, records = 0, first = UINT64_MAX, last = 0;
+	static const char *names[SHMT_CAP_END + 1] = {
+		[SHMT_CAP_HEADER] = "header", [SHMT_CAP_STRINGS] = "strings",
+		[SHMT_CAP_THREADS] = "threads", [SHMT_CAP_RECORDS] = "records",
+		[SHMT_CAP_LOSS] = "loss", [SHMT_CAP_END] = "end",
+	};
+	uint64_t frames[SHMT_CAP_END + 1] = { 0 }, records = 0, first = UINT64_MAX, last = 0;
 	struct shmt_cap_loss loss = { 0 };
 	struct shmt_cap_end end = { 0 };
 	struct shmt_cap_reader *r;
@@ -234,7 +227,8 @@ static int stat_capture(const char *path, struct kv *o)
 		return runtime_error("stat", "%s", err);
 	frames[SHMT_CAP_HEADER] = 1;
 	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
-		if (f.type >= 1 && f.type <= 6)
+		/* PACKED frames come as RECORDS */
+		if (f.type >= SHMT_CAP_HEADER && f.type <= SHMT_CAP_END)
 			frames[f.type]++;
 		if (f.type == SHMT_CAP_RECORDS && f.records.n) {
 			records += f.records.n;
@@ -259,10 +253,10 @@ static int stat_capture(const char *path, struct kv *o)
 	kv_u64(o, "ring_capacity", h->ring_capacity);
 	kv_str(o, "ring_mode", mode_name(h->ring_mode));
 	kv_str(o, "clock", h->clock_tsc ? "tsc" : "monotonic");
-	fmt_wall(buf, sizeof(buf), h->realtime0);
+	fmt_iso_ns(buf, sizeof(buf), h->realtime0);
 	kv_str(o, "wall_clock_anchor", buf);
 	kv_u64(o, "collector_pid", h->collector_pid);
-	for (int t = 1; t <= 6; t++) {
+	for (int t = SHMT_CAP_HEADER; t <= SHMT_CAP_END; t++) {
 		snprintf(buf, sizeof(buf), "%s_frames", names[t]);
 		kv_u64(o, buf, frames[t]);
 	}

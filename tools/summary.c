@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fmt.h"
 #include "hist.h"
 #include "json_writer.h"
 #include "procs.h"
@@ -95,19 +96,6 @@ static int cmp_row(const void *pa, const void *pb)
 	return a->name < b->name ? -1 : a->name > b->name;
 }
 
-/* Human durations: ns up to 10 us, then us, ms, s with 3 digits. */
-static void fmt_dur(char *buf, size_t len, uint64_t ns)
-{
-	if (ns < 10000)
-		snprintf(buf, len, "%lluns", (unsigned long long)ns);
-	else if (ns < 10000000ull)
-		snprintf(buf, len, "%.3fus", (double)ns / 1e3);
-	else if (ns < 10000000000ull)
-		snprintf(buf, len, "%.3fms", (double)ns / 1e6);
-	else
-		snprintf(buf, len, "%.3fs", (double)ns / 1e9);
-}
-
 static void print_table(struct summary *s)
 {
 	static const char *hdr[8] = { "PROCESS", "NAME", "COUNT", "TOTAL", "MEAN", "P50", "P99", "MAX" };
@@ -127,11 +115,12 @@ static void print_table(struct summary *s)
 		/* names are untrusted bytes: print them escaped, never raw */
 		json_escape(name, len, cells[i][1], sizeof(cells[i][1]));
 		snprintf(cells[i][2], sizeof(cells[i][2]), "%llu", (unsigned long long)r->h.count);
-		fmt_dur(cells[i][3], sizeof(cells[i][3]), r->h.total);
-		fmt_dur(cells[i][4], sizeof(cells[i][4]), r->h.count ? r->h.total / r->h.count : 0);
-		fmt_dur(cells[i][5], sizeof(cells[i][5]), hist_quantile(&r->h, 0.5));
-		fmt_dur(cells[i][6], sizeof(cells[i][6]), hist_quantile(&r->h, 0.99));
-		fmt_dur(cells[i][7], sizeof(cells[i][7]), r->h.max);
+		fmt_dur(cells[i][3], sizeof(cells[i][3]), r->h.total, FMT_DUR_TABLE);
+		fmt_dur(cells[i][4], sizeof(cells[i][4]), r->h.count ? r->h.total / r->h.count : 0,
+			FMT_DUR_TABLE);
+		fmt_dur(cells[i][5], sizeof(cells[i][5]), hist_quantile(&r->h, 0.5), FMT_DUR_TABLE);
+		fmt_dur(cells[i][6], sizeof(cells[i][6]), hist_quantile(&r->h, 0.99), FMT_DUR_TABLE);
+		fmt_dur(cells[i][7], sizeof(cells[i][7]), r->h.max, FMT_DUR_TABLE);
 		for (int c = 0; c < 8; c++)
 			if (strlen(cells[i][c]) > w[c])
 				w[c] = strlen(cells[i][c]);

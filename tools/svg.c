@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fmt.h"
 #include "procs.h"
 #include "source.h"
 #include "svg.h"
@@ -455,16 +456,6 @@ static void put_cstr(struct svg *g, const char *s, double width)
 	put_text(g, s, strlen(s), width > 0 ? (size_t)(width / CHAR_W) : 0);
 }
 
-static void fmt_dur(char *buf, size_t len, uint64_t ns)
-{
-	if (ns >= 1000000)
-		snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
-	else if (ns >= 1000)
-		snprintf(buf, len, "%.3f us", (double)ns / 1e3);
-	else
-		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
-}
-
 static void put_header(struct svg *g)
 {
 	char a[32], b[32], c[32];
@@ -490,9 +481,9 @@ static void put_header(struct svg *g)
 			"markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\">"
 			"<path d=\"M0,0L10,5L0,10z\" fill=\"%s\"/></marker>", i, arrow_col[i]);
 	fputs("</defs>\n", g->f);
-	fmt_dur(a, sizeof(a), g->wfrom - g->t0);
-	fmt_dur(b, sizeof(b), g->wto - g->t0);
-	fmt_dur(c, sizeof(c), g->tend - g->t0);
+	fmt_dur(a, sizeof(a), g->wfrom - g->t0, FMT_DUR_LABEL);
+	fmt_dur(b, sizeof(b), g->wto - g->t0, FMT_DUR_LABEL);
+	fmt_dur(c, sizeof(c), g->tend - g->t0, FMT_DUR_LABEL);
 	fputs("<text x=\"8\" y=\"18\" font-size=\"13\" class=\"p\">shmtrace: ", g->f);
 	put_cstr(g, g->src.name, 60 * CHAR_W);
 	fprintf(g->f, "</text>\n<text x=\"8\" y=\"34\" class=\"t\">window %s to %s of %s, "
@@ -599,7 +590,7 @@ static void put_span(struct svg *g, const struct svg_item *it)
 
 	if (w < 0.6)
 		w = 0.6;	/* a span too short to see still shows it happened */
-	fmt_dur(d, sizeof(d), it->dur);
+	fmt_dur(d, sizeof(d), it->dur, FMT_DUR_LABEL);
 	/* the white edge that parts neighbours would wash out a thin span */
 	fprintf(g->f, "<rect%s x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
 		"fill=\"%s\"><title>", w >= 3 ? " class=\"s\"" : "", x, y, w, ROW_H - 1, palette[c]);

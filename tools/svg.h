@@ -3,8 +3,8 @@
  * svg.h - the pieces of `shmtrace svg` that tests check on their own: XML
  * text escaping and nesting depth of the spans on one thread.
  */
-#ifndef SHMT_SVG_H
-#define SHMT_SVG_H
+#ifndef SHMTRACE_SVG_H
+#define SHMTRACE_SVG_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,8 +6,8 @@
  * Header-only so that the LTTng side (built by run.sh, not by the Makefile)
  * needs nothing from libshm.
  */
-#ifndef SHMT_BENCH_COMMON_H
-#define SHMT_BENCH_COMMON_H
+#ifndef SHMTRACE_BENCH_COMMON_H
+#define SHMTRACE_BENCH_COMMON_H
 
 #include <errno.h>
 #include <stdint.h>

@@ -95,7 +95,7 @@ if [ -x "$BUILD/shmtrace-collector" ]; then
 	DRAINER_NOTE="the real collector ($BUILD/shmtrace-collector) writing a capture to tmpfs"
 else
 	export BENCH_COLLECTOR=""
-	DRAINER_NOTE="no collector built: a reader process (libshm/ring_reader.h) reads every record and advances the tail"
+	DRAINER_NOTE="no collector built: a reader process (libshm/ring/ring_reader.h) reads every record and advances the tail"
 fi
 [ -x "$BUILD/shmtrace" ] && export BENCH_TOOL=$PWD/$BUILD/shmtrace || export BENCH_TOOL=""
 

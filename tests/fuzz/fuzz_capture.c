@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz_capture.c - libFuzzer harness for the capture-file reader
- * (collector/capture_dec.c) and the exporter's capture source
+ * (capture/capture_dec.c) and the exporter's capture source
  * (tools/source.c). Built and run by tests/fuzz/run.sh.
  *
  * Each input is a capture file (version 2, or a version-1 one: both are

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz_json.c - libFuzzer harness for the exporter's JSON writer
- * (tools/json_writer.c). Built and run by tests/fuzz/run.sh.
+ * (util/json_writer.c). Built and run by tests/fuzz/run.sh.
  *
  * The input is split into three strings (the first two bytes choose the
  * cut points) and eight bytes of numbers. The strings go through

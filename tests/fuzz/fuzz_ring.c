@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz_ring.c - libFuzzer harness for the post-mortem ring reader
- * (libshm/ring_reader.c, shmt_view_validate() in libshm/ring.c) and the
+ * (libshm/ring/ring_reader.c, shmt_view_validate() in libshm/ring/ring.c) and the
  * exporter's ring source (tools/source.c). Built and run by run.sh.
  *
  * At start-up the harness makes a real ring with a small geometry (16

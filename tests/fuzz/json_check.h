@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* json_check.h - the fuzz harnesses' strict JSON validator (json_check.c). */
-#ifndef SHMT_FUZZ_JSON_CHECK_H
-#define SHMT_FUZZ_JSON_CHECK_H
+#ifndef SHMTRACE_FUZZ_JSON_CHECK_H
+#define SHMTRACE_FUZZ_JSON_CHECK_H
 
 #include <stddef.h>
 

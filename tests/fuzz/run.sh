@@ -19,16 +19,17 @@ HARNESSES=("$@")
 
 FLAGS=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -pthread
-       "-DSHMTRACE_VERSION=\"fuzz\"" -Ilibshm -Icollector -Itools -Itests/fuzz)
+       "-DSHMTRACE_VERSION=\"fuzz\"" -Iinclude -Iutil -Ilibshm/ring -Ilibshm/lib -Icapture
+       -Icollector -Itools -Itests/fuzz)
 LIBS=(-luring -lmsgpackc -lm)
-LIB_SRC=(libshm/*.c)
+LIB_SRC=(util/*.c libshm/ring/*.c libshm/lib/*.c capture/*.c)
 COL_SRC=($(ls collector/*.c | grep -v '^collector/main\.c$'))
 TOOL_SRC=($(ls tools/*.c | grep -v '^tools/main\.c$'))
 
 declare -A SRCS MAXLEN
 SRCS[fuzz_capture]="tests/fuzz/json_check.c ${LIB_SRC[*]} ${COL_SRC[*]} ${TOOL_SRC[*]}"
 SRCS[fuzz_ring]="tests/fuzz/json_check.c ${LIB_SRC[*]} ${COL_SRC[*]} ${TOOL_SRC[*]}"
-SRCS[fuzz_json]="tests/fuzz/json_check.c tools/json_writer.c"
+SRCS[fuzz_json]="tests/fuzz/json_check.c util/json_writer.c"
 MAXLEN[fuzz_capture]=65536
 MAXLEN[fuzz_ring]=32768
 MAXLEN[fuzz_json]=8192
@@ -69,7 +70,7 @@ make_seeds() {
 		log "no $BUILD/shmtrace-collector or $BUILD/libshmtrace.a (run make): using the committed corpus only"
 		return 0
 	}
-	gcc -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -pthread -Ilibshm -o "$OUT/seed_producer" \
+	gcc -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -pthread -Iinclude -o "$OUT/seed_producer" \
 		tests/fuzz/seed_producer.c "$BUILD/libshmtrace.a" -lpthread || return 0
 	# a real ring image (small geometry), straight from producers
 	rm -f "/dev/shm/$ring"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "handle.h"
 
 struct intern_entry {
 	struct intern_entry *next;

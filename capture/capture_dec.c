@@ -20,7 +20,6 @@
 #include "crc32c.h"
 #include "shmtrace.h"
 
-#define CRC_BYTES	5	/* 0xce + big-endian uint32, last in a frame */
 #define READ_MIN	(256u << 10)	/* first size of the reader's buffer */
 
 struct ctx {
@@ -202,8 +201,8 @@ static int dec_header(const msgpack_object *v, size_t n, struct shmt_cap_header 
 			    (unsigned long long)version);
 	if (version < 1)
 		return fail(c, -EPROTO, "capture format version 0 is not valid");
-	if (n < 13)
-		return fail(c, -EBADMSG, "header has %zu fields, needs 13", n);
+	if (n < SHMT_CAP_HEADER_MIN_FIELDS)
+		return fail(c, -EBADMSG, "header has %zu fields, needs %d", n, SHMT_CAP_HEADER_MIN_FIELDS);
 	memset(h, 0, sizeof(*h));
 	h->version = version;
 	GET(&v[2], UINT32_MAX, h->part, "part");
@@ -250,9 +249,9 @@ static int dec_strings(const msgpack_object *v, size_t n, struct shmt_cap_frame 
 	uint32_t cnt;
 	int rc;
 
-	if (n < 1)
+	if (n < SHMT_CAP_LIST_FIELDS)
 		return fail(c, -EBADMSG, "strings frame without its list");
-	if ((rc = get_list(&v[0], 2, "strings", c)))
+	if ((rc = get_list(&v[0], SHMT_CAP_STRING_ITEM_FIELDS, "strings", c)))
 		return rc;
 	cnt = v[0].via.array.size;
 	s = msgpack_zone_malloc(z, (size_t)cnt * sizeof(*s) + 1);
@@ -291,9 +290,9 @@ static int dec_threads(const msgpack_object *v, size_t n, struct shmt_cap_frame 
 	uint32_t cnt;
 	int rc;
 
-	if (n < 1)
+	if (n < SHMT_CAP_LIST_FIELDS)
 		return fail(c, -EBADMSG, "threads frame without its list");
-	if ((rc = get_list(&v[0], 7, "threads", c)))
+	if ((rc = get_list(&v[0], SHMT_CAP_THREAD_ITEM_FIELDS, "threads", c)))
 		return rc;
 	cnt = v[0].via.array.size;
 	t = msgpack_zone_malloc(z, (size_t)cnt * sizeof(*t) + 1);
@@ -335,7 +334,7 @@ static int dec_records(const msgpack_object *v, size_t n, struct shmt_cap_frame 
 	const uint8_t *p;
 	uint64_t first, cnt;
 
-	if (n < 3)
+	if (n < SHMT_CAP_RECORDS_FIELDS)
 		return fail(c, -EBADMSG, "records frame has %zu fields, needs 3", n);
 	GET(&v[0], UINT64_MAX, first, "first_seq");
 	GET(&v[1], SHMT_CAP_MAX_RECORDS, cnt, "record count");
@@ -362,7 +361,7 @@ static int dec_records(const msgpack_object *v, size_t n, struct shmt_cap_frame 
 		r[i].commit = ld32(p + 36);
 		/* a whole batch is written by one collector from one ring:
 		 * a bad kind means damage, so the frame goes, not the record */
-		if (r[i].commit < SHMTRACE_KIND_SPAN || r[i].commit > SHMTRACE_KIND_MAX)
+		if (!shmt_kind_valid(r[i].commit))
 			return fail(c, -EBADMSG, "record %llu (seq %llu) has kind %u",
 				    (unsigned long long)i,
 				    (unsigned long long)(first + i), r[i].commit);
@@ -407,7 +406,7 @@ static int dec_packed(const msgpack_object *v, size_t n, struct shmt_cap_frame *
 	uint64_t first, cnt, ts = 0;
 	uint32_t pid = 0, tid = 0;
 
-	if (n < 3)
+	if (n < SHMT_CAP_RECORDS_FIELDS)
 		return fail(c, -EBADMSG, "packed frame has %zu fields, needs 3", n);
 	GET(&v[0], UINT64_MAX, first, "first_seq");
 	GET(&v[1], SHMT_CAP_MAX_RECORDS, cnt, "record count");
@@ -433,7 +432,7 @@ static int dec_packed(const msgpack_object *v, size_t n, struct shmt_cap_frame *
 		kind = tag >> 2;
 		/* one collector wrote the frame from one ring: a bad kind
 		 * means damage, so the frame goes, not the record */
-		if (kind < SHMTRACE_KIND_SPAN || kind > SHMTRACE_KIND_MAX)
+		if (!shmt_kind_valid(kind))
 			return fail(c, -EBADMSG, "record %llu (seq %llu) has kind %llu",
 				    (unsigned long long)i, (unsigned long long)(first + i),
 				    (unsigned long long)kind);
@@ -493,7 +492,7 @@ bad:
 static int dec_loss(const msgpack_object *v, size_t n, struct shmt_cap_loss *l,
 		    const struct ctx *c)
 {
-	if (n < 6)
+	if (n < SHMT_CAP_LOSS_MIN_FIELDS)
 		return fail(c, -EBADMSG, "loss frame has %zu fields, needs 6", n);
 	/* the fields after the first six came later: absent reads as 0 */
 	memset(l, 0, sizeof(*l));
@@ -519,7 +518,7 @@ static int dec_loss(const msgpack_object *v, size_t n, struct shmt_cap_loss *l,
 static int dec_end(const msgpack_object *v, size_t n, struct shmt_cap_end *e,
 		   const struct ctx *c)
 {
-	if (n < 3)
+	if (n < SHMT_CAP_END_FIELDS)
 		return fail(c, -EBADMSG, "end frame has %zu fields, needs 3", n);
 	GET(&v[0], UINT64_MAX, e->records, "records");
 	GET(&v[1], UINT64_MAX, e->end_ns, "end_ns");
@@ -550,10 +549,10 @@ static long decode(const uint8_t *buf, size_t len, uint64_t off,
 	rc = walk(buf, len, &flen, &c);
 	if (rc <= 0)
 		return rc;
-	if (flen < 1 + 1 + CRC_BYTES || buf[flen - CRC_BYTES] != 0xce)
+	if (flen < 1 + 1 + SHMT_CAP_CRC_BYTES || buf[flen - SHMT_CAP_CRC_BYTES] != SHMT_CAP_CRC_TAG)
 		return fail(&c, -EBADMSG, "does not end in a 5-byte CRC");
 	stored = (uint32_t)be(buf + flen - 4, 4);
-	crc = shmt_crc32c(0, buf, flen - CRC_BYTES);
+	crc = shmt_crc32c(0, buf, flen - SHMT_CAP_CRC_BYTES);
 	if (stored != crc)
 		return fail(&c, -EBADMSG, "CRC mismatch (stored 0x%08x, computed 0x%08x)",
 			    stored, crc);

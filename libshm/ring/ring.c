@@ -75,6 +75,15 @@ int shmt_name_check(const char *name)
 	return 0;
 }
 
+int shmt_ring_path(const char *name, char *buf, size_t len)
+{
+	if (shmt_name_check(name) < 0 || len < SHMT_PATH_MAX)
+		return -EINVAL;
+	snprintf(buf, len, SHMT_SHM_DIR "/%s", name);
+	return 0;
+}
+
+/* The name shm_open() takes for ring name. */
 static void shm_path(char *buf, size_t len, const char *name)
 {
 	snprintf(buf, len, "/%s", name);
@@ -121,8 +130,6 @@ static int preallocate(int fd, uint64_t size)
 	}
 	return -ret;
 }
-
-#define SHM_DIR "/dev/shm"
 
 /*
  * Removes the creation temporaries of creators that died half-way: ours
@@ -259,7 +266,7 @@ SHMT_API int shmtrace_ring_create(const char *name, const struct shmtrace_ring_c
 	if (ret < 0)
 		return ret;
 
-	dir = open(SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dir = open(SHMT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		return -errno;
 	sweep_temporaries(dir);
@@ -297,12 +304,11 @@ SHMT_API int shmtrace_ring_unlink(const char *name)
 
 int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino)
 {
-	char path[256] = "/dev/shm";
+	char path[SHMT_PATH_MAX];
 	struct stat st;
 
-	if (shmt_name_check(name) < 0)
+	if (shmt_ring_path(name, path, sizeof(path)) < 0)
 		return -EINVAL;
-	shm_path(path + 8, sizeof(path) - 8, name);
 	if (lstat(path, &st) < 0)
 		return -errno;
 	*dev = st.st_dev;

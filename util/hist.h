@@ -8,8 +8,8 @@
  * A percentile is reported as its bucket's midpoint (clamped to the exact
  * min and max), so it is within 1/128 (0.8%) of a true sample's value.
  */
-#ifndef SHMT_HIST_H
-#define SHMT_HIST_H
+#ifndef SHMTRACE_HIST_H
+#define SHMTRACE_HIST_H
 
 #include <stdint.h>
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * internal.h - what the parts of libshmtrace (and the collector and the
- * exporter, which link it statically) share but users do not see.
+ * internal.h - the ring layer's interface: the validated view of a mapped
+ * segment and the operations on it (create/map, lock, publish, staging
+ * blocks, strings, names, clock, /proc), shared by the producer library,
+ * the capture codec, the collector and the CLI, never seen by users.
  */
 #ifndef SHMTRACE_INTERNAL_H
 #define SHMTRACE_INTERNAL_H
@@ -17,7 +19,6 @@
 #define SHMT_API __attribute__((visibility("default")))
 
 #define SHMT_NAME_MAX	200	/* longest ring name (bytes, no '/') */
-#define SHMT_LOOK_NS	(100ull * 1000 * 1000)	/* how often a handle looks at its ring's name */
 
 /* C11-style helpers on shared words; the comment at each use says what pairs. */
 #define load_acquire(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -75,7 +76,14 @@ int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, 
 int shmt_view_validate(struct shmt_view *v, const struct shmt_header *copy, uint64_t file_size,
 		       char *err, size_t errlen);
 void shmt_view_close(struct shmt_view *v);
+/* The one rule for a ring name: 0, or -EINVAL for an empty or too long
+ * name, one with a '/', "." or "..". */
 int shmt_name_check(const char *name);
+/* The one place a ring's file is named: SHMT_SHM_DIR "/<name>" into buf.
+ * Returns 0, or -EINVAL for a bad name (shmt_name_check) or a short buf. */
+#define SHMT_SHM_DIR		"/dev/shm"
+#define SHMT_PATH_MAX		(sizeof(SHMT_SHM_DIR) + SHMT_NAME_MAX + 1)
+int shmt_ring_path(const char *name, char *buf, size_t len);
 /* The identity of the segment now behind a ring's name: 0 or -errno. */
 int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino);
 /* A ring is made under "/dev/shm/" SHMT_TMP_PREFIX "<pidns>.<pid>.<start>.<rand>"
@@ -139,51 +147,5 @@ int shmt_name_append_locked(struct shmt_view *v, uint32_t pid, uint32_t tid, uin
 /* strings.c */
 int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len);
 uint32_t shmt_hash(const char *s, size_t len);
-
-/*
- * One mapping of a ring by a handle. A handle writes into its current
- * attachment; when the ring's name comes to refer to another segment (the
- * ring was removed and made again) it moves to a new attachment and keeps
- * the old ones mapped until close, since its threads may still be storing
- * into their old blocks (whose records stay, and are found, there).
- */
-struct shmt_att {
-	struct shmt_view v;
-	uint64_t id;			/* never reused; keys the thread caches */
-	uint64_t wedged_until;		/* after a lock timeout: trylock only */
-	uint32_t slot_flags;		/* SHMT_THREAD_* for the name slots */
-	/* blocks claimed through this attachment, one bit each (changed
-	 * under the ring lock): close frees these and no others, so closing
-	 * one handle never touches what another handle's threads write */
-	uint64_t *claimed;
-	/* the handle's string ids -> this ring's, or NULL where they are the
-	 * same (the first attachment): ids a caller holds stay valid */
-	uint16_t *remap;
-	struct shmt_att *prev;		/* the attachment before, or NULL */
-};
-
-#define SHMT_HANDLE_IDS 65536u		/* string ids are 16 bits */
-
-/* The producer handle. */
-struct shmtrace {
-	struct shmt_att *cur;		/* acquire-loaded; NULL: ring not there yet */
-	char name[SHMT_NAME_MAX + 1];	/* the ring's name, to look again */
-	pthread_mutex_t local;		/* guards the intern cache and attaching */
-	struct intern_cache *cache;	/* string -> handle id */
-	uint64_t lock_timeout_ns;
-	uint64_t next_look_ns;		/* when to look at the name again */
-	uint64_t attach_attempts, reattaches;
-	/* after a re-attach: handle ids in use (a new string gets its ring's
-	 * id as handle id when that is free, else the lowest free one) */
-	uint64_t *ids_used;
-};
-
-/* producer.c: the attachment behind t now, attaching or moving to the ring
- * behind t's name first if it is time to look (see SHMT_LOOK_NS). */
-struct shmt_att *shmt_attach_current(shmtrace_t *t);
-int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a);
-/* intern.c: handle id for a ring id just interned (t->local held) */
-uint32_t shmt_handle_id(shmtrace_t *t, struct shmt_att *a, uint32_t ring_id);
-int shmt_intern_remap(shmtrace_t *t, struct shmt_att *a);
 
 #endif /* SHMTRACE_INTERNAL_H */

@@ -78,7 +78,7 @@ int shmt_cap_put_header(msgpack_sbuffer *b, const struct shmt_cap_header *h)
 {
 	struct frame fr;
 
-	frame_begin(&fr, b, b->size, SHMT_CAP_HEADER, 14);
+	frame_begin(&fr, b, b->size, SHMT_CAP_HEADER, SHMT_CAP_HEADER_FIELDS);
 	put_str(&fr, SHMT_CAP_MAGIC, strlen(SHMT_CAP_MAGIC));
 	put_u64(&fr, SHMT_CAP_VERSION);
 	put_u64(&fr, h->part);
@@ -108,10 +108,10 @@ int shmt_cap_put_strings(msgpack_sbuffer *b, const struct shmt_cap_string *s, si
 		size_t k = n - i < SHMT_CAP_SPLIT_ITEMS ? n - i : SHMT_CAP_SPLIT_ITEMS;
 		struct frame fr;
 
-		frame_begin(&fr, b, b->size, SHMT_CAP_STRINGS, 1);
+		frame_begin(&fr, b, b->size, SHMT_CAP_STRINGS, SHMT_CAP_LIST_FIELDS);
 		put_array(&fr, k);
 		for (size_t j = i; j < i + k; j++) {
-			put_array(&fr, 2);
+			put_array(&fr, SHMT_CAP_STRING_ITEM_FIELDS);
 			put_u64(&fr, s[j].id);
 			put_bin(&fr, s[j].s, s[j].len);
 		}
@@ -132,11 +132,11 @@ int shmt_cap_put_threads(msgpack_sbuffer *b, const struct shmt_thread *t, size_t
 		size_t k = n - i < SHMT_CAP_SPLIT_ITEMS ? n - i : SHMT_CAP_SPLIT_ITEMS;
 		struct frame fr;
 
-		frame_begin(&fr, b, b->size, SHMT_CAP_THREADS, 1);
+		frame_begin(&fr, b, b->size, SHMT_CAP_THREADS, SHMT_CAP_LIST_FIELDS);
 		put_array(&fr, k);
 		for (size_t j = i; j < i + k; j++) {
 			/* names come from shared memory: maybe unterminated */
-			put_array(&fr, 7);
+			put_array(&fr, SHMT_CAP_THREAD_ITEM_FIELDS);
 			put_u64(&fr, t[j].pid);
 			put_u64(&fr, t[j].tid);
 			put_u64(&fr, t[j].start_time);
@@ -187,7 +187,7 @@ static int check_records(uint64_t first_seq, const struct shmt_record *r, size_t
 	for (size_t i = 0; i < n; i++) {
 		uint32_t kind = SHMT_COMMIT_KIND(r[i].commit);
 
-		if (kind < SHMTRACE_KIND_SPAN || kind > SHMTRACE_KIND_MAX)
+		if (!shmt_kind_valid(kind))
 			return -EINVAL;
 	}
 	if (n && first_seq + n < first_seq)
@@ -206,7 +206,7 @@ int shmt_cap_put_records_v1(msgpack_sbuffer *b, uint64_t first_seq, const struct
 		size_t k = n - i < SHMT_CAP_SPLIT_RECORDS ? n - i : SHMT_CAP_SPLIT_RECORDS;
 		struct frame fr;
 
-		frame_begin(&fr, b, b->size, SHMT_CAP_RECORDS, 3);
+		frame_begin(&fr, b, b->size, SHMT_CAP_RECORDS, SHMT_CAP_RECORDS_FIELDS);
 		put_u64(&fr, first_seq + i);
 		put_u64(&fr, k);
 		if (!fr.rc)
@@ -269,8 +269,7 @@ static size_t pack_body(uint8_t *p, const struct shmt_record *r, size_t n,
 
 		memcpy(&x, &r[i], sizeof(x));
 		kind = SHMT_COMMIT_KIND(x.commit);
-		if (ring && (kind == SHMTRACE_KIND_NONE || kind > SHMTRACE_KIND_MAX ||
-			     SHMT_COMMIT_SEQ(x.commit) != ((first_seq + i) & 0xffffffu)))
+		if (ring && !shmt_commit_is(x.commit, first_seq + i))
 			break;
 		thread = i == 0 || x.pid != pid || x.tid != tid;
 		tag = (uint64_t)kind << 2 | (uint64_t)(x.flow != 0) << 1 | thread;
@@ -307,7 +306,7 @@ static void be32(uint8_t *p, uint32_t v)
 /* Makes room for PACKED_HEAD + n records + CRC at the end of b. */
 static int packed_room(msgpack_sbuffer *b, size_t n)
 {
-	size_t need = PACKED_HEAD + n * SHMT_CAP_PACKED_MAX + 5;
+	size_t need = PACKED_HEAD + n * SHMT_CAP_PACKED_MAX + SHMT_CAP_CRC_BYTES;
 	size_t alloc;
 	char *p;
 
@@ -334,7 +333,7 @@ static long put_packed(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt
 	if (packed_room(b, n) < 0)
 		return -ENOMEM;
 	start = p = (uint8_t *)b->data + b->size;
-	*p++ = 0x95;
+	*p++ = 0x90 | (SHMT_CAP_RECORDS_FIELDS + 2);	/* fixarray: type, fields, crc */
 	*p++ = SHMT_CAP_PACKED;
 	if (first_seq < 0x80) {
 		*p++ = (uint8_t)first_seq;
@@ -355,9 +354,9 @@ static long put_packed(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt
 	*p++ = 0xc6;
 	be32(p, (uint32_t)len);
 	crc = shmt_crc32c(0, start, (size_t)(end - start));
-	end[0] = 0xce;
+	end[0] = SHMT_CAP_CRC_TAG;
 	be32(end + 1, crc);
-	b->size += (size_t)(end + 5 - start);
+	b->size += (size_t)(end + SHMT_CAP_CRC_BYTES - start);
 	return (long)k;
 }
 
@@ -394,7 +393,7 @@ int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l)
 {
 	struct frame fr;
 
-	frame_begin(&fr, b, b->size, SHMT_CAP_LOSS, 11);
+	frame_begin(&fr, b, b->size, SHMT_CAP_LOSS, SHMT_CAP_LOSS_FIELDS);
 	put_u64(&fr, l->at_ns);
 	put_u64(&fr, l->dropped);
 	put_u64(&fr, l->overwritten);
@@ -413,7 +412,7 @@ int shmt_cap_put_end(msgpack_sbuffer *b, const struct shmt_cap_end *e)
 {
 	struct frame fr;
 
-	frame_begin(&fr, b, b->size, SHMT_CAP_END, 3);
+	frame_begin(&fr, b, b->size, SHMT_CAP_END, SHMT_CAP_END_FIELDS);
 	put_u64(&fr, e->records);
 	put_u64(&fr, e->end_ns);
 	put_u64(&fr, e->next_part);

@@ -49,6 +49,25 @@ enum shmt_cap_type {
 				 * decoded as SHMT_CAP_RECORDS */
 };
 
+/*
+ * Fields between the type and the CRC of each frame, the same numbers for
+ * the encoder and the decoder (docs/CAPTURE-FORMAT.md). A decoder accepts
+ * more (fields are only ever appended) and, where a minor revision appended
+ * some, as few as the *_MIN count.
+ */
+#define SHMT_CAP_HEADER_FIELDS		14	/* the 14th, ring_id, is optional */
+#define SHMT_CAP_HEADER_MIN_FIELDS	13
+#define SHMT_CAP_LIST_FIELDS		1	/* STRINGS, THREADS: one array */
+#define SHMT_CAP_STRING_ITEM_FIELDS	2	/* [id, bytes] */
+#define SHMT_CAP_THREAD_ITEM_FIELDS	7	/* [pid, tid, start, pidns, flags, thread, process] */
+#define SHMT_CAP_RECORDS_FIELDS		3	/* first_seq, count, records (RECORDS, PACKED) */
+#define SHMT_CAP_LOSS_FIELDS		11
+#define SHMT_CAP_LOSS_MIN_FIELDS	6	/* before strings_dropped was appended */
+#define SHMT_CAP_END_FIELDS		3
+/* Every frame ends in its CRC-32C as a msgpack uint32: 0xce + 4 bytes. */
+#define SHMT_CAP_CRC_BYTES		5
+#define SHMT_CAP_CRC_TAG		0xce
+
 struct shmt_cap_header {
 	uint32_t version;		/* SHMT_CAP_VERSION */
 	uint32_t part;			/* 0 for the first file, n for FILE.n */

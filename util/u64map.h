@@ -3,8 +3,8 @@
  * u64map.h - an open-addressing hash map from a 64-bit key to a 64-bit
  * value, for the exporter's per-thread and per-name tables.
  */
-#ifndef SHMT_U64MAP_H
-#define SHMT_U64MAP_H
+#ifndef SHMTRACE_U64MAP_H
+#define SHMTRACE_U64MAP_H
 
 #include <stdbool.h>
 #include <stddef.h>

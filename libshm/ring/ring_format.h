@@ -11,8 +11,11 @@
 #ifndef SHMTRACE_RING_FORMAT_H
 #define SHMTRACE_RING_FORMAT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <pthread.h>
+
+#include "shmtrace.h"
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
 #define SHMT_RING_MAJOR		1u
@@ -52,6 +55,19 @@ _Static_assert(sizeof(struct shmt_record) == SHMT_RECORD_SIZE, "records are 40 b
 #define SHMT_COMMIT(seq, kind)	((uint32_t)(((seq) & 0xffffffu) << 8) | ((kind) & 0xffu))
 #define SHMT_COMMIT_KIND(c)	((c) & 0xffu)
 #define SHMT_COMMIT_SEQ(c)	((c) >> 8)
+
+/* The one test of a record kind: one this format defines. Everything that
+ * reads records (ring reader, capture codec, sources) asks it. */
+static inline bool shmt_kind_valid(uint64_t kind)
+{
+	return kind >= SHMTRACE_KIND_SPAN && kind <= SHMTRACE_KIND_MAX;
+}
+
+/* Whether commit word c holds a finished record of ring sequence seq. */
+static inline bool shmt_commit_is(uint32_t c, uint64_t seq)
+{
+	return shmt_kind_valid(SHMT_COMMIT_KIND(c)) && SHMT_COMMIT_SEQ(c) == (seq & 0xffffffu);
+}
 
 /* Ring-global counters that change under load: one cache line each, so
  * producers bumping `head` do not bounce the collector's `tail`. */

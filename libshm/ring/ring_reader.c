@@ -20,10 +20,8 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
 	const struct shmt_record *r = &v->records[seq & v->mask];
 	/* pairs with the release store of commit in put_record() */
 	uint32_t c1 = load_acquire(&r->commit), c2;
-	uint32_t kind = SHMT_COMMIT_KIND(c1);
 
-	if (kind == SHMTRACE_KIND_NONE || kind > SHMTRACE_KIND_MAX ||
-	    SHMT_COMMIT_SEQ(c1) != (seq & 0xffffffu))
+	if (!shmt_commit_is(c1, seq))
 		return -EAGAIN;
 	out->ts = load_relaxed(&r->ts);
 	out->dur = load_relaxed(&r->dur);
@@ -168,7 +166,7 @@ int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_r
 		const struct shmt_record *r = &recs[s & (v->block_records - 1)];
 		uint32_t kind = SHMT_COMMIT_KIND(load_relaxed(&r->commit));
 
-		if (kind == SHMTRACE_KIND_NONE || kind > SHMTRACE_KIND_MAX) {
+		if (!shmt_kind_valid(kind)) {
 			info->skipped++;
 			continue;
 		}

@@ -23,7 +23,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "handle.h"
 #include "ring_reader.h"
 
 #define TLS_SLOTS 4

@@ -4,7 +4,8 @@
  * whoever inherits it from a dead owner.
  *
  * Every wait is bounded: an owner that unmapped the ring before dying is
- * never reported dead by the kernel (../shared/FACTS.md), so a producer
+ * never reported dead by the kernel (measured: docs/DESIGN.md, "Why a
+ * robust, process-shared mutex"; tests/test_ring_mp.c), so a producer
  * that cannot get the lock in time gives up, counts what it drops, and for
  * a while only tries the lock instead of waiting on it.
  */

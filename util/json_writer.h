@@ -3,8 +3,8 @@
  * json_writer.h - a buffered JSON text writer: escaping with UTF-8
  * repair, integers, and the one timestamp format every event uses.
  */
-#ifndef SHMT_JSON_WRITER_H
-#define SHMT_JSON_WRITER_H
+#ifndef SHMTRACE_JSON_WRITER_H
+#define SHMTRACE_JSON_WRITER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * handle.h - the producer library's own state: a handle (shmtrace_t), its
+ * attachments to successive segments behind one ring name, and what the
+ * parts of libshm/lib/ share about them.
+ */
+#ifndef SHMTRACE_HANDLE_H
+#define SHMTRACE_HANDLE_H
+
+#include "internal.h"
+
+#define SHMT_LOOK_NS	(100ull * 1000 * 1000)	/* how often a handle looks at its ring's name */
+
+/*
+ * One mapping of a ring by a handle. A handle writes into its current
+ * attachment; when the ring's name comes to refer to another segment (the
+ * ring was removed and made again) it moves to a new attachment and keeps
+ * the old ones mapped until close, since its threads may still be storing
+ * into their old blocks (whose records stay, and are found, there).
+ */
+struct shmt_att {
+	struct shmt_view v;
+	uint64_t id;			/* never reused; keys the thread caches */
+	uint64_t wedged_until;		/* after a lock timeout: trylock only */
+	uint32_t slot_flags;		/* SHMT_THREAD_* for the name slots */
+	/* blocks claimed through this attachment, one bit each (changed
+	 * under the ring lock): close frees these and no others, so closing
+	 * one handle never touches what another handle's threads write */
+	uint64_t *claimed;
+	/* the handle's string ids -> this ring's, or NULL where they are the
+	 * same (the first attachment): ids a caller holds stay valid */
+	uint16_t *remap;
+	struct shmt_att *prev;		/* the attachment before, or NULL */
+};
+
+#define SHMT_HANDLE_IDS 65536u		/* string ids are 16 bits */
+
+/* The producer handle. */
+struct shmtrace {
+	struct shmt_att *cur;		/* acquire-loaded; NULL: ring not there yet */
+	char name[SHMT_NAME_MAX + 1];	/* the ring's name, to look again */
+	pthread_mutex_t local;		/* guards the intern cache and attaching */
+	struct intern_cache *cache;	/* string -> handle id */
+	uint64_t lock_timeout_ns;
+	uint64_t next_look_ns;		/* when to look at the name again */
+	uint64_t attach_attempts, reattaches;
+	/* after a re-attach: handle ids in use (a new string gets its ring's
+	 * id as handle id when that is free, else the lowest free one) */
+	uint64_t *ids_used;
+};
+
+/* producer.c: the attachment behind t now, attaching or moving to the ring
+ * behind t's name first if it is time to look (see SHMT_LOOK_NS). */
+struct shmt_att *shmt_attach_current(shmtrace_t *t);
+int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a);
+/* intern.c: handle id for a ring id just interned (t->local held) */
+uint32_t shmt_handle_id(shmtrace_t *t, struct shmt_att *a, uint32_t ring_id);
+int shmt_intern_remap(shmtrace_t *t, struct shmt_att *a);
+
+#endif /* SHMTRACE_HANDLE_H */
