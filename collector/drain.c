@@ -494,8 +494,17 @@ void drain_sleep(struct drain *d)
 	store_relaxed(&h->collector_sleeping.v, 1);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* writes still in flight: wake for them rather than the timer */
-	if (shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 && d->w.count == 0)
+	if (shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 && d->w.count == 0) {
+#if SHMT_TSAN
+		/* ThreadSanitizer runs a signal's handler only inside a call
+		 * it intercepts, which a raw futex is not: SIGTERM would wait
+		 * forever. Under it, nap without the producers' wake-up. */
+		(void)seen;
+		nanosleep(&ts, NULL);
+#else
 		syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
+#endif
+	}
 	else if (d->w.count)
 		cw_reap(&d->w, true);
 	store_relaxed(&h->collector_sleeping.v, 0);

@@ -33,6 +33,19 @@
 #define cpu_relax()	__asm__ __volatile__("" ::: "memory")
 #endif
 
+/* Built with ThreadSanitizer: a few waits take another form under it (the
+ * comment at each use says why). */
+#if defined(__SANITIZE_THREAD__)
+#define SHMT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SHMT_TSAN 1
+#endif
+#endif
+#ifndef SHMT_TSAN
+#define SHMT_TSAN 0
+#endif
+
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 

@@ -15,16 +15,6 @@
 
 #include "internal.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define SHMT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SHMT_TSAN 1
-#endif
-#endif
-#ifndef SHMT_TSAN
-#define SHMT_TSAN 0
-#endif
 
 void (*shmt_test_hook)(const char *where);
 
