@@ -81,7 +81,7 @@ check() { awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { if (v == "") { print "n/a"
 say "shmtrace benchmarks ($([ "$QUICK" = 1 ] && echo "QUICK mode: small counts, 1 run" || echo "medians of $RUNS runs after 1 warm-up run"))"
 say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), kernel $(uname -r)"
 say "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared: figures are noisy)"
-say "build: $BUILD (-O2 -g -march=native); captures and LTTng traces on tmpfs ($TMPD)"
+say "build: $BUILD (-O2 -g -march=native); captures on tmpfs ($TMPD), LTTng traces on disk ($LT_OUT)"
 say ""
 
 # ------------------------------------------------------------------ shmtrace
