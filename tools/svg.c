@@ -18,6 +18,7 @@
 #include "procs.h"
 #include "source.h"
 #include "svg.h"
+#include "utf8.h"
 
 #define DEFAULT_SPAN	2000000ull	/* ns: a few demo requests, legibly */
 #define DEFAULT_WIDTH	1400u
@@ -87,51 +88,6 @@ static const char svg_usage[] =
 
 /* ------------------------------------------------------------- text */
 
-/* Decodes one UTF-8 character of s[0..len); returns its length (>= 1) and
- * sets *cp, or -1 in *cp for an invalid, overlong or surrogate sequence. */
-static size_t utf8_next(const unsigned char *s, size_t len, int32_t *cp)
-{
-	unsigned char c = s[0];
-	size_t n;
-	int32_t v, min;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		v = c & 0x1f;
-		min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		v = c & 0x0f;
-		min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		v = c & 0x07;
-		min = 0x10000;
-	} else {
-		*cp = -1;
-		return 1;
-	}
-	if (n > len) {
-		*cp = -1;
-		return 1;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80) {
-			*cp = -1;
-			return i;
-		}
-		v = v << 6 | (s[i] & 0x3f);
-	}
-	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-		v = -1;
-	*cp = v;
-	return n;
-}
-
 size_t svg_escape(char *out, size_t outlen, const char *s, size_t len, size_t maxchars)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -169,7 +125,7 @@ size_t svg_escape(char *out, size_t outlen, const char *s, size_t len, size_t ma
 			rep = "&apos;";
 		else if (cp < 0x20 || cp == 0x7f || cp == 0xfffe || cp == 0xffff)
 			/* not allowed in XML 1.0, or not text */
-			rep = "\xef\xbf\xbd";
+			rep = UTF8_REPLACEMENT;
 		else {
 			memcpy(tmp, s + start, i - start);
 			tmp[i - start] = 0;
