@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmd_common.h"
 #include "fmt.h"
 #include "procs.h"
 #include "source.h"
@@ -763,103 +764,54 @@ static int run_svg(struct svg *g, char *err, size_t errlen)
 	return draw(g);
 }
 
+static int svg_option(void *ctx, int c, const char *arg)
+{
+	struct svg *g = ctx;
+	unsigned long w;
+	char *end;
+
+	if (c != 'w')
+		return usage_error("svg", "unknown option");
+	errno = 0;
+	w = strtoul(arg, &end, 10);
+	if (errno || *end || arg[0] < '0' || arg[0] > '9' || w < 400 || w > 20000)
+		return usage_error("svg", "invalid width '%s' (400 to 20000 px)", arg);
+	g->width = (unsigned)w;
+	return 0;
+}
+
 int cmd_svg(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "ring", required_argument, NULL, 'r' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "from", required_argument, NULL, 'F' },
-		{ "to", required_argument, NULL, 'T' },
 		{ "width", required_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct svg *g = calloc(1, sizeof(*g));
-	const char *out = NULL, *ring = NULL;
-	char err[768], *end;
-	unsigned long w;
-	FILE *f;
-	int c, ret, rc = EXIT_RUNTIME;
+	struct cmd c = {
+		.name = "svg", .usage = svg_usage, .shortopts = "w:", .longopts = opts,
+		.option = svg_option, .ctx = g,
+	};
+	char err[768];
+	int rc;
 
 	if (!g)
 		return runtime_error("svg", "out of memory");
 	g->width = DEFAULT_WIDTH;
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, ":o:r:p:w:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 'r':
-			ring = optarg;
-			break;
-		case 'p':
-		case 'F':
-		case 'T':
-			if ((rc = filter_option(&g->flt, "svg", c, optarg)) != 0)
-				goto done;
-			break;
-		case 'w':
-			errno = 0;
-			w = strtoul(optarg, &end, 10);
-			if (errno || *end || optarg[0] < '0' || optarg[0] > '9' || w < 400 ||
-			    w > 20000) {
-				rc = usage_error("svg", "invalid width '%s' (400 to 20000 px)", optarg);
-				goto done;
-			}
-			g->width = (unsigned)w;
-			break;
-		case 'h':
-			fputs(svg_usage, stdout);
-			rc = EXIT_OK;
-			goto done;
-		case ':':
-			rc = usage_error("svg", "option '%s' needs an argument", argv[optind - 1]);
-			goto done;
-		default:
-			rc = usage_error("svg", "unknown option '%s'", argv[optind - 1]);
-			goto done;
-		}
-	}
-	rc = check_inputs("svg", out, "use -o FILE.svg, or -o - for stdout", ring, argc - optind,
-			  &g->flt);
+	c.flt = &g->flt;
+	c.src = &g->src;
+	rc = cmd_parse(&c, argc, argv);
+	if (rc != CMD_CONTINUE)
+		goto done;
+	rc = cmd_open(&c, "use -o FILE.svg, or -o - for stdout");
 	if (rc)
 		goto done;
-	rc = EXIT_RUNTIME;
-	ret = source_open(&g->src, ring, argv + optind, (size_t)(argc - optind), err, sizeof(err));
-	if (ret < 0) {
-		rc = runtime_error("svg", "%s", err);
-		goto done_src;
+	rc = cmd_create(&c);
+	if (rc == 0) {
+		g->f = c.f;
+		err[0] = 0;
+		rc = cmd_finish(&c, run_svg(g, err, sizeof(err)), err);
+		procs_free(&g->ps);
 	}
-	/* check_inputs() made sure there is an out */
-	g->f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
-	if (!g->f) {
-		rc = runtime_error("svg", "cannot create %s: %s", out, strerror(errno));
-		goto done_src;
-	}
-	err[0] = 0;
-	f = g->f;
-	ret = run_svg(g, err, sizeof(err));
-	if (ret == 0 && fflush(f) != 0)
-		ret = -errno;
-	if (ret == 0 && ferror(f))
-		ret = -EIO;
-	if (f != stdout && fclose(f) != 0 && ret == 0)
-		ret = -errno;
-	if (ret < 0) {
-		if (err[0])
-			runtime_error("svg", "%s", err);
-		else
-			runtime_error("svg", "writing %s: %s", out, strerror(-ret));
-		if (f != stdout)
-			unlink(out);
-	} else {
-		rc = EXIT_OK;
-	}
-	procs_free(&g->ps);
-done_src:
 	source_close(&g->src);
 done:
 	free(g->v);
