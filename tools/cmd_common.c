@@ -54,9 +54,9 @@ int cmd_parse(struct cmd *c, int argc, char **argv)
 			fputs(c->usage, stdout);
 			return EXIT_OK;
 		case ':':
-			return usage_error(c->name, "option '%s' needs an argument", argv[optind - 1]);
+			return cli_usage_error(c->name, "option '%s' needs an argument", argv[optind - 1]);
 		case '?':
-			return usage_error(c->name, "unknown option '%s'", argv[optind - 1]);
+			return cli_usage_error(c->name, "unknown option '%s'", argv[optind - 1]);
 		default:
 			if ((rc = c->option(c->ctx, o, optarg)) != 0)
 				return rc;
@@ -73,22 +73,22 @@ int cmd_open(struct cmd *c, const char *out_hint)
 	char err[768];
 	int rc;
 
-	rc = check_inputs(c->name, c->out, out_hint, c->ring, (int)c->nfiles, c->flt);
+	rc = cli_check_inputs(c->name, c->out, out_hint, c->ring, (int)c->nfiles, c->flt);
 	if (rc)
 		return rc;
 	if (source_open(c->src, c->ring, c->files, c->nfiles, err, sizeof(err)) < 0) {
 		source_close(c->src);
-		return runtime_error(c->name, "%s", err);
+		return cli_runtime_error(c->name, "%s", err);
 	}
 	return 0;
 }
 
 int cmd_create(struct cmd *c)
 {
-	/* check_inputs() made sure there is an out */
+	/* cli_check_inputs() made sure there is an out */
 	c->f = c->out && strcmp(c->out, "-") ? fopen(c->out, "w") : stdout;
 	if (!c->f)
-		return runtime_error(c->name, "cannot create %s: %s", c->out, strerror(errno));
+		return cli_runtime_error(c->name, "cannot create %s: %s", c->out, strerror(errno));
 	return 0;
 }
 
@@ -106,9 +106,9 @@ int cmd_finish(struct cmd *c, int ret, const char *err)
 	if (ret >= 0)
 		return EXIT_OK;
 	if (err[0])
-		runtime_error(c->name, "%s", err);
+		cli_runtime_error(c->name, "%s", err);
 	else
-		runtime_error(c->name, "writing %s: %s", c->out, strerror(-ret));
+		cli_runtime_error(c->name, "writing %s: %s", c->out, strerror(-ret));
 	if (f != stdout)
 		unlink(c->out);
 	return EXIT_RUNTIME;

@@ -38,7 +38,7 @@ struct cmd {
  * Returns CMD_CONTINUE, or the exit code after --help or a usage error. */
 int cmd_parse(struct cmd *c, int argc, char **argv);
 
-/* Checks the inputs (out_hint as for check_inputs()) and opens the source.
+/* Checks the inputs (out_hint as for cli_check_inputs()) and opens the source.
  * Returns 0, or an exit code after saying what is wrong (the source is then
  * closed). */
 int cmd_open(struct cmd *c, const char *out_hint);

@@ -415,15 +415,15 @@ static int cmp_u64(const void *a, const void *b)
 /* process_name/thread_name and sort indices for every thread seen. */
 static int put_names(struct exporter *e)
 {
-	uint64_t *keys = malloc((e->seen.n ? e->seen.n : 1) * sizeof(*keys));
-	size_t n = 0;
+	size_t n = u64map_count(&e->seen), pos = 0;
+	uint64_t *keys = malloc((n ? n : 1) * sizeof(*keys)), k, *v;
 	uint32_t last = 0;
 
 	if (!keys)
 		return -ENOMEM;
-	for (size_t i = 0; i < e->seen.cap; i++)
-		if (e->seen.used[i])
-			keys[n++] = e->seen.keys[i];
+	n = 0;
+	while (u64map_next(&e->seen, &pos, &k, &v))
+		keys[n++] = k;
 	qsort(keys, n, sizeof(*keys), cmp_u64);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t pid = (uint32_t)(keys[i] >> 32), tid = (uint32_t)keys[i];
@@ -840,7 +840,7 @@ static int export_option(void *ctx, int c, const char *arg)
 		if (!strcmp(arg, "otlp"))
 			x->otlp = true;
 		else if (strcmp(arg, "chrome"))
-			return usage_error("export", "unknown format '%s' (chrome or otlp)", arg);
+			return cli_usage_error("export", "unknown format '%s' (chrome or otlp)", arg);
 		return 0;
 	case 'E':
 		x->oo.endpoint = arg;
@@ -855,7 +855,7 @@ static int export_option(void *ctx, int c, const char *arg)
 		uint64_t v;
 
 		if (parse_size(arg, &v) < 0 || v < (64u << 10) || v > (64u << 20))
-			return usage_error("export", "bad --batch-size '%s' (64k..64M)", arg);
+			return cli_usage_error("export", "bad --batch-size '%s' (64k..64M)", arg);
 		x->oo.batch_bytes = (size_t)v;
 		return 0;
 	}
@@ -864,19 +864,19 @@ static int export_option(void *ctx, int c, const char *arg)
 		unsigned long v = strtoul(arg, &end, 10);
 
 		if (*end || end == arg || v < 1 || v > 100)
-			return usage_error("export", "bad --retries '%s' (1..100)", arg);
+			return cli_usage_error("export", "bad --retries '%s' (1..100)", arg);
 		x->oo.retries = (unsigned)v;
 		return 0;
 	}
 	case 'C':
 		if (x->noff == MAX_OFFSETS ||
 		    parse_offset(arg, x->offhost[x->noff], sizeof(x->offhost[0]), &x->offns[x->noff]) < 0)
-			return usage_error("export", "bad --clock-offset '%s' (HOST=NS, at most %d)",
-					   arg, MAX_OFFSETS);
+			return cli_usage_error("export", "bad --clock-offset '%s' (HOST=NS, at most %d)",
+					       arg, MAX_OFFSETS);
 		x->noff++;
 		return 0;
 	default:
-		return usage_error("export", "unknown option");
+		return cli_usage_error("export", "unknown option");
 	}
 }
 
@@ -885,8 +885,8 @@ static int export_clocks(struct exporter *e, const struct export_opts *x)
 {
 	for (size_t i = 0; i < x->noff; i++)
 		if (source_clock_offset(&e->src, x->offhost[i], x->offns[i]) < 0)
-			return runtime_error("export", "--clock-offset: no input comes from host '%s'",
-					     x->offhost[i]);
+			return cli_runtime_error("export", "--clock-offset: no input comes from host '%s'",
+						 x->offhost[i]);
 	if (e->src.nhosts > 1)
 		fprintf(stderr, "shmtrace export: the inputs come from %u hosts; their times are "
 			"aligned by each capture's wall clock\n", e->src.nhosts);
@@ -951,7 +951,7 @@ int cmd_export(int argc, char **argv)
 	if (!e || !x || !(e->w = malloc(sizeof(*e->w)))) {
 		free(e);
 		free(x);
-		return runtime_error("export", "out of memory");
+		return cli_runtime_error("export", "out of memory");
 	}
 	x->oo.batch_bytes = OTLP_BATCH_DEFAULT;
 	x->oo.retries = OTLP_RETRIES_DEFAULT;
@@ -961,7 +961,7 @@ int cmd_export(int argc, char **argv)
 	if (rc != CMD_CONTINUE)
 		goto done;
 	if (!x->otlp && (x->oo.endpoint || x->oo.service || x->oo.flows_only)) {
-		rc = usage_error("export", "--otlp-endpoint, --service and --flows-only need --format otlp");
+		rc = cli_usage_error("export", "--otlp-endpoint, --service and --flows-only need --format otlp");
 		goto done;
 	}
 	rc = cmd_open(&c, x->otlp && x->oo.endpoint ? NULL : "use -o FILE, or -o - for stdout");

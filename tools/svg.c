@@ -771,11 +771,11 @@ static int svg_option(void *ctx, int c, const char *arg)
 	char *end;
 
 	if (c != 'w')
-		return usage_error("svg", "unknown option");
+		return cli_usage_error("svg", "unknown option");
 	errno = 0;
 	w = strtoul(arg, &end, 10);
 	if (errno || *end || arg[0] < '0' || arg[0] > '9' || w < 400 || w > 20000)
-		return usage_error("svg", "invalid width '%s' (400 to 20000 px)", arg);
+		return cli_usage_error("svg", "invalid width '%s' (400 to 20000 px)", arg);
 	g->width = (unsigned)w;
 	return 0;
 }
@@ -795,7 +795,7 @@ int cmd_svg(int argc, char **argv)
 	int rc;
 
 	if (!g)
-		return runtime_error("svg", "out of memory");
+		return cli_runtime_error("svg", "out of memory");
 	g->width = DEFAULT_WIDTH;
 	c.flt = &g->flt;
 	c.src = &g->src;
