@@ -171,7 +171,7 @@ static long propose(struct bind *b, struct flow_ev *v, size_t n, uint64_t *start
 
 int bind_resolve(struct bind *b, struct flow_ev *v, size_t n, bind_rescan_fn rescan, void *ctx)
 {
-	uint64_t *start;
+	uint64_t *start, key, *val;
 	long unknown;
 	int ret = 0;
 
@@ -186,13 +186,8 @@ int bind_resolve(struct bind *b, struct flow_ev *v, size_t n, bind_rescan_fn res
 		b->passes++;
 		if ((ret = rescan(ctx)) != 0)
 			break;
-		for (size_t i = 0; i < b->ask.cap; i++) {
-			uint64_t *k;
-
-			if (!b->ask.used[i])
-				continue;
-			k = u64map_get(&b->known, b->ask.keys[i], b->ask.vals[i], NULL);
-			if (!k) {
+		for (size_t pos = 0; u64map_next(&b->ask, &pos, &key, &val);) {
+			if (!u64map_get(&b->known, key, *val, NULL)) {
 				ret = -ENOMEM;
 				break;
 			}

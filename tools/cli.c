@@ -12,7 +12,7 @@
 #include "cli.h"
 #include "internal.h"
 
-int usage_error(const char *cmd, const char *fmt, ...)
+int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -24,7 +24,7 @@ int usage_error(const char *cmd, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-int runtime_error(const char *cmd, const char *fmt, ...)
+int cli_runtime_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -105,16 +105,16 @@ int filter_option(struct filter *f, const char *cmd, int c, const char *arg)
 	switch (c) {
 	case 'p':
 		if (f->npids == FILTER_MAX_PIDS)
-			return usage_error(cmd, "at most %d --pid options", FILTER_MAX_PIDS);
+			return cli_usage_error(cmd, "at most %d --pid options", FILTER_MAX_PIDS);
 		if (parse_pid(arg, &f->pids[f->npids]) < 0)
-			return usage_error(cmd, "invalid pid '%s'", arg);
+			return cli_usage_error(cmd, "invalid pid '%s'", arg);
 		f->npids++;
 		return 0;
 	case 'F':
 	case 'T':
 		if (parse_duration(arg, c == 'F' ? &f->from : &f->to) < 0)
-			return usage_error(cmd, "invalid time '%s' for --%s (try 1.5s, 200ms, 300us)",
-					   arg, c == 'F' ? "from" : "to");
+			return cli_usage_error(cmd, "invalid time '%s' for --%s (try 1.5s, 200ms, 300us)",
+					       arg, c == 'F' ? "from" : "to");
 		*(c == 'F' ? &f->has_from : &f->has_to) = true;
 		return 0;
 	default:
@@ -132,16 +132,16 @@ bool filter_pid(const struct filter *f, uint32_t pid)
 	return false;
 }
 
-int check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
+int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
 		 int nfiles, const struct filter *f)
 {
 	if (out_hint && !out)
-		return usage_error(cmd, "no output given (%s)", out_hint);
+		return cli_usage_error(cmd, "no output given (%s)", out_hint);
 	if (ring && nfiles)
-		return usage_error(cmd, "give either --ring NAME or capture files, not both");
+		return cli_usage_error(cmd, "give either --ring NAME or capture files, not both");
 	if (!ring && !nfiles)
-		return usage_error(cmd, "no input given (capture files or --ring NAME)");
+		return cli_usage_error(cmd, "no input given (capture files or --ring NAME)");
 	if (f && f->has_from && f->has_to && f->from >= f->to)
-		return usage_error(cmd, "--from must be before --to");
+		return cli_usage_error(cmd, "--from must be before --to");
 	return 0;
 }

@@ -15,10 +15,10 @@
 
 /* Prints "shmtrace CMD: message" and "Try 'shmtrace CMD --help'." on
  * stderr; returns EXIT_USAGE. */
-int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Prints "shmtrace CMD: message" on stderr; returns EXIT_RUNTIME. */
-int runtime_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_runtime_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Parses a duration: a decimal number with a unit s, ms, us or ns (no unit:
  * seconds), e.g. "1.5s", "200ms", "300us". Returns 0 or -EINVAL. */
@@ -45,7 +45,7 @@ int filter_option(struct filter *f, const char *cmd, int c, const char *arg);
 /* Checks what a reading subcommand was given: an output (when out_hint is
  * not NULL, it says how to give one), either --ring or capture files, and
  * --from before --to. Returns 0, or EXIT_USAGE after saying what is wrong. */
-int check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
+int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
 		 int nfiles, const struct filter *f);
 
 /* True when no --pid was given or pid is one of them. */

@@ -15,6 +15,7 @@
 #include "args.h"
 #include "bind.h"
 #include "cli.h"
+#include "cmd_common.h"
 #include "flows.h"
 #include "fmt.h"
 #include "hosts.h"
@@ -414,15 +415,15 @@ static int cmp_u64(const void *a, const void *b)
 /* process_name/thread_name and sort indices for every thread seen. */
 static int put_names(struct exporter *e)
 {
-	uint64_t *keys = malloc((e->seen.n ? e->seen.n : 1) * sizeof(*keys));
-	size_t n = 0;
+	size_t n = u64map_count(&e->seen), pos = 0;
+	uint64_t *keys = malloc((n ? n : 1) * sizeof(*keys)), k, *v;
 	uint32_t last = 0;
 
 	if (!keys)
 		return -ENOMEM;
-	for (size_t i = 0; i < e->seen.cap; i++)
-		if (e->seen.used[i])
-			keys[n++] = e->seen.keys[i];
+	n = 0;
+	while (u64map_next(&e->seen, &pos, &k, &v))
+		keys[n++] = k;
 	qsort(keys, n, sizeof(*keys), cmp_u64);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t pid = (uint32_t)(keys[i] >> 32), tid = (uint32_t)keys[i];
@@ -821,136 +822,71 @@ static int parse_offset(const char *arg, char *host, size_t hostlen, int64_t *ns
 
 #define MAX_OFFSETS 16
 
-int cmd_export(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "ring", required_argument, NULL, 'r' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "from", required_argument, NULL, 'F' },
-		{ "to", required_argument, NULL, 'T' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "otlp-endpoint", required_argument, NULL, 'E' },
-		{ "service", required_argument, NULL, 'S' },
-		{ "flows-only", no_argument, NULL, 'L' },
-		{ "batch-size", required_argument, NULL, 'B' },
-		{ "retries", required_argument, NULL, 'R' },
-		{ "clock-offset", required_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct exporter *e = calloc(1, sizeof(*e));
-	const char *out = NULL, *ring = NULL;
-	struct otlp_opts oo = { .batch_bytes = OTLP_BATCH_DEFAULT, .retries = OTLP_RETRIES_DEFAULT };
-	bool otlp = false;
+/* What export's own options set. */
+struct export_opts {
+	struct otlp_opts oo;
+	bool otlp;
 	char offhost[MAX_OFFSETS][64];
 	int64_t offns[MAX_OFFSETS];
-	size_t noff = 0;
-	char err[768];
-	FILE *f;
-	int c, ret, rc = EXIT_RUNTIME;
+	size_t noff;
+};
 
-	if (!e || !(e->w = malloc(sizeof(*e->w)))) {
-		free(e);
-		return runtime_error("export", "out of memory");
-	}
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, ":o:r:p:f:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 'r':
-			ring = optarg;
-			break;
-		case 'p':
-		case 'F':
-		case 'T':
-			if ((rc = filter_option(&e->flt, "export", c, optarg)) != 0)
-				goto done;
-			break;
-		case 'f':
-			if (!strcmp(optarg, "otlp")) {
-				otlp = true;
-			} else if (strcmp(optarg, "chrome")) {
-				rc = usage_error("export", "unknown format '%s' (chrome or otlp)", optarg);
-				goto done;
-			}
-			break;
-		case 'E':
-			oo.endpoint = optarg;
-			break;
-		case 'S':
-			oo.service = optarg;
-			break;
-		case 'L':
-			oo.flows_only = true;
-			break;
-		case 'B': {
-			uint64_t v;
+static int export_option(void *ctx, int c, const char *arg)
+{
+	struct export_opts *x = ctx;
 
-			if (parse_size(optarg, &v) < 0 || v < (64u << 10) || v > (64u << 20)) {
-				rc = usage_error("export", "bad --batch-size '%s' (64k..64M)", optarg);
-				goto done;
-			}
-			oo.batch_bytes = (size_t)v;
-			break;
-		}
-		case 'R': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
+	switch (c) {
+	case 'f':
+		if (!strcmp(arg, "otlp"))
+			x->otlp = true;
+		else if (strcmp(arg, "chrome"))
+			return cli_usage_error("export", "unknown format '%s' (chrome or otlp)", arg);
+		return 0;
+	case 'E':
+		x->oo.endpoint = arg;
+		return 0;
+	case 'S':
+		x->oo.service = arg;
+		return 0;
+	case 'L':
+		x->oo.flows_only = true;
+		return 0;
+	case 'B': {
+		uint64_t v;
 
-			if (*end || end == optarg || v < 1 || v > 100) {
-				rc = usage_error("export", "bad --retries '%s' (1..100)", optarg);
-				goto done;
-			}
-			oo.retries = (unsigned)v;
-			break;
-		}
-		case 'C':
-			if (noff == MAX_OFFSETS ||
-			    parse_offset(optarg, offhost[noff], sizeof(offhost[0]), &offns[noff]) < 0) {
-				rc = usage_error("export", "bad --clock-offset '%s' (HOST=NS, at most %d)",
-						 optarg, MAX_OFFSETS);
-				goto done;
-			}
-			noff++;
-			break;
-		case 'h':
-			fputs(export_usage, stdout);
-			rc = EXIT_OK;
-			goto done;
-		case ':':
-			rc = usage_error("export", "option '%s' needs an argument", argv[optind - 1]);
-			goto done;
-		default:
-			rc = usage_error("export", "unknown option '%s'", argv[optind - 1]);
-			goto done;
-		}
+		if (parse_size(arg, &v) < 0 || v < (64u << 10) || v > (64u << 20))
+			return cli_usage_error("export", "bad --batch-size '%s' (64k..64M)", arg);
+		x->oo.batch_bytes = (size_t)v;
+		return 0;
 	}
-	if (!otlp && (oo.endpoint || oo.service || oo.flows_only)) {
-		rc = usage_error("export", "--otlp-endpoint, --service and --flows-only need --format otlp");
-		goto done;
+	case 'R': {
+		char *end;
+		unsigned long v = strtoul(arg, &end, 10);
+
+		if (*end || end == arg || v < 1 || v > 100)
+			return cli_usage_error("export", "bad --retries '%s' (1..100)", arg);
+		x->oo.retries = (unsigned)v;
+		return 0;
 	}
-	rc = check_inputs("export", out,
-			  otlp && oo.endpoint ? NULL : "use -o FILE, or -o - for stdout", ring,
-			  argc - optind, &e->flt);
-	if (rc)
-		goto done;
-	rc = EXIT_RUNTIME;
-	ret = source_open(&e->src, ring, argv + optind, (size_t)(argc - optind), err, sizeof(err));
-	if (ret < 0) {
-		rc = runtime_error("export", "%s", err);
-		goto done_src;
+	case 'C':
+		if (x->noff == MAX_OFFSETS ||
+		    parse_offset(arg, x->offhost[x->noff], sizeof(x->offhost[0]), &x->offns[x->noff]) < 0)
+			return cli_usage_error("export", "bad --clock-offset '%s' (HOST=NS, at most %d)",
+					       arg, MAX_OFFSETS);
+		x->noff++;
+		return 0;
+	default:
+		return cli_usage_error("export", "unknown option");
 	}
-	for (size_t i = 0; i < noff; i++) {
-		if (source_clock_offset(&e->src, offhost[i], offns[i]) < 0) {
-			rc = runtime_error("export", "--clock-offset: no input comes from host '%s'",
-					   offhost[i]);
-			goto done_src;
-		}
-	}
+}
+
+/* Says how the inputs' clocks are joined; returns 0 or EXIT_RUNTIME. */
+static int export_clocks(struct exporter *e, const struct export_opts *x)
+{
+	for (size_t i = 0; i < x->noff; i++)
+		if (source_clock_offset(&e->src, x->offhost[i], x->offns[i]) < 0)
+			return cli_runtime_error("export", "--clock-offset: no input comes from host '%s'",
+						 x->offhost[i]);
 	if (e->src.nhosts > 1)
 		fprintf(stderr, "shmtrace export: the inputs come from %u hosts; their times are "
 			"aligned by each capture's wall clock\n", e->src.nhosts);
@@ -960,40 +896,28 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "shmtrace export: the inputs come from %u different rings; "
 			"flows are joined only within a ring, or by a global flow id\n",
 			e->src.nrings);
-	if (otlp) {
-		oo.flt = &e->flt;
-		oo.progress = isatty(STDERR_FILENO);
-		rc = otlp_export(&e->src, &oo, out);
-		goto done_src;
-	}
-	/* check_inputs() made sure there is an out */
-	f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
-	if (!f) {
-		rc = runtime_error("export", "cannot create %s: %s", out, strerror(errno));
-		goto done_src;
-	}
+	return 0;
+}
+
+/* The Chrome JSON export proper, once the source is open. */
+static int export_chrome(struct exporter *e, struct cmd *c)
+{
+	char err[768];
+	int ret, rc;
+
+	if ((rc = cmd_create(c)) != 0)
+		return rc;
 	e->progress = isatty(STDERR_FILENO);
 	flows_init(&e->fl);
 	u64map_init(&e->seen);
 	err[0] = 0;
 	ret = bind_init(&e->bind);
 	if (ret == 0)
-		ret = run_export(e, f, err, sizeof(err));
-	if (f != stdout && fclose(f) != 0 && ret == 0)
-		ret = -errno;
-	if (ret < 0) {
-		if (err[0])
-			runtime_error("export", "%s", err);
-		else
-			runtime_error("export", "writing %s: %s", out, strerror(-ret));
-		if (f != stdout)
-			unlink(out);
-	} else {
-		rc = EXIT_OK;
-		if (e->src.cut || e->src.damaged)
-			fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
-				out);
-	}
+		ret = run_export(e, c->f, err, sizeof(err));
+	rc = cmd_finish(c, ret, err);
+	if (rc == EXIT_OK && (e->src.cut || e->src.damaged))
+		fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
+			c->out);
 	flows_free(&e->fl);
 	bind_free(&e->bind);
 	free(e->fcat);
@@ -1001,10 +925,60 @@ int cmd_export(int argc, char **argv)
 	open_free(&e->open);
 	u64map_free(&e->seen);
 	hosts_free(&e->hosts);
-done_src:
+	return rc;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "otlp-endpoint", required_argument, NULL, 'E' },
+		{ "service", required_argument, NULL, 'S' },
+		{ "flows-only", no_argument, NULL, 'L' },
+		{ "batch-size", required_argument, NULL, 'B' },
+		{ "retries", required_argument, NULL, 'R' },
+		{ "clock-offset", required_argument, NULL, 'C' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct exporter *e = calloc(1, sizeof(*e));
+	struct export_opts *x = calloc(1, sizeof(*x));
+	struct cmd c = {
+		.name = "export", .usage = export_usage, .shortopts = "f:", .longopts = opts,
+		.option = export_option, .ctx = x,
+	};
+	int rc;
+
+	if (!e || !x || !(e->w = malloc(sizeof(*e->w)))) {
+		free(e);
+		free(x);
+		return cli_runtime_error("export", "out of memory");
+	}
+	x->oo.batch_bytes = OTLP_BATCH_DEFAULT;
+	x->oo.retries = OTLP_RETRIES_DEFAULT;
+	c.flt = &e->flt;
+	c.src = &e->src;
+	rc = cmd_parse(&c, argc, argv);
+	if (rc != CMD_CONTINUE)
+		goto done;
+	if (!x->otlp && (x->oo.endpoint || x->oo.service || x->oo.flows_only)) {
+		rc = cli_usage_error("export", "--otlp-endpoint, --service and --flows-only need --format otlp");
+		goto done;
+	}
+	rc = cmd_open(&c, x->otlp && x->oo.endpoint ? NULL : "use -o FILE, or -o - for stdout");
+	if (rc)
+		goto done;
+	rc = export_clocks(e, x);
+	if (rc == 0 && x->otlp) {
+		x->oo.flt = &e->flt;
+		x->oo.progress = isatty(STDERR_FILENO);
+		rc = otlp_export(&e->src, &x->oo, c.out);
+	} else if (rc == 0) {
+		rc = export_chrome(e, &c);
+	}
 	source_close(&e->src);
 done:
 	free(e->w);
 	free(e);
+	free(x);
 	return rc;
 }

@@ -239,16 +239,16 @@ int cmd_ls(int argc, char **argv)
 			fputs(ls_usage, stdout);
 			return EXIT_OK;
 		default:
-			return usage_error("ls", "unknown option '%s'", argv[optind - 1]);
+			return cli_usage_error("ls", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind != argc)
-		return usage_error("ls", "unexpected argument '%s'", argv[optind]);
+		return cli_usage_error("ls", "unexpected argument '%s'", argv[optind]);
 	ret = list_names(&names, &n);
 	if (ret < 0)
-		return runtime_error("ls", "cannot read " SHMT_SHM_DIR ": %s", strerror(-ret));
+		return cli_runtime_error("ls", "cannot read " SHMT_SHM_DIR ": %s", strerror(-ret));
 	if (!(w = malloc(sizeof(*w)))) {
-		rc = runtime_error("ls", "out of memory");
+		rc = cli_runtime_error("ls", "out of memory");
 		goto out;
 	}
 	jw_init(w, stdout);
@@ -320,7 +320,7 @@ int cmd_ls(int argc, char **argv)
 	if (json)
 		jw_puts(w, "]\n");
 	if ((ret = jw_flush(w)) < 0)
-		rc = runtime_error("ls", "writing output: %s", strerror(-ret));
+		rc = cli_runtime_error("ls", "writing output: %s", strerror(-ret));
 out:
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -349,10 +349,10 @@ static int rm_one(const char *name, bool force)
 	int ret;
 
 	if (shmt_name_check(name) < 0)
-		return runtime_error("rm", "'%s' is not a ring name (1 to 200 bytes, no '/')", name);
+		return cli_runtime_error("rm", "'%s' is not a ring name (1 to 200 bytes, no '/')", name);
 	ret = census_take(name, &cs, &st, err, sizeof(err));
 	if (ret < 0)
-		return runtime_error("rm", "%s", err);
+		return cli_runtime_error("rm", "%s", err);
 	col = collector_of(&st, &cs.v);
 	shmt_view_close(&cs.v);
 	if (!force && cs.alive) {
@@ -364,21 +364,21 @@ static int rm_one(const char *name, bool force)
 						cs.live_pids[i]);
 		if (cs.alive > MAX_LIVE)
 			snprintf(pids + len, sizeof(pids) - len, ", ...");
-		return runtime_error("rm", "ring '%s' has %u live producer%s (pid %s); not removed "
-				     "(--force removes it anyway)", name, cs.alive,
-				     cs.alive == 1 ? "" : "s", pids);
+		return cli_runtime_error("rm", "ring '%s' has %u live producer%s (pid %s); not removed "
+					 "(--force removes it anyway)", name, cs.alive,
+					 cs.alive == 1 ? "" : "s", pids);
 	}
 	if (!force && col >= 0) {
 		if (col > 0)
-			return runtime_error("rm", "ring '%s' is being drained by a collector (pid %lld); "
-					     "not removed (--force removes it anyway)", name,
-					     (long long)col);
-		return runtime_error("rm", "ring '%s' is being drained by a collector; not removed "
-				     "(--force removes it anyway)", name);
+			return cli_runtime_error("rm", "ring '%s' is being drained by a collector (pid %lld); "
+						 "not removed (--force removes it anyway)", name,
+						 (long long)col);
+		return cli_runtime_error("rm", "ring '%s' is being drained by a collector; not removed "
+					 "(--force removes it anyway)", name);
 	}
 	ret = shmtrace_ring_unlink(name);
 	if (ret < 0)
-		return runtime_error("rm", "cannot remove ring '%s': %s", name, strerror(-ret));
+		return cli_runtime_error("rm", "cannot remove ring '%s': %s", name, strerror(-ret));
 	return EXIT_OK;
 }
 
@@ -403,11 +403,11 @@ int cmd_rm(int argc, char **argv)
 			fputs(rm_usage, stdout);
 			return EXIT_OK;
 		default:
-			return usage_error("rm", "unknown option '%s'", argv[optind - 1]);
+			return cli_usage_error("rm", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind == argc)
-		return usage_error("rm", "no ring given");
+		return cli_usage_error("rm", "no ring given");
 	for (int i = optind; i < argc; i++)
 		if (rm_one(argv[i], force) != EXIT_OK)
 			rc = EXIT_RUNTIME;

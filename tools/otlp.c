@@ -895,15 +895,15 @@ static int put_open(struct otlp *o)
 /* The instants no span enclosed, as zero-length spans. */
 static int flush_pending(struct otlp *o)
 {
-	for (size_t i = 0; i < o->pmap.cap; i++) {
-		struct pend *p;
+	size_t pos = 0;
+	uint64_t key, *v;
+
+	while (u64map_next(&o->pmap, &pos, &key, &v)) {
+		struct pend *p = &o->pend[*v - 1];
 		int ret;
 
-		if (!o->pmap.used[i])
-			continue;
-		p = &o->pend[o->pmap.vals[i] - 1];
 		for (uint32_t k = 0; k < p->n && !o->o->flows_only; k++) {
-			ret = single_span(o, (uint32_t)(o->pmap.keys[i] >> 32), (uint32_t)o->pmap.keys[i],
+			ret = single_span(o, (uint32_t)(key >> 32), (uint32_t)key,
 					  SHMTRACE_KIND_INSTANT, p->v[k].ts, 0, p->v[k].cat,
 					  p->v[k].name, p->v[k].seq, &p->v[k].a, NULL, 0);
 			if (ret < 0)
@@ -1042,13 +1042,13 @@ int otlp_export(struct source *src, const struct otlp_opts *opts, const char *ou
 	int ret, rc = EXIT_RUNTIME;
 
 	if (!o)
-		return runtime_error("export", "out of memory");
+		return cli_runtime_error("export", "out of memory");
 	o->s = src;
 	o->o = opts;
 	if (opts->endpoint) {
 		ret = http_parse_url(opts->endpoint, "/v1/traces", &o->url, o->err, sizeof(o->err));
 		if (ret < 0) {
-			runtime_error("export", "--otlp-endpoint %s", o->err);
+			cli_runtime_error("export", "--otlp-endpoint %s", o->err);
 			free(o);
 			return EXIT_USAGE;
 		}
@@ -1060,14 +1060,14 @@ int otlp_export(struct source *src, const struct otlp_opts *opts, const char *ou
 	u64map_init(&o->last);
 	ret = hosts_build(&o->hosts, src);
 	if (ret == -E2BIG) {
-		rc = runtime_error("export", "the inputs come from %u hosts; at most %u can be merged",
-				   src->nhosts, HOSTS_MAX);
+		rc = cli_runtime_error("export", "the inputs come from %u hosts; at most %u can be merged",
+				       src->nhosts, HOSTS_MAX);
 		goto done;
 	}
 	o->esc = calloc(src->nstr ? src->nstr : 1, sizeof(*o->esc));
 	o->esclen = calloc(src->nstr ? src->nstr : 1, sizeof(*o->esclen));
 	if (ret < 0 || !o->esc || !o->esclen) {
-		rc = runtime_error("export", "out of memory");
+		rc = cli_runtime_error("export", "out of memory");
 		goto done;
 	}
 	/* ids differ between captures, and are the same on every export of one */
@@ -1077,7 +1077,7 @@ int otlp_export(struct source *src, const struct otlp_opts *opts, const char *ou
 	if (out)
 		o->f = strcmp(out, "-") ? fopen(out, "w") : stdout;
 	if (out && !o->f) {
-		rc = runtime_error("export", "cannot create %s: %s", out, strerror(errno));
+		rc = cli_runtime_error("export", "cannot create %s: %s", out, strerror(errno));
 		goto done;
 	}
 	ret = run(o);
@@ -1092,7 +1092,7 @@ int otlp_export(struct source *src, const struct otlp_opts *opts, const char *ou
 	o->f = NULL;
 	warn_losses(o);
 	if (ret < 0) {
-		runtime_error("export", "%s", o->err[0] ? o->err : strerror(-ret));
+		cli_runtime_error("export", "%s", o->err[0] ? o->err : strerror(-ret));
 		if (o->to_http)
 			fprintf(stderr, "shmtrace export: %llu spans in %llu requests were sent to %s%s "
 				"before that; the other %llu spans were not sent\n",

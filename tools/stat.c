@@ -188,13 +188,13 @@ static int stat_ring(const char *name, struct kv *o)
 	int ret = shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &rs.v, err, sizeof(err));
 
 	if (ret < 0)
-		return runtime_error("stat", "%s", err);
+		return cli_runtime_error("stat", "%s", err);
 	ret = shmt_guarded(stat_ring_pass, &rs);
 	shmt_view_close(&rs.v);
 	if (ret < 0)
-		return runtime_error("stat", "ring '%s': segment shrank while being read", name);
+		return cli_runtime_error("stat", "ring '%s': segment shrank while being read", name);
 	if ((ret = kv_end(o)) < 0)
-		return runtime_error("stat", "writing output: %s", strerror(-ret));
+		return cli_runtime_error("stat", "writing output: %s", strerror(-ret));
 	return EXIT_OK;
 }
 
@@ -217,14 +217,14 @@ static int stat_capture(const char *path, struct kv *o)
 	ret = shmt_cap_open(path, &r, err, sizeof(err));
 	/* name the argument once, and say what was looked for */
 	if (ret == -ENOENT && shmt_name_check(path) == 0)
-		return runtime_error("stat", "%s: no ring of that name in /dev/shm, nor a capture file",
-				     path);
+		return cli_runtime_error("stat", "%s: no ring of that name in /dev/shm, nor a capture file",
+					 path);
 	if (ret == -ENOENT)
-		return runtime_error("stat", "%s: no such capture file", path);
+		return cli_runtime_error("stat", "%s: no such capture file", path);
 	if (ret < 0 && strncmp(err, path, strlen(path)))
-		return runtime_error("stat", "%s: %s", path, err);
+		return cli_runtime_error("stat", "%s: %s", path, err);
 	if (ret < 0)
-		return runtime_error("stat", "%s", err);
+		return cli_runtime_error("stat", "%s", err);
 	frames[SHMT_CAP_HEADER] = 1;
 	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
 		/* PACKED frames come as RECORDS */
@@ -282,7 +282,7 @@ static int stat_capture(const char *path, struct kv *o)
 	}
 	shmt_cap_close(r);
 	if ((ret = kv_end(o)) < 0)
-		return runtime_error("stat", "writing output: %s", strerror(-ret));
+		return cli_runtime_error("stat", "writing output: %s", strerror(-ret));
 	return EXIT_OK;
 }
 
@@ -317,15 +317,15 @@ int cmd_stat(int argc, char **argv)
 			fputs(stat_usage, stdout);
 			return EXIT_OK;
 		default:
-			return usage_error("stat", "unknown option '%s'", argv[optind - 1]);
+			return cli_usage_error("stat", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind + 1 != argc)
-		return usage_error("stat", optind == argc ? "no ring or capture given"
-							  : "give one ring or capture file");
+		return cli_usage_error("stat", optind == argc ? "no ring or capture given"
+							      : "give one ring or capture file");
 	o.w = malloc(sizeof(*o.w));
 	if (!o.w)
-		return runtime_error("stat", "out of memory");
+		return cli_runtime_error("stat", "out of memory");
 	jw_init(o.w, stdout);
 	rc = is_ring_name(argv[optind]) ? stat_ring(argv[optind], &o)
 					: stat_capture(argv[optind], &o);

@@ -193,7 +193,7 @@ int cmd_summary(int argc, char **argv)
 	int c, ret, rc = EXIT_RUNTIME;
 
 	if (!s)
-		return runtime_error("summary", "out of memory");
+		return cli_runtime_error("summary", "out of memory");
 	opterr = 0;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, ":r:h", opts, NULL)) != -1) {
@@ -210,38 +210,38 @@ int cmd_summary(int argc, char **argv)
 			return EXIT_OK;
 		case ':':
 			free(s);
-			return usage_error("summary", "option '%s' needs an argument", argv[optind - 1]);
+			return cli_usage_error("summary", "option '%s' needs an argument", argv[optind - 1]);
 		default:
 			free(s);
-			return usage_error("summary", "unknown option '%s'", argv[optind - 1]);
+			return cli_usage_error("summary", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	ret = check_inputs("summary", NULL, NULL, ring, argc - optind, NULL);
+	ret = cli_check_inputs("summary", NULL, NULL, ring, argc - optind, NULL);
 	if (ret) {
 		free(s);
 		return ret;
 	}
 	ret = source_open(&s->src, ring, argv + optind, (size_t)(argc - optind), err, sizeof(err));
 	if (ret < 0) {
-		runtime_error("summary", "%s", err);
+		cli_runtime_error("summary", "%s", err);
 		goto out;
 	}
 	u64map_init(&s->idx);
 	if ((ret = procs_build(&s->ps, s->src.thr, s->src.nthr)) < 0 ||
 	    (ret = source_records(&s->src, on_span, s, err, sizeof(err))) < 0) {
-		runtime_error("summary", "%s", ret == -ENOMEM ? "out of memory" : err);
+		cli_runtime_error("summary", "%s", ret == -ENOMEM ? "out of memory" : err);
 		goto out_maps;
 	}
 	qsort(s->rows, s->n, sizeof(*s->rows), cmp_row);
 	if (json) {
 		if ((ret = print_json(s)) < 0) {
-			runtime_error("summary", "writing output: %s", strerror(-ret));
+			cli_runtime_error("summary", "writing output: %s", strerror(-ret));
 			goto out_maps;
 		}
 	} else {
 		print_table(s);
 		if (fflush(stdout) != 0) {
-			runtime_error("summary", "writing output: %s", strerror(errno));
+			cli_runtime_error("summary", "writing output: %s", strerror(errno));
 			goto out_maps;
 		}
 	}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "json_writer.h"
+#include "utf8.h"
 
 void jw_init(struct jw *w, FILE *f)
 {
@@ -48,48 +49,6 @@ static inline void jw_ch(struct jw *w, char c)
 	w->buf[w->len++] = c;
 }
 
-/*
- * Length of the valid UTF-8 sequence at s (1..4), or 0 if it is invalid;
- * *bad then says how many bytes form the maximal invalid subpart, which is
- * replaced by one U+FFFD (the Unicode "best practice" for substitution).
- */
-static size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad)
-{
-	unsigned char c = s[0];
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t need, i;
-
-	*bad = 1;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		need = 2;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		need = 3;
-		if (c == 0xe0)
-			lo = 0xa0;	/* overlong */
-		else if (c == 0xed)
-			hi = 0x9f;	/* surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		need = 4;
-		if (c == 0xf0)
-			lo = 0x90;	/* overlong */
-		else if (c == 0xf4)
-			hi = 0x8f;	/* past U+10FFFF */
-	} else {
-		return 0;		/* 0x80..0xc1, 0xf5..0xff */
-	}
-	for (i = 1; i < need; i++) {
-		if (i >= n || s[i] < lo || s[i] > hi) {
-			*bad = i;
-			return 0;
-		}
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	return need;
-}
-
 /* Escapes into a sink: either the writer or a bounded buffer. */
 struct esc_sink {
 	struct jw *w;
@@ -121,7 +80,8 @@ static void escape_to(struct esc_sink *k, const char *str, size_t n)
 
 	while (i < n) {
 		unsigned char c = s[i];
-		size_t len, bad;
+		size_t len;
+		int32_t cp;
 
 		if (c == '"' || c == '\\') {
 			char e[2] = { '\\', (char)c };
@@ -136,12 +96,13 @@ static void escape_to(struct esc_sink *k, const char *str, size_t n)
 		} else if (c < 0x80) {
 			sink_put(k, (const char *)&s[i], 1);
 			i++;
-		} else if ((len = utf8_seq(s + i, n - i, &bad)) != 0) {
-			sink_put(k, (const char *)&s[i], len);
-			i += len;
 		} else {
-			sink_put(k, "\xef\xbf\xbd", 3);
-			i += bad;
+			len = utf8_next(s + i, n - i, &cp);
+			if (cp >= 0)
+				sink_put(k, (const char *)&s[i], len);
+			else
+				sink_put(k, UTF8_REPLACEMENT, 3);
+			i += len;
 		}
 	}
 }

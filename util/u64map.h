@@ -10,18 +10,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Opaque: its table is private to u64map.c; use the functions below. */
 struct u64map {
-	uint64_t *keys, *vals;
-	uint8_t *used;
-	size_t cap, n;
+	struct u64map_tab *tab;
 };
 
 void u64map_init(struct u64map *m);
 void u64map_free(struct u64map *m);
 /* Returns a pointer to key's value, inserting it with value def when
- * absent (*added set then, if not NULL); NULL when out of memory. */
+ * absent (*added set then, if not NULL); NULL when out of memory. The
+ * pointer is valid until the next insertion. */
 uint64_t *u64map_get(struct u64map *m, uint64_t key, uint64_t def, bool *added);
 /* Returns key's value slot or NULL, without inserting. */
 uint64_t *u64map_find(const struct u64map *m, uint64_t key);
+/* The number of keys. */
+size_t u64map_count(const struct u64map *m);
+/*
+ * Walks the entries in no particular order: start with *pos = 0; each call
+ * sets *key and *val to the next entry and returns true, or returns false
+ * after the last. Inserting during a walk is not allowed.
+ */
+bool u64map_next(const struct u64map *m, size_t *pos, uint64_t *key, uint64_t **val);
 
 #endif

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli_run.h - what the cmocka tests of the `shmtrace` command share: running
+ * it with its output in files under a temporary directory, checking a trace
+ * with the DevTools engine, and writing capture files with the encoder.
+ */
+#ifndef SHMTRACE_TEST_CLI_RUN_H
+#define SHMTRACE_TEST_CLI_RUN_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "capture.h"
+#include "internal.h"
+#include "helpers.h"
+
+static char bin[512];
+static long fsize_limit;	/* > 0: the child may write files of at most this */
+static char tmpdir[256];
+
+/* Runs argv with stdout and stderr to files; returns the exit status, or
+ * 128 + signal. */
+static inline int run(const char *out, const char *err, char *const argv[])
+{
+	pid_t p = fork();
+	int st;
+
+	assert_true(p >= 0);
+	if (p == 0) {
+		int fo = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fe = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fo, 1);
+		dup2(fe, 2);
+		if (fsize_limit > 0) {
+			struct rlimit rl = { (rlim_t)fsize_limit, (rlim_t)fsize_limit };
+
+			/* a write past the limit fails with EFBIG instead of killing */
+			signal(SIGXFSZ, SIG_IGN);
+			setrlimit(RLIMIT_FSIZE, &rl);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(p, &st, 0), p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static inline const char *tmp(const char *name)
+{
+	static char buf[8][512];
+	static int k;
+	char *b = buf[k++ % 8];
+
+	snprintf(b, 512, "%s/%s", tmpdir, name);
+	return b;
+}
+
+static inline int export_ring(const char *ring, const char *out, const char *err)
+{
+	char *argv[] = { bin, "export", "--ring", (char *)ring, "-o", (char *)out, NULL };
+
+	return run(NULL, err, argv);
+}
+
+/* The DevTools engine is there, or installed from the lock file. */
+static inline bool have_devtools(void)
+{
+	static int ok = -1;
+
+	if (ok < 0) {
+		struct stat st;
+
+		if (stat("tests/devtools/node_modules/@paulirish/trace_engine", &st) == 0)
+			ok = 1;
+		else
+			ok = system("npm ci --prefix tests/devtools >/dev/null 2>&1") == 0;
+	}
+	return ok;
+}
+
+static inline int check_trace(const char *json, const char *const *expect)
+{
+	char *argv[32] = { "/usr/bin/env", "node", "tests/devtools/check-trace.mjs", (char *)json };
+	int n = 4;
+
+	for (; *expect && n < 30; expect++)
+		argv[n++] = (char *)*expect;
+	argv[n] = NULL;
+	return run(tmp("check.out"), tmp("check.err"), argv);
+}
+
+static inline void print_file(const char *path)
+{
+	char *s = slurp(path);
+
+	fprintf(stderr, "%s: %s\n", path, s);
+	free(s);
+}
+
+
+static inline void put_file(const char *path, const void *buf, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, n), (ssize_t)n);
+	close(fd);
+}
+
+/* A capture part with records [first, first + n) of run 7, spans named
+ * "s<seq>", on pid 100 or 200 alternately. */
+static inline void make_part(msgpack_sbuffer *b, uint32_t part, uint64_t first, size_t n, bool end,
+		      size_t *frame_at)
+{
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .part = part, .run_id = 7, .ring_capacity = 1024,
+		.realtime0 = 1700000000000000000ull, .mono0 = 1000, .started_ns = 1000,
+	};
+	struct shmt_cap_string s[2] = { { 1, 3, "cat" }, { 2, 4, "span" } };
+	struct shmt_thread th[2] = { { .pid = 100, .tid = 100, .start_time = 5 },
+				     { .pid = 200, .tid = 201, .start_time = 6 } };
+	struct shmt_record r[64];
+	struct shmt_cap_loss loss = { .at_ns = 2000, .dropped = 3 };
+	struct shmt_cap_end e = { .records = n, .end_ns = 9000, .next_part = 0 };
+
+	snprintf(h.ring, sizeof(h.ring), "testring");
+	strcpy(th[0].name, "main");
+	strcpy(th[0].pname, "alpha");
+	strcpy(th[1].name, "io");
+	strcpy(th[1].pname, "beta");
+	assert_true(n <= 64);
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct shmt_record){ .ts = 10000 + (first + i) * 100, .dur = 50,
+					     .pid = (first + i) % 2 ? 200 : 100,
+					     .tid = (first + i) % 2 ? 201 : 100, .name = 2, .cat = 1,
+					     .flow = (first + i) < 4 ? 99 : 0,
+					     .commit = SHMTRACE_KIND_SPAN };
+	msgpack_sbuffer_init(b);
+	assert_int_equal(shmt_cap_put_header(b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(b, s, 2), 0);
+	assert_int_equal(shmt_cap_put_threads(b, th, 2), 0);
+	if (frame_at)
+		*frame_at = b->size;
+	assert_int_equal(shmt_cap_put_records(b, first, r, n), 0);
+	assert_int_equal(shmt_cap_put_loss(b, &loss), 0);
+	if (end)
+		assert_int_equal(shmt_cap_put_end(b, &e), 0);
+}
+
+static inline int export_files(const char *out, const char *err, const char *f1, const char *f2)
+{
+	char *argv[] = { bin, "export", (char *)f1, (char *)f2, "-o", (char *)out, NULL };
+
+	if (!f2) {
+		argv[3] = "-o";
+		argv[4] = (char *)out;
+		argv[5] = NULL;
+	}
+	return run(NULL, err, argv);
+}
+
+
+/* The group setup: finds the binary and makes the temporary directory. */
+static inline int cli_setup(void **state)
+{
+	const char *b = getenv("SHMTRACE_BIN");
+
+	(void)state;
+	snprintf(bin, sizeof(bin), "%s/shmtrace", b ? b : "build");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-export-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	return access(bin, X_OK);
+}
+
+static inline int cli_teardown(void **state)
+{
+	char cmd[300];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+#endif /* SHMTRACE_TEST_CLI_RUN_H */

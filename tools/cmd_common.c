@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_common.c - the skeleton of `shmtrace export` and `shmtrace svg`:
+ * their shared options, opening the source and the output, error exits.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd_common.h"
+
+#define MAX_OPTS	24	/* shared and own long options, with the end */
+
+static const struct option shared_opts[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "ring", required_argument, NULL, 'r' },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "from", required_argument, NULL, 'F' },
+	{ "to", required_argument, NULL, 'T' },
+	{ "help", no_argument, NULL, 'h' },
+};
+
+#define NSHARED	(sizeof(shared_opts) / sizeof(shared_opts[0]))
+
+int cmd_parse(struct cmd *c, int argc, char **argv)
+{
+	struct option opts[MAX_OPTS] = { { 0 } };
+	char shortopts[64];
+	size_t n = NSHARED;
+	int o, rc;
+
+	memcpy(opts, shared_opts, sizeof(shared_opts));
+	for (const struct option *l = c->longopts; l && l->name && n < MAX_OPTS - 1; l++)
+		opts[n++] = *l;
+	snprintf(shortopts, sizeof(shortopts), ":o:r:p:h%s", c->shortopts ? c->shortopts : "");
+	opterr = 0;
+	optind = 0;
+	while ((o = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+		switch (o) {
+		case 'o':
+			c->out = optarg;
+			break;
+		case 'r':
+			c->ring = optarg;
+			break;
+		case 'p':
+		case 'F':
+		case 'T':
+			if ((rc = filter_option(c->flt, c->name, o, optarg)) != 0)
+				return rc;
+			break;
+		case 'h':
+			fputs(c->usage, stdout);
+			return EXIT_OK;
+		case ':':
+			return cli_usage_error(c->name, "option '%s' needs an argument", argv[optind - 1]);
+		case '?':
+			return cli_usage_error(c->name, "unknown option '%s'", argv[optind - 1]);
+		default:
+			if ((rc = c->option(c->ctx, o, optarg)) != 0)
+				return rc;
+			break;
+		}
+	}
+	c->files = argv + optind;
+	c->nfiles = (size_t)(argc - optind);
+	return CMD_CONTINUE;
+}
+
+int cmd_open(struct cmd *c, const char *out_hint)
+{
+	char err[768];
+	int rc;
+
+	rc = cli_check_inputs(c->name, c->out, out_hint, c->ring, (int)c->nfiles, c->flt);
+	if (rc)
+		return rc;
+	if (source_open(c->src, c->ring, c->files, c->nfiles, err, sizeof(err)) < 0) {
+		source_close(c->src);
+		return cli_runtime_error(c->name, "%s", err);
+	}
+	return 0;
+}
+
+int cmd_create(struct cmd *c)
+{
+	/* cli_check_inputs() made sure there is an out */
+	c->f = c->out && strcmp(c->out, "-") ? fopen(c->out, "w") : stdout;
+	if (!c->f)
+		return cli_runtime_error(c->name, "cannot create %s: %s", c->out, strerror(errno));
+	return 0;
+}
+
+int cmd_finish(struct cmd *c, int ret, const char *err)
+{
+	FILE *f = c->f;
+
+	if (ret == 0 && fflush(f) != 0)
+		ret = -errno;
+	if (ret == 0 && ferror(f))
+		ret = -EIO;
+	if (f != stdout && fclose(f) != 0 && ret == 0)
+		ret = -errno;
+	c->f = NULL;
+	if (ret >= 0)
+		return EXIT_OK;
+	if (err[0])
+		cli_runtime_error(c->name, "%s", err);
+	else
+		cli_runtime_error(c->name, "writing %s: %s", c->out, strerror(-ret));
+	if (f != stdout)
+		unlink(c->out);
+	return EXIT_RUNTIME;
+}
