@@ -118,14 +118,16 @@ static int state(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
 	return UNKNOWN;
 }
 
-/* The first ns after ts that a viewer tells apart from ts. */
+/* The first ns after ts that a viewer tells apart from ts, or ts itself
+ * when there is none before the clock wraps (a forged ts near 2^64: the
+ * loop used to run on from 0, for ever). */
 static uint64_t next_view(uint64_t ts)
 {
 	uint64_t n = ts + 1;
 
-	while (view_ts(n) <= view_ts(ts))
+	while (n > ts && view_ts(n) <= view_ts(ts))
 		n++;
-	return n;
+	return n > ts ? n : ts;
 }
 
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
@@ -157,12 +159,16 @@ static long propose(struct bind *b, struct flow_ev *v, size_t n, uint64_t *start
 		if (same && view_ts(t) <= view_ts(start[i - 1]))
 			t = next_view(start[i - 1]);
 		while ((st = state(b, v[i].pid, v[i].tid, t)) != FREE) {
+			uint64_t next = next_view(t);
+
 			if (st < 0)
 				return st;
 			/* an unsettled timestamp counts as taken for now, so
 			 * that one pass answers the next candidates too */
 			unknown += st == UNKNOWN;
-			t = next_view(t);
+			if (next == t)
+				break;	/* the end of the clock: it stays */
+			t = next;
 		}
 		start[i] = t;
 	}
