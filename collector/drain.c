@@ -250,16 +250,8 @@ static int put_tables(struct drain *d)
 
 static int put_loss(struct drain *d, bool force)
 {
-	struct shmt_header *h = d->v.h;
 	struct shmt_cap_loss l = {
 		.at_ns = shmtrace_now(),
-		.dropped = load_relaxed(&h->dropped.v),
-		.overwritten = load_relaxed(&h->overwritten.v),
-		.lock_timeouts = load_relaxed(&h->lock_timeouts.v),
-		.torn = load_relaxed(&h->torn.v),
-		.names_dropped = load_relaxed(&h->names_dropped.v),
-		/* reserved, so zero, in a ring of minor 0 */
-		.strings_dropped = d->v.minor >= 1 ? load_relaxed(&h->strings_dropped.v) : 0,
 		/* the validated geometry, not the header a peer may rewrite */
 		.max_strings = d->v.max_strings,
 		.string_bytes = d->v.string_bytes,
@@ -267,21 +259,12 @@ static int put_loss(struct drain *d, bool force)
 		.published = shmt_ring_head(&d->v),
 	};
 
+	shmt_loss_read(&d->v, &l.counters);
 	/* published alone moving is no news: the final frame carries it */
-	if (!force && l.dropped == d->loss_sent.dropped && l.overwritten == d->loss_sent.overwritten &&
-	    l.lock_timeouts == d->loss_sent.lock_timeouts && l.torn == d->loss_sent.torn &&
-	    l.names_dropped == d->loss_sent.names_dropped &&
-	    l.strings_dropped == d->loss_sent.strings_dropped)
+	if (!force && !memcmp(&l.counters, &d->loss_sent, sizeof(l.counters)))
 		return 0;
-	d->loss_sent.dropped = l.dropped;
-	d->loss_sent.overwritten = l.overwritten;
-	d->loss_sent.lock_timeouts = l.lock_timeouts;
-	d->loss_sent.torn = l.torn;
-	d->loss_sent.names_dropped = l.names_dropped;
-	d->loss_sent.strings_dropped = l.strings_dropped;
-	d->st.dropped = l.dropped;
-	d->st.overwritten = l.overwritten;
-	d->st.lock_timeouts = l.lock_timeouts;
+	d->loss_sent = l.counters;
+	d->st.ring = l.counters;
 	return shmt_cap_put_loss(cw_buffer(&d->w), &l);
 }
 

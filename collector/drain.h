@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "loss.h"
 #include "writer.h"
 
 #define DRAIN_BATCH 8192u	/* records copied out per lock-free pass */
@@ -29,7 +30,7 @@ struct drain_stats {
 	uint64_t lapped;	/* slots lapped before we read them (overwrite) */
 	uint64_t lock_hold_max_ns;
 	uint32_t parts;
-	uint64_t dropped, overwritten, lock_timeouts;	/* ring's, at the end */
+	struct shmt_loss ring;	/* the ring's counters, at the last LOSS frame */
 };
 
 struct drain {
@@ -41,10 +42,7 @@ struct drain {
 	uint32_t strings_sent;	/* strings already in the capture part */
 	uint32_t threads_sent;
 	uint32_t part;
-	struct shmt_cap_loss_state {
-		uint64_t dropped, overwritten, lock_timeouts, torn, names_dropped;
-		uint64_t strings_dropped;
-	} loss_sent;
+	struct shmt_loss loss_sent;	/* the counters of the last LOSS frame */
 	uint64_t last_reap_ns;
 	uint64_t idle_ns;	/* next nap; grows while nothing happens */
 	bool lock_warned;
