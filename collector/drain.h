@@ -11,6 +11,7 @@
 
 #include "internal.h"
 #include "loss.h"
+#include "ring_reader.h"
 #include "writer.h"
 
 #define DRAIN_BATCH 8192u	/* records copied out per lock-free pass */
@@ -55,12 +56,10 @@ struct drain {
 	 * past them): a collector killed before that leaves them to the next
 	 * one, which visits them again, so each is counted exactly once.
 	 */
-	struct drain_skips {
-		uint64_t lapped, torn;
-	} skipped, skipped_published;
+	struct shmt_ring_skips skipped, skipped_published;
 	struct drain_checkpoint {
 		uint64_t seq;			/* submitted up to here ... */
-		struct drain_skips skipped;	/* ... having skipped these */
+		struct shmt_ring_skips skipped;	/* ... having skipped these */
 	} ckpt[DRAIN_CHECKPOINTS];
 	uint32_t nckpt;
 	struct drain_stats st;

@@ -236,8 +236,26 @@ struct pass {
 	struct source *s;
 	source_record_fn fn;
 	void *ctx;
-	uint64_t torn, lapped;
+	struct shmt_ring_skips skips;	/* torn and lapped, of this pass */
 };
+
+static int ring_one(void *arg, uint64_t seq, const struct shmt_record *r)
+{
+	struct pass *p = arg;
+	struct source *s = p->s;
+	int ret;
+
+	(void)seq;
+	if (!r) {
+		s->follows = false;
+		return 0;
+	}
+	s->records++;
+	ret = p->fn(p->ctx, r, 0);
+	/* the next one follows this one unless a slot is skipped */
+	s->follows = true;
+	return ret;
+}
 
 static int ring_pass(void *arg)
 {
@@ -248,35 +266,17 @@ static int ring_pass(void *arg)
 	uint64_t seq = head > v->capacity ? head - v->capacity : 0;
 	/* untrusted, and only used to attribute losses */
 	uint64_t tail = load_acquire(&v->h->tail.v);
-	struct shmt_record r;
 	int ret;
 
 	if ((ret = ring_load_strings(s)) < 0)
 		return ret;
 	/* what the head lapped before anyone read it (no collector, or one
 	 * that fell behind): counted once, like the torn ones below */
-	p->lapped += shmt_ring_unread_below(v, seq);
+	p->skips.lapped += shmt_ring_unread_below(v, seq);
 	s->follows = false;
-	for (; seq < head; seq++) {
-		if (shmt_ring_read(v, seq, &r) < 0) {
-			s->follows = false;
-			/* below tail, a collector read (or counted) it already */
-			if (seq < tail)
-				continue;
-			if (shmt_ring_lapped(v, seq))
-				p->lapped++;
-			else
-				p->torn++;
-			continue;
-		}
-		r.commit = SHMT_COMMIT_KIND(r.commit);
-		s->records++;
-		ret = p->fn(p->ctx, &r, 0);
-		/* the next one follows this one unless a slot is skipped */
-		s->follows = true;
-		if (ret != 0)
-			return ret;
-	}
+	ret = shmt_ring_read_range(v, seq, head, tail, &p->skips, ring_one, p);
+	if (ret != 0)
+		return ret;
 	/* records staged by threads (dead or alive) not yet in the ring */
 	for (uint32_t b = 0; b < v->nblocks; b++) {
 		struct shmt_block_info info;
@@ -284,7 +284,7 @@ static int ring_pass(void *arg)
 		int n = shmt_ring_block_pending(v, b, s->blockbuf, &info);
 		uint32_t nopen;
 
-		p->torn += info.skipped;
+		p->skips.torn += info.skipped;
 		for (int i = 0; i < n; i++) {
 			s->records++;
 			/* a block with skipped slots: which ones is not known */
@@ -414,7 +414,7 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 
 				rec.commit = SHMT_COMMIT_KIND(rec.commit);
 				if (!shmt_kind_valid(rec.commit)) {
-					p->torn++;
+					p->skips.torn++;
 					run->bad++;
 					continue;
 				}
@@ -752,8 +752,8 @@ int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, 
 	}
 	/* every pass sees the same torn records: count them once */
 	if (!s->passes++) {
-		s->loss.torn += p.torn;
-		s->loss.overwritten += p.lapped;
+		s->loss.torn += p.skips.torn;
+		s->loss.overwritten += p.skips.lapped;
 		if (!s->is_ring && ret == 0)
 			reconcile(s);
 	}

@@ -125,6 +125,11 @@ void shmt_unlock(struct shmt_view *v);
 bool shmt_mutex_sane(const struct shmt_view *v);
 int shmt_mutex_init(pthread_mutex_t *m);
 void shmt_repair(struct shmt_view *v);
+/* A flush's journal, its flusher dead: true if the flush's records are in
+ * the ring already (head stored), so that its block's taken must move past
+ * them; false if the flush is to be undone. The one test of the repair and
+ * of a lock-free reader alike. */
+bool shmt_journal_published(const struct shmt_journal *j, uint64_t head);
 /* Test hook: called at named points inside critical sections. */
 extern void (*shmt_test_hook)(const char *where);
 #define SHMT_HOOK(where) do { if (unlikely(shmt_test_hook != NULL)) shmt_test_hook(where); } while (0)

@@ -65,6 +65,32 @@ bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)
 	return false;
 }
 
+int shmt_ring_read_range(const struct shmt_view *v, uint64_t from, uint64_t to, uint64_t counted,
+			 struct shmt_ring_skips *skips, shmt_ring_record_fn fn, void *arg)
+{
+	struct shmt_record r;
+	int ret;
+
+	for (uint64_t seq = from; seq < to; seq++) {
+		if (shmt_ring_read(v, seq, &r) == 0) {
+			r.commit = SHMT_COMMIT_KIND(r.commit);
+			ret = fn(arg, seq, &r);
+		} else {
+			/* below counted, a collector read (or counted) it already */
+			if (seq >= counted) {
+				if (shmt_ring_lapped(v, seq))
+					skips->lapped++;
+				else
+					skips->torn++;
+			}
+			ret = fn(arg, seq, NULL);
+		}
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
 uint64_t shmt_ring_unread_below(const struct shmt_view *v, uint64_t from)
 {
 	uint64_t tail = load_acquire(&v->h->tail.v);
@@ -149,13 +175,9 @@ int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_r
 	k = load_acquire(&b->taken);
 	/* a flusher died after publishing into the ring but before moving
 	 * taken: its records are in the ring already (see shmt_repair) */
-	if (load_relaxed(&j->active) && load_relaxed(&j->block) == i) {
-		uint64_t head = load_relaxed(&v->h->head.v);
-		uint32_t stage = load_relaxed(&j->stage);
-
-		if (stage >= 2 || (j->count && head == j->head_before + j->count))
-			k = j->taken_before + j->consumed;
-	}
+	if (load_relaxed(&j->active) && load_relaxed(&j->block) == i &&
+	    shmt_journal_published(j, load_relaxed(&v->h->head.v)))
+		k = load_relaxed(&j->taken_before) + load_relaxed(&j->consumed);
 	if (k > w)
 		k = w;
 	if (w - k > v->block_records)
