@@ -96,9 +96,10 @@ void shmt_repair(struct shmt_view *v)
 			/* stage 1 here: died between storing head and the stage */
 			if (j->stage <= 2)
 				fetch_add(&h->dropped.v, j->ndrop);
-			if (j->block < v->nblocks)
-				store_release(&shmt_block_at(v, j->block)->taken,
-					      j->taken_before + j->consumed);
+			struct shmt_block *b = shmt_block_at(v, j->block);
+
+			if (b)
+				store_release(&b->taken, j->taken_before + j->consumed);
 		}
 		j->active = 0;
 	}
@@ -109,14 +110,18 @@ void shmt_repair(struct shmt_view *v)
 		n = n < 1 ? 1 : v->max_strings + 1;
 		store_release(&h->strings, n);
 	}
-	for (uint32_t i = 0; i < v->hash_slots; i++)
-		if (v->hash[i] >= n)
-			v->hash[i] = 0;
+	for (uint32_t i = 0; i < v->hash_slots; i++) {
+		uint16_t *slot = shmt_hash_at(v, i);
+
+		if (*slot >= n)
+			*slot = 0;
+	}
 	{
 		uint64_t end = 1;
 
 		if (n > 1) {
-			struct shmt_string s = v->strings[n - 1];
+			/* n - 1 <= max_strings: clamped above */
+			struct shmt_string s = *shmt_string_at(v, n - 1);
 
 			end = (uint64_t)s.off + s.len + 1;
 		}

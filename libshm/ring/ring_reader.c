@@ -115,6 +115,7 @@ uint32_t shmt_ring_nstrings(const struct shmt_view *v)
 
 int shmt_ring_string(const struct shmt_view *v, uint32_t id, char *buf, size_t buflen)
 {
+	const struct shmt_string *t;
 	struct shmt_string e;
 	size_t n;
 
@@ -123,10 +124,10 @@ int shmt_ring_string(const struct shmt_view *v, uint32_t id, char *buf, size_t b
 	buf[0] = 0;
 	if (id == 0)
 		return 0;
-	if (id >= shmt_ring_nstrings(v))
+	if (id >= shmt_ring_nstrings(v) || !(t = shmt_string_at(v, id)))
 		return -ENOENT;
-	e.off = load_relaxed(&v->strings[id].off);
-	e.len = load_relaxed(&v->strings[id].len);
+	e.off = load_relaxed(&t->off);
+	e.len = load_relaxed(&t->len);
 	if (e.off >= v->string_bytes || e.len > v->string_bytes - e.off || e.len > SHMT_STRING_MAX)
 		return -EBADMSG;
 	n = e.len < buflen - 1 ? e.len : buflen - 1;
@@ -144,9 +145,11 @@ uint32_t shmt_ring_nthreads(const struct shmt_view *v)
 
 int shmt_ring_thread(const struct shmt_view *v, uint32_t i, struct shmt_thread *out)
 {
-	if (i >= shmt_ring_nthreads(v))
+	const struct shmt_thread *t = shmt_thread_at(v, i);
+
+	if (i >= shmt_ring_nthreads(v) || !t)
 		return -ENOENT;
-	memcpy(out, &v->threads[i], sizeof(*out));
+	memcpy(out, t, sizeof(*out));
 	out->name[SHMT_NAME_LEN - 1] = 0;
 	out->pname[SHMT_NAME_LEN - 1] = 0;
 	return 0;
@@ -162,9 +165,9 @@ int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_r
 	int n = 0;
 
 	memset(info, 0, sizeof(*info));
-	if (i >= v->nblocks)
-		return 0;
 	b = shmt_block_at(v, i);
+	if (!b)
+		return 0;
 	recs = shmt_block_recs(b);
 	info->state = load_relaxed(&b->state);
 	info->pid = load_relaxed(&b->pid);
