@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <msgpack.h>
 
+#include "loss.h"
 #include "ring_format.h"
 
 #define SHMT_CAP_MAGIC		"SHMTCAP"	/* in the header frame */
@@ -95,13 +96,10 @@ struct shmt_cap_string {
 
 struct shmt_cap_loss {
 	uint64_t at_ns;			/* ring time of the snapshot */
-	uint64_t dropped;		/* ring full, discard mode (cumulative) */
-	uint64_t overwritten;		/* overwrite mode (cumulative) */
-	uint64_t lock_timeouts;		/* producers that gave up on the lock */
-	uint64_t torn;			/* slots collectors skipped as torn (cumulative) */
-	uint64_t names_dropped;		/* thread name slots that did not fit */
+	/* the ring's counters (cumulative); strings_dropped was appended in
+	 * a minor revision: 0 when read from an older capture */
+	SHMT_LOSS_MEMBER;
 	/* appended in a minor revision: 0 when read from an older capture */
-	uint64_t strings_dropped;	/* interning refused: string table full */
 	uint32_t max_strings;		/* the ring's string table: strings, */
 	uint32_t string_bytes;		/* ... bytes of text, */
 	uint32_t max_threads;		/* ... and thread name slots */

@@ -250,16 +250,8 @@ static int put_tables(struct drain *d)
 
 static int put_loss(struct drain *d, bool force)
 {
-	struct shmt_header *h = d->v.h;
 	struct shmt_cap_loss l = {
 		.at_ns = shmtrace_now(),
-		.dropped = load_relaxed(&h->dropped.v),
-		.overwritten = load_relaxed(&h->overwritten.v),
-		.lock_timeouts = load_relaxed(&h->lock_timeouts.v),
-		.torn = load_relaxed(&h->torn.v),
-		.names_dropped = load_relaxed(&h->names_dropped.v),
-		/* reserved, so zero, in a ring of minor 0 */
-		.strings_dropped = d->v.minor >= 1 ? load_relaxed(&h->strings_dropped.v) : 0,
 		/* the validated geometry, not the header a peer may rewrite */
 		.max_strings = d->v.max_strings,
 		.string_bytes = d->v.string_bytes,
@@ -267,21 +259,12 @@ static int put_loss(struct drain *d, bool force)
 		.published = shmt_ring_head(&d->v),
 	};
 
+	shmt_loss_read(&d->v, &l.counters);
 	/* published alone moving is no news: the final frame carries it */
-	if (!force && l.dropped == d->loss_sent.dropped && l.overwritten == d->loss_sent.overwritten &&
-	    l.lock_timeouts == d->loss_sent.lock_timeouts && l.torn == d->loss_sent.torn &&
-	    l.names_dropped == d->loss_sent.names_dropped &&
-	    l.strings_dropped == d->loss_sent.strings_dropped)
+	if (!force && !memcmp(&l.counters, &d->loss_sent, sizeof(l.counters)))
 		return 0;
-	d->loss_sent.dropped = l.dropped;
-	d->loss_sent.overwritten = l.overwritten;
-	d->loss_sent.lock_timeouts = l.lock_timeouts;
-	d->loss_sent.torn = l.torn;
-	d->loss_sent.names_dropped = l.names_dropped;
-	d->loss_sent.strings_dropped = l.strings_dropped;
-	d->st.dropped = l.dropped;
-	d->st.overwritten = l.overwritten;
-	d->st.lock_timeouts = l.lock_timeouts;
+	d->loss_sent = l.counters;
+	d->st.ring = l.counters;
 	return shmt_cap_put_loss(cw_buffer(&d->w), &l);
 }
 
@@ -310,12 +293,44 @@ static long copy_records_fast(struct drain *d, uint64_t head)
 	return k;
 }
 
+/* The slow path's run of consecutive records, framed as one. */
+struct copy_run {
+	struct drain *d;
+	uint64_t first;		/* sequence of scratch[0] */
+	uint32_t k;		/* records in scratch */
+	long total;		/* records framed */
+};
+
+static int put_run(struct copy_run *c)
+{
+	int ret = 0;
+
+	if (c->k) {
+		ret = shmt_cap_put_records(cw_buffer(&c->d->w), c->first, c->d->scratch, c->k);
+		c->total += c->k;
+	}
+	c->k = 0;
+	return ret < 0 ? ret : 0;
+}
+
+static int copy_one(void *arg, uint64_t seq, const struct shmt_record *r)
+{
+	struct copy_run *c = arg;
+
+	/* not a finished record: flush the run before it, skip it */
+	if (!r)
+		return put_run(c);
+	if (!c->k)
+		c->first = seq;
+	c->d->scratch[c->k++] = *r;
+	return 0;
+}
+
 /* Copies records [pos, head) out in contiguous runs, one frame per run. */
 static long copy_records(struct drain *d, uint64_t head)
 {
-	uint64_t n = head - d->pos, first = d->pos;
-	uint32_t k = 0;
-	long total = 0;
+	struct copy_run c = { .d = d };
+	uint64_t n = head - d->pos;
 	int ret;
 
 	if (d->v.mode == SHMTRACE_MODE_DISCARD) {
@@ -326,34 +341,13 @@ static long copy_records(struct drain *d, uint64_t head)
 	}
 	if (n > DRAIN_BATCH)
 		n = DRAIN_BATCH;
-	for (uint64_t seq = d->pos; seq < d->pos + n; seq++) {
-		if (shmt_ring_read(&d->v, seq, &d->scratch[k]) == 0) {
-			d->scratch[k].commit = SHMT_COMMIT_KIND(d->scratch[k].commit);
-			k++;
-			continue;
-		}
-		/* not a finished record: flush the run before it, skip it */
-		if (k) {
-			ret = shmt_cap_put_records(cw_buffer(&d->w), first, d->scratch, k);
-			if (ret < 0)
-				return ret;
-			total += k;
-		}
-		k = 0;
-		first = seq + 1;
-		if (shmt_ring_lapped(&d->v, seq))
-			d->skipped.lapped++;
-		else
-			d->skipped.torn++;
-	}
-	if (k) {
-		ret = shmt_cap_put_records(cw_buffer(&d->w), first, d->scratch, k);
-		if (ret < 0)
-			return ret;
-		total += k;
-	}
+	ret = shmt_ring_read_range(&d->v, d->pos, d->pos + n, 0, &d->skipped, copy_one, &c);
+	if (!ret)
+		ret = put_run(&c);
+	if (ret < 0)
+		return ret;
 	d->pos += n;
-	d->st.records += (uint64_t)total;
+	d->st.records += (uint64_t)c.total;
 	return (long)n;
 }
 
@@ -385,7 +379,7 @@ static void release_tail(struct drain *d)
 	while (n < d->nckpt && d->ckpt[n].seq <= done)
 		n++;
 	if (n) {
-		const struct drain_skips *s = &d->ckpt[n - 1].skipped;
+		const struct shmt_ring_skips *s = &d->ckpt[n - 1].skipped;
 
 		fetch_add(&h->overwritten.v, s->lapped - d->skipped_published.lapped);
 		fetch_add(&h->torn.v, s->torn - d->skipped_published.torn);

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "loss.h"
+#include "ring_reader.h"
 #include "writer.h"
 
 #define DRAIN_BATCH 8192u	/* records copied out per lock-free pass */
@@ -29,7 +31,7 @@ struct drain_stats {
 	uint64_t lapped;	/* slots lapped before we read them (overwrite) */
 	uint64_t lock_hold_max_ns;
 	uint32_t parts;
-	uint64_t dropped, overwritten, lock_timeouts;	/* ring's, at the end */
+	struct shmt_loss ring;	/* the ring's counters, at the last LOSS frame */
 };
 
 struct drain {
@@ -41,10 +43,7 @@ struct drain {
 	uint32_t strings_sent;	/* strings already in the capture part */
 	uint32_t threads_sent;
 	uint32_t part;
-	struct shmt_cap_loss_state {
-		uint64_t dropped, overwritten, lock_timeouts, torn, names_dropped;
-		uint64_t strings_dropped;
-	} loss_sent;
+	struct shmt_loss loss_sent;	/* the counters of the last LOSS frame */
 	uint64_t last_reap_ns;
 	uint64_t idle_ns;	/* next nap; grows while nothing happens */
 	bool lock_warned;
@@ -57,12 +56,10 @@ struct drain {
 	 * past them): a collector killed before that leaves them to the next
 	 * one, which visits them again, so each is counted exactly once.
 	 */
-	struct drain_skips {
-		uint64_t lapped, torn;
-	} skipped, skipped_published;
+	struct shmt_ring_skips skipped, skipped_published;
 	struct drain_checkpoint {
 		uint64_t seq;			/* submitted up to here ... */
-		struct drain_skips skipped;	/* ... having skipped these */
+		struct shmt_ring_skips skipped;	/* ... having skipped these */
 	} ckpt[DRAIN_CHECKPOINTS];
 	uint32_t nckpt;
 	struct drain_stats st;

@@ -89,10 +89,12 @@ static int usage_error(const char *fmt, const char *arg)
 /* Names that did not fit are not lost records: said apart, in words. */
 static void warn_names(const struct drain *d)
 {
-	const struct shmt_header *h = d->v.h;
-	/* reserved, so zero, in a ring of minor 0 */
-	uint64_t s = d->v.minor >= 1 ? load_relaxed(&h->strings_dropped.v) : 0;
-	uint64_t n = load_relaxed(&h->names_dropped.v);
+	struct shmt_loss l;
+	uint64_t s, n;
+
+	shmt_loss_read(&d->v, &l);
+	s = l.strings_dropped;
+	n = l.names_dropped;
 
 	if (s)
 		fprintf(stderr, "shmtrace-collector: warning: %llu string%s not interned: the ring's "
@@ -305,7 +307,7 @@ int main(int argc, char **argv)
 			"longest lock hold %.1f us\n",
 			(unsigned long long)recs, (unsigned long long)bytes,
 			d.st.parts, d.st.parts == 1 ? "" : "s",
-			(unsigned long long)d.st.dropped, (unsigned long long)d.st.overwritten,
+			(unsigned long long)d.st.ring.dropped, (unsigned long long)d.st.ring.overwritten,
 			(unsigned long long)d.st.torn, secs, secs > 0 ? (double)recs / secs : 0.0,
 			(double)d.st.lock_hold_max_ns / 1000.0);
 	}

@@ -67,7 +67,7 @@ static struct shmt_record sample_record(uint64_t i)
 	return r;
 }
 
-static const struct shmt_cap_loss sample_loss = { 55, 1, 2, 3, 4, 5, 6, 4096, 262144, 1024, 77 };
+static const struct shmt_cap_loss sample_loss = { 55, { { 1, 2, 3, 4, 5, 6 } }, 4096, 262144, 1024, 77 };
 static const struct shmt_cap_end sample_end = { 10, 99999, 3 };
 
 #define NREC 5

@@ -481,6 +481,44 @@ static void test_intern_scribbled_table(void **state)
 	assert_int_equal(waitpid(kid, &status, 0), kid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* the lock-free reader, every index a peer can choose: bounded by the
+	 * validated tables, whatever the header's counts say */
+	v.h->threads = 65535;
+	assert_true(v.h->threads_off + 60000ull * sizeof(struct shmt_thread) > v.size);
+	kid = fork();
+	if (kid == 0) {
+		struct shmt_view r;
+		struct shmt_thread th;
+		struct shmt_block_info info;
+		struct shmt_record recs[64];
+		char buf[64];
+
+		signal(SIGSEGV, SIG_DFL);
+		signal(SIGBUS, SIG_DFL);
+		if (shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &r, buf, sizeof(buf)) < 0)
+			_exit(3);
+		if (shmt_ring_nstrings(&r) != r.max_strings + 1 ||
+		    shmt_ring_nthreads(&r) != r.max_threads)
+			_exit(4);
+		for (uint32_t id = 0; id < 65536; id++)
+			if (shmt_ring_string(&r, id, buf, sizeof(buf)) >= 0 && id > r.max_strings)
+				_exit(5);
+		for (uint32_t i = 0; i < 65536; i++)
+			if (shmt_ring_thread(&r, i, &th) == 0 && i >= r.max_threads)
+				_exit(6);
+		for (uint32_t i = 0; i < 65536; i++)
+			if (shmt_ring_block_pending(&r, i, recs, &info) != 0 && i >= r.nblocks)
+				_exit(7);
+		/* and the accessors themselves */
+		if (shmt_string_at(&r, 60000) || shmt_thread_at(&r, 60000) ||
+		    shmt_hash_at(&r, r.hash_slots) || shmt_block_at(&r, r.nblocks))
+			_exit(8);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 	shmt_view_close(&v);
 	shmtrace_ring_unlink(name);
 }

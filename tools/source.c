@@ -29,8 +29,8 @@ struct source_run {
 	uint64_t realtime0, mono0;	/* its wall-clock anchor */
 	uint64_t shift;		/* added to its records' ts (wrapping: signed) */
 	uint64_t next_seq;	/* records below it were delivered already */
-	uint64_t torn;		/* the collectors' torn count, cumulative */
-	struct source_loss loss;	/* the ring's counters, the largest seen */
+	/* the ring's counters, the largest seen; torn is the collectors' */
+	struct shmt_loss loss;
 	uint64_t published;	/* the ring's head in the last loss frame */
 	bool clean_last;	/* its newest file ended with an END frame */
 	/* of the current pass */
@@ -176,7 +176,6 @@ static int ring_load_strings(struct source *s)
 static int ring_load(void *arg)
 {
 	struct source *s = arg;
-	const struct shmt_header *h = s->v.h;
 	uint32_t n = shmt_ring_nthreads(&s->v);
 	int ret = ring_load_strings(s);
 
@@ -189,13 +188,7 @@ static int ring_load(void *arg)
 			return ret;
 	}
 	/* untrusted numbers: reported, never used as sizes */
-	s->loss.dropped = load_relaxed(&h->dropped.v);
-	s->loss.overwritten = load_relaxed(&h->overwritten.v);
-	s->loss.torn = load_relaxed(&h->torn.v);
-	s->loss.lock_timeouts = load_relaxed(&h->lock_timeouts.v);
-	s->loss.names_dropped = load_relaxed(&h->names_dropped.v);
-	/* reserved, so zero, in a ring of minor 0 */
-	s->loss.strings_dropped = s->v.minor >= 1 ? load_relaxed(&h->strings_dropped.v) : 0;
+	shmt_loss_read(&s->v, &s->loss.counters);
 	return 0;
 }
 
@@ -243,8 +236,26 @@ struct pass {
 	struct source *s;
 	source_record_fn fn;
 	void *ctx;
-	uint64_t torn, lapped;
+	struct shmt_ring_skips skips;	/* torn and lapped, of this pass */
 };
+
+static int ring_one(void *arg, uint64_t seq, const struct shmt_record *r)
+{
+	struct pass *p = arg;
+	struct source *s = p->s;
+	int ret;
+
+	(void)seq;
+	if (!r) {
+		s->follows = false;
+		return 0;
+	}
+	s->records++;
+	ret = p->fn(p->ctx, r, 0);
+	/* the next one follows this one unless a slot is skipped */
+	s->follows = true;
+	return ret;
+}
 
 static int ring_pass(void *arg)
 {
@@ -255,35 +266,17 @@ static int ring_pass(void *arg)
 	uint64_t seq = head > v->capacity ? head - v->capacity : 0;
 	/* untrusted, and only used to attribute losses */
 	uint64_t tail = load_acquire(&v->h->tail.v);
-	struct shmt_record r;
 	int ret;
 
 	if ((ret = ring_load_strings(s)) < 0)
 		return ret;
 	/* what the head lapped before anyone read it (no collector, or one
 	 * that fell behind): counted once, like the torn ones below */
-	p->lapped += shmt_ring_unread_below(v, seq);
+	p->skips.lapped += shmt_ring_unread_below(v, seq);
 	s->follows = false;
-	for (; seq < head; seq++) {
-		if (shmt_ring_read(v, seq, &r) < 0) {
-			s->follows = false;
-			/* below tail, a collector read (or counted) it already */
-			if (seq < tail)
-				continue;
-			if (shmt_ring_lapped(v, seq))
-				p->lapped++;
-			else
-				p->torn++;
-			continue;
-		}
-		r.commit = SHMT_COMMIT_KIND(r.commit);
-		s->records++;
-		ret = p->fn(p->ctx, &r, 0);
-		/* the next one follows this one unless a slot is skipped */
-		s->follows = true;
-		if (ret != 0)
-			return ret;
-	}
+	ret = shmt_ring_read_range(v, seq, head, tail, &p->skips, ring_one, p);
+	if (ret != 0)
+		return ret;
 	/* records staged by threads (dead or alive) not yet in the ring */
 	for (uint32_t b = 0; b < v->nblocks; b++) {
 		struct shmt_block_info info;
@@ -291,7 +284,7 @@ static int ring_pass(void *arg)
 		int n = shmt_ring_block_pending(v, b, s->blockbuf, &info);
 		uint32_t nopen;
 
-		p->torn += info.skipped;
+		p->skips.torn += info.skipped;
 		for (int i = 0; i < n; i++) {
 			s->records++;
 			/* a block with skipped slots: which ones is not known */
@@ -392,15 +385,11 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 		case SHMT_CAP_LOSS:
 			if (p)
 				break;
-#define MAX_(a, b) do { if ((b) > (a)) (a) = (b); } while (0)
 			/* ring counters are cumulative over the ring's life;
 			 * two rings' are added up at the end */
-			MAX_(run->loss.dropped, f.loss.dropped);
-			MAX_(run->loss.overwritten, f.loss.overwritten);
-			MAX_(run->loss.lock_timeouts, f.loss.lock_timeouts);
-			MAX_(run->loss.names_dropped, f.loss.names_dropped);
-			MAX_(run->loss.strings_dropped, f.loss.strings_dropped);
-			MAX_(run->published, f.loss.published);
+			shmt_loss_merge(&run->loss, &f.loss.counters, SHMT_LOSS_MAX);
+			if (f.loss.published > run->published)
+				run->published = f.loss.published;
 			/* geometry: the same in every frame of a ring */
 			if (f.loss.max_strings)
 				s->tables.max_strings = f.loss.max_strings;
@@ -408,7 +397,6 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 				s->tables.string_bytes = f.loss.string_bytes;
 			if (f.loss.max_threads)
 				s->tables.max_threads = f.loss.max_threads;
-			MAX_(run->torn, f.loss.torn);
 			break;
 		case SHMT_CAP_RECORDS: {
 			uint64_t first = f.records.first_seq;
@@ -426,7 +414,7 @@ static int read_file(struct source *s, struct source_file *sf, struct pass *p,
 
 				rec.commit = SHMT_COMMIT_KIND(rec.commit);
 				if (!shmt_kind_valid(rec.commit)) {
-					p->torn++;
+					p->skips.torn++;
 					run->bad++;
 					continue;
 				}
@@ -707,12 +695,7 @@ int source_open_files(struct source *s, char *const *paths, size_t n, char *err,
 	for (size_t i = 0; i < s->nruns; i++) {
 		const struct source_run *run = &s->runs[i];
 
-		s->loss.dropped += run->loss.dropped;
-		s->loss.overwritten += run->loss.overwritten;
-		s->loss.lock_timeouts += run->loss.lock_timeouts;
-		s->loss.names_dropped += run->loss.names_dropped;
-		s->loss.strings_dropped += run->loss.strings_dropped;
-		s->loss.torn += run->torn;
+		shmt_loss_merge(&s->loss.counters, &run->loss, SHMT_LOSS_ADD);
 	}
 	return merge_strings(s, err, errlen);
 }
@@ -730,7 +713,7 @@ static void reconcile(struct source *s)
 {
 	for (size_t i = 0; i < s->nruns; i++) {
 		struct source_run *run = &s->runs[i];
-		uint64_t seen = run->records + run->bad + run->torn, rest;
+		uint64_t seen = run->records + run->bad + run->loss.torn, rest;
 
 		if (!run->published || !run->clean_last || seen > run->published)
 			continue;
@@ -769,8 +752,8 @@ int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, 
 	}
 	/* every pass sees the same torn records: count them once */
 	if (!s->passes++) {
-		s->loss.torn += p.torn;
-		s->loss.overwritten += p.lapped;
+		s->loss.torn += p.skips.torn;
+		s->loss.overwritten += p.skips.lapped;
 		if (!s->is_ring && ret == 0)
 			reconcile(s);
 	}

@@ -13,14 +13,12 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "loss.h"
 
 struct source_loss {
-	uint64_t dropped;	/* ring full, discard mode */
-	uint64_t overwritten;	/* overwrite mode */
-	uint64_t lock_timeouts;	/* producers that gave up on the lock */
-	uint64_t torn;		/* records skipped as half-written or overwritten */
-	uint64_t names_dropped;	/* thread name slots that did not fit */
-	uint64_t strings_dropped; /* interning refused: the string table was full */
+	/* the ring's counters; torn also counts records a reader skipped
+	 * as half-written or overwritten */
+	SHMT_LOSS_MEMBER;
 	/* published records that are neither exported nor counted above: a
 	 * bug or a forged counter, never expected (see reconcile()) */
 	uint64_t unaccounted;

@@ -251,7 +251,8 @@ static struct tls_slot *slot_slow(shmtrace_t *t, struct shmt_att *a)
 					tname, g_pname);
 	}
 	shmt_unlock(&a->v);
-	if (idx < 0)
+	/* idx < nblocks (claim_block_locked): shmt_block_at() is never NULL */
+	if (idx < 0 || !shmt_block_at(&a->v, (uint32_t)idx))
 		return NULL;
 	s->id = a->id;
 	s->gen = g_fork_gen;

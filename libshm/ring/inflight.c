@@ -15,9 +15,9 @@ uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shm
 	uint64_t closing, written;
 	uint32_t depth, n;
 
-	if (i >= v->nblocks || v->minor < 2)
-		return 0;	/* before minor 2 these bytes were padding */
 	b = shmt_block_at(v, i);
+	if (!b || v->minor < 2)
+		return 0;	/* before minor 2 these bytes were padding */
 	if (load_acquire(&b->state) != SHMT_BLOCK_OWNED)
 		return 0;
 	/* pairs with the owner's release store of open_depth */
@@ -49,11 +49,13 @@ uint32_t shmt_open_publish_locked(struct shmt_view *v, uint32_t i)
 {
 	struct shmt_record r[SHMT_OPEN_MAX];
 	uint32_t n = shmt_block_open_spans(v, i, r), done = 0;
+	struct shmt_block *b;
 
 	for (uint32_t k = 0; k < n; k++)
 		if (shmt_write_direct_locked(v, &r[k]) == 0)
 			done++;
-	if (i < v->nblocks && v->minor >= 2)
-		store_relaxed(&shmt_block_at(v, i)->open_depth, 0);
+	b = shmt_block_at(v, i);
+	if (b && v->minor >= 2)
+		store_relaxed(&b->open_depth, 0);
 	return done;
 }

@@ -103,9 +103,32 @@ int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino);
  * and linked to its name when whole; tools skip such names. */
 #define SHMT_TMP_PREFIX		".shmtrace-tmp."
 
+/*
+ * Bounds-checked references into the segment (like lttng-ust's shmp() and
+ * shmp_index()): every table entry is reached through one of these, which
+ * bound the index by the geometry validated at open (struct shmt_view),
+ * never by a header field a peer can write, and return NULL outside.
+ */
+static inline struct shmt_string *shmt_string_at(const struct shmt_view *v, uint32_t id)
+{
+	/* id 0 is reserved: the table holds max_strings + 1 entries */
+	return id <= v->max_strings ? &v->strings[id] : NULL;
+}
+
+static inline uint16_t *shmt_hash_at(const struct shmt_view *v, uint32_t i)
+{
+	return i < v->hash_slots ? &v->hash[i] : NULL;
+}
+
+static inline struct shmt_thread *shmt_thread_at(const struct shmt_view *v, uint32_t i)
+{
+	return i < v->max_threads ? &v->threads[i] : NULL;
+}
+
 static inline struct shmt_block *shmt_block_at(const struct shmt_view *v, uint32_t i)
 {
-	return (struct shmt_block *)(v->blocks + (uint64_t)i * v->block_size);
+	return i < v->nblocks ? (struct shmt_block *)(v->blocks + (uint64_t)i * v->block_size)
+			      : NULL;
 }
 
 static inline struct shmt_record *shmt_block_recs(struct shmt_block *b)
@@ -125,6 +148,11 @@ void shmt_unlock(struct shmt_view *v);
 bool shmt_mutex_sane(const struct shmt_view *v);
 int shmt_mutex_init(pthread_mutex_t *m);
 void shmt_repair(struct shmt_view *v);
+/* A flush's journal, its flusher dead: true if the flush's records are in
+ * the ring already (head stored), so that its block's taken must move past
+ * them; false if the flush is to be undone. The one test of the repair and
+ * of a lock-free reader alike. */
+bool shmt_journal_published(const struct shmt_journal *j, uint64_t head);
 /* Test hook: called at named points inside critical sections. */
 extern void (*shmt_test_hook)(const char *where);
 #define SHMT_HOOK(where) do { if (unlikely(shmt_test_hook != NULL)) shmt_test_hook(where); } while (0)

@@ -68,6 +68,15 @@ bool shmt_mutex_sane(const struct shmt_view *v)
 	return true;
 }
 
+bool shmt_journal_published(const struct shmt_journal *j, uint64_t head)
+{
+	uint32_t stage = load_relaxed(&j->stage);
+	uint64_t count = load_relaxed(&j->count);
+
+	return stage >= 2 ||
+	       (stage == 1 && count && head == load_relaxed(&j->head_before) + count);
+}
+
 /*
  * Finishes or undoes whatever the dead owner was doing, from the journal.
  * Records a flush had written but not published are never exposed (head is
@@ -80,19 +89,17 @@ void shmt_repair(struct shmt_view *v)
 	uint32_t n;
 
 	if (j->active) {
-		uint64_t head = load_relaxed(&h->head.v);
-
-		if (j->stage == 1 && j->count && head == j->head_before + j->count)
-			j->stage = 2;	/* died between storing head and the stage */
-		if (j->stage <= 1) {
+		if (!shmt_journal_published(j, load_relaxed(&h->head.v))) {
 			/* undo: nothing of it was published; the block keeps its records */
 			store_release(&h->head.v, j->head_before);
 		} else {
-			if (j->stage == 2)
+			/* stage 1 here: died between storing head and the stage */
+			if (j->stage <= 2)
 				fetch_add(&h->dropped.v, j->ndrop);
-			if (j->block < v->nblocks)
-				store_release(&shmt_block_at(v, j->block)->taken,
-					      j->taken_before + j->consumed);
+			struct shmt_block *b = shmt_block_at(v, j->block);
+
+			if (b)
+				store_release(&b->taken, j->taken_before + j->consumed);
 		}
 		j->active = 0;
 	}
@@ -103,14 +110,18 @@ void shmt_repair(struct shmt_view *v)
 		n = n < 1 ? 1 : v->max_strings + 1;
 		store_release(&h->strings, n);
 	}
-	for (uint32_t i = 0; i < v->hash_slots; i++)
-		if (v->hash[i] >= n)
-			v->hash[i] = 0;
+	for (uint32_t i = 0; i < v->hash_slots; i++) {
+		uint16_t *slot = shmt_hash_at(v, i);
+
+		if (*slot >= n)
+			*slot = 0;
+	}
 	{
 		uint64_t end = 1;
 
 		if (n > 1) {
-			struct shmt_string s = v->strings[n - 1];
+			/* n - 1 <= max_strings: clamped above */
+			struct shmt_string s = *shmt_string_at(v, n - 1);
 
 			end = (uint64_t)s.off + s.len + 1;
 		}

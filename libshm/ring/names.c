@@ -14,13 +14,12 @@ int shmt_name_append_locked(struct shmt_view *v, uint32_t pid, uint32_t tid, uin
 {
 	struct shmt_header *h = v->h;
 	uint32_t n = load_relaxed(&h->threads);
-	struct shmt_thread *s;
+	struct shmt_thread *s = shmt_thread_at(v, n);
 
-	if (n >= v->max_threads) {
+	if (!s) {
 		fetch_add(&h->names_dropped.v, 1);
 		return -ENOSPC;
 	}
-	s = &v->threads[n];
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
 	s->tid = tid;

@@ -65,6 +65,32 @@ bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)
 	return false;
 }
 
+int shmt_ring_read_range(const struct shmt_view *v, uint64_t from, uint64_t to, uint64_t counted,
+			 struct shmt_ring_skips *skips, shmt_ring_record_fn fn, void *arg)
+{
+	struct shmt_record r;
+	int ret;
+
+	for (uint64_t seq = from; seq < to; seq++) {
+		if (shmt_ring_read(v, seq, &r) == 0) {
+			r.commit = SHMT_COMMIT_KIND(r.commit);
+			ret = fn(arg, seq, &r);
+		} else {
+			/* below counted, a collector read (or counted) it already */
+			if (seq >= counted) {
+				if (shmt_ring_lapped(v, seq))
+					skips->lapped++;
+				else
+					skips->torn++;
+			}
+			ret = fn(arg, seq, NULL);
+		}
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
 uint64_t shmt_ring_unread_below(const struct shmt_view *v, uint64_t from)
 {
 	uint64_t tail = load_acquire(&v->h->tail.v);
@@ -89,6 +115,7 @@ uint32_t shmt_ring_nstrings(const struct shmt_view *v)
 
 int shmt_ring_string(const struct shmt_view *v, uint32_t id, char *buf, size_t buflen)
 {
+	const struct shmt_string *t;
 	struct shmt_string e;
 	size_t n;
 
@@ -97,10 +124,10 @@ int shmt_ring_string(const struct shmt_view *v, uint32_t id, char *buf, size_t b
 	buf[0] = 0;
 	if (id == 0)
 		return 0;
-	if (id >= shmt_ring_nstrings(v))
+	if (id >= shmt_ring_nstrings(v) || !(t = shmt_string_at(v, id)))
 		return -ENOENT;
-	e.off = load_relaxed(&v->strings[id].off);
-	e.len = load_relaxed(&v->strings[id].len);
+	e.off = load_relaxed(&t->off);
+	e.len = load_relaxed(&t->len);
 	if (e.off >= v->string_bytes || e.len > v->string_bytes - e.off || e.len > SHMT_STRING_MAX)
 		return -EBADMSG;
 	n = e.len < buflen - 1 ? e.len : buflen - 1;
@@ -118,9 +145,11 @@ uint32_t shmt_ring_nthreads(const struct shmt_view *v)
 
 int shmt_ring_thread(const struct shmt_view *v, uint32_t i, struct shmt_thread *out)
 {
-	if (i >= shmt_ring_nthreads(v))
+	const struct shmt_thread *t = shmt_thread_at(v, i);
+
+	if (i >= shmt_ring_nthreads(v) || !t)
 		return -ENOENT;
-	memcpy(out, &v->threads[i], sizeof(*out));
+	memcpy(out, t, sizeof(*out));
 	out->name[SHMT_NAME_LEN - 1] = 0;
 	out->pname[SHMT_NAME_LEN - 1] = 0;
 	return 0;
@@ -136,9 +165,9 @@ int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_r
 	int n = 0;
 
 	memset(info, 0, sizeof(*info));
-	if (i >= v->nblocks)
-		return 0;
 	b = shmt_block_at(v, i);
+	if (!b)
+		return 0;
 	recs = shmt_block_recs(b);
 	info->state = load_relaxed(&b->state);
 	info->pid = load_relaxed(&b->pid);
@@ -149,13 +178,9 @@ int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_r
 	k = load_acquire(&b->taken);
 	/* a flusher died after publishing into the ring but before moving
 	 * taken: its records are in the ring already (see shmt_repair) */
-	if (load_relaxed(&j->active) && load_relaxed(&j->block) == i) {
-		uint64_t head = load_relaxed(&v->h->head.v);
-		uint32_t stage = load_relaxed(&j->stage);
-
-		if (stage >= 2 || (j->count && head == j->head_before + j->count))
-			k = j->taken_before + j->consumed;
-	}
+	if (load_relaxed(&j->active) && load_relaxed(&j->block) == i &&
+	    shmt_journal_published(j, load_relaxed(&v->h->head.v)))
+		k = load_relaxed(&j->taken_before) + load_relaxed(&j->consumed);
 	if (k > w)
 		k = w;
 	if (w - k > v->block_records)

@@ -31,6 +31,24 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
  * counts as torn: the sum of the two is exact either way. */
 bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq);
 
+/* Slots a reader found without a finished record of their sequence. */
+struct shmt_ring_skips {
+	uint64_t lapped;	/* overwrite mode: lapped before read */
+	uint64_t torn;		/* half-written (a producer died) or forged */
+};
+
+/* Called per slot: r is the record (commit reduced to its kind), or NULL
+ * for a slot skipped. A nonzero return stops the pass. */
+typedef int (*shmt_ring_record_fn)(void *arg, uint64_t seq, const struct shmt_record *r);
+
+/* The ring read loop of the collector and the post-mortem reader: reads
+ * slots [from, to) in order into fn, and counts the slots without a
+ * finished record into skips as lapped or torn, except those below
+ * counted (a collector has read or counted them already). Returns 0, or
+ * fn's first nonzero return. */
+int shmt_ring_read_range(const struct shmt_view *v, uint64_t from, uint64_t to, uint64_t counted,
+			 struct shmt_ring_skips *skips, shmt_ring_record_fn fn, void *arg);
+
 /* Records below the start of a ring that nobody read: the head lapped
  * them (overwrite mode) before the collector's tail reached them. A
  * reader starting at from (>= tail) adds these to `overwritten`. */

@@ -102,10 +102,13 @@ static uint64_t publish_locked(struct shmt_view *v, uint32_t block, const struct
 uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx)
 {
 	struct shmt_block *b = shmt_block_at(v, idx);
+	uint64_t w, k, n, done;
+
+	if (!b)
+		return 0;
 	/* pairs with the owner's release store of written */
-	uint64_t w = load_acquire(&b->written);
-	uint64_t k = load_relaxed(&b->taken);
-	uint64_t n, done;
+	w = load_acquire(&b->written);
+	k = load_relaxed(&b->taken);
 
 	/* written behind taken: only a peer scribbling on the block does
 	 * this; nothing is pending (and no count may go below zero) */

@@ -45,18 +45,19 @@ int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len)
 	if (len == 0)
 		return 0;
 	for (uint32_t probes = 0; probes < v->hash_slots; probes++, i = (i + 1) & mask) {
-		uint32_t id = v->hash[i];
+		uint32_t id = *shmt_hash_at(v, i);	/* i is masked: in the table */
+		const struct shmt_string *t = shmt_string_at(v, id);
 
 		if (id == 0)
 			break;
-		if (id >= valid)	/* a slot a peer scribbled on: not ours */
+		if (id >= valid || !t)	/* a slot a peer scribbled on: not ours */
 			continue;
-		e = v->strings[id];
+		e = *t;
 		if (e.len == len && (uint64_t)e.off + len < v->string_bytes &&
 		    !memcmp(v->heap + e.off, s, len))
 			return (int)id;
 	}
-	if (n > v->max_strings || v->hash[i] != 0 ||
+	if (n > v->max_strings || *shmt_hash_at(v, i) != 0 ||
 	    used >= v->string_bytes || len + 1 > v->string_bytes - used) {
 		if (v->minor >= 1)	/* reserved space in a minor-0 ring */
 			fetch_add(&h->strings_dropped.v, 1);
@@ -66,9 +67,9 @@ int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len)
 	h->journal.intern_active = 1;
 	memcpy(v->heap + used, s, len);
 	v->heap[used + len] = 0;
-	v->strings[n].off = used;
-	v->strings[n].len = (uint32_t)len;
-	v->hash[i] = (uint16_t)n;
+	shmt_string_at(v, n)->off = used;	/* n <= max_strings: checked above */
+	shmt_string_at(v, n)->len = (uint32_t)len;
+	*shmt_hash_at(v, i) = (uint16_t)n;
 	SHMT_HOOK("intern");
 	h->heap_used = used + (uint32_t)len + 1;
 	/* pairs with readers' acquire load of strings: entry and bytes are set */
