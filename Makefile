@@ -205,7 +205,9 @@ test-tsan:
 demo: deps all python
 	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) bash tools/demo/demo.sh
 
+# a clean optimised build each time: figures of exactly the tree as it is
 bench: deps
+	$(Q)rm -rf build-bench
 	$(Q)$(MAKE) --no-print-directory CFLAGS="-O2 -g -march=native" BUILD=build-bench all
 	$(Q)$(MAKE) --no-print-directory CFLAGS="-O2 -g -march=native" BUILD=build-bench benches
 	$(Q)$(MAKE) --no-print-directory $(PY_EXT)
