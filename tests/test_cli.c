@@ -13,40 +13,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "helpers.h"
+#include "cli_run.h"
 
-static char g_tool[512], g_collector[512], tmpdir[256];
-
-/* Runs argv with stdout and stderr to files; returns the exit status, or
- * 128 + signal. */
-static int run(const char *out, const char *err, char *const argv[])
-{
-	pid_t p = fork();
-	int st;
-
-	assert_true(p >= 0);
-	if (p == 0) {
-		int fo = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int fe = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fo, 1);
-		dup2(fe, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(p, &st, 0), p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static const char *tmp(const char *name)
-{
-	static char buf[8][512];
-	static int k;
-	char *b = buf[k++ % 8];
-
-	snprintf(b, 512, "%s/%s", tmpdir, name);
-	return b;
-}
+static char g_tool[512], g_collector[512];
 
 /* Starts the collector on ring and waits, on a pipe, until it drains. */
 static pid_t start_collector(const char *ring, const char *out)

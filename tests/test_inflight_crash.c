@@ -12,44 +12,11 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "helpers.h"
-#include "internal.h"
+#include "cli_run.h"
 
-static char bin[512];
-static char tmpdir[256];
-
-static const char *tmp(const char *name)
-{
-	static char buf[8][512];
-	static int k;
-	char *b = buf[k++ % 8];
-
-	snprintf(b, 512, "%s/%s", tmpdir, name);
-	return b;
-}
-
-/* Runs argv with stdout to out and stderr to err; returns the exit status. */
-static int run(const char *out, const char *err, char *const argv[])
-{
-	pid_t p = fork();
-	int st;
-
-	assert_true(p >= 0);
-	if (p == 0) {
-		int fo = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int fe = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fo, 1);
-		dup2(fe, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(p, &st, 0), p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 /* Exports the ring post-mortem and returns the JSON (the caller frees it). */
-static char *export_ring(const char *ring)
+static char *export_ring_json(const char *ring)
 {
 	char *argv[] = { bin, "export", "--ring", (char *)ring, "-o", (char *)tmp("t.json"), NULL };
 
@@ -215,7 +182,7 @@ static void test_killed_in_nested_scope(void **state)
 	(void)state;
 	make_ring(ring, 4096, SHMTRACE_MODE_DISCARD);
 	spawn_dying(ring, 0);
-	json = export_ring(ring);
+	json = export_ring_json(ring);
 	check_nested(json);
 	/* nothing else changed: the 100 spans before, "done", three open */
 	assert_int_equal(count(json, "\"name\":\"before\""), 100);
@@ -245,7 +212,7 @@ static void test_depth_bound(void **state)
 	(void)state;
 	make_ring(ring, 4096, SHMTRACE_MODE_DISCARD);
 	spawn_dying(ring, 3);	/* outer, middle, inner, deep x3: 6 open */
-	json = export_ring(ring);
+	json = export_ring_json(ring);
 	check_nested(json);
 	assert_int_equal(SHMTRACE_OPEN_MAX, SHMT_OPEN_MAX);
 	assert_true(find_event(json, "deep", 0, &x));
@@ -325,14 +292,14 @@ static void test_live_and_fork(void **state)
 	}
 	assert_int_equal(waitpid(kid, &st, 0), kid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	json = export_ring(ring);
+	json = export_ring_json(ring);
 	/* the child's finished one and our open one */
 	assert_true(find_event(json, "held", 0, &e));
 	assert_true(find_event(json, "held", 1, &e));
 	assert_int_equal(count(json, "unfinished\":true"), 1);
 	free(json);
 	assert_int_equal(shmtrace_end(&sp), 0);
-	json = export_ring(ring);
+	json = export_ring_json(ring);
 	assert_int_equal(count(json, "unfinished\":true"), 0);
 	assert_non_null(strstr(json, "\"unfinished\":0,"));
 	free(json);
@@ -377,7 +344,7 @@ static void test_args_hostile(void **state)
 	shmtrace_span(t, c, shmtrace_intern(t, "plain"), 3000, 4000, 0);
 	shmtrace_close(t);
 
-	json = export_ring(ring);
+	json = export_ring_json(ring);
 	assert_null(strstr(json, "\"name\":\"no\""));
 	assert_true(find_event(json, "s", 0, &e));
 	assert_true(ev_has(&e, "\"args\":{\"q\\\"uote\\\\\":\"a\\\"b\\u0001\\u000a\","
@@ -444,7 +411,7 @@ static void test_args_cut(void **state)
 		if (b->state == SHMT_BLOCK_OWNED && b->pid == (uint32_t)getpid())
 			store_release(&b->written, b->written - 2);
 	}
-	json = export_ring(ring);
+	json = export_ring_json(ring);
 	assert_true(find_event(json, "twin", 0, &e));
 	assert_false(ev_has(&e, "args"));
 	assert_false(find_event(json, "twin", 1, &e));
@@ -480,7 +447,7 @@ static void test_args_ring_full(void **state)
 		shmtrace_span_args(t, c, n, 1000 + (uint64_t)i, 2000, 0, a, 2);
 	shmtrace_flush(t);
 	shmtrace_close(t);
-	json = export_ring(ring);
+	json = export_ring_json(ring);
 	assert_int_equal(count(json, "\"name\":\"s\""), 22);
 	assert_int_equal(count(json, "\"args\":{\"x\":7,\"y\":8}"), 21);
 	assert_int_equal(count(json, "\"args\":{\"x\":7}"), 0);

@@ -12,42 +12,11 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "helpers.h"
+#include "cli_run.h"
 #include "capture.h"
 #include "crc32c.h"
 
-static char bin[512], col[600];
-static char tmpdir[256];
-
-static const char *tmp(const char *name)
-{
-	static char buf[8][512];
-	static int k;
-	char *b = buf[k++ % 8];
-
-	snprintf(b, 512, "%s/%s", tmpdir, name);
-	return b;
-}
-
-/* Runs argv with stdout and stderr to files; returns the exit status. */
-static int run(const char *out, const char *err, char *const argv[])
-{
-	pid_t p = fork();
-	int st;
-
-	assert_true(p >= 0);
-	if (p == 0) {
-		int fo = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int fe = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fo, 1);
-		dup2(fe, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(p, &st, 0), p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+static char col[600];
 
 /* Starts a collector that creates the ring (keeping it on exit), with the
  * extra options given and its stderr to tmp("col.err"), and waits on a
