@@ -25,6 +25,37 @@ static void on_signal(int sig)
 	g_stop = 1;
 }
 
+/*
+ * ThreadSanitizer runs a handler only at its next intercepted call, and a
+ * SIGTERM sent just after --ready-fd was seen lost that way (g_stop never
+ * set, the collector napping forever). Under it the stop signals stay
+ * blocked and are polled between passes instead: a stop takes at most one
+ * nap (<= 1 s by default), and a second signal cannot cut the finish short.
+ */
+static void block_stop_signals(void)
+{
+#if SHMT_TSAN
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGINT);
+	sigaddset(&s, SIGTERM);
+	sigprocmask(SIG_BLOCK, &s, NULL);
+#endif
+}
+
+static bool stop_requested(void)
+{
+#if SHMT_TSAN
+	sigset_t s;
+
+	if (!g_stop && sigpending(&s) == 0 &&
+	    (sigismember(&s, SIGINT) == 1 || sigismember(&s, SIGTERM) == 1))
+		g_stop = 1;
+#endif
+	return g_stop;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -240,6 +271,7 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	block_stop_signals();
 
 	if (create) {
 		ret = shmtrace_ring_create(o.ring, &cfg);
@@ -264,7 +296,7 @@ int main(int argc, char **argv)
 		close(ready_fd);
 	}
 	t0 = shmt_mono_ns();
-	while (!g_stop) {
+	while (!stop_requested()) {
 		struct pass_arg a = { &d, 0, false };
 
 		ret = shmt_guarded(guarded_pass, &a);
@@ -273,7 +305,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		ret = 0;
-		if (a.ret == 0 && !g_stop)
+		if (a.ret == 0 && !stop_requested())
 			drain_sleep(&d);
 	}
 	if (ret == 0) {
