@@ -835,9 +835,10 @@ static void test_span_returns_enospc(void **state)
 	assert_int_equal(enospc + ok, 100000);
 	assert_int_equal(shmtrace_flush(t), -ENOSPC);	/* its last 32 do not fit */
 	assert_int_equal(shmtrace_stats(t, &st), 0);
-	/* one -ENOSPC per block flush that dropped, 64 records each */
+	/* one -ENOSPC per flush that dropped: a thread flushes once half
+	 * its block (128 records) is staged */
 	assert_int_equal(st.dropped, 100000 - 1024);
-	assert_int_equal(enospc, (100000 - 1024) / 64);
+	assert_int_equal(enospc, (100000 - 1024) / (SHMT_BLOCK_RECORDS / 2));
 	shmtrace_close(t);
 	shmtrace_ring_unlink(ring);
 }

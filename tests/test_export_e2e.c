@@ -197,8 +197,9 @@ static void test_killed_while_holding_lock(void **state)
 		uint32_t n = shmtrace_intern(t, "killed");
 
 		shmt_test_hook = die_in_flush;
-		/* the 65th record fills the block: the flush dies half-way */
-		for (int i = 0; i < 100; i++)
+		/* the 129th record finds half the block (128) staged: the
+		 * flush it tries dies half-way */
+		for (int i = 0; i < 200; i++)
 			shmtrace_span(t, n, n, 5000 + (uint64_t)i, 6000 + (uint64_t)i, 0);
 		_exit(1);
 	}
@@ -210,8 +211,8 @@ static void test_killed_while_holding_lock(void **state)
 	json = slurp(tmp("lock.json"));
 	err = slurp(tmp("lock.err"));
 	assert_int_equal(count(json, "\"name\":\"clean\""), 10);
-	/* all 64 published to the block, none of them twice, none torn */
-	assert_int_equal(count(json, "\"name\":\"killed\""), 64);
+	/* all 128 published to the block, none of them twice, none torn */
+	assert_int_equal(count(json, "\"name\":\"killed\""), 128);
 	assert_non_null(strstr(json, "\"torn\":0"));
 	assert_null(strstr(err, "warning"));
 	free(json);

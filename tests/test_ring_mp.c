@@ -442,6 +442,92 @@ static void test_other_pid_namespace_refused(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/*
+ * Issue 13.3: a producer never waits on a busy lock while its block has
+ * room. A thread's block holds 256 records (ring format 1.3); it tries the
+ * lock once 128 are staged and waits only when all 256 are. With the lock
+ * free, the 129th record finds 128 staged and moves them. Then another
+ * process holds the lock: 255 more calls each return 0 at once (no timeout,
+ * nothing dropped, nothing moved), and only the next, with the block full,
+ * waits (and, the lock held past the handle's 20 ms, is dropped and
+ * counted). Once the lock is free, every staged record reaches the ring.
+ */
+static void test_busy_lock_never_waited_on_below_full(void **state)
+{
+	const char *name = test_ring_name("busy");
+	const uint64_t block = 256, half = 128;
+	int held[2], release[2], go[2], status;
+	struct shmtrace_stats st;
+	struct ring_dump d;
+	shmtrace_t *t;
+	uint64_t ts = 0;
+	char c = 0;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(pipe(held), 0);
+	assert_int_equal(pipe(release), 0);
+	assert_int_equal(pipe(go), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct shmt_view v;
+		char err[256];
+
+		/* EOF on release if the parent dies: its ends only */
+		close(held[0]);
+		close(release[1]);
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1 ||
+		    shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)) < 0 ||
+		    shmt_lock(&v, 1000000000ull) < 0)
+			_exit(1);
+		if (write(held[1], "h", 1) != 1 || read(release[0], &c, 1) != 1)
+			_exit(2);
+		shmt_unlock(&v);
+		_exit(0);
+	}
+	close(held[1]);
+	close(release[0]);
+	setenv("SHMTRACE_LOCK_TIMEOUT_MS", "20", 1);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	unsetenv("SHMTRACE_LOCK_TIMEOUT_MS");
+	for (; ts < half + 1; ts++)
+		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(st.head, half);	/* the 129th moved the first 128 */
+
+	assert_int_equal(write(go[1], "g", 1), 1);
+	assert_int_equal(read(held[0], &c, 1), 1);
+	for (; ts < half + block; ts++)
+		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(st.lock_timeouts, 0);
+	assert_int_equal(st.dropped, 0);
+	assert_int_equal(st.head, half);	/* all staged, none moved */
+	/* the block is full: this one waits for the lock, and gives up */
+	assert_int_equal(shmtrace_span(t, 1, 1, 99999, 100000, 0), -ETIMEDOUT);
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(st.lock_timeouts, 1);
+	assert_int_equal(st.dropped, 1);
+
+	assert_int_equal(write(release[1], "r", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(shmtrace_flush(t), 0);
+	ring_dump(name, &d);
+	assert_int_equal(d.n, half + block);
+	for (size_t i = 0; i < d.n; i++)
+		assert_int_equal(d.recs[i].ts, i);
+	free(d.recs);
+	shmtrace_close(t);
+	close(held[0]);
+	close(release[1]);
+	close(go[0]);
+	close(go[1]);
+	shmtrace_ring_unlink(name);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -455,6 +541,7 @@ int main(void)
 		cmocka_unit_test(test_fork_child_records_own_pid),
 		cmocka_unit_test(test_overwrite_readers_never_see_torn),
 		cmocka_unit_test(test_other_pid_namespace_refused),
+		cmocka_unit_test(test_busy_lock_never_waited_on_below_full),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,6 +30,15 @@
 #define MAX_HANDLES 64			/* live handles per process */
 #define LOCK_TIMEOUT_NS (100ull * 1000 * 1000)	/* a flush waits at most this */
 #define WEDGE_NS (1000ull * 1000 * 1000)	/* then only tries, for this long */
+/*
+ * A thread tries the lock (never waits on it) once FLUSH_RECORDS are
+ * staged, and again every FLUSH_RETRY records while the lock stays busy; it
+ * waits only when its whole block is full. One call in FLUSH_RECORDS
+ * pays for a flush, so the p99 call never does, and a flush of 128 records
+ * stays well under a microsecond (docs/DESIGN.md, "The span call's tail").
+ */
+#define FLUSH_RECORDS (SHMT_BLOCK_RECORDS / 2)
+#define FLUSH_RETRY 16u
 
 /* One thread's view of its block in one ring. */
 struct tls_slot {
@@ -39,7 +48,8 @@ struct tls_slot {
 	struct shmt_block *b;
 	struct shmt_record *recs;
 	uint64_t written;		/* our copy of b->written */
-	uint64_t limit;			/* taken + block_records, as last seen */
+	uint64_t limit;			/* taken + block_records: full, must flush */
+	uint64_t soft;			/* <= limit: time to try a flush */
 };
 
 static __thread struct tls_slot tls[TLS_SLOTS] __attribute__((tls_model("initial-exec")));
@@ -199,6 +209,16 @@ static void thread_name(char *buf)
 	buf[15] = 0;
 }
 
+/* From the block's taken (the collector may have flushed it meanwhile):
+ * where the block is full, and where to try a flush. */
+static void set_marks(struct tls_slot *s)
+{
+	uint64_t taken = load_acquire(&s->b->taken);
+
+	s->limit = taken + SHMT_BLOCK_RECORDS;
+	s->soft = taken + FLUSH_RECORDS;
+}
+
 /* Finds or makes the calling thread's slot for attachment a. NULL means
  * no block: the caller writes under the lock instead. */
 static struct tls_slot *slot_slow(shmtrace_t *t, struct shmt_att *a)
@@ -260,19 +280,20 @@ static struct tls_slot *slot_slow(shmtrace_t *t, struct shmt_att *a)
 	s->b = shmt_block_at(&a->v, (uint32_t)idx);
 	s->recs = shmt_block_recs(s->b);
 	s->written = load_relaxed(&s->b->written);
-	s->limit = load_acquire(&s->b->taken) + a->v.block_records;
+	set_marks(s);
 	pthread_setspecific(g_exit_key, (void *)1);
 	return s;
 }
 
-/* Flushes the slot's block into the ring. Returns 0, -ENOSPC if the ring
- * was full and some of the block's records were dropped (and counted), or
- * another -errno (nothing moved). Then, if it is time, looks whether the
+/* Flushes the slot's block into the ring, waiting for the lock or (try)
+ * only trying it. Returns 0, -ENOSPC if the ring was full and some of the
+ * block's records were dropped (and counted), or another -errno (nothing
+ * moved; -EBUSY: the try failed). Then, if it is time, looks whether the
  * ring's name now refers to another segment (the next record goes there). */
-static int flush_slot(shmtrace_t *t, struct shmt_att *a, struct tls_slot *s)
+static int flush_slot(shmtrace_t *t, struct shmt_att *a, struct tls_slot *s, bool try)
 {
 	uint64_t pending, done;
-	int ret = shmt_producer_lock(t, a);
+	int ret = try ? shmt_lock(&a->v, 0) : shmt_producer_lock(t, a);
 
 	if (ret < 0)
 		return ret;
@@ -280,9 +301,35 @@ static int flush_slot(shmtrace_t *t, struct shmt_att *a, struct tls_slot *s)
 	done = shmt_flush_block_locked(&a->v, s->idx);
 	shmt_unlock(&a->v);
 	shmt_wake_collector(&a->v);
-	s->limit = load_acquire(&s->b->taken) + a->v.block_records;
+	set_marks(s);
 	shmt_attach_current(t);
-	return pending <= a->v.block_records && done < pending ? -ENOSPC : 0;
+	return pending <= SHMT_BLOCK_RECORDS && done < pending ? -ENOSPC : 0;
+}
+
+/*
+ * Makes room for n records in the slot's block, off the hot path. Below the
+ * full mark it only tries the lock: a busy lock costs this call nothing,
+ * the records stay staged and the try comes again FLUSH_RETRY records on.
+ * Returns 0 (room made), -ENOSPC (room made, earlier records dropped and
+ * counted), or -ETIMEDOUT (no room: the caller drops and counts).
+ */
+static int make_room(shmtrace_t *t, struct shmt_att *a, struct tls_slot *s, unsigned n)
+{
+	uint64_t w = s->written;
+	int ret;
+
+	set_marks(s);
+	if (w + n < s->soft)
+		return 0;	/* the collector flushed us */
+	if (w + n < s->limit) {
+		ret = flush_slot(t, a, s, true);
+		if (ret == 0 || ret == -ENOSPC)
+			return ret;
+		s->soft = w + n + FLUSH_RETRY < s->limit ? w + n + FLUSH_RETRY : s->limit;
+		return 0;
+	}
+	ret = flush_slot(t, a, s, false);
+	return ret == 0 || ret == -ENOSPC ? ret : -ETIMEDOUT;
 }
 
 static int emit_direct(shmtrace_t *t, struct shmt_att *a, const struct shmt_record *r,
@@ -382,18 +429,15 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 			return emit_direct(t, a, d, 1 + nargs);
 		}
 	}
-	w = s->written;
-	if (unlikely(w + nargs >= s->limit)) {
-		/* the collector may have flushed us meanwhile */
-		s->limit = load_acquire(&s->b->taken) + a->v.block_records;
-		if (w + nargs >= s->limit) {
-			ret = flush_slot(t, a, s);
-			if (ret < 0 && ret != -ENOSPC) {
-				fetch_add(&a->v.h->dropped.v, 1 + nargs);
-				return -ETIMEDOUT;
-			}
+	/* soft <= limit: one compare guards both marks */
+	if (unlikely(s->written + nargs >= s->soft)) {
+		ret = make_room(t, a, s, nargs);
+		if (ret == -ETIMEDOUT) {
+			fetch_add(&a->v.h->dropped.v, 1 + nargs);
+			return ret;
 		}
 	}
+	w = s->written;
 	r = &s->recs[w & (SHMT_BLOCK_RECORDS - 1)];
 	r->ts = ts;
 	r->dur = dur;
@@ -569,7 +613,7 @@ SHMT_API int shmtrace_flush(shmtrace_t *t)
 		return -ENOENT;
 	for (int i = 0; i < TLS_SLOTS; i++)
 		if (tls[i].id == a->id && tls[i].gen == g_fork_gen)
-			return flush_slot(t, a, &tls[i]);
+			return flush_slot(t, a, &tls[i], false);
 	return 0;
 }
 

@@ -348,7 +348,8 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 	if (c->mode > SHMTRACE_MODE_OVERWRITE)
 		ERR(-EBADMSG, "unknown ring mode %u", c->mode);
 	if (c->block_records != SHMT_BLOCK_RECORDS)
-		ERR(-EBADMSG, "block size %u is not %u records", c->block_records, SHMT_BLOCK_RECORDS);
+		ERR(-EBADMSG, "block size %u is not %u records (a ring of another libshmtrace "
+		    "version: make it again)", c->block_records, SHMT_BLOCK_RECORDS);
 	if (shmt_layout_compute(c->capacity, c->max_strings, c->string_bytes, c->max_threads,
 				c->nblocks, &l) < 0)
 		ERR(-EBADMSG, "impossible geometry (capacity %u, strings %u, threads %u, blocks %u)",

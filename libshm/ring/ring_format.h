@@ -19,12 +19,13 @@
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
 #define SHMT_RING_MAJOR		1u
-#define SHMT_RING_MINOR		2u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args */
+#define SHMT_RING_MINOR		3u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
+					   3: staging blocks of 256 records */
 #define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
 #define SHMT_RECORD_SIZE	40u
-#define SHMT_BLOCK_RECORDS	64u	/* records per per-thread staging block */
+#define SHMT_BLOCK_RECORDS	256u	/* records per per-thread staging block (64 before minor 3) */
 #define SHMT_NAME_LEN		32u	/* process/thread name bytes, NUL included */
 #define SHMT_STRING_MAX		1024u	/* longest interned string */
 #define SHMT_MAX_STRINGS	65535u	/* ids are 16 bits; 0 means none */
