@@ -19,7 +19,7 @@
 #include "internal.h"
 #include "helpers.h"
 
-static char bin[512];
+static char bin[512], collector_bin[512];
 static long fsize_limit;	/* > 0: the child may write files of at most this */
 static char tmpdir[256];
 
@@ -166,17 +166,32 @@ static inline int export_files(const char *out, const char *err, const char *f1,
 }
 
 
-/* The group setup: finds the binary and makes the temporary directory. */
-static inline int cli_setup(void **state)
+/* Makes the temporary directory /tmp/shmt-WHAT-XXXXXX. Returns 0 or -1. */
+static inline int cli_mkdtemp(const char *what)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-%s-XXXXXX", what);
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+/* Finds shmtrace and shmtrace-collector in $SHMTRACE_BIN (else build/) and
+ * makes the temporary directory. Returns 0, or -1 when that fails or a
+ * binary the test needs is missing. */
+static inline int cli_setup_for(const char *what, bool need_collector)
 {
 	const char *b = getenv("SHMTRACE_BIN");
 
-	(void)state;
 	snprintf(bin, sizeof(bin), "%s/shmtrace", b ? b : "build");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-export-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	snprintf(collector_bin, sizeof(collector_bin), "%s/shmtrace-collector", b ? b : "build");
+	if (cli_mkdtemp(what) < 0)
 		return -1;
-	return access(bin, X_OK);
+	return access(bin, X_OK) || (need_collector && access(collector_bin, X_OK)) ? -1 : 0;
+}
+
+/* The group setup of the export tests. */
+static inline int cli_setup(void **state)
+{
+	(void)state;
+	return cli_setup_for("export", false);
 }
 
 static inline int cli_teardown(void **state)

@@ -15,8 +15,6 @@
 
 #include "cli_run.h"
 
-static char g_tool[512], g_collector[512];
-
 /* Starts the collector on ring and waits, on a pipe, until it drains. */
 static pid_t start_collector(const char *ring, const char *out)
 {
@@ -32,7 +30,7 @@ static pid_t start_collector(const char *ring, const char *out)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(p[0]);
 		snprintf(fd, sizeof(fd), "%d", p[1]);
-		execl(g_collector, "shmtrace-collector", "--ring", ring, "--output", out,
+		execl(collector_bin, "shmtrace-collector", "--ring", ring, "--output", out,
 		      "--ready-fd", fd, "--poll-interval", "5", "-q", (char *)NULL);
 		_exit(127);
 	}
@@ -137,14 +135,14 @@ static void test_ls_and_rm(void **state)
 	const char *idle = test_ring_name("idle"), *live = test_ring_name("live");
 	const char *dead = test_ring_name("dead"), *drained = test_ring_name("drained");
 	const char *junk = test_ring_name("junk");
-	char *ls_argv[] = { g_tool, "ls", "--json", NULL };
-	char *text_argv[] = { g_tool, "ls", NULL };
-	char *rm_live[] = { g_tool, "rm", (char *)live, NULL };
-	char *rm_drained[] = { g_tool, "rm", (char *)drained, NULL };
-	char *rm_junk[] = { g_tool, "rm", (char *)junk, NULL };
-	char *rm_two[] = { g_tool, "rm", (char *)idle, (char *)dead, NULL };
-	char *rm_force[] = { g_tool, "rm", "--force", (char *)live, (char *)drained, NULL };
-	char *rm_gone[] = { g_tool, "rm", (char *)idle, NULL };
+	char *ls_argv[] = { bin, "ls", "--json", NULL };
+	char *text_argv[] = { bin, "ls", NULL };
+	char *rm_live[] = { bin, "rm", (char *)live, NULL };
+	char *rm_drained[] = { bin, "rm", (char *)drained, NULL };
+	char *rm_junk[] = { bin, "rm", (char *)junk, NULL };
+	char *rm_two[] = { bin, "rm", (char *)idle, (char *)dead, NULL };
+	char *rm_force[] = { bin, "rm", "--force", (char *)live, (char *)drained, NULL };
+	char *rm_gone[] = { bin, "rm", (char *)idle, NULL };
 	char path[300], want[64], junkbuf[8192], *out, *e;
 	pid_t lp, col;
 	int fd, lfd;
@@ -238,8 +236,8 @@ static void test_ls_and_rm(void **state)
 static void test_stat_names_missing_once(void **state)
 {
 	const char *name = test_ring_name("nope");
-	char *argv[] = { g_tool, "stat", (char *)name, NULL };
-	char *pargv[] = { g_tool, "stat", (char *)tmp("nope.cap"), NULL };
+	char *argv[] = { bin, "stat", (char *)name, NULL };
+	char *pargv[] = { bin, "stat", (char *)tmp("nope.cap"), NULL };
 	char *out;
 
 	(void)state;
@@ -259,9 +257,9 @@ static void test_stat_names_missing_once(void **state)
 static void test_collector_option_checks(void **state)
 {
 	const char *name = test_ring_name("opts");
-	char *bad_fd[] = { g_collector, "--ring", (char *)name, "--output", (char *)tmp("o.cap"),
+	char *bad_fd[] = { collector_bin, "--ring", (char *)name, "--output", (char *)tmp("o.cap"),
 			   "--ready-fd", "57", NULL };
-	char *keep[] = { g_collector, "--ring", (char *)name, "--output", (char *)tmp("o.cap"),
+	char *keep[] = { collector_bin, "--ring", (char *)name, "--output", (char *)tmp("o.cap"),
 			 "--keep-ring", NULL };
 	char *out;
 
@@ -283,7 +281,7 @@ static void test_export_capture_being_written(void **state)
 {
 	const char *name = test_ring_name("writing");
 	const char *cap = tmp("writing.cap");
-	char *argv[] = { g_tool, "export", (char *)cap, "-o", (char *)tmp("w.json"), NULL };
+	char *argv[] = { bin, "export", (char *)cap, "-o", (char *)tmp("w.json"), NULL };
 	char want[96], *out, ev[sizeof(struct inotify_event) + 256];
 	struct stat st;
 	pid_t col;
@@ -319,9 +317,9 @@ static void test_export_capture_being_written(void **state)
 static void test_export_from_past_end(void **state)
 {
 	const char *name = test_ring_name("from");
-	char *past[] = { g_tool, "export", "--ring", (char *)name, "-o", (char *)tmp("f.json"),
+	char *past[] = { bin, "export", "--ring", (char *)name, "-o", (char *)tmp("f.json"),
 			 "--from", "100s", NULL };
-	char *inside[] = { g_tool, "export", "--ring", (char *)name, "-o", (char *)tmp("f.json"),
+	char *inside[] = { bin, "export", "--ring", (char *)name, "-o", (char *)tmp("f.json"),
 			   "--from", "0s", NULL };
 	char *out;
 
@@ -341,24 +339,8 @@ static void test_export_from_past_end(void **state)
 
 static int setup(void **state)
 {
-	const char *b = getenv("SHMTRACE_BIN");
-
 	(void)state;
-	snprintf(g_tool, sizeof(g_tool), "%s/shmtrace", b ? b : "build");
-	snprintf(g_collector, sizeof(g_collector), "%s/shmtrace-collector", b ? b : "build");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-cli-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	return access(g_tool, X_OK) || access(g_collector, X_OK);
-}
-
-static int teardown(void **state)
-{
-	char cmd[300];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return cli_setup_for("cli", true);
 }
 
 int main(void)
@@ -371,5 +353,5 @@ int main(void)
 		cmocka_unit_test(test_export_from_past_end),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, cli_teardown);
 }

@@ -16,8 +16,6 @@
 #include "capture.h"
 #include "crc32c.h"
 
-static char col[600];
-
 /* Starts a collector that creates the ring (keeping it on exit), with the
  * extra options given and its stderr to tmp("col.err"), and waits on a
  * pipe until it drains. */
@@ -31,8 +29,8 @@ static pid_t start_collector(const char *ring, const char *out, const char *cons
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		char *argv[32] = { col, "--ring", (char *)ring, "--output", (char *)out, "--create",
-				   "--keep-ring", "--quiet", "--ready-fd", fdarg };
+		char *argv[32] = { collector_bin, "--ring", (char *)ring, "--output", (char *)out,
+				   "--create", "--keep-ring", "--quiet", "--ready-fd", fdarg };
 		int n = 10;
 
 		int fe = open(tmp("col.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -43,7 +41,7 @@ static pid_t start_collector(const char *ring, const char *out, const char *cons
 		for (; extra && *extra && n < 30; extra++)
 			argv[n++] = (char *)*extra;
 		argv[n] = NULL;
-		execv(col, argv);
+		execv(collector_bin, argv);
 		_exit(127);
 	}
 	close(rfd[1]);
@@ -190,9 +188,10 @@ static void test_strings_option(void **state)
 
 	/* out of range: a usage error */
 	{
-		char *a[] = { col, "--ring", (char *)ring, "-o", (char *)cap, "--create",
+		char *a[] = { collector_bin, "--ring", (char *)ring, "-o", (char *)cap, "--create",
 			      "--strings", "70000", NULL };
-		char *b[] = { col, "--ring", (char *)ring, "-o", (char *)cap, "--threads", "8", NULL };
+		char *b[] = { collector_bin, "--ring", (char *)ring, "-o", (char *)cap, "--threads", "8",
+			      NULL };
 
 		assert_int_equal(run(NULL, tmp("usage.err"), a), 2);
 		expect_in(tmp("usage.err"), "--strings '70000'");
@@ -314,24 +313,8 @@ static void test_loss_frame(void **state)
 
 static int setup(void **state)
 {
-	const char *b = getenv("SHMTRACE_BIN");
-
 	(void)state;
-	snprintf(bin, sizeof(bin), "%s/shmtrace", b ? b : "build");
-	snprintf(col, sizeof(col), "%s-collector", bin);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-names-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	return access(bin, X_OK) || access(col, X_OK);
-}
-
-static int teardown(void **state)
-{
-	char cmd[300];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return cli_setup_for("names", true);
 }
 
 int main(void)
@@ -343,5 +326,5 @@ int main(void)
 		cmocka_unit_test(test_loss_frame),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, cli_teardown);
 }
