@@ -61,6 +61,14 @@ static inline const char *tmp(const char *name)
 	return b;
 }
 
+/* Runs argv, which must exit with status rc, with its stderr to tmp(err);
+ * returns what it wrote there (to free). */
+static inline char *run_stderr(const char *err, int rc, char *const argv[])
+{
+	assert_int_equal(run(NULL, tmp(err), argv), rc);
+	return slurp(tmp(err));
+}
+
 static inline int export_ring(const char *ring, const char *out, const char *err)
 {
 	char *argv[] = { bin, "export", "--ring", (char *)ring, "-o", (char *)out, NULL };

@@ -198,20 +198,17 @@ static void test_ls_and_rm(void **state)
 	free(out);
 
 	/* in use: refused, and said why */
-	assert_int_equal(run(NULL, tmp("rm.err"), rm_live), 1);
-	out = slurp(tmp("rm.err"));
+	out = run_stderr("rm.err", 1, rm_live);
 	snprintf(want, sizeof(want), "1 live producer (pid %d)", (int)lp);
 	assert_non_null(strstr(out, want));
 	free(out);
 	assert_true(ring_exists(live));
-	assert_int_equal(run(NULL, tmp("rm.err"), rm_drained), 1);
-	out = slurp(tmp("rm.err"));
+	out = run_stderr("rm.err", 1, rm_drained);
 	assert_non_null(strstr(out, "being drained by a collector"));
 	free(out);
 	assert_true(ring_exists(drained));
 	/* not a ring: never removed */
-	assert_int_equal(run(NULL, tmp("rm.err"), rm_junk), 1);
-	out = slurp(tmp("rm.err"));
+	out = run_stderr("rm.err", 1, rm_junk);
 	assert_non_null(strstr(out, "not a shmtrace ring"));
 	free(out);
 	assert_true(ring_exists(junk));
@@ -219,8 +216,7 @@ static void test_ls_and_rm(void **state)
 	assert_int_equal(run(NULL, NULL, rm_two), 0);
 	assert_false(ring_exists(idle));
 	assert_false(ring_exists(dead));
-	assert_int_equal(run(NULL, tmp("rm.err"), rm_gone), 1);
-	out = slurp(tmp("rm.err"));
+	out = run_stderr("rm.err", 1, rm_gone);
 	assert_non_null(strstr(out, "no ring named"));
 	free(out);
 	assert_int_equal(run(NULL, NULL, rm_force), 0);
@@ -241,14 +237,12 @@ static void test_stat_names_missing_once(void **state)
 	char *out;
 
 	(void)state;
-	assert_int_equal(run(NULL, tmp("stat.err"), argv), 1);
-	out = slurp(tmp("stat.err"));
+	out = run_stderr("stat.err", 1, argv);
 	assert_int_equal(count(out, name), 1);
 	assert_non_null(strstr(out, "no ring of that name in /dev/shm, nor a capture file"));
 	free(out);
 	/* a path is only ever a capture */
-	assert_int_equal(run(NULL, tmp("stat.err"), pargv), 1);
-	out = slurp(tmp("stat.err"));
+	out = run_stderr("stat.err", 1, pargv);
 	assert_int_equal(count(out, "nope.cap"), 1);
 	assert_non_null(strstr(out, "no such capture file"));
 	free(out);
@@ -265,12 +259,10 @@ static void test_collector_option_checks(void **state)
 
 	(void)state;
 	/* no ring either: a bad descriptor must be found first, as a usage error */
-	assert_int_equal(run(NULL, tmp("col.err"), bad_fd), 2);
-	out = slurp(tmp("col.err"));
+	out = run_stderr("col.err", 2, bad_fd);
 	assert_non_null(strstr(out, "--ready-fd 57: not an open file descriptor"));
 	free(out);
-	assert_int_equal(run(NULL, tmp("col.err"), keep), 1);
-	out = slurp(tmp("col.err"));
+	out = run_stderr("col.err", 1, keep);
 	assert_non_null(strstr(out, "warning: --keep-ring has no effect without --create"));
 	free(out);
 }
@@ -299,16 +291,14 @@ static void test_export_capture_being_written(void **state)
 	close(in);
 	assert_int_equal(stat(cap, &st), 0);
 	assert_true(st.st_size > 0);
-	assert_int_equal(run(NULL, tmp("w.err"), argv), 0);
-	out = slurp(tmp("w.err"));
+	out = run_stderr("w.err", 0, argv);
 	snprintf(want, sizeof(want), "still being written by shmtrace-collector (pid %d)", (int)col);
 	assert_non_null(strstr(out, want));
 	assert_null(strstr(out, "cut short"));
 	free(out);
 	stop(col);
 	/* stopped, it is whole: nothing to say */
-	assert_int_equal(run(NULL, tmp("w.err"), argv), 0);
-	out = slurp(tmp("w.err"));
+	out = run_stderr("w.err", 0, argv);
 	assert_null(strstr(out, "being written"));
 	free(out);
 	shmtrace_ring_unlink(name);
@@ -326,12 +316,10 @@ static void test_export_from_past_end(void **state)
 	(void)state;
 	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
 	spans(name, 10);
-	assert_int_equal(run(NULL, tmp("f.err"), past), 0);
-	out = slurp(tmp("f.err"));
+	out = run_stderr("f.err", 0, past);
 	assert_non_null(strstr(out, "--from 100.000000 s is past the end of the trace"));
 	free(out);
-	assert_int_equal(run(NULL, tmp("f.err"), inside), 0);
-	out = slurp(tmp("f.err"));
+	out = run_stderr("f.err", 0, inside);
 	assert_null(strstr(out, "past the end"));
 	free(out);
 	shmtrace_ring_unlink(name);

@@ -41,6 +41,12 @@ int cli_runtime_error(const char *cmd, const char *fmt, ...)
 	return EXIT_RUNTIME;
 }
 
+const struct option cli_json_longopts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 void cli_getopt_start(void)
 {
 	opterr = 0;

@@ -29,6 +29,9 @@ struct cli_opts {
 	const struct option *longopts;	/* ended by a zero entry */
 };
 
+/* The long options of a subcommand that has only --json and --help. */
+extern const struct option cli_json_longopts[];
+
 /* What cli_getopt() returns when the subcommand is to return *rc now. */
 #define CLI_OPT_EXIT	(-2)
 

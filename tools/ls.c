@@ -214,13 +214,7 @@ static const char ls_usage[] =
 	"      --json  print one JSON array of objects\n"
 	"  -h, --help  show this help\n";
 
-static const struct option ls_longopts[] = {
-	{ "json", no_argument, NULL, 'j' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-static const struct cli_opts ls_opts = { "ls", ls_usage, ":h", ls_longopts };
+static const struct cli_opts ls_opts = { "ls", ls_usage, ":h", cli_json_longopts };
 
 int cmd_ls(int argc, char **argv)
 {

@@ -296,13 +296,7 @@ static const char stat_usage[] =
 	"      --json  print one JSON object\n"
 	"  -h, --help  show this help\n";
 
-static const struct option stat_longopts[] = {
-	{ "json", no_argument, NULL, 'j' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-static const struct cli_opts stat_opts = { "stat", stat_usage, ":h", stat_longopts };
+static const struct cli_opts stat_opts = { "stat", stat_usage, ":h", cli_json_longopts };
 
 int cmd_stat(int argc, char **argv)
 {
