@@ -61,12 +61,47 @@ static inline const char *tmp(const char *name)
 	return b;
 }
 
+/* The file at path says what (printed when it does not). */
+static inline void expect_in(const char *path, const char *what)
+{
+	char *s = slurp(path);
+
+	if (!strstr(s, what))
+		fprintf(stderr, "%s: no '%s' in:\n%s\n", path, what, s);
+	assert_non_null(strstr(s, what));
+	free(s);
+}
+
+/* The file at path does not say what (printed when it does). */
+static inline void expect_not_in(const char *path, const char *what)
+{
+	char *s = slurp(path);
+
+	if (strstr(s, what))
+		fprintf(stderr, "%s: unexpected '%s' in:\n%s\n", path, what, s);
+	assert_null(strstr(s, what));
+	free(s);
+}
+
 /* Runs argv, which must exit with status rc, with its stderr to tmp(err);
  * returns what it wrote there (to free). */
 static inline char *run_stderr(const char *err, int rc, char *const argv[])
 {
 	assert_int_equal(run(NULL, tmp(err), argv), rc);
 	return slurp(tmp(err));
+}
+
+/* Runs argv, which must exit with status rc and say said on stderr, and
+ * not unsaid (either may be NULL). */
+static inline void run_says(int rc, char *const argv[], const char *said, const char *unsaid)
+{
+	const char *err = tmp("run.err");
+
+	assert_int_equal(run(NULL, err, argv), rc);
+	if (said)
+		expect_in(err, said);
+	if (unsaid)
+		expect_not_in(err, unsaid);
 }
 
 static inline int export_ring(const char *ring, const char *out, const char *err)

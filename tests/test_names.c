@@ -60,26 +60,6 @@ static void stop_collector(pid_t pid)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
-static void expect_in(const char *path, const char *what)
-{
-	char *s = slurp(path);
-
-	if (!strstr(s, what))
-		fprintf(stderr, "%s: no '%s' in:\n%s\n", path, what, s);
-	assert_non_null(strstr(s, what));
-	free(s);
-}
-
-static void expect_not_in(const char *path, const char *what)
-{
-	char *s = slurp(path);
-
-	if (strstr(s, what))
-		fprintf(stderr, "%s: unexpected '%s' in:\n%s\n", path, what, s);
-	assert_null(strstr(s, what));
-	free(s);
-}
-
 /* Interns n distinct names, one span each, with the name as category too. */
 static void spans_with_distinct_names(const char *ring, int n)
 {
