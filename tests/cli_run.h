@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli_run.h - what the cmocka tests of the `shmtrace` command share: running
- * it with its output in files under a temporary directory, checking a trace
- * with the DevTools engine, and writing capture files with the encoder.
+ * it with its output in files under a temporary directory and checking what
+ * it said, checking a trace with the DevTools engine, and writing capture
+ * files with the encoder.
  */
 #ifndef SHMTRACE_TEST_CLI_RUN_H
 #define SHMTRACE_TEST_CLI_RUN_H

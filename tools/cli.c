@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * cli.c - argument helpers shared by the subcommands.
+ * cli.c - what the subcommands share: messages, option parsing and
+ * argument parsing.
  */
 #include <errno.h>
 #include <stdarg.h>

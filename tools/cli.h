@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli.h - what the subcommands of `shmtrace` share: exit codes, usage
- * errors, time arguments, and telling a ring name from a file.
+ * errors, option parsing, time arguments, and telling a ring name from a
+ * file.
  */
 #ifndef SHMTRACE_CLI_H
 #define SHMTRACE_CLI_H
