@@ -3,7 +3,8 @@
  * test_cli.c - the housekeeping commands and what a new user meets, run as
  * binaries: `shmtrace ls` and `rm` on rings in use and not, `stat` of a
  * name that is neither ring nor capture, the collector's option checks,
- * a capture exported while its collector writes it, --from past the end.
+ * a capture exported while its collector writes it, --from past the end,
+ * and the option errors of the subcommands (cli_getopt()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "cli_run.h"
+#include "cli.h"
 
 /* Starts the collector on ring and waits, on a pipe, until it drains. */
 static pid_t start_collector(const char *ring, const char *out)
@@ -302,6 +304,70 @@ static void test_export_from_past_end(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/* The option errors and --help of ls, rm, stat and summary, word for word. */
+static void test_option_messages(void **state)
+{
+	char *ls_bad[] = { bin, "ls", "--bogus", NULL };
+	char *ls_arg[] = { bin, "ls", "--json=1", NULL };
+	char *rm_bad[] = { bin, "rm", "-q", "x", NULL };
+	char *stat_bad[] = { bin, "stat", "-x", NULL };
+	char *sum_noarg[] = { bin, "summary", "--ring", NULL };
+	char *sum_short[] = { bin, "summary", "-r", NULL };
+	char *stat_help[] = { bin, "stat", "--json", "-h", NULL };
+	struct stat st;
+
+	(void)state;
+	run_says(2, ls_bad, "shmtrace ls: unknown option '--bogus'\nTry 'shmtrace ls --help'.\n",
+		 NULL);
+	run_says(2, ls_arg, "shmtrace ls: unknown option '--json=1'\n", NULL);
+	run_says(2, rm_bad, "shmtrace rm: unknown option '-q'\nTry 'shmtrace rm --help'.\n", NULL);
+	run_says(2, stat_bad, "shmtrace stat: unknown option '-x'\n", NULL);
+	run_says(2, sum_noarg, "shmtrace summary: option '--ring' needs an argument\n"
+		 "Try 'shmtrace summary --help'.\n", NULL);
+	run_says(2, sum_short, "shmtrace summary: option '-r' needs an argument\n", NULL);
+	assert_int_equal(run(tmp("help.out"), tmp("help.err"), stat_help), 0);
+	expect_in(tmp("help.out"), "Usage: shmtrace stat NAME|CAPTURE [--json]\n");
+	assert_int_equal(stat(tmp("help.err"), &st), 0);
+	assert_int_equal(st.st_size, 0);
+}
+
+/* cli_getopt(): the options in order, then -1 with optind at the operands;
+ * --help and bad options end the parse with the exit code to return. */
+static void test_cli_getopt(void **state)
+{
+	static const struct option lo[] = {
+		{ "ring", required_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const struct cli_opts o = { "t", "usage\n", ":r:h", lo };
+	char *ok[] = { "t", "--json", "-r", "R", "file", NULL };
+	char *help[] = { "t", "--help", NULL };
+	char *bad[] = { "t", "--nope", NULL };
+	char *noarg[] = { "t", "--ring", NULL };
+	int rc = 99;
+
+	(void)state;
+	cli_getopt_start();
+	assert_int_equal(cli_getopt(&o, 5, ok, &rc), 'j');
+	assert_int_equal(cli_getopt(&o, 5, ok, &rc), 'r');
+	assert_string_equal(optarg, "R");
+	assert_int_equal(cli_getopt(&o, 5, ok, &rc), -1);
+	assert_int_equal(optind, 4);
+	assert_int_equal(rc, 99);
+	cli_getopt_start();
+	assert_int_equal(cli_getopt(&o, 2, help, &rc), CLI_OPT_EXIT);
+	assert_int_equal(rc, EXIT_OK);
+	cli_getopt_start();
+	assert_int_equal(cli_getopt(&o, 2, bad, &rc), CLI_OPT_EXIT);
+	assert_int_equal(rc, EXIT_USAGE);
+	rc = 99;
+	cli_getopt_start();
+	assert_int_equal(cli_getopt(&o, 2, noarg, &rc), CLI_OPT_EXIT);
+	assert_int_equal(rc, EXIT_USAGE);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -316,6 +382,8 @@ int main(void)
 		cmocka_unit_test(test_collector_option_checks),
 		cmocka_unit_test(test_export_capture_being_written),
 		cmocka_unit_test(test_export_from_past_end),
+		cmocka_unit_test(test_option_messages),
+		cmocka_unit_test(test_cli_getopt),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);
