@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli_run.h - what the cmocka tests of the `shmtrace` command share: running
- * it with its output in files under a temporary directory, checking a trace
- * with the DevTools engine, and writing capture files with the encoder.
+ * it with its output in files under a temporary directory and checking what
+ * it said, checking a trace with the DevTools engine, and writing capture
+ * files with the encoder.
  */
 #ifndef SHMTRACE_TEST_CLI_RUN_H
 #define SHMTRACE_TEST_CLI_RUN_H
@@ -19,7 +20,7 @@
 #include "internal.h"
 #include "helpers.h"
 
-static char bin[512];
+static char bin[512], collector_bin[512];
 static long fsize_limit;	/* > 0: the child may write files of at most this */
 static char tmpdir[256];
 
@@ -59,6 +60,49 @@ static inline const char *tmp(const char *name)
 
 	snprintf(b, 512, "%s/%s", tmpdir, name);
 	return b;
+}
+
+/* The file at path says what (printed when it does not). */
+static inline void expect_in(const char *path, const char *what)
+{
+	char *s = slurp(path);
+
+	if (!strstr(s, what))
+		fprintf(stderr, "%s: no '%s' in:\n%s\n", path, what, s);
+	assert_non_null(strstr(s, what));
+	free(s);
+}
+
+/* The file at path does not say what (printed when it does). */
+static inline void expect_not_in(const char *path, const char *what)
+{
+	char *s = slurp(path);
+
+	if (strstr(s, what))
+		fprintf(stderr, "%s: unexpected '%s' in:\n%s\n", path, what, s);
+	assert_null(strstr(s, what));
+	free(s);
+}
+
+/* Runs argv, which must exit with status rc, with its stderr to tmp(err);
+ * returns what it wrote there (to free). */
+static inline char *run_stderr(const char *err, int rc, char *const argv[])
+{
+	assert_int_equal(run(NULL, tmp(err), argv), rc);
+	return slurp(tmp(err));
+}
+
+/* Runs argv, which must exit with status rc and say said on stderr, and
+ * not unsaid (either may be NULL). */
+static inline void run_says(int rc, char *const argv[], const char *said, const char *unsaid)
+{
+	const char *err = tmp("run.err");
+
+	assert_int_equal(run(NULL, err, argv), rc);
+	if (said)
+		expect_in(err, said);
+	if (unsaid)
+		expect_not_in(err, unsaid);
 }
 
 static inline int export_ring(const char *ring, const char *out, const char *err)
@@ -166,17 +210,32 @@ static inline int export_files(const char *out, const char *err, const char *f1,
 }
 
 
-/* The group setup: finds the binary and makes the temporary directory. */
-static inline int cli_setup(void **state)
+/* Makes the temporary directory /tmp/shmt-WHAT-XXXXXX. Returns 0 or -1. */
+static inline int cli_mkdtemp(const char *what)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-%s-XXXXXX", what);
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+/* Finds shmtrace and shmtrace-collector in $SHMTRACE_BIN (else build/) and
+ * makes the temporary directory. Returns 0, or -1 when that fails or a
+ * binary the test needs is missing. */
+static inline int cli_setup_for(const char *what, bool need_collector)
 {
 	const char *b = getenv("SHMTRACE_BIN");
 
-	(void)state;
 	snprintf(bin, sizeof(bin), "%s/shmtrace", b ? b : "build");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-export-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	snprintf(collector_bin, sizeof(collector_bin), "%s/shmtrace-collector", b ? b : "build");
+	if (cli_mkdtemp(what) < 0)
 		return -1;
-	return access(bin, X_OK);
+	return access(bin, X_OK) || (need_collector && access(collector_bin, X_OK)) ? -1 : 0;
+}
+
+/* The group setup of the export tests. */
+static inline int cli_setup(void **state)
+{
+	(void)state;
+	return cli_setup_for("export", false);
 }
 
 static inline int cli_teardown(void **state)

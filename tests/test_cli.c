@@ -3,7 +3,8 @@
  * test_cli.c - the housekeeping commands and what a new user meets, run as
  * binaries: `shmtrace ls` and `rm` on rings in use and not, `stat` of a
  * name that is neither ring nor capture, the collector's option checks,
- * a capture exported while its collector writes it, --from past the end.
+ * a capture exported while its collector writes it, --from past the end,
+ * and the option errors of the subcommands (cli_getopt()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +15,7 @@
 #include <sys/wait.h>
 
 #include "cli_run.h"
-
-static char g_tool[512], g_collector[512];
+#include "cli.h"
 
 /* Starts the collector on ring and waits, on a pipe, until it drains. */
 static pid_t start_collector(const char *ring, const char *out)
@@ -32,7 +32,7 @@ static pid_t start_collector(const char *ring, const char *out)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(p[0]);
 		snprintf(fd, sizeof(fd), "%d", p[1]);
-		execl(g_collector, "shmtrace-collector", "--ring", ring, "--output", out,
+		execl(collector_bin, "shmtrace-collector", "--ring", ring, "--output", out,
 		      "--ready-fd", fd, "--poll-interval", "5", "-q", (char *)NULL);
 		_exit(127);
 	}
@@ -137,14 +137,14 @@ static void test_ls_and_rm(void **state)
 	const char *idle = test_ring_name("idle"), *live = test_ring_name("live");
 	const char *dead = test_ring_name("dead"), *drained = test_ring_name("drained");
 	const char *junk = test_ring_name("junk");
-	char *ls_argv[] = { g_tool, "ls", "--json", NULL };
-	char *text_argv[] = { g_tool, "ls", NULL };
-	char *rm_live[] = { g_tool, "rm", (char *)live, NULL };
-	char *rm_drained[] = { g_tool, "rm", (char *)drained, NULL };
-	char *rm_junk[] = { g_tool, "rm", (char *)junk, NULL };
-	char *rm_two[] = { g_tool, "rm", (char *)idle, (char *)dead, NULL };
-	char *rm_force[] = { g_tool, "rm", "--force", (char *)live, (char *)drained, NULL };
-	char *rm_gone[] = { g_tool, "rm", (char *)idle, NULL };
+	char *ls_argv[] = { bin, "ls", "--json", NULL };
+	char *text_argv[] = { bin, "ls", NULL };
+	char *rm_live[] = { bin, "rm", (char *)live, NULL };
+	char *rm_drained[] = { bin, "rm", (char *)drained, NULL };
+	char *rm_junk[] = { bin, "rm", (char *)junk, NULL };
+	char *rm_two[] = { bin, "rm", (char *)idle, (char *)dead, NULL };
+	char *rm_force[] = { bin, "rm", "--force", (char *)live, (char *)drained, NULL };
+	char *rm_gone[] = { bin, "rm", (char *)idle, NULL };
 	char path[300], want[64], junkbuf[8192], *out, *e;
 	pid_t lp, col;
 	int fd, lfd;
@@ -200,31 +200,19 @@ static void test_ls_and_rm(void **state)
 	free(out);
 
 	/* in use: refused, and said why */
-	assert_int_equal(run(NULL, tmp("rm.err"), rm_live), 1);
-	out = slurp(tmp("rm.err"));
 	snprintf(want, sizeof(want), "1 live producer (pid %d)", (int)lp);
-	assert_non_null(strstr(out, want));
-	free(out);
+	run_says(1, rm_live, want, NULL);
 	assert_true(ring_exists(live));
-	assert_int_equal(run(NULL, tmp("rm.err"), rm_drained), 1);
-	out = slurp(tmp("rm.err"));
-	assert_non_null(strstr(out, "being drained by a collector"));
-	free(out);
+	run_says(1, rm_drained, "being drained by a collector", NULL);
 	assert_true(ring_exists(drained));
 	/* not a ring: never removed */
-	assert_int_equal(run(NULL, tmp("rm.err"), rm_junk), 1);
-	out = slurp(tmp("rm.err"));
-	assert_non_null(strstr(out, "not a shmtrace ring"));
-	free(out);
+	run_says(1, rm_junk, "not a shmtrace ring", NULL);
 	assert_true(ring_exists(junk));
 	/* unused, whatever was left in them */
 	assert_int_equal(run(NULL, NULL, rm_two), 0);
 	assert_false(ring_exists(idle));
 	assert_false(ring_exists(dead));
-	assert_int_equal(run(NULL, tmp("rm.err"), rm_gone), 1);
-	out = slurp(tmp("rm.err"));
-	assert_non_null(strstr(out, "no ring named"));
-	free(out);
+	run_says(1, rm_gone, "no ring named", NULL);
 	assert_int_equal(run(NULL, NULL, rm_force), 0);
 	assert_false(ring_exists(live));
 	assert_false(ring_exists(drained));
@@ -238,19 +226,17 @@ static void test_ls_and_rm(void **state)
 static void test_stat_names_missing_once(void **state)
 {
 	const char *name = test_ring_name("nope");
-	char *argv[] = { g_tool, "stat", (char *)name, NULL };
-	char *pargv[] = { g_tool, "stat", (char *)tmp("nope.cap"), NULL };
+	char *argv[] = { bin, "stat", (char *)name, NULL };
+	char *pargv[] = { bin, "stat", (char *)tmp("nope.cap"), NULL };
 	char *out;
 
 	(void)state;
-	assert_int_equal(run(NULL, tmp("stat.err"), argv), 1);
-	out = slurp(tmp("stat.err"));
+	out = run_stderr("stat.err", 1, argv);
 	assert_int_equal(count(out, name), 1);
 	assert_non_null(strstr(out, "no ring of that name in /dev/shm, nor a capture file"));
 	free(out);
 	/* a path is only ever a capture */
-	assert_int_equal(run(NULL, tmp("stat.err"), pargv), 1);
-	out = slurp(tmp("stat.err"));
+	out = run_stderr("stat.err", 1, pargv);
 	assert_int_equal(count(out, "nope.cap"), 1);
 	assert_non_null(strstr(out, "no such capture file"));
 	free(out);
@@ -259,22 +245,15 @@ static void test_stat_names_missing_once(void **state)
 static void test_collector_option_checks(void **state)
 {
 	const char *name = test_ring_name("opts");
-	char *bad_fd[] = { g_collector, "--ring", (char *)name, "--output", (char *)tmp("o.cap"),
+	char *bad_fd[] = { collector_bin, "--ring", (char *)name, "--output", (char *)tmp("o.cap"),
 			   "--ready-fd", "57", NULL };
-	char *keep[] = { g_collector, "--ring", (char *)name, "--output", (char *)tmp("o.cap"),
+	char *keep[] = { collector_bin, "--ring", (char *)name, "--output", (char *)tmp("o.cap"),
 			 "--keep-ring", NULL };
-	char *out;
 
 	(void)state;
 	/* no ring either: a bad descriptor must be found first, as a usage error */
-	assert_int_equal(run(NULL, tmp("col.err"), bad_fd), 2);
-	out = slurp(tmp("col.err"));
-	assert_non_null(strstr(out, "--ready-fd 57: not an open file descriptor"));
-	free(out);
-	assert_int_equal(run(NULL, tmp("col.err"), keep), 1);
-	out = slurp(tmp("col.err"));
-	assert_non_null(strstr(out, "warning: --keep-ring has no effect without --create"));
-	free(out);
+	run_says(2, bad_fd, "--ready-fd 57: not an open file descriptor", NULL);
+	run_says(1, keep, "warning: --keep-ring has no effect without --create", NULL);
 }
 
 /* A capture whose collector is still running ends without its END frame:
@@ -283,8 +262,8 @@ static void test_export_capture_being_written(void **state)
 {
 	const char *name = test_ring_name("writing");
 	const char *cap = tmp("writing.cap");
-	char *argv[] = { g_tool, "export", (char *)cap, "-o", (char *)tmp("w.json"), NULL };
-	char want[96], *out, ev[sizeof(struct inotify_event) + 256];
+	char *argv[] = { bin, "export", (char *)cap, "-o", (char *)tmp("w.json"), NULL };
+	char want[96], ev[sizeof(struct inotify_event) + 256];
 	struct stat st;
 	pid_t col;
 	int in;
@@ -301,64 +280,98 @@ static void test_export_capture_being_written(void **state)
 	close(in);
 	assert_int_equal(stat(cap, &st), 0);
 	assert_true(st.st_size > 0);
-	assert_int_equal(run(NULL, tmp("w.err"), argv), 0);
-	out = slurp(tmp("w.err"));
 	snprintf(want, sizeof(want), "still being written by shmtrace-collector (pid %d)", (int)col);
-	assert_non_null(strstr(out, want));
-	assert_null(strstr(out, "cut short"));
-	free(out);
+	run_says(0, argv, want, "cut short");
 	stop(col);
 	/* stopped, it is whole: nothing to say */
-	assert_int_equal(run(NULL, tmp("w.err"), argv), 0);
-	out = slurp(tmp("w.err"));
-	assert_null(strstr(out, "being written"));
-	free(out);
+	run_says(0, argv, NULL, "being written");
 	shmtrace_ring_unlink(name);
 }
 
 static void test_export_from_past_end(void **state)
 {
 	const char *name = test_ring_name("from");
-	char *past[] = { g_tool, "export", "--ring", (char *)name, "-o", (char *)tmp("f.json"),
+	char *past[] = { bin, "export", "--ring", (char *)name, "-o", (char *)tmp("f.json"),
 			 "--from", "100s", NULL };
-	char *inside[] = { g_tool, "export", "--ring", (char *)name, "-o", (char *)tmp("f.json"),
+	char *inside[] = { bin, "export", "--ring", (char *)name, "-o", (char *)tmp("f.json"),
 			   "--from", "0s", NULL };
-	char *out;
 
 	(void)state;
 	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
 	spans(name, 10);
-	assert_int_equal(run(NULL, tmp("f.err"), past), 0);
-	out = slurp(tmp("f.err"));
-	assert_non_null(strstr(out, "--from 100.000000 s is past the end of the trace"));
-	free(out);
-	assert_int_equal(run(NULL, tmp("f.err"), inside), 0);
-	out = slurp(tmp("f.err"));
-	assert_null(strstr(out, "past the end"));
-	free(out);
+	run_says(0, past, "--from 100.000000 s is past the end of the trace", NULL);
+	run_says(0, inside, NULL, "past the end");
 	shmtrace_ring_unlink(name);
+}
+
+/* The option errors and --help of ls, rm, stat and summary, word for word. */
+static void test_option_messages(void **state)
+{
+	char *ls_bad[] = { bin, "ls", "--bogus", NULL };
+	char *ls_arg[] = { bin, "ls", "--json=1", NULL };
+	char *rm_bad[] = { bin, "rm", "-q", "x", NULL };
+	char *stat_bad[] = { bin, "stat", "-x", NULL };
+	char *sum_noarg[] = { bin, "summary", "--ring", NULL };
+	char *sum_short[] = { bin, "summary", "-r", NULL };
+	char *stat_help[] = { bin, "stat", "--json", "-h", NULL };
+	struct stat st;
+
+	(void)state;
+	run_says(2, ls_bad, "shmtrace ls: unknown option '--bogus'\nTry 'shmtrace ls --help'.\n",
+		 NULL);
+	run_says(2, ls_arg, "shmtrace ls: unknown option '--json=1'\n", NULL);
+	run_says(2, rm_bad, "shmtrace rm: unknown option '-q'\nTry 'shmtrace rm --help'.\n", NULL);
+	run_says(2, stat_bad, "shmtrace stat: unknown option '-x'\n", NULL);
+	run_says(2, sum_noarg, "shmtrace summary: option '--ring' needs an argument\n"
+		 "Try 'shmtrace summary --help'.\n", NULL);
+	run_says(2, sum_short, "shmtrace summary: option '-r' needs an argument\n", NULL);
+	assert_int_equal(run(tmp("help.out"), tmp("help.err"), stat_help), 0);
+	expect_in(tmp("help.out"), "Usage: shmtrace stat NAME|CAPTURE [--json]\n");
+	assert_int_equal(stat(tmp("help.err"), &st), 0);
+	assert_int_equal(st.st_size, 0);
+}
+
+/* cli_getopt(): the options in order, then -1 with optind at the operands;
+ * --help and bad options end the parse with the exit code to return. */
+static void test_cli_getopt(void **state)
+{
+	static const struct option lo[] = {
+		{ "ring", required_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const struct cli_opts o = { "t", "usage\n", ":r:h", lo };
+	char *ok[] = { "t", "--json", "-r", "R", "file", NULL };
+	char *help[] = { "t", "--help", NULL };
+	char *bad[] = { "t", "--nope", NULL };
+	char *noarg[] = { "t", "--ring", NULL };
+	int rc = 99;
+
+	(void)state;
+	cli_getopt_start();
+	assert_int_equal(cli_getopt(&o, 5, ok, &rc), 'j');
+	assert_int_equal(cli_getopt(&o, 5, ok, &rc), 'r');
+	assert_string_equal(optarg, "R");
+	assert_int_equal(cli_getopt(&o, 5, ok, &rc), -1);
+	assert_int_equal(optind, 4);
+	assert_int_equal(rc, 99);
+	cli_getopt_start();
+	assert_int_equal(cli_getopt(&o, 2, help, &rc), CLI_OPT_EXIT);
+	assert_int_equal(rc, EXIT_OK);
+	cli_getopt_start();
+	assert_int_equal(cli_getopt(&o, 2, bad, &rc), CLI_OPT_EXIT);
+	assert_int_equal(rc, EXIT_USAGE);
+	rc = 99;
+	cli_getopt_start();
+	assert_int_equal(cli_getopt(&o, 2, noarg, &rc), CLI_OPT_EXIT);
+	assert_int_equal(rc, EXIT_USAGE);
 }
 
 static int setup(void **state)
 {
-	const char *b = getenv("SHMTRACE_BIN");
-
 	(void)state;
-	snprintf(g_tool, sizeof(g_tool), "%s/shmtrace", b ? b : "build");
-	snprintf(g_collector, sizeof(g_collector), "%s/shmtrace-collector", b ? b : "build");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-cli-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	return access(g_tool, X_OK) || access(g_collector, X_OK);
-}
-
-static int teardown(void **state)
-{
-	char cmd[300];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return cli_setup_for("cli", true);
 }
 
 int main(void)
@@ -369,7 +382,9 @@ int main(void)
 		cmocka_unit_test(test_collector_option_checks),
 		cmocka_unit_test(test_export_capture_being_written),
 		cmocka_unit_test(test_export_from_past_end),
+		cmocka_unit_test(test_option_messages),
+		cmocka_unit_test(test_cli_getopt),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, cli_teardown);
 }

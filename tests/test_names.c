@@ -16,8 +16,6 @@
 #include "capture.h"
 #include "crc32c.h"
 
-static char col[600];
-
 /* Starts a collector that creates the ring (keeping it on exit), with the
  * extra options given and its stderr to tmp("col.err"), and waits on a
  * pipe until it drains. */
@@ -31,8 +29,8 @@ static pid_t start_collector(const char *ring, const char *out, const char *cons
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		char *argv[32] = { col, "--ring", (char *)ring, "--output", (char *)out, "--create",
-				   "--keep-ring", "--quiet", "--ready-fd", fdarg };
+		char *argv[32] = { collector_bin, "--ring", (char *)ring, "--output", (char *)out,
+				   "--create", "--keep-ring", "--quiet", "--ready-fd", fdarg };
 		int n = 10;
 
 		int fe = open(tmp("col.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -43,7 +41,7 @@ static pid_t start_collector(const char *ring, const char *out, const char *cons
 		for (; extra && *extra && n < 30; extra++)
 			argv[n++] = (char *)*extra;
 		argv[n] = NULL;
-		execv(col, argv);
+		execv(collector_bin, argv);
 		_exit(127);
 	}
 	close(rfd[1]);
@@ -60,26 +58,6 @@ static void stop_collector(pid_t pid)
 	kill(pid, SIGTERM);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
-
-static void expect_in(const char *path, const char *what)
-{
-	char *s = slurp(path);
-
-	if (!strstr(s, what))
-		fprintf(stderr, "%s: no '%s' in:\n%s\n", path, what, s);
-	assert_non_null(strstr(s, what));
-	free(s);
-}
-
-static void expect_not_in(const char *path, const char *what)
-{
-	char *s = slurp(path);
-
-	if (strstr(s, what))
-		fprintf(stderr, "%s: unexpected '%s' in:\n%s\n", path, what, s);
-	assert_null(strstr(s, what));
-	free(s);
 }
 
 /* Interns n distinct names, one span each, with the name as category too. */
@@ -121,6 +99,22 @@ static void export_and_stat(const char *ring, const char *cap)
 	assert_int_equal(run(tmp("cap.txt"), NULL, tcap), 0);
 }
 
+/* After export_and_stat(): both exports warned with msg and not of lost
+ * records, stat --json of the capture and of the ring says json, and stat
+ * of the capture says text. */
+static void expect_reported(const char *msg, const char *json, const char *text)
+{
+	for (int i = 0; i < 2; i++) {
+		const char *err = tmp(i ? "ring.err" : "cap.err");
+
+		expect_in(err, msg);
+		expect_not_in(err, "records were lost");
+	}
+	expect_in(tmp("cap.stat"), json);
+	expect_in(tmp("ring.stat"), json);
+	expect_in(tmp("cap.txt"), text);
+}
+
 /* 6,000 distinct names into the default table of 4,096 strings: 1,904
  * spans lost their names, and every output says so in those words. */
 static void test_string_table_full(void **state)
@@ -140,9 +134,7 @@ static void test_string_table_full(void **state)
 	shmtrace_ring_unlink(ring);
 
 	for (int i = 0; i < 2; i++) {
-		const char *json = tmp(i ? "ring.json" : "cap.json");
-		const char *err = tmp(i ? "ring.err" : "cap.err");
-		char *s = slurp(json);
+		char *s = slurp(tmp(i ? "ring.json" : "cap.json"));
 
 		assert_int_equal(count(s, "\"name\":\"?\""), 1904);
 		assert_non_null(strstr(s, "\"records\":6000,"));
@@ -150,12 +142,8 @@ static void test_string_table_full(void **state)
 		assert_non_null(strstr(s, "\"strings_dropped\":1904,"));
 		assert_non_null(strstr(s, "\"thread_names_dropped\":0,"));
 		free(s);
-		expect_in(err, msg);
-		expect_not_in(err, "records were lost");
 	}
-	expect_in(tmp("cap.stat"), "\"strings_dropped\":1904,");
-	expect_in(tmp("ring.stat"), "\"strings_dropped\":1904,");
-	expect_in(tmp("cap.txt"), "strings_dropped:    1904\n");
+	expect_reported(msg, "\"strings_dropped\":1904,", "strings_dropped:    1904\n");
 	expect_in(tmp("cap.stat"), "\"thread_names_dropped\":0,");
 	expect_in(tmp("col.err"), "shmtrace-collector: warning: 1904 strings were not interned: "
 		  "the ring's string table (4096 strings, 262144 bytes of text) is full");
@@ -190,9 +178,10 @@ static void test_strings_option(void **state)
 
 	/* out of range: a usage error */
 	{
-		char *a[] = { col, "--ring", (char *)ring, "-o", (char *)cap, "--create",
+		char *a[] = { collector_bin, "--ring", (char *)ring, "-o", (char *)cap, "--create",
 			      "--strings", "70000", NULL };
-		char *b[] = { col, "--ring", (char *)ring, "-o", (char *)cap, "--threads", "8", NULL };
+		char *b[] = { collector_bin, "--ring", (char *)ring, "-o", (char *)cap, "--threads", "8",
+			      NULL };
 
 		assert_int_equal(run(NULL, tmp("usage.err"), a), 2);
 		expect_in(tmp("usage.err"), "--strings '70000'");
@@ -256,13 +245,9 @@ static void test_thread_names_full(void **state)
 		assert_non_null(strstr(s, "\"threads_unnamed\":476,"));
 		assert_non_null(strstr(s, "\"names_lost\":0,"));
 		free(s);
-		expect_in(err, msg);
-		expect_not_in(err, "records were lost");
 		expect_not_in(err, "spans lost");
 	}
-	expect_in(tmp("cap.stat"), "\"thread_names_dropped\":476,");
-	expect_in(tmp("ring.stat"), "\"thread_names_dropped\":476,");
-	expect_in(tmp("cap.txt"), "thread_names_dropped: 476\n");
+	expect_reported(msg, "\"thread_names_dropped\":476,", "thread_names_dropped: 476\n");
 	expect_in(tmp("col.err"), "shmtrace-collector: warning: 476 thread names were not "
 		  "recorded: the ring's thread-name table (1024) is full");
 }
@@ -314,24 +299,8 @@ static void test_loss_frame(void **state)
 
 static int setup(void **state)
 {
-	const char *b = getenv("SHMTRACE_BIN");
-
 	(void)state;
-	snprintf(bin, sizeof(bin), "%s/shmtrace", b ? b : "build");
-	snprintf(col, sizeof(col), "%s-collector", bin);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-names-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	return access(bin, X_OK) || access(col, X_OK);
-}
-
-static int teardown(void **state)
-{
-	char cmd[300];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return cli_setup_for("names", true);
 }
 
 int main(void)
@@ -343,5 +312,5 @@ int main(void)
 		cmocka_unit_test(test_loss_frame),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, cli_teardown);
 }

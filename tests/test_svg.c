@@ -7,23 +7,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "helpers.h"
-#include "capture.h"
-#include "internal.h"
+#include "cli_run.h"
 #include "cli.h"
 #include "svg.h"
-
-static char tmpdir[256];
-
-static const char *tmp(const char *name)
-{
-	static char buf[8][512];
-	static int k;
-	char *b = buf[k++ % 8];
-
-	snprintf(b, 512, "%s/%s", tmpdir, name);
-	return b;
-}
 
 /* ------------------------------------------------------------ escaping */
 
@@ -130,7 +116,6 @@ static void make_capture(const char *path)
 	};
 	struct shmt_cap_end e = { .records = 8, .end_ns = 200000 };
 	msgpack_sbuffer b;
-	int fd;
 
 	snprintf(h.ring, sizeof(h.ring), "svgring");
 	strcpy(th[0].name, "main");
@@ -148,10 +133,7 @@ static void make_capture(const char *path)
 	assert_int_equal(shmt_cap_put_threads(&b, th, 2), 0);
 	assert_int_equal(shmt_cap_put_records(&b, 0, r, sizeof(r) / sizeof(r[0])), 0);
 	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, b.data, b.size), (ssize_t)b.size);
-	close(fd);
+	put_file(path, b.data, b.size);
 	msgpack_sbuffer_destroy(&b);
 }
 
@@ -290,6 +272,18 @@ static const char *xml_check(const char *doc)
 	return roots == 1 ? NULL : "not exactly one root element";
 }
 
+/* The picture in tmp(name), which must be well-formed (printed if not). */
+static char *read_svg(const char *name)
+{
+	char *doc = slurp(tmp(name));
+	const char *why = xml_check(doc);
+
+	if (why)
+		fprintf(stderr, "%s: %s\n%s\n", name, why, doc);
+	assert_null(why);
+	return doc;
+}
+
 static void test_xml_checker(void **state)
 {
 	(void)state;
@@ -307,17 +301,12 @@ static void test_xml_checker(void **state)
 static void test_render(void **state)
 {
 	char *doc;
-	const char *why;
 
 	(void)state;
 	make_capture(tmp("t.capture"));
 	/* a short trace: the whole of it by default */
 	assert_int_equal(svg_run(tmp("t.capture"), "-o", tmp("all.svg"), NULL), 0);
-	doc = slurp(tmp("all.svg"));
-	why = xml_check(doc);
-	if (why)
-		fprintf(stderr, "%s\n", doc);
-	assert_null(why);
+	doc = read_svg("all.svg");
 	assert_non_null(strstr(doc, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
 	/* untrusted names, escaped wherever they appear */
 	assert_non_null(strstr(doc, ">a&lt;b&amp;c"));
@@ -338,8 +327,7 @@ static void test_render(void **state)
 
 	/* the window: [0, 5us] of t0 = 1000 keeps all but "late" */
 	assert_int_equal(svg_run(tmp("t.capture"), "-o", tmp("win.svg"), "--to", "5us", NULL), 0);
-	doc = slurp(tmp("win.svg"));
-	assert_null(xml_check(doc));
+	doc = read_svg("win.svg");
 	assert_null(strstr(doc, ">late"));
 	assert_int_equal(count(doc, "</title></rect>"), 4);
 	assert_int_equal(count(doc, "<path class=\"a\""), 1);
@@ -350,8 +338,7 @@ static void test_render(void **state)
 	assert_int_equal(svg_run(tmp("t.capture"), "-o", tmp("mid.svg"), "--from", "610ns", "--to",
 				 "650ns", NULL),
 			 0);
-	doc = slurp(tmp("mid.svg"));
-	assert_null(xml_check(doc));
+	doc = read_svg("mid.svg");
 	assert_int_equal(count(doc, "<path class=\"a\""), 0);
 	assert_non_null(strstr(doc, ">hop"));
 	assert_non_null(strstr(doc, "a&lt;b&amp;c"));
@@ -360,8 +347,7 @@ static void test_render(void **state)
 
 	/* --pid: the other process is gone, so is the arrow */
 	assert_int_equal(svg_run(tmp("t.capture"), "-o", tmp("pid.svg"), "--pid", "200", NULL), 0);
-	doc = slurp(tmp("pid.svg"));
-	assert_null(xml_check(doc));
+	doc = read_svg("pid.svg");
 	assert_null(strstr(doc, "alpha"));
 	assert_non_null(strstr(doc, "beta (pid 200)"));
 	assert_int_equal(count(doc, "<path class=\"a\""), 0);
@@ -398,7 +384,6 @@ static void test_caps(void **state)
 	struct shmt_record *r = calloc(n, sizeof(*r));
 	msgpack_sbuffer b;
 	char *doc;
-	int fd;
 
 	(void)state;
 	assert_non_null(r);
@@ -417,10 +402,7 @@ static void test_caps(void **state)
 	assert_int_equal(shmt_cap_put_threads(&b, &th, 1), 0);
 	assert_int_equal(shmt_cap_put_records(&b, 0, r, n), 0);
 	assert_int_equal(shmt_cap_put_end(&b, &(struct shmt_cap_end){ .records = n }), 0);
-	fd = open(tmp("big.capture"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, b.data, b.size), (ssize_t)b.size);
-	close(fd);
+	put_file(tmp("big.capture"), b.data, b.size);
 	msgpack_sbuffer_destroy(&b);
 	free(r);
 
@@ -463,17 +445,7 @@ static void test_usage(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-svg-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[300];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return cli_mkdtemp("svg");
 }
 
 int main(void)
@@ -487,5 +459,5 @@ int main(void)
 		cmocka_unit_test(test_usage),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, cli_teardown);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * cli.c - argument helpers shared by the subcommands.
+ * cli.c - what the subcommands share: messages, option parsing and
+ * argument parsing.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,13 +13,19 @@
 #include "cli.h"
 #include "internal.h"
 
+/* "shmtrace CMD: message", without the end of the line */
+static void __attribute__((format(printf, 2, 0))) vsay(const char *cmd, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "shmtrace %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "shmtrace %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay(cmd, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nTry 'shmtrace %s --help'.\n", cmd);
 	return EXIT_USAGE;
@@ -28,12 +35,43 @@ int cli_runtime_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "shmtrace %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsay(cmd, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 	return EXIT_RUNTIME;
+}
+
+const struct option cli_json_longopts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+void cli_getopt_start(void)
+{
+	opterr = 0;
+	optind = 0;
+}
+
+int cli_getopt(const struct cli_opts *o, int argc, char **argv, int *rc)
+{
+	int c = getopt_long(argc, argv, o->shortopts, o->longopts, NULL);
+
+	switch (c) {
+	case 'h':
+		fputs(o->usage, stdout);
+		*rc = EXIT_OK;
+		return CLI_OPT_EXIT;
+	case ':':
+		*rc = cli_usage_error(o->cmd, "option '%s' needs an argument", argv[optind - 1]);
+		return CLI_OPT_EXIT;
+	case '?':
+		*rc = cli_usage_error(o->cmd, "unknown option '%s'", argv[optind - 1]);
+		return CLI_OPT_EXIT;
+	default:
+		return c;
+	}
 }
 
 int parse_duration(const char *s, uint64_t *ns)

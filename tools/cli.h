@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli.h - what the subcommands of `shmtrace` share: exit codes, usage
- * errors, time arguments, and telling a ring name from a file.
+ * errors, option parsing, time arguments, and telling a ring name from a
+ * file.
  */
 #ifndef SHMTRACE_CLI_H
 #define SHMTRACE_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -19,6 +21,30 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 
 /* Prints "shmtrace CMD: message" on stderr; returns EXIT_RUNTIME. */
 int cli_runtime_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A subcommand's options, as cli_getopt() parses them. */
+struct cli_opts {
+	const char *cmd;		/* "ls": names it in messages */
+	const char *usage;		/* printed for -h, --help */
+	const char *shortopts;		/* getopt's, starting with ':' */
+	const struct option *longopts;	/* ended by a zero entry */
+};
+
+/* The long options of a subcommand that has only --json and --help. */
+extern const struct option cli_json_longopts[];
+
+/* What cli_getopt() returns when the subcommand is to return *rc now. */
+#define CLI_OPT_EXIT	(-2)
+
+/* Resets getopt before a subcommand's first cli_getopt(). */
+void cli_getopt_start(void);
+
+/* The next option of a subcommand's argv as getopt_long() returns it, with
+ * what every subcommand does alike done here: -h and --help print the usage
+ * on stdout (*rc = EXIT_OK); an unknown option or one without its argument
+ * is a usage error (*rc = EXIT_USAGE). Returns the option's character, -1
+ * after the last option, or CLI_OPT_EXIT. */
+int cli_getopt(const struct cli_opts *o, int argc, char **argv, int *rc);
 
 /* Parses a duration: a decimal number with a unit s, ms, us or ns (no unit:
  * seconds), e.g. "1.5s", "200ms", "300us". Returns 0 or -EINVAL. */

@@ -214,13 +214,10 @@ static const char ls_usage[] =
 	"      --json  print one JSON array of objects\n"
 	"  -h, --help  show this help\n";
 
+static const struct cli_opts ls_opts = { "ls", ls_usage, ":h", cli_json_longopts };
+
 int cmd_ls(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	uint64_t now = shmt_realtime_ns();
 	struct jw *w = NULL;
 	bool json = false, any = false;
@@ -228,20 +225,12 @@ int cmd_ls(int argc, char **argv)
 	size_t n = 0;
 	int c, ret, rc = EXIT_OK;
 
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
+	cli_getopt_start();
+	while ((c = cli_getopt(&ls_opts, argc, argv, &rc)) > 0)
+		if (c == 'j')
 			json = true;
-			break;
-		case 'h':
-			fputs(ls_usage, stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("ls", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
+	if (c == CLI_OPT_EXIT)
+		return rc;
 	if (optind != argc)
 		return cli_usage_error("ls", "unexpected argument '%s'", argv[optind]);
 	ret = list_names(&names, &n);
@@ -382,30 +371,25 @@ static int rm_one(const char *name, bool force)
 	return EXIT_OK;
 }
 
+static const struct option rm_longopts[] = {
+	{ "force", no_argument, NULL, 'f' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct cli_opts rm_opts = { "rm", rm_usage, ":fh", rm_longopts };
+
 int cmd_rm(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "force", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	bool force = false;
 	int c, rc = EXIT_OK;
 
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
+	cli_getopt_start();
+	while ((c = cli_getopt(&rm_opts, argc, argv, &rc)) > 0)
+		if (c == 'f')
 			force = true;
-			break;
-		case 'h':
-			fputs(rm_usage, stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("rm", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
+	if (c == CLI_OPT_EXIT)
+		return rc;
 	if (optind == argc)
 		return cli_usage_error("rm", "no ring given");
 	for (int i = optind; i < argc; i++)

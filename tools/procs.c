@@ -110,16 +110,10 @@ int procs_build(struct procs *ps, const struct shmt_thread *slots, size_t n)
 	return 0;
 }
 
-void procs_free(struct procs *ps)
+/* The index of the first process with pid (ps->p is sorted by pid), or of
+ * where it would be. */
+static size_t first_of(const struct procs *ps, uint32_t pid)
 {
-	free(ps->p);
-	u64map_free(&ps->tname);
-	memset(ps, 0, sizeof(*ps));
-}
-
-uint32_t procs_outpid(const struct procs *ps, uint32_t pid, uint64_t start_time, uint64_t ts)
-{
-	const struct proc *p, *best;
 	size_t lo = 0, hi = ps->n;
 
 	while (lo < hi) {
@@ -130,6 +124,21 @@ uint32_t procs_outpid(const struct procs *ps, uint32_t pid, uint64_t start_time,
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+void procs_free(struct procs *ps)
+{
+	free(ps->p);
+	u64map_free(&ps->tname);
+	memset(ps, 0, sizeof(*ps));
+}
+
+uint32_t procs_outpid(const struct procs *ps, uint32_t pid, uint64_t start_time, uint64_t ts)
+{
+	size_t lo = first_of(ps, pid);
+	const struct proc *p, *best;
+
 	if (lo == ps->n || ps->p[lo].pid != pid)
 		return pid;
 	p = &ps->p[lo];
@@ -149,16 +158,8 @@ const struct proc *procs_find(const struct procs *ps, uint32_t outpid)
 {
 	uint32_t pid = outpid % PROCS_PID_STRIDE;
 	uint32_t k = outpid / PROCS_PID_STRIDE;
-	size_t lo = 0, hi = ps->n;
+	size_t lo = first_of(ps, pid);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (ps->p[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo + k >= ps->n || ps->p[lo].pid != pid || ps->p[lo + k].pid != pid ||
 	    ps->p[lo + k].outpid != outpid)
 		return NULL;

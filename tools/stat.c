@@ -296,30 +296,19 @@ static const char stat_usage[] =
 	"      --json  print one JSON object\n"
 	"  -h, --help  show this help\n";
 
+static const struct cli_opts stat_opts = { "stat", stat_usage, ":h", cli_json_longopts };
+
 int cmd_stat(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct kv o = { .first = true };
 	int c, rc;
 
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
+	cli_getopt_start();
+	while ((c = cli_getopt(&stat_opts, argc, argv, &rc)) > 0)
+		if (c == 'j')
 			o.json = true;
-			break;
-		case 'h':
-			fputs(stat_usage, stdout);
-			return EXIT_OK;
-		default:
-			return cli_usage_error("stat", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
+	if (c == CLI_OPT_EXIT)
+		return rc;
 	if (optind + 1 != argc)
 		return cli_usage_error("stat", optind == argc ? "no ring or capture given"
 							      : "give one ring or capture file");

@@ -178,49 +178,38 @@ static int print_json(struct summary *s)
 	return ret;
 }
 
+static const struct option summary_longopts[] = {
+	{ "ring", required_argument, NULL, 'r' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const struct cli_opts summary_opts = { "summary", summary_usage, ":r:h", summary_longopts };
+
 int cmd_summary(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "ring", required_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct summary *s = calloc(1, sizeof(*s));
+	struct summary *s;
 	const char *ring = NULL;
 	bool json = false;
 	char err[768];
 	int c, ret, rc = EXIT_RUNTIME;
 
+	cli_getopt_start();
+	while ((c = cli_getopt(&summary_opts, argc, argv, &rc)) > 0) {
+		if (c == 'r')
+			ring = optarg;
+		else if (c == 'j')
+			json = true;
+	}
+	if (c == CLI_OPT_EXIT)
+		return rc;
+	ret = cli_check_inputs("summary", NULL, NULL, ring, argc - optind, NULL);
+	if (ret)
+		return ret;
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		return cli_runtime_error("summary", "out of memory");
-	opterr = 0;
-	optind = 0;
-	while ((c = getopt_long(argc, argv, ":r:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'r':
-			ring = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			fputs(summary_usage, stdout);
-			free(s);
-			return EXIT_OK;
-		case ':':
-			free(s);
-			return cli_usage_error("summary", "option '%s' needs an argument", argv[optind - 1]);
-		default:
-			free(s);
-			return cli_usage_error("summary", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	ret = cli_check_inputs("summary", NULL, NULL, ring, argc - optind, NULL);
-	if (ret) {
-		free(s);
-		return ret;
-	}
 	ret = source_open(&s->src, ring, argv + optind, (size_t)(argc - optind), err, sizeof(err));
 	if (ret < 0) {
 		cli_runtime_error("summary", "%s", err);

@@ -241,6 +241,28 @@ static int check_str(PyObject *o, const char *what, int none_ok)
 	return -1;
 }
 
+/* The name (str) and cat (str or None, or absent: NULL) of a record. */
+static int check_name_cat(PyObject *name, PyObject *cat)
+{
+	if (check_str(name, "name", 0) < 0 || (cat && check_str(cat, "cat", 1) < 0))
+		return -1;
+	return 0;
+}
+
+/* Interns a record's name and cat (checked by check_name_cat(); no cat:
+ * DEFAULT_CAT). Returns 0, or -1 with a Python error set. */
+static int intern_name_cat(Tracer *tr, PyObject *name, PyObject *cat, uint32_t *name_id,
+			   uint32_t *cat_id)
+{
+	int ok;
+
+	*name_id = intern(tr, name, "name", &ok);
+	if (!ok)
+		return -1;
+	*cat_id = intern(tr, cat && cat != Py_None ? cat : str_default_cat, "cat", &ok);
+	return ok ? 0 : -1;
+}
+
 /* A flow id: None or an int in 0..2^64-1. */
 static int get_flow(PyObject *o, uint64_t *flow)
 {
@@ -401,23 +423,17 @@ static PyObject *do_span(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, Py
 	PyObject *keys[3] = { str_name, str_cat, str_flow }, *a[3];
 	uint32_t cat, name;
 	uint64_t flow;
-	int ok;
 	Span *s;
 
 	if (parse_args("span", args, nargs, kwnames, keys, 3, 1, a) < 0)
 		return NULL;
-	if (check_str(a[0], "name", 0) < 0 || (a[1] && check_str(a[1], "cat", 1) < 0) ||
-	    get_flow(a[2], &flow) < 0)
+	if (check_name_cat(a[0], a[1]) < 0 || get_flow(a[2], &flow) < 0)
 		return NULL;
 	if (!enabled(tr)) {
 		Py_INCREF(null_span);
 		return (PyObject *)null_span;
 	}
-	name = intern(tr, a[0], "name", &ok);
-	if (!ok)
-		return NULL;
-	cat = intern(tr, a[1] && a[1] != Py_None ? a[1] : str_default_cat, "cat", &ok);
-	if (!ok)
+	if (intern_name_cat(tr, a[0], a[1], &name, &cat) < 0)
 		return NULL;
 	s = PyObject_New(Span, &SpanType);
 	if (!s)
@@ -443,20 +459,14 @@ static PyObject *do_instant(Tracer *tr, PyObject *const *args, Py_ssize_t nargs,
 	PyObject *keys[3] = { str_name, str_cat, str_flow }, *a[3];
 	uint32_t cat, name;
 	uint64_t flow;
-	int ok;
 
 	if (parse_args("instant", args, nargs, kwnames, keys, 3, 1, a) < 0)
 		return NULL;
-	if (check_str(a[0], "name", 0) < 0 || (a[1] && check_str(a[1], "cat", 1) < 0) ||
-	    get_flow(a[2], &flow) < 0)
+	if (check_name_cat(a[0], a[1]) < 0 || get_flow(a[2], &flow) < 0)
 		return NULL;
 	if (!enabled(tr))
 		Py_RETURN_NONE;
-	name = intern(tr, a[0], "name", &ok);
-	if (!ok)
-		return NULL;
-	cat = intern(tr, a[1] && a[1] != Py_None ? a[1] : str_default_cat, "cat", &ok);
-	if (!ok)
+	if (intern_name_cat(tr, a[0], a[1], &name, &cat) < 0)
 		return NULL;
 	shmtrace_instant(tr->t, cat, name, flow);
 	Py_RETURN_NONE;
@@ -474,11 +484,10 @@ static PyObject *do_counter(Tracer *tr, PyObject *const *args, Py_ssize_t nargs,
 	PyObject *keys[3] = { str_name, str_value, str_cat }, *a[3];
 	uint32_t cat, name;
 	long long value;
-	int ok;
 
 	if (parse_args("counter", args, nargs, kwnames, keys, 3, 2, a) < 0)
 		return NULL;
-	if (check_str(a[0], "name", 0) < 0 || (a[2] && check_str(a[2], "cat", 1) < 0))
+	if (check_name_cat(a[0], a[2]) < 0)
 		return NULL;
 	if (PyFloat_Check(a[1]) || !PyIndex_Check(a[1])) {
 		PyErr_Format(PyExc_TypeError, "value must be int, not %.100s", Py_TYPE(a[1])->tp_name);
@@ -489,11 +498,7 @@ static PyObject *do_counter(Tracer *tr, PyObject *const *args, Py_ssize_t nargs,
 		return NULL;
 	if (!enabled(tr))
 		Py_RETURN_NONE;
-	name = intern(tr, a[0], "name", &ok);
-	if (!ok)
-		return NULL;
-	cat = intern(tr, a[2] && a[2] != Py_None ? a[2] : str_default_cat, "cat", &ok);
-	if (!ok)
+	if (intern_name_cat(tr, a[0], a[2], &name, &cat) < 0)
 		return NULL;
 	shmtrace_counter(tr->t, cat, name, value);
 	Py_RETURN_NONE;

@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -350,23 +349,6 @@ static int start_workers(struct broker *b)
 	return 0;
 }
 
-static int listen_on(const char *path)
-{
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 64) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
 /* One pass: wait for events (bounded), then handle each ready socket.
  * Returns the number of events, or -1 on a poll error. */
 static int poll_once(struct broker *b)
@@ -462,7 +444,7 @@ int demo_broker_main(const struct demo_config *cfg, int ready_fd)
 	for (int c = 0; c < DEMO_MAX_CONNS; c++)
 		b.conns[c].fd = -1;
 	demo_name_process("broker", "event-loop");
-	b.lfd = listen_on(cfg->sock_path);
+	b.lfd = demo_socket(cfg->sock_path, 1);
 	if (b.lfd < 0) {
 		fprintf(stderr, "%s: broker: listen on %s: %s\n", DEMO_NAME, cfg->sock_path,
 			strerror(-b.lfd));

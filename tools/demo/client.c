@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,23 +32,6 @@ struct client_thread {
 	uint32_t index;
 	pthread_t th;
 };
-
-static int connect_broker(const char *path)
-{
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	return fd;
-}
 
 /* The reference answers, by a sieve: a different method from the
  * worker's trial division, so a match means something. */
@@ -153,7 +135,7 @@ static void *client_thread(void *arg)
 
 	snprintf(name, sizeof(name), "client-%u", ct->index);
 	demo_name_thread(name);
-	fd = connect_broker(c->cfg->sock_path);
+	fd = demo_socket(c->cfg->sock_path, 0);
 	if (fd < 0) {
 		fprintf(stderr, "%s: %s: connect to the broker: %s\n", DEMO_NAME, name, strerror(-fd));
 		__atomic_add_fetch(&c->errors, 1, __ATOMIC_RELAXED);
@@ -226,7 +208,7 @@ int demo_client_run(const struct demo_config *cfg, pid_t broker, int ready_fd)
 		goto out;
 	}
 	/* held open for the whole run: the broker exits when it closes */
-	control = connect_broker(cfg->sock_path);
+	control = demo_socket(cfg->sock_path, 0);
 	if (control < 0) {
 		fprintf(stderr, "%s: connect to the broker: %s\n", DEMO_NAME, strerror(-control));
 		rc = 1;

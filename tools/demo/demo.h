@@ -97,6 +97,7 @@ void demo_fill_request(struct demo_msg *m, uint32_t id);
 int demo_is_busy(const struct demo_msg *m);
 
 /* util.c */
+int demo_socket(const char *path, int listening);
 int demo_recv_msg(int fd, struct demo_msg *m, int timeout_ms);
 int demo_send_msg(int fd, const struct demo_msg *m);
 int demo_wait_child(pid_t pid, int timeout_ms, int *status);

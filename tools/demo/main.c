@@ -130,6 +130,30 @@ static int make_sock_dir(struct demo_config *cfg, char *dir, size_t len)
 
 enum { OPT_CREATE = 256, OPT_CAPACITY, OPT_PY_WORKER, OPT_PYTHON };
 
+/* The numeric option o (1..its maximum) into its place in cfg or rc.
+ * Returns 0, or -1 after saying what is wrong. */
+static int parse_number(int o, const char *arg, struct demo_config *cfg,
+			struct shmtrace_ring_config *rc)
+{
+	const struct {
+		int o;
+		const char *name;
+		uint32_t max;
+		uint32_t *to;
+	} nums[] = {
+		{ 'n', "--requests", 10000000, &cfg->requests },
+		{ 'w', "--workers", DEMO_MAX_WORKERS, &cfg->workers },
+		{ 'c', "--clients", DEMO_MAX_CLIENTS, &cfg->clients },
+		{ 'k', "--crash-worker", DEMO_MAX_WORKERS, &cfg->crash_worker },
+		{ OPT_CAPACITY, "--capacity", 1u << 30, &rc->capacity },
+	};
+
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+		if (nums[i].o == o)
+			return parse_u32(nums[i].name, arg, 1, nums[i].max, nums[i].to);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -158,27 +182,15 @@ int main(int argc, char **argv)
 			cfg.ring = optarg;
 			break;
 		case 'n':
-			if (parse_u32("--requests", optarg, 1, 10000000, &cfg.requests))
-				return 2;
-			break;
 		case 'w':
-			if (parse_u32("--workers", optarg, 1, DEMO_MAX_WORKERS, &cfg.workers))
-				return 2;
-			break;
 		case 'c':
-			if (parse_u32("--clients", optarg, 1, DEMO_MAX_CLIENTS, &cfg.clients))
-				return 2;
-			break;
 		case 'k':
-			if (parse_u32("--crash-worker", optarg, 1, DEMO_MAX_WORKERS, &cfg.crash_worker))
+		case OPT_CAPACITY:
+			if (parse_number(o, optarg, &cfg, &rc))
 				return 2;
 			break;
 		case OPT_CREATE:
 			create = 1;
-			break;
-		case OPT_CAPACITY:
-			if (parse_u32("--capacity", optarg, 1, 1u << 30, &rc.capacity))
-				return 2;
 			break;
 		case OPT_PY_WORKER:
 			cfg.py_worker = optarg;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * util.c - bounded message I/O, bounded child reaping and naming, shared
- * by every role of the demo.
+ * util.c - the broker's socket, bounded message I/O, bounded child
+ * reaping and naming, shared by every role of the demo.
  */
 #include <errno.h>
 #include <poll.h>
@@ -12,10 +12,35 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "demo.h"
+
+/* The broker's SOCK_SEQPACKET socket at path: bound and listening (for
+ * the broker), or else connected to it. Returns the descriptor or -errno. */
+int demo_socket(const char *path, int listening)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	if (listening)
+		ret = bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 64) < 0;
+	else
+		ret = connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0;
+	if (ret) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
 
 /* Receives one whole message, waiting at most timeout_ms (-1: forever).
  * Returns 0, -ETIMEDOUT, -ECONNRESET when the peer is gone, -EBADMSG for
