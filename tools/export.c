@@ -568,13 +568,12 @@ static void put_loss(struct exporter *e)
 static void put_inputs(struct exporter *e)
 {
 	struct jw *w = e->w;
+	const char *in;
 
 	jw_puts(w, ",\"inputs\":[");
-	if (e->src.is_ring)
-		jw_cstr(w, e->src.name);
-	for (size_t i = 0; !e->src.is_ring && i < e->src.ninputs; i++) {
+	for (size_t i = 0; (in = source_input(&e->src, i)); i++) {
 		jw_puts(w, i ? "," : "");
-		jw_cstr(w, e->src.inputs[i]);
+		jw_cstr(w, in);
 	}
 	jw_puts(w, "],\"rings\":[");
 	for (uint32_t i = 0; i < e->src.nrings; i++) {
@@ -589,7 +588,7 @@ static void put_inputs(struct exporter *e)
 		if (e->src.nhosts > 1) {
 			/* captures of several hosts: which ring is whose */
 			jw_puts(w, ",\"host\":");
-			jw_cstr(w, e->src.hosts[e->src.host_of[e->src.is_ring ? 0 : i]]);
+			jw_cstr(w, e->src.hosts[e->src.host_of[i]]);
 		}
 		/* hex strings: JSON numbers lose bits past 2^53 */
 		jw_puts(w, ",\"ring_id\":");
@@ -623,7 +622,7 @@ static void put_metadata(struct exporter *e)
 	jw_puts(w, "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"shmtrace\":{\"version\":");
 	jw_cstr(w, SHMTRACE_VERSION);
 	jw_puts(w, ",\"source\":");
-	jw_cstr(w, e->src.is_ring ? "ring" : "capture");
+	jw_cstr(w, source_kind(&e->src));
 	jw_puts(w, ",\"input\":");
 	jw_cstr(w, e->src.name);
 	put_inputs(e);
