@@ -26,6 +26,13 @@ struct flow_ev {
 	uint64_t seq;		/* the caller's own number for it (OTLP span ids) */
 };
 
+/*
+ * Makes room for element n of the array *pv of elements of size bytes,
+ * *cap of them: the capacity doubles, from first. Returns 0 or -ENOMEM
+ * (the array unchanged). The exporter's growing arrays all use it.
+ */
+int array_grow(void *pv, size_t *cap, size_t n, size_t size, size_t first);
+
 struct flows {
 	struct flow_ev *v;
 	size_t n, cap;

@@ -132,6 +132,10 @@ bool source_has_string(const struct source *s, uint32_t id);
 /* Strings known and the bytes they take in the ring (one more each). */
 void source_strings_used(const struct source *s, uint32_t *n, uint64_t *bytes);
 
+/* Warns about lost records, and records no counter accounts for, on
+ * stderr (source_warn.c); nothing when there are none. */
+void source_warn_lost(const struct source_loss *l);
+
 /* Prints "shmtrace: warning: ..." on stderr. */
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -370,7 +370,6 @@ static void cap_close(struct source *s)
 	}
 	free(c->runs);
 	free(c);
-	s->be = NULL;
 }
 
 const struct source_ops source_capture_ops = {

@@ -233,7 +233,6 @@ static void ring_close(struct source *s)
 	shmt_view_close(&be->v);
 	free(be->blockbuf);
 	free(be);
-	s->be = NULL;
 }
 
 const struct source_ops source_ring_ops = {
