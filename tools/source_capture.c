@@ -372,6 +372,8 @@ static void cap_close(struct source *s)
 	free(c);
 }
 
+/* the slots of struct source_ops (source_int.h), as the other back-end
+ * fills them: the same shape on purpose */
 const struct source_ops source_capture_ops = {
 	.kind = "capture",
 	.pass = cap_pass,

@@ -235,6 +235,8 @@ static void ring_close(struct source *s)
 	free(be);
 }
 
+/* the slots of struct source_ops (source_int.h), as the other back-end
+ * fills them: the same shape on purpose */
 const struct source_ops source_ring_ops = {
 	.kind = "ring",
 	.pass = ring_pass,
