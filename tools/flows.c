@@ -5,27 +5,21 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "flows.h"
 #include "ring_format.h"
 
-int array_grow(void *pv, size_t *cap, size_t n, size_t size, size_t first)
+void *array_grow(void *v, size_t *cap, size_t n, size_t size, size_t first)
 {
-	void *v, *nv;
 	size_t c;
 
 	if (n < *cap)
-		return 0;
-	/* pv points to a pointer of another type: copied, not aliased */
-	memcpy(&v, pv, sizeof(v));
+		return v;
 	c = *cap ? *cap * 2 : first;
-	nv = reallocarray(v, c, size);
-	if (!nv)
-		return -ENOMEM;
-	memcpy(pv, &nv, sizeof(nv));
-	*cap = c;
-	return 0;
+	v = reallocarray(v, c, size);
+	if (v)
+		*cap = c;
+	return v;
 }
 
 void flows_init(struct flows *f)
@@ -42,8 +36,11 @@ void flows_free(struct flows *f)
 
 int flows_add(struct flows *f, const struct flow_ev *e)
 {
-	if (array_grow(&f->v, &f->cap, f->n, sizeof(*f->v), 1024) < 0)
+	struct flow_ev *v = array_grow(f->v, &f->cap, f->n, sizeof(*v), 1024);
+
+	if (!v)
 		return -ENOMEM;
+	f->v = v;
 	f->v[f->n] = *e;
 	f->v[f->n].order = (uint32_t)f->n;
 	f->n++;

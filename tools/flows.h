@@ -27,11 +27,12 @@ struct flow_ev {
 };
 
 /*
- * Makes room for element n of the array *pv of elements of size bytes,
- * *cap of them: the capacity doubles, from first. Returns 0 or -ENOMEM
- * (the array unchanged). The exporter's growing arrays all use it.
+ * Makes room for element n of the array v of elements of size bytes,
+ * *cap of them: the capacity doubles, from first. Returns the array, moved
+ * perhaps, or NULL when out of memory (v is then unchanged). The
+ * exporter's growing arrays all use it.
  */
-int array_grow(void *pv, size_t *cap, size_t n, size_t size, size_t first);
+void *array_grow(void *v, size_t *cap, size_t n, size_t size, size_t first);
 
 struct flows {
 	struct flow_ev *v;
