@@ -280,6 +280,7 @@ static void test_many_flows(void **state)
 /* A thread with an event every microsecond, as a busy producer has. */
 #define BIND_T0		10000000000000ull	/* ns: ~3 hours of uptime */
 #define BIND_EVENTS	1000000u
+#define BIND_FLOWS	100000u
 
 struct rescan_ctx {
 	struct bind *b;
@@ -307,22 +308,22 @@ static void note_events(struct bind *b)
 /*
  * Flow slices that start between the events, on free timestamps: the
  * filter alone must clear them, so the export reads its input once. With
- * 3 bits per event it could not clear a few of the 20000, and every such
- * export read a 1 M event input twice.
+ * 3 bits per event it could not clear a few of these 100000 (10 % of the
+ * events in flows), and such an export read its input twice.
  */
 static void test_bind_free_starts_need_no_second_read(void **state)
 {
-	static struct flow_ev v[20000];
+	static struct flow_ev v[BIND_FLOWS];
 	struct rescan_ctx rc = { 0 };
 	struct bind b;
 
 	(void)state;
 	note_events(&b);
 	rc.b = &b;
-	for (size_t i = 0; i < 20000; i++)
-		v[i] = (struct flow_ev){ .flow = i + 1, .ts = BIND_T0 + i * 50000 + 500, .dur = 100,
+	for (size_t i = 0; i < BIND_FLOWS; i++)
+		v[i] = (struct flow_ev){ .flow = i + 1, .ts = BIND_T0 + i * 10000 + 500, .dur = 100,
 					 .pid = 1, .tid = 1, .order = (uint32_t)i };
-	assert_int_equal(bind_resolve(&b, v, 20000, rescan_all, &rc), 0);
+	assert_int_equal(bind_resolve(&b, v, BIND_FLOWS, rescan_all, &rc), 0);
 	assert_int_equal(rc.calls, 0);
 	assert_int_equal(b.moved, 0);
 	bind_free(&b);
