@@ -32,6 +32,9 @@
 #define GROUP_LINES	8u		/* lines of one (thread, window) */
 #define WINDOW_SHIFT	6		/* window: 64 us of viewer time */
 
+#define ASK_BITS	(1u << 20)	/* askbits: 128 KiB */
+#define ASK_BIT(k)	((k) >> 44)	/* 20 key bits the filter's lines do not use */
+
 enum { TAKEN = 1, FREE = 2, UNKNOWN = 3 };
 
 /* The timestamp a viewer compares: the JSON's microseconds as a double.
@@ -82,6 +85,7 @@ int bind_init(struct bind *b)
 void bind_free(struct bind *b)
 {
 	free(b->bloom);
+	free(b->askbits);
 	u64map_free(&b->known);
 	u64map_free(&b->ask);
 	memset(b, 0, sizeof(*b));
@@ -114,10 +118,28 @@ static bool maybe(const uint64_t *line, uint64_t k)
 
 void bind_seen(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
 {
-	uint64_t *line, *v = u64map_find(&b->ask, key_at(b, pid, tid, ts, &line));
+	uint64_t *line, k = key_at(b, pid, tid, ts, &line), *v;
 
+	/* a verification pass sees every event: most are not asked about,
+	 * and one bit in 128 KiB says so without a probe of the map */
+	if (!b->askbits || !(b->askbits[ASK_BIT(k) / 64] & 1ull << (ASK_BIT(k) % 64)))
+		return;
+	v = u64map_find(&b->ask, k);
 	if (v)
 		*v = TAKEN;
+}
+
+/* The bits of askbits for the keys of ask, before a verification pass. */
+static int mark_asked(struct bind *b)
+{
+	uint64_t key, *val;
+
+	if (!b->askbits && !(b->askbits = malloc(ASK_BITS / 8)))
+		return -ENOMEM;
+	memset(b->askbits, 0, ASK_BITS / 8);
+	for (size_t pos = 0; u64map_next(&b->ask, &pos, &key, &val);)
+		b->askbits[ASK_BIT(key) / 64] |= 1ull << (ASK_BIT(key) % 64);
+	return 0;
 }
 
 static int state(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
@@ -208,7 +230,7 @@ int bind_resolve(struct bind *b, struct flow_ev *v, size_t n, bind_rescan_fn res
 	while ((unknown = propose(b, v, n, start)) > 0) {
 		/* a pass over the input settles every timestamp asked */
 		b->passes++;
-		if ((ret = rescan(ctx)) != 0)
+		if ((ret = mark_asked(b)) != 0 || (ret = rescan(ctx)) != 0)
 			break;
 		for (size_t pos = 0; u64map_next(&b->ask, &pos, &key, &val);) {
 			if (!u64map_get(&b->known, key, *val, NULL)) {
