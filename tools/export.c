@@ -44,7 +44,6 @@ static const char export_usage[] =
 	"                     (T is relative to the earliest record: 1.5s, 200ms, 300us)\n"
 	"  -h, --help         show this help\n";
 
-
 /* N, Nk or NM (binary). */
 static int parse_size(const char *arg, uint64_t *v)
 {

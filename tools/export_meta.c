@@ -10,7 +10,6 @@
 #include "export_int.h"
 #include "fmt.h"
 
-
 /* v with thousands separators: "1,904". */
 static const char *grouped(char *buf, size_t len, uint64_t v)
 {

@@ -84,7 +84,6 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 	return jw_flush(e->w);
 }
 
-
 /* The Chrome JSON export proper, once the source is open. */
 int export_chrome(struct exporter *e, struct cmd *c)
 {
