@@ -33,7 +33,7 @@
 #define WINDOW_SHIFT	6		/* window: 64 us of viewer time */
 
 #define ASK_BITS	(1u << 20)	/* askbits: 128 KiB */
-#define ASK_BIT(k)	((k) >> 44)	/* 20 key bits the filter's lines do not use */
+#define ASK_BIT(k)	((k) >> 44)	/* the key's top 20 bits */
 
 enum { TAKEN = 1, FREE = 2, UNKNOWN = 3 };
 
@@ -93,13 +93,14 @@ void bind_free(struct bind *b)
 
 /*
  * BITS bits of its 512-bit line per key (key bits 3.. : bits 0..2 chose
- * the line in its group). Six, not three: up to a million events (8 per
- * line) they clear a free timestamp all but once in two million asks, so
- * the export reads its input once; at ten million (70 per line) the rate
- * of false "maybe"s is that of the best count for that load.
+ * the line in its group). Six, not three: at a million events (8 per
+ * line) they leave about one free timestamp in a million uncleared, so
+ * such an export reads its input once; at ten million (70 per line) the
+ * rate of false "maybe"s is within a few per cent of the best count's.
  */
 #define BITS		6
 #define BIT(k, i)	((unsigned)((k) >> (3 + 9 * (i))) & 511u)
+
 void bind_note(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
 {
 	uint64_t *line, k = key_at(b, pid, tid, ts, &line);
