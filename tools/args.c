@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "args.h"
+#include "flows.h"
 
 void args_hold(struct args_pend *p, const struct shmt_record *r, uint32_t pid, uint32_t ring,
 	       uint64_t seq)
@@ -57,18 +58,15 @@ bool args_take(struct args_pend *p)
 
 int args_keep(struct args_store *s, const struct ev_args *a, uint32_t *idx)
 {
+	struct ev_args *v;
+
 	*idx = 0;
 	if (!a || !a->n)
 		return 0;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		struct ev_args *v = reallocarray(s->v, cap, sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	v = array_grow(s->v, &s->cap, s->n, sizeof(*v), 64);
+	if (!v)
+		return -ENOMEM;
+	s->v = v;
 	s->v[s->n++] = *a;
 	*idx = (uint32_t)s->n;
 	return 0;
@@ -103,15 +101,11 @@ int open_note(struct open_spans *o, struct u64map *last, uint64_t key,
 
 int open_add(struct open_spans *o, const struct shmt_record *r, uint32_t pid, uint32_t ring)
 {
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 16;
-		struct open_ev *v = reallocarray(o->v, cap, sizeof(*v));
+	struct open_ev *v = array_grow(o->v, &o->cap, o->n, sizeof(*v), 16);
 
-		if (!v)
-			return -ENOMEM;
-		o->v = v;
-		o->cap = cap;
-	}
+	if (!v)
+		return -ENOMEM;
+	o->v = v;
 	o->v[o->n].r = *r;
 	o->v[o->n].pid = pid;
 	o->v[o->n++].ring = ring;

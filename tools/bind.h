@@ -17,13 +17,15 @@
  * What is known of the events written as they came (without a flow): a
  * fixed-size Bloom filter of their (pid, tid, ts), which says for sure that
  * a timestamp is free, and the exact answers of verification passes for
- * the timestamps it could not clear. Memory: the filter (8 MiB) and one
- * entry per timestamp asked about, never one per event.
+ * the timestamps it could not clear. Memory: the filter (8 MiB), 128 KiB
+ * once a verification pass runs, and one entry per timestamp asked about,
+ * never one per event.
  */
 struct bind {
 	uint64_t *bloom;
 	struct u64map known;	/* key -> 1 taken, 2 free (verified) */
 	struct u64map ask;	/* keys the next verification pass answers */
+	uint64_t *askbits;	/* a bit per key of ask: most events are not asked */
 	unsigned passes;	/* verification passes made */
 	uint64_t moved;		/* flow records whose start moved */
 };

@@ -9,6 +9,19 @@
 #include "flows.h"
 #include "ring_format.h"
 
+void *array_grow(void *v, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t c;
+
+	if (n < *cap)
+		return v;
+	c = *cap ? *cap * 2 : first;
+	v = reallocarray(v, c, size);
+	if (v)
+		*cap = c;
+	return v;
+}
+
 void flows_init(struct flows *f)
 {
 	f->v = NULL;
@@ -23,15 +36,11 @@ void flows_free(struct flows *f)
 
 int flows_add(struct flows *f, const struct flow_ev *e)
 {
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 1024;
-		struct flow_ev *v = reallocarray(f->v, cap, sizeof(*v));
+	struct flow_ev *v = array_grow(f->v, &f->cap, f->n, sizeof(*v), 1024);
 
-		if (!v)
-			return -ENOMEM;
-		f->v = v;
-		f->cap = cap;
-	}
+	if (!v)
+		return -ENOMEM;
+	f->v = v;
 	f->v[f->n] = *e;
 	f->v[f->n].order = (uint32_t)f->n;
 	f->n++;

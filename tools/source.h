@@ -30,11 +30,13 @@ struct source_tables {
 	uint32_t max_strings, string_bytes, max_threads;
 };
 
-struct source_file;
-struct source_run;
+struct source_ops;
 
 struct source {
-	bool is_ring;
+	/* the back-end, source_ring.c or source_capture.c (source_int.h),
+	 * and its own state */
+	const struct source_ops *ops;
+	void *be;
 	const char *name;		/* ring name, or the first file */
 	char *const *inputs;		/* the files as given (capture input) */
 	size_t ninputs;
@@ -62,17 +64,8 @@ struct source {
 	char (*hosts)[64];
 	uint32_t nhosts;
 	uint32_t *thr_ring;		/* the ring of each name slot in thr */
-	/* ring input */
-	struct shmt_view v;
-	struct shmt_record *blockbuf;
-	/* capture input, sorted by run and part */
-	struct source_file *files;
-	size_t nfiles;
-	struct source_run *runs;
-	size_t nruns;
 	bool cut;			/* some file ended without its END frame */
 	bool damaged;			/* some file had a damaged frame */
-	/* both */
 	char **str;			/* id -> NUL-terminated text, or NULL */
 	uint32_t *slen;
 	uint32_t nstr;
@@ -88,8 +81,6 @@ struct source {
 	 * handed over before it in its ring's sequence (same run, same
 	 * staging block), so an argument record belongs to that one */
 	bool follows;
-	const struct source_run *prev_run;
-	uint64_t prev_seq;
 	unsigned passes;
 };
 
@@ -128,12 +119,22 @@ int source_clock_offset(struct source *s, const char *host, int64_t ns);
 int source_ring_info(const struct source *s, uint32_t i, const char **name, uint64_t *ring_id,
 		     uint64_t *run_id);
 
+/* What the source reads: "ring" or "capture". */
+const char *source_kind(const struct source *s);
+/* Input i as given: the capture files, or the ring's name (its only
+ * input); NULL past the last. */
+const char *source_input(const struct source *s, size_t i);
+
 /* The text of string id (len in *len): "?" for 0 and unknown ids. */
 const char *source_string(struct source *s, uint32_t id, size_t *len);
 /* Whether id names a string of the trace (not "?"). */
 bool source_has_string(const struct source *s, uint32_t id);
 /* Strings known and the bytes they take in the ring (one more each). */
 void source_strings_used(const struct source *s, uint32_t *n, uint64_t *bytes);
+
+/* Warns about lost records, and records no counter accounts for, on
+ * stderr (source_warn.c); nothing when there are none. */
+void source_warn_lost(const struct source_loss *l);
 
 /* Prints "shmtrace: warning: ..." on stderr. */
 void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
