@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * otlp_int.h - what the parts of the OTLP export share: the exporter's
+ * state, a span as the model hands it to the encoder, and the functions
+ * one part calls in another (ids, JSON encoding, batches and sending).
+ */
+#ifndef SHMTRACE_OTLP_INT_H
+#define SHMTRACE_OTLP_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "args.h"
+#include "flows.h"
+#include "hosts.h"
+#include "http.h"
+#include "otlp.h"
+
+/* Instants of a thread kept until a span that encloses them arrives (a
+ * span's record is written at its end, after the instants inside it);
+ * the oldest beyond this is exported as a zero-length span. */
+#define PEND_MAX	32u
+
+/* (thread, category) attribute lists kept ready, direct-mapped by hash. */
+#define OTLP_FRAGS	256u
+
+/* A growing output buffer; oom is sticky, so that writers check once. */
+struct obuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+/* An instant: waiting on its thread (seq its own), or claimed as an event
+ * by a flow span (seq that span's). */
+struct inst {
+	uint64_t ts, seq;
+	uint32_t name, cat;
+	struct ev_args a;
+};
+
+struct pend {
+	uint32_t n;
+	struct inst v[PEND_MAX];
+};
+
+/* The spans of one process in the batch being built. */
+struct pbatch {
+	uint32_t outpid;
+	uint32_t nspans;
+	struct obuf spans;
+	size_t pre_off, pre_len;	/* its resource and scope in otlp.req */
+};
+
+/* An array of elements found by a 64-bit key, each made zeroed when its
+ * key is first asked for; the last key asked for is found at once. */
+struct keyed {
+	struct u64map map;		/* key -> index + 1 */
+	char *v;
+	size_t n, cap, size;
+	uint64_t last_key;
+	size_t last;			/* its index + 1, 0: none yet */
+};
+
+/* A string of the trace as a quoted JSON string, made once per id. */
+struct estr {
+	char *p;
+	uint32_t len;
+	bool made;
+};
+
+/* The attributes every span of one thread and category starts with:
+ * thread.id, thread.name (if known) and shmtrace.category. */
+struct frag {
+	uint32_t outpid, tid, cat;
+	bool used;
+	struct obuf text;
+};
+
+struct otlp {
+	struct source *s;
+	const struct otlp_opts *o;
+	struct hosts hosts;
+	struct flows fl;
+	struct args_pend held;		/* the last span or instant, and its arguments */
+	struct args_store fargs;	/* arguments of flow records (flow_ev.args) */
+	struct open_spans open;		/* open spans, exported after the pass */
+	struct u64map last;		/* (outpid << 32 | tid) -> its last moment */
+	struct keyed pend;		/* (outpid << 32 | tid) -> struct pend */
+	struct inst *fev;		/* instants claimed by flow spans, by seq */
+	size_t nfev, fevcap;
+	struct keyed batch;		/* outpid -> struct pbatch */
+	size_t batch_len;		/* span bytes in the batch */
+	uint32_t batch_procs;		/* processes with spans in the batch */
+	uint64_t batch_spans;
+	struct obuf req;		/* a request's text, around the spans */
+	struct obuf body;		/* a whole request, for a POST */
+	struct estr *esc;		/* each string id's JSON text, [nstr] */
+	struct obuf scratch;		/* the JSON text of an id beyond them */
+	struct frag *frags;		/* [OTLP_FRAGS] */
+	uint64_t seq, salt, t0, wall_off;
+	bool any;
+	int fd;				/* the output file, or -1 */
+	bool to_http;
+	struct http_url url;
+	/* the current flow */
+	uint64_t thi, tlo, parent;
+	const struct flow_ev *tp_ev;
+	/* what happened */
+	uint64_t spans, events, counters, flows, names_lost;
+	uint64_t requests, spans_sent, requests_sent, retries_used, rejected;
+	char err[768];
+};
+
+/* kind: SHMTRACE_KIND_SPAN, _INSTANT (zero-length) or _OPEN (unfinished) */
+struct span {
+	uint32_t outpid, tid, name, cat, kind;
+	uint64_t ts, dur, flow;
+	uint64_t thi, tlo, id, parent;
+	const struct ev_args *args;
+	const struct inst *ev;
+	size_t nev;
+};
+
+/* otlp.c: struct keyed. keyed_get() returns key's element (added says
+ * whether it is new), NULL when out of memory; a pointer to an element
+ * lasts until the next keyed_get(). keyed_next() walks the keys as
+ * u64map_next() does. */
+void keyed_init(struct keyed *k, size_t size);
+void *keyed_get(struct keyed *k, uint64_t key, bool *added);
+void *keyed_at(const struct keyed *k, size_t i);
+bool keyed_next(const struct keyed *k, size_t *pos, uint64_t *key, void **elem);
+void keyed_free(struct keyed *k);
+
+/* otlp_ids.c: ids that differ between captures and are the same on every
+ * export of one (o->salt), and the W3C traceparent a flow may carry. */
+uint64_t otlp_mix64(uint64_t x);
+void otlp_trace_id(uint64_t key, uint64_t *hi, uint64_t *lo);
+uint64_t otlp_span_id(const struct otlp *o, uint64_t seq);
+void otlp_flow_trace_id(struct otlp *o, const struct flow_ev *fe, uint64_t *hi, uint64_t *lo);
+bool otlp_is_traceparent(struct otlp *o, const struct flow_ev *fe, uint64_t *hi, uint64_t *lo,
+			 uint64_t *parent);
+
+/* otlp_json.c: the OTLP/JSON text. */
+bool ob_reserve(struct obuf *b, size_t n);
+void ob_free(struct obuf *b);
+/* Appends span sp to its process's part of the batch. */
+int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp);
+/* A process's resource, and its scope up to the spans ("...,\"spans\":["). */
+void otlp_put_resource(struct otlp *o, struct obuf *b, uint32_t outpid);
+void otlp_json_free(struct otlp *o);
+
+/* otlp_send.c: batches, written to the file and/or POSTed. */
+/* Adds span sp to the batch, delivering the batch when it is full. */
+int otlp_span(struct otlp *o, const struct span *sp);
+/* Writes the batch as one request to the file and/or the endpoint. */
+int otlp_deliver(struct otlp *o);
+void otlp_batches_free(struct otlp *o);
+
+/* otlp_spans.c: records to spans, flows to traces; the whole pass. */
+int otlp_run(struct otlp *o);
+
+#endif
