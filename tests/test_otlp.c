@@ -12,7 +12,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "helpers.h"
+#include "cli_run.h"
 #include "http.h"
 #include "internal.h"
 #include "ring_reader.h"
@@ -125,38 +125,6 @@ static void test_urls(void **state)
 	assert_int_equal(http_parse_url("http://:80", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 	assert_int_equal(http_parse_url("http://x/a?b", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 	assert_int_equal(http_parse_url("http://[::1", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
-}
-
-static char bin[512];
-static char tmpdir[256];
-
-static const char *tmp(const char *name)
-{
-	static char buf[8][512];
-	static int k;
-	char *b = buf[k++ % 8];
-
-	snprintf(b, 512, "%s/%s", tmpdir, name);
-	return b;
-}
-
-/* Runs argv with stdout and stderr to /dev/null; returns the exit status. */
-static int run(char *const argv[])
-{
-	pid_t p = fork();
-	int st;
-
-	assert_true(p >= 0);
-	if (p == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(p, &st, 0), p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /*
@@ -293,8 +261,8 @@ static void test_args_and_open_spans(void **state)
 	close(p[0]);
 	assert_int_equal(waitpid(kid, &st, 0), kid);
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	assert_int_equal(run(chrome), 0);
-	assert_int_equal(run(otlp), 0);
+	assert_int_equal(run(NULL, NULL, chrome), 0);
+	assert_int_equal(run(NULL, NULL, otlp), 0);
 	cj = slurp(tmp("t.json"));
 	oj = slurp(tmp("t.jsonl"));
 	off = field_u64(cj, "\"trace_start_wall_ns\":") - field_u64(cj, "\"trace_start_ns\":");
@@ -370,25 +338,6 @@ static void test_args_and_open_spans(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
-static int setup(void **state)
-{
-	const char *b = getenv("SHMTRACE_BIN");
-
-	(void)state;
-	snprintf(bin, sizeof(bin), "%s/shmtrace", b ? b : "build");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-otlp-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[300];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,5 +347,5 @@ int main(void)
 		cmocka_unit_test(test_args_and_open_spans),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
 }

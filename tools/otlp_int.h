@@ -100,6 +100,9 @@ struct otlp {
 	struct obuf scratch;		/* the JSON text of an id beyond them */
 	struct frag *frags;		/* [OTLP_FRAGS] */
 	uint64_t seq, salt, t0, wall_off;
+	uint64_t time_hi;		/* a time's digits above the last 8 ... */
+	char time_hi_text[16];		/* ... as text (11 today) */
+	uint8_t time_hi_len;
 	bool any;
 	int fd;				/* the output file, or -1 */
 	bool to_http;

@@ -54,20 +54,48 @@ static char *put_dec(char *p, uint64_t v)
 	return p + n;
 }
 
-/* v as 16 lowercase hex digits at p, a byte a step; returns the end. */
+/* The 8 hex digits of v at p, all at once: each nibble spread to a byte,
+ * '0' or 'a' - 10 added by a carry trick, most significant first. */
+static void put_hex32(char *p, uint32_t v)
+{
+	uint64_t x = v;
+
+	x = (x | x << 16) & 0x0000ffff0000ffffull;
+	x = (x | x << 8) & 0x00ff00ff00ff00ffull;
+	x = (x | x << 4) & 0x0f0f0f0f0f0f0f0full;
+	/* 0x01 in the bytes that are 10..15 */
+	x += 0x3030303030303030ull + (((x + 0x0606060606060606ull) >> 4) &
+				      0x0101010101010101ull) * ('a' - '0' - 10);
+	x = __builtin_bswap64(x);
+	memcpy(p, &x, 8);
+}
+
+/* v as 16 lowercase hex digits at p; returns the end. */
 static char *put_hex(char *p, uint64_t v)
 {
-	static char hex2[512];
-
-	if (!hex2[1]) {
-		for (int i = 0; i < 256; i++) {
-			hex2[2 * i] = "0123456789abcdef"[i >> 4];
-			hex2[2 * i + 1] = "0123456789abcdef"[i & 15];
-		}
-	}
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		memcpy(p + 2 * i, hex2 + 2 * (v & 255), 2);
+	put_hex32(p, (uint32_t)(v >> 32));
+	put_hex32(p + 8, (uint32_t)v);
 	return p + 16;
+}
+
+/* Nanoseconds since the epoch at p, in decimal; returns the end. The
+ * digits above the last 8 change every 0.1 s: they are kept made. */
+static char *put_time(struct otlp *o, char *p, uint64_t ns)
+{
+	uint64_t hi = ns / 100000000u;
+	uint32_t lo = (uint32_t)(ns % 100000000u);
+
+	if (!hi)
+		return put_dec(p, lo);
+	if (hi != o->time_hi || !o->time_hi_len) {
+		o->time_hi = hi;
+		o->time_hi_len = (uint8_t)(put_dec(o->time_hi_text, hi) - o->time_hi_text);
+	}
+	memcpy(p, o->time_hi_text, sizeof(o->time_hi_text));
+	p += o->time_hi_len;
+	for (int i = 3; i >= 0; i--, lo /= 100)
+		memcpy(p + 2 * i, dig2 + 2 * (lo % 100), 2);
+	return p + 8;
 }
 
 /* ------------------------------------------------------------ buffers */
@@ -345,9 +373,9 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 	p += nlen;
 	/* SPAN_KIND_INTERNAL: shmtrace does not know who called whom */
 	LIT(p, ",\"kind\":1,\"startTimeUnixNano\":\"");
-	p = put_dec(p, sp->ts + o->wall_off);
+	p = put_time(o, p, sp->ts + o->wall_off);
 	LIT(p, "\",\"endTimeUnixNano\":\"");
-	p = put_dec(p, sp->ts + sp->dur + o->wall_off);
+	p = put_time(o, p, sp->ts + sp->dur + o->wall_off);
 	LIT(p, "\",\"attributes\":[");
 	memcpy(p, fr->p, fr->len);
 	p += fr->len;
