@@ -5,7 +5,8 @@
  * ids and recorded for the exporter, and the endpoint URLs it accepts.
  * And what the export carries: arguments as attributes (hostile strings,
  * int64 extremes, repeated keys) and the spans a producer SIGKILLed in
- * nested scopes left open, ending where the Chrome export ends them.
+ * nested scopes left open, ending where the Chrome export ends them; and
+ * how requests reach a file or stdout, and a write that fails.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -338,6 +339,69 @@ static void test_args_and_open_spans(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * To a file: requests of at most --batch-size, one a line, all the spans;
+ * the same bytes on stdout; a write that fails (the file size limit) is
+ * an error, exit 1, and no output file is left behind.
+ */
+static void test_file_output(void **state)
+{
+	const char *ring = test_ring_name("otlp-file");
+	char *file[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--batch-size",
+			 "64k", "-o", (char *)tmp("f.jsonl"), NULL };
+	char *out[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--batch-size",
+			"64k", "-o", "-", NULL };
+	char *cut[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--batch-size",
+			"64k", "-o", (char *)tmp("c.jsonl"), NULL };
+	uint32_t cat[2], name[3];
+	char *a, *b, *e;
+	uint64_t ts;
+	shmtrace_t *t;
+	size_t lines = 0;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	cat[0] = shmtrace_intern(t, "c0");
+	cat[1] = shmtrace_intern(t, "c1");
+	for (int i = 0; i < 3; i++)
+		name[i] = shmtrace_intern(t, i == 0 ? "n0" : i == 1 ? "n1" : "n2");
+	ts = shmtrace_now();
+	for (int i = 0; i < 3000; i++, ts += 1000)
+		assert_int_equal(shmtrace_span(t, cat[i % 2], name[i % 3], ts, ts + 500,
+					       i % 10 == 0 ? 5 : 0), 0);
+	shmtrace_close(t);
+
+	assert_int_equal(run(NULL, NULL, file), 0);
+	a = slurp(tmp("f.jsonl"));
+	for (const char *p = a; (p = strchr(p, '\n')); p++)
+		lines++;
+	/* 3000 spans of ~500 bytes: ~25 requests of 64 KiB */
+	assert_true(lines >= 20);
+	assert_int_equal(count(a, "{\"resourceSpans\":["), lines);
+	assert_int_equal(count(a, "]}\n"), lines);
+	assert_int_equal(count(a, "\"spanId\""), 3000);
+	assert_int_equal(count(a, "\"stringValue\":\"c1\"}}"), 1500);
+	assert_int_equal(count(a, "\"name\":\"n2\""), 1000);
+
+	assert_int_equal(run(tmp("o.jsonl"), NULL, out), 0);
+	b = slurp(tmp("o.jsonl"));
+	assert_string_equal(a, b);
+
+	fsize_limit = 200000;
+	assert_int_equal(run(NULL, tmp("c.err"), cut), 1);
+	fsize_limit = 0;
+	e = slurp(tmp("c.err"));
+	assert_non_null(strstr(e, "shmtrace export: writing "));
+	assert_non_null(strstr(e, ": File too large\n"));
+	assert_int_equal(access(tmp("c.jsonl"), F_OK), -1);
+	free(a);
+	free(b);
+	free(e);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_traceparent),
 		cmocka_unit_test(test_urls),
 		cmocka_unit_test(test_args_and_open_spans),
+		cmocka_unit_test(test_file_output),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

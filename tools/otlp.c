@@ -2,8 +2,9 @@
 /*
  * otlp.c - `shmtrace export --format otlp`: the entry, which sets the
  * export up, runs it (tools/otlp_spans.c: records to spans; otlp_json.c:
- * their OTLP/JSON text; otlp_send.c: batches to the file or the endpoint;
- * otlp_ids.c: trace and span ids), says what happened and cleans up; and
+ * their OTLP/JSON text; otlp_send.c: batches, POSTed to the endpoint;
+ * otlp_write.c: or written to the file; otlp_ids.c: trace and span ids),
+ * says what happened and cleans up; and
  * struct keyed, the per-thread and per-process tables of those parts.
  */
 #include <errno.h>
@@ -196,7 +197,15 @@ int otlp_export(struct source *src, const struct otlp_opts *opts, const char *ou
 		rc = cli_runtime_error("export", "cannot create %s: %s", out, strerror(-ret));
 		goto done;
 	}
+	if (o->fd >= 0 && !o->to_http && otlp_writer_start(o) < 0) {
+		rc = cli_runtime_error("export", "out of memory");
+		goto done;
+	}
 	ret = otlp_run(o);
+	/* all written (or failed) before the file is closed */
+	rc = otlp_writer_finish(o);
+	if (ret == 0)
+		ret = rc;
 	if (o->fd > STDOUT_FILENO && close(o->fd) != 0 && ret == 0) {
 		snprintf(o->err, sizeof(o->err), "writing %s: %s", out, strerror(errno));
 		ret = -EIO;
@@ -204,6 +213,7 @@ int otlp_export(struct source *src, const struct otlp_opts *opts, const char *ou
 	o->fd = -1;
 	rc = report(o, ret, out);
 done:
+	otlp_writer_finish(o);
 	if (o->fd > STDOUT_FILENO)
 		close(o->fd);
 	otlp_json_free(o);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "args.h"
 #include "flows.h"
@@ -21,6 +22,10 @@
  * span's record is written at its end, after the instants inside it);
  * the oldest beyond this is exported as a zero-length span. */
 #define PEND_MAX	32u
+
+/* A process's span buffer bigger than this and than twice what it held in
+ * the batch just sent is freed: memory follows the batch, not the past. */
+#define OTLP_KEEP_BYTES	(256u << 10)
 
 /* (thread, category) attribute lists kept ready, direct-mapped by hash. */
 #define OTLP_FRAGS	256u
@@ -78,6 +83,17 @@ struct frag {
 	struct obuf text;
 };
 
+/* Where a request's pieces go: gathered in body (for a POST), or listed
+ * in iov[0..n) pointing at the batch's buffers (for writev()). */
+struct sink {
+	struct obuf *body;
+	struct iovec *iov;
+	size_t n, cap;
+	bool oom;
+};
+
+struct otlp_writer;
+
 struct otlp {
 	struct source *s;
 	const struct otlp_opts *o;
@@ -105,6 +121,7 @@ struct otlp {
 	uint8_t time_hi_len;
 	bool any;
 	int fd;				/* the output file, or -1 */
+	struct otlp_writer *w;		/* its writer, without an endpoint */
 	bool to_http;
 	struct http_url url;
 	/* the current flow */
@@ -159,7 +176,25 @@ void otlp_json_free(struct otlp *o);
 int otlp_span(struct otlp *o, const struct span *sp);
 /* Writes the batch as one request to the file and/or the endpoint. */
 int otlp_deliver(struct otlp *o);
+/* The batch as a request: each process's resource and scope made in pre,
+ * then all the pieces to k (k->oom: out of memory). */
+void otlp_put_request(struct otlp *o, struct obuf *pre, struct sink *k);
+/* writev()s all of v[0..n) (changing v). Returns 0 or an errno. */
+int otlp_write_all(int fd, struct iovec *v, size_t n);
 void otlp_batches_free(struct otlp *o);
+
+/* otlp_write.c: requests to the file, written by a thread of their own
+ * while the next batch is made. */
+/* Starts the writer of o->fd. Returns 0 or -ENOMEM. */
+int otlp_writer_start(struct otlp *o);
+/* Hands the batch to the writer; its span buffers go with it. Returns 0,
+ * -ENOMEM, or -EIO (an earlier request failed) with o->err set. */
+int otlp_write_batch(struct otlp *o);
+/* Gives b (empty, without a buffer) a buffer of a written request. */
+void otlp_writer_spare(struct otlp *o, struct obuf *b);
+/* Waits for every request to be written and ends the writer. Returns 0
+ * or -EIO with o->err set. */
+int otlp_writer_finish(struct otlp *o);
 
 /* otlp_spans.c: records to spans, flows to traces; the whole pass. */
 int otlp_run(struct otlp *o);

@@ -2,8 +2,8 @@
 /*
  * otlp_send.c - the OTLP export's batches: spans gathered per process
  * until a batch is nearly o->batch_bytes, then one ExportTraceServiceRequest
- * written to the file (one line, with writev() straight from the spans'
- * buffers) and/or POSTed, retried with back-off on 429/502/503/504 and on
+ * written to the file (one line; tools/otlp_write.c) or POSTed (and
+ * written to the file if there is one), retried with back-off on 429/502/503/504 and on
  * refused or broken connections.
  */
 #include <errno.h>
@@ -20,10 +20,7 @@
 #define BACKOFF_MIN_MS	100u
 #define BACKOFF_MAX_MS	5000u
 /* pieces of a request handed to one writev() */
-#define IOV_BATCH	64
-/* a process's buffer bigger than this and than twice what it held in the
- * batch just sent is freed: memory follows the batch, not the past */
-#define KEEP_BYTES	(256u << 10)
+#define IOV_CHUNK	64
 
 static struct pbatch *batch_of(struct otlp *o, uint32_t outpid)
 {
@@ -43,6 +40,8 @@ int otlp_span(struct otlp *o, const struct span *sp)
 
 	if (!pb)
 		return -ENOMEM;
+	if (!pb->spans.cap)
+		otlp_writer_spare(o, &pb->spans);
 	before = pb->spans.len;
 	ret = otlp_put_span(o, pb, sp);
 	if (ret < 0)
@@ -129,44 +128,6 @@ static int post(struct otlp *o, const char *body, size_t len)
 
 /* ------------------------------------------------------------- requests */
 
-/* Where a request's pieces go: to the file a writev() at a time, or
- * gathered in body (for a POST). */
-struct sink {
-	struct otlp *o;
-	struct obuf *body;
-	struct iovec v[IOV_BATCH];
-	int n;
-	int err;
-};
-
-static void sink_flush(struct sink *k)
-{
-	struct iovec *v = k->v;
-	int n = k->n;
-
-	k->n = 0;
-	while (n && !k->err) {
-		ssize_t w = writev(k->o->fd, v, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			k->err = w < 0 ? errno : EIO;
-			break;
-		}
-		/* a short write: on from where it stopped */
-		while (n && (size_t)w >= v->iov_len) {
-			w -= (ssize_t)v->iov_len;
-			v++;
-			n--;
-		}
-		if (n) {
-			v->iov_base = (char *)v->iov_base + w;
-			v->iov_len -= (size_t)w;
-		}
-	}
-}
-
 static void sink_put(struct sink *k, const char *p, size_t len)
 {
 	if (k->body) {
@@ -176,30 +137,36 @@ static void sink_put(struct sink *k, const char *p, size_t len)
 		}
 		return;
 	}
-	if (k->n == IOV_BATCH)
-		sink_flush(k);
-	k->v[k->n++] = (struct iovec){ .iov_base = (void *)p, .iov_len = len };
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 64;
+		struct iovec *v = reallocarray(k->iov, cap, sizeof(*v));
+
+		if (!v) {
+			k->oom = true;
+			return;
+		}
+		k->iov = v;
+		k->cap = cap;
+	}
+	k->iov[k->n++] = (struct iovec){ .iov_base = (void *)p, .iov_len = len };
 }
 
-/* The request: its processes' resources (made first, in o->req, so that
- * the pieces pointing there stay valid) around their spans. */
-static void put_request(struct otlp *o, struct sink *k)
+void otlp_put_request(struct otlp *o, struct obuf *pre, struct sink *k)
 {
-	struct obuf *r = &o->req;
 	bool first = true;
 
-	r->len = 0;
+	pre->len = 0;
 	for (size_t i = 0; i < o->batch.n; i++) {
 		struct pbatch *pb = keyed_at(&o->batch, i);
 
 		if (!pb->nspans)
 			continue;
-		pb->pre_off = r->len;
-		otlp_put_resource(o, r, pb->outpid);
-		pb->pre_len = r->len - pb->pre_off;
+		pb->pre_off = pre->len;
+		otlp_put_resource(o, pre, pb->outpid);
+		pb->pre_len = pre->len - pb->pre_off;
 	}
-	if (r->oom) {
-		k->err = ENOMEM;
+	if (pre->oom) {
+		k->oom = true;
 		return;
 	}
 	sink_put(k, "{\"resourceSpans\":[", 18);
@@ -211,13 +178,36 @@ static void put_request(struct otlp *o, struct sink *k)
 		if (!first)
 			sink_put(k, ",", 1);
 		first = false;
-		sink_put(k, r->p + pb->pre_off, pb->pre_len);
+		sink_put(k, pre->p + pb->pre_off, pb->pre_len);
 		sink_put(k, pb->spans.p, pb->spans.len);
 		sink_put(k, "]}]}", 4);
 	}
 	sink_put(k, "]}\n", 3);
-	if (!k->body)
-		sink_flush(k);
+	if (k->body && k->body->oom)
+		k->oom = true;
+}
+
+int otlp_write_all(int fd, struct iovec *v, size_t n)
+{
+	while (n) {
+		ssize_t w = writev(fd, v, n < IOV_CHUNK ? (int)n : IOV_CHUNK);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? errno : EIO;
+		/* a short write: on from where it stopped */
+		while (n && (size_t)w >= v->iov_len) {
+			w -= (ssize_t)v->iov_len;
+			v++;
+			n--;
+		}
+		if (n) {
+			v->iov_base = (char *)v->iov_base + w;
+			v->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
 }
 
 /* Empties the batch; frees the buffers it no longer needs. */
@@ -229,7 +219,7 @@ static void batch_reset(struct otlp *o)
 
 		pb->spans.len = 0;
 		pb->nspans = 0;
-		if (pb->spans.cap > KEEP_BYTES && pb->spans.cap > 2 * used)
+		if (pb->spans.cap > OTLP_KEEP_BYTES && pb->spans.cap > 2 * used)
 			ob_free(&pb->spans);
 	}
 	o->batch_spans = 0;
@@ -237,38 +227,42 @@ static void batch_reset(struct otlp *o)
 	o->batch_procs = 0;
 }
 
+/* The batch as one request in o->body, to the file if any and POSTed. */
+static int deliver_http(struct otlp *o)
+{
+	struct sink k = { .body = &o->body };
+	struct iovec v;
+	int ret;
+
+	o->body.len = 0;
+	otlp_put_request(o, &o->req, &k);
+	if (k.oom)
+		return -ENOMEM;
+	v = (struct iovec){ .iov_base = o->body.p, .iov_len = o->body.len };
+	ret = o->fd >= 0 ? otlp_write_all(o->fd, &v, 1) : 0;
+	if (ret) {
+		snprintf(o->err, sizeof(o->err), "writing the output: %s", strerror(ret));
+		return -EIO;
+	}
+	/* without the line's end */
+	ret = post(o, o->body.p, o->body.len - 1);
+	if (ret < 0)
+		return ret;
+	o->requests_sent++;
+	o->spans_sent += o->batch_spans;
+	return 0;
+}
+
 int otlp_deliver(struct otlp *o)
 {
-	struct obuf *body = &o->body;
-	struct sink k = { .o = o, .body = o->to_http ? body : NULL };
-	int ret = 0;
+	int ret;
 
 	if (!o->batch_spans)
 		return 0;
 	o->requests++;
-	body->len = 0;
-	put_request(o, &k);
-	if (!k.err && body->oom)
-		k.err = ENOMEM;
-	if (!k.err && o->to_http && o->fd >= 0) {
-		k.body = NULL;
-		sink_put(&k, body->p, body->len);
-		sink_flush(&k);
-	}
-	if (k.err) {
-		if (k.err == ENOMEM)
-			return -ENOMEM;
-		snprintf(o->err, sizeof(o->err), "writing the output: %s", strerror(k.err));
-		return -EIO;
-	}
-	if (o->to_http) {
-		/* without the line's end */
-		ret = post(o, body->p, body->len - 1);
-		if (ret < 0)
-			return ret;
-		o->requests_sent++;
-		o->spans_sent += o->batch_spans;
-	}
+	ret = o->to_http ? deliver_http(o) : otlp_write_batch(o);
+	if (ret < 0)
+		return ret;
 	batch_reset(o);
 	return 0;
 }

@@ -10,6 +10,7 @@
  * and one batch.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -304,6 +305,7 @@ static int on_min_ts(void *ctx, const struct shmt_record *r, uint64_t start_time
 int otlp_run(struct otlp *o)
 {
 	const struct filter *f = o->o->flt;
+	char serr[sizeof(o->err)] = "";
 	int ret;
 
 	if (f->has_from || f->has_to) {
@@ -311,7 +313,11 @@ int otlp_run(struct otlp *o)
 		if (ret < 0)
 			return ret;
 	}
-	ret = source_records(o->s, on_record, o, o->err, sizeof(o->err));
+	/* a ring's pass would put "ring 'NAME': Input/output error" over the
+	 * reason on_record() gave (a write that failed, say) */
+	ret = source_records(o->s, on_record, o, serr, sizeof(serr));
+	if (ret < 0 && !o->err[0])
+		snprintf(o->err, sizeof(o->err), "%s", serr);
 	if (ret == 0)
 		ret = put_held(o);
 	if (ret == 0)
