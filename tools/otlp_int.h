@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "args.h"
@@ -35,6 +36,13 @@ struct obuf {
 	char *p;
 	size_t len, cap;
 	bool oom;
+};
+
+/* A time's digits above the last 8, kept made: they change every 0.1 s. */
+struct time_text {
+	uint64_t hi;
+	char text[16];			/* 11 digits today, 12 at most */
+	uint8_t len;			/* 0: none yet */
 };
 
 /* An instant: waiting on its thread (seq its own), or claimed as an event
@@ -116,9 +124,7 @@ struct otlp {
 	struct obuf scratch;		/* the JSON text of an id beyond them */
 	struct frag *frags;		/* [OTLP_FRAGS] */
 	uint64_t seq, salt, t0, wall_off;
-	uint64_t time_hi;		/* a time's digits above the last 8 ... */
-	char time_hi_text[16];		/* ... as text (11 today) */
-	uint8_t time_hi_len;
+	struct time_text time;		/* the upper digits of the last time */
 	bool any;
 	int fd;				/* the output file, or -1 */
 	struct otlp_writer *w;		/* its writer, without an endpoint */
@@ -162,9 +168,41 @@ void otlp_flow_trace_id(struct otlp *o, const struct flow_ev *fe, uint64_t *hi, 
 bool otlp_is_traceparent(struct otlp *o, const struct flow_ev *fe, uint64_t *hi, uint64_t *lo,
 			 uint64_t *parent);
 
-/* otlp_json.c: the OTLP/JSON text. */
+/* otlp_text.c: buffers, JSON strings and numbers. ob_reserve() makes room
+ * for n more bytes (false: out of memory, b->oom set). */
 bool ob_reserve(struct obuf *b, size_t n);
 void ob_free(struct obuf *b);
+
+static inline void ob_raw(struct obuf *b, const char *s, size_t n)
+{
+	if (!ob_reserve(b, n))
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+static inline void ob_puts(struct obuf *b, const char *s)
+{
+	ob_raw(b, s, strlen(s));
+}
+
+/* "pre" then s[0..n) as one quoted JSON string (json_writer's escaping,
+ * invalid UTF-8 replaced; pre needs none). */
+void ob_str_pre(struct obuf *b, const char *pre, const char *s, size_t n);
+/* s[0..n) as a quoted JSON string. */
+void ob_str(struct obuf *b, const char *s, size_t n);
+/* v in decimal, with a '-' in front if neg (v is then the int64's bits). */
+void ob_int(struct obuf *b, uint64_t v, bool neg);
+/* Formatters writing at p, returning the end; the caller has made room
+ * (16 bytes for otlp_time()'s upper digits, whatever their length). */
+/* v in decimal, two digits a step. */
+char *otlp_dec(char *p, uint64_t v);
+/* v as 16 lowercase hex digits. */
+char *otlp_hex(char *p, uint64_t v);
+/* Nanoseconds since the epoch in decimal, the upper digits from t. */
+char *otlp_time(struct time_text *t, char *p, uint64_t ns);
+
+/* otlp_json.c: the OTLP/JSON text. */
 /* Appends span sp to its process's part of the batch. */
 int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp);
 /* A process's resource, and its scope up to the spans ("...,\"spans\":["). */

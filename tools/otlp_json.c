@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_writer.h"
 #include "otlp_int.h"
 
 /* The most bytes a span's fixed part takes besides its name and its
@@ -24,160 +23,6 @@
 
 /* Appends the literal s at p and moves p past it. */
 #define LIT(p, s)	(memcpy((p), (s), sizeof(s) - 1), (p) += sizeof(s) - 1)
-
-static const char dig2[] =
-	"0001020304050607080910111213141516171819"
-	"2021222324252627282930313233343536373839"
-	"4041424344454647484950515253545556575859"
-	"6061626364656667686970717273747576777879"
-	"8081828384858687888990919293949596979899";
-
-/* v in decimal at p, two digits a step; returns the end. */
-static char *put_dec(char *p, uint64_t v)
-{
-	char d[20], *q = d + sizeof(d);
-	size_t n;
-
-	while (v >= 100) {
-		q -= 2;
-		memcpy(q, dig2 + 2 * (v % 100), 2);
-		v /= 100;
-	}
-	if (v >= 10) {
-		q -= 2;
-		memcpy(q, dig2 + 2 * v, 2);
-	} else {
-		*--q = (char)('0' + v);
-	}
-	n = (size_t)(d + sizeof(d) - q);
-	memcpy(p, q, n);
-	return p + n;
-}
-
-/* The 8 hex digits of v at p, all at once: each nibble spread to a byte,
- * '0' or 'a' - 10 added by a carry trick, most significant first. */
-static void put_hex32(char *p, uint32_t v)
-{
-	uint64_t x = v;
-
-	x = (x | x << 16) & 0x0000ffff0000ffffull;
-	x = (x | x << 8) & 0x00ff00ff00ff00ffull;
-	x = (x | x << 4) & 0x0f0f0f0f0f0f0f0full;
-	/* 0x01 in the bytes that are 10..15 */
-	x += 0x3030303030303030ull + (((x + 0x0606060606060606ull) >> 4) &
-				      0x0101010101010101ull) * ('a' - '0' - 10);
-	x = __builtin_bswap64(x);
-	memcpy(p, &x, 8);
-}
-
-/* v as 16 lowercase hex digits at p; returns the end. */
-static char *put_hex(char *p, uint64_t v)
-{
-	put_hex32(p, (uint32_t)(v >> 32));
-	put_hex32(p + 8, (uint32_t)v);
-	return p + 16;
-}
-
-/* Nanoseconds since the epoch at p, in decimal; returns the end. The
- * digits above the last 8 change every 0.1 s: they are kept made. */
-static char *put_time(struct otlp *o, char *p, uint64_t ns)
-{
-	uint64_t hi = ns / 100000000u;
-	uint32_t lo = (uint32_t)(ns % 100000000u);
-
-	if (!hi)
-		return put_dec(p, lo);
-	if (hi != o->time_hi || !o->time_hi_len) {
-		o->time_hi = hi;
-		o->time_hi_len = (uint8_t)(put_dec(o->time_hi_text, hi) - o->time_hi_text);
-	}
-	memcpy(p, o->time_hi_text, sizeof(o->time_hi_text));
-	p += o->time_hi_len;
-	for (int i = 3; i >= 0; i--, lo /= 100)
-		memcpy(p + 2 * i, dig2 + 2 * (lo % 100), 2);
-	return p + 8;
-}
-
-/* ------------------------------------------------------------ buffers */
-
-bool ob_reserve(struct obuf *b, size_t n)
-{
-	size_t cap;
-	char *p;
-
-	if (b->oom)
-		return false;
-	if (n <= b->cap - b->len)
-		return true;
-	cap = b->cap ? b->cap : 4096;
-	while (cap - b->len < n)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
-}
-
-void ob_free(struct obuf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
-}
-
-static inline void ob_raw(struct obuf *b, const char *s, size_t n)
-{
-	if (!ob_reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-static inline void ob_puts(struct obuf *b, const char *s)
-{
-	ob_raw(b, s, strlen(s));
-}
-
-/* "pre" then s[0..n) as one quoted JSON string (json_writer's escaping;
- * pre needs none). */
-static void ob_str_pre(struct obuf *b, const char *pre, const char *s, size_t n)
-{
-	size_t need, plen = strlen(pre);
-
-	if (!ob_reserve(b, plen + n + 3))
-		return;
-	b->p[b->len++] = '"';
-	memcpy(b->p + b->len, pre, plen);
-	b->len += plen;
-	need = json_escape(s, n, b->p + b->len, b->cap - b->len);
-	if (need >= b->cap - b->len) {
-		if (!ob_reserve(b, need + 2))
-			return;
-		json_escape(s, n, b->p + b->len, b->cap - b->len);
-	}
-	b->len += need;
-	b->p[b->len++] = '"';
-}
-
-/* s[0..n) as a quoted JSON string. */
-static void ob_str(struct obuf *b, const char *s, size_t n)
-{
-	ob_str_pre(b, "", s, n);
-}
-
-/* v in decimal, or with a '-' (in unsigned arithmetic: INT64_MIN has no
- * positive int64). */
-static void ob_int(struct obuf *b, uint64_t v, bool neg)
-{
-	if (!ob_reserve(b, 21))
-		return;
-	if (neg)
-		b->p[b->len++] = '-';
-	b->len = (size_t)(put_dec(b->p + b->len, neg ? 0 - v : v) - b->p);
-}
 
 /* ------------------------------------------------------------ strings */
 
@@ -360,28 +205,28 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 	else
 		o->batch_procs++;
 	LIT(p, "{\"traceId\":\"");
-	p = put_hex(p, sp->thi);
-	p = put_hex(p, sp->tlo);
+	p = otlp_hex(p, sp->thi);
+	p = otlp_hex(p, sp->tlo);
 	LIT(p, "\",\"spanId\":\"");
-	p = put_hex(p, sp->id);
+	p = otlp_hex(p, sp->id);
 	if (sp->parent) {
 		LIT(p, "\",\"parentSpanId\":\"");
-		p = put_hex(p, sp->parent);
+		p = otlp_hex(p, sp->parent);
 	}
 	LIT(p, "\",\"name\":");
 	memcpy(p, name, nlen);
 	p += nlen;
 	/* SPAN_KIND_INTERNAL: shmtrace does not know who called whom */
 	LIT(p, ",\"kind\":1,\"startTimeUnixNano\":\"");
-	p = put_time(o, p, sp->ts + o->wall_off);
+	p = otlp_time(&o->time, p, sp->ts + o->wall_off);
 	LIT(p, "\",\"endTimeUnixNano\":\"");
-	p = put_time(o, p, sp->ts + sp->dur + o->wall_off);
+	p = otlp_time(&o->time, p, sp->ts + sp->dur + o->wall_off);
 	LIT(p, "\",\"attributes\":[");
 	memcpy(p, fr->p, fr->len);
 	p += fr->len;
 	if (sp->flow) {
 		LIT(p, ",{\"key\":\"shmtrace.flow.id\",\"value\":{\"intValue\":");
-		p = put_dec(p, sp->flow);
+		p = otlp_dec(p, sp->flow);
 		LIT(p, "}}");
 	}
 	if (sp->kind == SHMTRACE_KIND_INSTANT)
@@ -395,7 +240,7 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 		return -ENOMEM;
 	p = b->p + b->len;
 	LIT(p, "],\"droppedAttributesCount\":");
-	p = put_dec(p, dropped);
+	p = otlp_dec(p, dropped);
 	LIT(p, ",\"events\":[");
 	b->len = (size_t)(p - b->p);
 	put_events(o, b, sp->ev, sp->nev);
