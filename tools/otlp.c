@@ -3,9 +3,9 @@
  * otlp.c - `shmtrace export --format otlp`: the entry, which sets the
  * export up, runs it (tools/otlp_spans.c: records to spans; otlp_json.c:
  * their OTLP/JSON text; otlp_send.c: batches, POSTed to the endpoint;
- * otlp_write.c: or written to the file; otlp_ids.c: trace and span ids),
- * says what happened and cleans up; and
- * struct keyed, the per-thread and per-process tables of those parts.
+ * otlp_write.c: or written to the file; otlp_text.c: numbers and strings;
+ * otlp_ids.c: trace and span ids), says what happened and cleans up; and
+ * struct keyed and otlp_grow(), the tables and arrays of those parts.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,26 @@
 
 #include "otlp_int.h"
 
-/* ---------------------------------------------------------------- keyed */
+/* ------------------------------------------------------ keyed, arrays */
+
+int otlp_grow(void *arrayp, size_t *cap, size_t need, size_t size)
+{
+	size_t c = *cap ? *cap : 16;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	/* *arrayp is a T *: read and written as the pointer it is */
+	memcpy(&p, arrayp, sizeof(p));
+	p = reallocarray(p, c, size);
+	if (!p)
+		return -ENOMEM;
+	memcpy(arrayp, &p, sizeof(p));
+	*cap = c;
+	return 0;
+}
 
 void keyed_init(struct keyed *k, size_t size)
 {
@@ -36,17 +55,10 @@ void *keyed_get(struct keyed *k, uint64_t key, bool *added)
 	if (!v)
 		return NULL;
 	if (*added) {
-		if (k->n == k->cap) {
-			size_t cap = k->cap ? k->cap * 2 : 64;
-			char *nv = reallocarray(k->v, cap, k->size);
-
-			if (!nv) {
-				/* the key stays, with no element: forget it */
-				*v = 0;
-				return NULL;
-			}
-			k->v = nv;
-			k->cap = cap;
+		if (otlp_grow(&k->v, &k->cap, k->n + 1, k->size) < 0) {
+			/* the key stays, with no element: forget it */
+			*v = 0;
+			return NULL;
 		}
 		memset(k->v + k->n * k->size, 0, k->size);
 		*v = ++k->n;

@@ -152,12 +152,15 @@ struct span {
 /* otlp.c: struct keyed. keyed_get() returns key's element (added says
  * whether it is new), NULL when out of memory; a pointer to an element
  * lasts until the next keyed_get(). keyed_next() walks the keys as
- * u64map_next() does. */
+ * u64map_next() does. And a growing array. */
 void keyed_init(struct keyed *k, size_t size);
 void *keyed_get(struct keyed *k, uint64_t key, bool *added);
 void *keyed_at(const struct keyed *k, size_t i);
 bool keyed_next(const struct keyed *k, size_t *pos, uint64_t *key, void **elem);
 void keyed_free(struct keyed *k);
+/* Makes room for need elements of size bytes in the array whose pointer
+ * is at arrayp (a T **), *cap its capacity. Returns 0 or -ENOMEM. */
+int otlp_grow(void *arrayp, size_t *cap, size_t need, size_t size);
 
 /* otlp_ids.c: ids that differ between captures and are the same on every
  * export of one (o->salt), and the W3C traceparent a flow may carry. */

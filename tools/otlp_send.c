@@ -137,16 +137,9 @@ static void sink_put(struct sink *k, const char *p, size_t len)
 		}
 		return;
 	}
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? k->cap * 2 : 64;
-		struct iovec *v = reallocarray(k->iov, cap, sizeof(*v));
-
-		if (!v) {
-			k->oom = true;
-			return;
-		}
-		k->iov = v;
-		k->cap = cap;
+	if (otlp_grow(&k->iov, &k->cap, k->n + 1, sizeof(*k->iov)) < 0) {
+		k->oom = true;
+		return;
 	}
 	k->iov[k->n++] = (struct iovec){ .iov_base = (void *)p, .iov_len = len };
 }

@@ -62,18 +62,8 @@ static size_t claim(struct pend *p, uint64_t ts, uint64_t dur, struct inst *ev)
 /* Keeps ev[0..n) as the events of the flow span numbered seq. */
 static int keep_flow_events(struct otlp *o, const struct inst *ev, size_t n, uint64_t seq)
 {
-	if (o->nfev + n > o->fevcap) {
-		size_t cap = o->fevcap ? o->fevcap * 2 : 1024;
-		struct inst *nf;
-
-		while (cap < o->nfev + n)
-			cap *= 2;
-		nf = reallocarray(o->fev, cap, sizeof(*nf));
-		if (!nf)
-			return -ENOMEM;
-		o->fev = nf;
-		o->fevcap = cap;
-	}
+	if (otlp_grow(&o->fev, &o->fevcap, o->nfev + n, sizeof(*o->fev)) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		o->fev[o->nfev] = ev[i];
 		o->fev[o->nfev++].seq = seq;

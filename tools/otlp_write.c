@@ -127,15 +127,8 @@ static int take_buffers(struct otlp *o, struct wreq *r)
 
 		if (!pb->nspans)
 			continue;
-		if (r->nbufs == r->bufcap) {
-			size_t cap = r->bufcap ? r->bufcap * 2 : 16;
-			struct obuf *nb = reallocarray(r->bufs, cap, sizeof(*nb));
-
-			if (!nb)
-				return -ENOMEM;
-			r->bufs = nb;
-			r->bufcap = cap;
-		}
+		if (otlp_grow(&r->bufs, &r->bufcap, r->nbufs + 1, sizeof(*r->bufs)) < 0)
+			return -ENOMEM;
 		r->bufs[r->nbufs++] = pb->spans;
 		memset(&pb->spans, 0, sizeof(pb->spans));
 	}
