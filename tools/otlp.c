@@ -21,15 +21,15 @@
 int otlp_grow(void *arrayp, size_t *cap, size_t need, size_t size)
 {
 	size_t c = *cap ? *cap : 16;
-	void *p;
+	void *old, *p;
 
 	if (need <= *cap)
 		return 0;
 	while (c < need)
 		c *= 2;
 	/* *arrayp is a T *: read and written as the pointer it is */
-	memcpy(&p, arrayp, sizeof(p));
-	p = reallocarray(p, c, size);
+	memcpy(&old, arrayp, sizeof(old));
+	p = reallocarray(old, c, size);
 	if (!p)
 		return -ENOMEM;
 	memcpy(arrayp, &p, sizeof(p));
