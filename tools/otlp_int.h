@@ -118,10 +118,10 @@ struct otlp {
 	size_t batch_len;		/* span bytes in the batch */
 	uint32_t batch_procs;		/* processes with spans in the batch */
 	uint64_t batch_spans;
-	struct obuf req;		/* a request's text, around the spans */
+	struct obuf req;		/* a POST's resources and scopes */
 	struct obuf body;		/* a whole request, for a POST */
 	struct estr *esc;		/* each string id's JSON text, [nstr] */
-	struct obuf scratch;		/* the JSON text of an id beyond them */
+	struct obuf scratch;		/* an id's JSON text being made */
 	struct frag *frags;		/* [OTLP_FRAGS] */
 	uint64_t seq, salt, t0, wall_off;
 	struct time_text time;		/* the upper digits of the last time */
