@@ -4,6 +4,7 @@
  * buffer, JSON strings, and integers, ids and times formatted from tables
  * or a few bit operations (a span has three ids and two 19-digit times).
  */
+#include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,10 +51,9 @@ static void put_hex32(char *p, uint32_t v)
 	/* 0x01 in the bytes that are 10..15 */
 	x += 0x3030303030303030ull + (((x + 0x0606060606060606ull) >> 4) &
 				      0x0101010101010101ull) * ('a' - '0' - 10);
-	/* the top byte holds the top nibble; byte by byte, not memcpy(): any
-	 * byte order (compilers make it one byte swap and a store) */
-	for (int i = 0; i < 8; i++)
-		p[i] = (char)(x >> (56 - 8 * i));
+	/* the top byte holds the top nibble: first in memory, any byte order */
+	x = htobe64(x);
+	memcpy(p, &x, 8);
 }
 
 char *otlp_hex(char *p, uint64_t v)
