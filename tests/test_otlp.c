@@ -5,14 +5,15 @@
  * ids and recorded for the exporter, and the endpoint URLs it accepts.
  * And what the export carries: arguments as attributes (hostile strings,
  * int64 extremes, repeated keys) and the spans a producer SIGKILLed in
- * nested scopes left open, ending where the Chrome export ends them.
+ * nested scopes left open, ending where the Chrome export ends them; and
+ * how requests reach a file or stdout, and a write that fails.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "helpers.h"
+#include "cli_run.h"
 #include "http.h"
 #include "internal.h"
 #include "ring_reader.h"
@@ -125,38 +126,6 @@ static void test_urls(void **state)
 	assert_int_equal(http_parse_url("http://:80", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 	assert_int_equal(http_parse_url("http://x/a?b", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 	assert_int_equal(http_parse_url("http://[::1", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
-}
-
-static char bin[512];
-static char tmpdir[256];
-
-static const char *tmp(const char *name)
-{
-	static char buf[8][512];
-	static int k;
-	char *b = buf[k++ % 8];
-
-	snprintf(b, 512, "%s/%s", tmpdir, name);
-	return b;
-}
-
-/* Runs argv with stdout and stderr to /dev/null; returns the exit status. */
-static int run(char *const argv[])
-{
-	pid_t p = fork();
-	int st;
-
-	assert_true(p >= 0);
-	if (p == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(p, &st, 0), p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /*
@@ -293,8 +262,8 @@ static void test_args_and_open_spans(void **state)
 	close(p[0]);
 	assert_int_equal(waitpid(kid, &st, 0), kid);
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	assert_int_equal(run(chrome), 0);
-	assert_int_equal(run(otlp), 0);
+	assert_int_equal(run(NULL, NULL, chrome), 0);
+	assert_int_equal(run(NULL, NULL, otlp), 0);
 	cj = slurp(tmp("t.json"));
 	oj = slurp(tmp("t.jsonl"));
 	off = field_u64(cj, "\"trace_start_wall_ns\":") - field_u64(cj, "\"trace_start_ns\":");
@@ -370,23 +339,67 @@ static void test_args_and_open_spans(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
-static int setup(void **state)
+/*
+ * To a file: requests of at most --batch-size, one a line, all the spans;
+ * the same bytes on stdout; a write that fails (the file size limit) is
+ * an error, exit 1, and no output file is left behind.
+ */
+static void test_file_output(void **state)
 {
-	const char *b = getenv("SHMTRACE_BIN");
+	const char *ring = test_ring_name("otlp-file");
+	char *file[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--batch-size",
+			 "64k", "-o", (char *)tmp("f.jsonl"), NULL };
+	char *out[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--batch-size",
+			"64k", "-o", "-", NULL };
+	char *cut[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--batch-size",
+			"64k", "-o", (char *)tmp("c.jsonl"), NULL };
+	uint32_t cat[2], name[3];
+	char *a, *b, *e;
+	uint64_t ts;
+	shmtrace_t *t;
+	size_t lines = 0;
 
 	(void)state;
-	snprintf(bin, sizeof(bin), "%s/shmtrace", b ? b : "build");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/shmt-otlp-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	cat[0] = shmtrace_intern(t, "c0");
+	cat[1] = shmtrace_intern(t, "c1");
+	for (int i = 0; i < 3; i++)
+		name[i] = shmtrace_intern(t, i == 0 ? "n0" : i == 1 ? "n1" : "n2");
+	ts = shmtrace_now();
+	for (int i = 0; i < 3000; i++, ts += 1000)
+		assert_int_equal(shmtrace_span(t, cat[i % 2], name[i % 3], ts, ts + 500,
+					       i % 10 == 0 ? 5 : 0), 0);
+	shmtrace_close(t);
 
-static int teardown(void **state)
-{
-	char cmd[300];
+	assert_int_equal(run(NULL, NULL, file), 0);
+	a = slurp(tmp("f.jsonl"));
+	for (const char *p = a; (p = strchr(p, '\n')); p++)
+		lines++;
+	/* 3000 spans of ~500 bytes: ~25 requests of 64 KiB */
+	assert_true(lines >= 20);
+	assert_int_equal(count(a, "{\"resourceSpans\":["), lines);
+	assert_int_equal(count(a, "]}\n"), lines);
+	assert_int_equal(count(a, "\"spanId\""), 3000);
+	assert_int_equal(count(a, "\"stringValue\":\"c1\"}}"), 1500);
+	assert_int_equal(count(a, "\"name\":\"n2\""), 1000);
 
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	assert_int_equal(run(tmp("o.jsonl"), NULL, out), 0);
+	b = slurp(tmp("o.jsonl"));
+	assert_string_equal(a, b);
+
+	fsize_limit = 200000;
+	assert_int_equal(run(NULL, tmp("c.err"), cut), 1);
+	fsize_limit = 0;
+	e = slurp(tmp("c.err"));
+	assert_non_null(strstr(e, "shmtrace export: writing "));
+	assert_non_null(strstr(e, ": File too large\n"));
+	assert_int_equal(access(tmp("c.jsonl"), F_OK), -1);
+	free(a);
+	free(b);
+	free(e);
+	shmtrace_ring_unlink(ring);
 }
 
 int main(void)
@@ -396,7 +409,8 @@ int main(void)
 		cmocka_unit_test(test_traceparent),
 		cmocka_unit_test(test_urls),
 		cmocka_unit_test(test_args_and_open_spans),
+		cmocka_unit_test(test_file_output),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
 }

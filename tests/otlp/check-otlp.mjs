@@ -9,7 +9,8 @@
 //   --chrome FILE       the Chrome export of the same capture: span count per
 //                       process, times (to the ns), arguments (exactly: as
 //                       shmtrace.arg.* attributes) and unfinished spans
-//                       (shmtrace.unfinished) must agree
+//                       (shmtrace.unfinished) must agree, and so must every
+//                       span's category and thread name
 //   --expect-unfinished N  exactly N spans with shmtrace.unfinished
 //   --expect-flows N    exactly N traces of two spans or more
 //   --expect-cross-host N  N traces have spans of two hosts (host.name)
@@ -184,13 +185,17 @@ if (chrome) {
 	const oargs = (attrs, unf) => attrs.filter((a) => a.key.startsWith('shmtrace.arg.'))
 		.map((a) => `${a.key.slice(13)}=${'intValue' in a.value ? `i:${a.value.intValue}` : `s:${a.value.stringValue}`}`)
 		.sort().join('\u0000') + (unf ? '|unfinished' : '');
-	const cs = new Map(), cinst = new Map();
+	const cs = new Map(), cinst = new Map(), ccat = new Map(), ctname = new Map();
 	const perProc = new Map(), perProcOurs = new Map();
 	for (const e of tr.traceEvents) {
+		if (e.ph === 'M' && e.name === 'thread_name' && e.pid !== 0)
+			ctname.set(`${rpid(e.pid)}/${e.tid}`, e.args.name);
 		if (e.ph === 'X') {
 			const k = key(e.pid, e.tid, e.name);
 			if (!cs.has(k)) cs.set(k, []);
 			cs.get(k).push([ns(e.ts), ns(e.ts) + ns(e.dur), cargs(e.args)]);
+			if (!ccat.has(k)) ccat.set(k, new Set());
+			ccat.get(k).add(e.cat);
 			perProc.set(rpid(e.pid), (perProc.get(rpid(e.pid)) || 0) + 1);
 		} else if (e.ph === 'i' && e.pid !== 0 && !String(e.name).startsWith('traceparent ')) {
 			const k = `${key(e.pid, e.tid, e.name)} args ${cargs(e.args)}`;
@@ -201,6 +206,11 @@ if (chrome) {
 	const os = new Map();
 	for (const s of spans) {
 		const k = `${s.pid}/${s.attr['thread.id']}/${s.name}`;
+		// the attributes every span of a thread and category shares
+		if (s.attr['thread.name'] !== ctname.get(`${s.pid}/${s.attr['thread.id']}`))
+			fail(`span ${k}: thread.name ${s.attr['thread.name']}, Chrome's ${ctname.get(`${s.pid}/${s.attr['thread.id']}`)}`);
+		if (!s.attr['shmtrace.instant'] && !(ccat.get(k) || new Set()).has(s.attr['shmtrace.category']))
+			fail(`span ${k}: category ${s.attr['shmtrace.category']}, not one Chrome has (${[...(ccat.get(k) || [])]})`);
 		const st = BigInt(s.startTimeUnixNano) - off, en = BigInt(s.endTimeUnixNano) - off;
 		for (const ev of s.events) {
 			const ek = `${s.pid}/${s.attr['thread.id']}/${ev.name} args ${oargs(ev.attributes, false)}`;
