@@ -101,103 +101,101 @@ static int dec_header(const msgpack_object *v, size_t n, struct shmt_cap_header 
 	return 0;
 }
 
+static int dec_string(const msgpack_object *e, void *items, uint32_t i, msgpack_zone *z,
+		      const struct shmt_cap_ctx *c)
+{
+	struct shmt_cap_string *s = (struct shmt_cap_string *)items + i;
+	char *text;
+
+	SHMT_CAP_GET(&e[0], SHMT_MAX_STRINGS, s->id, "string id");
+	if (!s->id)
+		return shmt_cap_fail(c, -EBADMSG, "string id 0");
+	if (e[1].type != MSGPACK_OBJECT_BIN)
+		return shmt_cap_fail(c, -EBADMSG, "string %u is not a bin", s->id);
+	if (e[1].via.bin.size > SHMT_STRING_MAX)
+		return shmt_cap_fail(c, -EBADMSG, "string %u of %u bytes, at most %u",
+				     s->id, e[1].via.bin.size, SHMT_STRING_MAX);
+	text = msgpack_zone_malloc(z, e[1].via.bin.size + 1);
+	if (!text)
+		return shmt_cap_fail(c, -ENOMEM, "out of memory");
+	if (e[1].via.bin.size)
+		memcpy(text, e[1].via.bin.ptr, e[1].via.bin.size);
+	text[e[1].via.bin.size] = '\0';
+	s->len = e[1].via.bin.size;
+	s->s = text;
+	return 0;
+}
+
+static int dec_thread(const msgpack_object *e, void *items, uint32_t i, msgpack_zone *z,
+		      const struct shmt_cap_ctx *c)
+{
+	struct shmt_thread *t = (struct shmt_thread *)items + i;
+	int rc;
+
+	(void)z;
+	SHMT_CAP_GET(&e[0], UINT32_MAX, t->pid, "thread pid");
+	SHMT_CAP_GET(&e[1], UINT32_MAX, t->tid, "thread tid");
+	SHMT_CAP_GET(&e[2], UINT64_MAX, t->start_time, "thread start_time");
+	SHMT_CAP_GET(&e[3], UINT64_MAX, t->pidns, "thread pidns");
+	SHMT_CAP_GET(&e[4], UINT32_MAX, t->flags, "thread flags");
+	if ((rc = get_name(&e[5], t->name, SHMT_NAME_LEN, "thread name", c)) ||
+	    (rc = get_name(&e[6], t->pname, SHMT_NAME_LEN, "process name", c)))
+		return rc;
+	return 0;
+}
+
+/* The items of a STRINGS or THREADS frame: their fields, their size, what
+ * to call them, and the decoder of one. */
+struct list_kind {
+	uint32_t fields;
+	size_t size;
+	const char *what;
+	int (*item)(const msgpack_object *e, void *items, uint32_t i, msgpack_zone *z,
+		    const struct shmt_cap_ctx *c);
+};
+
+static const struct list_kind strings_list = {
+	SHMT_CAP_STRING_ITEM_FIELDS, sizeof(struct shmt_cap_string), "strings", dec_string,
+};
+static const struct list_kind threads_list = {
+	SHMT_CAP_THREAD_ITEM_FIELDS, sizeof(struct shmt_thread), "threads", dec_thread,
+};
+
 /*
  * The one field of a STRINGS or THREADS frame: an array of at most
- * SHMT_CAP_MAX_ITEMS arrays of at least min elements each, for which *cnt
- * zeroed items of size bytes are allocated in *items. Returns 0 or -errno.
+ * SHMT_CAP_MAX_ITEMS arrays of at least k->fields elements each, decoded
+ * into *cnt zeroed items allocated in z. Returns 0 or -errno.
  */
-static int get_list(const msgpack_object *v, size_t n, uint32_t min, size_t size,
-		    const char *what, msgpack_zone *z, const struct shmt_cap_ctx *c,
-		    void **items, uint32_t *cnt)
+static int dec_list(const msgpack_object *v, size_t n, const struct list_kind *k,
+		    msgpack_zone *z, const struct shmt_cap_ctx *c, void **items, size_t *cnt)
 {
 	const msgpack_object *o = &v[0];
+	uint32_t len;
+	int rc;
 
 	if (n < SHMT_CAP_LIST_FIELDS)
-		return shmt_cap_fail(c, -EBADMSG, "%s frame without its list", what);
+		return shmt_cap_fail(c, -EBADMSG, "%s frame without its list", k->what);
 	if (o->type != MSGPACK_OBJECT_ARRAY)
-		return shmt_cap_fail(c, -EBADMSG, "%s list is not an array", what);
-	if (o->via.array.size > SHMT_CAP_MAX_ITEMS)
+		return shmt_cap_fail(c, -EBADMSG, "%s list is not an array", k->what);
+	len = o->via.array.size;
+	if (len > SHMT_CAP_MAX_ITEMS)
 		return shmt_cap_fail(c, -EBADMSG, "%u %s, at most %u per frame",
-				     o->via.array.size, what, SHMT_CAP_MAX_ITEMS);
-	for (uint32_t i = 0; i < o->via.array.size; i++) {
+				     len, k->what, SHMT_CAP_MAX_ITEMS);
+	for (uint32_t i = 0; i < len; i++) {
 		const msgpack_object *e = &o->via.array.ptr[i];
 
-		if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size < min)
+		if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size < k->fields)
 			return shmt_cap_fail(c, -EBADMSG, "%s entry %u is not an array of %u",
-					     what, i, min);
+					     k->what, i, k->fields);
 	}
-	*cnt = o->via.array.size;
-	*items = msgpack_zone_malloc(z, (size_t)*cnt * size + 1);
+	*items = msgpack_zone_malloc(z, (size_t)len * k->size + 1);
 	if (!*items)
 		return shmt_cap_fail(c, -ENOMEM, "out of memory");
-	memset(*items, 0, (size_t)*cnt * size);
-	return 0;
-}
-
-static int dec_strings(const msgpack_object *v, size_t n, struct shmt_cap_frame *f,
-		       msgpack_zone *z, const struct shmt_cap_ctx *c)
-{
-	struct shmt_cap_string *s;
-	void *items;
-	uint32_t cnt;
-	int rc;
-
-	if ((rc = get_list(v, n, SHMT_CAP_STRING_ITEM_FIELDS, sizeof(*s), "strings", z, c,
-			   &items, &cnt)))
-		return rc;
-	s = items;
-	for (uint32_t i = 0; i < cnt; i++) {
-		const msgpack_object *e = v[0].via.array.ptr[i].via.array.ptr;
-		char *text;
-
-		SHMT_CAP_GET(&e[0], SHMT_MAX_STRINGS, s[i].id, "string id");
-		if (!s[i].id)
-			return shmt_cap_fail(c, -EBADMSG, "string id 0");
-		if (e[1].type != MSGPACK_OBJECT_BIN)
-			return shmt_cap_fail(c, -EBADMSG, "string %u is not a bin", s[i].id);
-		if (e[1].via.bin.size > SHMT_STRING_MAX)
-			return shmt_cap_fail(c, -EBADMSG, "string %u of %u bytes, at most %u",
-					     s[i].id, e[1].via.bin.size, SHMT_STRING_MAX);
-		text = msgpack_zone_malloc(z, e[1].via.bin.size + 1);
-		if (!text)
-			return shmt_cap_fail(c, -ENOMEM, "out of memory");
-		if (e[1].via.bin.size)
-			memcpy(text, e[1].via.bin.ptr, e[1].via.bin.size);
-		text[e[1].via.bin.size] = '\0';
-		s[i].len = e[1].via.bin.size;
-		s[i].s = text;
-	}
-	f->strings.v = s;
-	f->strings.n = cnt;
-	return 0;
-}
-
-static int dec_threads(const msgpack_object *v, size_t n, struct shmt_cap_frame *f,
-		       msgpack_zone *z, const struct shmt_cap_ctx *c)
-{
-	struct shmt_thread *t;
-	void *items;
-	uint32_t cnt;
-	int rc;
-
-	if ((rc = get_list(v, n, SHMT_CAP_THREAD_ITEM_FIELDS, sizeof(*t), "threads", z, c,
-			   &items, &cnt)))
-		return rc;
-	t = items;
-	for (uint32_t i = 0; i < cnt; i++) {
-		const msgpack_object *e = v[0].via.array.ptr[i].via.array.ptr;
-
-		SHMT_CAP_GET(&e[0], UINT32_MAX, t[i].pid, "thread pid");
-		SHMT_CAP_GET(&e[1], UINT32_MAX, t[i].tid, "thread tid");
-		SHMT_CAP_GET(&e[2], UINT64_MAX, t[i].start_time, "thread start_time");
-		SHMT_CAP_GET(&e[3], UINT64_MAX, t[i].pidns, "thread pidns");
-		SHMT_CAP_GET(&e[4], UINT32_MAX, t[i].flags, "thread flags");
-		if ((rc = get_name(&e[5], t[i].name, SHMT_NAME_LEN, "thread name", c)) ||
-		    (rc = get_name(&e[6], t[i].pname, SHMT_NAME_LEN, "process name", c)))
+	memset(*items, 0, (size_t)len * k->size);
+	for (uint32_t i = 0; i < len; i++)
+		if ((rc = k->item(o->via.array.ptr[i].via.array.ptr, *items, i, z, c)))
 			return rc;
-	}
-	f->threads.v = t;
-	f->threads.n = cnt;
+	*cnt = len;
 	return 0;
 }
 
@@ -247,6 +245,7 @@ long shmt_cap_decode_at(const uint8_t *buf, size_t len, uint64_t off,
 	const struct shmt_cap_ctx c = { .off = off, .err = err, .errlen = errlen };
 	msgpack_unpacked u;
 	const msgpack_object *v;
+	void *items = NULL;
 	size_t flen = 0, used = 0;
 	uint32_t stored, crc;
 	uint64_t type;
@@ -290,10 +289,12 @@ long shmt_cap_decode_at(const uint8_t *buf, size_t len, uint64_t off,
 		rc = dec_header(v + 1, n, &f->header, &c);
 		break;
 	case SHMT_CAP_STRINGS:
-		rc = dec_strings(v + 1, n, f, z, &c);
+		rc = dec_list(v + 1, n, &strings_list, z, &c, &items, &f->strings.n);
+		f->strings.v = items;
 		break;
 	case SHMT_CAP_THREADS:
-		rc = dec_threads(v + 1, n, f, z, &c);
+		rc = dec_list(v + 1, n, &threads_list, z, &c, &items, &f->threads.n);
+		f->threads.v = items;
 		break;
 	case SHMT_CAP_RECORDS:
 		rc = shmt_cap_dec_records(v + 1, n, f, z, &c);

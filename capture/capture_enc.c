@@ -251,16 +251,6 @@ static long put_v1_frame(msgpack_sbuffer *b, size_t i, size_t k, const void *arg
 	return frame_end(&fr);
 }
 
-int shmt_cap_put_records_v1(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n)
-{
-	const struct records_arg a = { first_seq, r };
-	int ret = check_records(first_seq, r, n);
-
-	if (ret < 0)
-		return ret;
-	return put_split(b, n, SHMT_CAP_SPLIT_RECORDS, put_v1_frame, &a);
-}
-
 static long put_packed_frame(msgpack_sbuffer *b, size_t i, size_t k, const void *arg)
 {
 	const struct records_arg *a = arg;
@@ -268,14 +258,26 @@ static long put_packed_frame(msgpack_sbuffer *b, size_t i, size_t k, const void 
 	return shmt_cap_put_packed(b, a->first_seq + i, a->r + i, k, false);
 }
 
-int shmt_cap_put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n)
+/* Records r[0..n) checked, then as frames of the kind put encodes. */
+static int put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r,
+		       size_t n, put_frame_fn put)
 {
 	const struct records_arg a = { first_seq, r };
 	int ret = check_records(first_seq, r, n);
 
 	if (ret < 0)
 		return ret;
-	return put_split(b, n, SHMT_CAP_SPLIT_RECORDS, put_packed_frame, &a);
+	return put_split(b, n, SHMT_CAP_SPLIT_RECORDS, put, &a);
+}
+
+int shmt_cap_put_records_v1(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n)
+{
+	return put_records(b, first_seq, r, n, put_v1_frame);
+}
+
+int shmt_cap_put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n)
+{
+	return put_records(b, first_seq, r, n, put_packed_frame);
 }
 
 int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l)

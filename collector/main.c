@@ -109,15 +109,36 @@ static int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* A number parse_size() reads, from lo to hi; -1 for anything else. */
-static int parse_range(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	uint64_t v;
+/* The numeric options: their bounds, and the usage error outside them. */
+static const struct num_opt {
+	int c;
+	uint64_t lo, hi;
+	bool pow2;
+	const char *err;
+} num_opts[] = {
+	{ 'C', 1, SHMT_MAX_CAPACITY, true, "--capacity '%s': need a power of two up to 2^24" },
+	{ 's', 1, SHMT_MAX_STRINGS, false, "--strings '%s': need 1 to 65535" },
+	{ 'B', 64, 1u << 28, false, "--string-bytes '%s': need 64 to 256M" },
+	{ 'T', 1, SHMT_MAX_THREADS, false, "--threads '%s': need 1 to 1048576" },
+	{ 'p', 1, 60000, false, "--poll-interval '%s': need 1 to 60000 ms" },
+	{ 'S', 1u << 20, UINT64_MAX, false, "--max-size '%s': need at least 1M" },
+	{ 'R', 0, 1000000, false, "--ready-fd '%s': not a file descriptor" },
+};
 
-	if (parse_size(s, &v) || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
+/* Parses option c's argument into *v if c is a numeric option. Returns NULL,
+ * or the message of the usage error for an argument out of its bounds. */
+static const char *parse_num_opt(int c, const char *arg, uint64_t *v)
+{
+	for (size_t i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++) {
+		const struct num_opt *n = &num_opts[i];
+
+		if (n->c != c)
+			continue;
+		if (parse_size(arg, v) || *v < n->lo || *v > n->hi || (n->pow2 && (*v & (*v - 1))))
+			return n->err;
+		return NULL;
+	}
+	return NULL;
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -171,18 +192,18 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	struct drain_stats st;
 	struct drain *d;
-	uint64_t v, t0;
+	uint64_t v = 0, t0;
 
 	while ((c = getopt_long(argc, argv, "r:o:cp:qhV", opts, NULL)) != -1) {
+		const char *bad = parse_num_opt(c, optarg, &v);
+
+		if (bad)
+			return usage_error(bad, optarg);
 		switch (c) {
 		case 'r': o.ring = optarg; break;
 		case 'o': o.output = optarg; break;
 		case 'c': create = true; break;
-		case 'C':
-			if (parse_range(optarg, 1, SHMT_MAX_CAPACITY, &v) || (v & (v - 1)))
-				return usage_error("--capacity '%s': need a power of two up to 2^24", optarg);
-			cfg.capacity = (uint32_t)v;
-			break;
+		case 'C': cfg.capacity = (uint32_t)v; break;
 		case 'M':
 			if (!strcmp(optarg, "discard"))
 				cfg.mode = SHMTRACE_MODE_DISCARD;
@@ -192,35 +213,13 @@ int main(int argc, char **argv)
 				return usage_error("--mode '%s': need discard or overwrite", optarg);
 			break;
 		case 'G': cfg.perm = 0660; break;
-		case 's':
-			if (parse_range(optarg, 1, SHMT_MAX_STRINGS, &v))
-				return usage_error("--strings '%s': need 1 to 65535", optarg);
-			cfg.max_strings = (uint32_t)v;
-			break;
-		case 'B':
-			if (parse_range(optarg, 64, 1u << 28, &v))
-				return usage_error("--string-bytes '%s': need 64 to 256M", optarg);
-			cfg.string_bytes = (uint32_t)v;
-			break;
-		case 'T':
-			if (parse_range(optarg, 1, SHMT_MAX_THREADS, &v))
-				return usage_error("--threads '%s': need 1 to 1048576", optarg);
-			cfg.max_threads = (uint32_t)v;
-			break;
-		case 'p':
-			if (parse_range(optarg, 1, 60000, &v))
-				return usage_error("--poll-interval '%s': need 1 to 60000 ms", optarg);
-			o.poll_ns = v * 1000000ull;
-			break;
-		case 'S':
-			if (parse_range(optarg, 1u << 20, UINT64_MAX, &v))
-				return usage_error("--max-size '%s': need at least 1M", optarg);
-			o.max_size = v;
-			break;
+		case 's': cfg.max_strings = (uint32_t)v; break;
+		case 'B': cfg.string_bytes = (uint32_t)v; break;
+		case 'T': cfg.max_threads = (uint32_t)v; break;
+		case 'p': o.poll_ns = v * 1000000ull; break;
+		case 'S': o.max_size = v; break;
 		case 'K': keep = true; break;
 		case 'R':
-			if (parse_range(optarg, 0, 1000000, &v))
-				return usage_error("--ready-fd '%s': not a file descriptor", optarg);
 			ready_fd = (int)v;
 			ready_arg = optarg;
 			break;
