@@ -205,7 +205,9 @@ static int dec_loss(const msgpack_object *v, size_t n, struct shmt_cap_loss *l,
 	if (n < SHMT_CAP_LOSS_MIN_FIELDS)
 		return shmt_cap_fail(c, -EBADMSG, "loss frame has %zu fields, needs %d", n,
 				     SHMT_CAP_LOSS_MIN_FIELDS);
-	/* the fields after the first six came later: absent reads as 0 */
+	/* the fields after the first six came later: absent reads as 0.
+	 * One line a field, as in dec_header(): each names its field and
+	 * its bound in the order docs/CAPTURE-FORMAT.md lists them. */
 	memset(l, 0, sizeof(*l));
 	SHMT_CAP_GET(&v[0], UINT64_MAX, l->at_ns, "at_ns");
 	SHMT_CAP_GET(&v[1], UINT64_MAX, l->dropped, "dropped");

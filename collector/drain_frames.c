@@ -52,50 +52,43 @@ int drain_open_part(struct drain *d)
 	return put_header(d);
 }
 
-/* Appends frames for strings and name slots the capture does not have yet. */
+/* Appends frames for strings and name slots the capture does not have yet,
+ * read from the ring a batch at a time. */
 int drain_put_tables(struct drain *d)
 {
 	msgpack_sbuffer *b = cw_buffer(&d->w);
 	uint32_t n = shmt_ring_nstrings(&d->v);
 	uint32_t nt = shmt_ring_nthreads(&d->v);
-	int ret = 0;
+	int ret;
 
-	if (n > d->strings_sent) {
-		struct shmt_cap_string *s = d->strings;
-		uint32_t k = 0;
+	for (uint32_t id = d->strings_sent; id < n; ) {
+		uint32_t k;
 
-		for (uint32_t id = d->strings_sent; id < n; id++) {
+		for (k = 0; k < DRAIN_STRINGS_BATCH && id < n; k++, id++) {
 			int len = shmt_ring_string(&d->v, id, d->text[k], sizeof(d->text[k]));
 
-			if (len < 0)
-				len = 0;	/* a damaged entry exports as "" */
-			s[k].id = id;
-			s[k].len = (uint32_t)len;
-			s[k].s = d->text[k];
-			if (++k == DRAIN_STRINGS_BATCH || id + 1 == n) {
-				ret = shmt_cap_put_strings(b, s, k);
-				if (ret < 0)
-					return ret;
-				k = 0;
-			}
+			d->strings[k].id = id;
+			d->strings[k].len = len < 0 ? 0 : (uint32_t)len;	/* damaged: "" */
+			d->strings[k].s = d->text[k];
 		}
+		ret = shmt_cap_put_strings(b, d->strings, k);
+		if (ret < 0)
+			return ret;
+	}
+	if (n > d->strings_sent)
 		d->strings_sent = n;
-	}
-	if (nt > d->threads_sent) {
+	for (uint32_t i = d->threads_sent; i < nt; ) {
 		struct shmt_thread t[DRAIN_THREADS_BATCH];
-		uint32_t k = 0;
+		uint32_t k;
 
-		for (uint32_t i = d->threads_sent; i < nt; i++) {
+		for (k = 0; k < DRAIN_THREADS_BATCH && i < nt; k++, i++)
 			shmt_ring_thread(&d->v, i, &t[k]);
-			if (++k == DRAIN_THREADS_BATCH || i + 1 == nt) {
-				ret = shmt_cap_put_threads(b, t, k);
-				if (ret < 0)
-					return ret;
-				k = 0;
-			}
-		}
-		d->threads_sent = nt;
+		ret = shmt_cap_put_threads(b, t, k);
+		if (ret < 0)
+			return ret;
 	}
+	if (nt > d->threads_sent)
+		d->threads_sent = nt;
 	return 0;
 }
 
