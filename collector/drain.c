@@ -72,10 +72,12 @@ struct drain *drain_new(void)
 /* What drain_open() allocates, freed (and NULL) again. */
 static void free_buffers(struct drain *d)
 {
+	cw_free(d->w);
 	free(d->scratch);
 	free(d->dead);
 	free(d->strings);
 	free(d->text);
+	d->w = NULL;
 	d->scratch = NULL;
 	d->dead = NULL;
 	d->strings = NULL;
@@ -113,7 +115,9 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 	d->dead = calloc(d->v.nblocks + 1, sizeof(*d->dead));
 	d->strings = calloc(DRAIN_STRINGS_BATCH, sizeof(*d->strings));
 	d->text = calloc(DRAIN_STRINGS_BATCH, sizeof(*d->text));
-	ret = !d->scratch || !d->dead || !d->strings || !d->text ? -ENOMEM : drain_open_part(d);
+	d->w = cw_new();
+	ret = !d->scratch || !d->dead || !d->strings || !d->text || !d->w ? -ENOMEM :
+	      drain_open_part(d);
 	if (ret < 0) {
 		free_buffers(d);
 		shmt_view_close(&d->v);
@@ -184,15 +188,15 @@ static int end_part(struct drain *d, const struct shmt_cap_end *e)
 {
 	int ret;
 
-	ret = shmt_cap_put_end(cw_buffer(&d->w), e);
+	ret = shmt_cap_put_end(cw_buffer(d->w), e);
 	if (!ret)
 		ret = drain_submit(d);
 	if (!ret)
-		ret = cw_fsync(&d->w);
+		ret = cw_fsync(d->w);
 	if (ret < 0)
 		return ret;
 	drain_release_tail(d);
-	d->st.bytes += d->w.bytes;
+	d->st.bytes += cw_written(d->w);
 	return 0;
 }
 
@@ -205,7 +209,7 @@ static int rotate(struct drain *d)
 	ret = end_part(d, &e);
 	if (ret < 0)
 		return ret;
-	cw_close(&d->w);
+	cw_close(d->w);
 	d->part++;
 	return drain_open_part(d);
 }
@@ -238,13 +242,13 @@ long drain_pass(struct drain *d, bool final)
 		if (r < 0)
 			return r;
 		copied += r;
-		if (d->o.max_size && d->w.off + cw_buffer(&d->w)->size >= d->o.max_size) {
+		if (d->o.max_size && cw_offset(d->w) + cw_buffer(d->w)->size >= d->o.max_size) {
 			/* rotate before the part grows past the bound by more
 			 * than the batch just copied */
 			ret = rotate(d);
 			if (ret < 0)
 				return ret;
-		} else if (cw_buffer(&d->w)->size >= CW_BUF_LIMIT) {
+		} else if (cw_buffer(d->w)->size >= CW_BUF_LIMIT) {
 			ret = drain_submit(d);
 			if (ret < 0)
 				return ret;
@@ -255,11 +259,11 @@ long drain_pass(struct drain *d, bool final)
 		return ret;
 	ret = drain_submit(d);
 	if (!ret)
-		ret = cw_reap(&d->w, false);
+		ret = cw_reap(d->w, false);
 	if (ret < 0)
 		return ret;
 	drain_release_tail(d);
-	if (d->o.max_size && d->w.off >= d->o.max_size) {
+	if (d->o.max_size && cw_offset(d->w) >= d->o.max_size) {
 		ret = rotate(d);
 		if (ret < 0)
 			return ret;
@@ -283,7 +287,7 @@ void drain_sleep(struct drain *d)
 	store_relaxed(&h->collector_sleeping.v, 1);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* writes still in flight: wake for them rather than the timer */
-	if (shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 && d->w.count == 0) {
+	if (shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 && cw_in_flight(d->w) == 0) {
 #if SHMT_TSAN
 		/* ThreadSanitizer runs a signal's handler only inside a call
 		 * it intercepts, which a raw futex is not: SIGTERM would wait
@@ -294,8 +298,8 @@ void drain_sleep(struct drain *d)
 		syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
 #endif
 	}
-	else if (d->w.count)
-		cw_reap(&d->w, true);
+	else if (cw_in_flight(d->w))
+		cw_reap(d->w, true);
 	store_relaxed(&h->collector_sleeping.v, 0);
 }
 
@@ -311,7 +315,7 @@ int drain_finish(struct drain *d)
 		if (r < 0)
 			return (int)r;
 	} while (r > 0);
-	ret = cw_drain(&d->w);
+	ret = cw_drain(d->w);
 	if (ret < 0)
 		return ret;
 	drain_release_tail(d);
@@ -326,22 +330,22 @@ int drain_finish(struct drain *d)
 
 const char *drain_error_path(const struct drain *d)
 {
-	return d->w.path;
+	return cw_path(d->w);
 }
 
 bool drain_fsync_failed(const struct drain *d)
 {
-	return d->w.fsync_failed;
+	return cw_fsync_failed(d->w);
 }
 
 void drain_get_stats(const struct drain *d, bool failed, struct drain_stats *st)
 {
-	uint64_t done = d->w.done_seq;
+	uint64_t done = cw_done_seq(d->w);
 
 	*st = d->st;
 	if (failed) {
 		st->records = done > d->start_seq ? done - d->start_seq : 0;
-		st->bytes += d->w.bytes;
+		st->bytes += cw_written(d->w);
 	}
 }
 
@@ -374,9 +378,10 @@ void drain_free(struct drain *d)
 	if (d->opened) {
 		if (load_relaxed(&d->v.h->collector_pid.v) == (uint64_t)getpid())
 			store_relaxed(&d->v.h->collector_pid.v, 0);
-		cw_close(&d->w);
-		shmt_view_close(&d->v);
+		cw_close(d->w);
 	}
 	free_buffers(d);
+	if (d->opened)
+		shmt_view_close(&d->v);
 	free(d);
 }

@@ -24,7 +24,7 @@ static long copy_records_fast(struct drain *d, uint64_t head)
 		n = DRAIN_BATCH;
 	if (slot + n > d->v.capacity)
 		n = d->v.capacity - slot;	/* up to the wrap; the rest next time */
-	k = shmt_cap_put_ring_records(cw_buffer(&d->w), d->pos, &d->v.records[slot], n);
+	k = shmt_cap_put_ring_records(cw_buffer(d->w), d->pos, &d->v.records[slot], n);
 	if (k <= 0)
 		return k;
 	d->pos += (uint64_t)k;
@@ -45,7 +45,7 @@ static int put_run(struct copy_run *c)
 	int ret = 0;
 
 	if (c->k) {
-		ret = shmt_cap_put_records(cw_buffer(&c->d->w), c->first, c->d->scratch, c->k);
+		ret = shmt_cap_put_records(cw_buffer(c->d->w), c->first, c->d->scratch, c->k);
 		c->total += c->k;
 	}
 	c->k = 0;
@@ -105,13 +105,13 @@ int drain_submit(struct drain *d)
 	}
 	last->seq = d->pos;
 	last->skipped = d->skipped;
-	return cw_submit(&d->w, d->pos);
+	return cw_submit(d->w, d->pos);
 }
 
 void drain_release_tail(struct drain *d)
 {
 	struct shmt_header *h = d->v.h;
-	uint64_t done = d->w.done_seq;
+	uint64_t done = cw_done_seq(d->w);
 	uint32_t n = 0;
 
 	/* the skips below what is written now count, once */

@@ -29,7 +29,7 @@ static int put_header(struct drain *d)
 	h.mono0 = d->v.clock.mono0;
 	h.started_ns = shmtrace_now();
 	h.ring_id = d->v.minor >= 1 ? d->v.h->ring_id : 0;	/* format 1.0: none */
-	return shmt_cap_put_header(cw_buffer(&d->w), &h);
+	return shmt_cap_put_header(cw_buffer(d->w), &h);
 }
 
 int drain_open_part(struct drain *d)
@@ -41,7 +41,7 @@ int drain_open_part(struct drain *d)
 		snprintf(path, sizeof(path), "%s", d->o.output);
 	else
 		snprintf(path, sizeof(path), "%s.%u", d->o.output, d->part);
-	ret = cw_open(&d->w, path);
+	ret = cw_open(d->w, path);
 	if (ret < 0) {
 		snprintf(d->err, sizeof(d->err), "cannot write '%.400s': %s", path, strerror(-ret));
 		return ret;
@@ -56,7 +56,7 @@ int drain_open_part(struct drain *d)
  * read from the ring a batch at a time. */
 int drain_put_tables(struct drain *d)
 {
-	msgpack_sbuffer *b = cw_buffer(&d->w);
+	msgpack_sbuffer *b = cw_buffer(d->w);
 	uint32_t n = shmt_ring_nstrings(&d->v);
 	uint32_t nt = shmt_ring_nthreads(&d->v);
 	int ret;
@@ -109,5 +109,5 @@ int drain_put_loss(struct drain *d, bool force)
 		return 0;
 	d->loss_sent = l.counters;
 	d->st.ring = l.counters;
-	return shmt_cap_put_loss(cw_buffer(&d->w), &l);
+	return shmt_cap_put_loss(cw_buffer(d->w), &l);
 }

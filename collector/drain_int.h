@@ -25,7 +25,7 @@
 struct drain {
 	struct drain_opts o;
 	struct shmt_view v;
-	struct cwriter w;
+	struct cwriter *w;
 	bool opened;		/* drain_open() succeeded: drain_free() detaches */
 	uint64_t run_id;
 	uint64_t pos;		/* next ring sequence to copy */
