@@ -22,14 +22,12 @@ static uint64_t ld64(const uint8_t *p)
 }
 
 /*
- * The fields both encodings share, [first_seq, count, bin]: checks them
- * and allocates count records once the bin's size fits them (40 bytes
- * each, or when packed at least SHMT_CAP_PACKED_MIN each). Returns 0 or
- * -errno.
+ * The fields both encodings share, [first_seq, count, bin], checked: so
+ * many records fit the bin (40 bytes each, or when packed at least
+ * SHMT_CAP_PACKED_MIN each) before any is allocated. Returns 0 or -errno.
  */
 static int records_head(const msgpack_object *v, size_t n, bool packed,
-			uint64_t *first, uint64_t *cnt,
-			struct shmt_record **r, msgpack_zone *z, const struct shmt_cap_ctx *c)
+			uint64_t *first, uint64_t *cnt, const struct shmt_cap_ctx *c)
 {
 	if (n < SHMT_CAP_RECORDS_FIELDS)
 		return shmt_cap_fail(c, -EBADMSG, "%s frame has %zu fields, needs %d",
@@ -48,9 +46,6 @@ static int records_head(const msgpack_object *v, size_t n, bool packed,
 	if (packed && *cnt > v[2].via.bin.size / SHMT_CAP_PACKED_MIN)
 		return shmt_cap_fail(c, -EBADMSG, "%llu records cannot fit in %u bytes",
 				     (unsigned long long)*cnt, v[2].via.bin.size);
-	*r = msgpack_zone_malloc(z, *cnt * sizeof(**r) + 1);
-	if (!*r)
-		return shmt_cap_fail(c, -ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -59,12 +54,15 @@ int shmt_cap_dec_records(const msgpack_object *v, size_t n, struct shmt_cap_fram
 {
 	struct shmt_record *r;
 	const uint8_t *p;
-	uint64_t first, cnt;
+	uint64_t first = 0, cnt = 0;
 	int rc;
 
-	rc = records_head(v, n, false, &first, &cnt, &r, z, c);
+	rc = records_head(v, n, false, &first, &cnt, c);
 	if (rc)
 		return rc;
+	r = msgpack_zone_malloc(z, cnt * sizeof(*r) + 1);
+	if (!r)
+		return shmt_cap_fail(c, -ENOMEM, "out of memory");
 	p = (const uint8_t *)v[2].via.bin.ptr;
 	for (uint64_t i = 0; i < cnt; i++, p += SHMT_RECORD_SIZE) {
 		r[i].ts = ld64(p);
@@ -119,13 +117,16 @@ int shmt_cap_dec_packed(const msgpack_object *v, size_t n, struct shmt_cap_frame
 {
 	const uint8_t *p, *end;
 	struct shmt_record *r;
-	uint64_t first, cnt, ts = 0;
+	uint64_t first = 0, cnt = 0, ts = 0;
 	uint32_t pid = 0, tid = 0;
 	int rc;
 
-	rc = records_head(v, n, true, &first, &cnt, &r, z, c);
+	rc = records_head(v, n, true, &first, &cnt, c);
 	if (rc)
 		return rc;
+	r = msgpack_zone_malloc(z, cnt * sizeof(*r) + 1);
+	if (!r)
+		return shmt_cap_fail(c, -ENOMEM, "out of memory");
 	p = (const uint8_t *)v[2].via.bin.ptr;
 	end = p + v[2].via.bin.size;
 	for (uint64_t i = 0; i < cnt; i++) {

@@ -111,18 +111,18 @@ static int parse_size(const char *s, uint64_t *out)
 
 /* The numeric options: their bounds, and the usage error outside them. */
 static const struct num_opt {
-	int c;
 	uint64_t lo, hi;
-	bool pow2;
 	const char *err;
+	int c;
+	bool pow2;
 } num_opts[] = {
-	{ 'C', 1, SHMT_MAX_CAPACITY, true, "--capacity '%s': need a power of two up to 2^24" },
-	{ 's', 1, SHMT_MAX_STRINGS, false, "--strings '%s': need 1 to 65535" },
-	{ 'B', 64, 1u << 28, false, "--string-bytes '%s': need 64 to 256M" },
-	{ 'T', 1, SHMT_MAX_THREADS, false, "--threads '%s': need 1 to 1048576" },
-	{ 'p', 1, 60000, false, "--poll-interval '%s': need 1 to 60000 ms" },
-	{ 'S', 1u << 20, UINT64_MAX, false, "--max-size '%s': need at least 1M" },
-	{ 'R', 0, 1000000, false, "--ready-fd '%s': not a file descriptor" },
+	{ 1, SHMT_MAX_CAPACITY, "--capacity '%s': need a power of two up to 2^24", 'C', true },
+	{ 1, SHMT_MAX_STRINGS, "--strings '%s': need 1 to 65535", 's', false },
+	{ 64, 1u << 28, "--string-bytes '%s': need 64 to 256M", 'B', false },
+	{ 1, SHMT_MAX_THREADS, "--threads '%s': need 1 to 1048576", 'T', false },
+	{ 1, 60000, "--poll-interval '%s': need 1 to 60000 ms", 'p', false },
+	{ 1u << 20, UINT64_MAX, "--max-size '%s': need at least 1M", 'S', false },
+	{ 0, 1000000, "--ready-fd '%s': not a file descriptor", 'R', false },
 };
 
 /* Parses option c's argument into *v if c is a numeric option. Returns NULL,
