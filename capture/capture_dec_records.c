@@ -24,29 +24,39 @@ static uint64_t ld64(const uint8_t *p)
 /*
  * The fields both encodings share, [first_seq, count, bin], checked: so
  * many records fit the bin (40 bytes each, or when packed at least
- * SHMT_CAP_PACKED_MIN each) before any is allocated. Returns 0 or -errno.
+ * SHMT_CAP_PACKED_MIN each) before they are allocated. Returns the records
+ * to fill, or NULL with *rc the -errno.
  */
-static int records_head(const msgpack_object *v, size_t n, bool packed,
-			uint64_t *first, uint64_t *cnt, const struct shmt_cap_ctx *c)
+static struct shmt_record *records_head(const msgpack_object *v, size_t n, bool packed,
+					uint64_t *first, uint64_t *cnt, msgpack_zone *z,
+					const struct shmt_cap_ctx *c, int *rc)
 {
-	if (n < SHMT_CAP_RECORDS_FIELDS)
-		return shmt_cap_fail(c, -EBADMSG, "%s frame has %zu fields, needs %d",
-				     packed ? "packed" : "records", n, SHMT_CAP_RECORDS_FIELDS);
-	SHMT_CAP_GET(&v[0], UINT64_MAX, *first, "first_seq");
-	SHMT_CAP_GET(&v[1], SHMT_CAP_MAX_RECORDS, *cnt, "record count");
+	struct shmt_record *r;
+
+	if (n < SHMT_CAP_RECORDS_FIELDS) {
+		*rc = shmt_cap_fail(c, -EBADMSG, "%s frame has %zu fields, needs %d",
+				    packed ? "packed" : "records", n, SHMT_CAP_RECORDS_FIELDS);
+		return NULL;
+	}
+	if ((*rc = shmt_cap_get_uint(&v[0], UINT64_MAX, first, "first_seq", c)) ||
+	    (*rc = shmt_cap_get_uint(&v[1], SHMT_CAP_MAX_RECORDS, cnt, "record count", c)))
+		return NULL;
 	if (*first + *cnt < *first)
-		return shmt_cap_fail(c, -EBADMSG, "sequence %llu + %llu wraps",
-				     (unsigned long long)*first, (unsigned long long)*cnt);
-	if (v[2].type != MSGPACK_OBJECT_BIN)
-		return shmt_cap_fail(c, -EBADMSG, "records are not a bin");
-	/* before allocating */
-	if (!packed && v[2].via.bin.size != *cnt * SHMT_RECORD_SIZE)
-		return shmt_cap_fail(c, -EBADMSG, "%llu records in %u bytes, not %u each",
-				     (unsigned long long)*cnt, v[2].via.bin.size, SHMT_RECORD_SIZE);
-	if (packed && *cnt > v[2].via.bin.size / SHMT_CAP_PACKED_MIN)
-		return shmt_cap_fail(c, -EBADMSG, "%llu records cannot fit in %u bytes",
-				     (unsigned long long)*cnt, v[2].via.bin.size);
-	return 0;
+		*rc = shmt_cap_fail(c, -EBADMSG, "sequence %llu + %llu wraps",
+				    (unsigned long long)*first, (unsigned long long)*cnt);
+	else if (v[2].type != MSGPACK_OBJECT_BIN)
+		*rc = shmt_cap_fail(c, -EBADMSG, "records are not a bin");
+	else if (!packed && v[2].via.bin.size != *cnt * SHMT_RECORD_SIZE)
+		*rc = shmt_cap_fail(c, -EBADMSG, "%llu records in %u bytes, not %u each",
+				    (unsigned long long)*cnt, v[2].via.bin.size, SHMT_RECORD_SIZE);
+	else if (packed && *cnt > v[2].via.bin.size / SHMT_CAP_PACKED_MIN)
+		*rc = shmt_cap_fail(c, -EBADMSG, "%llu records cannot fit in %u bytes",
+				    (unsigned long long)*cnt, v[2].via.bin.size);
+	else if (!(r = msgpack_zone_malloc(z, *cnt * sizeof(*r) + 1)))
+		*rc = shmt_cap_fail(c, -ENOMEM, "out of memory");
+	else
+		return r;
+	return NULL;
 }
 
 int shmt_cap_dec_records(const msgpack_object *v, size_t n, struct shmt_cap_frame *f,
@@ -55,14 +65,11 @@ int shmt_cap_dec_records(const msgpack_object *v, size_t n, struct shmt_cap_fram
 	struct shmt_record *r;
 	const uint8_t *p;
 	uint64_t first = 0, cnt = 0;
-	int rc;
+	int rc = 0;
 
-	rc = records_head(v, n, false, &first, &cnt, c);
-	if (rc)
-		return rc;
-	r = msgpack_zone_malloc(z, cnt * sizeof(*r) + 1);
+	r = records_head(v, n, false, &first, &cnt, z, c, &rc);
 	if (!r)
-		return shmt_cap_fail(c, -ENOMEM, "out of memory");
+		return rc;
 	p = (const uint8_t *)v[2].via.bin.ptr;
 	for (uint64_t i = 0; i < cnt; i++, p += SHMT_RECORD_SIZE) {
 		r[i].ts = ld64(p);
@@ -119,14 +126,11 @@ int shmt_cap_dec_packed(const msgpack_object *v, size_t n, struct shmt_cap_frame
 	struct shmt_record *r;
 	uint64_t first = 0, cnt = 0, ts = 0;
 	uint32_t pid = 0, tid = 0;
-	int rc;
+	int rc = 0;
 
-	rc = records_head(v, n, true, &first, &cnt, c);
-	if (rc)
-		return rc;
-	r = msgpack_zone_malloc(z, cnt * sizeof(*r) + 1);
+	r = records_head(v, n, true, &first, &cnt, z, c, &rc);
 	if (!r)
-		return shmt_cap_fail(c, -ENOMEM, "out of memory");
+		return rc;
 	p = (const uint8_t *)v[2].via.bin.ptr;
 	end = p + v[2].via.bin.size;
 	for (uint64_t i = 0; i < cnt; i++) {
