@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * capture_enc.c - writes capture frames (docs/CAPTURE-FORMAT.md) into a
- * msgpack_sbuffer for the collector to hand to io_uring.
+ * msgpack_sbuffer for the collector to hand to io_uring: every frame type
+ * but PACKED (capture_enc_packed.c), and the splitting of long lists into
+ * several frames.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "capture.h"
+#include "capture_enc.h"
 #include "crc32c.h"
 #include "shmtrace.h"
 
@@ -96,26 +99,21 @@ int shmt_cap_put_header(msgpack_sbuffer *b, const struct shmt_cap_header *h)
 	return frame_end(&fr);
 }
 
-int shmt_cap_put_strings(msgpack_sbuffer *b, const struct shmt_cap_string *s, size_t n)
+/*
+ * Appends n items as consecutive frames of at most per items each, put()
+ * encoding items [i, i + k) as one frame. On an error b goes back to
+ * where it was: the call appends all the frames or none.
+ */
+typedef long (*put_frame_fn)(msgpack_sbuffer *b, size_t i, size_t k, const void *arg);
+
+static int put_split(msgpack_sbuffer *b, size_t n, size_t per, put_frame_fn put, const void *arg)
 {
 	size_t start = b->size;
 
-	for (size_t i = 0; i < n; i++)
-		if (!s[i].id || s[i].id > SHMT_MAX_STRINGS ||
-		    s[i].len > SHMT_STRING_MAX || (s[i].len && !s[i].s))
-			return -EINVAL;
 	for (size_t i = 0; i < n; ) {
-		size_t k = n - i < SHMT_CAP_SPLIT_ITEMS ? n - i : SHMT_CAP_SPLIT_ITEMS;
-		struct frame fr;
+		size_t k = n - i < per ? n - i : per;
 
-		frame_begin(&fr, b, b->size, SHMT_CAP_STRINGS, SHMT_CAP_LIST_FIELDS);
-		put_array(&fr, k);
-		for (size_t j = i; j < i + k; j++) {
-			put_array(&fr, SHMT_CAP_STRING_ITEM_FIELDS);
-			put_u64(&fr, s[j].id);
-			put_bin(&fr, s[j].s, s[j].len);
-		}
-		if (frame_end(&fr)) {
+		if (put(b, i, k, arg) < 0) {
 			b->size = start;
 			return -ENOMEM;
 		}
@@ -124,34 +122,67 @@ int shmt_cap_put_strings(msgpack_sbuffer *b, const struct shmt_cap_string *s, si
 	return 0;
 }
 
+/* A STRINGS or THREADS frame: one array of items, each one array. */
+typedef void (*put_item_fn)(struct frame *fr, size_t j, const void *arg);
+
+static long put_list(msgpack_sbuffer *b, enum shmt_cap_type type, size_t i, size_t k,
+		     put_item_fn item, const void *arg)
+{
+	struct frame fr;
+
+	frame_begin(&fr, b, b->size, type, SHMT_CAP_LIST_FIELDS);
+	put_array(&fr, k);
+	for (size_t j = i; j < i + k; j++)
+		item(&fr, j, arg);
+	return frame_end(&fr);
+}
+
+static void put_string_item(struct frame *fr, size_t j, const void *arg)
+{
+	const struct shmt_cap_string *s = (const struct shmt_cap_string *)arg + j;
+
+	put_array(fr, SHMT_CAP_STRING_ITEM_FIELDS);
+	put_u64(fr, s->id);
+	put_bin(fr, s->s, s->len);
+}
+
+static long put_strings_frame(msgpack_sbuffer *b, size_t i, size_t k, const void *arg)
+{
+	return put_list(b, SHMT_CAP_STRINGS, i, k, put_string_item, arg);
+}
+
+int shmt_cap_put_strings(msgpack_sbuffer *b, const struct shmt_cap_string *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!s[i].id || s[i].id > SHMT_MAX_STRINGS ||
+		    s[i].len > SHMT_STRING_MAX || (s[i].len && !s[i].s))
+			return -EINVAL;
+	return put_split(b, n, SHMT_CAP_SPLIT_ITEMS, put_strings_frame, s);
+}
+
+static void put_thread_item(struct frame *fr, size_t j, const void *arg)
+{
+	const struct shmt_thread *t = (const struct shmt_thread *)arg + j;
+
+	/* names come from shared memory: maybe unterminated */
+	put_array(fr, SHMT_CAP_THREAD_ITEM_FIELDS);
+	put_u64(fr, t->pid);
+	put_u64(fr, t->tid);
+	put_u64(fr, t->start_time);
+	put_u64(fr, t->pidns);
+	put_u64(fr, t->flags);
+	put_str(fr, t->name, strnlen(t->name, SHMT_NAME_LEN - 1));
+	put_str(fr, t->pname, strnlen(t->pname, SHMT_NAME_LEN - 1));
+}
+
+static long put_threads_frame(msgpack_sbuffer *b, size_t i, size_t k, const void *arg)
+{
+	return put_list(b, SHMT_CAP_THREADS, i, k, put_thread_item, arg);
+}
+
 int shmt_cap_put_threads(msgpack_sbuffer *b, const struct shmt_thread *t, size_t n)
 {
-	size_t start = b->size;
-
-	for (size_t i = 0; i < n; ) {
-		size_t k = n - i < SHMT_CAP_SPLIT_ITEMS ? n - i : SHMT_CAP_SPLIT_ITEMS;
-		struct frame fr;
-
-		frame_begin(&fr, b, b->size, SHMT_CAP_THREADS, SHMT_CAP_LIST_FIELDS);
-		put_array(&fr, k);
-		for (size_t j = i; j < i + k; j++) {
-			/* names come from shared memory: maybe unterminated */
-			put_array(&fr, SHMT_CAP_THREAD_ITEM_FIELDS);
-			put_u64(&fr, t[j].pid);
-			put_u64(&fr, t[j].tid);
-			put_u64(&fr, t[j].start_time);
-			put_u64(&fr, t[j].pidns);
-			put_u64(&fr, t[j].flags);
-			put_str(&fr, t[j].name, strnlen(t[j].name, SHMT_NAME_LEN - 1));
-			put_str(&fr, t[j].pname, strnlen(t[j].pname, SHMT_NAME_LEN - 1));
-		}
-		if (frame_end(&fr)) {
-			b->size = start;
-			return -ENOMEM;
-		}
-		i += k;
-	}
-	return 0;
+	return put_split(b, n, SHMT_CAP_SPLIT_ITEMS, put_threads_frame, t);
 }
 
 static void le32(uint8_t *p, uint32_t v)
@@ -195,198 +226,58 @@ static int check_records(uint64_t first_seq, const struct shmt_record *r, size_t
 	return 0;
 }
 
-int shmt_cap_put_records_v1(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n)
+/* What put_split() hands the records' frame encoders. */
+struct records_arg {
+	uint64_t first_seq;
+	const struct shmt_record *r;
+};
+
+static long put_v1_frame(msgpack_sbuffer *b, size_t i, size_t k, const void *arg)
 {
-	size_t start = b->size;
+	const struct records_arg *a = arg;
+	struct frame fr;
+
+	frame_begin(&fr, b, b->size, SHMT_CAP_RECORDS, SHMT_CAP_RECORDS_FIELDS);
+	put_u64(&fr, a->first_seq + i);
+	put_u64(&fr, k);
+	if (!fr.rc)
+		fr.rc = msgpack_pack_bin(&fr.pk, k * SHMT_RECORD_SIZE);
+	for (size_t j = i; j < i + k && !fr.rc; j++) {
+		uint8_t le[SHMT_RECORD_SIZE];
+
+		record_to_le(le, &a->r[j]);
+		fr.rc = msgpack_pack_bin_body(&fr.pk, le, sizeof(le));
+	}
+	return frame_end(&fr);
+}
+
+static long put_packed_frame(msgpack_sbuffer *b, size_t i, size_t k, const void *arg)
+{
+	const struct records_arg *a = arg;
+
+	return shmt_cap_put_packed(b, a->first_seq + i, a->r + i, k, false);
+}
+
+/* Records r[0..n) checked, then as frames of the kind put encodes. */
+static int put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r,
+		       size_t n, put_frame_fn put)
+{
+	const struct records_arg a = { first_seq, r };
 	int ret = check_records(first_seq, r, n);
 
 	if (ret < 0)
 		return ret;
-	for (size_t i = 0; i < n; ) {
-		size_t k = n - i < SHMT_CAP_SPLIT_RECORDS ? n - i : SHMT_CAP_SPLIT_RECORDS;
-		struct frame fr;
-
-		frame_begin(&fr, b, b->size, SHMT_CAP_RECORDS, SHMT_CAP_RECORDS_FIELDS);
-		put_u64(&fr, first_seq + i);
-		put_u64(&fr, k);
-		if (!fr.rc)
-			fr.rc = msgpack_pack_bin(&fr.pk, k * SHMT_RECORD_SIZE);
-		for (size_t j = i; j < i + k && !fr.rc; j++) {
-			uint8_t le[SHMT_RECORD_SIZE];
-
-			record_to_le(le, &r[j]);
-			fr.rc = msgpack_pack_bin_body(&fr.pk, le, sizeof(le));
-		}
-		if (frame_end(&fr)) {
-			b->size = start;
-			return -ENOMEM;
-		}
-		i += k;
-	}
-	return 0;
+	return put_split(b, n, SHMT_CAP_SPLIT_RECORDS, put, &a);
 }
 
-/*
- * Version 2: PACKED frames (docs/CAPTURE-FORMAT.md, "PACKED (7)").
- *
- * The frame is [0x95, 7, first_seq, count, body, crc] where count is
- * always written as a uint32 (0xce) and body as a bin32 (0xc6), so that
- * both can be filled in once the records are encoded: the collector
- * encodes straight from the ring into the buffer io_uring writes, and
- * stops at the first slot that is not a finished record.
- */
-#define PACKED_HEAD	(1 + 1 + 9 + 5 + 5)	/* array, type, first_seq, count, bin32 */
-
-static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
+int shmt_cap_put_records_v1(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n)
 {
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-/*
- * Encodes r[0..n) into p. With ring set, r are ring slots whose commit
- * words hold (sequence & 0xffffff) << 8 | kind, read once each (another
- * process may be writing them), and encoding stops before the first one
- * that is not a finished record of first_seq + i. Returns the records
- * encoded; *end is where they end.
- */
-static size_t pack_body(uint8_t *p, const struct shmt_record *r, size_t n,
-			uint64_t first_seq, bool ring, uint8_t **end)
-{
-	uint64_t prev_ts = 0;
-	uint32_t pid = 0, tid = 0;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		struct shmt_record x;
-		uint32_t kind;
-		uint64_t d, tag;
-		bool thread;
-
-		memcpy(&x, &r[i], sizeof(x));
-		kind = SHMT_COMMIT_KIND(x.commit);
-		if (ring && !shmt_commit_is(x.commit, first_seq + i))
-			break;
-		thread = i == 0 || x.pid != pid || x.tid != tid;
-		tag = (uint64_t)kind << 2 | (uint64_t)(x.flow != 0) << 1 | thread;
-		p = put_varint(p, tag);
-		if (thread) {
-			p = put_varint(p, x.pid);
-			p = put_varint(p, x.tid);
-			pid = x.pid;
-			tid = x.tid;
-		}
-		/* zigzag: a parent span ends (and is written) after its
-		 * children but starts before them */
-		d = x.ts - prev_ts;
-		p = put_varint(p, (d << 1) ^ (0 - (d >> 63)));
-		prev_ts = x.ts;
-		p = put_varint(p, x.dur);
-		p = put_varint(p, x.name);
-		p = put_varint(p, x.cat);
-		if (x.flow)
-			p = put_varint(p, x.flow);
-	}
-	*end = p;
-	return i;
-}
-
-static void be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-/* Makes room for PACKED_HEAD + n records + CRC at the end of b. */
-static int packed_room(msgpack_sbuffer *b, size_t n)
-{
-	size_t need = PACKED_HEAD + n * SHMT_CAP_PACKED_MAX + SHMT_CAP_CRC_BYTES;
-	size_t alloc;
-	char *p;
-
-	if (b->alloc - b->size >= need)
-		return 0;
-	alloc = b->alloc * 2 > b->size + need ? b->alloc * 2 : b->size + need;
-	p = realloc(b->data, alloc);
-	if (!p)
-		return -ENOMEM;
-	b->data = p;
-	b->alloc = alloc;
-	return 0;
-}
-
-/* One PACKED frame of at most SHMT_CAP_SPLIT_RECORDS records, appended to
- * b. Returns the records in it (0: none, b unchanged) or -ENOMEM. */
-static long put_packed(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r,
-		       size_t n, bool ring)
-{
-	uint8_t *start, *p, *body, *end;
-	size_t k, len;
-	uint32_t crc;
-
-	if (packed_room(b, n) < 0)
-		return -ENOMEM;
-	start = p = (uint8_t *)b->data + b->size;
-	*p++ = 0x90 | (SHMT_CAP_RECORDS_FIELDS + 2);	/* fixarray: type, fields, crc */
-	*p++ = SHMT_CAP_PACKED;
-	if (first_seq < 0x80) {
-		*p++ = (uint8_t)first_seq;
-	} else {
-		*p++ = 0xcf;
-		be32(p, (uint32_t)(first_seq >> 32));
-		be32(p + 4, (uint32_t)first_seq);
-		p += 8;
-	}
-	body = p + 10;
-	k = pack_body(body, r, n, first_seq, ring, &end);
-	if (!k)
-		return 0;
-	len = (size_t)(end - body);
-	*p++ = 0xce;
-	be32(p, (uint32_t)k);
-	p += 4;
-	*p++ = 0xc6;
-	be32(p, (uint32_t)len);
-	crc = shmt_crc32c(0, start, (size_t)(end - start));
-	end[0] = SHMT_CAP_CRC_TAG;
-	be32(end + 1, crc);
-	b->size += (size_t)(end + SHMT_CAP_CRC_BYTES - start);
-	return (long)k;
+	return put_records(b, first_seq, r, n, put_v1_frame);
 }
 
 int shmt_cap_put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r, size_t n)
 {
-	size_t start = b->size;
-	int ret = check_records(first_seq, r, n);
-
-	if (ret < 0)
-		return ret;
-	for (size_t i = 0; i < n; ) {
-		size_t k = n - i < SHMT_CAP_SPLIT_RECORDS ? n - i : SHMT_CAP_SPLIT_RECORDS;
-
-		if (put_packed(b, first_seq + i, r + i, k, false) < 0) {
-			b->size = start;
-			return -ENOMEM;
-		}
-		i += k;
-	}
-	return 0;
-}
-
-long shmt_cap_put_ring_records(msgpack_sbuffer *b, uint64_t first_seq,
-			       const struct shmt_record *slots, size_t n)
-{
-	if (n > SHMT_CAP_SPLIT_RECORDS)
-		n = SHMT_CAP_SPLIT_RECORDS;
-	if (n && first_seq + n < first_seq)
-		n = UINT64_MAX - first_seq;	/* the sequences of a frame never wrap */
-	return n ? put_packed(b, first_seq, slots, n, true) : 0;
+	return put_records(b, first_seq, r, n, put_packed_frame);
 }
 
 int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l)

@@ -1,21 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * drain.h - one collector session: a ring drained into a capture file.
+ * The session's state is private to collector/drain*.c (drain_int.h);
+ * main.c drives it and reads what it reports through these functions.
  */
 #ifndef SHMTRACE_COLLECTOR_DRAIN_H
 #define SHMTRACE_COLLECTOR_DRAIN_H
 
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "internal.h"
 #include "loss.h"
-#include "ring_reader.h"
-#include "writer.h"
 
 #define DRAIN_BATCH 8192u	/* records copied out per lock-free pass */
-#define DRAIN_CHECKPOINTS 64u	/* submissions whose skip counts wait for tail */
 
 struct drain_opts {
 	const char *ring;
@@ -34,40 +31,17 @@ struct drain_stats {
 	struct shmt_loss ring;	/* the ring's counters, at the last LOSS frame */
 };
 
-struct drain {
-	struct drain_opts o;
-	struct shmt_view v;
-	struct cwriter w;
-	uint64_t run_id;
-	uint64_t pos;		/* next ring sequence to copy */
-	uint32_t strings_sent;	/* strings already in the capture part */
-	uint32_t threads_sent;
-	uint32_t part;
-	struct shmt_loss loss_sent;	/* the counters of the last LOSS frame */
-	uint64_t last_reap_ns;
-	uint64_t idle_ns;	/* next nap; grows while nothing happens */
-	bool lock_warned;
-	struct shmt_record *scratch;	/* DRAIN_BATCH records */
-	struct shmt_owner *dead;	/* per block: owner found dead */
-	uint64_t start_seq;		/* ring sequence we started from */
-	/*
-	 * Slots we skipped, counted into the ring's `overwritten` and `torn`
-	 * only once the capture holds everything before them (tail moved
-	 * past them): a collector killed before that leaves them to the next
-	 * one, which visits them again, so each is counted exactly once.
-	 */
-	struct shmt_ring_skips skipped, skipped_published;
-	struct drain_checkpoint {
-		uint64_t seq;			/* submitted up to here ... */
-		struct shmt_ring_skips skipped;	/* ... having skipped these */
-	} ckpt[DRAIN_CHECKPOINTS];
-	uint32_t nckpt;
-	struct drain_stats st;
-	char err[512];
-};
+struct drain;
 
-/* Attaches to the ring and opens the output. Returns 0 or -errno (err set). */
+/* A session not yet open, or NULL when out of memory. */
+struct drain *drain_new(void);
+
+/* Attaches to the ring and opens the output. Returns 0 or -errno, and then
+ * drain_error() says why. */
 int drain_open(struct drain *d, const struct drain_opts *o);
+
+/* Why drain_open() failed, in one line; "" if it gave no reason. */
+const char *drain_error(const struct drain *d);
 
 /* One pass: flush staging blocks, copy out what is published, submit it,
  * reap completions, release the ring over what is written. Returns the
@@ -80,6 +54,20 @@ void drain_sleep(struct drain *d);
 /* Drains everything, writes the end frame, fsyncs. Returns 0 or -errno. */
 int drain_finish(struct drain *d);
 
-void drain_close(struct drain *d);
+/* After a write error: the file it happened on, and whether it was the
+ * fsync (the bytes were written but may not be on disk). */
+const char *drain_error_path(const struct drain *d);
+bool drain_fsync_failed(const struct drain *d);
+
+/* The session's figures. With failed (the session ended on an error),
+ * records and bytes count only what the kernel confirmed written. */
+void drain_get_stats(const struct drain *d, bool failed, struct drain_stats *st);
+
+/* Warns on stderr about names the ring's tables had no room for: they are
+ * not lost records, and a larger table keeps them. */
+void drain_warn_names(const struct drain *d);
+
+/* Detaches from the ring, closes the output and frees d (NULL is a no-op). */
+void drain_free(struct drain *d);
 
 #endif

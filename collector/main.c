@@ -109,34 +109,44 @@ static int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* The numeric options: their bounds, and the usage error outside them. */
+static const struct num_opt {
+	uint64_t lo, hi;
+	const char *err;
+	int c;
+	bool pow2;
+} num_opts[] = {
+	{ 1, SHMT_MAX_CAPACITY, "--capacity '%s': need a power of two up to 2^24", 'C', true },
+	{ 1, SHMT_MAX_STRINGS, "--strings '%s': need 1 to 65535", 's', false },
+	{ 64, 1u << 28, "--string-bytes '%s': need 64 to 256M", 'B', false },
+	{ 1, SHMT_MAX_THREADS, "--threads '%s': need 1 to 1048576", 'T', false },
+	{ 1, 60000, "--poll-interval '%s': need 1 to 60000 ms", 'p', false },
+	{ 1u << 20, UINT64_MAX, "--max-size '%s': need at least 1M", 'S', false },
+	{ 0, 1000000, "--ready-fd '%s': not a file descriptor", 'R', false },
+};
+
+/* Parses option c's argument into *v if c is a numeric option. Returns NULL,
+ * or the message of the usage error for an argument out of its bounds. */
+static const char *parse_num_opt(int c, const char *arg, uint64_t *v)
+{
+	for (size_t i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++) {
+		const struct num_opt *n = &num_opts[i];
+
+		if (n->c != c)
+			continue;
+		if (parse_size(arg, v) || *v < n->lo || *v > n->hi || (n->pow2 && (*v & (*v - 1))))
+			return n->err;
+		return NULL;
+	}
+	return NULL;
+}
+
 static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "shmtrace-collector: ");
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\nTry 'shmtrace-collector --help'.\n");
 	return 2;
-}
-
-/* Names that did not fit are not lost records: said apart, in words. */
-static void warn_names(const struct drain *d)
-{
-	struct shmt_loss l;
-	uint64_t s, n;
-
-	shmt_loss_read(&d->v, &l);
-	s = l.strings_dropped;
-	n = l.names_dropped;
-
-	if (s)
-		fprintf(stderr, "shmtrace-collector: warning: %llu string%s not interned: the ring's "
-			"string table (%u strings, %u bytes of text) is full; create the ring with a "
-			"larger --strings (or --string-bytes)\n", (unsigned long long)s,
-			s == 1 ? " was" : "s were", d->v.max_strings, d->v.string_bytes);
-	if (n)
-		fprintf(stderr, "shmtrace-collector: warning: %llu thread name%s not recorded: the "
-			"ring's thread-name table (%u) is full; create the ring with a larger "
-			"--threads\n", (unsigned long long)n, n == 1 ? " was" : "s were",
-			d->v.max_threads);
 }
 
 struct pass_arg {
@@ -180,19 +190,20 @@ int main(int argc, char **argv)
 	int ready_fd = -1, c, ret, status = 0;
 	const char *ready_arg = NULL;
 	struct sigaction sa;
-	struct drain d;
-	uint64_t v, t0;
+	struct drain_stats st;
+	struct drain *d;
+	uint64_t v = 0, t0;
 
 	while ((c = getopt_long(argc, argv, "r:o:cp:qhV", opts, NULL)) != -1) {
+		const char *bad = parse_num_opt(c, optarg, &v);
+
+		if (bad)
+			return usage_error(bad, optarg);
 		switch (c) {
 		case 'r': o.ring = optarg; break;
 		case 'o': o.output = optarg; break;
 		case 'c': create = true; break;
-		case 'C':
-			if (parse_size(optarg, &v) || v == 0 || v > SHMT_MAX_CAPACITY || (v & (v - 1)))
-				return usage_error("--capacity '%s': need a power of two up to 2^24", optarg);
-			cfg.capacity = (uint32_t)v;
-			break;
+		case 'C': cfg.capacity = (uint32_t)v; break;
 		case 'M':
 			if (!strcmp(optarg, "discard"))
 				cfg.mode = SHMTRACE_MODE_DISCARD;
@@ -202,35 +213,13 @@ int main(int argc, char **argv)
 				return usage_error("--mode '%s': need discard or overwrite", optarg);
 			break;
 		case 'G': cfg.perm = 0660; break;
-		case 's':
-			if (parse_size(optarg, &v) || v == 0 || v > SHMT_MAX_STRINGS)
-				return usage_error("--strings '%s': need 1 to 65535", optarg);
-			cfg.max_strings = (uint32_t)v;
-			break;
-		case 'B':
-			if (parse_size(optarg, &v) || v < 64 || v > (1u << 28))
-				return usage_error("--string-bytes '%s': need 64 to 256M", optarg);
-			cfg.string_bytes = (uint32_t)v;
-			break;
-		case 'T':
-			if (parse_size(optarg, &v) || v == 0 || v > SHMT_MAX_THREADS)
-				return usage_error("--threads '%s': need 1 to 1048576", optarg);
-			cfg.max_threads = (uint32_t)v;
-			break;
-		case 'p':
-			if (parse_size(optarg, &v) || v == 0 || v > 60000)
-				return usage_error("--poll-interval '%s': need 1 to 60000 ms", optarg);
-			o.poll_ns = v * 1000000ull;
-			break;
-		case 'S':
-			if (parse_size(optarg, &v) || v < (1u << 20))
-				return usage_error("--max-size '%s': need at least 1M", optarg);
-			o.max_size = v;
-			break;
+		case 's': cfg.max_strings = (uint32_t)v; break;
+		case 'B': cfg.string_bytes = (uint32_t)v; break;
+		case 'T': cfg.max_threads = (uint32_t)v; break;
+		case 'p': o.poll_ns = v * 1000000ull; break;
+		case 'S': o.max_size = v; break;
 		case 'K': keep = true; break;
 		case 'R':
-			if (parse_size(optarg, &v) || v > 1000000)
-				return usage_error("--ready-fd '%s': not a file descriptor", optarg);
 			ready_fd = (int)v;
 			ready_arg = optarg;
 			break;
@@ -282,9 +271,12 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	ret = drain_open(&d, &o);
+	d = drain_new();
+	ret = d ? drain_open(d, &o) : -ENOMEM;
 	if (ret < 0) {
-		fprintf(stderr, "shmtrace-collector: %s\n", d.err[0] ? d.err : shmtrace_strerror(ret));
+		fprintf(stderr, "shmtrace-collector: %s\n",
+			d && drain_error(d)[0] ? drain_error(d) : shmtrace_strerror(ret));
+		drain_free(d);
 		if (create)
 			shmtrace_ring_unlink(o.ring);
 		return 1;
@@ -297,7 +289,7 @@ int main(int argc, char **argv)
 	}
 	t0 = shmt_mono_ns();
 	while (!stop_requested()) {
-		struct pass_arg a = { &d, 0, false };
+		struct pass_arg a = { d, 0, false };
 
 		ret = shmt_guarded(guarded_pass, &a);
 		if (ret < 0 || a.ret < 0) {
@@ -306,10 +298,10 @@ int main(int argc, char **argv)
 		}
 		ret = 0;
 		if (a.ret == 0 && !stop_requested())
-			drain_sleep(&d);
+			drain_sleep(d);
 	}
 	if (ret == 0) {
-		struct pass_arg a = { &d, 0, true };
+		struct pass_arg a = { d, 0, true };
 
 		ret = shmt_guarded(guarded_pass, &a);
 		if (ret == 0)
@@ -319,33 +311,31 @@ int main(int argc, char **argv)
 		if (ret == -EFAULT)
 			fprintf(stderr, "shmtrace-collector: ring '%s' was truncated under us; "
 				"what was drained is in the capture\n", o.ring);
-		else if (d.w.fsync_failed)
+		else if (drain_fsync_failed(d))
 			fprintf(stderr, "shmtrace-collector: fsync of '%s': %s; the capture was "
-				"written but may not be on disk\n", d.w.path, strerror(-ret));
+				"written but may not be on disk\n", drain_error_path(d), strerror(-ret));
 		else
 			fprintf(stderr, "shmtrace-collector: writing '%s': %s; what was written "
-				"stays readable\n", d.w.path, strerror(-ret));
+				"stays readable\n", drain_error_path(d), strerror(-ret));
 		status = 1;
 	}
 	if (!quiet) {
 		double secs = (double)(shmt_mono_ns() - t0) / 1e9;
-		/* after an error, count only what the kernel confirmed written */
-		uint64_t recs = ret < 0 ? (d.w.done_seq > d.start_seq ? d.w.done_seq - d.start_seq : 0)
-				       : d.st.records;
-		uint64_t bytes = d.st.bytes + (ret < 0 ? d.w.bytes : 0);
 
+		/* after an error, count only what the kernel confirmed written */
+		drain_get_stats(d, ret < 0, &st);
 		fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %u file%s, "
 			"%llu dropped, %llu overwritten, %llu torn, %.2f s, %.0f records/s, "
 			"longest lock hold %.1f us\n",
-			(unsigned long long)recs, (unsigned long long)bytes,
-			d.st.parts, d.st.parts == 1 ? "" : "s",
-			(unsigned long long)d.st.ring.dropped, (unsigned long long)d.st.ring.overwritten,
-			(unsigned long long)d.st.torn, secs, secs > 0 ? (double)recs / secs : 0.0,
-			(double)d.st.lock_hold_max_ns / 1000.0);
+			(unsigned long long)st.records, (unsigned long long)st.bytes,
+			st.parts, st.parts == 1 ? "" : "s",
+			(unsigned long long)st.ring.dropped, (unsigned long long)st.ring.overwritten,
+			(unsigned long long)st.torn, secs, secs > 0 ? (double)st.records / secs : 0.0,
+			(double)st.lock_hold_max_ns / 1000.0);
 	}
 	if (ret == 0)	/* after an error the segment may be gone */
-		warn_names(&d);
-	drain_close(&d);
+		drain_warn_names(d);
+	drain_free(d);
 	/* after an error the ring keeps what was not drained, for a later
 	 * collector or `shmtrace export --ring` */
 	if (create && !keep && status == 0)

@@ -13,8 +13,40 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <liburing.h>
 
 #include "writer.h"
+
+struct cw_req {
+	msgpack_sbuffer buf;
+	uint64_t off;			/* file offset of buf.data[0] */
+	size_t done;			/* bytes the kernel accepted */
+	uint64_t end_seq;		/* ring sequence covered once written */
+	bool busy;			/* submitted, not yet fully written */
+	bool complete;
+};
+
+struct cwriter {
+	struct io_uring ring;
+	int fd;
+	char path[4200];
+	uint64_t off;			/* where the next buffer goes */
+	uint64_t bytes;			/* bytes fully written */
+	struct cw_req req[CW_DEPTH];
+	unsigned first, count;		/* FIFO of requests in submission order */
+	uint64_t done_seq;		/* highest end_seq with all before it written */
+	int error;			/* first -errno seen; sticky */
+	bool fsync_failed;		/* that error came from fsync */
+};
+
+struct cwriter *cw_new(void)
+{
+	struct cwriter *w = calloc(1, sizeof(*w));
+
+	if (w)
+		w->fd = -1;
+	return w;
+}
 
 int cw_open(struct cwriter *w, const char *path)
 {
@@ -233,7 +265,48 @@ void cw_close(struct cwriter *w)
 		io_uring_queue_exit(&w->ring);
 		close(w->fd);
 	}
-	for (int i = 0; i < CW_DEPTH; i++)
+	/* emptied again, so that a second close frees nothing twice */
+	for (int i = 0; i < CW_DEPTH; i++) {
 		msgpack_sbuffer_destroy(&w->req[i].buf);
+		msgpack_sbuffer_init(&w->req[i].buf);
+	}
 	w->fd = -1;
+}
+
+void cw_free(struct cwriter *w)
+{
+	if (!w)
+		return;
+	cw_close(w);
+	free(w);
+}
+
+const char *cw_path(const struct cwriter *w)
+{
+	return w->path;
+}
+
+uint64_t cw_offset(const struct cwriter *w)
+{
+	return w->off;
+}
+
+uint64_t cw_written(const struct cwriter *w)
+{
+	return w->bytes;
+}
+
+unsigned cw_in_flight(const struct cwriter *w)
+{
+	return w->count;
+}
+
+uint64_t cw_done_seq(const struct cwriter *w)
+{
+	return w->done_seq;
+}
+
+bool cw_fsync_failed(const struct cwriter *w)
+{
+	return w->fsync_failed;
 }

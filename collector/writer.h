@@ -10,33 +10,15 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <liburing.h>
 #include <msgpack.h>
 
 #define CW_DEPTH 8			/* buffers in flight */
 #define CW_BUF_LIMIT (1u << 20)		/* a buffer is submitted past this */
 
-struct cw_req {
-	msgpack_sbuffer buf;
-	uint64_t off;			/* file offset of buf.data[0] */
-	size_t done;			/* bytes the kernel accepted */
-	uint64_t end_seq;		/* ring sequence covered once written */
-	bool busy;			/* submitted, not yet fully written */
-	bool complete;
-};
+struct cwriter;
 
-struct cwriter {
-	struct io_uring ring;
-	int fd;
-	char path[4200];
-	uint64_t off;			/* where the next buffer goes */
-	uint64_t bytes;			/* bytes fully written */
-	struct cw_req req[CW_DEPTH];
-	unsigned first, count;		/* FIFO of requests in submission order */
-	uint64_t done_seq;		/* highest end_seq with all before it written */
-	int error;			/* first -errno seen; sticky */
-	bool fsync_failed;		/* that error came from fsync */
-};
+/* A writer with no file open yet, or NULL when out of memory. */
+struct cwriter *cw_new(void);
 
 /* Opens (creating or truncating) path and sets up the ring. Returns 0 or -errno. */
 int cw_open(struct cwriter *w, const char *path);
@@ -59,6 +41,21 @@ int cw_drain(struct cwriter *w);
 /* fsync through the ring; an error is final (a retried fsync can lie). */
 int cw_fsync(struct cwriter *w);
 
+/* Closes the file; cw_open() may open another with the same writer. */
 void cw_close(struct cwriter *w);
+
+/* Closes the file and frees w (NULL is a no-op). */
+void cw_free(struct cwriter *w);
+
+/* The file's path; where the next buffer goes in it (the bytes submitted
+ * so far); the bytes fully written; the buffers in flight; the highest
+ * ring sequence whose buffer and all before it are written; whether the
+ * sticky error came from fsync. */
+const char *cw_path(const struct cwriter *w);
+uint64_t cw_offset(const struct cwriter *w);
+uint64_t cw_written(const struct cwriter *w);
+unsigned cw_in_flight(const struct cwriter *w);
+uint64_t cw_done_seq(const struct cwriter *w);
+bool cw_fsync_failed(const struct cwriter *w);
 
 #endif

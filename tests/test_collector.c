@@ -2,7 +2,7 @@
 /*
  * test_collector.c - shmtrace-collector end to end: producers and the
  * collector at once, the collector SIGKILLed and restarted under load, a
- * file-size limit, bad command lines.
+ * file-size limit, bad command lines, two sessions in one process.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -843,6 +843,91 @@ static void test_span_returns_enospc(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* One collector session on its own thread, drained in one go. */
+struct session {
+	const char *ring;
+	char out[256];
+	int ret;
+};
+
+static void *run_session(void *arg)
+{
+	struct session *s = arg;
+	struct drain_opts o = { .ring = s->ring, .output = s->out, .poll_ns = 1000000 };
+	struct drain *d = drain_new();
+
+	s->ret = d ? drain_open(d, &o) : -ENOMEM;
+	if (!s->ret)
+		s->ret = drain_finish(d);
+	drain_free(d);
+	return NULL;
+}
+
+/* Strings of the capture at path: all must begin with prefix; returns how
+ * many there are. */
+static uint32_t capture_strings(const char *path, char prefix)
+{
+	struct shmt_cap_reader *r;
+	struct shmt_cap_frame f;
+	char err[256];
+	uint32_t n = 0;
+	int rc;
+
+	assert_int_equal(shmt_cap_open(path, &r, err, sizeof(err)), 0);
+	while ((rc = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
+		if (f.type != SHMT_CAP_STRINGS)
+			continue;
+		for (size_t i = 0; i < f.strings.n; i++) {
+			if (f.strings.v[i].s[0] != prefix)
+				fail_msg("%s: string %u is '%s', not of its ring", path,
+					 f.strings.v[i].id, f.strings.v[i].s);
+			n++;
+		}
+	}
+	assert_int_equal(rc, 0);
+	shmt_cap_close(r);
+	return n;
+}
+
+/*
+ * Two sessions at once in one process (drain.h is a library), on two rings
+ * each with several batches of strings: every capture holds its own ring's
+ * strings. A string batch shared by the sessions (function-static arrays)
+ * mixes them, and ThreadSanitizer reports the race.
+ */
+static void test_two_sessions_in_one_process(void **state)
+{
+	enum { NSTR = 1500 };
+	struct session s[2];
+	pthread_t th[2];
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		struct shmtrace_ring_config c = { .capacity = 1 << 12 };
+		shmtrace_t *t;
+		char name[32];
+
+		s[k].ring = test_ring_name(k ? "sessb" : "sessa");
+		snprintf(s[k].out, sizeof(s[k].out), "/tmp/%s.cap", s[k].ring);
+		assert_int_equal(shmtrace_ring_create(s[k].ring, &c), 0);
+		assert_int_equal(shmtrace_open(s[k].ring, &t), 0);
+		for (int i = 0; i < NSTR; i++) {
+			snprintf(name, sizeof(name), "%c-%d", 'A' + k, i);
+			assert_true(shmtrace_intern(t, name) != 0);
+		}
+		shmtrace_close(t);
+	}
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(pthread_create(&th[k], NULL, run_session, &s[k]), 0);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(pthread_join(th[k], NULL), 0);
+		assert_int_equal(s[k].ret, 0);
+		assert_int_equal(capture_strings(s[k].out, 'A' + k), NSTR);
+		unlink(s[k].out);
+		shmtrace_ring_unlink(s[k].ring);
+	}
+}
+
 static void test_bad_command_lines(void **state)
 {
 	const char *ring = test_ring_name("cli");
@@ -895,6 +980,7 @@ int main(void)
 		cmocka_unit_test(test_thread_handles_open_and_close),
 		cmocka_unit_test(test_overwrite_accounting_under_load),
 		cmocka_unit_test(test_span_returns_enospc),
+		cmocka_unit_test(test_two_sessions_in_one_process),
 	};
 	const char *bin = getenv("SHMTRACE_BIN");
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * fuzz_capture.c - libFuzzer harness for the capture-file reader
- * (capture/capture_dec.c) and the exporter's capture source
+ * (capture/capture_dec.c, capture_file.c) and the exporter's capture source
  * (tools/source.c). Built and run by tests/fuzz/run.sh.
  *
  * Each input is a capture file (version 2, or a version-1 one: both are
@@ -33,6 +33,7 @@
 #include "crc32c.h"
 #include "cli.h"
 #include "json_check.h"
+#include "mp_head.h"
 #include "source.h"
 
 static int memfd = -1, outfd = -1;
@@ -43,67 +44,23 @@ static int no_export;	/* FUZZ_CAPTURE_NO_EXPORT=1: the readers only, ~10x faster
 
 
 
-static uint64_t rd_be(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-/* Length of the msgpack object at p, or 0 if it is cut or invalid. */
+/* Length of the msgpack object at p, or 0 if it is cut or invalid. Unlike
+ * the decoder's walker it bounds nothing but len. */
 static size_t mp_skip(const uint8_t *p, size_t len)
 {
 	uint64_t left = 1;
 	size_t pos = 0;
 
 	while (left) {
-		uint64_t hdr = 1, body = 0, kids = 0;
-		uint8_t t;
+		struct shmt_mp_head h;
 
 		left--;
-		if (pos >= len)
+		if (pos >= len || shmt_mp_head(p + pos, len - pos, &h) <= 0)
 			return 0;
-		t = p[pos];
-		if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) {
-		} else if (t <= 0x8f) {
-			kids = 2ull * (t & 0x0f);
-		} else if (t <= 0x9f) {
-			kids = t & 0x0f;
-		} else if (t <= 0xbf) {
-			body = t & 0x1f;
-		} else if (t == 0xc1) {
+		if (h.hdr + h.body > len - pos)
 			return 0;
-		} else {
-			static const uint8_t fixed[] = { 5, 9, 2, 3, 5, 9, 2, 3, 5, 9, 3, 4, 6, 10, 18 };
-			int lb = 0;
-
-			switch (t) {
-			case 0xc4: case 0xd9: case 0xc7: lb = 1; break;
-			case 0xc5: case 0xda: case 0xdc: case 0xde: case 0xc8: lb = 2; break;
-			case 0xc6: case 0xdb: case 0xdd: case 0xdf: case 0xc9: lb = 4; break;
-			default: hdr = fixed[t - 0xca];
-			}
-			if (lb) {
-				uint64_t v;
-
-				hdr = 1 + lb + (t >= 0xc7 && t <= 0xc9);
-				if (pos + 1 + lb > len)
-					return 0;
-				v = rd_be(p + pos + 1, lb);
-				if (t == 0xdc || t == 0xdd)
-					kids = v;
-				else if (t == 0xde || t == 0xdf)
-					kids = 2 * v;
-				else
-					body = v;
-			}
-		}
-		if (hdr + body > len - pos)
-			return 0;
-		pos += hdr + body;
-		left += kids;
+		pos += h.hdr + h.body;
+		left += h.kids;
 		if (left > len - pos)	/* each element takes at least a byte */
 			return 0;
 	}

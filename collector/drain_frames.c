@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * drain_frames.c - the frames of a capture part besides its records: the
+ * header that opens each part, the ring's strings and thread names as they
+ * appear, and the ring's loss counters when they move.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "drain_int.h"
+
+static int put_header(struct drain *d)
+{
+	struct shmt_cap_header h;
+
+	memset(&h, 0, sizeof(h));
+	h.version = SHMT_CAP_VERSION;
+	h.part = d->part;
+	h.run_id = d->run_id;
+	gethostname(h.host, sizeof(h.host) - 1);
+	snprintf(h.ring, sizeof(h.ring), "%s", d->o.ring);
+	h.ring_capacity = d->v.capacity;
+	h.ring_mode = d->v.mode;
+	h.clock_tsc = d->v.clock.tsc_ok;
+	h.collector_pid = (uint32_t)getpid();
+	h.realtime0 = d->v.clock.realtime0;
+	h.mono0 = d->v.clock.mono0;
+	h.started_ns = shmtrace_now();
+	h.ring_id = d->v.minor >= 1 ? d->v.h->ring_id : 0;	/* format 1.0: none */
+	return shmt_cap_put_header(cw_buffer(d->w), &h);
+}
+
+int drain_open_part(struct drain *d)
+{
+	char path[4200];
+	int ret;
+
+	if (d->part == 0)
+		snprintf(path, sizeof(path), "%s", d->o.output);
+	else
+		snprintf(path, sizeof(path), "%s.%u", d->o.output, d->part);
+	ret = cw_open(d->w, path);
+	if (ret < 0) {
+		snprintf(d->err, sizeof(d->err), "cannot write '%.400s': %s", path, strerror(-ret));
+		return ret;
+	}
+	d->strings_sent = 1;	/* id 0 is the empty string in every ring */
+	d->threads_sent = 0;
+	d->st.parts++;
+	return put_header(d);
+}
+
+/* Appends frames for strings and name slots the capture does not have yet,
+ * read from the ring a batch at a time. */
+int drain_put_tables(struct drain *d)
+{
+	msgpack_sbuffer *b = cw_buffer(d->w);
+	uint32_t n = shmt_ring_nstrings(&d->v);
+	uint32_t nt = shmt_ring_nthreads(&d->v);
+	int ret;
+
+	for (uint32_t id = d->strings_sent; id < n; ) {
+		uint32_t k;
+
+		for (k = 0; k < DRAIN_STRINGS_BATCH && id < n; k++, id++) {
+			int len = shmt_ring_string(&d->v, id, d->text[k], sizeof(d->text[k]));
+
+			d->strings[k].id = id;
+			d->strings[k].len = len < 0 ? 0 : (uint32_t)len;	/* damaged: "" */
+			d->strings[k].s = d->text[k];
+		}
+		ret = shmt_cap_put_strings(b, d->strings, k);
+		if (ret < 0)
+			return ret;
+	}
+	if (n > d->strings_sent)
+		d->strings_sent = n;
+	for (uint32_t i = d->threads_sent; i < nt; ) {
+		struct shmt_thread t[DRAIN_THREADS_BATCH];
+		uint32_t k;
+
+		for (k = 0; k < DRAIN_THREADS_BATCH && i < nt; k++, i++)
+			shmt_ring_thread(&d->v, i, &t[k]);
+		ret = shmt_cap_put_threads(b, t, k);
+		if (ret < 0)
+			return ret;
+	}
+	if (nt > d->threads_sent)
+		d->threads_sent = nt;
+	return 0;
+}
+
+int drain_put_loss(struct drain *d, bool force)
+{
+	struct shmt_cap_loss l = {
+		.at_ns = shmtrace_now(),
+		/* the validated geometry, not the header a peer may rewrite */
+		.max_strings = d->v.max_strings,
+		.string_bytes = d->v.string_bytes,
+		.max_threads = d->v.max_threads,
+		.published = shmt_ring_head(&d->v),
+	};
+
+	shmt_loss_read(&d->v, &l.counters);
+	/* published alone moving is no news: the final frame carries it */
+	if (!force && !memcmp(&l.counters, &d->loss_sent, sizeof(l.counters)))
+		return 0;
+	d->loss_sent = l.counters;
+	d->st.ring = l.counters;
+	return shmt_cap_put_loss(cw_buffer(d->w), &l);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * drain_int.h - the collector session's state and the steps its files
+ * share: drain.c (the session), drain_frames.c (headers, tables and loss
+ * frames of a capture part), drain_copy.c (records out of the ring and the
+ * tail released over what is written).
+ */
+#ifndef SHMTRACE_COLLECTOR_DRAIN_INT_H
+#define SHMTRACE_COLLECTOR_DRAIN_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "capture.h"
+#include "drain.h"
+#include "internal.h"
+#include "loss.h"
+#include "ring_reader.h"
+#include "writer.h"
+
+#define DRAIN_CHECKPOINTS 64u	/* submissions whose skip counts wait for tail */
+#define DRAIN_STRINGS_BATCH 256u	/* strings read from the ring per frame */
+#define DRAIN_THREADS_BATCH 64u		/* name slots read from the ring per frame */
+
+struct drain {
+	struct drain_opts o;
+	struct shmt_view v;
+	struct cwriter *w;
+	bool opened;		/* drain_open() succeeded: drain_free() detaches */
+	uint64_t run_id;
+	uint64_t pos;		/* next ring sequence to copy */
+	uint32_t strings_sent;	/* strings already in the capture part */
+	uint32_t threads_sent;
+	uint32_t part;
+	struct shmt_loss loss_sent;	/* the counters of the last LOSS frame */
+	uint64_t last_reap_ns;
+	uint64_t idle_ns;	/* next nap; grows while nothing happens */
+	bool lock_warned;
+	struct shmt_record *scratch;	/* DRAIN_BATCH records */
+	struct shmt_owner *dead;	/* per block: owner found dead */
+	struct shmt_cap_string *strings;	/* DRAIN_STRINGS_BATCH ... */
+	char (*text)[SHMT_STRING_MAX + 1];	/* ... and their bytes */
+	uint64_t start_seq;		/* ring sequence we started from */
+	/*
+	 * Slots we skipped, counted into the ring's `overwritten` and `torn`
+	 * only once the capture holds everything before them (tail moved
+	 * past them): a collector killed before that leaves them to the next
+	 * one, which visits them again, so each is counted exactly once.
+	 */
+	struct shmt_ring_skips skipped, skipped_published;
+	struct drain_checkpoint {
+		uint64_t seq;			/* submitted up to here ... */
+		struct shmt_ring_skips skipped;	/* ... having skipped these */
+	} ckpt[DRAIN_CHECKPOINTS];
+	uint32_t nckpt;
+	struct drain_stats st;
+	char err[512];
+};
+
+/* drain_frames.c: opens part d->part of the output and writes its header
+ * (0 or -errno, d->err set); appends frames for strings and name slots the
+ * part does not have yet, and a LOSS frame when the ring's counters moved
+ * (or always, with force). */
+int drain_open_part(struct drain *d);
+int drain_put_tables(struct drain *d);
+int drain_put_loss(struct drain *d, bool force);
+
+/* drain_copy.c: copies records [d->pos, head) out, at most DRAIN_BATCH
+ * (records copied, or -errno); submits what is buffered, covering the
+ * ring up to d->pos; moves the ring's tail over what is written. */
+long drain_copy_records(struct drain *d, uint64_t head);
+int drain_submit(struct drain *d);
+void drain_release_tail(struct drain *d);
+
+#endif
