@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cli.c - the housekeeping commands and what a new user meets, run as
  * binaries: `shmtrace ls` and `rm` on rings in use and not, `stat` of a

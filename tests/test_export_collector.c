@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_export_collector.c - a ring drained by shmtrace-collector into a
  * capture, exported with `shmtrace export` and checked by the DevTools engine.

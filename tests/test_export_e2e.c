@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_export_e2e.c - `shmtrace export` end to end: processes exchanging
  * flow ids over pipes, killed (one inside a flush, holding the lock), then

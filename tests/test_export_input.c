@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_export_input.c - what `shmtrace export` reads: capture files made
  * with the encoder, split into parts, cut and damaged, runs of two rings

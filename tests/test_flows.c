@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_flows.c - assembling flow records into s/t/f chains: order, ids,
  * and which records bind; and moving flow slices off the starts of other

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_inflight_crash.c - the spans a process dies inside, and arguments on
  * events: a producer SIGKILLed in nested spans is exported post-mortem with

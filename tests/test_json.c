@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_json.c - the exporter's JSON writer: escaping, UTF-8 repair, the
  * timestamp format, and write errors.

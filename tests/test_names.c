@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_names.c - names that do not fit the ring are counted and reported
  * as what they are: records whose name or category string was never

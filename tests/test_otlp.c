@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_otlp.c - what the OTLP export rests on: global flow ids (a random
  * prefix per ring, below 2^53), W3C traceparent headers turned into flow

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_procs.c - telling processes apart: a pid reused by a second
  * process becomes two processes with distinct output pids and names, its

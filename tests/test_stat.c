@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_stat.c - `shmtrace stat`: a ring's loss counters and producers,
  * as JSON and text, and a capture's clean or cut end.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_svg.c - `shmtrace svg`: XML escaping of untrusted names, nesting
  * depth, the window, flow arrows, well-formed output for a small capture

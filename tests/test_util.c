@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * test_util.c - the util layer and the ring-name rule: the duration and
  * ISO time formatters (both styles at every unit boundary), the histogram's

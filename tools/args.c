@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * args.c - argument records attached to their event, and open spans ended
  * at their thread's last moment, the same way for both exports.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * bind.c - finding flow slices that share their start with another event
  * of their thread, and moving them by the smallest step that viewers can

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * cli.c - what the subcommands share: messages, option parsing and
  * argument parsing.

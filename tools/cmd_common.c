@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * cmd_common.c - the skeleton of `shmtrace export` and `shmtrace svg`:
  * their shared options, opening the source and the output, error exits.

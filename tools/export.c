@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * export.c - `shmtrace export`, its command line: capture files or a ring
  * to Chrome Trace Event JSON (export_run.c and the other export_*.c), or

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * export_events.c - the events of a Chrome Trace JSON export: spans,
  * instants, counters and open spans as they stream from the source, and

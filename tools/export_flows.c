@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * export_flows.c - the flows of a Chrome Trace JSON export: each flow's
  * slices moved off starts other events of their thread take (bind.c),

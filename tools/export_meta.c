@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * export_meta.c - what a Chrome Trace JSON export says about itself: the
  * losses (instants at its start, and warnings in words) and the closing
@@ -48,16 +48,16 @@ static void warn_names(struct exporter *e)
 	source_strings_used(&e->src, &held, &bytes);
 	if (l->strings_dropped && t->max_strings && held < t->max_strings && t->string_bytes)
 		/* room for more strings, not for their text */
-		warnx_("%s: the ring's string table is out of text space (%s bytes); create the "
+		source_warnx("%s: the ring's string table is out of text space (%s bytes); create the "
 		       "ring with a larger --string-bytes", what, grouped(b, sizeof(b), t->string_bytes));
 	else if (l->strings_dropped && t->max_strings)
-		warnx_("%s: the ring's string table (%s) is full; create the ring with a larger "
+		source_warnx("%s: the ring's string table (%s) is full; create the ring with a larger "
 		       "--strings", what, grouped(b, sizeof(b), t->max_strings));
 	else if (l->strings_dropped)
-		warnx_("%s: the ring's string table is full; create the ring with a larger --strings",
+		source_warnx("%s: the ring's string table is full; create the ring with a larger --strings",
 		       what);
 	else if (e->names_lost)
-		warnx_("%s: their name or category id is not one of the trace's strings "
+		source_warnx("%s: their name or category id is not one of the trace's strings "
 		       "(shmtrace_intern() returned 0, or the id was never interned)", what);
 
 	if (!l->names_dropped)
@@ -70,10 +70,10 @@ static void warn_names(struct exporter *e)
 			 grouped(a, sizeof(a), l->names_dropped),
 			 l->names_dropped == 1 ? "name was" : "names were");
 	if (t->max_threads)
-		warnx_("%s: the ring's thread-name table (%s) is full; create the ring with a "
+		source_warnx("%s: the ring's thread-name table (%s) is full; create the ring with a "
 		       "larger --threads", what, grouped(b, sizeof(b), t->max_threads));
 	else
-		warnx_("%s: the ring's thread-name table is full; create the ring with a larger "
+		source_warnx("%s: the ring's thread-name table is full; create the ring with a larger "
 		       "--threads", what);
 }
 

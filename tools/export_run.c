@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * export_run.c - the passes of a Chrome Trace JSON export: the window's
  * start when --from/--to need it, the events, then flows, names, losses
@@ -48,7 +48,7 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 		e->flt.has_to = t;
 		/* an empty trace must not look like an idle one */
 		if (f && e->any && e->flt.from > e->t_end - e->t0)
-			warnx_("--from %.6f s is past the end of the trace (its last record "
+			source_warnx("--from %.6f s is past the end of the trace (its last record "
 			       "starts at %.6f s); the output has no events",
 			       (double)e->flt.from / 1e9, (double)(e->t_end - e->t0) / 1e9);
 		e->any = false;

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * flows.c - flow records kept in memory (the only per-record memory the
  * exporter has) and assembled into s/t/f chains at the end.

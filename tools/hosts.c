@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * hosts.c - process tables per host, so that pid 1234 of one machine and
  * pid 1234 of another stay two processes in a merged trace.

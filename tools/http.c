@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * http.c - a small HTTP/1.1 client over a socket, for OTLP/HTTP: the
  * exporter POSTs a few MB at a time to a collector on the same machine or

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * ls.c - `shmtrace ls` and `shmtrace rm`: the rings in /dev/shm (size,
  * permissions, fill, producers alive and dead, collector, age), and

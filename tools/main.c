@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * main.c - the `shmtrace` command: dispatch to its subcommands.
  */

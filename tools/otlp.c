@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * otlp.c - `shmtrace export --format otlp`: the entry, which sets the
  * export up, runs it (tools/otlp_spans.c: records to spans; otlp_json.c:
@@ -97,18 +97,9 @@ void keyed_free(struct keyed *k)
 /* ---------------------------------------------------------------- entry */
 static void warn_losses(struct otlp *o)
 {
-	const struct source_loss *l = &o->s->loss;
-
-	if (l->dropped || l->overwritten || l->lock_timeouts || l->torn)
-		warnx_("records were lost: %llu dropped, %llu overwritten, %llu lock timeouts, "
-		       "%llu torn", (unsigned long long)l->dropped,
-		       (unsigned long long)l->overwritten, (unsigned long long)l->lock_timeouts,
-		       (unsigned long long)l->torn);
-	if (l->unaccounted)
-		warnx_("%llu records are missing that no counter accounts for",
-		       (unsigned long long)l->unaccounted);
+	source_warn_lost(&o->s->loss);
 	if (o->names_lost)
-		warnx_("%llu spans or events lost their names (exported as \"?\"); see "
+		source_warnx("%llu spans or events lost their names (exported as \"?\"); see "
 		       "'shmtrace export' to Chrome for why", (unsigned long long)o->names_lost);
 }
 
@@ -184,7 +175,7 @@ static int report(struct otlp *o, int ret, const char *out)
 			(unsigned long long)o->requests_sent, o->url.hostport, o->url.path,
 			o->retries_used ? " (after retries)" : "");
 	if (o->rejected)
-		warnx_("the endpoint rejected %llu of those spans (OTLP partial success)",
+		source_warnx("the endpoint rejected %llu of those spans (OTLP partial success)",
 		       (unsigned long long)o->rejected);
 	if (o->counters)
 		fprintf(stderr, "shmtrace export: %llu counter records are not exported to OTLP\n",

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * otlp_ids.c - the OTLP export's trace and span ids: hashed from the
  * capture's identity so that they differ between captures and are the

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * otlp_json.c - the OTLP/JSON text of spans, resources and scopes, in the
  * field order and encodings of the official OpenTelemetry JS exporter.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * otlp_send.c - the OTLP export's batches: spans gathered per process
  * until a batch is nearly o->batch_bytes, then one ExportTraceServiceRequest,

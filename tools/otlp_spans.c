@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * otlp_spans.c - the OTLP export's model: records to spans. A flow becomes
  * a trace whose spans are each a child of the step before; a span outside

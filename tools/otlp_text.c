@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * otlp_text.c - the text primitives of the OTLP export: a growing output
  * buffer, JSON strings, and integers, ids and times formatted from tables

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * otlp_write.c - the OTLP export's requests to a file, written by a thread
  * of their own: the kernel's copy of the text into the page cache takes as

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * procs.c - telling processes apart by (pid, start time) and naming them.
  *

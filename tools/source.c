@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * source.c - reading a trace from capture files or from a ring, so that
  * export, summary and stat share one notion of "the records of a run":
@@ -12,17 +12,6 @@
 #include <string.h>
 
 #include "source_int.h"
-
-void warnx_(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("shmtrace: warning: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 int source_table_set(char **str, uint32_t *slen, uint32_t n, uint32_t id, const char *text,
 		     size_t len)
@@ -195,7 +184,7 @@ static void refuse_impossible(struct source *s)
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		if (*c[i].v < (1ull << 63))
 			continue;
-		warnx_("%s: the '%s' counter reads %llu, an impossible (negative) count: "
+		source_warnx("%s: the '%s' counter reads %llu, an impossible (negative) count: "
 		       "not reported", s->name, c[i].name, (unsigned long long)*c[i].v);
 		*c[i].v = 0;
 		s->damaged = true;

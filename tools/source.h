@@ -137,6 +137,6 @@ void source_strings_used(const struct source *s, uint32_t *n, uint64_t *bytes);
 void source_warn_lost(const struct source_loss *l);
 
 /* Prints "shmtrace: warning: ..." on stderr. */
-void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void source_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * source_capture.c - the capture back-end of a source: capture files, all
  * parts of one or more runs in any order; the first read loads names and
@@ -142,16 +142,16 @@ static void warn_end(struct source *s, const struct source_file *sf, int ret, co
 	if (ret == -EPIPE) {
 		s->cut = true;
 		if (collector_writing(&sf->h))
-			warnx_("%s is still being written by shmtrace-collector (pid %u); "
+			source_warnx("%s is still being written by shmtrace-collector (pid %u); "
 			       "reading what it holds so far", sf->path, sf->h.collector_pid);
 		else
-			warnx_("%s is cut short (%s); exporting everything before it", sf->path, why);
+			source_warnx("%s is cut short (%s); exporting everything before it", sf->path, why);
 	} else if (ret == -EBADMSG) {
 		s->damaged = true;
-		warnx_("%s has a damaged frame (%s); keeping what was read before it", sf->path, why);
+		source_warnx("%s has a damaged frame (%s); keeping what was read before it", sf->path, why);
 	} else {
 		s->damaged = true;
-		warnx_("%s: %s; keeping what was read", sf->path, why);
+		source_warnx("%s: %s; keeping what was read", sf->path, why);
 	}
 }
 

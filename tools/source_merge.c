@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * source_merge.c - joining the captures of several rings (and hosts) into
  * one source: one string table for all of them, and one time line.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * source_ring.c - the ring back-end of a source: a post-mortem (or live)
  * read of a ring in /dev/shm, read-only, guarded against the segment

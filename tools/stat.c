@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * stat.c - `shmtrace stat`: the state of a ring (fill, counters, who
  * produced into it and whether they live) or of a capture file (header,

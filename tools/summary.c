@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * summary.c - `shmtrace summary`: per process and span name, how many,
  * how long in total, and the latency distribution, from a histogram per

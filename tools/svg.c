@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * svg.c - `shmtrace svg`: a static SVG timeline of a window of a trace,
  * laid out like Perfetto (axis, a track group per process, a lane per
@@ -148,7 +148,7 @@ static int run_svg(struct svg *g, char *err, size_t errlen)
 	if (ret < 0)
 		return ret;
 	if (g->skipped)
-		warnx_("%llu records in the window were not drawn (at most %u are); "
+		source_warnx("%llu records in the window were not drawn (at most %u are); "
 		       "narrow it with --from/--to or --pid", (unsigned long long)g->skipped,
 		       SVG_MAX_ITEMS);
 	err[0] = 0;

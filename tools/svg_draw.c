@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * svg_draw.c - the drawing of `shmtrace svg`: header and styles, time axis,
  * track labels, spans, instants, counters and flow arrows, as SVG text.
@@ -323,7 +323,7 @@ int svg_draw(struct svg *g)
 		return ret;
 	}
 	if (g->narrows > MAX_ARROWS)
-		warnx_("%llu flow arrows in the window, more than %u: none drawn; "
+		source_warnx("%llu flow arrows in the window, more than %u: none drawn; "
 		       "narrow it with --from/--to", (unsigned long long)g->narrows, MAX_ARROWS);
 	put_header(g);
 	put_axis(g);

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * svg_escape.c - text for `shmtrace svg`: untrusted names as XML character
  * data, cut by characters to fit their box.

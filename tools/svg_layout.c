@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * svg_layout.c - where `shmtrace svg` puts things: the spans' nesting depth
  * on a thread, one lane per thread or counter, process groups top to

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * fmt.c - numbers for people: the one duration formatter and the one ISO
  * time formatter of the CLI.

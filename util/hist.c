@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * hist.c - log-linear buckets: exact below 128, then 64 per octave.
  */

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * json_writer.c - buffered JSON output for the exporter: every string goes
  * through one escaper and every time through one formatter.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * u64map.c - linear probing, doubling at half full, in one allocation.
  */

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * utf8.c - decoding one UTF-8 character of untrusted text, with the
  * maximal-subpart rule for what is not UTF-8.

@@ -6,8 +6,9 @@
  * records to it without any lock: a record is stored, then the block's
  * `written` counter is release-stored, and from that moment the record
  * survives the death of its process (the collector or the post-mortem
- * reader adopts the block). Only when a block is full does the thread take
- * the ring's robust mutex, once per 64 records, to move them into the ring.
+ * reader adopts the block). Once half its block is staged the thread tries
+ * the ring's robust mutex (once per 128 records) to move them into the
+ * ring, and waits for it only when the block is full.
  * docs/DESIGN.md says why, and what this was measured against.
  *
  * A handle writes into its current attachment (struct shmt_att). Off the

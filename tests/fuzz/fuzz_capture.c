@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_capture.c - libFuzzer harness for the capture-file reader
  * (capture/capture_dec.c, capture_file.c) and the exporter's capture source

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_json.c - libFuzzer harness for the exporter's JSON writer
  * (util/json_writer.c). Built and run by tests/fuzz/run.sh.

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_ring.c - libFuzzer harness for the post-mortem ring reader
  * (libshm/ring/ring_reader.c, shmt_view_validate() in libshm/ring/ring.c) and the

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * json_check.c - a small strict RFC 8259 JSON validator for the fuzz
  * harnesses (not a harness itself). json_check(buf, len) returns NULL if

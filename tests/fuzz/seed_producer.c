@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * seed_producer.c - writes a little of everything into a ring, for the
  * fuzz seeds that tests/fuzz/run.sh makes (not a harness). Built with the
