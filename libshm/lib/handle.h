@@ -49,12 +49,15 @@ struct shmtrace {
 	uint64_t *ids_used;
 };
 
-/* producer.c: the attachment behind t now, attaching or moving to the ring
+/* handle.c: the attachment behind t now, attaching or moving to the ring
  * behind t's name first if it is time to look (see SHMT_LOOK_NS). */
 struct shmt_att *shmt_attach_current(shmtrace_t *t);
+/* emit.c: takes the ring lock for a producer, bounded (see there) */
 int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a);
 /* intern.c: handle id for a ring id just interned (t->local held) */
 uint32_t shmt_handle_id(shmtrace_t *t, struct shmt_att *a, uint32_t ring_id);
 int shmt_intern_remap(shmtrace_t *t, struct shmt_att *a);
+/* intern.c: frees t's intern cache (at close) */
+void shmt_intern_cache_free(shmtrace_t *t);
 
 #endif /* SHMTRACE_HANDLE_H */

@@ -1,13 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * traceparent.c - joining a trace begun by another tracer: a W3C
+ * traceparent.c - flow ids: new ones, unique across the ring's processes
+ * and across rings, and joining a trace begun by another tracer (a W3C
  * traceparent header turned into a global flow id, its trace id recorded
- * so that the OTLP export gives the flow that trace id.
+ * so that the OTLP export gives the flow that trace id).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "handle.h"
+
+SHMT_API uint64_t shmtrace_flow_new(shmtrace_t *t)
+{
+	struct shmt_att *a;
+	uint64_t id;
+
+	if (!t || !(a = shmt_attach_current(t)))
+		return 0;
+	/* a shared counter: unique across every process of the ring */
+	do
+		id = __atomic_add_fetch(&a->v.h->flow_seq.v, 1, __ATOMIC_RELAXED);
+	while (!(id & 0xffffffffull));
+	if (a->v.minor < 1 || !a->v.h->ring_id)
+		/* no ring_id to tell this ring from others: a ring-local id */
+		return id & (SHMT_FLOW_MASK >> 1);
+	/* unique across rings (hosts) too: the ring's random prefix above
+	 * a 32-bit counter, marked global (ring_format.h) */
+	return SHMT_FLOW_GLOBAL | shmt_flow_prefix(a->v.h->ring_id) << 32 | (id & 0xffffffffull);
+}
 
 static int hexval(char c)
 {

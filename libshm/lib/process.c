@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * process.c - the producing process: its identity (pid, start time, pid
+ * namespace, name), kept right across fork(); the registry of its live
+ * handles, so that a thread's exit never touches a closed ring; and the
+ * names of its threads.
+ */
+#include <fcntl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "producer.h"
+
+uint32_t shmt_pid;
+uint64_t shmt_start;
+uint64_t shmt_pidns;
+uint32_t shmt_fork_gen = 1;
+char shmt_pname[SHMT_NAME_LEN];
+
+/* a name set with shmtrace_set_thread_name(), kept for the rings this
+ * thread first writes to later */
+static __thread char tls_tname[SHMT_NAME_LEN] __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static shmtrace_t *g_handles[SHMT_MAX_HANDLES];
+static uint64_t g_next_id = 1;
+static pthread_key_t g_exit_key;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void read_comm(char *buf, const char *path)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	buf[0] = 0;
+	if (fd < 0)
+		return;
+	n = read(fd, buf, SHMT_NAME_LEN - 1);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	buf[n] = 0;
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+}
+
+static void refresh_identity(void)
+{
+	shmt_pid = (uint32_t)getpid();
+	shmt_start = shmt_proc_start_time(shmt_pid);
+	shmt_pidns = shmt_self_pidns();
+	read_comm(shmt_pname, "/proc/self/comm");
+}
+
+static void atfork_child(void)
+{
+	refresh_identity();
+	__atomic_fetch_add(&shmt_fork_gen, 1, __ATOMIC_RELAXED);
+	/* the parent's lock on the registry was copied locked if held */
+	pthread_mutex_init(&g_lock, NULL);
+	/* the parent's blocks are the parent's: a handle of the child frees
+	 * only what the child claims through it */
+	for (int i = 0; i < SHMT_MAX_HANDLES; i++)
+		for (struct shmt_att *a = g_handles[i] ? g_handles[i]->cur : NULL; a; a = a->prev)
+			memset(a->claimed, 0, (a->v.nblocks + 63) / 64 * sizeof(uint64_t));
+}
+
+/* Frees this thread's blocks in every live ring when it exits. */
+static void thread_exit(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&g_lock);
+	for (int i = 0; i < SHMT_TLS_SLOTS; i++) {
+		struct shmt_tls_slot *s = &shmt_tls[i];
+
+		if (!s->id || s->gen != shmt_fork_gen)
+			continue;
+		for (int j = 0; j < SHMT_MAX_HANDLES; j++) {
+			shmtrace_t *t = g_handles[j];
+
+			for (struct shmt_att *a = t ? t->cur : NULL; a; a = a->prev) {
+				if (a->id != s->id)
+					continue;
+				if (shmt_producer_lock(t, a) == 0) {
+					shmt_flush_block_locked(&a->v, s->idx);
+					store_release(&s->b->state, SHMT_BLOCK_FREE);
+					shmt_claimed_set(a, s->idx, false);
+					shmt_unlock(&a->v);
+				}
+				/* on a lock timeout the block stays owned: the
+				 * collector adopts it once it sees us dead */
+			}
+		}
+		s->id = 0;
+	}
+	pthread_mutex_unlock(&g_lock);
+}
+
+static void global_init(void)
+{
+	refresh_identity();
+	pthread_key_create(&g_exit_key, thread_exit);
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+void shmt_process_init(void)
+{
+	pthread_once(&g_once, global_init);
+}
+
+void shmt_thread_watch(void)
+{
+	pthread_setspecific(g_exit_key, (void *)1);
+}
+
+uint64_t shmt_next_att_id(void)
+{
+	uint64_t id;
+
+	pthread_mutex_lock(&g_lock);
+	id = g_next_id++;
+	pthread_mutex_unlock(&g_lock);
+	return id;
+}
+
+int shmt_registry_add(shmtrace_t *t)
+{
+	int ret = -EMFILE;
+
+	pthread_mutex_lock(&g_lock);
+	for (int i = 0; i < SHMT_MAX_HANDLES; i++) {
+		if (!g_handles[i]) {
+			g_handles[i] = t;
+			ret = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&g_lock);
+	return ret;
+}
+
+void shmt_registry_remove(shmtrace_t *t)
+{
+	pthread_mutex_lock(&g_lock);
+	for (int i = 0; i < SHMT_MAX_HANDLES; i++)
+		if (g_handles[i] == t)
+			g_handles[i] = NULL;
+	pthread_mutex_unlock(&g_lock);
+}
+
+void shmt_thread_name(char *buf)
+{
+	if (tls_tname[0]) {
+		memcpy(buf, tls_tname, SHMT_NAME_LEN);
+		return;
+	}
+	buf[0] = 0;
+	prctl(PR_GET_NAME, buf, 0, 0, 0);
+	buf[15] = 0;
+}
+
+static int append_name(shmtrace_t *t, const char *tname)
+{
+	struct shmt_att *a;
+	int ret;
+
+	if (!t)
+		return -EINVAL;
+	a = shmt_attach_current(t);
+	if (!a)
+		return -ENOENT;	/* kept: used when the ring appears */
+	ret = shmt_producer_lock(t, a);
+	if (ret < 0)
+		return ret;
+	ret = shmt_name_append_locked(&a->v, shmt_pid, shmt_my_tid(), shmt_start, shmt_pidns, a->slot_flags,
+				      tname, shmt_pname);
+	shmt_unlock(&a->v);
+	return ret;
+}
+
+SHMT_API int shmtrace_set_thread_name(shmtrace_t *t, const char *name)
+{
+	if (!name)
+		return -EINVAL;
+	strncpy(tls_tname, name, SHMT_NAME_LEN - 1);
+	tls_tname[SHMT_NAME_LEN - 1] = 0;
+	return append_name(t, tls_tname);
+}
+
+SHMT_API int shmtrace_set_process_name(shmtrace_t *t, const char *name)
+{
+	char tname[SHMT_NAME_LEN];
+
+	if (!name || !t)
+		return -EINVAL;
+	pthread_mutex_lock(&g_lock);
+	strncpy(shmt_pname, name, SHMT_NAME_LEN - 1);
+	shmt_pname[SHMT_NAME_LEN - 1] = 0;
+	pthread_mutex_unlock(&g_lock);
+	shmt_thread_name(tname);
+	return append_name(t, tname);
+}
