@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * emit.c - the producer's hot path: stage, flush, and the calls that
- * record (spans, instants, counters, with arguments, open spans).
+ * emit.c - the producer's hot path: the calls that record (spans,
+ * instants, counters, with arguments, open spans) into the calling
+ * thread's staging block (stage.c claims and flushes it).
  *
  * Each thread owns a staging block in the shared segment and appends
  * records to it without any lock: a record is stored, then the block's
@@ -13,228 +14,12 @@
  * docs/DESIGN.md says why, and what this was measured against.
  */
 #include <errno.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "producer.h"
-#include "ring_reader.h"
-
-#define WEDGE_NS (1000ull * 1000 * 1000)	/* after a timeout, only try for this long */
-/*
- * A thread tries the lock (never waits on it) once FLUSH_RECORDS are
- * staged, and again every FLUSH_RETRY records while the lock stays busy; it
- * waits only when its whole block is full. One call in FLUSH_RECORDS
- * pays for a flush, so the p99 call never does, and a flush of 128 records
- * stays well under a microsecond (docs/DESIGN.md, "The span call's tail").
- */
-#define FLUSH_RECORDS (SHMT_BLOCK_RECORDS / 2)
-#define FLUSH_RETRY 16u
 
 __thread struct shmt_tls_slot shmt_tls[SHMT_TLS_SLOTS] __attribute__((tls_model("initial-exec")));
 __thread uint32_t shmt_tls_tid __attribute__((tls_model("initial-exec")));
 __thread uint32_t shmt_tls_tid_gen __attribute__((tls_model("initial-exec")));
-
-/* Takes the ring lock for a producer: bounded, and after a timeout only
- * tries for a while, so a wedged lock costs each call microseconds, not
- * the lock timeout. */
-int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a)
-{
-	uint64_t wedged = load_relaxed(&a->wedged_until);
-	int ret;
-
-	if (unlikely(wedged) && shmt_mono_ns() < wedged) {
-		ret = shmt_lock(&a->v, 0);
-		if (ret == -EBUSY)
-			fetch_add(&a->v.h->lock_timeouts.v, 1);
-		return ret;
-	}
-	ret = shmt_lock(&a->v, t->lock_timeout_ns);
-	if (ret == -ETIMEDOUT)
-		store_relaxed(&a->wedged_until, shmt_mono_ns() + WEDGE_NS);
-	else if (ret == 0 && wedged)
-		store_relaxed(&a->wedged_until, 0);
-	return ret;
-}
-
-/* Claims a free block for the calling thread. Lock held. Returns the
- * index, or -ENOSPC. */
-static int claim_block_locked(struct shmt_att *a, uint32_t tid, const struct shmt_owner *dead)
-{
-	struct shmt_view *v = &a->v;
-
-	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t i = 0; i < v->nblocks; i++) {
-			struct shmt_block *b = shmt_block_at(v, i);
-
-			if (load_relaxed(&b->state) != SHMT_BLOCK_FREE)
-				continue;
-			if (load_relaxed(&b->written) != load_relaxed(&b->taken))
-				shmt_flush_block_locked(v, i);
-			b->pid = shmt_pid;
-			b->tid = tid;
-			b->start_time = shmt_start;
-			/* a dead owner's stack was recorded when it was adopted */
-			store_relaxed(&b->open_depth, 0);
-			store_relaxed(&b->open_closing, 0);
-			store_release(&b->state, SHMT_BLOCK_OWNED);
-			shmt_claimed_set(a, i, true);
-			return (int)i;
-		}
-		/* none free: take back those of threads that died */
-		if (!dead)
-			break;
-		shmt_adopt_blocks_locked(v, false, dead);
-	}
-	return -ENOSPC;
-}
-
-/* From the block's taken (the collector may have flushed it meanwhile):
- * where the block is full, and where to try a flush. */
-static void set_marks(struct shmt_tls_slot *s)
-{
-	uint64_t taken = load_acquire(&s->b->taken);
-
-	s->limit = taken + SHMT_BLOCK_RECORDS;
-	s->soft = taken + FLUSH_RECORDS;
-}
-
-/* Finds or makes the calling thread's slot for attachment a. NULL means
- * no block: the caller writes under the lock instead. */
-static struct shmt_tls_slot *slot_slow(shmtrace_t *t, struct shmt_att *a)
-{
-	struct shmt_tls_slot *s = NULL;
-	char tname[SHMT_NAME_LEN];
-	uint32_t tid = shmt_my_tid();
-	int idx;
-
-	for (int i = 0; i < SHMT_TLS_SLOTS; i++) {
-		if (shmt_tls[i].id == a->id && shmt_tls[i].gen == shmt_fork_gen) {
-			struct shmt_tls_slot tmp = shmt_tls[i];
-
-			/* move to the front: the fast path checks slot 0 only */
-			shmt_tls[i] = shmt_tls[0];
-			shmt_tls[0] = tmp;
-			return &shmt_tls[0];
-		}
-	}
-	for (int i = 0; i < SHMT_TLS_SLOTS; i++) {
-		if (shmt_tls[i].id == 0 || shmt_tls[i].gen != shmt_fork_gen) {
-			s = &shmt_tls[i];
-			break;
-		}
-	}
-	if (!s)
-		return NULL;
-	if (shmt_producer_lock(t, a) < 0)
-		return NULL;
-	idx = claim_block_locked(a, tid, NULL);
-	if (idx < 0) {
-		/* all taken: find dead owners outside the lock (it reads /proc),
-		 * then claim again; a thread pays this once, on its first record */
-		struct shmt_owner *dead = calloc(a->v.nblocks, sizeof(*dead));
-
-		shmt_unlock(&a->v);
-		if (!dead)
-			return NULL;
-		shmt_find_dead_blocks(&a->v, dead);
-		if (shmt_producer_lock(t, a) < 0) {
-			free(dead);
-			return NULL;
-		}
-		idx = claim_block_locked(a, tid, dead);
-		free(dead);
-	}
-	if (idx >= 0) {
-		shmt_thread_name(tname);
-		shmt_name_append_locked(&a->v, shmt_pid, tid, shmt_start, shmt_pidns, a->slot_flags,
-					tname, shmt_pname);
-	}
-	shmt_unlock(&a->v);
-	/* idx < nblocks (claim_block_locked): shmt_block_at() is never NULL */
-	if (idx < 0 || !shmt_block_at(&a->v, (uint32_t)idx))
-		return NULL;
-	s->id = a->id;
-	s->gen = shmt_fork_gen;
-	s->idx = (uint32_t)idx;
-	s->b = shmt_block_at(&a->v, (uint32_t)idx);
-	s->recs = shmt_block_recs(s->b);
-	s->written = load_relaxed(&s->b->written);
-	set_marks(s);
-	shmt_thread_watch();
-	return s;
-}
-
-/* Flushes the slot's block into the ring, waiting for the lock or (try)
- * only trying it. Returns 0, -ENOSPC if the ring was full and some of the
- * block's records were dropped (and counted), or another -errno (nothing
- * moved; -EBUSY: the try failed). Then, if it is time, looks whether the
- * ring's name now refers to another segment (the next record goes there). */
-int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, bool try)
-{
-	uint64_t pending, done;
-	int ret = try ? shmt_lock(&a->v, 0) : shmt_producer_lock(t, a);
-
-	if (ret < 0)
-		return ret;
-	pending = s->written - load_relaxed(&s->b->taken);
-	done = shmt_flush_block_locked(&a->v, s->idx);
-	shmt_unlock(&a->v);
-	shmt_wake_collector(&a->v);
-	set_marks(s);
-	shmt_attach_current(t);
-	return pending <= SHMT_BLOCK_RECORDS && done < pending ? -ENOSPC : 0;
-}
-
-/*
- * Makes room for n records in the slot's block, off the hot path. Below the
- * full mark it only tries the lock: a busy lock costs this call nothing,
- * the records stay staged and the try comes again FLUSH_RETRY records on.
- * Returns 0 (room made), -ENOSPC (room made, earlier records dropped and
- * counted), or -ETIMEDOUT (no room: the caller drops and counts).
- */
-static int make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, unsigned n)
-{
-	uint64_t w = s->written;
-	int ret;
-
-	set_marks(s);
-	if (w + n < s->soft)
-		return 0;	/* the collector flushed us */
-	if (w + n < s->limit) {
-		ret = shmt_flush_slot(t, a, s, true);
-		if (ret == 0 || ret == -ENOSPC)
-			return ret;
-		s->soft = w + n + FLUSH_RETRY < s->limit ? w + n + FLUSH_RETRY : s->limit;
-		return 0;
-	}
-	ret = shmt_flush_slot(t, a, s, false);
-	return ret == 0 || ret == -ENOSPC ? ret : -ETIMEDOUT;
-}
-
-static int emit_direct(shmtrace_t *t, struct shmt_att *a, const struct shmt_record *r,
-		       unsigned n)
-{
-	int ret = shmt_producer_lock(t, a);
-
-	if (ret < 0) {
-		/* -EBUSY from a wedged lock's try is a timeout too */
-		fetch_add(&a->v.h->dropped.v, n);
-		return -ETIMEDOUT;
-	}
-	/* the event first, its arguments after it while it was written: an
-	 * argument never reaches the ring without its event */
-	for (unsigned i = 0; i < n; i++) {
-		ret = shmt_write_direct_locked(&a->v, &r[i]);
-		if (ret < 0) {
-			if (n - i - 1)
-				fetch_add(&a->v.h->dropped.v, n - i - 1);
-			break;
-		}
-	}
-	shmt_unlock(&a->v);
-	shmt_wake_collector(&a->v);
-	return ret;
-}
 
 static inline uint32_t remap_id(const struct shmt_att *a, uint32_t id)
 {
@@ -297,7 +82,7 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 		name = a->remap[name & (SHMT_HANDLE_IDS - 1)];
 	}
 	if (unlikely(s->id != a->id || s->gen != shmt_fork_gen)) {
-		s = slot_slow(t, a);
+		s = shmt_slot_slow(t, a);
 		if (!s) {
 			struct shmt_record d[1 + SHMTRACE_MAX_ARGS] = { {
 				.ts = ts, .dur = dur, .flow = flow, .pid = shmt_pid, .tid = shmt_my_tid(),
@@ -305,12 +90,12 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 			} };
 
 			fill_args(a, d, NULL, args, nargs);
-			return emit_direct(t, a, d, 1 + nargs);
+			return shmt_emit_direct(t, a, d, 1 + nargs);
 		}
 	}
 	/* soft <= limit: one compare guards both marks */
 	if (unlikely(s->written + nargs >= s->soft)) {
-		ret = make_room(t, a, s, nargs);
+		ret = shmt_make_room(t, a, s, nargs);
 		if (ret == -ETIMEDOUT) {
 			fetch_add(&a->v.h->dropped.v, 1 + nargs);
 			return ret;
@@ -394,7 +179,7 @@ SHMT_API int shmtrace_instant_args(shmtrace_t *t, uint32_t cat, uint32_t name, u
 /*
  * Pushes a span on the calling thread's stack of open spans, in its
  * staging block: the entry, then the depth (release), so a reader that
- * sees the depth sees the entry. No lock; slot_slow() only on a thread's
+ * sees the depth sees the entry. No lock; shmt_slot_slow() only on a thread's
  * first record, as for emit().
  */
 SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32_t cat,
@@ -421,7 +206,7 @@ SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32
 	if (unlikely(a == NULL))
 		return -ENOENT;	/* the end looks for the ring, as emit() does */
 	if (unlikely(s->id != a->id || s->gen != shmt_fork_gen)) {
-		s = slot_slow(t, a);
+		s = shmt_slot_slow(t, a);
 		if (!s)
 			return 0;	/* recorded at the end, not tracked */
 	}

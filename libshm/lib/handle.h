@@ -52,7 +52,7 @@ struct shmtrace {
 /* handle.c: the attachment behind t now, attaching or moving to the ring
  * behind t's name first if it is time to look (see SHMT_LOOK_NS). */
 struct shmt_att *shmt_attach_current(shmtrace_t *t);
-/* emit.c: takes the ring lock for a producer, bounded (see there) */
+/* stage.c: takes the ring lock for a producer, bounded (see there) */
 int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a);
 /* intern.c: handle id for a ring id just interned (t->local held) */
 uint32_t shmt_handle_id(shmtrace_t *t, struct shmt_att *a, uint32_t ring_id);

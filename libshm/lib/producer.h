@@ -2,7 +2,7 @@
 /*
  * producer.h - what the producer's parts share: the calling process's
  * identity and its registry of live handles (process.c), and the
- * per-thread slots of the hot path (emit.c).
+ * per-thread slots of the hot path (emit.c) and their blocks (stage.c).
  */
 #ifndef SHMTRACE_PRODUCER_H
 #define SHMTRACE_PRODUCER_H
@@ -53,9 +53,14 @@ void shmt_thread_watch(void);
 /* The calling thread's name: the one it set, else its comm. */
 void shmt_thread_name(char *buf);
 
-/* emit.c: flushes the calling thread's block of a, waiting for the lock or
- * (try) only trying it; shmt_producer_lock() is the bounded wait. */
+/* stage.c: finds or makes the calling thread's slot for a (NULL: no block,
+ * write under the lock with shmt_emit_direct()); makes room for n more
+ * records; flushes the slot's block, waiting for the lock or (try) only
+ * trying it. */
+struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a);
+int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, unsigned n);
 int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, bool try);
+int shmt_emit_direct(shmtrace_t *t, struct shmt_att *a, const struct shmt_record *r, unsigned n);
 
 static inline uint32_t shmt_my_tid(void)
 {
