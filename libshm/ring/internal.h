@@ -97,6 +97,8 @@ int shmt_name_check(const char *name);
 #define SHMT_SHM_DIR		"/dev/shm"
 #define SHMT_PATH_MAX		(sizeof(SHMT_SHM_DIR) + SHMT_NAME_MAX + 1)
 int shmt_ring_path(const char *name, char *buf, size_t len);
+/* The name shm_open() and shm_unlink() take for ring name: "/name". */
+void shmt_shm_name(char *buf, size_t len, const char *name);
 /* The identity of the segment now behind a ring's name: 0 or -errno. */
 int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino);
 /* A ring is made under "/dev/shm/" SHMT_TMP_PREFIX "<pidns>.<pid>.<start>.<rand>"

@@ -1,16 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ring.c - creating, validating and mapping a ring segment.
+ * ring.c - a ring segment's geometry and name, and validating and mapping
+ * one (ring_create.c makes them).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,222 +81,9 @@ int shmt_ring_path(const char *name, char *buf, size_t len)
 }
 
 /* The name shm_open() takes for ring name. */
-static void shm_path(char *buf, size_t len, const char *name)
+void shmt_shm_name(char *buf, size_t len, const char *name)
 {
 	snprintf(buf, len, "/%s", name);
-}
-
-static int fill_config(const struct shmtrace_ring_config *in, struct shmtrace_ring_config *c)
-{
-	static const struct shmtrace_ring_config def = {
-		.capacity = 262144, .mode = SHMTRACE_MODE_DISCARD, .perm = 0600,
-		.max_strings = 4096, .string_bytes = 256 * 1024, .max_threads = 1024,
-		.blocks = 256, .flags = 0,
-	};
-
-	*c = in ? *in : def;
-	if (!c->capacity)
-		c->capacity = def.capacity;
-	if (!c->perm)
-		c->perm = def.perm;
-	if (!c->max_strings)
-		c->max_strings = def.max_strings;
-	if (!c->string_bytes)
-		c->string_bytes = def.string_bytes;
-	if (!c->max_threads)
-		c->max_threads = def.max_threads;
-	if (!c->blocks)
-		c->blocks = def.blocks;
-	if (c->mode > SHMTRACE_MODE_OVERWRITE)
-		return -EINVAL;
-	/* others may never write; a group may, on request */
-	if (c->perm & ~0660u)
-		return -EINVAL;
-	return 0;
-}
-
-/* Touches every page so that tmpfs allocates now: a full /dev/shm is
- * reported here as -ENOSPC instead of a SIGBUS in some producer later. */
-static int preallocate(int fd, uint64_t size)
-{
-	int ret = posix_fallocate(fd, 0, (off_t)size);
-
-	if (ret == EOPNOTSUPP || ret == EINVAL) {
-		/* not every tmpfs honours fallocate: size it and let mmap touch */
-		return ftruncate(fd, (off_t)size) < 0 ? -errno : 0;
-	}
-	return -ret;
-}
-
-/*
- * Removes the creation temporaries of creators that died half-way: ours
- * (same owner), from our pid namespace (a pid from another one means
- * nothing here), whose process is gone or is another one now (start time).
- * A creator we cannot judge keeps its temporary; the sweep is best effort.
- */
-static void sweep_temporaries(int dir)
-{
-	uint64_t my_ns = shmt_self_pidns();
-	struct dirent *de;
-	DIR *d;
-	int fd = dup(dir);
-
-	if (fd < 0)
-		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(d))) {
-		uint64_t ns, start;
-		unsigned int pid;
-		struct stat st;
-		int end = 0;
-
-		if (strncmp(de->d_name, SHMT_TMP_PREFIX, sizeof(SHMT_TMP_PREFIX) - 1))
-			continue;
-		if (sscanf(de->d_name + sizeof(SHMT_TMP_PREFIX) - 1, "%" SCNu64 ".%u.%" SCNu64 ".%*x%n",
-			   &ns, &pid, &start, &end) != 3 || !end)
-			continue;
-		if (!my_ns || ns != my_ns || !pid || shmt_proc_start_time(pid) == start)
-			continue;
-		if (fstatat(dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
-		    st.st_uid != geteuid())
-			continue;
-		unlinkat(dir, de->d_name, 0);
-	}
-	closedir(d);
-}
-
-/* Fills a fresh header for layout l and configuration c. */
-static void header_init(struct shmt_header *h, const struct shmtrace_ring_config *c,
-			const struct shmt_layout *l)
-{
-	memset(h, 0, sizeof(*h));
-	h->major = SHMT_RING_MAJOR;
-	h->minor = SHMT_RING_MINOR;
-	h->compat = SHMT_RING_COMPAT;
-	h->header_size = SHMT_HEADER_SIZE;
-	h->record_size = SHMT_RECORD_SIZE;
-	h->flags = c->flags;
-	h->segment_size = l->size;
-	h->capacity = c->capacity;
-	h->mode = c->mode;
-	h->max_strings = c->max_strings;
-	h->string_bytes = c->string_bytes;
-	h->hash_slots = l->hash_slots;
-	h->max_threads = c->max_threads;
-	h->nblocks = c->blocks;
-	h->block_records = SHMT_BLOCK_RECORDS;
-	h->strings_off = l->strings_off;
-	h->hash_off = l->hash_off;
-	h->heap_off = l->heap_off;
-	h->threads_off = l->threads_off;
-	h->blocks_off = l->blocks_off;
-	h->block_size = l->block_size;
-	h->records_off = l->records_off;
-	h->creator_uid = geteuid();
-	h->created_pidns = shmt_self_pidns();
-	/* an identity no other ring shares: flow ids count from 1 in every
-	 * ring, so a merge of captures of two rings scopes them by it */
-	if (getrandom(&h->ring_id, sizeof(h->ring_id), 0) != sizeof(h->ring_id) || !h->ring_id)
-		h->ring_id = shmt_realtime_ns() ^ ((uint64_t)getpid() << 32) ^ 1;
-	shmt_clock_calibrate(&h->clock, !(c->flags & SHMTRACE_CREATE_NO_TSC));
-	/* string id 0 is the empty string, so that any id < strings is valid */
-	h->strings = 1;
-	h->heap_used = 1;
-}
-
-/* Sizes, maps and initialises the segment open on fd. */
-static int ring_build(int fd, const struct shmtrace_ring_config *c, const struct shmt_layout *l)
-{
-	struct shmt_header *h;
-	void *base;
-	int ret;
-
-	/* the umask may have cut a group mode we were asked for */
-	if (fchmod(fd, c->perm) < 0)
-		return -errno;
-	ret = preallocate(fd, l->size);
-	if (ret < 0)
-		return ret;
-	SHMT_HOOK("create-sized");
-	base = mmap(NULL, l->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-	if (base == MAP_FAILED)
-		return -errno;
-	h = base;
-	header_init(h, c, l);
-	ret = shmt_mutex_init(&h->mutex);
-	/* the magic goes last: a reader of a ring kept by some other means
-	 * (a copy, an old-style creator) still refuses a half-made one */
-	if (ret == 0)
-		store_release(&h->magic, SHMT_RING_MAGIC);
-	munmap(base, l->size);
-	return ret;
-}
-
-/*
- * The ring is built under a private temporary name in /dev/shm and linked
- * to its name only when whole, so that an opener finds either nothing
- * (ENOENT) or a complete ring, never one being sized. link() fails with
- * EEXIST on a taken name (a symlink included, which it does not follow),
- * as O_EXCL would. The temporary name carries the creator's pid namespace,
- * pid and start time so that a later create can remove what a creator
- * killed half-way left behind.
- */
-SHMT_API int shmtrace_ring_create(const char *name, const struct shmtrace_ring_config *cfg)
-{
-	struct shmtrace_ring_config c;
-	struct shmt_layout l;
-	char tmp[128];
-	uint64_t rnd;
-	int dir, fd, ret;
-
-	if (shmt_name_check(name) < 0)
-		return -EINVAL;
-	ret = fill_config(cfg, &c);
-	if (ret < 0)
-		return ret;
-	ret = shmt_layout_compute(c.capacity, c.max_strings, c.string_bytes,
-				  c.max_threads, c.blocks, &l);
-	if (ret < 0)
-		return ret;
-
-	dir = open(SHMT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -errno;
-	sweep_temporaries(dir);
-	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-		rnd = shmt_mono_ns();
-	snprintf(tmp, sizeof(tmp), SHMT_TMP_PREFIX "%" PRIu64 ".%u.%" PRIu64 ".%" PRIx64,
-		 shmt_self_pidns(), (unsigned int)getpid(), shmt_proc_start_time((uint32_t)getpid()),
-		 rnd);
-	fd = openat(dir, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, c.perm);
-	if (fd < 0) {
-		ret = -errno;
-		close(dir);
-		return ret;
-	}
-	ret = ring_build(fd, &c, &l);
-	close(fd);
-	if (ret == 0 && linkat(dir, tmp, dir, name, 0) < 0)
-		ret = -errno;
-	if (ret == 0)
-		SHMT_HOOK("create-linked");
-	unlinkat(dir, tmp, 0);
-	close(dir);
-	return ret;
-}
-
-SHMT_API int shmtrace_ring_unlink(const char *name)
-{
-	char path[256];
-
-	if (shmt_name_check(name) < 0)
-		return -EINVAL;
-	shm_path(path, sizeof(path), name);
-	return shm_unlink(path) < 0 ? -errno : 0;
 }
 
 int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino)
@@ -404,7 +188,7 @@ int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, 
 	memset(v, 0, sizeof(*v));
 	if (shmt_name_check(name) < 0)
 		ERR(-EINVAL, "invalid ring name '%s' (1 to 200 bytes, no '/')", name ? name : "");
-	shm_path(path, sizeof(path), name);
+	shmt_shm_name(path, sizeof(path), name);
 	fd = shm_open(path, (wr ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0) {
 		ret = -errno;

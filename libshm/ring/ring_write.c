@@ -19,7 +19,9 @@
 
 #include "internal.h"
 
-static inline void put_record(struct shmt_view *v, uint64_t seq, const struct shmt_record *s)
+#if SHMT_TSAN
+/* One record, field by field: the build under ThreadSanitizer (below). */
+static void put_record(struct shmt_view *v, uint64_t seq, const struct shmt_record *s)
 {
 	struct shmt_record *d = &v->records[seq & v->mask];
 
@@ -37,6 +39,7 @@ static inline void put_record(struct shmt_view *v, uint64_t seq, const struct sh
 	/* pairs with the acquire load of commit in shmt_ring_read() */
 	store_release(&d->commit, SHMT_COMMIT(seq, SHMT_COMMIT_KIND(s->commit)));
 }
+#endif
 
 /*
  * Moves n records, src[(k + i) & smask], into the slots of sequences
