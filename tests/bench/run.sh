@@ -299,6 +299,10 @@ v=$(field "$S1" cpu_ns); l=$(field "$L1" cpu_ns)
 verdict=$(check "$(awk -v a="$v" -v b="$l" 'BEGIN { if (a != "" && b != "") print a / b }')" "<=" 0.3334)
 d=$(field "$S1" dropped); [ -n "$d" ] && [ "$d" != 0 ] && verdict="not valid: $d dropped"
 row "1 span, CPU ns per span" "$(fmt "$v" 1)" "$(fmt "$l" 1)" "$(ratio "$v" "$l")" "<= 0.33x LTTng: $verdict"
+v=$(field "$S1" cpu_ns); c=$(field "$S1" clocks_cpu_ns)
+row "1 span: of which 2 x shmtrace_now()" "$(fmt "$c" 1)" "-" "" "the same loop without the span call, same run"
+row "1 span: the call alone, CPU ns" "$(fmt "$(awk -v a="$v" -v b="$c" 'BEGIN { if (a != "" && b != "") print a - b }')" 1)" "-" "" \
+	"mean CPU <= 30 ns (with the clocks): $(check "$v" "<=" 30)"
 v=$(field "$S1" ns); l=$(field "$L1" ns)
 row "1 span, wall ns per span" "$(fmt "$v" 1)" "$(fmt "$l" 1)" "$(ratio "$v" "$l")" "(includes preemption by other load)"
 v=$(field "$S1B" cpu_ns)
@@ -323,6 +327,17 @@ for k in burst sustained; do
 			"(rate x fraction not dropped)"
 	fi
 done
+# LTTng at its best: its two-process rate against the ceiling its own
+# per-event cost (case 1, same run) sets on two cores, and the share of
+# those cores its consumer daemon took while the producers ran
+lcpu=$(field "$L1" cpu_ns); l2=$(field "$L2" rate)
+if [ -n "$lcpu" ] && [ -n "$l2" ]; then
+	ceil=$(awk -v c="$lcpu" 'BEGIN { print 2e9 / c }')
+	cons=$(awk -v c="$(field "$L2" consumerd_cpu_s)" -v s="$(field "$L2" measured_s)" \
+		'BEGIN { if (c != "" && s > 0) printf "%.0f", 100 * c / (2 * s) }')
+	row "2 LTTng ceiling: 2 cores / case-1 cost" "-" "$(fmt "$(mrate "$ceil")" 2)" "" \
+		"sustained reaches $(awk -v a="$l2" -v b="$ceil" 'BEGIN { printf "%.0f", 100 * a / b }') % of it; lttng-consumerd took ${cons:-?} % of the 2 cores meanwhile"
+fi
 best=
 for P in "${PACED[@]}"; do
 	want=$(field "$P" paced); v=$(field "$P" rate); d=$(field "$P" dropped)
