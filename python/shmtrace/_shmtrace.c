@@ -26,6 +26,17 @@
 #define MAX_NAME	31	/* and thread/process names here */
 #define CACHE_MAX	65536	/* more distinct names than a ring can hold */
 #define DEFAULT_CAT	"python"
+#define PAIR_SLOTS	64	/* (name, cat) pairs cached by identity; a power of 2 */
+#define SPAN_FREE	16	/* Span objects kept for reuse */
+
+/* The ids of one (name, cat) pair of str objects, found by identity: the
+ * literals of a `with span("x", cat="y")` are the same objects every time,
+ * so a hit costs two pointer compares instead of two dict lookups. Holds a
+ * reference to both keys, so an address cannot be reused while cached. */
+struct pair {
+	PyObject *name, *cat;
+	uint32_t name_id, cat_id;
+};
 
 typedef struct {
 	PyObject_HEAD
@@ -33,10 +44,12 @@ typedef struct {
 	int owned;		/* 1: ours to close; 0: the library's default */
 	PyObject *ring;		/* str, or None */
 	PyObject *cache;	/* dict: exact str -> int id */
+	struct pair pairs[PAIR_SLOTS];
 } Tracer;
 
 typedef struct {
 	PyObject_HEAD
+	vectorcallfunc vectorcall;	/* span_call: __enter__ and __exit__ */
 	Tracer *tr;		/* NULL for the shared no-op span */
 	uint64_t start;
 	uint64_t flow;
@@ -254,13 +267,45 @@ static int check_name_cat(PyObject *name, PyObject *cat)
 static int intern_name_cat(Tracer *tr, PyObject *name, PyObject *cat, uint32_t *name_id,
 			   uint32_t *cat_id)
 {
+	struct pair *p;
 	int ok;
 
+	if (!cat || cat == Py_None)
+		cat = str_default_cat;
+	p = &tr->pairs[(((uintptr_t)name >> 4) ^ ((uintptr_t)cat >> 6)) & (PAIR_SLOTS - 1)];
+	if (p->name == name && p->cat == cat) {
+		*name_id = p->name_id;
+		*cat_id = p->cat_id;
+		return 0;
+	}
 	*name_id = intern(tr, name, "name", &ok);
 	if (!ok)
 		return -1;
-	*cat_id = intern(tr, cat && cat != Py_None ? cat : str_default_cat, "cat", &ok);
-	return ok ? 0 : -1;
+	*cat_id = intern(tr, cat, "cat", &ok);
+	if (!ok)
+		return -1;
+	/* exact str only: a subclass instance could refer back to the tracer */
+	if (PyUnicode_CheckExact(name) && PyUnicode_CheckExact(cat)) {
+		PyObject *old_name = p->name, *old_cat = p->cat;
+
+		Py_INCREF(name);
+		Py_INCREF(cat);
+		p->name = name;
+		p->cat = cat;
+		p->name_id = *name_id;
+		p->cat_id = *cat_id;
+		Py_XDECREF(old_name);
+		Py_XDECREF(old_cat);
+	}
+	return 0;
+}
+
+static void pairs_clear(Tracer *tr)
+{
+	for (int i = 0; i < PAIR_SLOTS; i++) {
+		Py_CLEAR(tr->pairs[i].name);
+		Py_CLEAR(tr->pairs[i].cat);
+	}
 }
 
 /* A flow id: None or an int in 0..2^64-1. */
@@ -321,15 +366,43 @@ PyDoc_STRVAR(span_doc,
 "__enter__ reads the clock, __exit__ reads it again and records the\n"
 "span [enter, exit) with its category, name and flow id; an exception\n"
 "leaving the block is not swallowed. A Span may be entered again after it\n"
-"has exited (each time records one span), but not while it is active.");
+"has exited (each time records one span), but not while it is active.\n\n"
+"s.__enter__ and s.__exit__ are s itself: calling a Span with no argument\n"
+"enters it, with the three arguments of __exit__ exits it. This spares the\n"
+"interpreter a bound-method object for each of the two calls of a `with`.");
+
+/* Spans kept for reuse (under the GIL): a `with span()` allocates nothing */
+static Span *span_free[SPAN_FREE];
+static int span_nfree;
+
+static PyObject *span_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+static Span *span_alloc(void)
+{
+	Span *s;
+
+	if (span_nfree > 0) {
+		s = span_free[--span_nfree];
+		(void)PyObject_Init((PyObject *)s, &SpanType);
+	} else {
+		s = PyObject_New(Span, &SpanType);
+		if (!s)
+			return NULL;
+	}
+	s->vectorcall = span_call;
+	return s;
+}
 
 static void span_dealloc(Span *s)
 {
-	Py_XDECREF(s->tr);
-	Py_TYPE(s)->tp_free((PyObject *)s);
+	Py_CLEAR(s->tr);
+	if (span_nfree < SPAN_FREE)
+		span_free[span_nfree++] = s;
+	else
+		PyObject_Free(s);
 }
 
-static PyObject *span_enter(Span *s, PyObject *Py_UNUSED(ignored))
+static PyObject *span_enter(Span *s)
 {
 	if (s->tr) {
 		if (s->active) {
@@ -343,10 +416,8 @@ static PyObject *span_enter(Span *s, PyObject *Py_UNUSED(ignored))
 	return (PyObject *)s;
 }
 
-static PyObject *span_exit(Span *s, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *span_exit(Span *s)
 {
-	(void)args;
-	(void)nargs;
 	if (s->tr && s->active) {
 		uint64_t end = shmtrace_now();
 
@@ -356,6 +427,32 @@ static PyObject *span_exit(Span *s, PyObject *const *args, Py_ssize_t nargs)
 			shmtrace_span(s->tr->t, s->cat, s->name, s->start, end, s->flow);
 	}
 	Py_RETURN_NONE;
+}
+
+/* What the interpreter calls for __enter__ (no argument) and __exit__
+ * (type, value, traceback), both found as the span itself by span_self(). */
+static PyObject *span_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+	Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+
+	(void)args;
+	if (!kwnames || PyTuple_GET_SIZE(kwnames) == 0) {
+		if (nargs == 0)
+			return span_enter((Span *)self);
+		if (nargs == 3)
+			return span_exit((Span *)self);
+	}
+	PyErr_Format(PyExc_TypeError,
+		     "a Span is called as __enter__() or __exit__(exc_type, exc, tb), not with %zd arguments",
+		     nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0));
+	return NULL;
+}
+
+/* __enter__ and __exit__: the span itself, which span_call() dispatches */
+static PyObject *span_self(PyObject *s, void *Py_UNUSED(c))
+{
+	Py_INCREF(s);
+	return s;
 }
 
 static PyObject *span_get_flow(Span *s, void *Py_UNUSED(c))
@@ -368,14 +465,12 @@ static PyObject *span_get_enabled(Span *s, void *Py_UNUSED(c))
 	return PyBool_FromLong(s->tr != NULL);
 }
 
-static PyMethodDef span_methods[] = {
-	{ "__enter__", (PyCFunction)span_enter, METH_NOARGS, "Starts the span: reads the clock." },
-	{ "__exit__", (PyCFunction)(void (*)(void))span_exit, METH_FASTCALL,
-	  "Ends the span: reads the clock and records it. Never swallows an exception." },
-	{ NULL, NULL, 0, NULL }
-};
-
 static PyGetSetDef span_getset[] = {
+	{ "__enter__", span_self, NULL,
+	  "__enter__() starts the span: reads the clock. (The span itself, called.)", NULL },
+	{ "__exit__", span_self, NULL,
+	  "__exit__(exc_type, exc, tb) ends the span: reads the clock and records it. Never\n"
+	  "swallows an exception. (The span itself, called.)", NULL },
 	{ "flow", (getter)span_get_flow, NULL, "The flow id the span carries (0: none).", NULL },
 	{ "enabled", (getter)span_get_enabled, NULL,
 	  "False for the no-op span of a tracer that is off.", NULL },
@@ -387,9 +482,10 @@ static PyTypeObject SpanType = {
 	.tp_name = "shmtrace.Span",
 	.tp_basicsize = sizeof(Span),
 	.tp_dealloc = (destructor)span_dealloc,
-	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_vectorcall_offset = offsetof(Span, vectorcall),
+	.tp_call = PyVectorcall_Call,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
 	.tp_doc = span_doc,
-	.tp_methods = span_methods,
 	.tp_getset = span_getset,
 };
 
@@ -435,7 +531,7 @@ static PyObject *do_span(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, Py
 	}
 	if (intern_name_cat(tr, a[0], a[1], &name, &cat) < 0)
 		return NULL;
-	s = PyObject_New(Span, &SpanType);
+	s = span_alloc();
 	if (!s)
 		return NULL;
 	Py_INCREF(tr);
@@ -661,6 +757,7 @@ static void tracer_dealloc(Tracer *tr)
 		tracer_detach(tr);
 	Py_XDECREF(tr->ring);
 	Py_XDECREF(tr->cache);
+	pairs_clear(tr);
 	Py_TYPE(tr)->tp_free((PyObject *)tr);
 }
 
@@ -672,6 +769,7 @@ static Tracer *tracer_new(shmtrace_t *t, int owned, PyObject *ring)
 		return NULL;
 	tr->t = t;
 	tr->owned = owned;
+	memset(tr->pairs, 0, sizeof(tr->pairs));
 	tr->ring = ring ? ring : Py_None;
 	Py_INCREF(tr->ring);
 	tr->cache = PyDict_New();
@@ -1014,7 +1112,7 @@ PyMODINIT_FUNC PyInit__shmtrace(void)
 		"An error of libshmtrace: an OSError whose errno is the library's\n"
 		"-errno and whose strerror is shmtrace_strerror()'s message.",
 		PyExc_OSError, NULL);
-	null_span = PyObject_New(Span, &SpanType);
+	null_span = span_alloc();
 	if (null_span) {
 		null_span->tr = NULL;
 		null_span->flow = 0;
