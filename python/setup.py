@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # setup.py - builds the shmtrace Python package: the C extension
-# shmtrace._shmtrace with libshmtrace's sources (the ring and lib layers,
+# shmtrace._shmtrace (shmtrace/*.c) with libshmtrace's sources (the ring and lib layers,
 # libshm/ring/ and libshm/lib/) compiled into it (static:
 # no shared library to install or find at run time; docs/DESIGN.md says why).
 #   pip install ./python                  (offline: Debian's python3-setuptools
@@ -37,7 +37,7 @@ setup(
     ext_modules=[
         Extension(
             "shmtrace._shmtrace",
-            sources=["shmtrace/_shmtrace.c"] + lib_src,
+            sources=sorted(glob.glob("shmtrace/*.c")) + lib_src,
             include_dirs=[os.path.relpath(d, HERE) for d in INCLUDE],
             define_macros=[("_GNU_SOURCE", None), ("SHMTRACE_VERSION", '"0.1.0"')],
             extra_compile_args=["-std=gnu11", "-pthread", "-fvisibility=hidden",

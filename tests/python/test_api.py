@@ -133,6 +133,57 @@ class TestCalls(RingTest):
                 pass
         self.assertEqual(self.t.stats().strings, before)
 
+    def test_name_pairs_cached_by_identity(self):
+        # more (name, cat) pairs than the identity cache has slots, each
+        # entered twice in a shuffled order, and equal strings that are not
+        # the same object: every span must keep its own name and category
+        pairs = [("n%d" % i, "c%d" % (i % 7)) for i in range(300)]
+        order = [p for p in pairs for _ in range(2)]
+        order = order[::3] + order[1::3] + order[2::3]
+        for name, cat in order:
+            with self.t.span(name, cat=cat):
+                pass
+        for name, cat in pairs[:10]:
+            with self.t.span("".join(list(name)), cat="".join(list(cat))):
+                pass
+        ev = self.export()
+        got = {}
+        for e in util.spans(ev):
+            got.setdefault(e["name"], []).append(e["cat"])
+        for i, (name, cat) in enumerate(pairs):
+            self.assertEqual(got.get(name), [cat] * (3 if i < 10 else 2), name)
+
+    def test_spans_reused_carry_no_state(self):
+        s = self.t.span("left", flow=5)
+        s.__enter__()
+        del s  # never exited: nothing recorded, its object may be reused
+        with self.t.span("next") as s2:
+            self.assertEqual(s2.flow, 0)
+        # nested deeper than the spans kept for reuse
+        spans = [self.t.span("deep%d" % i, flow=i + 1) for i in range(40)]
+        for s in spans:
+            s.__enter__()
+        for s in reversed(spans):
+            self.assertIsNone(s.__exit__(None, None, None))
+        del spans, s
+        ev = self.export()
+        self.assertEqual(util.spans(ev, "left"), [])
+        self.assertEqual(len(util.spans(ev, "next")), 1)
+        for i in range(40):
+            self.assertEqual(len(util.spans(ev, "deep%d" % i)), 1)
+
+    def test_span_enter_exit_are_the_span(self):
+        s = self.t.span("called")
+        self.assertIs(s.__enter__(), s)
+        for nargs in (1, 2, 4):
+            with self.assertRaises(TypeError):
+                s(*[None] * nargs)
+        with self.assertRaises(TypeError):
+            s(exc=None)
+        self.assertIsNone(s.__exit__(KeyError, KeyError("x"), None))  # not swallowed
+        self.assertIn("__enter__", pydoc.render_doc(shmtrace.Span))
+        self.assertEqual(len(util.spans(self.export(), "called")), 1)
+
     def test_stats_and_flush(self):
         st = self.t.stats()
         self.assertIsInstance(st, shmtrace.Stats)

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * _shmtrace.h - what the C files of the CPython binding of libshmtrace
+ * share: the Tracer and Span objects, the argument helpers, the record calls
+ * and their docstrings (a Tracer method and a module function share both).
+ *
+ * Everything on the hot path is C: `with shmtrace.span("x", cat="rpc")`
+ * costs one vectorcall with hand-parsed arguments, two pointer compares
+ * (the (name, cat) ids are cached by the identity of the str objects, behind
+ * a dict keyed by their value, so a name is interned once per tracer), a
+ * Span from a freelist, two calls of the Span itself as its __enter__ and
+ * __exit__ (no bound-method objects), two clock reads and one
+ * shmtrace_span(). The GIL is held across every call that uses a handle,
+ * so close() can never free a handle another thread is inside. Records the
+ * ring cannot take are dropped and counted by the library (stats().dropped),
+ * never raised: tracing must not change the control flow of the traced
+ * program.
+ */
+#ifndef SHMTRACE_PY_SHMTRACE_H
+#define SHMTRACE_PY_SHMTRACE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+
+#include "shmtrace.h"
+
+#define MAX_STRING	1024	/* libshmtrace cuts interned strings here */
+#define MAX_NAME	31	/* and thread/process names here */
+#define CACHE_MAX	65536	/* more distinct names than a ring can hold */
+#define DEFAULT_CAT	"python"
+#define PAIR_SLOTS	64	/* (name, cat) pairs cached by identity; a power of 2 */
+#define SPAN_FREE	16	/* Span objects kept for reuse */
+
+#define FASTKW (METH_FASTCALL | METH_KEYWORDS)
+#define CAST(f) ((PyCFunction)(void (*)(void))(f))
+/* a docstring one file defines and another's method table uses */
+#define PYST_DOC(name, str) const char name[] = PyDoc_STR(str)
+
+/* The ids of one (name, cat) pair of str objects, found by identity: the
+ * literals of a `with span("x", cat="y")` are the same objects every time,
+ * so a hit costs two pointer compares instead of two dict lookups. Holds a
+ * reference to both keys, so an address cannot be reused while cached. */
+struct pair {
+	PyObject *name, *cat;
+	uint32_t name_id, cat_id;
+};
+
+typedef struct {
+	PyObject_HEAD
+	shmtrace_t *t;		/* NULL: tracing off, every call a no-op */
+	int owned;		/* 1: ours to close; 0: the library's default */
+	PyObject *ring;		/* str, or None */
+	PyObject *cache;	/* dict: exact str -> int id */
+	struct pair pairs[PAIR_SLOTS];
+} Tracer;
+
+typedef struct {
+	PyObject_HEAD
+	vectorcallfunc vectorcall;	/* span_call: __enter__ and __exit__ */
+	Tracer *tr;		/* NULL for the shared no-op span */
+	uint64_t start;
+	uint64_t flow;
+	uint32_t cat, name;
+	int active;
+} Span;
+
+extern PyTypeObject pyst_tracer_type, pyst_span_type, pyst_stats_type;
+extern PyStructSequence_Desc pyst_stats_desc;
+extern PyObject *pyst_error;		/* shmtrace.Error */
+extern Tracer *pyst_default_tracer;	/* of the module-level calls; never NULL after init */
+extern int pyst_default_from_env;	/* 1: it may still attach to $SHMTRACE_RING */
+extern Span *pyst_null_span;		/* what span() returns with tracing off */
+extern PyObject *pyst_str_name, *pyst_str_cat, *pyst_str_flow, *pyst_str_value,
+	*pyst_str_default_cat;		/* interned keyword names, and DEFAULT_CAT */
+/* 1 once this thread's name is in the ring (the library keeps it for the
+ * rings the thread writes to later, and across fork) */
+extern __thread int pyst_tls_named;
+
+/* args.c: Python values in, C values out; each returns NULL or -1 with a
+ * Python exception set */
+PyObject *pyst_raise(int ret, PyObject *filename);
+const char *pyst_utf8_of(PyObject *s, const char *what, Py_ssize_t *len);
+void pyst_copy_cut(char *buf, const char *u, Py_ssize_t len, Py_ssize_t max);
+int pyst_parse_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+		    PyObject **keys, int nkeys, int nrequired, PyObject **out);
+int pyst_check_name_cat(PyObject *name, PyObject *cat);
+int pyst_get_flow(PyObject *o, uint64_t *flow);
+
+/* tracer.c */
+Tracer *pyst_tracer_new(shmtrace_t *t, int owned, PyObject *ring);
+Tracer *pyst_dflt(void);
+void pyst_name_thread(Tracer *tr);
+int pyst_intern_name_cat(Tracer *tr, PyObject *name, PyObject *cat, uint32_t *name_id,
+			 uint32_t *cat_id);
+void pyst_pairs_clear(Tracer *tr);
+
+/* 1 when tr records (naming the calling thread on its first record), 0
+ * when it is off */
+static inline int pyst_enabled(Tracer *tr)
+{
+	if (!tr->t)
+		return 0;
+	if (!pyst_tls_named)
+		pyst_name_thread(tr);
+	return 1;
+}
+
+/* span.c */
+Span *pyst_span_alloc(void);
+PyObject *pyst_span(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+
+/* records.c: the record calls, each a Tracer method as it stands */
+PyObject *pyst_instant(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *pyst_counter(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *pyst_flow_new(Tracer *tr, PyObject *unused);
+PyObject *pyst_set_name(Tracer *tr, PyObject *arg, int process);
+PyObject *pyst_set_thread_name(Tracer *tr, PyObject *arg);
+PyObject *pyst_set_process_name(Tracer *tr, PyObject *arg);
+PyObject *pyst_flush(Tracer *tr, PyObject *unused);
+PyObject *pyst_stats(Tracer *tr, PyObject *unused);
+
+extern const char pyst_span_doc[], pyst_instant_doc[], pyst_counter_doc[], pyst_flow_new_doc[],
+	pyst_set_thread_name_doc[], pyst_set_process_name_doc[], pyst_flush_doc[], pyst_stats_doc[];
+
+#endif /* SHMTRACE_PY_SHMTRACE_H */

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracer.c - the Tracer object (one handle on a ring) and what every record
+ * call needs from it: name ids interned once and cached, the thread named on
+ * first use, the default tracer of the module-level calls.
+ */
+#include "_shmtrace.h"
+
+#include <string.h>
+#include <structmember.h>
+
+PyObject *pyst_threading_mod;
+__thread int pyst_tls_named;
+
+/* The id of s in tr's ring, cached per tracer. Returns 0 with an exception
+ * set on a bad argument; an id of 0 from a full string table is a valid
+ * result (exported as "?"), hence the separate *ok. */
+static uint32_t intern(Tracer *tr, PyObject *s, const char *what, int *ok)
+{
+	char buf[MAX_STRING + 1];
+	const char *u;
+	Py_ssize_t len;
+	PyObject *v;
+	uint32_t id;
+
+	*ok = 0;
+	if (PyUnicode_CheckExact(s)) {
+		v = PyDict_GetItemWithError(tr->cache, s);
+		if (v) {
+			*ok = 1;
+			return (uint32_t)PyLong_AsUnsignedLong(v);
+		}
+		if (PyErr_Occurred())
+			return 0;
+	}
+	u = pyst_utf8_of(s, what, &len);
+	if (!u)
+		return 0;
+	pyst_copy_cut(buf, u, len, MAX_STRING);
+	id = shmtrace_intern(tr->t, buf);
+	/* only exact str keys: a subclass could hash differently, or hold
+	 * a reference back to the tracer */
+	if (PyUnicode_CheckExact(s) && PyDict_GET_SIZE(tr->cache) < CACHE_MAX) {
+		v = PyLong_FromUnsignedLong(id);
+		if (!v || PyDict_SetItem(tr->cache, s, v) < 0) {
+			Py_XDECREF(v);
+			return 0;
+		}
+		Py_DECREF(v);
+	}
+	*ok = 1;
+	return id;
+}
+
+/* Names the calling thread after threading.current_thread().name, once.
+ * Any failure (interpreter shutting down) leaves the kernel's name. */
+void pyst_name_thread(Tracer *tr)
+{
+	PyObject *exc_type, *exc_val, *exc_tb, *th, *name;
+	char buf[MAX_NAME + 1];
+	const char *u;
+	Py_ssize_t len;
+
+	pyst_tls_named = 1;
+	PyErr_Fetch(&exc_type, &exc_val, &exc_tb);
+	if (!pyst_threading_mod)
+		pyst_threading_mod = PyImport_ImportModule("threading");
+	th = pyst_threading_mod ? PyObject_CallMethod(pyst_threading_mod, "current_thread", NULL) : NULL;
+	name = th ? PyObject_GetAttrString(th, "name") : NULL;
+	if (name && PyUnicode_Check(name) && (u = PyUnicode_AsUTF8AndSize(name, &len))) {
+		pyst_copy_cut(buf, u, len, MAX_NAME);
+		shmtrace_set_thread_name(tr->t, buf);
+	}
+	Py_XDECREF(name);
+	Py_XDECREF(th);
+	PyErr_Clear();
+	PyErr_Restore(exc_type, exc_val, exc_tb);
+}
+
+/* Interns a record's name and cat (checked by pyst_check_name_cat(); no cat:
+ * DEFAULT_CAT). Returns 0, or -1 with a Python error set. */
+int pyst_intern_name_cat(Tracer *tr, PyObject *name, PyObject *cat, uint32_t *name_id,
+			   uint32_t *cat_id)
+{
+	struct pair *p;
+	int ok;
+
+	if (!cat || cat == Py_None)
+		cat = pyst_str_default_cat;
+	p = &tr->pairs[(((uintptr_t)name >> 4) ^ ((uintptr_t)cat >> 6)) & (PAIR_SLOTS - 1)];
+	if (p->name == name && p->cat == cat) {
+		*name_id = p->name_id;
+		*cat_id = p->cat_id;
+		return 0;
+	}
+	*name_id = intern(tr, name, "name", &ok);
+	if (!ok)
+		return -1;
+	*cat_id = intern(tr, cat, "cat", &ok);
+	if (!ok)
+		return -1;
+	/* exact str only: a subclass instance could refer back to the tracer */
+	if (PyUnicode_CheckExact(name) && PyUnicode_CheckExact(cat)) {
+		PyObject *old_name = p->name, *old_cat = p->cat;
+
+		Py_INCREF(name);
+		Py_INCREF(cat);
+		p->name = name;
+		p->cat = cat;
+		p->name_id = *name_id;
+		p->cat_id = *cat_id;
+		Py_XDECREF(old_name);
+		Py_XDECREF(old_cat);
+	}
+	return 0;
+}
+
+void pyst_pairs_clear(Tracer *tr)
+{
+	for (int i = 0; i < PAIR_SLOTS; i++) {
+		Py_CLEAR(tr->pairs[i].name);
+		Py_CLEAR(tr->pairs[i].cat);
+	}
+}
+
+/* 1 while the module-level functions use the library's default handle
+ * (SHMTRACE_RING), which may attach after import: the ring can appear
+ * later (the library's own thread looks for it every 100 ms) */
+int pyst_default_from_env;
+
+/* The tracer of the module-level functions (always set after init). */
+Tracer *pyst_dflt(void)
+{
+	if (pyst_default_from_env && !pyst_default_tracer->t) {
+		/* pairs with the release store in the library's watcher */
+		shmtrace_t *t = __atomic_load_n(&shmtrace_default, __ATOMIC_ACQUIRE);
+
+		if (t) {
+			const char *env = getenv("SHMTRACE_RING");
+			PyObject *ring = env ? PyUnicode_DecodeFSDefault(env) : NULL;
+
+			pyst_default_tracer->t = t;
+			if (ring) {
+				Py_DECREF(pyst_default_tracer->ring);
+				pyst_default_tracer->ring = ring;
+			} else {
+				PyErr_Clear();
+			}
+		}
+	}
+	return pyst_default_tracer;
+}
+
+static void tracer_detach(Tracer *tr)
+{
+	shmtrace_t *t = tr->t;
+
+	tr->t = NULL;
+	if (!t)
+		return;
+	if (tr->owned)
+		shmtrace_close(t);
+	else if (t == shmtrace_default)
+		shmtrace_default_open(NULL);	/* closes it */
+}
+
+PyDoc_STRVAR(close_doc,
+"close() -> None\n"
+"--\n\n"
+"Flushes this process's staged records into the ring and detaches; the\n"
+"tracer is off from then on (its calls are no-ops). Also what leaving a\n"
+"`with shmtrace.open(...) as t:` block does. Closing twice is harmless.");
+
+static PyObject *tracer_close(Tracer *tr, PyObject *Py_UNUSED(ignored))
+{
+	tracer_detach(tr);
+	Py_RETURN_NONE;
+}
+
+static void tracer_dealloc(Tracer *tr)
+{
+	/* the default handle outlives its wrapper: the library closes it at exit */
+	if (tr->owned)
+		tracer_detach(tr);
+	Py_XDECREF(tr->ring);
+	Py_XDECREF(tr->cache);
+	pyst_pairs_clear(tr);
+	Py_TYPE(tr)->tp_free((PyObject *)tr);
+}
+
+Tracer *pyst_tracer_new(shmtrace_t *t, int owned, PyObject *ring)
+{
+	Tracer *tr = PyObject_New(Tracer, &pyst_tracer_type);
+
+	if (!tr)
+		return NULL;
+	tr->t = t;
+	tr->owned = owned;
+	memset(tr->pairs, 0, sizeof(tr->pairs));
+	tr->ring = ring ? ring : Py_None;
+	Py_INCREF(tr->ring);
+	tr->cache = PyDict_New();
+	if (!tr->cache) {
+		tr->owned = 0;
+		tr->t = NULL;
+		Py_DECREF(tr);
+		return NULL;
+	}
+	return tr;
+}
+
+static PyObject *tracer_enter(Tracer *tr, PyObject *Py_UNUSED(ignored))
+{
+	Py_INCREF(tr);
+	return (PyObject *)tr;
+}
+
+static PyObject *tracer_exit(Tracer *tr, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)args;
+	(void)nargs;
+	tracer_detach(tr);
+	Py_RETURN_NONE;
+}
+
+static PyObject *tracer_repr(Tracer *tr)
+{
+	return PyUnicode_FromFormat("<shmtrace.Tracer ring=%R %s>", tr->ring,
+				    tr->t ? "on" : "off");
+}
+
+static PyMethodDef tracer_methods[] = {
+	{ "span", CAST(pyst_span), FASTKW, pyst_span_doc },
+	{ "instant", CAST(pyst_instant), FASTKW, pyst_instant_doc },
+	{ "counter", CAST(pyst_counter), FASTKW, pyst_counter_doc },
+	{ "flow_new", CAST(pyst_flow_new), METH_NOARGS, pyst_flow_new_doc },
+	{ "set_thread_name", CAST(pyst_set_thread_name), METH_O, pyst_set_thread_name_doc },
+	{ "set_process_name", CAST(pyst_set_process_name), METH_O, pyst_set_process_name_doc },
+	{ "flush", CAST(pyst_flush), METH_NOARGS, pyst_flush_doc },
+	{ "stats", CAST(pyst_stats), METH_NOARGS, pyst_stats_doc },
+	{ "close", CAST(tracer_close), METH_NOARGS, close_doc },
+	{ "__enter__", CAST(tracer_enter), METH_NOARGS, "Returns the tracer." },
+	{ "__exit__", CAST(tracer_exit), METH_FASTCALL, "Closes the tracer." },
+	{ NULL, NULL, 0, NULL }
+};
+
+static PyObject *tracer_get_enabled(Tracer *tr, void *Py_UNUSED(c))
+{
+	return PyBool_FromLong(tr->t != NULL);
+}
+
+static PyGetSetDef tracer_getset[] = {
+	{ "enabled", (getter)tracer_get_enabled, NULL,
+	  "True while attached to a ring; False when off (every call a no-op).", NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+static PyMemberDef tracer_members[] = {
+	{ "ring", T_OBJECT, offsetof(Tracer, ring), READONLY, "The ring's name, or None." },
+	{ NULL, 0, 0, 0, NULL }
+};
+
+PyDoc_STRVAR(tracer_doc,
+"A handle on one ring, from shmtrace.open(); its methods are those of\n"
+"the module (span, instant, counter, flow_new, set_thread_name,\n"
+"set_process_name, flush, stats) on this ring. A context manager that\n"
+"closes it. It stays valid across fork(): the child records under its\n"
+"own pid.");
+
+PyTypeObject pyst_tracer_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "shmtrace.Tracer",
+	.tp_basicsize = sizeof(Tracer),
+	.tp_dealloc = (destructor)tracer_dealloc,
+	.tp_repr = (reprfunc)tracer_repr,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = tracer_doc,
+	.tp_methods = tracer_methods,
+	.tp_getset = tracer_getset,
+	.tp_members = tracer_members,
+};
