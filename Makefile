@@ -171,7 +171,7 @@ $(BUILD)/tests/otlp-hop: tests/otlp/hop.c $(STATIC)
 PY_EXT    := python/shmtrace/_shmtrace$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null || echo .so)
 python: $(PY_EXT) $(BUILD)/tests/py-c-hop
 
-$(PY_EXT): python/shmtrace/_shmtrace.c python/setup.py $(RING_SRC) $(LIB_SRC) \
+$(PY_EXT): $(wildcard python/shmtrace/*.c python/shmtrace/*.h) python/setup.py $(RING_SRC) $(LIB_SRC) \
 		$(wildcard include/*.h libshm/*/*.h)
 	@$(if $(Q),echo "  PY      $@")
 	$(Q)cd python && $(PYTHON) setup.py -q build_ext --inplace >/dev/null
