@@ -168,6 +168,7 @@ $(BUILD)/tests/otlp-hop: tests/otlp/hop.c $(STATIC)
 # The Python extension (python/), built in place for the tests and the demo;
 # setup.py compiles libshm/ring/*.c and libshm/lib/*.c into it, and the C
 # process of its tests.
+PY_INC    := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 PY_EXT    := python/shmtrace/_shmtrace$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null || echo .so)
 python: $(PY_EXT) $(BUILD)/tests/py-c-hop
 
@@ -230,12 +231,15 @@ TIDY_CHECKS := -*,clang-analyzer-*,bugprone-*,-clang-analyzer-valist.Uninitializ
 	-bugprone-implicit-widening-of-multiplication-result,\
 	-bugprone-misplaced-widening-cast,-bugprone-suspicious-string-compare
 lint:
-	@bash tests/deps.sh cppcheck clang-tidy
+	@bash tests/deps.sh cppcheck clang-tidy python3-dev
 	cppcheck --quiet --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE \
 		$(INC_tests) --inline-suppr --error-exitcode=1 util libshm capture collector tools
 	clang-tidy -quiet --warnings-as-errors='*' -checks='$(TIDY_CHECKS)' \
 		$(UTIL_SRC) $(RING_SRC) $(LIB_SRC) $(CAP_SRC) $(wildcard collector/*.c) \
 		$(wildcard tools/*.c) -- -std=gnu11 -D_GNU_SOURCE $(INC_tests) -DSHMTRACE_VERSION='"lint"'
+	clang-tidy -quiet --warnings-as-errors='*' -checks='$(TIDY_CHECKS)' \
+		$(wildcard tools/demo/*.c python/shmtrace/*.c) -- -std=gnu11 -D_GNU_SOURCE $(INC_tests) \
+		-Itools/demo -Ipython/shmtrace -I$(PY_INC) -DSHMTRACE_VERSION='"lint"'
 
 install: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \

@@ -136,16 +136,16 @@ static int parse_number(int o, const char *arg, struct demo_config *cfg,
 			struct shmtrace_ring_config *rc)
 {
 	const struct {
-		int o;
 		const char *name;
-		uint32_t max;
 		uint32_t *to;
+		int o;
+		uint32_t max;
 	} nums[] = {
-		{ 'n', "--requests", 10000000, &cfg->requests },
-		{ 'w', "--workers", DEMO_MAX_WORKERS, &cfg->workers },
-		{ 'c', "--clients", DEMO_MAX_CLIENTS, &cfg->clients },
-		{ 'k', "--crash-worker", DEMO_MAX_WORKERS, &cfg->crash_worker },
-		{ OPT_CAPACITY, "--capacity", 1u << 30, &rc->capacity },
+		{ "--requests", &cfg->requests, 'n', 10000000 },
+		{ "--workers", &cfg->workers, 'w', DEMO_MAX_WORKERS },
+		{ "--clients", &cfg->clients, 'c', DEMO_MAX_CLIENTS },
+		{ "--crash-worker", &cfg->crash_worker, 'k', DEMO_MAX_WORKERS },
+		{ "--capacity", &rc->capacity, OPT_CAPACITY, 1u << 30 },
 	};
 
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
