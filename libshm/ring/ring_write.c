@@ -47,8 +47,10 @@ static void put_record(struct shmt_view *v, uint64_t seq, const struct shmt_reco
  * commit word invalidated, one fence, every record's fields, then every
  * commit word. The middle pass copies the 36 bytes before the commit word
  * as plain memory (a seqlock's copy, like the kernel's): a record's worth
- * of loads and stores instead of seven of each, which made a flush of 128
- * records three times faster (docs/DESIGN.md, "The span call's tail").
+ * of loads and stores instead of seven of each, under the lock that other
+ * producers may be trying. The stores to cold ring lines still dominate a
+ * flush: its effect on the span call's tail was within the noise
+ * (docs/BENCHMARKS.md, "What changed").
  * ThreadSanitizer sees plain stores racing the reader's copy, so its build
  * keeps the atomic stores of put_record().
  */
