@@ -205,6 +205,8 @@ static int list_names(char ***out, size_t *n)
 	return 0;
 }
 
+/* a command's help is its own text, whole: lines it shares with other
+ * commands' help (the options) stay in it, so each reads in one piece */
 static const char ls_usage[] =
 	"Usage: shmtrace ls [--json]\n"
 	"Lists the shmtrace rings in /dev/shm that can be read: size, permissions,\n"

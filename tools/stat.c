@@ -286,6 +286,8 @@ static int stat_capture(const char *path, struct kv *o)
 	return EXIT_OK;
 }
 
+/* a command's help is its own text, whole: lines it shares with other
+ * commands' help (the options) stay in it, so each reads in one piece */
 static const char stat_usage[] =
 	"Usage: shmtrace stat NAME|CAPTURE [--json]\n"
 	"Shows a ring (when /dev/shm/NAME exists and NAME is not a path) or a\n"

@@ -32,6 +32,8 @@ struct summary {
 	size_t n, cap;
 };
 
+/* a command's help is its own text, whole: lines it shares with other
+ * commands' help (the options) stay in it, so each reads in one piece */
 static const char summary_usage[] =
 	"Usage: shmtrace summary CAPTURE... [--json]\n"
 	"       shmtrace summary --ring NAME [--json]\n"

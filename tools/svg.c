@@ -20,6 +20,8 @@
 #define DEFAULT_SPAN	2000000ull	/* ns: a few demo requests, legibly */
 #define DEFAULT_WIDTH	1400u
 
+/* a command's help is its own text, whole: lines it shares with other
+ * commands' help (the options) stay in it, so each reads in one piece */
 static const char svg_usage[] =
 	"Usage: shmtrace svg CAPTURE... -o OUT.svg [options]\n"
 	"       shmtrace svg --ring NAME -o OUT.svg [options]\n"

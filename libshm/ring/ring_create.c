@@ -101,7 +101,8 @@ static void sweep_temporaries(int dir)
 	closedir(d);
 }
 
-/* Fills a fresh header for layout l and configuration c. */
+/* Fills a fresh header for layout l and configuration c: one assignment
+ * per field, in docs/FORMAT.md's order, so the two read side by side. */
 static void header_init(struct shmt_header *h, const struct shmtrace_ring_config *c,
 			const struct shmt_layout *l)
 {

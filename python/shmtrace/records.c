@@ -101,6 +101,8 @@ PyObject *pyst_set_name(Tracer *tr, PyObject *arg, int process)
 	Py_RETURN_NONE;
 }
 
+/* CPython wants one function and one docstring per method: the pairs
+ * below share a shape and differ in their text and the call they make. */
 PYST_DOC(pyst_set_thread_name_doc,
 "set_thread_name(name) -> None\n"
 "--\n\n"
