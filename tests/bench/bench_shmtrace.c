@@ -429,6 +429,10 @@ struct mp_result {
 	uint64_t start, end, errors;
 };
 
+/* a producer's warm-up: at least a ring lap, as many spans as it will write
+ * up to 2 M (the paced runs' 8 to 20 M would only lengthen the bench) */
+#define MP_WARM (g_n < RING_CAP ? RING_CAP : g_n < 2000000 ? g_n : 2000000)
+
 /* one run of nproc producer processes, each g_n spans; returns spans/s */
 static double mp_run(const char *name, int nproc, uint64_t *errors)
 {
@@ -454,7 +458,7 @@ static double mp_run(const char *name, int nproc, uint64_t *errors)
 			/* warm-up in this process: a long-lived producer has the
 			 * ring's pages mapped and its block claimed; the cost of a
 			 * cold process is in docs/BENCHMARKS.md */
-			for (uint64_t k = 0; k < (g_n > RING_CAP ? g_n : RING_CAP); k++) {
+			for (uint64_t k = 0; k < MP_WARM; k++) {
 				uint64_t t0 = shmtrace_now();
 
 				shmtrace_span(t, cat, nm, t0, shmtrace_now(), 0);

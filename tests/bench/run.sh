@@ -194,7 +194,8 @@ say "              CPU ns = the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) / sp
 say "  1b begin+end: the same, shmtrace_begin() + shmtrace_end() (the span kept open on the thread's stack meanwhile)"
 say "  1c args:   the same as 1, shmtrace_span_args() with 3 arguments (2 integers, 1 string): 4 records per span"
 say "  2 two-proc: 2 producer processes on one ring, each warmed up with a ring lap first (paced, no drops):"
-say "              burst: 2 x $N_BURST spans per run into a drained ring; sustained: 2 x $N_MP spans per run, flat out"
+say "              burst: 2 x $N_BURST spans per run into a drained ring; sustained: 2 x $N_MP spans per run, flat out;"
+say "              paced at R spans/s in total: 2 x R/2 spans per run (a second at the asked rate), a fresh collector per R"
 say "  3 latency:  $N_LAT timed span calls per run (rdtscp around the call only), a 2nd process producing; both shmtrace"
 say "              producers pause (untimed) while the ring is over half full, so the ring never drops; LTTng's 2nd is flat out"
 say "  4 disabled: SHMTRACE_SCOPE with shmtrace_default == NULL, $N_DIS iterations (LTTng: tracepoint, no session)"
@@ -225,7 +226,8 @@ S2=$(shm_case mp2 "$N_MP" "$RUNS")
 PACED=()
 for r in 16000000 20000000 24000000 28000000 32000000 36000000 40000000; do
 	say "running 2 two-proc paced at $((r / 1000000)) M spans/s..."
-	PACED+=("$(BENCH_RATE=$r shm_case mp2 "$N_MP" "$RUNS")")
+	# a second per run at the asked rate (2 x r/2 spans); QUICK: N_MP
+	PACED+=("$(BENCH_RATE=$r shm_case mp2 "$([ "$QUICK" = 1 ] && echo "$N_MP" || echo $((r / 2)))" "$RUNS")")
 	[ "$(field "${PACED[-1]}" dropped)" = 0 ] || break
 done
 L2=$(lt_case mp2 mp2 "$N_MP" "$RUNS")
