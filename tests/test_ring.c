@@ -135,6 +135,19 @@ static void test_refuses_foreign_segments(void **state)
 	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), -EBADMSG);
 	shmtrace_ring_unlink(name);
 
+	/* a ring of format 1.2, whose blocks held 64 records: refused by
+	 * name, not misread */
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	{
+		uint32_t old = 64;
+
+		poke(name, offsetof(struct shmt_header, block_records), &old, 4);
+	}
+	assert_int_equal(shmtrace_open(name, &t), -EBADMSG);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, "block size 64 is not 256 records"));
+	shmtrace_ring_unlink(name);
+
 	/* writable by others */
 	assert_int_equal(shmtrace_ring_create(name, &c), 0);
 	assert_int_equal(chmod(path, 0666), 0);
