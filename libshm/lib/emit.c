@@ -102,7 +102,7 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 		}
 	}
 	w = s->written;
-	r = &s->recs[w & (SHMT_BLOCK_RECORDS - 1)];
+	r = &s->recs[w & s->mask];
 	r->ts = ts;
 	r->dur = dur;
 	r->flow = flow;
@@ -115,7 +115,7 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 		uint32_t idx[1 + SHMTRACE_MAX_ARGS];
 
 		for (unsigned i = 0; i <= nargs; i++)
-			idx[i] = (uint32_t)((w + i) & (SHMT_BLOCK_RECORDS - 1));
+			idx[i] = (uint32_t)((w + i) & s->mask);
 		fill_args(a, s->recs, idx, args, nargs);
 	}
 	if (sp && sp->block_ == (void *)s->b && sp->gen_ == shmt_fork_gen &&

@@ -26,6 +26,7 @@ struct shmt_tls_slot {
 	uint64_t written;		/* our copy of b->written */
 	uint64_t limit;			/* taken + block_records: full, must flush */
 	uint64_t soft;			/* <= limit: time to try a flush */
+	uint32_t mask;			/* the ring's block_records - 1 */
 };
 
 /* emit.c: the calling thread's slots, slot 0 the one the hot path checks */

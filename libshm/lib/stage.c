@@ -13,14 +13,13 @@
 
 #define WEDGE_NS (1000ull * 1000 * 1000)	/* after a timeout, only try for this long */
 /*
- * A thread tries the lock (never waits on it) once FLUSH_RECORDS are
+ * A thread tries the lock (never waits on it) once half its block is
  * staged, and again every FLUSH_RETRY records while the lock stays busy; it
- * waits only when its whole block is full. One call in FLUSH_RECORDS
- * pays for a flush, so the p99 call never does, and no call waits on a
- * busy lock while its block has room (docs/DESIGN.md, "The span call's
- * tail").
+ * waits only when its whole block is full. One call in block_records / 2
+ * pays for a flush (1 in 2048 in rings of 1M records and more), so the
+ * p99.9 call never does, and no call waits on a busy lock while its block
+ * has room (docs/DESIGN.md, "The span call's tail").
  */
-#define FLUSH_RECORDS (SHMT_BLOCK_RECORDS / 2)
 #define FLUSH_RETRY 16u
 
 /* Takes the ring lock for a producer: bounded, and after a timeout only
@@ -83,8 +82,8 @@ static void set_marks(struct shmt_tls_slot *s)
 {
 	uint64_t taken = load_acquire(&s->b->taken);
 
-	s->limit = taken + SHMT_BLOCK_RECORDS;
-	s->soft = taken + FLUSH_RECORDS;
+	s->limit = taken + s->mask + 1;
+	s->soft = taken + (s->mask + 1) / 2;
 }
 
 /* Finds or makes the calling thread's slot for attachment a. NULL means
@@ -146,6 +145,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a)
 	s->gen = shmt_fork_gen;
 	s->idx = (uint32_t)idx;
 	s->b = shmt_block_at(&a->v, (uint32_t)idx);
+	s->mask = a->v.block_records - 1;
 	s->recs = shmt_block_recs(s->b);
 	s->written = load_relaxed(&s->b->written);
 	set_marks(s);
@@ -171,7 +171,7 @@ int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, 
 	shmt_wake_collector(&a->v);
 	set_marks(s);
 	shmt_attach_current(t);
-	return pending <= SHMT_BLOCK_RECORDS && done < pending ? -ENOSPC : 0;
+	return pending <= s->mask + 1 && done < pending ? -ENOSPC : 0;
 }
 
 /*

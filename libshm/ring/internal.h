@@ -78,6 +78,7 @@ struct shmt_layout {
 	uint64_t strings_off, hash_off, heap_off, threads_off, blocks_off;
 	uint64_t block_size, records_off, size;
 	uint32_t hash_slots;
+	uint32_t block_records;	/* shmt_block_records_for(capacity) */
 };
 
 /* ring.c */

@@ -50,7 +50,8 @@ int shmt_layout_compute(uint32_t capacity, uint32_t max_strings, uint32_t string
 	off = ALIGN_UP(off + string_bytes, 64);
 	l->threads_off = off;
 	off = ALIGN_UP(off + sizeof(struct shmt_thread) * (uint64_t)max_threads, 64);
-	l->block_size = sizeof(struct shmt_block) + (uint64_t)SHMT_BLOCK_RECORDS * SHMT_RECORD_SIZE;
+	l->block_records = shmt_block_records_for(capacity);
+	l->block_size = sizeof(struct shmt_block) + (uint64_t)l->block_records * SHMT_RECORD_SIZE;
 	l->blocks_off = off;
 	off = ALIGN_UP(off + l->block_size * nblocks, 4096);
 	l->records_off = off;
@@ -131,13 +132,14 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 		    (unsigned long long)c->segment_size, (unsigned long long)file_size);
 	if (c->mode > SHMTRACE_MODE_OVERWRITE)
 		ERR(-EBADMSG, "unknown ring mode %u", c->mode);
-	if (c->block_records != SHMT_BLOCK_RECORDS)
-		ERR(-EBADMSG, "block size %u is not %u records (a ring of another libshmtrace "
-		    "version: make it again)", c->block_records, SHMT_BLOCK_RECORDS);
 	if (shmt_layout_compute(c->capacity, c->max_strings, c->string_bytes, c->max_threads,
 				c->nblocks, &l) < 0)
 		ERR(-EBADMSG, "impossible geometry (capacity %u, strings %u, threads %u, blocks %u)",
 		    c->capacity, c->max_strings, c->max_threads, c->nblocks);
+	if (c->block_records != l.block_records)
+		ERR(-EBADMSG, "block size %u is not %u records, as a ring of %u records has (a ring "
+		    "of another libshmtrace version: make it again)", c->block_records,
+		    l.block_records, c->capacity);
 	if (l.size != file_size || l.strings_off != c->strings_off || l.hash_off != c->hash_off ||
 	    l.heap_off != c->heap_off || l.threads_off != c->threads_off ||
 	    l.blocks_off != c->blocks_off || l.block_size != c->block_size ||
@@ -154,7 +156,7 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 	v->hash_slots = l.hash_slots;
 	v->max_threads = c->max_threads;
 	v->nblocks = c->nblocks;
-	v->block_records = SHMT_BLOCK_RECORDS;
+	v->block_records = l.block_records;
 	v->block_size = l.block_size;
 	v->clock = c->clock;
 	if (v->base) {

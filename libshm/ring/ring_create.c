@@ -121,7 +121,7 @@ static void header_init(struct shmt_header *h, const struct shmtrace_ring_config
 	h->hash_slots = l->hash_slots;
 	h->max_threads = c->max_threads;
 	h->nblocks = c->blocks;
-	h->block_records = SHMT_BLOCK_RECORDS;
+	h->block_records = l->block_records;
 	h->strings_off = l->strings_off;
 	h->hash_off = l->hash_off;
 	h->heap_off = l->heap_off;

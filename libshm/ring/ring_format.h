@@ -19,13 +19,17 @@
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
 #define SHMT_RING_MAJOR		1u
-#define SHMT_RING_MINOR		3u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
-					   3: staging blocks of 256 records */
+#define SHMT_RING_MINOR		4u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
+					   3: staging blocks of 256 records;
+					   4: block size from the capacity */
 #define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
 #define SHMT_RECORD_SIZE	40u
-#define SHMT_BLOCK_RECORDS	256u	/* records per per-thread staging block (64 before minor 3) */
+/* records per staging block: capacity / 256 within these bounds (minor 4;
+ * 256 for every ring in minor 3, 64 before) */
+#define SHMT_BLOCK_RECORDS_MIN	64u
+#define SHMT_BLOCK_RECORDS_MAX	4096u
 #define SHMT_NAME_LEN		32u	/* process/thread name bytes, NUL included */
 #define SHMT_STRING_MAX		1024u	/* longest interned string */
 #define SHMT_MAX_STRINGS	65535u	/* ids are 16 bits; 0 means none */
@@ -72,6 +76,22 @@ static inline bool shmt_commit_is(uint32_t c, uint64_t seq)
 
 /* Ring-global counters that change under load: one cache line each, so
  * producers bumping `head` do not bounce the collector's `tail`. */
+/*
+ * Records per staging block for a ring of capacity records (a power of
+ * two): 1/256 of the ring, within [64, 4096]. A thread tries to flush once
+ * half its block is staged, so one call in block/2 pays for a flush: in a
+ * ring of 1M records and more, one in 2048, rarer than the p99.9 call
+ * (docs/DESIGN.md, "The span call's tail"); and a flush never takes more
+ * than 1/512 of the ring.
+ */
+static inline uint32_t shmt_block_records_for(uint32_t capacity)
+{
+	uint32_t n = capacity / 256;
+
+	return n < SHMT_BLOCK_RECORDS_MIN ? SHMT_BLOCK_RECORDS_MIN :
+	       n > SHMT_BLOCK_RECORDS_MAX ? SHMT_BLOCK_RECORDS_MAX : n;
+}
+
 struct shmt_line {
 	uint64_t v;
 	uint8_t pad[56];

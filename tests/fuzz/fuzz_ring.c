@@ -230,7 +230,7 @@ static uint8_t *build_image(const uint8_t *data, size_t size, size_t *len)
 
 static void read_all(const struct shmt_view *v)
 {
-	static struct shmt_record blk[SHMT_BLOCK_RECORDS];
+	static struct shmt_record blk[SHMT_BLOCK_RECORDS_MAX];
 	volatile uint64_t sink = 0;
 	struct shmt_record r;
 	struct shmt_thread t;
