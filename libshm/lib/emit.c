@@ -48,22 +48,58 @@ static void fill_args(const struct shmt_att *a, struct shmt_record *r, uint32_t 
 }
 
 /*
- * Stages one event and its n arguments as one group: they are published by
- * one release store of written, so whoever flushes the block, and a reader
- * of a dead thread's block, sees all of them or none. sp, when not NULL, is
- * the open span this record ends: its stack entry is marked as closing
- * before the store (see struct shmt_block). Constant arguments fold away
- * for the plain calls.
+ * Stores one event and its n arguments in the slot's block as one group:
+ * they are published by one release store of written, so whoever flushes
+ * the block, and a reader of a dead thread's block, sees all of them or
+ * none. sp, when not NULL, is the open span this record ends: its stack
+ * entry is marked as closing before the store (see struct shmt_block).
+ * The caller made room for 1 + nargs records.
  */
-static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name,
-		       uint64_t ts, uint64_t dur, uint64_t flow,
-		       const struct shmtrace_arg *args, unsigned nargs,
-		       const struct shmtrace_open_span *sp)
+static inline void stage(struct shmt_tls_slot *s, const struct shmt_att *a, uint32_t kind,
+			 uint32_t cat, uint32_t name, uint64_t ts, uint64_t dur, uint64_t flow,
+			 const struct shmtrace_arg *args, unsigned nargs,
+			 const struct shmtrace_open_span *sp)
+{
+	uint64_t w = s->written;
+	struct shmt_record *r = &s->recs[w & s->mask];
+
+	r->ts = ts;
+	r->dur = dur;
+	r->flow = flow;
+	r->pid = shmt_pid;
+	r->tid = shmt_tls_tid;
+	r->name = (uint16_t)name;
+	r->cat = (uint16_t)cat;
+	r->commit = kind;
+	if (nargs) {
+		uint32_t idx[1 + SHMTRACE_MAX_ARGS];
+
+		for (unsigned i = 0; i <= nargs; i++)
+			idx[i] = (uint32_t)((w + i) & s->mask);
+		fill_args(a, s->recs, idx, args, nargs);
+	}
+	if (sp && sp->block_ == (void *)s->b && sp->gen_ == shmt_fork_gen &&
+	    sp->depth_ < SHMT_OPEN_MAX)
+		store_relaxed(&s->b->open_closing, (w + 1 + nargs) << 8 | (sp->depth_ + 1));
+	/* pairs with the acquire load of written by whoever flushes the block;
+	 * orders open_closing before it too */
+	store_release(&s->b->written, w + 1 + nargs);
+	s->written = w + 1 + nargs;
+}
+
+/*
+ * emit() when its fast path does not apply: no handle, a handle not yet
+ * attached or moved to another ring, the thread's first record (or its
+ * first after a fork), or a block at its flush mark. Out of line, so that
+ * the fast path saves no registers and keeps no stack frame.
+ */
+static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uint32_t cat,
+					       uint32_t name, uint64_t ts, uint64_t dur,
+					       uint64_t flow, const struct shmtrace_arg *args,
+					       unsigned nargs, const struct shmtrace_open_span *sp)
 {
 	struct shmt_tls_slot *s = &shmt_tls[0];
-	struct shmt_record *r;
 	struct shmt_att *a;
-	uint64_t w;
 	int ret = 0;
 
 	if (unlikely(t == NULL))
@@ -101,33 +137,37 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 			return ret;
 		}
 	}
-	w = s->written;
-	r = &s->recs[w & s->mask];
-	r->ts = ts;
-	r->dur = dur;
-	r->flow = flow;
-	r->pid = shmt_pid;
-	r->tid = shmt_tls_tid;
-	r->name = (uint16_t)name;
-	r->cat = (uint16_t)cat;
-	r->commit = kind;
-	if (nargs) {
-		uint32_t idx[1 + SHMTRACE_MAX_ARGS];
-
-		for (unsigned i = 0; i <= nargs; i++)
-			idx[i] = (uint32_t)((w + i) & s->mask);
-		fill_args(a, s->recs, idx, args, nargs);
-	}
-	if (sp && sp->block_ == (void *)s->b && sp->gen_ == shmt_fork_gen &&
-	    sp->depth_ < SHMT_OPEN_MAX)
-		store_relaxed(&s->b->open_closing, (w + 1 + nargs) << 8 | (sp->depth_ + 1));
-	/* pairs with the acquire load of written by whoever flushes the block;
-	 * orders open_closing before it too */
-	store_release(&s->b->written, w + 1 + nargs);
-	s->written = w + 1 + nargs;
+	stage(s, a, kind, cat, name, ts, dur, flow, args, nargs, sp);
 	/* this record is staged; -ENOSPC says the flush that made room for
 	 * it dropped earlier records of this thread */
 	return ret;
+}
+
+/*
+ * Stages one event and its n arguments (see stage()). The fast path, a
+ * handle attached and not remapped, the thread's slot 0 its slot for that
+ * attachment and the block below its flush mark, is a handful of loads and
+ * compares and the stores of the record; everything else is emit_slow().
+ * Constant arguments fold away for the plain calls.
+ */
+static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name,
+		       uint64_t ts, uint64_t dur, uint64_t flow,
+		       const struct shmtrace_arg *args, unsigned nargs,
+		       const struct shmtrace_open_span *sp)
+{
+	struct shmt_tls_slot *s = &shmt_tls[0];
+	const struct shmt_att *a;
+
+	if (likely(t != NULL)) {
+		/* pairs with the release store of cur in attach_locked() */
+		a = load_acquire(&t->cur);
+		if (likely(a != NULL && a->remap == NULL && s->id == a->id &&
+			   s->gen == shmt_fork_gen && s->written + nargs < s->soft)) {
+			stage(s, a, kind, cat, name, ts, dur, flow, args, nargs, sp);
+			return 0;
+		}
+	}
+	return emit_slow(t, kind, cat, name, ts, dur, flow, args, nargs, sp);
 }
 
 SHMT_API int shmtrace_span(shmtrace_t *t, uint32_t cat, uint32_t name,
