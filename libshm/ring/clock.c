@@ -31,10 +31,19 @@ static inline uint64_t read_tsc(void)
 #define HAVE_TSC 0
 #endif
 
+/*
+ * The one shift the creator writes: ns = ticks * mult >> 24 keeps mult
+ * within 32 bits for any TSC above 4 MHz and the product within 128 bits
+ * always. A constant shift is one instruction in shmtrace_now(), a shift
+ * read from the header four; a ring stating another one (only a peer
+ * writes that) is used with CLOCK_MONOTONIC instead.
+ */
+#define TSC_SHIFT 24u
+
 /* The conversion this process uses; set from the first ring it attaches. */
 static struct {
 	uint64_t mono0, tsc0;
-	uint32_t mult, shift;
+	uint32_t mult;
 	int tsc_ok;
 } g_clock;
 
@@ -115,9 +124,7 @@ void shmt_clock_calibrate(struct shmt_clock *c, bool allow_tsc)
 	read_pair(&t1, &m1);
 	if (t1 <= t0 || m1 <= m0)
 		return;
-	/* ns = ticks * mult >> shift; shift 24 keeps mult within 32 bits for
-	 * any TSC above 4 MHz and the product within 128 bits always */
-	c->shift = 24;
+	c->shift = TSC_SHIFT;
 	c->mult = (uint32_t)(((unsigned __int128)(m1 - m0) << c->shift) / (t1 - t0));
 	if (!c->mult)
 		return;
@@ -131,14 +138,13 @@ void shmt_clock_adopt(const struct shmt_clock *c)
 	static int claimed;
 
 	/* first TSC ring wins; rings made on one host agree within calibration error */
-	if (!c->tsc_ok || !c->mult || c->shift > 40)
+	if (!c->tsc_ok || !c->mult || c->shift != TSC_SHIFT)
 		return;
 	if (__atomic_exchange_n(&claimed, 1, __ATOMIC_ACQ_REL))
 		return;
 	g_clock.mono0 = c->mono0;
 	g_clock.tsc0 = c->tsc0;
 	g_clock.mult = c->mult;
-	g_clock.shift = c->shift;
 	__atomic_store_n(&g_clock.tsc_ok, 1, __ATOMIC_RELEASE);
 }
 
@@ -149,8 +155,8 @@ SHMT_API uint64_t shmtrace_now(void)
 
 		/* a read before tsc0 (another core, a little behind) stays monotonic */
 		if (unlikely(d < 0))
-			return g_clock.mono0 - (uint64_t)(((unsigned __int128)(uint64_t)-d * g_clock.mult) >> g_clock.shift);
-		return g_clock.mono0 + (uint64_t)(((unsigned __int128)(uint64_t)d * g_clock.mult) >> g_clock.shift);
+			return g_clock.mono0 - (uint64_t)(((unsigned __int128)(uint64_t)-d * g_clock.mult) >> TSC_SHIFT);
+		return g_clock.mono0 + (uint64_t)(((unsigned __int128)(uint64_t)d * g_clock.mult) >> TSC_SHIFT);
 	}
 	return shmt_mono_ns();
 }
