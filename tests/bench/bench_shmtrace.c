@@ -33,8 +33,11 @@
 #include "ring_reader.h"
 #include "shmtrace.h"
 
-#define RING_CAP (1u << 20)
+/* records per ring: 1M, or BENCH_RING_CAP (a power of two) to see how
+ * another size behaves, e.g. the default ring's 262144 in case 3 */
+#define RING_CAP g_ring_cap
 
+static uint32_t g_ring_cap = 1u << 20;
 static uint64_t g_n, g_runs;
 static uint64_t g_rate;	/* BENCH_RATE: total spans/s to pace producers at; 0 = flat out */
 static const char *g_prefix, *g_tmp;
@@ -1012,6 +1015,9 @@ int main(int argc, char **argv)
 	g_n = bench_env_u64("BENCH_N", 1000000);
 	g_runs = bench_env_u64("BENCH_RUNS", 5);
 	g_rate = bench_env_u64("BENCH_RATE", 0);
+	g_ring_cap = (uint32_t)bench_env_u64("BENCH_RING_CAP", 1u << 20);
+	if (g_ring_cap < 1024 || g_ring_cap > SHMT_MAX_CAPACITY || (g_ring_cap & (g_ring_cap - 1)))
+		bench_die("BENCH_RING_CAP: need a power of two from 1024 to 2^24");
 	if (g_runs < 1 || g_runs > 64 || g_n < 1)
 		return 2;
 	g_prefix = getenv("BENCH_PREFIX") ? getenv("BENCH_PREFIX") : "shmtbench-";
