@@ -105,7 +105,7 @@ int shmtrace_open(const char *name, shmtrace_t **out);
  *
  * Every handle (from either open) also notices, at most every 100 ms and
  * only when a staging block is flushed (once per half block: 32 to 2048
- * records, 1/512 of the ring's capacity), when its
+ * records, 1/128 of the ring's capacity), when its
  * ring's name comes to refer to another segment (the ring was removed and
  * made again, say by a restarted `shmtrace-collector --create`): it moves
  * to the new ring. Records staged in the old one stay there (a post-mortem
@@ -159,7 +159,7 @@ uint64_t shmtrace_now(void);
  *
  * These three calls return 0 when the record is staged (it survives the
  * process from then on). Records reach the ring half a block at a time
- * (1/512 of the ring's capacity, 32 to 2048 records), so
+ * (1/128 of the ring's capacity, 32 to 2048 records), so
  * a full ring in discard mode is noticed when a block is flushed: the call
  * that triggered the flush stages its own record and returns -ENOSPC, and
  * the drops it reports (counted in shmtrace_stats().dropped) may be of

@@ -444,8 +444,8 @@ static void test_other_pid_namespace_refused(void **state)
 
 /*
  * Issue 13.3: a producer never waits on a busy lock while its block has
- * room. A thread's block in a ring of 65536 records holds 256 (ring format
- * 1.4: 1/256 of the capacity); it tries the lock once 128 are staged and
+ * room. A thread's block in a ring of 16384 records holds 256 (ring format
+ * 1.4: 1/64 of the capacity); it tries the lock once 128 are staged and
  * waits only when all 256 are. With the lock
  * free, the 129th record finds 128 staged and moves them. Then another
  * process holds the lock: 255 more calls each return 0 at once (no timeout,
@@ -456,7 +456,7 @@ static void test_other_pid_namespace_refused(void **state)
 static void test_busy_lock_never_waited_on_below_full(void **state)
 {
 	const char *name = test_ring_name("busy");
-	const struct shmtrace_ring_config cfg = { .capacity = 65536 };
+	const struct shmtrace_ring_config cfg = { .capacity = 16384 };
 	const uint64_t block = shmt_block_records_for(cfg.capacity), half = block / 2;
 	int held[2], release[2], go[2], status;
 	struct shmtrace_stats st;

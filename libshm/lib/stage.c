@@ -16,7 +16,7 @@
  * A thread tries the lock (never waits on it) once half its block is
  * staged, and again every FLUSH_RETRY records while the lock stays busy; it
  * waits only when its whole block is full. One call in block_records / 2
- * pays for a flush (1 in 2048 in rings of 1M records and more), so the
+ * pays for a flush (1 in 2048 in rings of 256K records and more), so the
  * p99.9 call never does, and no call waits on a busy lock while its block
  * has room (docs/DESIGN.md, "The span call's tail").
  */

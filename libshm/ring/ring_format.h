@@ -26,7 +26,7 @@
 
 #define SHMT_HEADER_SIZE	4096u
 #define SHMT_RECORD_SIZE	40u
-/* records per staging block: capacity / 256 within these bounds (minor 4;
+/* records per staging block: capacity / 64 within these bounds (minor 4;
  * 256 for every ring in minor 3, 64 before) */
 #define SHMT_BLOCK_RECORDS_MIN	64u
 #define SHMT_BLOCK_RECORDS_MAX	4096u
@@ -78,15 +78,15 @@ static inline bool shmt_commit_is(uint32_t c, uint64_t seq)
  * producers bumping `head` do not bounce the collector's `tail`. */
 /*
  * Records per staging block for a ring of capacity records (a power of
- * two): 1/256 of the ring, within [64, 4096]. A thread tries to flush once
+ * two): 1/64 of the ring, within [64, 4096]. A thread tries to flush once
  * half its block is staged, so one call in block/2 pays for a flush: in a
- * ring of 1M records and more, one in 2048, rarer than the p99.9 call
- * (docs/DESIGN.md, "The span call's tail"); and a flush never takes more
- * than 1/512 of the ring.
+ * ring of 256K records (the default) and more, one in 2048, rarer than the
+ * p99.9 call (docs/DESIGN.md, "The span call's tail"); and a flush never
+ * takes more than 1/128 of the ring.
  */
 static inline uint32_t shmt_block_records_for(uint32_t capacity)
 {
-	uint32_t n = capacity / 256;
+	uint32_t n = capacity / 64;
 
 	return n < SHMT_BLOCK_RECORDS_MIN ? SHMT_BLOCK_RECORDS_MIN :
 	       n > SHMT_BLOCK_RECORDS_MAX ? SHMT_BLOCK_RECORDS_MAX : n;
