@@ -9,7 +9,8 @@
  * `written` counter is release-stored, and from that moment the record
  * survives the death of its process (the collector or the post-mortem
  * reader adopts the block). Once half its block is staged the thread tries
- * the ring's robust mutex (once per 128 records) to move them into the
+ * the ring's robust mutex (once per half block: 2048 records in rings of
+ * 256K and more) to move them into the
  * ring, and waits for it only when the block is full.
  * docs/DESIGN.md says why, and what this was measured against.
  */
