@@ -255,11 +255,11 @@ static int drainer_stop(struct drainer *d)
 }
 
 /*
- * Removes a stopped drainer's capture, which no one reads after its case.
- * Captures left on tmpfs from case to case (a gigabyte by case 6) made
- * the later cases write onto memory this VM had not touched lately, and
- * that alone slowed them: OTLP's 4.8 GB of JSON went out at 0.81 GB/s
- * with 2 GB of other files on /dev/shm and 1.3 to 1.5 GB/s without.
+ * Removes a stopped drainer's capture, which no one reads after its case,
+ * so that the cases do not leave each other a gigabyte of tmpfs: run
+ * alone, the OTLP export wrote its 4.8 GB at 0.81 GB/s with 2 GB of other
+ * files on /dev/shm and 1.3 to 1.5 GB/s without (docs/BENCHMARKS.md, under
+ * Targets, says what this did and did not change inside `make bench`).
  */
 static void drainer_drop_capture(const struct drainer *d)
 {
