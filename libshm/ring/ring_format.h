@@ -74,8 +74,6 @@ static inline bool shmt_commit_is(uint32_t c, uint64_t seq)
 	return shmt_kind_valid(SHMT_COMMIT_KIND(c)) && SHMT_COMMIT_SEQ(c) == (seq & 0xffffffu);
 }
 
-/* Ring-global counters that change under load: one cache line each, so
- * producers bumping `head` do not bounce the collector's `tail`. */
 /*
  * Records per staging block for a ring of capacity records (a power of
  * two): 1/64 of the ring, within [64, 4096]. A thread tries to flush once
@@ -92,6 +90,8 @@ static inline uint32_t shmt_block_records_for(uint32_t capacity)
 	       n > SHMT_BLOCK_RECORDS_MAX ? SHMT_BLOCK_RECORDS_MAX : n;
 }
 
+/* Ring-global counters that change under load: one cache line each, so
+ * producers bumping `head` do not bounce the collector's `tail`. */
 struct shmt_line {
 	uint64_t v;
 	uint8_t pad[56];
