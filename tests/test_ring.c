@@ -619,8 +619,76 @@ static void test_block_grows_with_ring(void **state)
 	}
 }
 
-int main(void)
+/*
+ * A fresh process opening the ring: 0 if shmtrace_now() agrees with
+ * CLOCK_MONOTONIC within a millisecond, 1 if not, 2 if it cannot open it.
+ * Run as `test_ring clock-child NAME`, so that no ring of this process
+ * has set the clock before (the first ring a process attaches does).
+ */
+static int clock_child(const char *name)
 {
+	struct timespec ts;
+	shmtrace_t *t;
+	uint64_t now, mono;
+
+	if (shmtrace_open(name, &t) < 0)
+		return 2;
+	now = shmtrace_now();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	mono = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	shmtrace_close(t);
+	return (now > mono ? now - mono : mono - now) < 1000000 ? 0 : 1;
+}
+
+static int run_clock_child(const char *name)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl("/proc/self/exe", "test_ring", "clock-child", name, (char *)NULL);
+		_exit(3);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/*
+ * The creator's TSC conversion uses shift 24, and producers use the TSC
+ * only with that shift: a ring whose header states another (a peer wrote
+ * it) is read with CLOCK_MONOTONIC, not with a clock 16 times too fast.
+ */
+static void test_foreign_clock_shift_not_used(void **state)
+{
+	const char *name = test_ring_name("shift");
+	struct shmtrace_ring_config c;
+	struct shmt_view v;
+	char err[256];
+	uint32_t shift = 20, tsc_ok;
+
+	(void)state;
+	small_cfg(&c, 1024, 0);
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	tsc_ok = v.clock.tsc_ok;
+	assert_true(!tsc_ok || v.clock.shift == 24);
+	shmt_view_close(&v);
+	if (!tsc_ok) {
+		shmtrace_ring_unlink(name);
+		skip();	/* no invariant TSC here: the ring clock is CLOCK_MONOTONIC anyway */
+	}
+	assert_int_equal(run_clock_child(name), 0);	/* the TSC, converted right */
+	poke(name, offsetof(struct shmt_header, clock.shift), &shift, 4);
+	assert_int_equal(run_clock_child(name), 0);	/* not used: CLOCK_MONOTONIC */
+	shmtrace_ring_unlink(name);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "clock-child"))
+		return clock_child(argv[2]);
+
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_intern_scribbled_table),
 		cmocka_unit_test(test_open_span_keeps_flow),
@@ -629,6 +697,7 @@ int main(void)
 		cmocka_unit_test(test_group_mode_under_umask),
 		cmocka_unit_test(test_refuses_foreign_segments),
 		cmocka_unit_test(test_block_grows_with_ring),
+		cmocka_unit_test(test_foreign_clock_shift_not_used),
 		cmocka_unit_test(test_records_round_trip),
 		cmocka_unit_test(test_strings_stored_intact),
 		cmocka_unit_test(test_string_table_full),
