@@ -1015,9 +1015,13 @@ int main(int argc, char **argv)
 	g_n = bench_env_u64("BENCH_N", 1000000);
 	g_runs = bench_env_u64("BENCH_RUNS", 5);
 	g_rate = bench_env_u64("BENCH_RATE", 0);
-	g_ring_cap = (uint32_t)bench_env_u64("BENCH_RING_CAP", 1u << 20);
-	if (g_ring_cap < 1024 || g_ring_cap > SHMT_MAX_CAPACITY || (g_ring_cap & (g_ring_cap - 1)))
-		bench_die("BENCH_RING_CAP: need a power of two from 1024 to 2^24");
+	uint64_t cap = bench_env_u64("BENCH_RING_CAP", 1u << 20);
+
+	if (cap < 1024 || cap > SHMT_MAX_CAPACITY || (cap & (cap - 1))) {
+		fprintf(stderr, "bench: BENCH_RING_CAP: need a power of two from 1024 to 2^24\n");
+		return 2;
+	}
+	g_ring_cap = (uint32_t)cap;
 	if (g_runs < 1 || g_runs > 64 || g_n < 1)
 		return 2;
 	g_prefix = getenv("BENCH_PREFIX") ? getenv("BENCH_PREFIX") : "shmtbench-";
