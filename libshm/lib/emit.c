@@ -118,7 +118,7 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
 		cat = a->remap[cat & (SHMT_HANDLE_IDS - 1)];
 		name = a->remap[name & (SHMT_HANDLE_IDS - 1)];
 	}
-	if (unlikely(s->id != a->id || s->gen != shmt_fork_gen)) {
+	if (unlikely(!shmt_slot_is(s, a))) {
 		s = shmt_slot_slow(t, a);
 		if (!s) {
 			struct shmt_record d[1 + SHMTRACE_MAX_ARGS] = { {
@@ -162,8 +162,8 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 	if (likely(t != NULL)) {
 		/* pairs with the release store of cur in attach_locked() */
 		a = load_acquire(&t->cur);
-		if (likely(a != NULL && a->remap == NULL && s->id == a->id &&
-			   s->gen == shmt_fork_gen && s->written + nargs < s->soft)) {
+		if (likely(a != NULL && a->remap == NULL && shmt_slot_is(s, a) &&
+			   s->written + nargs < s->soft)) {
 			stage(s, a, kind, cat, name, ts, dur, flow, args, nargs, sp);
 			return 0;
 		}
@@ -246,7 +246,7 @@ SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32
 	a = load_acquire(&t->cur);
 	if (unlikely(a == NULL))
 		return -ENOENT;	/* the end looks for the ring, as emit() does */
-	if (unlikely(s->id != a->id || s->gen != shmt_fork_gen)) {
+	if (unlikely(!shmt_slot_is(s, a))) {
 		s = shmt_slot_slow(t, a);
 		if (!s)
 			return 0;	/* recorded at the end, not tracked */
@@ -317,7 +317,7 @@ SHMT_API int shmtrace_flush(shmtrace_t *t)
 	if (!a)
 		return -ENOENT;
 	for (int i = 0; i < SHMT_TLS_SLOTS; i++)
-		if (shmt_tls[i].id == a->id && shmt_tls[i].gen == shmt_fork_gen)
+		if (shmt_slot_is(&shmt_tls[i], a))
 			return shmt_flush_slot(t, a, &shmt_tls[i], false);
 	return 0;
 }

@@ -42,6 +42,13 @@ extern uint64_t shmt_pidns;
 extern uint32_t shmt_fork_gen;		/* bumped in each fork child */
 extern char shmt_pname[SHMT_NAME_LEN];
 
+/* True if slot s is this thread's, in this process, for attachment a: a
+ * slot claimed before a fork is the parent's block, not ours. */
+static inline bool shmt_slot_is(const struct shmt_tls_slot *s, const struct shmt_att *a)
+{
+	return s->id == a->id && s->gen == shmt_fork_gen;
+}
+
 /* Once per process: identity, the fork and thread-exit hooks. */
 void shmt_process_init(void);
 /* A new attachment id, never reused. */

@@ -96,7 +96,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a)
 	int idx;
 
 	for (int i = 0; i < SHMT_TLS_SLOTS; i++) {
-		if (shmt_tls[i].id == a->id && shmt_tls[i].gen == shmt_fork_gen) {
+		if (shmt_slot_is(&shmt_tls[i], a)) {
 			struct shmt_tls_slot tmp = shmt_tls[i];
 
 			/* move to the front: the fast path checks slot 0 only */
