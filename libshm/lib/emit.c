@@ -162,8 +162,10 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 	if (likely(t != NULL)) {
 		/* pairs with the release store of cur in attach_locked() */
 		a = load_acquire(&t->cur);
-		if (likely(a != NULL && a->remap == NULL && shmt_slot_is(s, a) &&
-			   s->written + nargs < s->soft)) {
+		/* shmt_slot_is() written out: through the helper gcc 12 lays
+		 * this path out behind a taken branch (objdump of emit.o) */
+		if (likely(a != NULL && a->remap == NULL && s->id == a->id &&
+			   s->gen == shmt_fork_gen && s->written + nargs < s->soft)) {
 			stage(s, a, kind, cat, name, ts, dur, flow, args, nargs, sp);
 			return 0;
 		}
