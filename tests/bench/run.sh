@@ -204,7 +204,8 @@ say "  4 disabled: SHMTRACE_SCOPE with shmtrace_default == NULL, $N_DIS iteratio
 say "  5 drain:    a full ring of $RING_CAP records (discard mode, no collector) drained by a fresh collector; then"
 say "              4 warm laps: the running collector stopped, the ring filled again, the collector let go"
 say "  6 export:   \`shmtrace export\` of a capture of $N_EXPORT spans, 10 % in flows (babeltrace2: same count to text);"
-say "              and \`shmtrace export --format otlp\` of the same to a file"
+say "              and \`shmtrace export --format otlp\` of the same to a file, then to /dev/null; then as many MB of"
+say "              new pages written to the same tmpfs alone (1 MB write()s): the ceiling the file sets"
 say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
 say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed); each two-proc run starts once the warm-up is written out (lttng stop/start)"
 [ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
@@ -413,6 +414,8 @@ fi
 if [ -n "$(field "$S6O" evs)" ]; then
 	row "6 export otlp, M spans/s" "$(fmt "$(awk -v x="$(field "$S6O" evs)" 'BEGIN { print x / 1e6 }')" 2)" "-" "" "to a file (OTLP/JSON lines)"
 	row "6 export otlp, MB/s of JSON" "$(fmt "$(field "$S6O" mbs)" 1)" "-" "" "$(fmt "$(awk -v x="$(field "$S6O" json_bytes)" 'BEGIN { print x / 1e6 }')" 0) MB of OTLP/JSON"
+	row "6 otlp to /dev/null, M spans/s" "$(fmt "$(awk -v x="$(field "$S6O" evs_null)" 'BEGIN { print x / 1e6 }')" 2)" "-" "" "the exporter alone, without the file"
+	row "6 as many new tmpfs pages, MB/s" "$(fmt "$(field "$S6O" page_mbs)" 1)" "-" "" "writing that many MB to the same tmpfs, alone"
 	row "6 export otlp, peak RSS, MB" "$(fmt "$(field "$S6O" rss_mb)" 1)" "-" "" "batches of 4 MB"
 else
 	row "6 export otlp" "skipped" "-" "" "$(qfield "$S6O" skipped)"
