@@ -358,6 +358,39 @@ static BENCH_NOINLINE double clocks_cpu(uint64_t n)
 	return (double)(bench_cpu_ns() - c) / (double)n;
 }
 
+/* Yardsticks of the machine, in the same run: two bare rdtsc (what two
+ * shmtrace_now() cannot go below) and two clock_gettime(CLOCK_MONOTONIC)
+ * (what LTTng's case 1 loop reads around each tracepoint). */
+static BENCH_NOINLINE double rdtsc_pair_cpu(uint64_t n)
+{
+	uint64_t c = bench_cpu_ns();
+	volatile uint64_t sink = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t0 = __rdtsc();
+		uint64_t t1 = __rdtsc();
+
+		sink += t1 - t0;
+	}
+	(void)sink;
+	return (double)(bench_cpu_ns() - c) / (double)n;
+}
+
+static BENCH_NOINLINE double mono_pair_cpu(uint64_t n)
+{
+	uint64_t c = bench_cpu_ns();
+	volatile uint64_t sink = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t t0 = bench_mono_ns();
+		uint64_t t1 = bench_mono_ns();
+
+		sink += t1 - t0;
+	}
+	(void)sink;
+	return (double)(bench_cpu_ns() - c) / (double)n;
+}
+
 /* begin + end: the span, tracked as open while it runs */
 static BENCH_NOINLINE double beginend_loop(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t n)
 {
@@ -400,7 +433,7 @@ static int case_loop(const char *tag, loop_fn loop)
 {
 	char name[128];
 	struct drainer d;
-	double ns[64], cpu[64], clk[64];
+	double ns[64], cpu[64], clk[64], tsc2[64], mono2[64];
 	shmtrace_t *t;
 	uint32_t cat, nm;
 	uint64_t drop0;
@@ -426,6 +459,8 @@ static int case_loop(const char *tag, loop_fn loop)
 		wait_drained(5000);
 		/* with the ring attached: the TSC clock the spans use */
 		clk[r] = clocks_cpu(g_n);
+		tsc2[r] = rdtsc_pair_cpu(g_n);
+		mono2[r] = mono_pair_cpu(g_n);
 	}
 	bool drained = wait_drained(10000);
 	uint64_t dropped = ring_dropped() - drop0;
@@ -435,9 +470,10 @@ static int case_loop(const char *tag, loop_fn loop)
 	drainer_stop(&d);
 	drainer_drop_capture(&d);
 	printf("RESULT %s cpu_ns=%.2f cpu_min=%.2f ns=%.2f min=%.2f max=%.2f runs=%d n=%llu drainer=%s dropped=%llu drained=%d "
-	       "published=%llu clocks_cpu_ns=%.2f\n",
+	       "published=%llu clocks_cpu_ns=%.2f rdtsc2_cpu_ns=%.2f mono2_cpu_ns=%.2f\n",
 	       tag, cmed, cpu[0], med, ns[0], ns[runs - 1], runs, (unsigned long long)g_n, drainer_kind(&d),
-	       (unsigned long long)dropped, drained, (unsigned long long)ring_head(), bench_median(clk, runs));
+	       (unsigned long long)dropped, drained, (unsigned long long)ring_head(), bench_median(clk, runs),
+	       bench_median(tsc2, runs), bench_median(mono2, runs));
 	shmtrace_ring_unlink(name);
 	return 0;
 }

@@ -313,6 +313,8 @@ d=$(field "$S1" dropped); [ -n "$d" ] && [ "$d" != 0 ] && verdict="not valid: $d
 row "1 span, CPU ns per span" "$(fmt "$v" 1)" "$(fmt "$l" 1)" "$(ratio "$v" "$l")" "<= 0.33x LTTng: $verdict"
 v=$(field "$S1" cpu_ns); c=$(field "$S1" clocks_cpu_ns)
 row "1 span: of which 2 x shmtrace_now()" "$(fmt "$c" 1)" "-" "" "the same loop without the span call, same run"
+row "1 machine: 2 x rdtsc, CPU ns" "$(fmt "$(field "$S1" rdtsc2_cpu_ns)" 1)" "-" "" "bare: what 2 x shmtrace_now() cannot go below"
+row "1 machine: 2 x clock_gettime, ns" "$(fmt "$(field "$S1" mono2_cpu_ns)" 1)" "-" "" "CLOCK_MONOTONIC: LTTng's case 1 loop, around each event"
 row "1 span: the call alone, CPU ns" "$(fmt "$(awk -v a="$v" -v b="$c" 'BEGIN { if (a != "" && b != "") print a - b }')" 1)" "-" "" \
 	"mean CPU <= 30 ns (with the clocks): $(check "$v" "<=" 30)"
 v=$(field "$S1" ns); l=$(field "$L1" ns)
