@@ -342,54 +342,34 @@ static BENCH_NOINLINE double span_loop(shmtrace_t *t, uint32_t cat, uint32_t nam
 	return (double)a / (double)n;
 }
 
-/* the two clock reads of span_loop() alone: what of case 1 is the clock */
-static BENCH_NOINLINE double clocks_cpu(uint64_t n)
-{
-	uint64_t c = bench_cpu_ns();
-	volatile uint64_t sink = 0;
-
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t t0 = shmtrace_now();
-		uint64_t t1 = shmtrace_now();
-
-		sink += t1 - t0 + (i & 7 ? 0 : i);
-	}
-	(void)sink;
-	return (double)(bench_cpu_ns() - c) / (double)n;
+/*
+ * CPU ns of two reads of a clock, the loop of span_loop() without the span
+ * call. A macro, not a function pointer: an indirect call would be part of
+ * what is timed.
+ */
+#define CLOCK_PAIR_CPU(fn, read)						\
+static BENCH_NOINLINE double fn(uint64_t n)					\
+{										\
+	uint64_t c = bench_cpu_ns();						\
+	volatile uint64_t sink = 0;						\
+										\
+	for (uint64_t i = 0; i < n; i++) {					\
+		uint64_t t0 = read;						\
+		uint64_t t1 = read;						\
+										\
+		sink += t1 - t0 + (i & 7 ? 0 : i);				\
+	}									\
+	(void)sink;								\
+	return (double)(bench_cpu_ns() - c) / (double)n;			\
 }
 
-/* Yardsticks of the machine, in the same run: two bare rdtsc (what two
+/* what of case 1 is the clock */
+CLOCK_PAIR_CPU(clocks_cpu, shmtrace_now())
+/* yardsticks of the machine, in the same run: two bare rdtsc (what two
  * shmtrace_now() cannot go below) and two clock_gettime(CLOCK_MONOTONIC)
- * (what LTTng's case 1 loop reads around each tracepoint). */
-static BENCH_NOINLINE double rdtsc_pair_cpu(uint64_t n)
-{
-	uint64_t c = bench_cpu_ns();
-	volatile uint64_t sink = 0;
-
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t t0 = __rdtsc();
-		uint64_t t1 = __rdtsc();
-
-		sink += t1 - t0;
-	}
-	(void)sink;
-	return (double)(bench_cpu_ns() - c) / (double)n;
-}
-
-static BENCH_NOINLINE double mono_pair_cpu(uint64_t n)
-{
-	uint64_t c = bench_cpu_ns();
-	volatile uint64_t sink = 0;
-
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t t0 = bench_mono_ns();
-		uint64_t t1 = bench_mono_ns();
-
-		sink += t1 - t0;
-	}
-	(void)sink;
-	return (double)(bench_cpu_ns() - c) / (double)n;
-}
+ * (what LTTng's case 1 loop reads around each tracepoint) */
+CLOCK_PAIR_CPU(rdtsc_pair_cpu, __rdtsc())
+CLOCK_PAIR_CPU(mono_pair_cpu, bench_mono_ns())
 
 /* begin + end: the span, tracked as open while it runs */
 static BENCH_NOINLINE double beginend_loop(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t n)
