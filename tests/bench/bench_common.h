@@ -2,7 +2,9 @@
 /*
  * bench_common.h - helpers shared by the shmtrace and the LTTng-UST
  * benchmarks (tests/bench/bench_shmtrace.c, tests/bench/lttng/bench_lttng.c):
- * clocks, the TSC, medians and percentiles, a start barrier for processes.
+ * clocks, the TSC, medians and percentiles, a start barrier for processes,
+ * and what cases 2 to 4 do alike on both sides (collecting the producers'
+ * results, latency percentiles over runs, a loop against an empty one).
  * Header-only so that the LTTng side (built by run.sh, not by the Makefile)
  * needs nothing from libshm.
  */
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -98,6 +101,92 @@ static inline uint64_t bench_pct(const uint64_t *v, size_t n, double p)
 	return v[i >= n ? n - 1 : i];
 }
 
+/*
+ * Latency over runs (case 3, both tracers): each run's samples, TSC ticks
+ * of one timed call, are sorted and read at p50, p99, p99.9 and p99.99 (in
+ * ns); the table shows the median of each over the runs, and the largest
+ * sample of all.
+ */
+#define BENCH_MAX_RUNS 64
+struct bench_lat {
+	double p50[BENCH_MAX_RUNS], p99[BENCH_MAX_RUNS], p999[BENCH_MAX_RUNS], p9999[BENCH_MAX_RUNS];
+	uint64_t max;
+	double tsc_per_ns;
+};
+
+static inline void bench_lat_init(struct bench_lat *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->tsc_per_ns = bench_tsc_per_ns();
+}
+
+/* The median ns of timing nothing, which every sample includes; lat is n
+ * samples of scratch. */
+static inline double bench_lat_overhead(const struct bench_lat *l, uint64_t *lat, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t a = bench_tsc_begin(), b = bench_tsc_end();
+
+		lat[i] = b - a;
+	}
+	qsort(lat, n, sizeof(*lat), bench_cmp_u64);
+	return (double)bench_pct(lat, n, 50) / l->tsc_per_ns;
+}
+
+/* Run r's n samples (sorted in place). */
+static inline void bench_lat_run(struct bench_lat *l, int r, uint64_t *lat, uint64_t n)
+{
+	qsort(lat, n, sizeof(*lat), bench_cmp_u64);
+	l->p50[r] = (double)bench_pct(lat, n, 50) / l->tsc_per_ns;
+	l->p99[r] = (double)bench_pct(lat, n, 99) / l->tsc_per_ns;
+	l->p999[r] = (double)bench_pct(lat, n, 99.9) / l->tsc_per_ns;
+	l->p9999[r] = (double)bench_pct(lat, n, 99.99) / l->tsc_per_ns;
+	if (lat[n - 1] > l->max)
+		l->max = lat[n - 1];
+}
+
+/* " p50=... max=...": the medians over runs (reorders them) */
+static inline void bench_lat_print(struct bench_lat *l, int runs)
+{
+	printf(" p50=%.1f p99=%.1f p999=%.1f p9999=%.1f max=%.1f", bench_median(l->p50, runs),
+	       bench_median(l->p99, runs), bench_median(l->p999, runs), bench_median(l->p9999, runs),
+	       (double)l->max / l->tsc_per_ns);
+}
+
+/* ns per iteration of a loop that does nothing (the compiler kept out).
+ * Not inline, so that it is timed as the loops it is compared with are;
+ * unused in a file that includes this header for the rest. */
+static BENCH_NOINLINE __attribute__((unused)) double bench_loop_empty(uint64_t n)
+{
+	uint64_t a = bench_mono_ns();
+
+	for (uint64_t i = 0; i < n; i++)
+		BENCH_BARRIER();
+	return (double)(bench_mono_ns() - a) / (double)n;
+}
+
+/*
+ * Case 4, both tracers: the empty loop and loop (a call site compiled in,
+ * tracing off) alternated runs times after one warm-up each; the medians
+ * of each and of their difference, per iteration.
+ */
+static inline void bench_alternate(double (*loop)(uint64_t), uint64_t n, int runs,
+				   double *empty, double *with, double *diff)
+{
+	double e[BENCH_MAX_RUNS], w[BENCH_MAX_RUNS], d[BENCH_MAX_RUNS];
+
+	bench_loop_empty(n);
+	loop(n);
+	for (int r = 0; r < runs; r++) {
+		e[r] = bench_loop_empty(n);
+		w[r] = loop(n);
+		d[r] = w[r] - e[r];
+	}
+	*empty = bench_median(e, runs);
+	*with = bench_median(w, runs);
+	*diff = bench_median(d, runs);
+}
+
 static inline uint64_t bench_env_u64(const char *name, uint64_t def)
 {
 	const char *s = getenv(name);
@@ -158,6 +247,39 @@ static inline void bench_barrier_release(struct bench_barrier *b, int n)
 {
 	bench_barrier_wait(b, n);
 	bench_barrier_go(b);
+}
+
+/* What each producer process of case 2 writes back when it is done. */
+struct bench_mp_result {
+	uint64_t start, end;	/* CLOCK_MONOTONIC ns around its measured spans */
+	uint64_t errors;	/* its calls that returned an error */
+};
+
+/*
+ * Case 2, both tracers: reads the nproc producers' results from fd (closed
+ * after), reaps them, adds their errors to *errors (may be NULL) and
+ * returns spans/s in total, n_per_proc each, from the first start to the
+ * last end.
+ */
+static inline double bench_mp_collect(int fd, const pid_t *pids, int nproc, uint64_t n_per_proc,
+				      uint64_t *errors)
+{
+	uint64_t start = UINT64_MAX, end = 0;
+
+	for (int i = 0; i < nproc; i++) {
+		struct bench_mp_result m;
+
+		if (read(fd, &m, sizeof(m)) != sizeof(m))
+			bench_die("a producer died");
+		start = m.start < start ? m.start : start;
+		end = m.end > end ? m.end : end;
+		if (errors)
+			*errors += m.errors;
+	}
+	close(fd);
+	for (int i = 0; i < nproc; i++)
+		waitpid(pids[i], NULL, 0);
+	return (double)n_per_proc * nproc / ((double)(end - start) / 1e9);
 }
 
 #endif

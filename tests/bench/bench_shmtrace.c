@@ -413,7 +413,8 @@ static int case_loop(const char *tag, loop_fn loop)
 {
 	char name[128];
 	struct drainer d;
-	double ns[64], cpu[64], clk[64], tsc2[64], mono2[64];
+	double ns[BENCH_MAX_RUNS], cpu[BENCH_MAX_RUNS], clk[BENCH_MAX_RUNS];
+	double tsc2[BENCH_MAX_RUNS], mono2[BENCH_MAX_RUNS];
 	shmtrace_t *t;
 	uint32_t cat, nm;
 	uint64_t drop0;
@@ -458,10 +459,6 @@ static int case_loop(const char *tag, loop_fn loop)
 	return 0;
 }
 
-struct mp_result {
-	uint64_t start, end, errors;
-};
-
 /* a producer's warm-up: at least a ring lap, as many spans as it will write
  * up to 2 M (the paced runs' 8 to 20 M would only lengthen the bench) */
 #define MP_WARM (g_n < RING_CAP ? RING_CAP : g_n < 2000000 ? g_n : 2000000)
@@ -472,7 +469,6 @@ static double mp_run(const char *name, int nproc, uint64_t *errors)
 	struct bench_barrier b;
 	int res[2];
 	pid_t pids[8];
-	uint64_t start = UINT64_MAX, end = 0;
 
 	bench_barrier_init(&b);
 	if (pipe(res))
@@ -482,7 +478,7 @@ static double mp_run(const char *name, int nproc, uint64_t *errors)
 		if (pids[i] < 0)
 			bench_die("fork");
 		if (pids[i] == 0) {
-			struct mp_result m = { 0, 0, 0 };
+			struct bench_mp_result m = { 0, 0, 0 };
 			shmtrace_t *t = ring_open(name);
 			uint32_t cat = shmtrace_intern(t, "bench");
 			uint32_t nm = shmtrace_intern(t, "mp");
@@ -528,26 +524,14 @@ static double mp_run(const char *name, int nproc, uint64_t *errors)
 	bench_barrier_wait(&b, nproc);
 	wait_drained(10000);	/* start on an empty ring */
 	bench_barrier_go(&b);
-	for (int i = 0; i < nproc; i++) {
-		struct mp_result m;
-
-		if (read(res[0], &m, sizeof(m)) != sizeof(m))
-			bench_die("a producer died");
-		start = m.start < start ? m.start : start;
-		end = m.end > end ? m.end : end;
-		*errors += m.errors;
-	}
-	close(res[0]);
-	for (int i = 0; i < nproc; i++)
-		waitpid(pids[i], NULL, 0);
-	return (double)g_n * nproc / ((double)(end - start) / 1e9);
+	return bench_mp_collect(res[0], pids, nproc, g_n, errors);
 }
 
 static int case_mp2(void)
 {
 	char name[128], summary[1024] = "";
 	struct drainer d;
-	double rate[64];
+	double rate[BENCH_MAX_RUNS];
 	uint64_t errors = 0, drop0;
 	int runs = (int)g_runs;
 
@@ -584,8 +568,9 @@ static int case_lat(void)
 	char name[128];
 	struct drainer d;
 	uint64_t *lat = malloc(g_n * sizeof(*lat));
-	double p50[64], p99[64], p999[64], p9999[64], tpn = bench_tsc_per_ns(), ovh;
-	uint64_t maxv = 0, dropped;
+	struct bench_lat l;
+	double ovh;
+	uint64_t dropped;
 	volatile int *stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int runs = (int)g_runs;
 	pid_t bg;
@@ -618,14 +603,8 @@ static int case_lat(void)
 	t = ring_open(name);
 	cat = shmtrace_intern(t, "bench");
 	nm = shmtrace_intern(t, "lat");
-	/* the cost of the timing itself */
-	for (uint64_t i = 0; i < g_n; i++) {
-		uint64_t a = bench_tsc_begin(), b = bench_tsc_end();
-
-		lat[i] = b - a;
-	}
-	qsort(lat, g_n, sizeof(*lat), bench_cmp_u64);
-	ovh = (double)bench_pct(lat, g_n, 50) / tpn;
+	bench_lat_init(&l);
+	ovh = bench_lat_overhead(&l, lat, g_n);
 	for (uint64_t i = 0; i < RING_CAP; i++) {
 		uint64_t t0 = shmtrace_now();
 
@@ -646,15 +625,8 @@ static int case_lat(void)
 			shmtrace_span(t, cat, nm, t0, t1, 0);
 			lat[i] = bench_tsc_end() - a;
 		}
-		if (r < 0)
-			continue;	/* warm-up */
-		qsort(lat, g_n, sizeof(*lat), bench_cmp_u64);
-		p50[r] = (double)bench_pct(lat, g_n, 50) / tpn;
-		p99[r] = (double)bench_pct(lat, g_n, 99) / tpn;
-		p999[r] = (double)bench_pct(lat, g_n, 99.9) / tpn;
-		p9999[r] = (double)bench_pct(lat, g_n, 99.99) / tpn;
-		if (lat[g_n - 1] > maxv)
-			maxv = lat[g_n - 1];
+		if (r >= 0)	/* r < 0: warm-up */
+			bench_lat_run(&l, r, lat, g_n);
 	}
 	*stop = 1;
 	waitpid(bg, NULL, 0);
@@ -663,23 +635,13 @@ static int case_lat(void)
 	dropped = ring_dropped();
 	drainer_stop(&d);
 	drainer_drop_capture(&d);
-	printf("RESULT lat p50=%.1f p99=%.1f p999=%.1f p9999=%.1f max=%.1f timing_overhead=%.1f runs=%d n=%llu "
-	       "drainer=%s dropped=%llu\n",
-	       bench_median(p50, runs), bench_median(p99, runs), bench_median(p999, runs),
-	       bench_median(p9999, runs), (double)maxv / tpn, ovh, runs, (unsigned long long)g_n, drainer_kind(&d),
-	       (unsigned long long)dropped);
+	printf("RESULT lat");
+	bench_lat_print(&l, runs);
+	printf(" timing_overhead=%.1f runs=%d n=%llu drainer=%s dropped=%llu\n", ovh, runs,
+	       (unsigned long long)g_n, drainer_kind(&d), (unsigned long long)dropped);
 	shmtrace_ring_unlink(name);
 	free(lat);
 	return 0;
-}
-
-static BENCH_NOINLINE double loop_empty(uint64_t n)
-{
-	uint64_t a = bench_mono_ns();
-
-	for (uint64_t i = 0; i < n; i++)
-		BENCH_BARRIER();
-	return (double)(bench_mono_ns() - a) / (double)n;
 }
 
 static BENCH_NOINLINE double loop_scope(uint64_t n)
@@ -695,22 +657,16 @@ static BENCH_NOINLINE double loop_scope(uint64_t n)
 
 static int case_disabled(void)
 {
-	double e[64], s[64], diff[64];
+	double empty, scope, diff;
 	int runs = (int)g_runs;
 
 	if (shmtrace_default != NULL) {
 		fprintf(stderr, "bench: SHMTRACE_RING is set; unset it for this case\n");
 		return 2;
 	}
-	loop_empty(g_n);
-	loop_scope(g_n);
-	for (int r = 0; r < runs; r++) {
-		e[r] = loop_empty(g_n);
-		s[r] = loop_scope(g_n);
-		diff[r] = s[r] - e[r];
-	}
-	printf("RESULT disabled scope=%.3f empty=%.3f diff=%.3f runs=%d n=%llu\n", bench_median(s, runs),
-	       bench_median(e, runs), bench_median(diff, runs), runs, (unsigned long long)g_n);
+	bench_alternate(loop_scope, g_n, runs, &empty, &scope, &diff);
+	printf("RESULT disabled scope=%.3f empty=%.3f diff=%.3f runs=%d n=%llu\n", scope, empty, diff,
+	       runs, (unsigned long long)g_n);
 	return 0;
 }
 
@@ -820,8 +776,9 @@ static void drain_warm(const char *name, struct drainer *d, double *rate, double
 static int case_drain(void)
 {
 	char name[128], summary[1024] = "";
-	double rate[64], rate_exit[64], cpu[64], hwm[64], mbs[64], sys[64];
-	double wrate[64 * WARM_LAPS], wcpu[64 * WARM_LAPS], wsys;
+	double rate[BENCH_MAX_RUNS], rate_exit[BENCH_MAX_RUNS], cpu[BENCH_MAX_RUNS];
+	double hwm[BENCH_MAX_RUNS], mbs[BENCH_MAX_RUNS], sys[BENCH_MAX_RUNS];
+	double wrate[BENCH_MAX_RUNS * WARM_LAPS], wcpu[BENCH_MAX_RUNS * WARM_LAPS], wsys;
 	uint64_t bytes = 0, recs = 0, tu = 0, tk = 0;
 	int runs = (int)g_runs;
 
@@ -961,7 +918,8 @@ static int case_export(bool otlp)
 	shmtrace_t *t;
 	uint32_t cat, nm[4];
 	uint64_t flows = 0, dropped, recs, cap_bytes;
-	double evs[64], mbs[64], rss[64], secs[64], evs_null[64], page_mbs = 0;
+	double evs[BENCH_MAX_RUNS], mbs[BENCH_MAX_RUNS], rss[BENCH_MAX_RUNS], secs[BENCH_MAX_RUNS];
+	double evs_null[BENCH_MAX_RUNS], page_mbs = 0;
 	uint64_t json_bytes = 0;
 	int runs = (int)g_runs;
 
@@ -1090,7 +1048,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	g_ring_cap = (uint32_t)cap;
-	if (g_runs < 1 || g_runs > 64 || g_n < 1)
+	if (g_runs < 1 || g_runs > BENCH_MAX_RUNS || g_n < 1)
 		return 2;
 	g_prefix = getenv("BENCH_PREFIX") ? getenv("BENCH_PREFIX") : "shmtbench-";
 	g_tmp = getenv("BENCH_TMP") ? getenv("BENCH_TMP") : tmpdef;

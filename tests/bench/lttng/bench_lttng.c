@@ -61,7 +61,7 @@ static BENCH_NOINLINE double span_loop(uint64_t n)
 
 static int case_span1(void)
 {
-	double ns[64], cpu[64];
+	double ns[BENCH_MAX_RUNS], cpu[BENCH_MAX_RUNS];
 	int runs = (int)g_runs;
 
 	span_loop(WARM_N);
@@ -77,14 +77,10 @@ static int case_span1(void)
 	return 0;
 }
 
-struct mp_result {
-	uint64_t start, end;
-};
-
 static int mp_child(int ready, int go, int res)
 {
 	struct bench_barrier b = { { -1, ready }, { go, -1 } };
-	struct mp_result m;
+	struct bench_mp_result m = { 0, 0, 0 };
 	char c = 'r';
 
 	/* warm-up in this process, as on the shmtrace side */
@@ -148,7 +144,6 @@ static double mp_run(int nproc)
 	struct bench_barrier b;
 	int res[2];
 	pid_t pids[8];
-	uint64_t start = UINT64_MAX, end = 0;
 
 	bench_barrier_init(&b);
 	if (pipe(res))
@@ -163,18 +158,7 @@ static double mp_run(int nproc)
 	bench_barrier_wait(&b, nproc);
 	settle();
 	bench_barrier_go(&b);
-	for (int i = 0; i < nproc; i++) {
-		struct mp_result m;
-
-		if (read(res[0], &m, sizeof(m)) != sizeof(m))
-			bench_die("a producer died");
-		start = m.start < start ? m.start : start;
-		end = m.end > end ? m.end : end;
-	}
-	close(res[0]);
-	for (int i = 0; i < nproc; i++)
-		waitpid(pids[i], NULL, 0);
-	return (double)g_n * nproc / ((double)(end - start) / 1e9);
+	return bench_mp_collect(res[0], pids, nproc, g_n, NULL);
 }
 
 /* CPU clock ticks (user + system) of every lttng-consumerd: what LTTng's
@@ -216,7 +200,7 @@ static uint64_t consumerd_ticks(void)
 
 static int case_mp2(void)
 {
-	double rate[64], secs = 0;
+	double rate[BENCH_MAX_RUNS], secs = 0;
 	int runs = (int)g_runs;
 	uint64_t t0 = consumerd_ticks();
 
@@ -252,8 +236,8 @@ static int spin_child(void)
 static int case_lat(void)
 {
 	uint64_t *lat = malloc(g_n * sizeof(*lat));
-	double p50[64], p99[64], p999[64], p9999[64], tpn = bench_tsc_per_ns(), ovh;
-	uint64_t maxv = 0;
+	struct bench_lat l;
+	double ovh;
 	int runs = (int)g_runs;
 	pid_t bg;
 
@@ -261,13 +245,8 @@ static int case_lat(void)
 		bench_die("malloc");
 	bg = spawn("spin", 0, 0, 0);
 	usleep(200 * 1000);	/* let it register and start */
-	for (uint64_t i = 0; i < g_n; i++) {
-		uint64_t a = bench_tsc_begin(), b = bench_tsc_end();
-
-		lat[i] = b - a;
-	}
-	qsort(lat, g_n, sizeof(*lat), bench_cmp_u64);
-	ovh = (double)bench_pct(lat, g_n, 50) / tpn;
+	bench_lat_init(&l);
+	ovh = bench_lat_overhead(&l, lat, g_n);
 	for (int r = -1; r < runs; r++) {
 		for (uint64_t i = 0; i < g_n; i++) {
 			uint64_t t0 = bench_mono_ns(), t1 = bench_mono_ns();
@@ -276,33 +255,16 @@ static int case_lat(void)
 			tracepoint(shmtbench, span, t0, t1 - t0, 0, 2, 1, 1);
 			lat[i] = bench_tsc_end() - a;
 		}
-		if (r < 0)
-			continue;
-		qsort(lat, g_n, sizeof(*lat), bench_cmp_u64);
-		p50[r] = (double)bench_pct(lat, g_n, 50) / tpn;
-		p99[r] = (double)bench_pct(lat, g_n, 99) / tpn;
-		p999[r] = (double)bench_pct(lat, g_n, 99.9) / tpn;
-		p9999[r] = (double)bench_pct(lat, g_n, 99.99) / tpn;
-		if (lat[g_n - 1] > maxv)
-			maxv = lat[g_n - 1];
+		if (r >= 0)	/* r < 0: warm-up */
+			bench_lat_run(&l, r, lat, g_n);
 	}
 	kill(bg, SIGTERM);
 	waitpid(bg, NULL, 0);
-	printf("RESULT lttng_lat p50=%.1f p99=%.1f p999=%.1f p9999=%.1f max=%.1f timing_overhead=%.1f runs=%d n=%llu\n",
-	       bench_median(p50, runs), bench_median(p99, runs), bench_median(p999, runs),
-	       bench_median(p9999, runs), (double)maxv / tpn,
-	       ovh, runs, (unsigned long long)g_n);
+	printf("RESULT lttng_lat");
+	bench_lat_print(&l, runs);
+	printf(" timing_overhead=%.1f runs=%d n=%llu\n", ovh, runs, (unsigned long long)g_n);
 	free(lat);
 	return 0;
-}
-
-static BENCH_NOINLINE double loop_empty(uint64_t n)
-{
-	uint64_t a = bench_mono_ns();
-
-	for (uint64_t i = 0; i < n; i++)
-		BENCH_BARRIER();
-	return (double)(bench_mono_ns() - a) / (double)n;
 }
 
 static BENCH_NOINLINE double loop_tp(uint64_t n)
@@ -318,22 +280,15 @@ static BENCH_NOINLINE double loop_tp(uint64_t n)
 
 static int case_disabled(void)
 {
-	double e[64], s[64], diff[64];
+	double empty, tp, diff;
 	int runs = (int)g_runs;
 
-	loop_empty(g_n);
-	loop_tp(g_n);
-	for (int r = 0; r < runs; r++) {
-		e[r] = loop_empty(g_n);
-		s[r] = loop_tp(g_n);
-		diff[r] = s[r] - e[r];
-	}
+	bench_alternate(loop_tp, g_n, runs, &empty, &tp, &diff);
 	/* what an LTTng user pays when the span's two clock reads stay in */
 	double clk = span_loop(g_n / 10 ? g_n / 10 : 1);
 
 	printf("RESULT lttng_disabled tp=%.3f empty=%.3f diff=%.3f span_with_clocks=%.2f runs=%d n=%llu\n",
-	       bench_median(s, runs), bench_median(e, runs), bench_median(diff, runs), clk, runs,
-	       (unsigned long long)g_n);
+	       tp, empty, diff, clk, runs, (unsigned long long)g_n);
 	return 0;
 }
 
@@ -367,7 +322,7 @@ int main(int argc, char **argv)
 	g_n = bench_env_u64("BENCH_N", 1000000);
 	g_runs = bench_env_u64("BENCH_RUNS", 5);
 	g_bare = getenv("BENCH_LT_BARE") != NULL;
-	if (g_runs < 1 || g_runs > 64 || g_n < 1)
+	if (g_runs < 1 || g_runs > BENCH_MAX_RUNS || g_n < 1)
 		return 2;
 	if (!strcmp(argv[1], "mp2child") && argc == 5)
 		return mp_child(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
