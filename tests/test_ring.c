@@ -655,9 +655,12 @@ static int run_clock_child(const char *name)
 }
 
 /*
- * The creator's TSC conversion uses shift 24, and producers use the TSC
- * only with that shift: a ring whose header states another (a peer wrote
- * it) is read with CLOCK_MONOTONIC, not with a clock 16 times too fast.
+ * The creator's TSC conversion uses shift 24, and producers convert with
+ * that constant: a ring whose header states another shift (a peer wrote
+ * it), here 28 with a mult that goes with 28, is read with
+ * CLOCK_MONOTONIC. Converted with the constant 24 instead, that mult would
+ * make a clock 16 times too fast, off by more than a millisecond by the
+ * time the child has been exec'd.
  */
 static void test_foreign_clock_shift_not_used(void **state)
 {
@@ -665,14 +668,15 @@ static void test_foreign_clock_shift_not_used(void **state)
 	struct shmtrace_ring_config c;
 	struct shmt_view v;
 	char err[256];
-	uint32_t shift = 20, tsc_ok;
+	uint32_t shift = 28, mult, tsc_ok;
 
 	(void)state;
 	small_cfg(&c, 1024, 0);
 	assert_int_equal(shmtrace_ring_create(name, &c), 0);
 	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
 	tsc_ok = v.clock.tsc_ok;
-	assert_true(!tsc_ok || v.clock.shift == 24);
+	mult = v.clock.mult << 4;
+	assert_true(!tsc_ok || (v.clock.shift == 24 && mult >> 4 == v.clock.mult));
 	shmt_view_close(&v);
 	if (!tsc_ok) {
 		shmtrace_ring_unlink(name);
@@ -680,6 +684,7 @@ static void test_foreign_clock_shift_not_used(void **state)
 	}
 	assert_int_equal(run_clock_child(name), 0);	/* the TSC, converted right */
 	poke(name, offsetof(struct shmt_header, clock.shift), &shift, 4);
+	poke(name, offsetof(struct shmt_header, clock.mult), &mult, 4);
 	assert_int_equal(run_clock_child(name), 0);	/* not used: CLOCK_MONOTONIC */
 	shmtrace_ring_unlink(name);
 }
