@@ -79,8 +79,9 @@ static inline bool shmt_commit_is(uint32_t c, uint64_t seq)
  * two): 1/64 of the ring, within [64, 4096]. A thread tries to flush once
  * half its block is staged, so one call in block/2 pays for a flush: in a
  * ring of 256K records (the default) and more, one in 2048, rarer than the
- * p99.9 call (docs/DESIGN.md, "The span call's tail"); and a flush never
- * takes more than 1/128 of the ring.
+ * p99.9 call (docs/DESIGN.md, "The span call's tail"); and a flush at the
+ * half mark takes 1/128 of a ring of 4K records or more (below that, the
+ * floor of 64 makes it 32 records).
  */
 static inline uint32_t shmt_block_records_for(uint32_t capacity)
 {
