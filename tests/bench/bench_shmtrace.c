@@ -882,9 +882,9 @@ static uint64_t run_timed(char *const argv[], struct rusage *ru, int *status, co
 /*
  * MB/s at which this process writes n_mb MB of new pages to a file in dir
  * (1 MB writes, then fsync), once: what an exporter writing as much there
- * waits for. tmpfs allocates and clears every page, and on this VM pages
- * the guest has not used for a while cost far more than recently freed
- * ones (1 GB: 1.7 GB/s; 4.8 GB: 0.3 GB/s, `dd` on 2026-12-01).
+ * waits for. tmpfs allocates and clears every page, and on this VM the
+ * rate depends on how much is written and when (`dd` on 2026-12-01: 1 GB
+ * at 1.7 GB/s, 4.8 GB at 0.3 GB/s), so it is measured beside the export.
  */
 static double new_page_mbs(const char *dir, uint64_t n_mb)
 {
