@@ -19,9 +19,10 @@
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
 #define SHMT_RING_MAJOR		1u
-#define SHMT_RING_MINOR		4u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
+#define SHMT_RING_MINOR		5u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
 					   3: staging blocks of 256 records;
-					   4: block size from the capacity */
+					   4: block size from the capacity;
+					   5: retired, lock_dropped */
 #define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
@@ -179,7 +180,11 @@ struct shmt_header {
 	uint64_t created_pidns;	/* inode of the creator's pid namespace */
 	struct shmt_clock clock;
 	uint64_t ring_id;	/* random at creation (minor 1): scopes flow ids */
-	uint8_t reserved0[256 - 184];
+	/* minor 5: nonzero once the ring was removed or replaced (set once, at
+	 * the end of its life, so this line stays read-mostly): producers read
+	 * it on every call and move to the segment behind the name */
+	uint32_t retired;
+	uint8_t reserved0[256 - 188];
 
 	/* the lock, on its own lines */
 	union {
@@ -208,7 +213,9 @@ struct shmt_header {
 	/* minor 1 */
 	struct shmt_line torn;		/* collector: slots skipped, not a record */
 	struct shmt_line strings_dropped; /* strings that did not fit the table */
-	uint8_t reserved2[SHMT_HEADER_SIZE - 512 - 12 * 64];
+	/* minor 5 */
+	struct shmt_line lock_dropped;	/* records dropped after a lock timeout */
+	uint8_t reserved2[SHMT_HEADER_SIZE - 512 - 13 * 64];
 };
 _Static_assert(sizeof(struct shmt_header) == SHMT_HEADER_SIZE, "header is one page");
 _Static_assert(sizeof(pthread_mutex_t) <= 64, "mutex fits its space");
