@@ -197,6 +197,7 @@ static int end_part(struct drain *d, const struct shmt_cap_end *e)
 		return ret;
 	drain_release_tail(d);
 	d->st.bytes += cw_written(d->w);
+	d->done_parts = cw_done_seq(d->w);
 	return 0;
 }
 
@@ -214,12 +215,29 @@ static int rotate(struct drain *d)
 	return drain_open_part(d);
 }
 
+/* -ESTALE, with d->err saying why, when the part being written was
+ * deleted or replaced: whatever is written to it from then on is lost,
+ * so the ring's tail must not move over it again. */
+static int check_output(struct drain *d)
+{
+	int ret = cw_check_file(d->w);
+
+	if (ret < 0)
+		snprintf(d->err, sizeof(d->err), "capture '%.400s' was deleted or replaced while "
+			 "writing; stopping, the ring keeps what was not drained", cw_path(d->w));
+	return ret;
+}
+
 long drain_pass(struct drain *d, bool final)
 {
 	long copied = 0, r;
 	uint64_t head;
 	int ret;
 
+	/* once a pass: before anything more is copied or released */
+	ret = check_output(d);
+	if (ret < 0)
+		return ret;
 	adopt_blocks(d, final);
 	ret = drain_put_tables(d);
 	if (ret < 0)
@@ -342,6 +360,9 @@ void drain_get_stats(const struct drain *d, bool failed, struct drain_stats *st)
 {
 	uint64_t done = cw_done_seq(d->w);
 
+	/* a part that failed to open has a writer that wrote nothing yet */
+	if (d->done_parts > done)
+		done = d->done_parts;
 	*st = d->st;
 	if (failed) {
 		st->records = done > d->start_seq ? done - d->start_seq : 0;

@@ -40,7 +40,10 @@ struct drain *drain_new(void);
  * drain_error() says why. */
 int drain_open(struct drain *d, const struct drain_opts *o);
 
-/* Why drain_open() failed, in one line; "" if it gave no reason. */
+/* Why drain_open() failed, in one line; "" if it gave no reason. Also
+ * why a pass failed with -ESTALE: the capture part being written was
+ * deleted or replaced ("capture 'FILE' was deleted or replaced while
+ * writing; ..."), checked once a pass, so at least once a nap. */
 const char *drain_error(const struct drain *d);
 
 /* One pass: flush staging blocks, copy out what is published, submit it,

@@ -41,6 +41,7 @@ struct drain {
 	struct shmt_cap_string *strings;	/* DRAIN_STRINGS_BATCH ... */
 	char (*text)[SHMT_STRING_MAX + 1];	/* ... and their bytes */
 	uint64_t start_seq;		/* ring sequence we started from */
+	uint64_t done_parts;		/* ... and written up to, in ended parts */
 	/*
 	 * Slots we skipped, counted into the ring's `overwritten` and `torn`
 	 * only once the capture holds everything before them (tail moved

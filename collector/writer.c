@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <liburing.h>
 
 #include "writer.h"
@@ -279,6 +280,19 @@ void cw_free(struct cwriter *w)
 		return;
 	cw_close(w);
 	free(w);
+}
+
+int cw_check_file(const struct cwriter *w)
+{
+	struct stat fst, pst;
+
+	if (w->fd < 0 || fstat(w->fd, &fst) < 0)
+		return 0;	/* nothing open, or nothing to tell */
+	if (fst.st_nlink == 0)
+		return -ESTALE;
+	if (stat(w->path, &pst) < 0)
+		return errno == ENOENT ? -ESTALE : 0;
+	return pst.st_ino != fst.st_ino || pst.st_dev != fst.st_dev ? -ESTALE : 0;
 }
 
 const char *cw_path(const struct cwriter *w)

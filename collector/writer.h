@@ -47,6 +47,11 @@ void cw_close(struct cwriter *w);
 /* Closes the file and frees w (NULL is a no-op). */
 void cw_free(struct cwriter *w);
 
+/* Whether the file being written is still the one at its path: 0, or
+ * -ESTALE when it was deleted (no link left) or its path now names another
+ * file (renamed over, recreated); what is written to it then is lost. */
+int cw_check_file(const struct cwriter *w);
+
 /* The file's path; where the next buffer goes in it (the bytes submitted
  * so far); the bytes fully written; the buffers in flight; the highest
  * ring sequence whose buffer and all before it are written; whether the
