@@ -62,8 +62,14 @@ enum shmt_cap_type {
 #define SHMT_CAP_STRING_ITEM_FIELDS	2	/* [id, bytes] */
 #define SHMT_CAP_THREAD_ITEM_FIELDS	7	/* [pid, tid, start, pidns, flags, thread, process] */
 #define SHMT_CAP_RECORDS_FIELDS		3	/* first_seq, count, records (RECORDS, PACKED) */
-#define SHMT_CAP_LOSS_FIELDS		11
+/* LOSS: at_ns, then each counter at its frame field (loss.h,
+ * SHMT_LOSS_KINDS), the table sizes and published at these */
+#define SHMT_CAP_LOSS_FIELDS		12	/* the 12th, lock_dropped, appended last */
 #define SHMT_CAP_LOSS_MIN_FIELDS	6	/* before strings_dropped was appended */
+#define SHMT_CAP_LOSS_MAX_STRINGS	7
+#define SHMT_CAP_LOSS_STRING_BYTES	8
+#define SHMT_CAP_LOSS_MAX_THREADS	9
+#define SHMT_CAP_LOSS_PUBLISHED		10
 #define SHMT_CAP_END_FIELDS		3
 /* Every frame ends in its CRC-32C as a msgpack uint32: 0xce + 4 bytes. */
 #define SHMT_CAP_CRC_BYTES		5
@@ -96,8 +102,9 @@ struct shmt_cap_string {
 
 struct shmt_cap_loss {
 	uint64_t at_ns;			/* ring time of the snapshot */
-	/* the ring's counters (cumulative); strings_dropped was appended in
-	 * a minor revision: 0 when read from an older capture */
+	/* the ring's counters (cumulative); those appended in a minor
+	 * revision (strings_dropped, lock_dropped) are 0 when read from an
+	 * older capture */
 	SHMT_LOSS_MEMBER;
 	/* appended in a minor revision: 0 when read from an older capture */
 	uint32_t max_strings;		/* the ring's string table: strings, */

@@ -207,24 +207,22 @@ static int dec_loss(const msgpack_object *v, size_t n, struct shmt_cap_loss *l,
 				     SHMT_CAP_LOSS_MIN_FIELDS);
 	/* the fields after the first six came later: absent reads as 0.
 	 * One line a field, as in dec_header(): each names its field and
-	 * its bound in the order docs/CAPTURE-FORMAT.md lists them. */
+	 * its bound (the counters' fields are those of loss.h's table). */
 	memset(l, 0, sizeof(*l));
 	SHMT_CAP_GET(&v[0], UINT64_MAX, l->at_ns, "at_ns");
-	SHMT_CAP_GET(&v[1], UINT64_MAX, l->dropped, "dropped");
-	SHMT_CAP_GET(&v[2], UINT64_MAX, l->overwritten, "overwritten");
-	SHMT_CAP_GET(&v[3], UINT64_MAX, l->lock_timeouts, "lock_timeouts");
-	SHMT_CAP_GET(&v[4], UINT64_MAX, l->torn, "torn");
-	SHMT_CAP_GET(&v[5], UINT64_MAX, l->names_dropped, "names_dropped");
-	if (n > 6)
-		SHMT_CAP_GET(&v[6], UINT64_MAX, l->strings_dropped, "strings_dropped");
-	if (n > 7)
-		SHMT_CAP_GET(&v[7], UINT32_MAX, l->max_strings, "max_strings");
-	if (n > 8)
-		SHMT_CAP_GET(&v[8], UINT32_MAX, l->string_bytes, "string_bytes");
-	if (n > 9)
-		SHMT_CAP_GET(&v[9], UINT32_MAX, l->max_threads, "max_threads");
-	if (n > 10)
-		SHMT_CAP_GET(&v[10], UINT64_MAX, l->published, "published");
+#define FIELD(name, unit, since, frame, words)				\
+	if (n > (frame))						\
+		SHMT_CAP_GET(&v[frame], UINT64_MAX, l->name, #name);
+	SHMT_LOSS_KINDS(FIELD)
+#undef FIELD
+	if (n > SHMT_CAP_LOSS_MAX_STRINGS)
+		SHMT_CAP_GET(&v[SHMT_CAP_LOSS_MAX_STRINGS], UINT32_MAX, l->max_strings, "max_strings");
+	if (n > SHMT_CAP_LOSS_STRING_BYTES)
+		SHMT_CAP_GET(&v[SHMT_CAP_LOSS_STRING_BYTES], UINT32_MAX, l->string_bytes, "string_bytes");
+	if (n > SHMT_CAP_LOSS_MAX_THREADS)
+		SHMT_CAP_GET(&v[SHMT_CAP_LOSS_MAX_THREADS], UINT32_MAX, l->max_threads, "max_threads");
+	if (n > SHMT_CAP_LOSS_PUBLISHED)
+		SHMT_CAP_GET(&v[SHMT_CAP_LOSS_PUBLISHED], UINT64_MAX, l->published, "published");
 	return 0;
 }
 

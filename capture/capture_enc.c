@@ -282,20 +282,21 @@ int shmt_cap_put_records(msgpack_sbuffer *b, uint64_t first_seq, const struct sh
 
 int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l)
 {
+	uint64_t v[SHMT_CAP_LOSS_FIELDS] = {
+		[0] = l->at_ns,
+		[SHMT_CAP_LOSS_MAX_STRINGS] = l->max_strings,
+		[SHMT_CAP_LOSS_STRING_BYTES] = l->string_bytes,
+		[SHMT_CAP_LOSS_MAX_THREADS] = l->max_threads,
+		[SHMT_CAP_LOSS_PUBLISHED] = l->published,
+	};
 	struct frame fr;
 
+#define FIELD(name, unit, since, frame, words) v[frame] = l->name;
+	SHMT_LOSS_KINDS(FIELD)
+#undef FIELD
 	frame_begin(&fr, b, b->size, SHMT_CAP_LOSS, SHMT_CAP_LOSS_FIELDS);
-	put_u64(&fr, l->at_ns);
-	put_u64(&fr, l->dropped);
-	put_u64(&fr, l->overwritten);
-	put_u64(&fr, l->lock_timeouts);
-	put_u64(&fr, l->torn);
-	put_u64(&fr, l->names_dropped);
-	put_u64(&fr, l->strings_dropped);
-	put_u64(&fr, l->max_strings);
-	put_u64(&fr, l->string_bytes);
-	put_u64(&fr, l->max_threads);
-	put_u64(&fr, l->published);
+	for (size_t i = 0; i < SHMT_CAP_LOSS_FIELDS; i++)
+		put_u64(&fr, v[i]);
 	return frame_end(&fr);
 }
 

@@ -376,7 +376,7 @@ void drain_warn_names(const struct drain *d)
 	struct shmt_loss l;
 	uint64_t s, n;
 
-	shmt_loss_read(&d->v, &l);
+	shmt_loss_read(&d->v, &l, false);
 	s = l.strings_dropped;
 	n = l.names_dropped;
 

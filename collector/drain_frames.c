@@ -103,7 +103,7 @@ int drain_put_loss(struct drain *d, bool force)
 		.published = shmt_ring_head(&d->v),
 	};
 
-	shmt_loss_read(&d->v, &l.counters);
+	shmt_loss_read(&d->v, &l.counters, false);
 	/* published alone moving is no news: the final frame carries it */
 	if (!force && !memcmp(&l.counters, &d->loss_sent, sizeof(l.counters)))
 		return 0;

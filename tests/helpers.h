@@ -19,6 +19,7 @@
 
 #include "shmtrace.h"
 #include "handle.h"
+#include "loss.h"
 #include "ring_reader.h"
 
 /* A ring name unique to this test process, under the runner's prefix. */
@@ -113,6 +114,17 @@ static inline void ring_dump(const char *name, struct ring_dump *d)
 
 	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
 	ring_dump_view(&v, d);
+	shmt_view_close(&v);
+}
+
+/* The loss counters of ring name, as a reader of the ring sees them. */
+static inline void ring_loss(const char *name, struct shmt_loss *l)
+{
+	struct shmt_view v;
+	char err[256];
+
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	shmt_loss_read(&v, l, true);
 	shmt_view_close(&v);
 }
 

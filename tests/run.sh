@@ -57,7 +57,7 @@ figs=$(cat "$BUILD"/test-logs/*.log 2>/dev/null | grep '^FIGURE|' | cut -d'|' -f
 if [ -n "$figs" ]; then
 	echo
 	echo "Faults injected and what was counted (torn accepted and lost silently must be 0):"
-	{ echo "fault|injected|records written|exported|dropped+overwritten (counted)|torn accepted|lost silently|exported+counted=written (accounting rows)|note"
+	{ echo "fault|injected|records written|exported|dropped+overwritten+lost to lock timeouts (counted)|torn accepted|lost silently|exported+counted=written (accounting rows)|note"
 	  echo "$figs"; } | awk -F'|' '{ for (i = 1; i <= NF; i++) { c[NR, i] = $i;
 		if (length($i) > w[i]) w[i] = length($i) } n = NR; if (NF > nf) nf = NF }
 		END { for (r = 1; r <= n; r++) { line = ""; for (i = 1; i <= nf; i++)

@@ -68,7 +68,11 @@ static struct shmt_record sample_record(uint64_t i)
 	return r;
 }
 
-static const struct shmt_cap_loss sample_loss = { 55, { { 1, 2, 3, 4, 5, 6 } }, 4096, 262144, 1024, 77 };
+static const struct shmt_cap_loss sample_loss = {
+	.at_ns = 55, .dropped = 1, .overwritten = 2, .lock_dropped = 8, .torn = 4, .lock_timeouts = 3,
+	.strings_dropped = 6, .names_dropped = 5,
+	.max_strings = 4096, .string_bytes = 262144, .max_threads = 1024, .published = 77,
+};
 static const struct shmt_cap_end sample_end = { 10, 99999, 3 };
 
 #define NREC 5

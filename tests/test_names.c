@@ -140,11 +140,11 @@ static void test_string_table_full(void **state)
 		assert_non_null(strstr(s, "\"records\":6000,"));
 		assert_non_null(strstr(s, "\"names_lost\":1904,"));
 		assert_non_null(strstr(s, "\"strings_dropped\":1904,"));
-		assert_non_null(strstr(s, "\"thread_names_dropped\":0,"));
+		assert_non_null(strstr(s, "\"names_dropped\":0,"));
 		free(s);
 	}
 	expect_reported(msg, "\"strings_dropped\":1904,", "strings_dropped:    1904\n");
-	expect_in(tmp("cap.stat"), "\"thread_names_dropped\":0,");
+	expect_in(tmp("cap.stat"), "\"names_dropped\":0,");
 	expect_in(tmp("col.err"), "shmtrace-collector: warning: 1904 strings were not interned: "
 		  "the ring's string table (4096 strings, 262144 bytes of text) is full");
 }
@@ -241,13 +241,13 @@ static void test_thread_names_full(void **state)
 
 		assert_non_null(strstr(s, "\"records\":30000,"));
 		assert_non_null(strstr(s, "\"dropped\":0,"));
-		assert_non_null(strstr(s, "\"thread_names_dropped\":476,"));
+		assert_non_null(strstr(s, "\"names_dropped\":476,"));
 		assert_non_null(strstr(s, "\"threads_unnamed\":476,"));
 		assert_non_null(strstr(s, "\"names_lost\":0,"));
 		free(s);
 		expect_not_in(err, "spans lost");
 	}
-	expect_reported(msg, "\"thread_names_dropped\":476,", "thread_names_dropped: 476\n");
+	expect_reported(msg, "\"names_dropped\":476,", "names_dropped:      476\n");
 	expect_in(tmp("col.err"), "shmtrace-collector: warning: 476 thread names were not "
 		  "recorded: the ring's thread-name table (1024) is full");
 }

@@ -81,23 +81,24 @@ static void warn_names(struct exporter *e)
 void export_loss(struct exporter *e)
 {
 	const struct source_loss *l = &e->src.loss;
-	const struct {
+	/* loss.h's kinds, each in its own words, then the exporter's own */
+	struct {
 		uint64_t n;
 		const char *what;
-	} v[] = {
-		{ l->dropped, "records dropped (ring full)" },
-		{ l->overwritten, "records overwritten before being read (overwrite mode)" },
-		{ l->lock_timeouts, "records lost to lock timeouts" },
-		{ l->torn, "torn records skipped" },
-		{ e->names_lost, "spans exported as \"?\" (name or category unknown)" },
-		{ l->strings_dropped, "strings not interned (string table full)" },
-		{ l->names_dropped, "thread names dropped (thread-name table full)" },
-		{ l->unaccounted, "records missing that no counter accounts for (a bug: please report it)" },
-	};
+	} v[SHMT_LOSS_NKINDS + 2];
+	size_t nv = 0;
 	uint32_t zero = 0;
 	bool any = false;
 
-	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++, nv++) {
+		v[nv].n = shmt_loss_get(&l->counters, &shmt_loss_kinds[i]);
+		v[nv].what = shmt_loss_kinds[i].words;
+	}
+	v[nv].n = e->names_lost;
+	v[nv++].what = "spans exported as \"?\" (name or category unknown)";
+	v[nv].n = l->unaccounted;
+	v[nv++].what = "records missing that no counter accounts for (a bug: please report it)";
+	for (size_t i = 0; i < nv; i++) {
 		char name[160];
 
 		if (!v[i].n)
@@ -167,15 +168,20 @@ struct count {
 	uint64_t n;
 };
 
-/* ,"name":n for each of v, up to the one without a name. */
+/* ,"name":n */
+static void put_count(struct jw *w, const char *name, uint64_t n)
+{
+	jw_puts(w, ",\"");
+	jw_puts(w, name);
+	jw_puts(w, "\":");
+	jw_u64(w, n);
+}
+
+/* put_count() for each of v, up to the one without a name. */
 static void put_counts(struct jw *w, const struct count *v)
 {
-	for (; v->name; v++) {
-		jw_puts(w, ",\"");
-		jw_puts(w, v->name);
-		jw_puts(w, "\":");
-		jw_u64(w, v->n);
-	}
+	for (; v->name; v++)
+		put_count(w, v->name, v->n);
 }
 
 void export_metadata(struct exporter *e)
@@ -203,15 +209,17 @@ void export_metadata(struct exporter *e)
 		{ "records", e->events },
 		{ "flows", e->flows },
 		{ "flow_starts_moved", e->bind.moved },
-		{ "dropped", l->dropped },
-		{ "overwritten", l->overwritten },
-		{ "lock_timeouts", l->lock_timeouts },
-		{ "torn", l->torn },
+		{ NULL, 0 },
+	});
+	/* the loss counters as loss.h's table names them, and their sum in
+	 * records (lock_timeouts, attempts, is not in it) */
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++)
+		put_count(w, shmt_loss_kinds[i].name, shmt_loss_get(&l->counters, &shmt_loss_kinds[i]));
+	put_counts(w, (const struct count[]){
+		{ "records_lost", shmt_loss_records(&l->counters) },
 		{ "names_lost", e->names_lost },
-		{ "strings_dropped", l->strings_dropped },
 		{ "max_strings", e->src.tables.max_strings },
 		{ "string_bytes", e->src.tables.string_bytes },
-		{ "thread_names_dropped", l->names_dropped },
 		{ "threads_unnamed", e->threads_unnamed },
 		{ "max_threads", e->src.tables.max_threads },
 		{ "unaccounted", l->unaccounted },

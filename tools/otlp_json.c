@@ -260,24 +260,30 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 static void put_scope_losses(struct otlp *o, struct obuf *b)
 {
 	const struct source_loss *l = &o->s->loss;
-	const struct {
-		const char *key;
+	/* "shmtrace." and loss.h's name for each kind, then the exporter's
+	 * own counts */
+	struct {
+		char key[48];
 		uint64_t v;
-	} c[] = {
-		{ "shmtrace.records_dropped", l->dropped },
-		{ "shmtrace.records_overwritten", l->overwritten },
-		{ "shmtrace.lock_timeouts", l->lock_timeouts },
-		{ "shmtrace.records_torn", l->torn },
-		{ "shmtrace.strings_dropped", l->strings_dropped },
-		{ "shmtrace.thread_names_dropped", l->names_dropped },
-		{ "shmtrace.records_unaccounted", l->unaccounted },
-		{ "shmtrace.names_lost", o->names_lost },
-		{ "shmtrace.args_lost", o->held.lost },
-	};
+	} c[SHMT_LOSS_NKINDS + 4] = { { "", 0 } };
+	size_t n = 0;
 	bool any = false;
 
+	for (; n < SHMT_LOSS_NKINDS; n++) {
+		snprintf(c[n].key, sizeof(c[n].key), "shmtrace.%s", shmt_loss_kinds[n].name);
+		c[n].v = shmt_loss_get(&l->counters, &shmt_loss_kinds[n]);
+	}
+	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.records_lost");
+	c[n++].v = shmt_loss_records(&l->counters);
+	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.records_unaccounted");
+	c[n++].v = l->unaccounted;
+	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.names_lost");
+	c[n++].v = o->names_lost;
+	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.args_lost");
+	c[n++].v = o->held.lost;
+
 	ob_puts(b, ",\"attributes\":[");
-	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (!c[i].v)
 			continue;
 		if (any)

@@ -169,24 +169,15 @@ void source_close(struct source *s)
  */
 static void refuse_impossible(struct source *s)
 {
-	struct {
-		uint64_t *v;
-		const char *name;
-	} c[] = {
-		{ &s->loss.dropped, "dropped" },
-		{ &s->loss.overwritten, "overwritten" },
-		{ &s->loss.lock_timeouts, "lock_timeouts" },
-		{ &s->loss.torn, "torn" },
-		{ &s->loss.names_dropped, "thread_names_dropped" },
-		{ &s->loss.strings_dropped, "strings_dropped" },
-	};
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++) {
+		const struct shmt_loss_kind *k = &shmt_loss_kinds[i];
+		uint64_t *v = shmt_loss_at(&s->loss.counters, k);
 
-	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		if (*c[i].v < (1ull << 63))
+		if (*v < (1ull << 63))
 			continue;
 		source_warnx("%s: the '%s' counter reads %llu, an impossible (negative) count: "
-		       "not reported", s->name, c[i].name, (unsigned long long)*c[i].v);
-		*c[i].v = 0;
+		       "not reported", s->name, k->name, (unsigned long long)*v);
+		*v = 0;
 		s->damaged = true;
 	}
 }

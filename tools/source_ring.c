@@ -60,7 +60,7 @@ static int load(void *arg)
 			return ret;
 	}
 	/* untrusted numbers: reported, never used as sizes */
-	shmt_loss_read(v, &s->loss.counters);
+	shmt_loss_read(v, &s->loss.counters, false);
 	return 0;
 }
 

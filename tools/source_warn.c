@@ -22,11 +22,34 @@ void source_warnx(const char *fmt, ...)
 
 void source_warn_lost(const struct source_loss *l)
 {
-	if (l->dropped || l->overwritten || l->lock_timeouts || l->torn)
-		source_warnx("records were lost: %llu dropped, %llu overwritten, %llu lock timeouts, "
-		       "%llu torn", (unsigned long long)l->dropped,
-		       (unsigned long long)l->overwritten, (unsigned long long)l->lock_timeouts,
-		       (unsigned long long)l->torn);
+	uint64_t lost = shmt_loss_records(&l->counters);
+	char what[512];
+	size_t n = 0;
+
+	/* each record lost is counted once, under its cause; lock timeouts
+	 * are attempts, said apart and never added to the records (the
+	 * names and strings tables have their own warnings) */
+	what[0] = 0;
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++) {
+		const struct shmt_loss_kind *k = &shmt_loss_kinds[i];
+		uint64_t v = shmt_loss_get(&l->counters, k);
+		int r;
+
+		if (!v || k->unit != SHMT_LOSS_RECORDS || n >= sizeof(what))
+			continue;
+		r = snprintf(what + n, sizeof(what) - n, "%s%llu %s", n ? ", " : "",
+			     (unsigned long long)v, k->words);
+		n += r > 0 ? (size_t)r : 0;
+	}
+	if (lost)
+		source_warnx("%llu records were lost: %s", (unsigned long long)lost, what);
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++) {
+		const struct shmt_loss_kind *k = &shmt_loss_kinds[i];
+		uint64_t v = shmt_loss_get(&l->counters, k);
+
+		if (v && k->unit == SHMT_LOSS_ATTEMPTS)
+			source_warnx("%llu %s", (unsigned long long)v, k->words);
+	}
 	if (l->unaccounted)
 		source_warnx("%llu records are missing that no counter accounts for",
 		       (unsigned long long)l->unaccounted);

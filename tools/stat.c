@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "fmt.h"
 #include "json_writer.h"
+#include "loss.h"
 #include "ring_reader.h"
 
 /* Key/value output: "key:  value" lines, or one JSON object. */
@@ -77,6 +78,15 @@ static const char *mode_name(uint32_t mode)
 											   : "unknown";
 }
 
+/* The loss counters, one key each as loss.h's table names them, and the
+ * records lost: the sum of those counted in records. */
+static void kv_losses(struct kv *o, const struct shmt_loss *l)
+{
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++)
+		kv_u64(o, shmt_loss_kinds[i].name, shmt_loss_get(l, &shmt_loss_kinds[i]));
+	kv_u64(o, "records_lost", shmt_loss_records(l));
+}
+
 struct ring_stat {
 	struct shmt_view v;
 	struct kv *o;
@@ -93,6 +103,7 @@ static int stat_ring_pass(void *arg)
 	uint64_t fill = head > tail ? head - tail : 0;
 	uint32_t nthr = shmt_ring_nthreads(v), nstr = shmt_ring_nstrings(v);
 	uint32_t heap_used = load_relaxed(&h->heap_used);	/* untrusted: clamped */
+	struct shmt_loss loss;
 	char buf[96];
 	bool any = false;
 
@@ -104,14 +115,9 @@ static int stat_ring_pass(void *arg)
 	kv_u64(o, "fill", fill > v->capacity ? v->capacity : fill);
 	kv_u64(o, "published", head);
 	kv_u64(o, "consumed", tail);
-	kv_u64(o, "dropped", load_relaxed(&h->dropped.v));
-	kv_u64(o, "overwritten", shmt_ring_overwritten(v));
-	kv_u64(o, "torn", load_relaxed(&h->torn.v));
-	kv_u64(o, "lock_timeouts", load_relaxed(&h->lock_timeouts.v));
+	shmt_loss_read(v, &loss, true);
+	kv_losses(o, &loss);
 	kv_u64(o, "lock_recoveries", load_relaxed(&h->lock_recoveries));
-	/* reserved, so zero, in a ring of minor 0 */
-	kv_u64(o, "strings_dropped", v->minor >= 1 ? load_relaxed(&h->strings_dropped.v) : 0);
-	kv_u64(o, "thread_names_dropped", load_relaxed(&h->names_dropped.v));
 	kv_u64(o, "strings", nstr ? nstr - 1 : 0);
 	kv_u64(o, "max_strings", v->max_strings);
 	kv_u64(o, "string_bytes_used", heap_used > v->string_bytes ? v->string_bytes : heap_used);
@@ -263,12 +269,7 @@ static int stat_capture(const char *path, struct kv *o)
 	kv_u64(o, "records", records);
 	kv_u64(o, "first_seq", first == UINT64_MAX ? 0 : first);
 	kv_u64(o, "end_seq", last);
-	kv_u64(o, "dropped", loss.dropped);
-	kv_u64(o, "overwritten", loss.overwritten);
-	kv_u64(o, "lock_timeouts", loss.lock_timeouts);
-	kv_u64(o, "torn", loss.torn);
-	kv_u64(o, "strings_dropped", loss.strings_dropped);
-	kv_u64(o, "thread_names_dropped", loss.names_dropped);
+	kv_losses(o, &loss.counters);
 	/* 0: a capture whose LOSS frames predate the table sizes */
 	kv_u64(o, "max_strings", loss.max_strings);
 	kv_u64(o, "string_bytes", loss.string_bytes);

@@ -103,7 +103,8 @@ static void put_header(struct svg *g)
 			(unsigned long long)g->narrows);
 	{
 		const struct source_loss *l = &g->src.loss;
-		uint64_t lost = l->dropped + l->overwritten + l->lock_timeouts + l->torn;
+		/* records only: lock timeouts are attempts (loss.h) */
+		uint64_t lost = shmt_loss_records(&l->counters);
 
 		if (lost)
 			fprintf(g->f, ", %llu records lost", (unsigned long long)lost);

@@ -134,7 +134,7 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
 	if (unlikely(s->written + nargs >= s->soft)) {
 		ret = shmt_make_room(t, a, s, nargs);
 		if (ret == -ETIMEDOUT) {
-			fetch_add(&a->v.h->dropped.v, 1 + nargs);
+			shmt_loss_lock_dropped(&a->v, 1 + nargs);
 			return ret;
 		}
 	}

@@ -211,6 +211,7 @@ SHMT_API void shmtrace_close(shmtrace_t *t)
 SHMT_API int shmtrace_stats(shmtrace_t *t, struct shmtrace_stats *st)
 {
 	struct shmt_header *h;
+	struct shmt_loss l;
 	struct shmt_att *a;
 
 	if (!t || !st)
@@ -223,9 +224,10 @@ SHMT_API int shmtrace_stats(shmtrace_t *t, struct shmtrace_stats *st)
 	st->capacity = a->v.capacity;
 	st->head = load_acquire(&h->head.v);
 	st->tail = load_acquire(&h->tail.v);
-	st->dropped = load_relaxed(&h->dropped.v);
-	st->overwritten = shmt_ring_overwritten(&a->v);
-	st->lock_timeouts = load_relaxed(&h->lock_timeouts.v);
+	shmt_loss_read(&a->v, &l, true);
+	st->dropped = l.dropped;
+	st->overwritten = l.overwritten;
+	st->lock_timeouts = l.lock_timeouts;
 	st->mode = a->v.mode;
 	st->strings = load_acquire(&h->strings);
 	return 0;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "handle.h"
+#include "loss.h"
 
 #define SHMT_TLS_SLOTS		4	/* rings a thread writes to without a lookup */
 #define SHMT_MAX_HANDLES	64	/* live handles per process */

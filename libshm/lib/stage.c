@@ -207,7 +207,7 @@ int shmt_emit_direct(shmtrace_t *t, struct shmt_att *a, const struct shmt_record
 
 	if (ret < 0) {
 		/* -EBUSY from a wedged lock's try is a timeout too */
-		fetch_add(&a->v.h->dropped.v, n);
+		shmt_loss_lock_dropped(&a->v, n);
 		return -ETIMEDOUT;
 	}
 	/* the event first, its arguments after it while it was written: an

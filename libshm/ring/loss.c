@@ -1,28 +1,60 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * loss.c - reading and merging the ring's loss counters (loss.h).
+ * loss.c - the table of loss kinds, and reading and merging the ring's
+ * loss counters (loss.h).
  */
 #include "internal.h"
 #include "loss.h"
+#include "ring_reader.h"
+
+const struct shmt_loss_kind shmt_loss_kinds[SHMT_LOSS_NKINDS] = {
+#define KIND(f, u, minor, frame, w) { #f, u, w, offsetof(struct shmt_loss, f) },
+	SHMT_LOSS_KINDS(KIND)
+#undef KIND
+};
+
+uint64_t shmt_loss_records(const struct shmt_loss *l)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++)
+		if (shmt_loss_kinds[i].unit == SHMT_LOSS_RECORDS)
+			n += shmt_loss_get(l, &shmt_loss_kinds[i]);
+	return n;
+}
 
 void shmt_loss_merge(struct shmt_loss *dst, const struct shmt_loss *src, enum shmt_loss_op op)
 {
-#define MERGE(f)							\
+#define MERGE(f, u, minor, frame, w)					\
 	dst->f = op == SHMT_LOSS_ADD ? dst->f + src->f			\
 				     : (src->f > dst->f ? src->f : dst->f);
-	SHMT_LOSS_COUNTERS(MERGE)
+	SHMT_LOSS_KINDS(MERGE)
 #undef MERGE
 }
 
-void shmt_loss_read(const struct shmt_view *v, struct shmt_loss *l)
+void shmt_loss_read(const struct shmt_view *v, struct shmt_loss *l, bool lapped)
 {
 	const struct shmt_header *h = v->h;
+	uint64_t head;
 
-	l->dropped = load_relaxed(&h->dropped.v);
-	l->overwritten = load_relaxed(&h->overwritten.v);
-	l->lock_timeouts = load_relaxed(&h->lock_timeouts.v);
-	l->torn = load_relaxed(&h->torn.v);
-	l->names_dropped = load_relaxed(&h->names_dropped.v);
-	/* reserved, so zero, in a ring of minor 0 */
-	l->strings_dropped = v->minor >= 1 ? load_relaxed(&h->strings_dropped.v) : 0;
+	/* a counter the ring's minor predates is reserved space: zero, or
+	 * whatever a forger put there; read as 0 either way */
+#define READ(f, u, since, frame, w)					\
+	l->f = v->minor >= (since) ? load_relaxed(&h->f.v) : 0;
+	SHMT_LOSS_KINDS(READ)
+#undef READ
+	if (!lapped)
+		return;
+	/* the one place `overwritten` is computed for a ring as it is: what
+	 * collectors counted, plus what the head lapped past their tail */
+	head = shmt_ring_head(v);
+	if (head > v->capacity)
+		l->overwritten += shmt_ring_unread_below(v, head - v->capacity);
+}
+
+void shmt_loss_lock_dropped(struct shmt_view *v, uint64_t n)
+{
+	struct shmt_header *h = v->h;
+
+	fetch_add(v->minor >= 5 ? &h->lock_dropped.v : &h->dropped.v, n);
 }

@@ -7,24 +7,51 @@
 #ifndef SHMT_RING_LOSS_H
 #define SHMT_RING_LOSS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct shmt_view;
 
-/* The counters, once: X(name) per counter, each cumulative over the
- * ring's life (docs/FORMAT.md, "Accounting"). */
-#define SHMT_LOSS_COUNTERS(X)						\
-	X(dropped)		/* ring full, discard mode */		\
-	X(overwritten)		/* lapped before read, overwrite mode */ \
-	X(lock_timeouts)	/* flushes given up on the lock */	\
-	X(torn)			/* slots collectors skipped as torn */	\
-	X(names_dropped)	/* thread name slots that did not fit */ \
-	X(strings_dropped)	/* interning refused: string table full */
+/* What a counter counts. Only records are lost records: the others are
+ * said apart, never added to them. */
+enum shmt_loss_unit {
+	SHMT_LOSS_RECORDS,	/* records lost: each counted once, under its cause */
+	SHMT_LOSS_ATTEMPTS,	/* lock attempts given up on (not records) */
+	SHMT_LOSS_STRINGS,	/* strings not interned (not records) */
+	SHMT_LOSS_NAMES,	/* thread names not recorded (not records) */
+};
 
-#define SHMT_LOSS_FIELD(f) uint64_t f;
+/*
+ * The kinds of loss, once (docs/DESIGN.md, "Losses, each counted once";
+ * docs/FORMAT.md, "Accounting"): X(name, unit, since, frame, words) per
+ * counter, each cumulative over the ring's life. name is the ring header's
+ * field and the key every tool prints; since the ring format minor that
+ * added it (a reader takes 0 from an older ring); frame its field in a
+ * capture's LOSS frame (docs/CAPTURE-FORMAT.md); words what users read
+ * after the count. The records lost are the sum of the RECORDS kinds:
+ * exported + dropped + overwritten + lock_dropped + torn = written.
+ */
+#define SHMT_LOSS_KINDS(X)						\
+	X(dropped, SHMT_LOSS_RECORDS, 0, 1,				\
+	  "records dropped (ring full)")				\
+	X(overwritten, SHMT_LOSS_RECORDS, 0, 2,				\
+	  "records overwritten before being read (overwrite mode)")	\
+	X(lock_dropped, SHMT_LOSS_RECORDS, 5, 11,			\
+	  "records lost to lock timeouts")				\
+	X(torn, SHMT_LOSS_RECORDS, 1, 4,				\
+	  "torn records skipped")					\
+	X(lock_timeouts, SHMT_LOSS_ATTEMPTS, 0, 3,			\
+	  "lock timeouts (attempts, not records)")			\
+	X(strings_dropped, SHMT_LOSS_STRINGS, 1, 6,			\
+	  "strings not interned (string table full)")			\
+	X(names_dropped, SHMT_LOSS_NAMES, 0, 5,				\
+	  "thread names dropped (thread-name table full)")
+
+#define SHMT_LOSS_FIELD(name, unit, since, frame, words) uint64_t name;
 
 struct shmt_loss {
-	SHMT_LOSS_COUNTERS(SHMT_LOSS_FIELD)
+	SHMT_LOSS_KINDS(SHMT_LOSS_FIELD)
 };
 
 /*
@@ -36,8 +63,36 @@ struct shmt_loss {
 #define SHMT_LOSS_MEMBER						\
 	union {								\
 		struct shmt_loss counters;				\
-		struct { SHMT_LOSS_COUNTERS(SHMT_LOSS_FIELD) };	\
+		struct { SHMT_LOSS_KINDS(SHMT_LOSS_FIELD) };		\
 	}
+
+/* The table as data, for the loops of those who print it. */
+struct shmt_loss_kind {
+	const char *name;		/* field and key: "lock_dropped" */
+	enum shmt_loss_unit unit;
+	const char *words;		/* after the count: "records lost to lock timeouts" */
+	size_t off;			/* of the counter in struct shmt_loss */
+};
+
+#define SHMT_LOSS_COUNT(name, unit, since, frame, words) + 1
+enum { SHMT_LOSS_NKINDS = 0 SHMT_LOSS_KINDS(SHMT_LOSS_COUNT) };
+#undef SHMT_LOSS_COUNT
+
+extern const struct shmt_loss_kind shmt_loss_kinds[SHMT_LOSS_NKINDS];
+
+/* The counter of kind k in l. */
+static inline uint64_t *shmt_loss_at(struct shmt_loss *l, const struct shmt_loss_kind *k)
+{
+	return (uint64_t *)((char *)l + k->off);
+}
+
+static inline uint64_t shmt_loss_get(const struct shmt_loss *l, const struct shmt_loss_kind *k)
+{
+	return *(const uint64_t *)((const char *)l + k->off);
+}
+
+/* The records lost: the sum of the kinds counted in records. */
+uint64_t shmt_loss_records(const struct shmt_loss *l);
 
 enum shmt_loss_op {
 	SHMT_LOSS_ADD,	/* two rings' (or disjoint) counts: a sum */
@@ -47,8 +102,21 @@ enum shmt_loss_op {
 /* dst = dst + src, or max(dst, src), counter by counter. */
 void shmt_loss_merge(struct shmt_loss *dst, const struct shmt_loss *src, enum shmt_loss_op op);
 
-/* The ring's counters now (untrusted numbers: report them, never size
- * anything by them). strings_dropped is 0 in a ring of minor 0. */
-void shmt_loss_read(const struct shmt_view *v, struct shmt_loss *l);
+/*
+ * The ring's counters now (untrusted numbers: report them, never size
+ * anything by them); a counter the ring's minor predates reads 0.
+ * `overwritten` is what collectors counted, plus, with lapped, what the
+ * head has lapped beyond the collector's tail since (no collector
+ * running: a reader of the ring as it is). The collector itself, and a
+ * reader that counts what it finds lapped as it goes, pass false.
+ */
+void shmt_loss_read(const struct shmt_view *v, struct shmt_loss *l, bool lapped);
+
+/*
+ * Counts n records a producer dropped because it could not take the ring
+ * lock in time: in `lock_dropped`, or, in a ring older than minor 5 (whose
+ * readers know no such counter), in `dropped` as before.
+ */
+void shmt_loss_lock_dropped(struct shmt_view *v, uint64_t n);
 
 #endif /* SHMT_RING_LOSS_H */

@@ -98,14 +98,6 @@ uint64_t shmt_ring_unread_below(const struct shmt_view *v, uint64_t from)
 	return from > tail ? from - tail : 0;
 }
 
-uint64_t shmt_ring_overwritten(const struct shmt_view *v)
-{
-	uint64_t head = shmt_ring_head(v);
-
-	return load_relaxed(&v->h->overwritten.v) +
-	       (head > v->capacity ? shmt_ring_unread_below(v, head - v->capacity) : 0);
-}
-
 uint32_t shmt_ring_nstrings(const struct shmt_view *v)
 {
 	uint32_t n = load_acquire(&v->h->strings);
@@ -237,4 +229,35 @@ int shmt_guarded(int (*fn)(void *), void *arg)
 	guard_env = NULL;
 	sigaction(SIGBUS, &old, NULL);
 	return ret;
+}
+
+uint32_t shmt_ring_live_writers(const struct shmt_view *v)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(v, i);
+
+		if (load_acquire(&b->state) == SHMT_BLOCK_OWNED &&
+		    shmt_owner_alive(load_relaxed(&b->pid), load_relaxed(&b->tid),
+				     load_relaxed(&b->start_time)))
+			n++;
+	}
+	return n;
+}
+
+uint64_t shmt_ring_undrained(const struct shmt_view *v)
+{
+	uint64_t head = shmt_ring_head(v), tail = load_acquire(&v->h->tail.v);
+	uint64_t n = head > tail ? head - tail : 0;
+
+	if (n > v->capacity)
+		n = v->capacity;
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(v, i);
+		uint64_t w = load_acquire(&b->written), t = load_relaxed(&b->taken);
+
+		n += w > t && w - t <= v->block_records ? w - t : 0;
+	}
+	return n;
 }

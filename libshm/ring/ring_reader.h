@@ -51,12 +51,18 @@ int shmt_ring_read_range(const struct shmt_view *v, uint64_t from, uint64_t to, 
 
 /* Records below the start of a ring that nobody read: the head lapped
  * them (overwrite mode) before the collector's tail reached them. A
- * reader starting at from (>= tail) adds these to `overwritten`. */
+ * reader starting at from (>= tail) adds these to `overwritten`
+ * (shmt_loss_read() does, for a reader of the ring as it is). */
 uint64_t shmt_ring_unread_below(const struct shmt_view *v, uint64_t from);
 
-/* The ring's overwritten count as of now: what a collector counted, plus
- * what the head has lapped beyond its tail since (no collector running). */
-uint64_t shmt_ring_overwritten(const struct shmt_view *v);
+/* Threads attached now: those owning a staging block that are alive (the
+ * thread, in a process of the start time it claimed the block with). */
+uint32_t shmt_ring_live_writers(const struct shmt_view *v);
+
+/* Records the ring holds that no collector has taken yet: published past
+ * the tail, plus staged in owned blocks. Only loads, so a signal handler
+ * may call it; untrusted numbers, clamped to the geometry. */
+uint64_t shmt_ring_undrained(const struct shmt_view *v);
 
 /* Number of published strings, clamped to the table. */
 uint32_t shmt_ring_nstrings(const struct shmt_view *v);

@@ -193,7 +193,7 @@ static PyStructSequence_Field stats_fields[] = {
 	{ "capacity", "records the ring holds" },
 	{ "head", "records ever published into the ring" },
 	{ "tail", "records the collector has consumed" },
-	{ "dropped", "records discarded because the ring was full or its lock wedged" },
+	{ "dropped", "records discarded because the ring was full" },
 	{ "overwritten", "records overwritten unread (overwrite mode)" },
 	{ "lock_timeouts", "flushes given up on a lock held too long" },
 	{ "mode", "\"discard\" or \"overwrite\"" },

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_losses.c - each record lost is counted once, under its cause: a
+ * producer stopped (SIGSTOP) inside the ring lock while two others write
+ * with a short lock timeout. What they cannot flush is counted in
+ * `lock_dropped` only, never in `dropped` (the ring is never full), and the
+ * export says so once, in the same words in its metadata, its instants,
+ * its warnings and its SVG, with lock timeouts shown as attempts, never as
+ * records: exported + dropped + overwritten + lock_dropped + torn = written.
+ */
+#include "cli_run.h"
+
+#define PRODUCERS	2
+#define PER		1000u	/* records each producer writes */
+
+/*
+ * Writes its first span (claiming its staging block while the lock is
+ * free), says so on ready, writes the other PER - 1 once start says the
+ * lock is held, says so on done, and closes its handle (flushing what it
+ * staged) only once go says the lock is free again.
+ */
+static void produce(const char *name, const int p[4])
+{
+	shmtrace_t *t;
+	char c;
+
+	if (shmtrace_open(name, &t) < 0)
+		_exit(3);
+	for (uint64_t i = 0; i < PER; i++) {
+		int ret;
+
+		if (i == 1 && (write(p[0], "r", 1) != 1 || read(p[1], &c, 1) != 1))
+			_exit(4);
+		ret = shmtrace_span(t, 1, 2, i + 1, i + 2, 0);
+		if (ret != 0 && ret != -ETIMEDOUT && ret != -EBUSY)
+			_exit(5);
+	}
+	if (write(p[2], "d", 1) != 1 || read(p[3], &c, 1) != 1)
+		_exit(6);
+	shmtrace_close(t);
+	_exit(0);
+}
+
+/* The number after key in the JSON text s. */
+static uint64_t json_u64(const char *s, const char *key)
+{
+	const char *p = strstr(s, key);
+
+	assert_non_null(p);
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
+static void test_stopped_lock_owner(void **state)
+{
+	const char *name = test_ring_name("stopped");
+	const struct shmtrace_ring_config cfg = { .capacity = 16384 };
+	const uint64_t written = (uint64_t)PRODUCERS * PER;
+	int held[2], ready[2], start[2], done[2], go[2], status;
+	pid_t owner, prod[PRODUCERS];
+	struct shmt_loss l;
+	char *json, *err, *svg, c, what[128];
+	uint64_t exported;
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, &cfg), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	assert_int_equal(shmtrace_intern(t, "losses"), 1);
+	assert_int_equal(shmtrace_intern(t, "span"), 2);
+	shmtrace_close(t);
+	assert_int_equal(pipe(held), 0);
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(start), 0);
+	assert_int_equal(pipe(done), 0);
+	assert_int_equal(pipe(go), 0);
+
+	setenv("SHMTRACE_LOCK_TIMEOUT_MS", "20", 1);
+	for (int i = 0; i < PRODUCERS; i++) {
+		prod[i] = fork();
+		assert_true(prod[i] >= 0);
+		if (prod[i] == 0)
+			produce(name, (int[4]){ ready[1], start[0], done[1], go[0] });
+	}
+	unsetenv("SHMTRACE_LOCK_TIMEOUT_MS");
+	for (int i = 0; i < PRODUCERS; i++)
+		assert_int_equal(read(ready[0], &c, 1), 1);
+
+	/* the owner takes the lock and stops inside it */
+	owner = fork();
+	assert_true(owner >= 0);
+	if (owner == 0) {
+		struct shmt_view v;
+		char e[256];
+
+		if (shmt_view_open(name, SHMT_OPEN_WRITE, &v, e, sizeof(e)) < 0 ||
+		    shmt_lock(&v, 1000000000ull) < 0 || write(held[1], "h", 1) != 1)
+			_exit(1);
+		raise(SIGSTOP);
+		shmt_unlock(&v);
+		_exit(0);
+	}
+	assert_int_equal(read(held[0], &c, 1), 1);
+	assert_int_equal(waitpid(owner, &status, WUNTRACED), owner);
+	assert_true(WIFSTOPPED(status));
+
+	/* the others write, and wait for the lock in vain */
+	for (int i = 0; i < PRODUCERS; i++)
+		assert_int_equal(write(start[1], "s", 1), 1);
+	for (int i = 0; i < PRODUCERS; i++)
+		assert_int_equal(read(done[0], &c, 1), 1);
+
+	/* the owner goes on and lets go; the producers flush and close */
+	assert_int_equal(kill(owner, SIGCONT), 0);
+	assert_int_equal(waitpid(owner, &status, 0), owner);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (int i = 0; i < PRODUCERS; i++)
+		assert_int_equal(write(go[1], "g", 1), 1);
+	for (int i = 0; i < PRODUCERS; i++) {
+		assert_int_equal(waitpid(prod[i], &status, 0), prod[i]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		close(held[i]);
+		close(ready[i]);
+		close(start[i]);
+		close(done[i]);
+		close(go[i]);
+	}
+
+	/* the ring: lost to the lock, counted once, and not as ring full */
+	ring_loss(name, &l);
+	print_message("written %llu, lock_dropped %llu, dropped %llu, lock_timeouts %llu\n",
+		      (unsigned long long)written, (unsigned long long)l.lock_dropped,
+		      (unsigned long long)l.dropped, (unsigned long long)l.lock_timeouts);
+	assert_true(l.lock_dropped > 0);
+	assert_int_equal(l.dropped, 0);
+	assert_int_equal(l.overwritten, 0);
+	assert_int_equal(l.torn, 0);
+	assert_true(l.lock_timeouts > 0);
+	assert_int_equal(shmt_loss_records(&l), l.lock_dropped);
+
+	/* the export: its metadata, its instants and its warnings */
+	assert_int_equal(export_ring(name, tmp("t.json"), tmp("t.err")), 0);
+	json = slurp(tmp("t.json"));
+	err = slurp(tmp("t.err"));
+	exported = json_u64(json, "\"records\":");
+	assert_int_equal(json_u64(json, "\"lock_dropped\":"), l.lock_dropped);
+	assert_int_equal(json_u64(json, "\"dropped\":"), 0);
+	assert_int_equal(json_u64(json, "\"records_lost\":"), l.lock_dropped);
+	assert_int_equal(json_u64(json, "\"lock_timeouts\":"), l.lock_timeouts);
+	assert_int_equal(exported + l.dropped + l.overwritten + l.lock_dropped + l.torn, written);
+	snprintf(what, sizeof(what), "shmtrace: %llu records lost to lock timeouts",
+		 (unsigned long long)l.lock_dropped);
+	assert_int_equal(count(json, what), 1);
+	assert_int_equal(count(json, "records dropped (ring full)"), 0);
+	snprintf(what, sizeof(what), "%llu records were lost: %llu records lost to lock timeouts\n",
+		 (unsigned long long)l.lock_dropped, (unsigned long long)l.lock_dropped);
+	if (count(err, what) != 1)
+		fprintf(stderr, "%s", err);
+	assert_int_equal(count(err, what), 1);
+	assert_int_equal(count(err, "lost to lock timeouts"), 1);
+	snprintf(what, sizeof(what), "%llu lock timeouts (attempts, not records)\n",
+		 (unsigned long long)l.lock_timeouts);
+	assert_int_equal(count(err, what), 1);
+	free(json);
+	free(err);
+
+	/* the picture: the records lost, not the lock timeouts added to them */
+	{
+		char *argv[] = { bin, "svg", "--ring", (char *)name, "-o", (char *)tmp("t.svg"), NULL };
+
+		assert_int_equal(run(NULL, tmp("s.err"), argv), 0);
+	}
+	svg = slurp(tmp("t.svg"));
+	snprintf(what, sizeof(what), ", %llu records lost<", (unsigned long long)l.lock_dropped);
+	assert_int_equal(count(svg, what), 1);
+	free(svg);
+
+	figure_acct("records dropped after lock timeouts, counted once", 1, written, exported,
+		    l.dropped + l.overwritten + l.lock_dropped, l.torn,
+		    written - exported - l.dropped - l.overwritten - l.lock_dropped - l.torn,
+		    "owner SIGSTOPped in the lock; lock_dropped only");
+	shmtrace_ring_unlink(name);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return cli_setup_for("losses", false);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stopped_lock_owner),
+	};
+
+	return cmocka_run_group_tests(tests, setup, cli_teardown);
+}
