@@ -175,8 +175,6 @@ int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, con
 {
 	if (out_hint && !out)
 		return cli_usage_error(cmd, "no output given (%s)", out_hint);
-	if (ring && nfiles)
-		return cli_usage_error(cmd, "give either --ring NAME or capture files, not both");
 	if (!ring && !nfiles)
 		return cli_usage_error(cmd, "no input given (capture files or --ring NAME)");
 	if (f && f->has_from && f->has_to && f->from >= f->to)

@@ -184,6 +184,24 @@ static void put_counts(struct jw *w, const struct count *v)
 		put_count(w, v->name, v->n);
 }
 
+/* ,"missing_parts":[...],"missing_records":N: parts of a rotated capture
+ * not among the inputs (source_parts.c), and the records they hold where
+ * the parts present tell; nothing when none is missing. */
+static void put_missing(struct exporter *e)
+{
+	const struct source *s = &e->src;
+
+	if (!s->nmissing_parts)
+		return;
+	jw_puts(e->w, ",\"missing_parts\":[");
+	for (size_t i = 0; i < s->nmissing_parts; i++) {
+		jw_puts(e->w, i ? "," : "");
+		jw_cstr(e->w, s->missing_parts[i]);
+	}
+	jw_puts(e->w, "],\"missing_records\":");
+	jw_u64(e->w, s->loss.missing);
+}
+
 void export_metadata(struct exporter *e)
 {
 	const struct source_loss *l = &e->src.loss;
@@ -228,8 +246,9 @@ void export_metadata(struct exporter *e)
 		{ "unfinished", e->unfinished },
 		{ NULL, 0 },
 	});
+	put_missing(e);
 	jw_puts(w, ",\"complete\":");
-	jw_puts(w, e->src.cut || e->src.damaged ? "false" : "true");
+	jw_puts(w, e->src.cut || e->src.damaged || e->src.nmissing_parts ? "false" : "true");
 	jw_puts(w, ",\"trace_start_ns\":");
 	jw_u64(w, e->first_ts);
 	jw_puts(w, ",\"trace_start_wall_ns\":");

@@ -100,7 +100,7 @@ int export_chrome(struct exporter *e, struct cmd *c)
 	if (ret == 0)
 		ret = run_export(e, c->f, err, sizeof(err));
 	rc = cmd_finish(c, ret, err);
-	if (rc == EXIT_OK && (e->src.cut || e->src.damaged))
+	if (rc == EXIT_OK && (e->src.cut || e->src.damaged || e->src.nmissing_parts))
 		fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
 			c->out);
 	flows_free(&e->fl);

@@ -159,6 +159,9 @@ void source_close(struct source *s)
 	free(s->thr_ring);
 	free(s->host_of);
 	free(s->hosts);
+	for (size_t i = 0; i < s->nmissing_parts; i++)
+		free(s->missing_parts[i]);
+	free(s->missing_parts);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -185,8 +188,8 @@ static void refuse_impossible(struct source *s)
 int source_open(struct source *s, const char *ring, char *const *paths, size_t n,
 		char *err, size_t errlen)
 {
-	int ret = ring ? source_open_ring(s, ring, err, errlen)
-		       : source_open_files(s, paths, n, err, errlen);
+	int ret = ring && !n ? source_open_ring(s, ring, err, errlen)
+			    : source_open_files_ring(s, ring, paths, n, err, errlen);
 
 	if (ret == 0)
 		refuse_impossible(s);

@@ -22,6 +22,9 @@ struct source_loss {
 	/* published records that are neither exported nor counted above: a
 	 * bug or a forged counter, never expected (see reconcile()) */
 	uint64_t unaccounted;
+	/* records in parts of a rotated capture that are not among the
+	 * inputs, where the parts present tell how many (source_parts.c) */
+	uint64_t missing;
 };
 
 /* The ring's name tables, to say which one was full: 0 when not known
@@ -66,6 +69,9 @@ struct source {
 	uint32_t *thr_ring;		/* the ring of each name slot in thr */
 	bool cut;			/* some file ended without its END frame */
 	bool damaged;			/* some file had a damaged frame */
+	/* parts of a rotated capture not among the inputs, by file name */
+	char **missing_parts;
+	size_t nmissing_parts;
 	char **str;			/* id -> NUL-terminated text, or NULL */
 	uint32_t *slen;
 	uint32_t nstr;
@@ -91,7 +97,13 @@ struct source {
  */
 int source_open_ring(struct source *s, const char *ring, char *err, size_t errlen);
 int source_open_files(struct source *s, char *const *paths, size_t n, char *err, size_t errlen);
-/* The ring when ring is not NULL, else the n capture files. */
+/* The n capture files and then, when ring is not NULL, what that ring (the
+ * one they were drained from: the same ring_id, else refused) holds
+ * beyond them, by ring sequence. */
+int source_open_files_ring(struct source *s, const char *ring, char *const *paths, size_t n,
+			   char *err, size_t errlen);
+/* The ring when ring is not NULL and n is 0, the n capture files and
+ * that ring with both, else the n capture files. */
 int source_open(struct source *s, const char *ring, char *const *paths, size_t n,
 		char *err, size_t errlen);
 void source_close(struct source *s);

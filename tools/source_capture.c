@@ -136,6 +136,20 @@ static int deliver(struct source *s, struct source_run *run, const struct shmt_c
 	return ret;
 }
 
+/* The first read: what file sf says about its place among the parts. */
+static void note_part(struct source_file *sf, const struct shmt_cap_frame *f)
+{
+	if (f->type == SHMT_CAP_RECORDS) {
+		sf->nrec += f->records.n;
+		if (f->records.first_seq + f->records.n > sf->end_seq)
+			sf->end_seq = f->records.first_seq + f->records.n;
+	}
+	else if (f->type == SHMT_CAP_END) {
+		sf->ended = true;
+		sf->end = f->end;
+	}
+}
+
 /* The first read found file sf ending in error ret (-errno, why). */
 static void warn_end(struct source *s, const struct source_file *sf, int ret, const char *why)
 {
@@ -146,6 +160,8 @@ static void warn_end(struct source *s, const struct source_file *sf, int ret, co
 			       "reading what it holds so far", sf->path, sf->h.collector_pid);
 		else
 			source_warnx("%s is cut short (%s); exporting everything before it", sf->path, why);
+		if (!collector_writing(&sf->h) && !cap_of(s)->tail_ring)
+			source_tail_hint(sf);
 	} else if (ret == -EBADMSG) {
 		s->damaged = true;
 		source_warnx("%s has a damaged frame (%s); keeping what was read before it", sf->path, why);
@@ -173,6 +189,8 @@ static int read_file(struct source *s, struct source_file *sf, struct source_pas
 		return ret;
 	}
 	while ((ret = shmt_cap_next(r, &f, why, sizeof(why))) == 1) {
+		if (!p)
+			note_part(sf, &f);
 		ret = p ? deliver(s, run, &f, p) : load_frame(s, run, &f);
 		if (ret) {
 			shmt_cap_close(r);
@@ -247,7 +265,34 @@ static int read_headers(struct source_capture *c, char *const *paths, size_t n, 
 	return 0;
 }
 
+/* With the ring read after them: everything after the captures is in it
+ * when its tail is not past their end; then nothing is cut or missing
+ * after the last part. */
+static void tail_covers(struct source *s, struct source_capture *c)
+{
+	struct source_run *run = &c->runs[0];
+	uint64_t end = 0;
+
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (c->files[i].end_seq > end)
+			end = c->files[i].end_seq;
+	if (!source_tail_covers(c, end))
+		return;
+	run->tail_covers = true;
+	run->clean_last = true;
+	if (s->cut)
+		fprintf(stderr, "shmtrace: ring '%s' holds the rest, from sequence %llu on\n",
+			c->tail_ring, (unsigned long long)end);
+	s->cut = false;
+}
+
 int source_open_files(struct source *s, char *const *paths, size_t n, char *err, size_t errlen)
+{
+	return source_open_files_ring(s, NULL, paths, n, err, errlen);
+}
+
+int source_open_files_ring(struct source *s, const char *ring, char *const *paths, size_t n,
+			   char *err, size_t errlen)
 {
 	struct source_capture *c;
 	const struct shmt_cap_header *h;
@@ -271,6 +316,7 @@ int source_open_files(struct source *s, char *const *paths, size_t n, char *err,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	c->tail_ring = ring;
 	if ((ret = read_headers(c, paths, n, err, errlen)) < 0)
 		return ret;
 	s->nrings = (uint32_t)c->nruns;
@@ -285,8 +331,19 @@ int source_open_files(struct source *s, char *const *paths, size_t n, char *err,
 	for (size_t i = 0; i < c->nfiles; i++)
 		if ((ret = read_file(s, &c->files[i], NULL, err, errlen)) < 0)
 			return ret;
-	for (size_t i = 0; i < c->nruns; i++)
+	if (ring) {
+		if ((ret = source_tail_open(s, c, ring, err, errlen)) < 0)
+			return ret;
+		tail_covers(s, c);
+	}
+	if ((ret = source_find_missing(s, c)) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return ret;
+	}
+	for (size_t i = 0; i < c->nruns; i++) {
 		shmt_loss_merge(&s->loss.counters, &c->runs[i].loss, SHMT_LOSS_ADD);
+		s->loss.missing += c->runs[i].missing;
+	}
 	return source_merge_strings(s, c, err, errlen);
 }
 
@@ -303,6 +360,8 @@ static int cap_pass(struct source *s, struct source_pass *p, char *err, size_t e
 	}
 	for (size_t i = 0; i < c->nfiles && !ret; i++)
 		ret = read_file(s, &c->files[i], p, err, errlen);
+	if (!ret)
+		ret = source_tail_pass(s, c, p, err, errlen);
 	return ret;
 }
 
@@ -323,9 +382,12 @@ static void reconcile(struct source *s)
 		struct source_run *run = &c->runs[i];
 		uint64_t seen = run->records + run->bad + run->loss.torn, rest;
 
-		if (!run->published || !run->clean_last || seen > run->published)
+		/* parts not among the inputs: their records, when known, are
+		 * neither lost nor a bug (source_parts.c) */
+		if (!run->published || !run->clean_last || run->missing_unknown ||
+		    seen + run->missing > run->published)
 			continue;
-		rest = run->published - seen;
+		rest = run->published - seen - run->missing;
 		if (run->loss.overwritten > rest)
 			s->loss.overwritten -= run->loss.overwritten - rest;
 		else if (rest > run->loss.overwritten)
@@ -363,6 +425,7 @@ static void cap_close(struct source *s)
 
 	if (!c)
 		return;
+	source_tail_close(c);
 	free(c->files);
 	for (size_t i = 0; c->runs && i < c->nruns; i++) {
 		source_table_free(c->runs[i].str, c->runs[i].slen, CAP_MAX_STRINGS);

@@ -15,6 +15,12 @@
 struct source_file {
 	char *path;
 	struct shmt_cap_header h;
+	/* what the first read found in it: its END frame, if any, and the
+	 * records of its RECORDS and PACKED frames */
+	bool ended;
+	struct shmt_cap_end end;
+	uint64_t nrec;
+	uint64_t end_seq;	/* past its highest record sequence */
 };
 
 /* One ring's life: the files that share a run_id (and a ring_id). */
@@ -29,6 +35,12 @@ struct source_run {
 	struct shmt_loss loss;
 	uint64_t published;	/* the ring's head in the last loss frame */
 	bool clean_last;	/* its newest file ended with an END frame */
+	/* parts of a rotated capture not among the inputs: the records
+	 * they hold where the parts present tell, and whether some hold a
+	 * number nobody can tell (source_parts.c) */
+	uint64_t missing;
+	bool missing_unknown;
+	bool tail_covers;	/* the ring read with it holds all after it */
 	/* of the current pass */
 	uint64_t records;	/* distinct records delivered */
 	uint64_t bad;		/* records with an invalid kind */
@@ -45,6 +57,10 @@ struct source_capture {
 	/* the run and sequence of the record handed over last */
 	const struct source_run *prev_run;
 	uint64_t prev_seq;
+	/* the ring the captures were drained from, read after them
+	 * (source_tail.c), or NULL */
+	const char *tail_ring;
+	struct source *tail;
 };
 
 /* The run of run_id, or NULL. */
@@ -56,6 +72,23 @@ struct source_run *source_run_of(struct source_capture *c, uint64_t run_id);
  * Returns 0 or -errno with err set.
  */
 int source_merge_strings(struct source *s, struct source_capture *c, char *err, size_t errlen);
+/* After the first read: names the parts of rotated captures that are not
+ * among the inputs, on stderr, with the records they hold where the parts
+ * present tell (source_parts.c). Returns 0 or -ENOMEM. */
+int source_find_missing(struct source *s, struct source_capture *c);
+/* source_tail.c: opens ring as the rest of the captures' one run, refusing
+ * a ring they were not drained from (0 or -errno with err set); whether it
+ * holds everything from sequence end_seq on; a pass over what it holds
+ * beyond the captures; closing it. */
+int source_tail_open(struct source *s, struct source_capture *c, const char *ring, char *err,
+		     size_t errlen);
+bool source_tail_covers(const struct source_capture *c, uint64_t end_seq);
+int source_tail_pass(struct source *s, struct source_capture *c, struct source_pass *p,
+		     char *err, size_t errlen);
+void source_tail_close(struct source_capture *c);
+/* Says, for a file cut short, when the ring it names still exists (the
+ * same ring_id) how to export the rest with it. */
+void source_tail_hint(const struct source_file *sf);
 /* Groups the runs by host and puts other hosts' on the first file's clock. */
 int source_group_hosts(struct source *s, struct source_capture *c, char *err, size_t errlen);
 

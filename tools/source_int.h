@@ -34,6 +34,11 @@ struct source_ops {
 extern const struct source_ops source_ring_ops;
 extern const struct source_ops source_capture_ops;
 
+/* A ring source (source_ring.c): its passes read sequences from seq on
+ * only (those below were read from captures); its tail and head now. */
+void source_ring_from(struct source *s, uint64_t seq);
+void source_ring_seqs(const struct source *s, uint64_t *tail, uint64_t *head);
+
 /* A table of n string ids: str[id] text, slen[id] its length. */
 int source_table_alloc(char ***str, uint32_t **slen, uint32_t n);
 void source_table_free(char **str, uint32_t *slen, uint32_t n);

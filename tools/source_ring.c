@@ -15,6 +15,7 @@
 struct source_ringbe {
 	struct shmt_view v;
 	struct shmt_record *blockbuf;	/* one staging block's records */
+	uint64_t from;			/* sequences below it are read elsewhere */
 };
 
 static struct shmt_view *view_of(const struct source *s)
@@ -178,13 +179,19 @@ static int guarded_pass(void *arg)
 	uint64_t seq = head > v->capacity ? head - v->capacity : 0;
 	/* untrusted, and only used to attribute losses */
 	uint64_t tail = load_acquire(&v->h->tail.v);
+	uint64_t from = ((struct source_ringbe *)s->be)->from;
 	int ret;
 
 	if ((ret = load_strings(s)) < 0)
 		return ret;
 	/* what the head lapped before anyone read it (no collector, or one
-	 * that fell behind): counted once, like the torn ones below */
-	p->skips.lapped += shmt_ring_unread_below(v, seq);
+	 * that fell behind, and not in the captures read with it): counted
+	 * once, like the torn ones below */
+	if (from > tail)
+		tail = from;
+	p->skips.lapped += seq > tail ? seq - tail : 0;
+	if (from > seq)
+		seq = from;
 	s->follows = false;
 	ret = shmt_ring_read_range(v, seq, head, tail, &p->skips, one, p);
 	if (ret == 0)
@@ -194,6 +201,19 @@ static int guarded_pass(void *arg)
 	s->follows = false;
 	/* strings interned during the pass */
 	return load_strings(s);
+}
+
+void source_ring_from(struct source *s, uint64_t seq)
+{
+	((struct source_ringbe *)s->be)->from = seq;
+}
+
+void source_ring_seqs(const struct source *s, uint64_t *tail, uint64_t *head)
+{
+	const struct shmt_view *v = view_of(s);
+
+	*tail = load_acquire(&v->h->tail.v);
+	*head = shmt_ring_head(v);
 }
 
 static int ring_pass(struct source *s, struct source_pass *p, char *err, size_t errlen)
