@@ -18,6 +18,7 @@
 static const char export_usage[] =
 	"Usage: shmtrace export CAPTURE... -o OUT [options]\n"
 	"       shmtrace export --ring NAME -o OUT [options]\n"
+	"       shmtrace export CAPTURE... --ring NAME -o OUT [options]\n"
 	"       shmtrace export CAPTURE... --format otlp --otlp-endpoint URL [options]\n"
 	"Converts capture files (all parts of one run, any order; captures of several\n"
 	"rings or hosts are merged onto one time line) or a ring left in /dev/shm to\n"
@@ -37,7 +38,8 @@ static const char export_usage[] =
 	"                     refused connection, with back-off (default 6)\n"
 	"      --clock-offset HOST=NS  add NS (signed, ns) to the times of HOST's\n"
 	"                     captures after aligning hosts by wall clock (repeatable)\n"
-	"  -r, --ring NAME    read the ring /dev/shm/NAME directly, read-only\n"
+	"  -r, --ring NAME    read the ring /dev/shm/NAME directly, read-only; with\n"
+	"                     captures, what it holds beyond them (the ring they came from)\n"
 	"  -p, --pid PID      only records of PID (repeatable)\n"
 	"      --from T       only records starting at or after T\n"
 	"      --to T         only records starting at or before T\n"
