@@ -114,6 +114,26 @@ static int wait_exit(pid_t pid)
 	return -1;
 }
 
+/* A test's files in the temporary directory: WHAT.cap, the collector's
+ * stderr WHAT.err, the export WHAT.json and its stderr WHAT-export.err. */
+struct files {
+	char out[512], errp[512], json[512], xerr[512];
+};
+
+static void files_for(struct files *f, const char *what)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s.cap", what);
+	snprintf(f->out, sizeof(f->out), "%s", tmp(name));
+	snprintf(name, sizeof(name), "%s.err", what);
+	snprintf(f->errp, sizeof(f->errp), "%s", tmp(name));
+	snprintf(name, sizeof(name), "%s.json", what);
+	snprintf(f->json, sizeof(f->json), "%s", tmp(name));
+	snprintf(name, sizeof(name), "%s-export.err", what);
+	snprintf(f->xerr, sizeof(f->xerr), "%s", tmp(name));
+}
+
 /* Records in a capture file's RECORDS and PACKED frames. */
 static uint64_t records_in(const char *path)
 {
@@ -189,6 +209,17 @@ static int export_of(const char *json, const char *err, const char *ring, const 
 	return run(NULL, err, argv);
 }
 
+/* `shmtrace export` of files[0..n), n at most 16; the exit code. */
+static int export_all(const char *json, const char *err, char (*files)[600], int n)
+{
+	char *argv[24] = { bin, "export", "-o", (char *)json };
+
+	for (int i = 0; i < n && i < 16; i++)
+		argv[4 + i] = files[i];
+	argv[4 + (n < 16 ? n : 16)] = NULL;
+	return run(NULL, err, argv);
+}
+
 static void ring_seqs(const char *ring, uint64_t *tail, uint64_t *head)
 {
 	struct shmt_view v;
@@ -227,23 +258,22 @@ static void test_capture_deleted(void **state)
 {
 	const char *ring = test_ring_name("del");
 	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
-	char out[512], errp[512], json[512], *said;
+	struct files fs;
+	char *said;
 	uint64_t tail, head, n1 = 20000, n2 = 30000;
 	int rc;
 	pid_t col;
 
 	(void)state;
-	snprintf(out, sizeof(out), "%s", tmp("del.cap"));
-	snprintf(errp, sizeof(errp), "%s", tmp("del.err"));
-	snprintf(json, sizeof(json), "%s", tmp("del.json"));
+	files_for(&fs, "del");
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
-	col = start_collector(ring, out, "--quiet", errp, 0);
+	col = start_collector(ring, fs.out, "--quiet", fs.errp, 0);
 	produce(ring, n1);
 	wait_drained(ring);
-	assert_int_equal(unlink(out), 0);
+	assert_int_equal(unlink(fs.out), 0);
 	produce(ring, n2);
 	rc = wait_exit(col);
-	said = slurp(errp);
+	said = slurp(fs.errp);
 	if (rc != 1)
 		fprintf(stderr, "collector: exit %d, said:\n%s\n", rc, said);
 	assert_int_equal(rc, 1);
@@ -257,8 +287,8 @@ static void test_capture_deleted(void **state)
 	ring_seqs(ring, &tail, &head);
 	assert_int_equal(head, n1 + n2);
 	assert_true(tail >= n1 && tail <= n1 + 4 * 8192);
-	assert_int_equal(export_ring(ring, json, tmp("del-export.err")), 0);
-	assert_true(meta_u64(json, "records") >= head - tail);
+	assert_int_equal(export_ring(ring, fs.json, fs.xerr), 0);
+	assert_true(meta_u64(fs.json, "records") >= head - tail);
 	figure("capture deleted while collecting", 1, n2, head - tail, 0, 0, 0,
 	       "written after the deletion / kept in the ring; exit 1 at the next pass");
 	shmtrace_ring_unlink(ring);
@@ -274,40 +304,39 @@ static void test_rotation_fails(void **state)
 {
 	const char *ring = test_ring_name("rotfail");
 	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
-	char out[512], part1[520], errp[512], json[512];
+	struct files fs;
+	char part1[520];
 	uint64_t n = 200000, in0, exported, dropped;
 	pid_t col;
 
 	(void)state;
-	snprintf(out, sizeof(out), "%s", tmp("r.cap"));
-	snprintf(part1, sizeof(part1), "%s.1", out);
-	snprintf(errp, sizeof(errp), "%s", tmp("r.err"));
-	snprintf(json, sizeof(json), "%s", tmp("r.json"));
+	files_for(&fs, "r");
+	snprintf(part1, sizeof(part1), "%s.1", fs.out);
 	assert_int_equal(mkdir(part1, 0755), 0);
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
-	col = start_collector(ring, out, "--max-size=1M", errp, 0);
+	col = start_collector(ring, fs.out, "--max-size=1M", fs.errp, 0);
 	produce(ring, n);
 	assert_int_equal(wait_exit(col), 1);
-	in0 = records_in(out);
+	in0 = records_in(fs.out);
 	assert_true(in0 > 0 && in0 < n);
-	assert_int_equal(summary_records(errp), in0);
+	assert_int_equal(summary_records(fs.errp), in0);
 
-	assert_int_equal(export_of(json, tmp("r-export.err"), NULL, out, NULL, NULL), 0);
-	expect_in(tmp("r-export.err"), "r.cap.1");
-	expect_in(tmp("r-export.err"), "missing");
-	expect_not_in(tmp("r-export.err"), "please report");
-	expect_in(json, "\"complete\":false");
-	expect_in(json, "\"missing_parts\":[");
-	assert_int_equal(meta_u64(json, "records"), in0);
+	assert_int_equal(export_of(fs.json, fs.xerr, NULL, fs.out, NULL, NULL), 0);
+	expect_in(fs.xerr, "r.cap.1");
+	expect_in(fs.xerr, "missing");
+	expect_not_in(fs.xerr, "please report");
+	expect_in(fs.json, "\"complete\":false");
+	expect_in(fs.json, "\"missing_parts\":[");
+	assert_int_equal(meta_u64(fs.json, "records"), in0);
 
 	/* with the ring: everything, and nothing missing */
-	assert_int_equal(export_of(json, tmp("r-export.err"), ring, out, NULL, NULL), 0);
-	exported = meta_u64(json, "records");
-	dropped = meta_u64(json, "dropped");
-	expect_in(json, "\"complete\":true");
-	assert_int_equal(meta_u64(json, "unaccounted"), 0);
+	assert_int_equal(export_of(fs.json, fs.xerr, ring, fs.out, NULL, NULL), 0);
+	exported = meta_u64(fs.json, "records");
+	dropped = meta_u64(fs.json, "dropped");
+	expect_in(fs.json, "\"complete\":true");
+	assert_int_equal(meta_u64(fs.json, "unaccounted"), 0);
 	assert_int_equal(exported + dropped, n);
-	figure_acct("rotation fails mid-run", 1, n, exported, dropped, meta_u64(json, "torn"), 0,
+	figure_acct("rotation fails mid-run", 1, n, exported, dropped, meta_u64(fs.json, "torn"), 0,
 		    "exit 1, summary counts part 0; export FILE --ring R adds the rest");
 	rmdir(part1);
 	shmtrace_ring_unlink(ring);
@@ -324,26 +353,25 @@ static void test_parts_missing(void **state)
 {
 	const char *ring = test_ring_name("parts");
 	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
-	char out[512], errp[512], json[512], part[16][600], *said;
+	struct files fs;
+	char part[16][600], *said;
 	uint64_t n = 400000, in[16], total = 0;
 	int nparts = 0;
 	pid_t col;
 	struct stat st;
 
 	(void)state;
-	snprintf(out, sizeof(out), "%s", tmp("p.cap"));
-	snprintf(errp, sizeof(errp), "%s", tmp("p.err"));
-	snprintf(json, sizeof(json), "%s", tmp("p.json"));
+	files_for(&fs, "p");
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
-	col = start_collector(ring, out, "--max-size=1M", errp, 0);
+	col = start_collector(ring, fs.out, "--max-size=1M", fs.errp, 0);
 	produce(ring, n);
 	kill(col, SIGTERM);
 	assert_int_equal(wait_exit(col), 0);
 	for (int i = 0; i < 16; i++) {
 		if (i == 0)
-			snprintf(part[i], sizeof(part[i]), "%s", out);
+			snprintf(part[i], sizeof(part[i]), "%s", fs.out);
 		else
-			snprintf(part[i], sizeof(part[i]), "%s.%d", out, i);
+			snprintf(part[i], sizeof(part[i]), "%s.%d", fs.out, i);
 		if (stat(part[i], &st) < 0)
 			break;
 		in[i] = records_in(part[i]);
@@ -353,43 +381,41 @@ static void test_parts_missing(void **state)
 	assert_true(nparts >= 3);
 
 	/* part 0 alone: part 1 and after are missing, how many not known */
-	assert_int_equal(export_of(json, tmp("p-export.err"), NULL, part[0], NULL, NULL), 0);
-	expect_in(tmp("p-export.err"), "p.cap.1 and any part after it");
-	expect_in(json, "\"complete\":false");
-	assert_int_equal(meta_u64(json, "unaccounted"), 0);
+	assert_int_equal(export_of(fs.json, fs.xerr, NULL, part[0], NULL, NULL), 0);
+	expect_in(fs.xerr, "p.cap.1 and any part after it");
+	expect_in(fs.json, "\"complete\":false");
+	assert_int_equal(meta_u64(fs.json, "unaccounted"), 0);
 
 	/* the last part alone: the parts before it, and their records */
-	assert_int_equal(export_of(json, tmp("p-export.err"), NULL, part[nparts - 1], NULL, NULL), 0);
-	said = slurp(tmp("p-export.err"));
+	assert_int_equal(export_of(fs.json, fs.xerr, NULL, part[nparts - 1], NULL, NULL), 0);
+	said = slurp(fs.xerr);
 	if (!strstr(said, part[0]) || !strstr(said, part[1]))
 		fprintf(stderr, "said: %s\n", said);
 	assert_non_null(strstr(said, part[0]));
 	assert_non_null(strstr(said, part[1]));
 	assert_null(strstr(said, "no counter accounts"));
 	free(said);
-	expect_in(json, "\"complete\":false");
-	assert_int_equal(meta_u64(json, "missing_records"), total - in[nparts - 1]);
-	assert_int_equal(meta_u64(json, "unaccounted"), 0);
-	assert_int_equal(meta_u64(json, "records") + meta_u64(json, "missing_records"), total);
+	expect_in(fs.json, "\"complete\":false");
+	assert_int_equal(meta_u64(fs.json, "missing_records"), total - in[nparts - 1]);
+	assert_int_equal(meta_u64(fs.json, "unaccounted"), 0);
+	assert_int_equal(meta_u64(fs.json, "records") + meta_u64(fs.json, "missing_records"), total);
 
 	/* the first and the last: the ones between */
-	assert_int_equal(export_of(json, tmp("p-export.err"), NULL, part[0], part[nparts - 1],
+	assert_int_equal(export_of(fs.json, fs.xerr, NULL, part[0], part[nparts - 1],
 				   NULL), 0);
-	expect_in(tmp("p-export.err"), part[1]);
-	expect_not_in(tmp("p-export.err"), "please report");
-	expect_in(json, "\"complete\":false");
-	assert_int_equal(meta_u64(json, "missing_records"), total - in[0] - in[nparts - 1]);
+	expect_in(fs.xerr, part[1]);
+	expect_not_in(fs.xerr, "please report");
+	expect_in(fs.json, "\"complete\":false");
+	assert_int_equal(meta_u64(fs.json, "missing_records"), total - in[0] - in[nparts - 1]);
 	figure_acct("parts missing from an export", (uint64_t)nparts - 2, total,
-		    meta_u64(json, "records") + meta_u64(json, "missing_records"), 0, 0, 0,
+		    meta_u64(fs.json, "records") + meta_u64(fs.json, "missing_records"), 0, 0, 0,
 		    "first and last part given: the parts between named, their records counted");
 
 	/* all of them: complete, nothing said */
-	if (nparts == 3) {
-		assert_int_equal(export_of(json, tmp("p-export.err"), NULL, part[0], part[1],
-					   part[2]), 0);
-		expect_not_in(tmp("p-export.err"), "missing");
-		expect_in(json, "\"complete\":true");
-	}
+	assert_int_equal(export_all(fs.json, fs.xerr, part, nparts), 0);
+	expect_not_in(fs.xerr, "missing");
+	expect_in(fs.json, "\"complete\":true");
+	assert_int_equal(meta_u64(fs.json, "records"), total);
 	for (int i = 0; i < nparts; i++)
 		unlink(part[i]);
 	shmtrace_ring_unlink(ring);
@@ -407,42 +433,41 @@ static void test_full_file_with_ring(void **state)
 	const char *ring = test_ring_name("full");
 	const char *other = test_ring_name("other");
 	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
-	char out[512], errp[512], json[512], hint[1200];
+	struct files fs;
+	char hint[1200];
 	uint64_t n = 60000, exported, dropped, torn;
 	pid_t col;
 
 	(void)state;
-	snprintf(out, sizeof(out), "%s", tmp("full.cap"));
-	snprintf(errp, sizeof(errp), "%s", tmp("full.err"));
-	snprintf(json, sizeof(json), "%s", tmp("full.json"));
+	files_for(&fs, "full");
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
-	col = start_collector(ring, out, "--quiet", errp, 128 * 1024);
+	col = start_collector(ring, fs.out, "--quiet", fs.errp, 128 * 1024);
 	produce(ring, n);
 	assert_int_equal(wait_exit(col), 1);
 
 	/* alone: cut short, and where the rest is */
-	assert_int_equal(export_of(json, tmp("full-export.err"), NULL, out, NULL, NULL), 0);
+	assert_int_equal(export_of(fs.json, fs.xerr, NULL, fs.out, NULL, NULL), 0);
 	snprintf(hint, sizeof(hint), "the ring '%s' still exists and may hold the rest: "
-		 "shmtrace export %s --ring %s", ring, out, ring);
-	expect_in(tmp("full-export.err"), hint);
-	expect_in(json, "\"complete\":false");
-	assert_true(meta_u64(json, "records") < n);
+		 "shmtrace export %s --ring %s", ring, fs.out, ring);
+	expect_in(fs.xerr, hint);
+	expect_in(fs.json, "\"complete\":false");
+	assert_true(meta_u64(fs.json, "records") < n);
 
 	/* with the ring: one export adds up */
-	assert_int_equal(export_of(json, tmp("full-export.err"), ring, out, NULL, NULL), 0);
-	exported = meta_u64(json, "records");
-	dropped = meta_u64(json, "dropped");
-	torn = meta_u64(json, "torn");
-	expect_in(json, "\"complete\":true");
-	assert_int_equal(meta_u64(json, "unaccounted"), 0);
+	assert_int_equal(export_of(fs.json, fs.xerr, ring, fs.out, NULL, NULL), 0);
+	exported = meta_u64(fs.json, "records");
+	dropped = meta_u64(fs.json, "dropped");
+	torn = meta_u64(fs.json, "torn");
+	expect_in(fs.json, "\"complete\":true");
+	assert_int_equal(meta_u64(fs.json, "unaccounted"), 0);
 	assert_int_equal(exported + dropped + torn, n);
 	figure_acct("full disk, capture + ring in one export", 1, n, exported, dropped, torn, 0,
 		    "EFBIG (file-size limit): export FILE --ring R");
 
 	/* another ring: refused */
 	assert_int_equal(shmtrace_ring_create(other, NULL), 0);
-	assert_int_equal(export_of(json, tmp("full-export.err"), other, out, NULL, NULL), 1);
-	expect_in(tmp("full-export.err"), "was not drained from ring");
+	assert_int_equal(export_of(fs.json, fs.xerr, other, fs.out, NULL, NULL), 1);
+	expect_in(fs.xerr, "was not drained from ring");
 	shmtrace_ring_unlink(other);
 	shmtrace_ring_unlink(ring);
 }
