@@ -71,19 +71,38 @@ struct shmtrace_ring_config {
 
 /* Use CLOCK_MONOTONIC for every timestamp even when the TSC is usable. */
 #define SHMTRACE_CREATE_NO_TSC 0x1u
+/* A ring of this name and the same configuration (capacity, mode, tables,
+ * blocks, file mode) that is ours is kept as it is, records and all: the
+ * restart of a collector. */
+#define SHMTRACE_CREATE_ADOPT 0x2u
+/* A ring of this name that is not adopted is replaced: the new one takes
+ * the name in one rename, and the old one is marked retired, so that its
+ * producers move to the new one on their next call. */
+#define SHMTRACE_CREATE_REPLACE 0x4u
+
+/* What shmtrace_ring_create() did, when it succeeded. */
+enum shmtrace_created {
+	SHMTRACE_CREATED = 0,	/* a new ring; the name was free */
+	SHMTRACE_ADOPTED = 1,	/* SHMTRACE_CREATE_ADOPT: the existing ring kept */
+	SHMTRACE_REPLACED = 2,	/* SHMTRACE_CREATE_REPLACE: a new ring, the old retired */
+};
 
 /*
  * Creates the ring /dev/shm/<name> (O_CREAT|O_EXCL, never following a
  * symlink), sized and touched up front so that a full /dev/shm fails here
  * and not later with SIGBUS. The ring is made under a temporary name and
  * linked to <name> only when whole: shmtrace_open() finds either no ring
- * (-ENOENT) or a complete one. cfg may be NULL for the defaults.
- * Returns 0, -EEXIST if it exists, -EINVAL for a bad name or config,
+ * (-ENOENT) or a complete one. cfg may be NULL for the defaults; its flags
+ * SHMTRACE_CREATE_ADOPT and _REPLACE say what to do with a ring that is
+ * there already. Returns an enum shmtrace_created, -EEXIST if a ring exists
+ * and is neither adopted nor replaced, -EINVAL for a bad name or config,
  * -ENOSPC when /dev/shm is full, or another -errno.
  */
 int shmtrace_ring_create(const char *name, const struct shmtrace_ring_config *cfg);
 
-/* Removes the ring's name; attached processes keep their mapping. */
+/* Removes the ring's name and marks the segment retired (when it is a ring
+ * we may write), so that producers still attached to it look for a ring of
+ * that name on every call and move to it as soon as one is made. */
 int shmtrace_ring_unlink(const char *name);
 
 /*

@@ -102,6 +102,10 @@ int shmt_ring_path(const char *name, char *buf, size_t len);
 void shmt_shm_name(char *buf, size_t len, const char *name);
 /* The identity of the segment now behind a ring's name: 0 or -errno. */
 int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino);
+/* ring_create.c: removes name if it still refers to v's segment (mapped
+ * writable), marking the segment retired. Returns 0, -ESTALE if the name
+ * now refers to another segment (left alone), or another -errno. */
+int shmt_ring_unlink_view(const char *name, struct shmt_view *v);
 /* A ring is made under "/dev/shm/" SHMT_TMP_PREFIX "<pidns>.<pid>.<start>.<rand>"
  * and linked to its name when whole; tools skip such names. */
 #define SHMT_TMP_PREFIX		".shmtrace-tmp."

@@ -112,7 +112,7 @@ static void header_init(struct shmt_header *h, const struct shmtrace_ring_config
 	h->compat = SHMT_RING_COMPAT;
 	h->header_size = SHMT_HEADER_SIZE;
 	h->record_size = SHMT_RECORD_SIZE;
-	h->flags = c->flags;
+	h->flags = c->flags & SHMTRACE_CREATE_NO_TSC;	/* the others are requests */
 	h->segment_size = l->size;
 	h->capacity = c->capacity;
 	h->mode = c->mode;
@@ -169,6 +169,43 @@ static int ring_build(int fd, const struct shmtrace_ring_config *c, const struct
 	return ret;
 }
 
+/* Whether ring v, its file of mode perm, is what c makes. */
+static bool same_config(const struct shmt_view *v, mode_t perm, const struct shmtrace_ring_config *c)
+{
+	return v->capacity == c->capacity && v->mode == c->mode &&
+	       v->max_strings == c->max_strings && v->string_bytes == c->string_bytes &&
+	       v->max_threads == c->max_threads && v->nblocks == c->blocks &&
+	       (perm & 0777) == c->perm;
+}
+
+/*
+ * The ring behind name already, for ADOPT and REPLACE: true if it is ours
+ * and what c makes (the one to adopt). *old is left mapped writable when
+ * it is a ring of ours (so that a replacement can retire it), else zeroed.
+ */
+static bool look_existing(const char *name, const struct shmtrace_ring_config *c,
+			  struct shmt_view *old)
+{
+	char err[256], path[SHMT_PATH_MAX];
+	struct stat st;
+
+	if (shmt_view_open(name, SHMT_OPEN_WRITE, old, err, sizeof(err)) < 0) {
+		memset(old, 0, sizeof(*old));
+		return false;
+	}
+	return shmt_ring_path(name, path, sizeof(path)) == 0 && lstat(path, &st) == 0 &&
+	       (uint64_t)st.st_dev == old->dev && (uint64_t)st.st_ino == old->ino &&
+	       same_config(old, st.st_mode, c);
+}
+
+/* Marks a mapped ring retired: its producers look for the ring behind its
+ * name on every call from now on (emit.c). Set once, never cleared. */
+static void retire(struct shmt_view *v)
+{
+	if (v->base && v->writable)
+		store_release(&v->h->retired, 1u);
+}
+
 /*
  * The ring is built under a private temporary name in /dev/shm and linked
  * to its name only when whole, so that an opener finds either nothing
@@ -181,6 +218,7 @@ static int ring_build(int fd, const struct shmtrace_ring_config *c, const struct
 SHMT_API int shmtrace_ring_create(const char *name, const struct shmtrace_ring_config *cfg)
 {
 	struct shmtrace_ring_config c;
+	struct shmt_view old = { 0 };
 	struct shmt_layout l;
 	char tmp[128];
 	uint64_t rnd;
@@ -195,10 +233,18 @@ SHMT_API int shmtrace_ring_create(const char *name, const struct shmtrace_ring_c
 				  c.max_threads, c.blocks, &l);
 	if (ret < 0)
 		return ret;
+	if ((c.flags & (SHMTRACE_CREATE_ADOPT | SHMTRACE_CREATE_REPLACE)) &&
+	    look_existing(name, &c, &old) && (c.flags & SHMTRACE_CREATE_ADOPT)) {
+		shmt_view_close(&old);
+		return SHMTRACE_ADOPTED;
+	}
 
 	dir = open(SHMT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -errno;
+	if (dir < 0) {
+		ret = -errno;
+		shmt_view_close(&old);
+		return ret;
+	}
 	sweep_temporaries(dir);
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
 		rnd = shmt_mono_ns();
@@ -209,25 +255,58 @@ SHMT_API int shmtrace_ring_create(const char *name, const struct shmtrace_ring_c
 	if (fd < 0) {
 		ret = -errno;
 		close(dir);
+		shmt_view_close(&old);
 		return ret;
 	}
 	ret = ring_build(fd, &c, &l);
 	close(fd);
-	if (ret == 0 && linkat(dir, tmp, dir, name, 0) < 0)
+	if (ret == 0 && linkat(dir, tmp, dir, name, 0) < 0) {
 		ret = -errno;
-	if (ret == 0)
+		/* rename() swaps the name over in one step: an opener finds
+		 * the old ring or the new one, never none */
+		if (ret == -EEXIST && (c.flags & SHMTRACE_CREATE_REPLACE))
+			ret = renameat(dir, tmp, dir, name) < 0 ? -errno : SHMTRACE_REPLACED;
+	}
+	if (ret >= 0)
 		SHMT_HOOK("create-linked");
+	if (ret == SHMTRACE_REPLACED)
+		retire(&old);
 	unlinkat(dir, tmp, 0);
 	close(dir);
+	shmt_view_close(&old);
 	return ret;
+}
+
+int shmt_ring_unlink_view(const char *name, struct shmt_view *v)
+{
+	char path[256];
+	uint64_t dev, ino;
+	int ret = shmt_ring_identity(name, &dev, &ino);
+
+	if (ret < 0)
+		return ret;
+	if (dev != v->dev || ino != v->ino)
+		return -ESTALE;
+	retire(v);
+	shmt_shm_name(path, sizeof(path), name);
+	return shm_unlink(path) < 0 ? -errno : 0;
 }
 
 SHMT_API int shmtrace_ring_unlink(const char *name)
 {
-	char path[256];
+	struct shmt_view v;
+	char path[256], err[256];
+	int ret;
 
 	if (shmt_name_check(name) < 0)
 		return -EINVAL;
+	if (shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)) == 0) {
+		ret = shmt_ring_unlink_view(name, &v);
+		shmt_view_close(&v);
+		if (ret != -ESTALE)
+			return ret;
+	}
+	/* not a ring we may write (another owner's, a broken one): no mark */
 	shmt_shm_name(path, sizeof(path), name);
 	return shm_unlink(path) < 0 ? -errno : 0;
 }
