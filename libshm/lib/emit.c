@@ -90,7 +90,7 @@ static inline void stage(struct shmt_tls_slot *s, const struct shmt_att *a, uint
 
 /*
  * emit() when its fast path does not apply: no handle, a handle not yet
- * attached or moved to another ring, the thread's first record (or its
+ * attached, moved to another ring or whose ring was retired, the thread's first record (or its
  * first after a fork), or a block at its flush mark. Out of line, so that
  * the fast path saves no registers and keeps no stack frame.
  */
@@ -107,8 +107,9 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
 		return -EINVAL;
 	/* pairs with the release store of cur in attach_locked() */
 	a = load_acquire(&t->cur);
-	if (unlikely(a == NULL)) {
-		/* opened before its ring existed: look (rate-limited) */
+	if (unlikely(a == NULL || shmt_att_retired(a))) {
+		/* opened before its ring existed, or its ring was removed or
+		 * replaced: look (rate-limited) and maybe move */
 		a = shmt_attach_current(t);
 		if (!a)
 			return -ENOENT;
@@ -147,7 +148,8 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
 /*
  * Stages one event and its n arguments (see stage()). The fast path, a
  * handle attached and not remapped, the thread's slot 0 its slot for that
- * attachment and the block below its flush mark, is a handful of loads and
+ * attachment, the block below its flush mark and the ring not retired (a
+ * word on a header line nobody writes while the ring lives), is a handful of loads and
  * compares and the stores of the record; everything else is emit_slow().
  * Constant arguments fold away for the plain calls.
  */
@@ -165,7 +167,8 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 		/* shmt_slot_is() written out: through the helper gcc 12 lays
 		 * this path out behind a taken branch (objdump of emit.o) */
 		if (likely(a != NULL && a->remap == NULL && s->id == a->id &&
-			   s->gen == shmt_fork_gen && s->written + nargs < s->soft)) {
+			   s->gen == shmt_fork_gen && s->written + nargs < s->soft &&
+			   !shmt_att_retired(a))) {
 			stage(s, a, kind, cat, name, ts, dur, flow, args, nargs, sp);
 			return 0;
 		}

@@ -6,7 +6,10 @@
  * A handle writes into its current attachment (struct shmt_att). Off the
  * hot path, at most every SHMT_LOOK_NS, it looks at the ring's name: a
  * handle opened before its ring existed attaches once it appears, and one
- * whose ring was removed and made again moves to the new one.
+ * whose ring was removed and made again moves to the new one. A ring
+ * removed or replaced through the library is marked retired, which every
+ * call reads: then the look comes every SHMT_LOOK_RETIRED_NS, so the
+ * handle moves within a millisecond of the new ring's appearance.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -92,10 +95,16 @@ struct shmt_att *shmt_attach_current(shmtrace_t *t)
 {
 	struct shmt_att *a = load_acquire(&t->cur);
 	uint64_t now = shmt_mono_ns(), dev, ino;
+	bool retired = a && shmt_att_retired(a);
 
-	if (now < load_relaxed(&t->next_look_ns))
+	if (retired && load_relaxed(&t->retired_seen) != a->id)
+		store_relaxed(&t->retired_seen, a->id);	/* just retired: look now */
+	else if (retired && fetch_add(&t->retired_calls, 1) + 1 >= SHMT_LOOK_RETIRED_CALLS)
+		;	/* the count bound */
+	else if (now - load_relaxed(&t->last_look_ns) < (retired ? SHMT_LOOK_RETIRED_NS : SHMT_LOOK_NS))
 		return a;
-	store_relaxed(&t->next_look_ns, now + SHMT_LOOK_NS);
+	store_relaxed(&t->last_look_ns, now);
+	store_relaxed(&t->retired_calls, 0);
 	if (shmt_ring_identity(t->name, &dev, &ino) < 0 ||
 	    (a && a->v.dev == dev && a->v.ino == ino))
 		return a;
@@ -139,7 +148,7 @@ static int handle_open(const char *name, bool wait, shmtrace_t **out)
 	if (t->cur)
 		shmt_clock_adopt(&t->cur->v.clock);
 	else
-		t->next_look_ns = shmt_mono_ns() + SHMT_LOOK_NS;
+		t->last_look_ns = shmt_mono_ns();
 
 	ret = shmt_registry_add(t);
 	if (ret < 0) {

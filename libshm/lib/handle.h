@@ -10,6 +10,11 @@
 #include "internal.h"
 
 #define SHMT_LOOK_NS	(100ull * 1000 * 1000)	/* how often a handle looks at its ring's name */
+/* ... and how often once its ring is retired (removed or replaced): at
+ * once, then every millisecond or SHMT_LOOK_RETIRED_CALLS calls, whichever
+ * comes first: the bound on what goes on to a segment being left */
+#define SHMT_LOOK_RETIRED_NS	(1000ull * 1000)
+#define SHMT_LOOK_RETIRED_CALLS	64u
 
 /*
  * One mapping of a ring by a handle. A handle writes into its current
@@ -42,12 +47,21 @@ struct shmtrace {
 	pthread_mutex_t local;		/* guards the intern cache and attaching */
 	struct intern_cache *cache;	/* string -> handle id */
 	uint64_t lock_timeout_ns;
-	uint64_t next_look_ns;		/* when to look at the name again */
+	uint64_t last_look_ns;		/* when it last looked at the name */
+	uint64_t retired_calls;		/* calls since then, its ring retired */
+	uint64_t retired_seen;		/* id of the attachment last seen retired */
 	uint64_t attach_attempts, reattaches;
 	/* after a re-attach: handle ids in use (a new string gets its ring's
 	 * id as handle id when that is free, else the lowest free one) */
 	uint64_t *ids_used;
 };
+
+/* Whether the segment of attachment a was retired: removed, or replaced
+ * by a ring of the same name (ring_create.c). Read on every call. */
+static inline bool shmt_att_retired(const struct shmt_att *a)
+{
+	return unlikely(load_relaxed(&a->v.h->retired) != 0);
+}
 
 /* handle.c: the attachment behind t now, attaching or moving to the ring
  * behind t's name first if it is time to look (see SHMT_LOOK_NS). */

@@ -81,16 +81,8 @@ static void thread_exit(void *arg)
 			shmtrace_t *t = g_handles[j];
 
 			for (struct shmt_att *a = t ? t->cur : NULL; a; a = a->prev) {
-				if (a->id != s->id)
-					continue;
-				if (shmt_producer_lock(t, a) == 0) {
-					shmt_flush_block_locked(&a->v, s->idx);
-					store_release(&s->b->state, SHMT_BLOCK_FREE);
-					shmt_claimed_set(a, s->idx, false);
-					shmt_unlock(&a->v);
-				}
-				/* on a lock timeout the block stays owned: the
-				 * collector adopts it once it sees us dead */
+				if (a->id == s->id)
+					shmt_slot_release(t, a, s);
 			}
 		}
 		s->id = 0;

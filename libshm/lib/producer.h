@@ -67,6 +67,9 @@ void shmt_thread_name(char *buf);
  * records; flushes the slot's block, waiting for the lock or (try) only
  * trying it. */
 struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a);
+/* Gives slot s's block back (its records into the ring, the block freed)
+ * and forgets the slot. */
+void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s);
 int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, unsigned n);
 int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, bool try);
 int shmt_emit_direct(shmtrace_t *t, struct shmt_att *a, const struct shmt_record *r, unsigned n);

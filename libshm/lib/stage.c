@@ -86,6 +86,31 @@ static void set_marks(struct shmt_tls_slot *s)
 	s->soft = taken + (s->mask + 1) / 2;
 }
 
+void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
+{
+	if (shmt_producer_lock(t, a) == 0) {
+		shmt_flush_block_locked(&a->v, s->idx);
+		store_release(&s->b->state, SHMT_BLOCK_FREE);
+		shmt_claimed_set(a, s->idx, false);
+		shmt_unlock(&a->v);
+		shmt_wake_collector(&a->v);
+	}
+	/* on a lock timeout the block stays owned: the collector adopts it
+	 * once it sees its owner dead */
+	s->id = 0;
+}
+
+/* The calling thread moved to attachment a: its blocks in the retired
+ * rings before it go back, with what they hold, so that those rings'
+ * collectors drain them and wait for no thread that has left. */
+static void release_retired(shmtrace_t *t, struct shmt_att *a)
+{
+	for (struct shmt_att *o = a->prev; o; o = o->prev)
+		for (int i = 0; i < SHMT_TLS_SLOTS; i++)
+			if (shmt_slot_is(&shmt_tls[i], o) && shmt_att_retired(o))
+				shmt_slot_release(t, o, &shmt_tls[i]);
+}
+
 /* Finds or makes the calling thread's slot for attachment a. NULL means
  * no block: the caller writes under the lock instead. */
 struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a)
@@ -150,6 +175,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a)
 	s->written = load_relaxed(&s->b->written);
 	set_marks(s);
 	shmt_thread_watch();
+	release_retired(t, a);
 	return s;
 }
 
