@@ -406,3 +406,18 @@ void drain_free(struct drain *d)
 		shmt_view_close(&d->v);
 	free(d);
 }
+
+uint32_t drain_live_writers(const struct drain *d)
+{
+	return d->opened ? shmt_ring_live_writers(&d->v) : 0;
+}
+
+uint64_t drain_undrained(const struct drain *d)
+{
+	return d->opened ? shmt_ring_undrained(&d->v) : 0;
+}
+
+int drain_unlink_ring(struct drain *d)
+{
+	return d->opened ? shmt_ring_unlink_view(d->o.ring, &d->v) : -ENOENT;
+}

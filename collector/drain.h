@@ -70,6 +70,15 @@ void drain_get_stats(const struct drain *d, bool failed, struct drain_stats *st)
  * not lost records, and a larger table keeps them. */
 void drain_warn_names(const struct drain *d);
 
+/* The ring's lifecycle, for main.c: threads attached to the ring now (see
+ * shmt_ring_live_writers()); records it holds not yet drained (only
+ * loads: a signal handler may ask); and removing it, only if its name
+ * still refers to the segment drained (0, -ESTALE if the name now refers
+ * to another ring, or -errno). */
+uint32_t drain_live_writers(const struct drain *d);
+uint64_t drain_undrained(const struct drain *d);
+int drain_unlink_ring(struct drain *d);
+
 /* Detaches from the ring, closes the output and frees d (NULL is a no-op). */
 void drain_free(struct drain *d);
 

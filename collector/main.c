@@ -9,20 +9,89 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "drain.h"
 #include "ring_reader.h"
 
+/* A second stop signal this soon after the first is the same one again:
+ * GNU timeout, and a terminal's Ctrl-C, signal the collector and then its
+ * process group, which holds it too. */
+#define SIGNAL_REPEAT_NS	(1000ull * 1000 * 1000)
+#define LINGER_DEFAULT_S	5
+
 static volatile sig_atomic_t g_stop;
+static uint64_t g_stop_ns;
+/* what a forced exit names: set once the session drains */
+static struct drain *volatile g_drain;
+static const char *g_ring, *g_output;
+
+static uint64_t signal_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);	/* async-signal-safe */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* write(2) of s, then of n in decimal: all a signal handler may do */
+static void say(const char *s)
+{
+	ssize_t r = write(STDERR_FILENO, s, strlen(s));
+
+	(void)r;
+}
+
+static void say_u64(uint64_t n)
+{
+	char buf[24], *p = buf + sizeof(buf);
+
+	*--p = '\0';
+	do
+		*--p = (char)('0' + n % 10);
+	while ((n /= 10) && p > buf);
+	say(p);
+}
+
+/*
+ * The second signal means now: the capture stays a valid prefix, the ring
+ * stays in /dev/shm with what was not drained, and stderr says where.
+ */
+static void forced_exit(void)
+{
+	struct drain *d = g_drain;
+
+	say("shmtrace-collector: stopped at once by a second signal; ");
+	if (d) {
+		say("the capture '");
+		say(g_output);
+		say("' ends cut short and ");
+		say_u64(drain_undrained(d));
+		say(" records are still in ring '");
+		say(g_ring);
+		say("': shmtrace export ");
+		say(g_output);
+		say(" --ring ");
+		say(g_ring);
+		say("\n");
+	} else {
+		say("nothing was drained\n");
+	}
+	_exit(130);
+}
 
 static void on_signal(int sig)
 {
+	uint64_t now = signal_now_ns();
+
 	(void)sig;
-	/* the second signal means now: the file stays a valid prefix */
-	if (g_stop)
-		_exit(130);
-	g_stop = 1;
+	if (!g_stop) {
+		g_stop_ns = now;
+		g_stop = 1;
+	} else if (now - g_stop_ns >= SIGNAL_REPEAT_NS) {
+		forced_exit();
+	}
 }
 
 /*
@@ -64,7 +133,11 @@ static void usage(FILE *f)
 "\n"
 "  -r, --ring NAME          ring in /dev/shm to drain\n"
 "  -o, --output FILE        capture file to write (truncated if it exists)\n"
-"  -c, --create             create the ring first (and remove it on exit)\n"
+"  -c, --create             create the ring first, or adopt the ring of that name\n"
+"                           if it has the same configuration (a restart); remove\n"
+"                           it on exit once no producer is attached\n"
+"      --recreate           with --create, replace an existing ring even if it\n"
+"                           could be adopted (its producers move to the new one)\n"
 "      --capacity N         records in a created ring, a power of two (default 262144)\n"
 "      --mode MODE          discard (default) or overwrite, for a created ring\n"
 "      --group              make a created ring readable and writable by the group\n"
@@ -79,13 +152,19 @@ static void usage(FILE *f)
 "      --max-size BYTES     rotate to FILE.1, FILE.2, ... when a part reaches BYTES\n"
 "                           (suffixes k, M, G; a part may pass it by one batch, 330 kB)\n"
 "      --keep-ring          with --create, leave the ring in /dev/shm on exit\n"
+"      --linger SECONDS     after SIGINT or SIGTERM, go on draining while producers\n"
+"                           are attached, at most SECONDS (default 5; 0: stop now)\n"
 "      --ready-fd FD        write \"ready\\n\" to FD and close it once draining\n"
 "  -q, --quiet              no summary line on exit\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
+"A second SIGINT or SIGTERM, a second or more after the first, stops at once\n"
+"and says what stays in the ring.\n"
+"\n"
 "Exit status: 0 after a clean stop, 1 on a runtime error (the capture written\n"
-"so far stays readable), 2 on a usage error.\n");
+"so far stays readable, the ring keeps the rest), 2 on a usage error,\n"
+"130 when stopped at once by a second signal.\n");
 }
 
 static int parse_size(const char *s, uint64_t *out)
@@ -123,6 +202,7 @@ static const struct num_opt {
 	{ 1, 60000, "--poll-interval '%s': need 1 to 60000 ms", 'p', false },
 	{ 1u << 20, UINT64_MAX, "--max-size '%s': need at least 1M", 'S', false },
 	{ 0, 1000000, "--ready-fd '%s': not a file descriptor", 'R', false },
+	{ 0, 3600, "--linger '%s': need 0 to 3600 seconds", 'L', false },
 };
 
 /* Parses option c's argument into *v if c is a numeric option. Returns NULL,
@@ -163,6 +243,49 @@ static int guarded_pass(void *p)
 	return 0;
 }
 
+/*
+ * The end of a ring this collector created or adopted: removed only when
+ * nothing is lost by it, that is after a clean stop, with no producer
+ * attached (a restarted collector adopts it and drains on), nothing in it
+ * past the capture's end (a producer that closed its handle after the last
+ * drain flushed its block into it), and only if its name still refers to
+ * the segment drained (else it is another collector's ring now).
+ */
+static void leave_ring(struct drain *d, const struct drain_opts *o, bool keep, int status)
+{
+	uint64_t left;
+	uint32_t live;
+	int ret;
+
+	if (status) {
+		fprintf(stderr, "shmtrace-collector: ring '%s' kept in /dev/shm with what was not "
+			"drained (%llu records): shmtrace export %s --ring %s\n", o->ring,
+			(unsigned long long)drain_undrained(d), o->output, o->ring);
+		return;
+	}
+	if (keep)
+		return;
+	live = drain_live_writers(d);
+	left = drain_undrained(d);
+	if (live || left) {
+		fprintf(stderr, "shmtrace-collector: ring '%s' left in /dev/shm (%u thread%s "
+			"attached, %llu records written since the last drain); the same command "
+			"adopts it and drains on\n", o->ring, live, live == 1 ? "" : "s",
+			(unsigned long long)left);
+		return;
+	}
+	ret = drain_unlink_ring(d);
+	if (ret == -ESTALE)
+		fprintf(stderr, "shmtrace-collector: ring '%s' was removed and made again by "
+			"someone else; that ring is left alone\n", o->ring);
+	/* a producer that wrote in the instant between the look and the
+	 * removal: rare, and said */
+	else if (ret == 0 && (left = drain_undrained(d)))
+		fprintf(stderr, "shmtrace-collector: warning: %llu records reached ring '%s' as it "
+			"was removed; they are not in the capture\n", (unsigned long long)left,
+			o->ring);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -178,6 +301,8 @@ int main(int argc, char **argv)
 		{ "poll-interval", required_argument, NULL, 'p' },
 		{ "max-size", required_argument, NULL, 'S' },
 		{ "keep-ring", no_argument, NULL, 'K' },
+		{ "recreate", no_argument, NULL, 'X' },
+		{ "linger", required_argument, NULL, 'L' },
 		{ "ready-fd", required_argument, NULL, 'R' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -186,7 +311,9 @@ int main(int argc, char **argv)
 	};
 	struct shmtrace_ring_config cfg = { 0 };
 	struct drain_opts o = { .poll_ns = 100ull * 1000 * 1000 };
-	bool create = false, keep = false, quiet = false;
+	bool create = false, keep = false, quiet = false, recreate = false;
+	uint64_t linger_ns = LINGER_DEFAULT_S * 1000000000ull;
+	int created = SHMTRACE_CREATED;
 	int ready_fd = -1, c, ret, status = 0;
 	const char *ready_arg = NULL;
 	struct sigaction sa;
@@ -219,6 +346,8 @@ int main(int argc, char **argv)
 		case 'p': o.poll_ns = v * 1000000ull; break;
 		case 'S': o.max_size = v; break;
 		case 'K': keep = true; break;
+		case 'X': recreate = true; break;
+		case 'L': linger_ns = v * 1000000000ull; break;
 		case 'R':
 			ready_fd = (int)v;
 			ready_arg = optarg;
@@ -249,6 +378,8 @@ int main(int argc, char **argv)
 		return usage_error("--ready-fd %s: not an open file descriptor", ready_arg);
 	if (ready_fd >= 0 && (fcntl(ready_fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
 		return usage_error("--ready-fd %s: the descriptor is not open for writing", ready_arg);
+	if (recreate && !create)
+		return usage_error("%s", "--recreate needs --create");
 	if (keep && !create)
 		fprintf(stderr, "shmtrace-collector: warning: --keep-ring has no effect without "
 			"--create (a ring the collector did not create is never removed)\n");
@@ -263,11 +394,13 @@ int main(int argc, char **argv)
 	block_stop_signals();
 
 	if (create) {
-		ret = shmtrace_ring_create(o.ring, &cfg);
-		if (ret < 0) {
+		/* a restart adopts the ring it left, records and producers and
+		 * all; another configuration replaces it (ring_create.c) */
+		cfg.flags |= SHMTRACE_CREATE_REPLACE | (recreate ? 0 : SHMTRACE_CREATE_ADOPT);
+		created = shmtrace_ring_create(o.ring, &cfg);
+		if (created < 0) {
 			fprintf(stderr, "shmtrace-collector: cannot create ring '%s': %s\n", o.ring,
-				ret == -EEXIST ? "it already exists (drop --create to drain it)" :
-				shmtrace_strerror(ret));
+				shmtrace_strerror(created));
 			return 1;
 		}
 	}
@@ -277,10 +410,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "shmtrace-collector: %s\n",
 			d && drain_error(d)[0] ? drain_error(d) : shmtrace_strerror(ret));
 		drain_free(d);
-		if (create)
+		if (create && created != SHMTRACE_ADOPTED)
 			shmtrace_ring_unlink(o.ring);
 		return 1;
 	}
+	if (created == SHMTRACE_ADOPTED)
+		fprintf(stderr, "shmtrace-collector: adopted ring '%s' as it was, with %llu records "
+			"not drained yet\n", o.ring, (unsigned long long)drain_undrained(d));
+	else if (created == SHMTRACE_REPLACED)
+		fprintf(stderr, "shmtrace-collector: replaced ring '%s' (%s); its producers move "
+			"to the new one\n", o.ring, recreate ? "--recreate" :
+			"it had another configuration, or was not ours");
+	g_ring = o.ring;
+	g_output = o.output;
+	g_drain = d;
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "ready\n", 6) != 6)
 			fprintf(stderr, "shmtrace-collector: warning: --ready-fd %d: %s\n",
@@ -298,6 +441,17 @@ int main(int argc, char **argv)
 		}
 		ret = 0;
 		if (a.ret == 0 && !stop_requested())
+			drain_sleep(d);
+	}
+	/* stopped while producers write (a service shutting down with its
+	 * collector): what they record on their way out is theirs to keep */
+	for (uint64_t until = shmt_mono_ns() + linger_ns;
+	     ret == 0 && shmt_mono_ns() < until && drain_live_writers(d);) {
+		struct pass_arg a = { d, 0, false };
+
+		ret = shmt_guarded(guarded_pass, &a);
+		ret = ret < 0 ? ret : (int)(a.ret < 0 ? a.ret : 0);
+		if (ret == 0 && a.ret == 0)
 			drain_sleep(d);
 	}
 	if (ret == 0) {
@@ -335,13 +489,9 @@ int main(int argc, char **argv)
 	}
 	if (ret == 0)	/* after an error the segment may be gone */
 		drain_warn_names(d);
+	g_drain = NULL;
+	if (create)
+		leave_ring(d, &o, keep, status);
 	drain_free(d);
-	/* after an error the ring keeps what was not drained, for a later
-	 * collector or `shmtrace export --ring` */
-	if (create && !keep && status == 0)
-		shmtrace_ring_unlink(o.ring);
-	else if (create && status)
-		fprintf(stderr, "shmtrace-collector: ring '%s' kept in /dev/shm with what was not "
-			"drained\n", o.ring);
 	return status;
 }

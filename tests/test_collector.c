@@ -29,10 +29,15 @@ static void fill(uint64_t i, uint64_t *ts, uint64_t *dur, uint64_t *flow)
 	*flow = i * 7 + 1;
 }
 
-/* Starts the collector and waits, on a pipe, until it says it drains. */
-static pid_t start_collector(const char *ring, const char *out, const char *extra, rlim_t fsize)
+/* Starts the collector with up to four more arguments (NULL-terminated),
+ * its stderr to errpath if not NULL, and waits, on a pipe, until it says
+ * it drains. */
+static pid_t start_collector_args(const char *ring, const char *out, rlim_t fsize,
+				  const char *errpath, const char *const *extra)
 {
-	int p[2];
+	const char *argv[16] = { "shmtrace-collector", "--ring", ring, "--output", out,
+				 "--ready-fd", NULL, "--poll-interval", "5" };
+	int p[2], n = 9;
 	char buf[16], fd[16];
 	pid_t pid;
 
@@ -41,23 +46,35 @@ static pid_t start_collector(const char *ring, const char *out, const char *extr
 	if (pid == 0) {
 		close(p[0]);
 		snprintf(fd, sizeof(fd), "%d", p[1]);
+		argv[6] = fd;
+		for (int i = 0; extra && extra[i] && n < 15; i++)
+			argv[n++] = extra[i];
 		if (fsize) {
 			struct rlimit rl = { fsize, fsize };
 
 			setrlimit(RLIMIT_FSIZE, &rl);
 		}
-		if (extra)
-			execl(g_bin, "shmtrace-collector", "--ring", ring, "--output", out,
-			      "--ready-fd", fd, "--poll-interval", "5", extra, (char *)NULL);
-		else
-			execl(g_bin, "shmtrace-collector", "--ring", ring, "--output", out,
-			      "--ready-fd", fd, "--poll-interval", "5", (char *)NULL);
+		if (errpath) {
+			int e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+			if (e < 0 || dup2(e, 2) < 0)
+				_exit(126);
+		}
+		execv(g_bin, (char *const *)argv);
 		_exit(127);
 	}
 	close(p[1]);
 	assert_int_equal(read(p[0], buf, sizeof(buf)), 6);
 	close(p[0]);
 	return pid;
+}
+
+/* Starts the collector and waits, on a pipe, until it says it drains. */
+static pid_t start_collector(const char *ring, const char *out, const char *extra, rlim_t fsize)
+{
+	const char *const more[] = { extra, NULL };
+
+	return start_collector_args(ring, out, fsize, NULL, more);
 }
 
 static int stop(pid_t pid, int sig)
@@ -965,6 +982,296 @@ static void test_bad_command_lines(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * The ring's lifecycle. Producers that write in phases the test steps
+ * through: in phase k each writes records [k*per/n, (k+1)*per/n) and says
+ * so in done[]; t is an inherited handle, or NULL to open one.
+ */
+struct phases {
+	uint32_t phase;		/* phases begun */
+	uint32_t done[8];	/* phases each producer has finished */
+};
+
+static void produce_phases(shmtrace_t *t, const char *ring, struct phases *ph, int me,
+			   uint64_t per, uint32_t n)
+{
+	uint64_t ts, dur, flow;
+
+	if (!t && shmtrace_open(ring, &t) < 0)
+		_exit(3);
+	for (uint32_t k = 0; k < n; k++) {
+		while (__atomic_load_n(&ph->phase, __ATOMIC_ACQUIRE) <= k)
+			sched_yield();
+		for (uint64_t i = k * per / n; i < (k + 1) * per / n; i++) {
+			fill(i, &ts, &dur, &flow);
+			if (shmtrace_span(t, 2, 1, ts, ts + dur, flow) < 0)
+				_exit(4);
+		}
+		__atomic_store_n(&ph->done[me], k + 1, __ATOMIC_RELEASE);
+	}
+	shmtrace_close(t);
+	_exit(0);
+}
+
+static void assert_clean_exit(int status)
+{
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/*
+ * A collector stopped and started again with the same command while
+ * producers write, four times: the new one adopts the ring the old one
+ * left, so every record is in one of the captures exactly once, none
+ * dropped, from the producers that opened the ring and from one writing
+ * through a handle it inherited across fork() and never opened itself.
+ */
+static void test_restart_adopts_ring(void **state)
+{
+	enum { NPROD = 4, PHASES = 4 };
+	const uint64_t per = 400000;	/* all of them fit the ring: no drop is right */
+	const char *ring = test_ring_name("restart");
+	const char *const create[] = { "--create", "--capacity", "2097152", "--linger", "0", NULL };
+	struct phases *ph = mmap(NULL, sizeof(*ph), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char out[PHASES + 1][256];
+	struct tally t = { 0 };
+	shmtrace_t *inherited;
+	uint64_t dev, ino;
+	pid_t col;
+
+	(void)state;
+	assert_true(ph != MAP_FAILED);
+	for (int k = 0; k <= PHASES; k++)
+		snprintf(out[k], sizeof(out[k]), "/tmp/%s.%d.cap", ring, k);
+	col = start_collector_args(ring, out[0], 0, NULL, create);
+	tally_init(&t, NPROD, per);
+	assert_int_equal(shmtrace_open(ring, &inherited), 0);
+	for (int p = 0; p < NPROD; p++) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			produce_phases(p == NPROD - 1 ? inherited : NULL, ring, ph, p, per, PHASES);
+		t.pids[p] = (uint32_t)pid;
+	}
+	shmtrace_close(inherited);
+	for (uint32_t k = 0; k < PHASES; k++) {
+		__atomic_store_n(&ph->phase, k + 1, __ATOMIC_RELEASE);
+		/* while they write */
+		assert_clean_exit(stop(col, SIGTERM));
+		col = start_collector_args(ring, out[k + 1], 0, NULL, create);
+		for (int p = 0; p < NPROD; p++)
+			while (__atomic_load_n(&ph->done[p], __ATOMIC_ACQUIRE) <= k)
+				sched_yield();
+	}
+	wait_producers(&t);
+	assert_clean_exit(stop(col, SIGTERM));
+	/* nobody attached at the last stop: the ring went with its collector */
+	assert_int_equal(shmt_ring_identity(ring, &dev, &ino), -ENOENT);
+	for (int k = 0; k <= PHASES; k++) {
+		read_capture(out[k], &t);
+		unlink(out[k]);
+	}
+	check_exactly_once(&t);
+	assert_int_equal(t.dropped, 0);
+	assert_int_equal(t.records, NPROD * per);
+	figure_acct("collector restarted under load (4 times; a forked handle)", PHASES,
+		    NPROD * per, t.records, t.dropped, 0, NPROD * per - t.records - t.dropped,
+		    "--create adopts the ring the last collector left");
+	tally_free(&t);
+	munmap(ph, sizeof(*ph));
+}
+
+/* A producer that writes first records, says so on ready, then waits for
+ * SIGTERM (or for go to close, go >= 0) and writes the rest on its way
+ * out; its records are those of a tally of one producer of n. */
+static void app_with_shutdown(const char *ring, int ready, int go, uint64_t first, uint64_t n)
+{
+	uint64_t ts, dur, flow;
+	shmtrace_t *h;
+	sigset_t ss;
+	char c;
+	int sig;
+
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	if (shmtrace_open(ring, &h) < 0)
+		_exit(3);
+	for (uint64_t i = 0; i < n; i++) {
+		if (i == first) {
+			if (write(ready, "r", 1) != 1)
+				_exit(5);
+			if (go >= 0 ? read(go, &c, 1) < 0 : sigwait(&ss, &sig) != 0)
+				_exit(6);
+		}
+		fill(i, &ts, &dur, &flow);
+		if (shmtrace_span(h, 2, 1, ts, ts + dur, flow) < 0)
+			_exit(4);
+	}
+	shmtrace_close(h);
+	_exit(0);
+}
+
+/* Starts app_with_shutdown() and waits until it has written its first
+ * records; *go (if not NULL) is the pipe end whose closing releases it. */
+static pid_t start_app(const char *ring, uint64_t first, uint64_t n, int *go)
+{
+	int ready[2], g[2] = { -1, -1 };
+	char c;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	if (go)
+		assert_int_equal(pipe(g), 0);
+	pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		if (go)
+			close(g[1]);
+		app_with_shutdown(ring, ready[1], g[0], first, n);
+	}
+	close(ready[1]);
+	if (go) {
+		close(g[0]);
+		*go = g[1];
+	}
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+/* SIGTERM to the collector and the app at once, as a terminal's Ctrl-C to
+ * their process group: what the app records on its way out after the
+ * signal is in the capture, all of it. */
+static void test_stop_while_app_runs(void **state)
+{
+	const char *ring = test_ring_name("stopapp");
+	const char *const create[] = { "--create", NULL };
+	struct tally t = { 0 };
+	char out[256];
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	col = start_collector_args(ring, out, 0, NULL, create);
+	tally_init(&t, 1, 300);
+	t.pids[0] = (uint32_t)start_app(ring, 100, 300, NULL);
+	kill(col, SIGTERM);
+	kill((pid_t)t.pids[0], SIGTERM);
+	assert_clean_exit(stop(col, 0));
+	wait_producers(&t);
+	read_capture(out, &t);
+	check_exactly_once(&t);
+	assert_int_equal(t.records, 300);
+	figure_acct("collector stopped while the app records its shutdown", 1, 300, t.records,
+		    t.dropped, 0, 300 - t.records - t.dropped,
+		    "it drains on while producers are attached (--linger)");
+	unlink(out);
+	tally_free(&t);
+}
+
+/*
+ * The same stop signal twice at once (GNU timeout signals the collector,
+ * then its process group) is one stop, not an exit: the collector drains
+ * on and ends the capture cleanly. A second signal after the repeat
+ * window (one second) stops it at once, and stderr says what stays in
+ * the ring and how to export it; the ring stays.
+ */
+static void test_second_signal(void **state)
+{
+	const char *ring = test_ring_name("sig2");
+	const char *const create[] = { "--create", NULL };
+	struct tally t = { 0 };
+	char out[256], err[256], *said;
+	uint64_t dev, ino;
+	int go, status;
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	snprintf(err, sizeof(err), "/tmp/%s.err", ring);
+	col = start_collector_args(ring, out, 0, err, create);
+	tally_init(&t, 1, 20);
+	t.pids[0] = (uint32_t)start_app(ring, 10, 20, &go);
+	kill(col, SIGTERM);
+	kill(col, SIGTERM);
+	close(go);	/* the app writes its last ten and leaves */
+	wait_producers(&t);
+	assert_clean_exit(stop(col, 0));
+	read_capture(out, &t);
+	assert_int_equal(t.clean_ends, 1);
+	check_exactly_once(&t);
+	assert_int_equal(t.records, 20);
+	figure_acct("the same stop signal twice (GNU timeout)", 2, 20, t.records, t.dropped, 0,
+		    20 - t.records - t.dropped, "one stop: drained on, capture ended cleanly");
+	tally_free(&t);
+	unlink(out);
+#if !SHMT_TSAN	/* under TSan the collector polls its stop signals: no forced exit */
+	{
+		const char *const keep[] = { "--create", "--linger", "60", NULL };
+		struct timespec window = { 1, 200 * 1000 * 1000 };
+		char want[640];
+		pid_t app;
+
+		col = start_collector_args(ring, out, 0, err, keep);
+		app = start_app(ring, 10, 20, &go);
+		kill(col, SIGTERM);
+		nanosleep(&window, NULL);	/* the repeat window is what is tested */
+		kill(col, SIGTERM);
+		assert_int_equal(waitpid(col, &status, 0), col);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 130);
+		said = slurp(err);
+		snprintf(want, sizeof(want), "records are still in ring '%s'", ring);
+		assert_non_null(strstr(said, want));
+		snprintf(want, sizeof(want), "shmtrace export %s --ring %s", out, ring);
+		assert_non_null(strstr(said, want));
+		free(said);
+		assert_int_equal(shmt_ring_identity(ring, &dev, &ino), 0);
+		close(go);
+		assert_int_equal(waitpid(app, &status, 0), app);
+		figure("a second stop signal after the repeat window", 1, 0, 0, 0, 0, 0,
+		       "exit 130, stderr names the ring and the export command; ring kept");
+	}
+#endif
+	(void)dev;
+	(void)ino;
+	(void)status;
+	(void)said;
+	shmtrace_ring_unlink(ring);
+	unlink(out);
+	unlink(err);
+}
+
+/* A collector whose ring was removed and made again by another collector
+ * (rm --force, then --create) leaves that ring alone when it exits. */
+static void test_exit_spares_a_ring_made_again(void **state)
+{
+	const char *ring = test_ring_name("mine");
+	const char *const create[] = { "--create", "--linger", "0", NULL };
+	char a[256], b[256];
+	uint64_t dev, ino, dev2, ino2;
+	pid_t ca, cb;
+
+	(void)state;
+	snprintf(a, sizeof(a), "/tmp/%s.a.cap", ring);
+	snprintf(b, sizeof(b), "/tmp/%s.b.cap", ring);
+	ca = start_collector_args(ring, a, 0, NULL, create);
+	assert_int_equal(shmtrace_ring_unlink(ring), 0);
+	cb = start_collector_args(ring, b, 0, NULL, create);
+	assert_int_equal(shmt_ring_identity(ring, &dev, &ino), 0);
+	assert_clean_exit(stop(ca, SIGTERM));
+	assert_int_equal(shmt_ring_identity(ring, &dev2, &ino2), 0);
+	assert_true(dev2 == dev && ino2 == ino);
+	assert_clean_exit(stop(cb, SIGTERM));
+	assert_int_equal(shmt_ring_identity(ring, &dev2, &ino2), -ENOENT);
+	figure("collector exit after its ring was made again", 1, 0, 0, 0, 0, 0,
+	       "only its own segment is removed (inode checked)");
+	unlink(a);
+	unlink(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -982,6 +1289,10 @@ int main(void)
 		cmocka_unit_test(test_overwrite_accounting_under_load),
 		cmocka_unit_test(test_span_returns_enospc),
 		cmocka_unit_test(test_two_sessions_in_one_process),
+		cmocka_unit_test(test_restart_adopts_ring),
+		cmocka_unit_test(test_stop_while_app_runs),
+		cmocka_unit_test(test_second_signal),
+		cmocka_unit_test(test_exit_spares_a_ring_made_again),
 	};
 	const char *bin = getenv("SHMTRACE_BIN");
 
