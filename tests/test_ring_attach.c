@@ -420,6 +420,87 @@ static void test_reattach_after_ring_made_again(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* Records of ring v (published and staged) by this process. */
+static size_t my_records(const struct shmt_view *v)
+{
+	struct ring_dump d;
+	size_t n = 0;
+
+	ring_dump_view(v, &d);
+	for (size_t i = 0; i < d.n; i++)
+		n += d.recs[i].pid == (uint32_t)getpid();
+	free(d.recs);
+	return n;
+}
+
+static void spans(shmtrace_t *t, uint32_t name, int n)
+{
+	for (int i = 0; i < n; i++)
+		assert_int_equal(shmtrace_span(t, name, name, 1, 2, 0), 0);
+}
+
+/*
+ * A ring replaced (a collector's --create of another configuration) or
+ * removed and made again is marked retired, and a handle that writes one
+ * call at a time moves: at its first call after a replacement, within 64
+ * calls of a new ring's appearance after a removal. Its block in the old
+ * ring is given back with its records in that ring, and every record is
+ * in one of the three segments.
+ */
+static void test_retired_ring_moves_within_bound(void **state)
+{
+	const char *ring = test_ring_name("retire");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	struct shmtrace_ring_config bigger = { .capacity = 1 << 17, .flags = SHMTRACE_CREATE_REPLACE };
+	struct shmt_view v1, v2, v3;
+	size_t before, moved_late;
+	shmtrace_t *t;
+	uint32_t name;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(ring, &c), SHMTRACE_CREATED);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v1, err, sizeof(err)), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	name = shmtrace_intern(t, "retire");
+	spans(t, name, 10);
+	/* the same configuration is adopted, as it is */
+	c.flags = SHMTRACE_CREATE_ADOPT;
+	assert_int_equal(shmtrace_ring_create(ring, &c), SHMTRACE_ADOPTED);
+	assert_int_equal(load_relaxed(&v1.h->retired), 0);
+
+	assert_int_equal(shmtrace_ring_create(ring, &bigger), SHMTRACE_REPLACED);
+	assert_int_equal(load_relaxed(&v1.h->retired), 1);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v2, err, sizeof(err)), 0);
+	spans(t, name, 1);
+	assert_int_equal(my_records(&v2), 1);
+	/* the old block went back, its ten records published in the old ring */
+	assert_int_equal(shmt_ring_head(&v1), 10);
+	for (uint32_t i = 0; i < v1.nblocks; i++)
+		assert_int_equal(load_relaxed(&shmt_block_at(&v1, i)->state), SHMT_BLOCK_FREE);
+
+	/* removed: with no ring behind the name, records stay where they were */
+	assert_int_equal(shmtrace_ring_unlink(ring), 0);
+	assert_int_equal(load_relaxed(&v2.h->retired), 1);
+	spans(t, name, 100);
+	before = my_records(&v2);
+	assert_int_equal(before, 101);
+	c.flags = 0;
+	assert_int_equal(shmtrace_ring_create(ring, &c), SHMTRACE_CREATED);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v3, err, sizeof(err)), 0);
+	spans(t, name, 65);
+	moved_late = my_records(&v2) - before;
+	print_message("records to the removed ring after the new one appeared: %zu\n", moved_late);
+	assert_true(moved_late <= SHMT_LOOK_RETIRED_CALLS);
+	assert_int_equal(my_records(&v3), 65 - moved_late);
+	assert_int_equal(my_records(&v1) + my_records(&v2) + my_records(&v3), 10 + 1 + 100 + 65);
+	shmtrace_close(t);
+	shmt_view_close(&v1);
+	shmt_view_close(&v2);
+	shmt_view_close(&v3);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -428,6 +509,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_macros_reattach),
 		cmocka_unit_test(test_api_open_wait),
 		cmocka_unit_test(test_reattach_after_ring_made_again),
+		cmocka_unit_test(test_retired_ring_moves_within_bound),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--late-child"))
