@@ -465,6 +465,8 @@ int main(int argc, char **argv)
 		if (ret == -EFAULT)
 			fprintf(stderr, "shmtrace-collector: ring '%s' was truncated under us; "
 				"what was drained is in the capture\n", o.ring);
+		else if (ret == -ESTALE)	/* the capture was deleted or replaced */
+			fprintf(stderr, "shmtrace-collector: %s\n", drain_error(d));
 		else if (drain_fsync_failed(d))
 			fprintf(stderr, "shmtrace-collector: fsync of '%s': %s; the capture was "
 				"written but may not be on disk\n", drain_error_path(d), strerror(-ret));
@@ -479,11 +481,12 @@ int main(int argc, char **argv)
 		/* after an error, count only what the kernel confirmed written */
 		drain_get_stats(d, ret < 0, &st);
 		fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %u file%s, "
-			"%llu dropped, %llu overwritten, %llu torn, %.2f s, %.0f records/s, "
-			"longest lock hold %.1f us\n",
+			"%llu dropped, %llu lost to lock timeouts, %llu overwritten, %llu torn, "
+			"%.2f s, %.0f records/s, longest lock hold %.1f us\n",
 			(unsigned long long)st.records, (unsigned long long)st.bytes,
 			st.parts, st.parts == 1 ? "" : "s",
-			(unsigned long long)st.ring.dropped, (unsigned long long)st.ring.overwritten,
+			(unsigned long long)st.ring.dropped, (unsigned long long)st.ring.lock_dropped,
+			(unsigned long long)st.ring.overwritten,
 			(unsigned long long)st.torn, secs, secs > 0 ? (double)st.records / secs : 0.0,
 			(double)st.lock_hold_max_ns / 1000.0);
 	}
