@@ -10,7 +10,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "cli_run.h"
@@ -339,6 +342,29 @@ static void test_args_and_open_spans(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* Makes ring anew with SPANS spans, one in ten in flow 5: about 25
+ * requests of 64 KiB. */
+#define SPANS 3000
+static void ring_of_spans(const char *ring)
+{
+	uint32_t cat[2], name[3];
+	uint64_t ts;
+	shmtrace_t *t;
+
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	cat[0] = shmtrace_intern(t, "c0");
+	cat[1] = shmtrace_intern(t, "c1");
+	for (int i = 0; i < 3; i++)
+		name[i] = shmtrace_intern(t, i == 0 ? "n0" : i == 1 ? "n1" : "n2");
+	ts = shmtrace_now();
+	for (int i = 0; i < SPANS; i++, ts += 1000)
+		assert_int_equal(shmtrace_span(t, cat[i % 2], name[i % 3], ts, ts + 500,
+					       i % 10 == 0 ? 5 : 0), 0);
+	shmtrace_close(t);
+}
+
 /*
  * To a file: requests of at most --batch-size, one a line, all the spans;
  * the same bytes on stdout; a write that fails (the file size limit) is
@@ -353,26 +379,11 @@ static void test_file_output(void **state)
 			"64k", "-o", "-", NULL };
 	char *cut[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--batch-size",
 			"64k", "-o", (char *)tmp("c.jsonl"), NULL };
-	uint32_t cat[2], name[3];
 	char *a, *b, *e;
-	uint64_t ts;
-	shmtrace_t *t;
 	size_t lines = 0;
 
 	(void)state;
-	shmtrace_ring_unlink(ring);
-	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
-	assert_int_equal(shmtrace_open(ring, &t), 0);
-	cat[0] = shmtrace_intern(t, "c0");
-	cat[1] = shmtrace_intern(t, "c1");
-	for (int i = 0; i < 3; i++)
-		name[i] = shmtrace_intern(t, i == 0 ? "n0" : i == 1 ? "n1" : "n2");
-	ts = shmtrace_now();
-	for (int i = 0; i < 3000; i++, ts += 1000)
-		assert_int_equal(shmtrace_span(t, cat[i % 2], name[i % 3], ts, ts + 500,
-					       i % 10 == 0 ? 5 : 0), 0);
-	shmtrace_close(t);
-
+	ring_of_spans(ring);
 	assert_int_equal(run(NULL, NULL, file), 0);
 	a = slurp(tmp("f.jsonl"));
 	for (const char *p = a; (p = strchr(p, '\n')); p++)
@@ -402,6 +413,171 @@ static void test_file_output(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* ------------------------------------------------- a failing endpoint */
+
+/* A listening socket on 127.0.0.1; its port in *port. */
+static int listen_local(int *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(s >= 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(s, 8), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&sa, &sl), 0);
+	*port = ntohs(sa.sin_port);
+	return s;
+}
+
+/* In the endpoint's child: takes one request on s and answers it with
+ * answer; returns the spans the request held, or -1. */
+static long serve_one(int s, const char *answer)
+{
+	size_t got = 0, cap = 1 << 16, want = 0;
+	char *buf = malloc(cap + 1), *hend = NULL;
+	int fd = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+	long spans = -1;
+
+	while (fd >= 0 && buf && (!hend || got < want)) {
+		ssize_t r;
+
+		if (got == cap) {
+			char *nb = realloc(buf, (cap *= 2) + 1);
+
+			if (!nb)
+				break;
+			buf = nb;
+		}
+		r = read(fd, buf + got, cap - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		buf[got] = 0;
+		if (!hend && (hend = strstr(buf, "\r\n\r\n"))) {
+			const char *cl = strstr(buf, "Content-Length: ");
+
+			want = (size_t)(hend + 4 - buf) + (cl ? strtoul(cl + 16, NULL, 10) : 0);
+		}
+	}
+	if (fd >= 0 && hend && got >= want) {
+		spans = (long)count(hend, "\"spanId\"");
+		if (write(fd, answer, strlen(answer)) != (ssize_t)strlen(answer))
+			spans = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return spans;
+}
+
+/*
+ * A stand-in endpoint on 127.0.0.1 (*port): answers 200 to the first ok
+ * requests, then status to the next bad ones and ends; the spans it took
+ * (answered 200) are what endpoint_took() reads from *took_fd.
+ */
+static pid_t endpoint(int ok, int bad, const char *status, int *port, int *took_fd)
+{
+	int s = listen_local(port), p[2];
+	pid_t pid;
+
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char no[256];
+		long took = 0, n;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(60);
+		close(p[0]);
+		snprintf(no, sizeof(no), "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
+			 "Content-Length: 20\r\nConnection: close\r\n\r\nnot for this test\r\n", status);
+		for (int i = 0; i < ok + bad; i++) {
+			n = serve_one(s, i < ok ? "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+						  "Content-Length: 21\r\nConnection: close\r\n\r\n"
+						  "{\"partialSuccess\":{}}" : no);
+			if (n < 0)
+				_exit(3);
+			took += i < ok ? n : 0;
+		}
+		_exit(write(p[1], &took, sizeof(took)) == sizeof(took) ? 0 : 3);
+	}
+	close(s);
+	close(p[1]);
+	*took_fd = p[0];
+	return pid;
+}
+
+static long endpoint_took(pid_t pid, int fd)
+{
+	long took = -1;
+	int st;
+
+	assert_int_equal(read(fd, &took, sizeof(took)), sizeof(took));
+	close(fd);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return took;
+}
+
+/*
+ * Exports ring with --retries retries to the endpoint at port (pid, with
+ * took_fd, as endpoint() made it; 0: none listens), which must fail (exit
+ * 1) saying why, and then on the same line "; SENT of SPANS spans sent,
+ * REST not sent", SENT the spans the endpoint took. Returns SENT.
+ */
+static long export_fails(const char *ring, int port, const char *retries, const char *why,
+			 pid_t pid, int took_fd)
+{
+	char url[64], want[512];
+	char *argv[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--batch-size",
+			 "64k", "--retries", (char *)retries, "--otlp-endpoint", url, NULL };
+	long sent = 0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	assert_int_equal(run(NULL, tmp("fail.err"), argv), 1);
+	if (pid)
+		sent = endpoint_took(pid, took_fd);
+	snprintf(want, sizeof(want), "shmtrace export: OTLP endpoint %s/v1/traces: %s; %ld of %d "
+		 "spans sent, %ld not sent\n", url, why, sent, SPANS, SPANS - sent);
+	expect_in(tmp("fail.err"), want);
+	return sent;
+}
+
+/*
+ * An export whose endpoint fails part way (a 400, 503s past the retries)
+ * or refuses the connection says exactly how many of all the spans were
+ * sent (answered 2xx) and how many were not.
+ */
+static void test_endpoint_fails(void **state)
+{
+	const char *ring = test_ring_name("otlp-fail");
+	char why[128];
+	int port, fd, s;
+	long took;
+	pid_t pid;
+
+	(void)state;
+	ring_of_spans(ring);
+	/* 5 requests taken, the 6th refused for good: no retry */
+	pid = endpoint(5, 1, "400 Bad Request", &port, &fd);
+	took = export_fails(ring, port, "3", "HTTP 400 Bad Request: not for this test", pid, fd);
+	assert_true(took > 0 && took < SPANS);
+	/* 3 taken, then 503 until the 2 attempts are spent */
+	pid = endpoint(3, 2, "503 Service Unavailable", &port, &fd);
+	took = export_fails(ring, port, "2", "HTTP 503 Service Unavailable: not for this test "
+			    "(gave up after 2 attempts)", pid, fd);
+	assert_true(took > 0 && took < SPANS);
+	/* a port nobody listens on: refused at the first request */
+	s = listen_local(&port);
+	close(s);
+	snprintf(why, sizeof(why), "connecting to 127.0.0.1:%d: Connection refused (gave up after 2 "
+		 "attempts)", port);
+	export_fails(ring, port, "2", why, 0, -1);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +586,7 @@ int main(void)
 		cmocka_unit_test(test_urls),
 		cmocka_unit_test(test_args_and_open_spans),
 		cmocka_unit_test(test_file_output),
+		cmocka_unit_test(test_endpoint_fails),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

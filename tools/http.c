@@ -156,6 +156,12 @@ static int parse_answer(const char *buf, size_t n, struct http_answer *a)
 	    status > 599)
 		return -EPROTO;
 	a->status = status;
+	/* "HTTP/1.1 400 Bad Request": what follows the code, to the line's end */
+	line = strchr(buf, ' ');
+	line = line ? line + strspn(line, " ") : buf;
+	line += strspn(line, "0123456789");
+	line += strspn(line, " ");
+	snprintf(a->reason, sizeof(a->reason), "%.*s", (int)strcspn(line, "\r\n"), line);
 	if (!hdr_end)
 		return 0;
 	for (line = strstr(buf, "\r\n"); line && line < hdr_end; line = strstr(line + 2, "\r\n"))

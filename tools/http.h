@@ -22,6 +22,7 @@ int http_parse_url(const char *url, const char *suffix, struct http_url *u, char
 
 struct http_answer {
 	int status;		/* 100..599 */
+	char reason[64];	/* the status line's reason phrase ("Bad Request"), or "" */
 	unsigned retry_after;	/* seconds from Retry-After, 0 if none */
 	char body[512];		/* the start of the answer's body, NUL-terminated */
 };

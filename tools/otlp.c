@@ -156,27 +156,32 @@ static int setup(struct otlp *o, struct source *src, const struct otlp_opts *opt
 /* What was sent (or not), and what was left out. Returns the exit code. */
 static int report(struct otlp *o, int ret, const char *out)
 {
+	const char *why = o->err[0] ? o->err : strerror(-ret);
+	unsigned long long sent = o->spans_sent;
+
 	warn_losses(o);
-	if (ret < 0) {
-		cli_runtime_error("export", "%s", o->err[0] ? o->err : strerror(-ret));
-		if (o->to_http)
-			fprintf(stderr, "shmtrace export: %llu spans in %llu requests were sent to %s%s "
-				"before that; the other %llu spans were not sent\n",
-				(unsigned long long)o->spans_sent,
-				(unsigned long long)o->requests_sent, o->url.hostport, o->url.path,
-				(unsigned long long)(o->spans - o->spans_sent));
-		if (out && strcmp(out, "-") && !o->to_http)
-			unlink(out);
-		return EXIT_RUNTIME;
-	}
-	if (o->to_http)
+	/* a failed request ends the sending, not the pass: the spans not sent
+	 * are counted (otlp_span()), unless the pass itself stopped */
+	if (ret < 0 && o->to_http && o->counted)
+		cli_runtime_error("export", "%s; %llu of %llu spans sent, %llu not sent", why, sent,
+				  (unsigned long long)o->spans, (unsigned long long)o->spans - sent);
+	else if (ret < 0 && o->to_http)
+		cli_runtime_error("export", "%s; %llu spans sent before that, the rest not sent", why,
+				  sent);
+	else if (ret < 0)
+		cli_runtime_error("export", "%s", why);
+	if (ret < 0 && out && strcmp(out, "-") && !o->to_http)
+		unlink(out);
+	if (ret == 0 && o->to_http)
 		fprintf(stderr, "shmtrace export: %llu spans (%llu flows) in %llu requests sent to "
-			"%s%s%s\n", (unsigned long long)o->spans_sent, (unsigned long long)o->flows,
+			"%s%s%s\n", sent, (unsigned long long)o->flows,
 			(unsigned long long)o->requests_sent, o->url.hostport, o->url.path,
 			o->retries_used ? " (after retries)" : "");
 	if (o->rejected)
 		source_warnx("the endpoint rejected %llu of those spans (OTLP partial success)",
 		       (unsigned long long)o->rejected);
+	if (ret < 0)
+		return EXIT_RUNTIME;
 	if (o->counters)
 		fprintf(stderr, "shmtrace export: %llu counter records are not exported to OTLP\n",
 			(unsigned long long)o->counters);

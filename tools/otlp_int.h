@@ -136,6 +136,10 @@ struct otlp {
 	/* what happened */
 	uint64_t spans, events, counters, flows, names_lost;
 	uint64_t requests, spans_sent, requests_sent, retries_used, rejected;
+	/* a request to the endpoint failed (-errno, o->err says why): nothing
+	 * more is sent, the pass goes on counting the spans not sent */
+	int send_failed;
+	bool counted;			/* the pass ended: spans is every span */
 	char err[768];
 };
 

@@ -34,10 +34,16 @@ static struct pbatch *batch_of(struct otlp *o, uint32_t outpid)
 
 int otlp_span(struct otlp *o, const struct span *sp)
 {
-	struct pbatch *pb = batch_of(o, sp->outpid);
+	struct pbatch *pb;
 	size_t before;
 	int ret;
 
+	if (o->send_failed) {
+		/* not sent: counted, so that the error says how many */
+		o->spans++;
+		return 0;
+	}
+	pb = batch_of(o, sp->outpid);
 	if (!pb)
 		return -ENOMEM;
 	if (!pb->spans.cap)
@@ -91,10 +97,11 @@ static int post(struct otlp *o, const char *body, size_t len)
 {
 	unsigned delay = BACKOFF_MIN_MS;
 	struct http_answer a;
-	char why[512];
+	char why[512], gave_up[48];
+	unsigned attempt;
 	int ret = 0;
 
-	for (unsigned attempt = 1;; attempt++) {
+	for (attempt = 1;; attempt++) {
 		ret = http_post(&o->url, body, len, HTTP_TIMEOUT_MS, &a, why, sizeof(why));
 		if (ret == 0 && a.status >= 200 && a.status < 300) {
 			o->rejected += rejected_spans(a.body);
@@ -113,16 +120,19 @@ static int post(struct otlp *o, const char *body, size_t len)
 		sleep_ms(delay);
 		delay = delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2;
 	}
+	snprintf(gave_up, sizeof(gave_up), " (gave up after %u attempt%s)", attempt,
+		 attempt == 1 ? "" : "s");
+	/* the endpoint and why; report() adds what was sent and what was not */
 	if (ret < 0) {
-		snprintf(o->err, sizeof(o->err), "%s%s", why,
-			 retryable(ret, 0) ? " (gave up after the retries)" : "");
+		snprintf(o->err, sizeof(o->err), "OTLP endpoint http://%.200s%.200s: %.280s%s",
+			 o->url.hostport, o->url.path, why, retryable(ret, 0) ? gave_up : "");
 		return ret;
 	}
 	/* the first line of the body says why, for most collectors */
 	a.body[strcspn(a.body, "\r\n")] = 0;
-	snprintf(o->err, sizeof(o->err), "%.200s%.200s answered %d%s%.200s%s", o->url.hostport,
-		 o->url.path, a.status, a.body[0] ? ": " : "", a.body,
-		 retryable(0, a.status) ? " (gave up after the retries)" : "");
+	snprintf(o->err, sizeof(o->err), "OTLP endpoint http://%.200s%.200s: HTTP %d%s%s%s%.200s%s",
+		 o->url.hostport, o->url.path, a.status, a.reason[0] ? " " : "", a.reason,
+		 a.body[0] ? ": " : "", a.body, retryable(0, a.status) ? gave_up : "");
 	return -EPROTO;
 }
 
@@ -254,6 +264,11 @@ int otlp_deliver(struct otlp *o)
 		return 0;
 	o->requests++;
 	ret = o->to_http ? deliver_http(o) : otlp_write_batch(o);
+	if (ret < 0 && o->to_http) {
+		/* the rest is counted, not sent (otlp_span()); otlp_run() fails */
+		o->send_failed = ret;
+		ret = 0;
+	}
 	if (ret < 0)
 		return ret;
 	batch_reset(o);

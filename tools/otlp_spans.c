@@ -320,5 +320,9 @@ int otlp_run(struct otlp *o)
 	ret = flush_pending(o);
 	if (ret < 0)
 		return ret;
-	return otlp_deliver(o);
+	ret = otlp_deliver(o);
+	if (ret < 0)
+		return ret;
+	o->counted = true;
+	return o->send_failed;
 }
