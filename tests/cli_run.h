@@ -105,6 +105,32 @@ static inline void run_says(int rc, char *const argv[], const char *said, const 
 		expect_not_in(err, unsaid);
 }
 
+/* Starts the collector on ring (made already), writing out, and waits, on
+ * a pipe, until it drains. */
+static inline pid_t cli_collector(const char *ring, const char *out)
+{
+	char buf[16], fd[16];
+	int p[2];
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* a failed assertion must not leave a collector behind */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		snprintf(fd, sizeof(fd), "%d", p[1]);
+		execl(collector_bin, "shmtrace-collector", "--ring", ring, "--output", out,
+		      "--ready-fd", fd, "--poll-interval", "5", "-q", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], buf, sizeof(buf)), 6);
+	close(p[0]);
+	return pid;
+}
+
 static inline int export_ring(const char *ring, const char *out, const char *err)
 {
 	char *argv[] = { bin, "export", "--ring", (char *)ring, "-o", (char *)out, NULL };

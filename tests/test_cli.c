@@ -17,31 +17,6 @@
 #include "cli_run.h"
 #include "cli.h"
 
-/* Starts the collector on ring and waits, on a pipe, until it drains. */
-static pid_t start_collector(const char *ring, const char *out)
-{
-	char buf[16], fd[16];
-	int p[2];
-	pid_t pid;
-
-	assert_int_equal(pipe(p), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		/* a failed assertion must not leave a collector behind */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		close(p[0]);
-		snprintf(fd, sizeof(fd), "%d", p[1]);
-		execl(collector_bin, "shmtrace-collector", "--ring", ring, "--output", out,
-		      "--ready-fd", fd, "--poll-interval", "5", "-q", (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	assert_int_equal(read(p[0], buf, sizeof(buf)), 6);
-	close(p[0]);
-	return pid;
-}
-
 static void stop(pid_t pid)
 {
 	int st;
@@ -162,7 +137,7 @@ static void test_ls_and_rm(void **state)
 	close(fd);
 	lp = producer(live, true, &lfd);
 	producer(dead, false, &fd);
-	col = start_collector(drained, tmp("drained.cap"));
+	col = cli_collector(drained, tmp("drained.cap"));
 
 	assert_int_equal(run(tmp("ls.json"), NULL, ls_argv), 0);
 	out = slurp(tmp("ls.json"));
@@ -270,7 +245,7 @@ static void test_export_capture_being_written(void **state)
 
 	(void)state;
 	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
-	col = start_collector(name, cap);
+	col = cli_collector(name, cap);
 	in = inotify_init1(IN_CLOEXEC);
 	assert_true(in >= 0);
 	assert_true(inotify_add_watch(in, cap, IN_MODIFY) >= 0);

@@ -102,6 +102,51 @@ static void test_stat_ring(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* Runs stat RING, --json or as text, its output to tmp("stat.out"). */
+static void stat_of(const char *ring, bool json)
+{
+	char *jargv[] = { bin, "stat", "--json", (char *)ring, NULL };
+	char *targv[] = { bin, "stat", (char *)ring, NULL };
+
+	assert_int_equal(run(tmp("stat.out"), NULL, json ? jargv : targv), 0);
+}
+
+/* The collector draining the ring is named by its pid; once SIGKILLed
+ * (its pid left in the header, its lock gone), it is said not to run. */
+static void test_stat_collector(void **state)
+{
+	const char *ring = test_ring_name("statcol");
+	struct shmtrace_ring_config cfg = { .capacity = 4096 };
+	char want[160];
+	pid_t col;
+	int st;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &cfg), 0);
+	col = cli_collector(ring, tmp("statcol.cap"));
+	stat_of(ring, true);
+	snprintf(want, sizeof(want), "\"collector\":true,\"collector_pid\":%d,"
+		 "\"collector_pid_recorded\":%d,", (int)col, (int)col);
+	expect_in(tmp("stat.out"), want);
+	stat_of(ring, false);
+	snprintf(want, sizeof(want), "\ncollector:          %d\n", (int)col);
+	expect_in(tmp("stat.out"), want);
+
+	kill(col, SIGKILL);
+	assert_int_equal(waitpid(col, &st, 0), col);
+	assert_true(WIFSIGNALED(st));
+	stat_of(ring, true);
+	snprintf(want, sizeof(want), "\"collector\":false,\"collector_pid\":0,"
+		 "\"collector_pid_recorded\":%d,", (int)col);
+	expect_in(tmp("stat.out"), want);
+	stat_of(ring, false);
+	snprintf(want, sizeof(want), "\ncollector:          none (pid %d recorded, not running)\n",
+		 (int)col);
+	expect_in(tmp("stat.out"), want);
+	shmtrace_ring_unlink(ring);
+}
+
 /* A capture that ended with its END frame is clean; one without is cut,
  * which stat reports (exit 0: the file is still readable). */
 static void test_stat_capture_clean_cut(void **state)
@@ -146,13 +191,20 @@ static void test_stat_capture_clean_cut(void **state)
 	free(out);
 }
 
+/* The group setup: shmtrace and shmtrace-collector. */
+static int stat_setup(void **state)
+{
+	(void)state;
+	return cli_setup_for("stat", true);
+}
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stat_ring),
+		cmocka_unit_test(test_stat_collector),
 		cmocka_unit_test(test_stat_capture_clean_cut),
 	};
 
-	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
+	return cmocka_run_group_tests(tests, stat_setup, cli_teardown);
 }

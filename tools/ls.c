@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "json_writer.h"
+#include "ring_census.h"
 #include "ring_reader.h"
 
 #define MAX_LIVE	8	/* live producer pids named by rm's refusal */
@@ -62,47 +62,6 @@ static int census_pass(void *arg)
 		}
 	}
 	return 0;
-}
-
-/*
- * The collector that drains the ring holds an flock on it (drain.c), which
- * /proc/locks lists with the ring's device and inode: returns its pid (0
- * when it is in another pid namespace), or -1 when none holds one. Without
- * a readable /proc/locks, falls back to the pid the header names, if alive.
- */
-static int64_t collector_of(const struct stat *st, const struct shmt_view *v)
-{
-	char line[256], want[64];
-	FILE *f = fopen("/proc/locks", "re");
-	int64_t pid = -1;
-
-	if (!f) {
-		uint64_t p = load_relaxed(&v->h->collector_pid.v);
-		char path[64];
-		struct stat ps;
-
-		snprintf(path, sizeof(path), "/proc/%" PRIu64, p);
-		return p && p <= UINT32_MAX && stat(path, &ps) == 0 ? (int64_t)p : -1;
-	}
-	snprintf(want, sizeof(want), " %02x:%02x:%llu ", major(st->st_dev), minor(st->st_dev),
-		 (unsigned long long)st->st_ino);
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, want);
-		long long lp;
-
-		if (!p || !strstr(line, "FLOCK"))
-			continue;
-		/* the pid is the field just before the device */
-		while (p > line && p[-1] == ' ')
-			p--;
-		while (p > line && p[-1] >= '0' && p[-1] <= '9')
-			p--;
-		lp = strtoll(p, NULL, 10);
-		pid = lp > 0 && lp <= UINT32_MAX ? lp : 0;
-		break;
-	}
-	fclose(f);
-	return pid;
 }
 
 /* Opens name read-only and counts; returns 0, or -errno with err set. */
@@ -254,7 +213,7 @@ int cmd_ls(int argc, char **argv)
 		/* not readable by us, or not a ring: not ours to list */
 		if (census_take(names[i], &cs, &st, err, sizeof(err)) < 0)
 			continue;
-		col = collector_of(&st, &cs.v);
+		col = ring_collector(&cs.v);
 		if (json) {
 			jw_puts(w, any ? ",{\"name\":" : "{\"name\":");
 			jw_cstr(w, names[i]);
@@ -344,7 +303,7 @@ static int rm_one(const char *name, bool force)
 	ret = census_take(name, &cs, &st, err, sizeof(err));
 	if (ret < 0)
 		return cli_runtime_error("rm", "%s", err);
-	col = collector_of(&st, &cs.v);
+	col = ring_collector(&cs.v);
 	shmt_view_close(&cs.v);
 	if (!force && cs.alive) {
 		char pids[MAX_LIVE * 12 + 8] = "";

@@ -16,6 +16,7 @@
 #include "fmt.h"
 #include "json_writer.h"
 #include "loss.h"
+#include "ring_census.h"
 #include "ring_reader.h"
 
 /* Key/value output: "key:  value" lines, or one JSON object. */
@@ -87,6 +88,31 @@ static void kv_losses(struct kv *o, const struct shmt_loss *l)
 	kv_u64(o, "records_lost", shmt_loss_records(l));
 }
 
+/* Whether a collector drains the ring now (col, from ring_collector()),
+ * and the pid the header records: a collector killed leaves its own. */
+static void kv_collector(struct kv *o, int64_t col, uint64_t recorded)
+{
+	char buf[96];
+
+	if (o->json) {
+		kv_key(o, "collector");
+		jw_puts(o->w, col >= 0 ? "true" : "false");
+		kv_u64(o, "collector_pid", col > 0 ? (uint64_t)col : 0);
+		kv_u64(o, "collector_pid_recorded", recorded);
+		return;
+	}
+	if (col > 0)
+		snprintf(buf, sizeof(buf), "%lld", (long long)col);
+	else if (col == 0)
+		snprintf(buf, sizeof(buf), "running (in another pid namespace)");
+	else if (recorded)
+		snprintf(buf, sizeof(buf), "none (pid %llu recorded, not running)",
+			 (unsigned long long)recorded);
+	else
+		snprintf(buf, sizeof(buf), "none");
+	kv_str(o, "collector", buf);
+}
+
 struct ring_stat {
 	struct shmt_view v;
 	struct kv *o;
@@ -128,7 +154,7 @@ static int stat_ring_pass(void *arg)
 	fmt_iso_ns(buf, sizeof(buf), v->clock.realtime0);
 	kv_str(o, "wall_clock_anchor", buf);
 	kv_u64(o, "anchor_mono_ns", v->clock.mono0);
-	kv_u64(o, "collector_pid", load_relaxed(&h->collector_pid.v));
+	kv_collector(o, ring_collector(v), load_relaxed(&h->collector_pid.v));
 
 	/* one line per process: the first slot of each (pid, start time) */
 	kv_key(o, "producers");
@@ -293,7 +319,8 @@ static const char stat_usage[] =
 	"Usage: shmtrace stat NAME|CAPTURE [--json]\n"
 	"Shows a ring (when /dev/shm/NAME exists and NAME is not a path) or a\n"
 	"capture file: geometry, fill, counters, loss, producers (alive or dead),\n"
-	"clock and wall-clock anchor; for a capture: header, frames, records, loss\n"
+	"clock, wall-clock anchor and the collector draining it (or none, and the\n"
+	"pid of one that died); for a capture: header, frames, records, loss\n"
 	"and whether it ended cleanly or was cut.\n"
 	"\n"
 	"      --json  print one JSON object\n"
