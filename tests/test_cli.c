@@ -120,7 +120,7 @@ static void test_ls_and_rm(void **state)
 	char *rm_two[] = { bin, "rm", (char *)idle, (char *)dead, NULL };
 	char *rm_force[] = { bin, "rm", "--force", (char *)live, (char *)drained, NULL };
 	char *rm_gone[] = { bin, "rm", (char *)idle, NULL };
-	char path[300], want[64], junkbuf[8192], *out, *e;
+	char path[300], want[256], lost[600], junkbuf[8192], *out, *e;
 	pid_t lp, col;
 	int fd, lfd;
 
@@ -183,12 +183,18 @@ static void test_ls_and_rm(void **state)
 	/* not a ring: never removed */
 	run_says(1, rm_junk, "not a shmtrace ring", NULL);
 	assert_true(ring_exists(junk));
-	/* unused, whatever was left in them */
-	assert_int_equal(run(NULL, NULL, rm_two), 0);
+	/* unused, whatever was left in them: what was, said lost */
+	snprintf(lost, sizeof(lost), "shmtrace rm: removed ring '%s' with 1 record no collector "
+		 "drained (lost): export them first with shmtrace export --ring %s\n", dead, dead);
+	snprintf(want, sizeof(want), "'%s'", idle);
+	run_says(0, rm_two, lost, want);
 	assert_false(ring_exists(idle));
 	assert_false(ring_exists(dead));
 	run_says(1, rm_gone, "no ring named", NULL);
-	assert_int_equal(run(NULL, NULL, rm_force), 0);
+	/* live: its producer's record said lost; drained: its collector took all */
+	snprintf(lost, sizeof(lost), "shmtrace rm: removed ring '%s' with 1 record", live);
+	snprintf(want, sizeof(want), "'%s'", drained);
+	run_says(0, rm_force, lost, want);
 	assert_false(ring_exists(live));
 	assert_false(ring_exists(drained));
 
@@ -196,6 +202,29 @@ static void test_ls_and_rm(void **state)
 	assert_int_equal(waitpid(lp, NULL, 0), lp);
 	stop(col);
 	unlink(path);
+}
+
+/* rm --force of a ring whose records no collector drained, published and
+ * staged in a live thread's block: removed, and the records said lost. */
+static void test_rm_says_lost(void **state)
+{
+	const char *ring = test_ring_name("lost");
+	char *rm_force[] = { bin, "rm", "--force", (char *)ring, NULL };
+	char want[600];
+	shmtrace_t *t;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	spans(ring, 5);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, 1, 2, 0), 0);
+	snprintf(want, sizeof(want), "shmtrace rm: removed ring '%s' with 8 records no collector "
+		 "drained (lost): export them first with shmtrace export --ring %s\n", ring, ring);
+	run_says(0, rm_force, want, NULL);
+	assert_false(ring_exists(ring));
+	shmtrace_close(t);
 }
 
 static void test_stat_names_missing_once(void **state)
@@ -353,6 +382,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ls_and_rm),
+		cmocka_unit_test(test_rm_says_lost),
 		cmocka_unit_test(test_stat_names_missing_once),
 		cmocka_unit_test(test_collector_option_checks),
 		cmocka_unit_test(test_export_capture_being_written),

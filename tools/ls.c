@@ -26,6 +26,7 @@
 struct census {
 	struct shmt_view v;
 	uint64_t fill;
+	uint64_t undrained;	/* published past the tail, and staged in blocks */
 	uint32_t alive, dead;
 	uint32_t live_pids[MAX_LIVE];
 };
@@ -42,6 +43,7 @@ static int census_pass(void *arg)
 	c->fill = head > tail ? head - tail : 0;
 	if (c->fill > v->capacity)
 		c->fill = v->capacity;
+	c->undrained = shmt_ring_undrained(v);
 	for (uint32_t i = 0; i < nthr; i++) {
 		struct shmt_thread t, u;
 		bool dup = false;
@@ -285,6 +287,8 @@ static const char rm_usage[] =
 	"or that a collector is draining, is refused unless --force; a file that is\n"
 	"not a shmtrace ring is always refused. Processes attached to a removed ring\n"
 	"keep their mapping; the memory is freed when the last one detaches.\n"
+	"Removing a ring that holds records no collector drained says how many\n"
+	"were lost (shmtrace export --ring NAME saves them first).\n"
 	"\n"
 	"  -f, --force  remove even rings in use\n"
 	"  -h, --help   show this help\n";
@@ -329,6 +333,12 @@ static int rm_one(const char *name, bool force)
 	ret = shmtrace_ring_unlink(name);
 	if (ret < 0)
 		return cli_runtime_error("rm", "cannot remove ring '%s': %s", name, strerror(-ret));
+	/* a collector draining it keeps its mapping and drains on; else what
+	 * the ring held is gone with it */
+	if (cs.undrained && col < 0)
+		fprintf(stderr, "shmtrace rm: removed ring '%s' with %llu record%s no collector "
+			"drained (lost): export them first with shmtrace export --ring %s\n", name,
+			(unsigned long long)cs.undrained, cs.undrained == 1 ? "" : "s", name);
 	return EXIT_OK;
 }
 
