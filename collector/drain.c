@@ -412,6 +412,11 @@ uint32_t drain_live_writers(const struct drain *d)
 	return d->opened ? shmt_ring_live_writers(&d->v) : 0;
 }
 
+uint32_t drain_mappers(const struct drain *d)
+{
+	return d->opened ? shmt_segment_mappers(d->v.dev, d->v.ino) : 0;
+}
+
 uint64_t drain_undrained(const struct drain *d)
 {
 	return d->opened ? shmt_ring_undrained(&d->v) : 0;

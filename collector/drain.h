@@ -76,6 +76,9 @@ void drain_warn_names(const struct drain *d);
  * still refers to the segment drained (0, -ESTALE if the name now refers
  * to another ring, or -errno). */
 uint32_t drain_live_writers(const struct drain *d);
+/* Other processes that have the ring mapped now: producers with a handle
+ * open, written through or not (see shmt_segment_mappers()). */
+uint32_t drain_mappers(const struct drain *d);
 uint64_t drain_undrained(const struct drain *d);
 int drain_unlink_ring(struct drain *d);
 

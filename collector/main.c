@@ -243,50 +243,27 @@ static int guarded_pass(void *p)
 	return 0;
 }
 
-/*
- * The end of a ring this collector created or adopted: removed only when
- * nothing is lost by it, that is after a clean stop, with no producer
- * attached (a restarted collector adopts it and drains on), nothing in it
- * past the capture's end (a producer that closed its handle after the last
- * drain flushed its block into it), and only if its name still refers to
- * the segment drained (else it is another collector's ring now).
- */
-static void leave_ring(struct drain *d, const struct drain_opts *o, bool keep, int status)
+/* One pass (or, with final, the last one) over d, guarded against the
+ * segment shrinking under us: records copied, or -errno. */
+static long pass(struct drain *d, bool final)
 {
-	uint64_t left;
-	uint32_t live;
-	int ret;
+	struct pass_arg a = { d, 0, final };
+	int ret = shmt_guarded(guarded_pass, &a);
 
-	if (status) {
-		fprintf(stderr, "shmtrace-collector: ring '%s' kept in /dev/shm with what was not "
-			"drained (%llu records): shmtrace export %s --ring %s\n", o->ring,
-			(unsigned long long)drain_undrained(d), o->output, o->ring);
-		return;
-	}
-	if (keep)
-		return;
-	live = drain_live_writers(d);
-	left = drain_undrained(d);
-	if (live || left) {
-		fprintf(stderr, "shmtrace-collector: ring '%s' left in /dev/shm (%u thread%s "
-			"attached, %llu records written since the last drain); the same command "
-			"adopts it and drains on\n", o->ring, live, live == 1 ? "" : "s",
-			(unsigned long long)left);
-		return;
-	}
-	ret = drain_unlink_ring(d);
-	if (ret == -ESTALE)
-		fprintf(stderr, "shmtrace-collector: ring '%s' was removed and made again by "
-			"someone else; that ring is left alone\n", o->ring);
-	/* a producer that wrote in the instant between the look and the
-	 * removal: rare, and said */
-	else if (ret == 0 && (left = drain_undrained(d)))
-		fprintf(stderr, "shmtrace-collector: warning: %llu records reached ring '%s' as it "
-			"was removed; they are not in the capture\n", (unsigned long long)left,
-			o->ring);
+	return ret < 0 ? ret : a.ret;
 }
 
-int main(int argc, char **argv)
+/* The command line, checked. */
+struct args {
+	struct drain_opts o;
+	struct shmtrace_ring_config cfg;
+	bool create, keep, quiet, recreate;
+	uint64_t linger_ns;
+	int ready_fd;
+};
+
+/* Parses argv into a; returns -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option opts[] = {
 		{ "ring", required_argument, NULL, 'r' },
@@ -309,50 +286,47 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	struct shmtrace_ring_config cfg = { 0 };
-	struct drain_opts o = { .poll_ns = 100ull * 1000 * 1000 };
-	bool create = false, keep = false, quiet = false, recreate = false;
-	uint64_t linger_ns = LINGER_DEFAULT_S * 1000000000ull;
-	int created = SHMTRACE_CREATED;
-	int ready_fd = -1, c, ret, status = 0;
+	struct shmtrace_ring_config *cfg = &a->cfg;
 	const char *ready_arg = NULL;
-	struct sigaction sa;
-	struct drain_stats st;
-	struct drain *d;
-	uint64_t v = 0, t0;
+	uint64_t v = 0;
+	int c;
 
+	memset(a, 0, sizeof(*a));
+	a->o.poll_ns = 100ull * 1000 * 1000;
+	a->linger_ns = LINGER_DEFAULT_S * 1000000000ull;
+	a->ready_fd = -1;
 	while ((c = getopt_long(argc, argv, "r:o:cp:qhV", opts, NULL)) != -1) {
 		const char *bad = parse_num_opt(c, optarg, &v);
 
 		if (bad)
 			return usage_error(bad, optarg);
 		switch (c) {
-		case 'r': o.ring = optarg; break;
-		case 'o': o.output = optarg; break;
-		case 'c': create = true; break;
-		case 'C': cfg.capacity = (uint32_t)v; break;
+		case 'r': a->o.ring = optarg; break;
+		case 'o': a->o.output = optarg; break;
+		case 'c': a->create = true; break;
+		case 'C': cfg->capacity = (uint32_t)v; break;
 		case 'M':
 			if (!strcmp(optarg, "discard"))
-				cfg.mode = SHMTRACE_MODE_DISCARD;
+				cfg->mode = SHMTRACE_MODE_DISCARD;
 			else if (!strcmp(optarg, "overwrite"))
-				cfg.mode = SHMTRACE_MODE_OVERWRITE;
+				cfg->mode = SHMTRACE_MODE_OVERWRITE;
 			else
 				return usage_error("--mode '%s': need discard or overwrite", optarg);
 			break;
-		case 'G': cfg.perm = 0660; break;
-		case 's': cfg.max_strings = (uint32_t)v; break;
-		case 'B': cfg.string_bytes = (uint32_t)v; break;
-		case 'T': cfg.max_threads = (uint32_t)v; break;
-		case 'p': o.poll_ns = v * 1000000ull; break;
-		case 'S': o.max_size = v; break;
-		case 'K': keep = true; break;
-		case 'X': recreate = true; break;
-		case 'L': linger_ns = v * 1000000000ull; break;
+		case 'G': cfg->perm = 0660; break;
+		case 's': cfg->max_strings = (uint32_t)v; break;
+		case 'B': cfg->string_bytes = (uint32_t)v; break;
+		case 'T': cfg->max_threads = (uint32_t)v; break;
+		case 'p': a->o.poll_ns = v * 1000000ull; break;
+		case 'S': a->o.max_size = v; break;
+		case 'K': a->keep = true; break;
+		case 'X': a->recreate = true; break;
+		case 'L': a->linger_ns = v * 1000000000ull; break;
 		case 'R':
-			ready_fd = (int)v;
+			a->ready_fd = (int)v;
 			ready_arg = optarg;
 			break;
-		case 'q': quiet = true; break;
+		case 'q': a->quiet = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("shmtrace-collector %s\n", SHMTRACE_VERSION); return 0;
 		default:
@@ -362,27 +336,33 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (!o.ring)
+	if (!a->o.ring)
 		return usage_error("%s", "--ring NAME is required");
-	if (!o.output)
+	if (!a->o.output)
 		return usage_error("%s", "--output FILE is required");
-	if (!create && (cfg.capacity || cfg.mode || cfg.perm || cfg.max_strings ||
-			cfg.string_bytes || cfg.max_threads))
+	if (!a->create && (cfg->capacity || cfg->mode || cfg->perm || cfg->max_strings ||
+			   cfg->string_bytes || cfg->max_threads))
 		return usage_error("%s", "--capacity, --mode, --group, --strings, --string-bytes "
 				   "and --threads need --create");
 	/* text space grows with the table: 64 bytes a string, as the defaults */
-	if (cfg.max_strings && !cfg.string_bytes && cfg.max_strings > 4096)
-		cfg.string_bytes = cfg.max_strings * 64;
+	if (cfg->max_strings && !cfg->string_bytes && cfg->max_strings > 4096)
+		cfg->string_bytes = cfg->max_strings * 64;
 	/* checked now, not found out once the ring is made and draining */
-	if (ready_fd >= 0 && fcntl(ready_fd, F_GETFL) < 0)
+	if (a->ready_fd >= 0 && fcntl(a->ready_fd, F_GETFL) < 0)
 		return usage_error("--ready-fd %s: not an open file descriptor", ready_arg);
-	if (ready_fd >= 0 && (fcntl(ready_fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
+	if (a->ready_fd >= 0 && (fcntl(a->ready_fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
 		return usage_error("--ready-fd %s: the descriptor is not open for writing", ready_arg);
-	if (recreate && !create)
+	if (a->recreate && !a->create)
 		return usage_error("%s", "--recreate needs --create");
-	if (keep && !create)
+	if (a->keep && !a->create)
 		fprintf(stderr, "shmtrace-collector: warning: --keep-ring has no effect without "
 			"--create (a ring the collector did not create is never removed)\n");
+	return -1;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
 
 	/* a file-size limit must be an EFBIG error, not a silent death */
 	signal(SIGXFSZ, SIG_IGN);
@@ -392,109 +372,248 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	block_stop_signals();
+}
 
-	if (create) {
-		/* a restart adopts the ring it left, records and producers and
-		 * all; another configuration replaces it (ring_create.c) */
-		cfg.flags |= SHMTRACE_CREATE_REPLACE | (recreate ? 0 : SHMTRACE_CREATE_ADOPT);
-		created = shmtrace_ring_create(o.ring, &cfg);
-		if (created < 0) {
-			fprintf(stderr, "shmtrace-collector: cannot create ring '%s': %s\n", o.ring,
-				shmtrace_strerror(created));
-			return 1;
+/*
+ * The ring a replacement retires, drained into FILE.replaced beside the
+ * new ring's capture: opened before the new ring takes the name, drained
+ * on each pass while its producers move (each at its next call), finished
+ * when none is left attached or at the stop. NULL when there is none to
+ * drain: no ring, one we cannot read, or one another collector drains
+ * (that collector keeps its records).
+ */
+static struct drain *open_retiring(const struct args *a, char *path, size_t len)
+{
+	struct drain_opts o = a->o;
+	struct drain *d = drain_new();
+
+	snprintf(path, len, "%s.replaced", a->o.output);
+	o.output = path;
+	o.max_size = 0;
+	if (d && drain_open(d, &o) == 0)
+		return d;
+	drain_free(d);
+	return NULL;
+}
+
+/* Ends the retired ring's session, saying where its records are. */
+static void finish_retired(struct drain **dp, const char *path)
+{
+	struct drain *d = *dp;
+	struct drain_stats st;
+	long ret = pass(d, true);
+
+	drain_get_stats(d, ret < 0, &st);
+	if (ret < 0)
+		fprintf(stderr, "shmtrace-collector: the replaced ring's capture '%s': %s; what was "
+			"written stays readable\n", path, strerror((int)-ret));
+	fprintf(stderr, "shmtrace-collector: the replaced ring's %llu records are in '%s' "
+		"(%llu dropped, %llu lost to lock timeouts); export it with the capture\n",
+		(unsigned long long)st.records, path, (unsigned long long)st.ring.dropped,
+		(unsigned long long)st.ring.lock_dropped);
+	drain_free(d);
+	*dp = NULL;
+}
+
+/*
+ * --create: a restart adopts the ring it left, records and producers and
+ * all; a ring of another configuration (or any, with --recreate) is
+ * replaced, what it held drained into *retired. Returns what was done, or
+ * -1 after saying why not.
+ */
+static int make_ring(struct args *a, struct drain **retired, char *path, size_t len)
+{
+	int created = -EEXIST;
+
+	*retired = NULL;
+	if (!a->recreate) {
+		a->cfg.flags |= SHMTRACE_CREATE_ADOPT;
+		created = shmtrace_ring_create(a->o.ring, &a->cfg);
+		a->cfg.flags &= ~SHMTRACE_CREATE_ADOPT;
+	}
+	if (created == -EEXIST) {
+		*retired = open_retiring(a, path, len);
+		a->cfg.flags |= SHMTRACE_CREATE_REPLACE;
+		created = shmtrace_ring_create(a->o.ring, &a->cfg);
+		if (*retired && created != SHMTRACE_REPLACED) {
+			drain_free(*retired);	/* not replaced after all */
+			*retired = NULL;
+			unlink(path);
 		}
 	}
+	if (created < 0) {
+		fprintf(stderr, "shmtrace-collector: cannot create ring '%s': %s\n", a->o.ring,
+			shmtrace_strerror(created));
+		return -1;
+	}
+	if (created == SHMTRACE_REPLACED)
+		fprintf(stderr, "shmtrace-collector: replaced ring '%s' (%s); its producers move "
+			"to the new one\n", a->o.ring, a->recreate ? "--recreate" :
+			"it had another configuration");
+	return created;
+}
+
+/*
+ * Drains d until a stop signal, then on while producers are attached (a
+ * service shutting down with its collector: what it records on its way
+ * out is its to keep), at most linger_ns, then the last pass. The ring a
+ * replacement retired, if any, is drained alongside and finished once no
+ * thread is attached to it. Returns 0 or -errno.
+ */
+static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, const char *rpath)
+{
+	bool stopping = false;
+	uint64_t until = 0;
+	long ret;
+
+	for (;;) {
+		if (!stopping && stop_requested()) {
+			stopping = true;
+			until = shmt_mono_ns() + linger_ns;
+		}
+		if (stopping && (shmt_mono_ns() >= until || !drain_live_writers(d)))
+			break;
+		ret = pass(d, false);
+		if (ret < 0)
+			return (int)ret;
+		if (*retired && (pass(*retired, false) < 0 || !drain_live_writers(*retired)))
+			finish_retired(retired, rpath);
+		if (ret == 0 && (stopping || !stop_requested()))
+			drain_sleep(d);
+	}
+	if (*retired)
+		finish_retired(retired, rpath);
+	ret = pass(d, true);
+	return ret < 0 ? (int)ret : 0;
+}
+
+static void say_error(struct drain *d, const struct drain_opts *o, int ret)
+{
+	if (ret == -EFAULT)
+		fprintf(stderr, "shmtrace-collector: ring '%s' was truncated under us; "
+			"what was drained is in the capture\n", o->ring);
+	else if (ret == -ESTALE)	/* the capture was deleted or replaced */
+		fprintf(stderr, "shmtrace-collector: %s\n", drain_error(d));
+	else if (drain_fsync_failed(d))
+		fprintf(stderr, "shmtrace-collector: fsync of '%s': %s; the capture was "
+			"written but may not be on disk\n", drain_error_path(d), strerror(-ret));
+	else
+		fprintf(stderr, "shmtrace-collector: writing '%s': %s; what was written "
+			"stays readable\n", drain_error_path(d), strerror(-ret));
+}
+
+static void say_summary(const struct drain *d, bool failed, uint64_t t0)
+{
+	double secs = (double)(shmt_mono_ns() - t0) / 1e9;
+	struct drain_stats st;
+
+	/* after an error, count only what the kernel confirmed written */
+	drain_get_stats(d, failed, &st);
+	fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %u file%s, "
+		"%llu dropped, %llu lost to lock timeouts, %llu overwritten, %llu torn, "
+		"%.2f s, %.0f records/s, longest lock hold %.1f us\n",
+		(unsigned long long)st.records, (unsigned long long)st.bytes,
+		st.parts, st.parts == 1 ? "" : "s",
+		(unsigned long long)st.ring.dropped, (unsigned long long)st.ring.lock_dropped,
+		(unsigned long long)st.ring.overwritten,
+		(unsigned long long)st.torn, secs, secs > 0 ? (double)st.records / secs : 0.0,
+		(double)st.lock_hold_max_ns / 1000.0);
+}
+
+/*
+ * The end of a ring this collector created or adopted: removed only when
+ * nothing is lost by it, that is after a clean stop, with no producer
+ * attached (no other process maps it, no live thread owns a block: a
+ * restarted collector adopts it and drains on), nothing in it
+ * past the capture's end (a producer that closed its handle after the last
+ * drain flushed its block into it), and only if its name still refers to
+ * the segment drained (else it is another collector's ring now).
+ */
+static void leave_ring(struct drain *d, const struct drain_opts *o, bool keep, int status)
+{
+	uint64_t left;
+	uint32_t live;
+	int ret;
+
+	if (status) {
+		fprintf(stderr, "shmtrace-collector: ring '%s' kept in /dev/shm with what was not "
+			"drained (%llu records): shmtrace export %s --ring %s\n", o->ring,
+			(unsigned long long)drain_undrained(d), o->output, o->ring);
+		return;
+	}
+	if (keep)
+		return;
+	live = drain_mappers(d);
+	left = drain_undrained(d);
+	if (live || left || drain_live_writers(d)) {
+		fprintf(stderr, "shmtrace-collector: ring '%s' left in /dev/shm (%u other process%s "
+			"attached, %llu records written since the last drain); the same command "
+			"adopts it and drains on\n", o->ring, live, live == 1 ? "" : "es",
+			(unsigned long long)left);
+		return;
+	}
+	ret = drain_unlink_ring(d);
+	if (ret == -ESTALE)
+		fprintf(stderr, "shmtrace-collector: ring '%s' was removed and made again by "
+			"someone else; that ring is left alone\n", o->ring);
+	/* a producer that wrote in the instant between the look and the
+	 * removal: rare, and said */
+	else if (ret == 0 && (left = drain_undrained(d)))
+		fprintf(stderr, "shmtrace-collector: warning: %llu records reached ring '%s' as it "
+			"was removed; they are not in the capture\n", (unsigned long long)left,
+			o->ring);
+}
+
+int main(int argc, char **argv)
+{
+	struct drain *d, *retired = NULL;
+	char rpath[4096 + 16];
+	int created = SHMTRACE_CREATED, ret, status;
+	struct args a;
+	uint64_t t0;
+
+	ret = parse_args(argc, argv, &a);
+	if (ret >= 0)
+		return ret;
+	install_signals();
+	if (a.create && (created = make_ring(&a, &retired, rpath, sizeof(rpath))) < 0)
+		return 1;
 	d = drain_new();
-	ret = d ? drain_open(d, &o) : -ENOMEM;
+	ret = d ? drain_open(d, &a.o) : -ENOMEM;
 	if (ret < 0) {
 		fprintf(stderr, "shmtrace-collector: %s\n",
 			d && drain_error(d)[0] ? drain_error(d) : shmtrace_strerror(ret));
 		drain_free(d);
-		if (create && created != SHMTRACE_ADOPTED)
-			shmtrace_ring_unlink(o.ring);
+		if (retired)
+			finish_retired(&retired, rpath);
+		if (a.create && created != SHMTRACE_ADOPTED)
+			shmtrace_ring_unlink(a.o.ring);
 		return 1;
 	}
 	if (created == SHMTRACE_ADOPTED)
 		fprintf(stderr, "shmtrace-collector: adopted ring '%s' as it was, with %llu records "
-			"not drained yet\n", o.ring, (unsigned long long)drain_undrained(d));
-	else if (created == SHMTRACE_REPLACED)
-		fprintf(stderr, "shmtrace-collector: replaced ring '%s' (%s); its producers move "
-			"to the new one\n", o.ring, recreate ? "--recreate" :
-			"it had another configuration, or was not ours");
-	g_ring = o.ring;
-	g_output = o.output;
+			"not drained yet\n", a.o.ring, (unsigned long long)drain_undrained(d));
+	g_ring = a.o.ring;
+	g_output = a.o.output;
 	g_drain = d;
-	if (ready_fd >= 0) {
-		if (write(ready_fd, "ready\n", 6) != 6)
+	if (a.ready_fd >= 0) {
+		if (write(a.ready_fd, "ready\n", 6) != 6)
 			fprintf(stderr, "shmtrace-collector: warning: --ready-fd %d: %s\n",
-				ready_fd, strerror(errno));
-		close(ready_fd);
+				a.ready_fd, strerror(errno));
+		close(a.ready_fd);
 	}
 	t0 = shmt_mono_ns();
-	while (!stop_requested()) {
-		struct pass_arg a = { d, 0, false };
-
-		ret = shmt_guarded(guarded_pass, &a);
-		if (ret < 0 || a.ret < 0) {
-			ret = ret < 0 ? ret : (int)a.ret;
-			break;
-		}
-		ret = 0;
-		if (a.ret == 0 && !stop_requested())
-			drain_sleep(d);
-	}
-	/* stopped while producers write (a service shutting down with its
-	 * collector): what they record on their way out is theirs to keep */
-	for (uint64_t until = shmt_mono_ns() + linger_ns;
-	     ret == 0 && shmt_mono_ns() < until && drain_live_writers(d);) {
-		struct pass_arg a = { d, 0, false };
-
-		ret = shmt_guarded(guarded_pass, &a);
-		ret = ret < 0 ? ret : (int)(a.ret < 0 ? a.ret : 0);
-		if (ret == 0 && a.ret == 0)
-			drain_sleep(d);
-	}
-	if (ret == 0) {
-		struct pass_arg a = { d, 0, true };
-
-		ret = shmt_guarded(guarded_pass, &a);
-		if (ret == 0)
-			ret = (int)a.ret;
-	}
-	if (ret < 0) {
-		if (ret == -EFAULT)
-			fprintf(stderr, "shmtrace-collector: ring '%s' was truncated under us; "
-				"what was drained is in the capture\n", o.ring);
-		else if (ret == -ESTALE)	/* the capture was deleted or replaced */
-			fprintf(stderr, "shmtrace-collector: %s\n", drain_error(d));
-		else if (drain_fsync_failed(d))
-			fprintf(stderr, "shmtrace-collector: fsync of '%s': %s; the capture was "
-				"written but may not be on disk\n", drain_error_path(d), strerror(-ret));
-		else
-			fprintf(stderr, "shmtrace-collector: writing '%s': %s; what was written "
-				"stays readable\n", drain_error_path(d), strerror(-ret));
-		status = 1;
-	}
-	if (!quiet) {
-		double secs = (double)(shmt_mono_ns() - t0) / 1e9;
-
-		/* after an error, count only what the kernel confirmed written */
-		drain_get_stats(d, ret < 0, &st);
-		fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %u file%s, "
-			"%llu dropped, %llu lost to lock timeouts, %llu overwritten, %llu torn, "
-			"%.2f s, %.0f records/s, longest lock hold %.1f us\n",
-			(unsigned long long)st.records, (unsigned long long)st.bytes,
-			st.parts, st.parts == 1 ? "" : "s",
-			(unsigned long long)st.ring.dropped, (unsigned long long)st.ring.lock_dropped,
-			(unsigned long long)st.ring.overwritten,
-			(unsigned long long)st.torn, secs, secs > 0 ? (double)st.records / secs : 0.0,
-			(double)st.lock_hold_max_ns / 1000.0);
-	}
+	ret = run(d, a.linger_ns, &retired, rpath);
+	status = ret < 0;
+	if (ret < 0)
+		say_error(d, &a.o, ret);
+	if (!a.quiet)
+		say_summary(d, ret < 0, t0);
 	if (ret == 0)	/* after an error the segment may be gone */
 		drain_warn_names(d);
 	g_drain = NULL;
-	if (create)
-		leave_ring(d, &o, keep, status);
+	if (a.create)
+		leave_ring(d, &a.o, a.keep, status);
 	drain_free(d);
 	return status;
 }

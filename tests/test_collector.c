@@ -1272,6 +1272,67 @@ static void test_exit_spares_a_ring_made_again(void **state)
 	unlink(b);
 }
 
+/*
+ * A collector started with another configuration replaces the ring: what
+ * the old one holds (written while no collector ran) is drained into
+ * FILE.replaced, the producer moves to the new ring at its next call, and
+ * the two captures with the one before hold every record once.
+ */
+static void test_replaced_ring_drained_aside(void **state)
+{
+	const char *ring = test_ring_name("replace");
+	const char *const small[] = { "--create", "--capacity", "65536", "--linger", "0", NULL };
+	const char *const big[] = { "--create", "--capacity", "131072", NULL };
+	struct phases *ph = mmap(NULL, sizeof(*ph), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	const uint64_t per = 30000;
+	char a[256], b[256], old[300], err[256], *said;
+	struct tally t = { 0 };
+	pid_t col;
+
+	(void)state;
+	assert_true(ph != MAP_FAILED);
+	snprintf(a, sizeof(a), "/tmp/%s.a.cap", ring);
+	snprintf(b, sizeof(b), "/tmp/%s.b.cap", ring);
+	snprintf(old, sizeof(old), "%s.replaced", b);
+	snprintf(err, sizeof(err), "/tmp/%s.err", ring);
+	col = start_collector_args(ring, a, 0, NULL, small);
+	tally_init(&t, 1, per);
+	t.pids[0] = (uint32_t)fork();
+	if (t.pids[0] == 0)
+		produce_phases(NULL, ring, ph, 0, per, 3);
+	for (uint32_t k = 0; k < 3; k++) {
+		__atomic_store_n(&ph->phase, k + 1, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&ph->done[0], __ATOMIC_ACQUIRE) <= k)
+			sched_yield();
+		if (k == 0)	/* the producer attached: the ring stays */
+			assert_clean_exit(stop(col, SIGTERM));
+		if (k == 1)	/* written with no collector running */
+			col = start_collector_args(ring, b, 0, err, big);
+	}
+	wait_producers(&t);
+	assert_clean_exit(stop(col, SIGTERM));
+	said = slurp(err);
+	assert_non_null(strstr(said, "replaced ring"));
+	assert_non_null(strstr(said, old));
+	free(said);
+	read_capture(a, &t);
+	read_capture(old, &t);
+	memset(t.seq_seen, 0, t.max_seq);	/* sequences count from 0 in each ring */
+	read_capture(b, &t);
+	check_exactly_once(&t);
+	assert_int_equal(t.records, per);
+	figure_acct("ring replaced (another --capacity) with records in it", 1, per, t.records,
+		    t.dropped, 0, per - t.records - t.dropped,
+		    "the old ring drained into FILE.replaced; the producer moved");
+	unlink(a);
+	unlink(b);
+	unlink(old);
+	unlink(err);
+	tally_free(&t);
+	munmap(ph, sizeof(*ph));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1293,6 +1354,7 @@ int main(void)
 		cmocka_unit_test(test_stop_while_app_runs),
 		cmocka_unit_test(test_second_signal),
 		cmocka_unit_test(test_exit_spares_a_ring_made_again),
+		cmocka_unit_test(test_replaced_ring_drained_aside),
 	};
 	const char *bin = getenv("SHMTRACE_BIN");
 

@@ -187,6 +187,10 @@ uint32_t shmt_open_publish_locked(struct shmt_view *v, uint32_t i);
 uint64_t shmt_proc_start_time(uint32_t pid);	/* 0 if gone */
 uint64_t shmt_self_pidns(void);
 bool shmt_owner_alive(uint32_t pid, uint32_t tid, uint64_t start_time);
+/* Other processes that map the file dev:ino (a producer's open handle maps
+ * its ring whether or not it has written yet), as far as /proc lets us
+ * read their maps: our own user's processes, or all of them as root. */
+uint32_t shmt_segment_mappers(uint64_t dev, uint64_t ino);
 
 /* names.c; flags: SHMT_THREAD_* (ring_format.h) */
 int shmt_name_append_locked(struct shmt_view *v, uint32_t pid, uint32_t tid, uint64_t start,

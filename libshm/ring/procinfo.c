@@ -2,13 +2,17 @@
 /*
  * procinfo.c - what /proc tells about a process: its start time (which,
  * paired with the pid, names a process even after the pid is reused), its
- * pid namespace, and whether it is still alive.
+ * pid namespace, whether it is still alive, and which processes map a
+ * segment.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -67,4 +71,48 @@ bool shmt_owner_alive(uint32_t pid, uint32_t tid, uint64_t start_time)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%u/task/%u", pid, tid);
 	return stat(path, &st) == 0;
+}
+
+/* Whether /proc/<pid>/maps lists a mapping of the file dev:ino. */
+static bool maps_file(const char *pid, uint64_t dev, uint64_t ino)
+{
+	char path[64], line[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;	/* gone, or not ours to read */
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned int maj, min;
+		unsigned long long i;
+
+		found = sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &i) == 3 &&
+			i == ino && makedev(maj, min) == dev;
+		/* the rest of a line longer than the buffer */
+		while (!strchr(line, '\n') && fgets(line, sizeof(line), f))
+			;
+	}
+	fclose(f);
+	return found;
+}
+
+uint32_t shmt_segment_mappers(uint64_t dev, uint64_t ino)
+{
+	char self[16];
+	struct dirent *de;
+	uint32_t n = 0;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return 0;
+	snprintf(self, sizeof(self), "%d", (int)getpid());
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]) || !strcmp(de->d_name, self))
+			continue;
+		n += maps_file(de->d_name, dev, ino);
+	}
+	closedir(d);
+	return n;
 }
