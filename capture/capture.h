@@ -64,7 +64,7 @@ enum shmt_cap_type {
 #define SHMT_CAP_RECORDS_FIELDS		3	/* first_seq, count, records (RECORDS, PACKED) */
 /* LOSS: at_ns, then each counter at its frame field (loss.h,
  * SHMT_LOSS_KINDS), the table sizes and published at these */
-#define SHMT_CAP_LOSS_FIELDS		12	/* the 12th, lock_dropped, appended last */
+#define SHMT_CAP_LOSS_FIELDS		13	/* the 13th, orphaned, appended last */
 #define SHMT_CAP_LOSS_MIN_FIELDS	6	/* before strings_dropped was appended */
 #define SHMT_CAP_LOSS_MAX_STRINGS	7
 #define SHMT_CAP_LOSS_STRING_BYTES	8

@@ -183,7 +183,10 @@ uint64_t shmtrace_now(void);
  * that triggered the flush stages its own record and returns -ENOSPC, and
  * the drops it reports (counted in shmtrace_stats().dropped) may be of
  * earlier records of the same thread. -ETIMEDOUT: the lock was held too
- * long and this record was dropped (and counted). Drops flushed by others
+ * long and this record was dropped (and counted). -ENOENT: no ring yet, or
+ * the ring was removed with no new one behind its name and no collector
+ * draining it: the record is refused, and counted into the next ring's
+ * `orphaned` when the handle moves there. Drops flushed by others
  * (the collector's poll, thread exit, close) are counted but returned by
  * no call: read them with shmtrace_stats().
  */

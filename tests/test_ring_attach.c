@@ -331,7 +331,8 @@ static void reattach_child(const char *ring, struct shared *sh)
 	for (i = 0; !__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE); i++) {
 		int ret = shmtrace_span(t, name, name, i, i + 1, 0);
 
-		if (ret < 0 && ret != -ENOSPC)
+		/* -ENOENT: refused while the ring was removed, and counted */
+		if (ret < 0 && ret != -ENOSPC && ret != -ENOENT)
 			_exit(4);
 		__atomic_store_n(&sh->written, i + 1, __ATOMIC_RELEASE);
 		if (i % 64 == 0)
@@ -405,8 +406,9 @@ static void test_reattach_after_ring_made_again(void **state)
 	ring_dump_view(&v1, &d1);
 	ring_dump_view(&v2, &d2);
 	got = tally_spans(&v1, &d1, seen, n) + tally_spans(&v2, &d2, seen, n);
-	dropped = load_relaxed(&v1.h->dropped.v) + load_relaxed(&v2.h->dropped.v);
-	print_message("written %llu: old ring %zu, new ring %zu, dropped %llu\n",
+	dropped = load_relaxed(&v1.h->dropped.v) + load_relaxed(&v2.h->dropped.v) +
+		  load_relaxed(&v2.h->orphaned.v);
+	print_message("written %llu: old ring %zu, new ring %zu, dropped or refused %llu\n",
 		      (unsigned long long)n, d1.n, d2.n, (unsigned long long)dropped);
 	assert_int_equal(d1.torn + d2.torn, 0);
 	assert_int_equal(got + dropped, n);
@@ -444,8 +446,9 @@ static void spans(shmtrace_t *t, uint32_t name, int n)
  * removed and made again is marked retired, and a handle that writes one
  * call at a time moves: at its first call after a replacement, within 64
  * calls of a new ring's appearance after a removal. Its block in the old
- * ring is given back with its records in that ring, and every record is
- * in one of the three segments.
+ * ring is given back with its records in that ring. While a removed ring
+ * has no successor and no collector, calls refuse their records and count
+ * them into the next ring: every call is in a segment or counted.
  */
 static void test_retired_ring_moves_within_bound(void **state)
 {
@@ -453,7 +456,7 @@ static void test_retired_ring_moves_within_bound(void **state)
 	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
 	struct shmtrace_ring_config bigger = { .capacity = 1 << 17, .flags = SHMTRACE_CREATE_REPLACE };
 	struct shmt_view v1, v2, v3;
-	size_t before, moved_late;
+	size_t refused = 0;
 	shmtrace_t *t;
 	uint32_t name;
 	char err[256];
@@ -479,21 +482,35 @@ static void test_retired_ring_moves_within_bound(void **state)
 	for (uint32_t i = 0; i < v1.nblocks; i++)
 		assert_int_equal(load_relaxed(&shmt_block_at(&v1, i)->state), SHMT_BLOCK_FREE);
 
-	/* removed: with no ring behind the name, records stay where they were */
+	/* removed, and no collector drains it: calls refuse (-ENOENT) and count */
 	assert_int_equal(shmtrace_ring_unlink(ring), 0);
 	assert_int_equal(load_relaxed(&v2.h->retired), 1);
-	spans(t, name, 100);
-	before = my_records(&v2);
-	assert_int_equal(before, 101);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(shmtrace_span(t, name, name, 1, 2, 0), -ENOENT);
+	assert_int_equal(my_records(&v2), 1);
 	c.flags = 0;
 	assert_int_equal(shmtrace_ring_create(ring, &c), SHMTRACE_CREATED);
-	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v3, err, sizeof(err)), 0);
-	spans(t, name, 65);
-	moved_late = my_records(&v2) - before;
-	print_message("records to the removed ring after the new one appeared: %zu\n", moved_late);
-	assert_true(moved_late <= SHMT_LOOK_RETIRED_CALLS);
-	assert_int_equal(my_records(&v3), 65 - moved_late);
-	assert_int_equal(my_records(&v1) + my_records(&v2) + my_records(&v3), 10 + 1 + 100 + 65);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v3, err, sizeof(err)), 0);
+	for (int i = 0; i < 65; i++) {
+		int ret = shmtrace_span(t, name, name, 1, 2, 0);
+
+		assert_true(ret == 0 || ret == -ENOENT);
+		refused += ret == -ENOENT;
+	}
+	print_message("calls refused after the new ring appeared: %zu\n", refused);
+	assert_true(refused <= SHMT_LOOK_RETIRED_CALLS);
+	assert_int_equal(my_records(&v3), 65 - refused);
+	/* the refused ones reach the reports through the ring it moved to */
+	assert_int_equal(load_relaxed(&v3.h->orphaned.v), 100 + refused);
+	assert_int_equal(my_records(&v1) + my_records(&v2) + my_records(&v3) +
+			 load_relaxed(&v3.h->orphaned.v), 10 + 1 + 100 + 65);
+
+	/* removed while its collector runs (a live pid there): records go on
+	 * into it, for that collector to drain */
+	store_relaxed(&v3.h->collector_pid.v, (uint64_t)getpid());
+	assert_int_equal(shmtrace_ring_unlink(ring), 0);
+	spans(t, name, 5);
+	assert_int_equal(my_records(&v3), 65 - refused + 5);
 	shmtrace_close(t);
 	shmt_view_close(&v1);
 	shmt_view_close(&v2);

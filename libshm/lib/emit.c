@@ -113,6 +113,11 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
 		a = shmt_attach_current(t);
 		if (!a)
 			return -ENOENT;
+		if (unlikely(shmt_att_retired(a) && load_relaxed(&t->orphan))) {
+			/* nobody drains the removed ring: refused, said, counted */
+			fetch_add(&t->orphaned, 1 + nargs);
+			return -ENOENT;
+		}
 	}
 	if (unlikely(a->remap != NULL)) {
 		/* moved to another ring: the caller's ids are the handle's */

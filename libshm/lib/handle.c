@@ -12,6 +12,7 @@
  * handle moves within a millisecond of the new ring's appearance.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,7 @@ static void att_free(struct shmt_att *a)
 static struct shmt_att *attach_locked(shmtrace_t *t)
 {
 	struct shmt_att *old = t->cur, *a;
-	uint64_t dev, ino;
+	uint64_t dev, ino, n;
 
 	if (shmt_ring_identity(t->name, &dev, &ino) < 0)
 		return old;	/* not there: keep writing where we were */
@@ -86,9 +87,24 @@ static struct shmt_att *attach_locked(shmtrace_t *t)
 	}
 	a->prev = old;
 	shmt_clock_adopt(&a->v.clock);
+	/* what was refused meanwhile reaches the reports through this ring */
+	store_relaxed(&t->orphan, false);
+	n = __atomic_exchange_n(&t->orphaned, 0, __ATOMIC_RELAXED);
+	if (n)
+		shmt_loss_orphaned(&a->v, n);
 	/* pairs with the acquire load of cur in emit(): a is complete */
 	store_release(&t->cur, a);
 	return a;
+}
+
+/* Whether a collector drains a's ring: the pid it wrote there lives.
+ * Untrusted, and a reused pid reads as alive: records then go on into the
+ * ring as before, never refused for nothing. */
+static bool drained(const struct shmt_att *a)
+{
+	uint64_t pid = load_relaxed(&a->v.h->collector_pid.v);
+
+	return pid && pid <= INT32_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
 struct shmt_att *shmt_attach_current(shmtrace_t *t)
@@ -105,8 +121,14 @@ struct shmt_att *shmt_attach_current(shmtrace_t *t)
 		return a;
 	store_relaxed(&t->last_look_ns, now);
 	store_relaxed(&t->retired_calls, 0);
-	if (shmt_ring_identity(t->name, &dev, &ino) < 0 ||
-	    (a && a->v.dev == dev && a->v.ino == ino))
+	if (shmt_ring_identity(t->name, &dev, &ino) < 0) {
+		/* removed, and no new ring yet: its collector (if one still
+		 * runs) drains what goes on into it; else nobody would */
+		if (retired)
+			store_relaxed(&t->orphan, !drained(a));
+		return a;
+	}
+	if (a && a->v.dev == dev && a->v.ino == ino)
 		return a;
 	pthread_mutex_lock(&t->local);
 	a = attach_locked(t);

@@ -50,6 +50,11 @@ struct shmtrace {
 	uint64_t last_look_ns;		/* when it last looked at the name */
 	uint64_t retired_calls;		/* calls since then, its ring retired */
 	uint64_t retired_seen;		/* id of the attachment last seen retired */
+	/* the current ring is retired, no ring is behind its name and no
+	 * collector drains it: calls refuse their records (-ENOENT) and count
+	 * them in orphaned, which goes to the next ring's counter */
+	bool orphan;
+	uint64_t orphaned;
 	uint64_t attach_attempts, reattaches;
 	/* after a re-attach: handle ids in use (a new string gets its ring's
 	 * id as handle id when that is free, else the lowest free one) */

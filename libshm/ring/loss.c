@@ -58,3 +58,10 @@ void shmt_loss_lock_dropped(struct shmt_view *v, uint64_t n)
 
 	fetch_add(v->minor >= 5 ? &h->lock_dropped.v : &h->dropped.v, n);
 }
+
+void shmt_loss_orphaned(struct shmt_view *v, uint64_t n)
+{
+	struct shmt_header *h = v->h;
+
+	fetch_add(v->minor >= 5 ? &h->orphaned.v : &h->dropped.v, n);
+}

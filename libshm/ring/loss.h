@@ -30,7 +30,7 @@ enum shmt_loss_unit {
  * added it (a reader takes 0 from an older ring); frame its field in a
  * capture's LOSS frame (docs/CAPTURE-FORMAT.md); words what users read
  * after the count. The records lost are the sum of the RECORDS kinds:
- * exported + dropped + overwritten + lock_dropped + torn = written.
+ * exported + dropped + overwritten + lock_dropped + torn + orphaned = written.
  */
 #define SHMT_LOSS_KINDS(X)						\
 	X(dropped, SHMT_LOSS_RECORDS, 0, 1,				\
@@ -41,6 +41,8 @@ enum shmt_loss_unit {
 	  "records lost to lock timeouts")				\
 	X(torn, SHMT_LOSS_RECORDS, 1, 4,				\
 	  "torn records skipped")					\
+	X(orphaned, SHMT_LOSS_RECORDS, 5, 12,				\
+	  "records refused while their ring was removed")		\
 	X(lock_timeouts, SHMT_LOSS_ATTEMPTS, 0, 3,			\
 	  "lock timeouts (attempts, not records)")			\
 	X(strings_dropped, SHMT_LOSS_STRINGS, 1, 6,			\
@@ -118,5 +120,12 @@ void shmt_loss_read(const struct shmt_view *v, struct shmt_loss *l, bool lapped)
  * readers know no such counter), in `dropped` as before.
  */
 void shmt_loss_lock_dropped(struct shmt_view *v, uint64_t n);
+
+/*
+ * Counts n records a handle refused while its ring was removed and no
+ * collector drained it, added to the ring it moved to: in `orphaned`, or
+ * in `dropped` in a ring older than minor 5.
+ */
+void shmt_loss_orphaned(struct shmt_view *v, uint64_t n);
 
 #endif /* SHMT_RING_LOSS_H */

@@ -22,7 +22,7 @@
 #define SHMT_RING_MINOR		5u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
 					   3: staging blocks of 256 records;
 					   4: block size from the capacity;
-					   5: retired, lock_dropped */
+					   5: retired, lock_dropped, orphaned */
 #define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
@@ -215,7 +215,8 @@ struct shmt_header {
 	struct shmt_line strings_dropped; /* strings that did not fit the table */
 	/* minor 5 */
 	struct shmt_line lock_dropped;	/* records dropped after a lock timeout */
-	uint8_t reserved2[SHMT_HEADER_SIZE - 512 - 13 * 64];
+	struct shmt_line orphaned;	/* records refused while the ring was removed */
+	uint8_t reserved2[SHMT_HEADER_SIZE - 512 - 14 * 64];
 };
 _Static_assert(sizeof(struct shmt_header) == SHMT_HEADER_SIZE, "header is one page");
 _Static_assert(sizeof(pthread_mutex_t) <= 64, "mutex fits its space");
