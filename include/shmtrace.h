@@ -294,7 +294,9 @@ struct shmtrace_stats {
 	uint64_t capacity;
 	uint64_t head;		/* records ever published into the ring */
 	uint64_t tail;		/* records the collector has consumed */
-	uint64_t dropped;	/* discarded because the ring was full */
+	uint64_t dropped;	/* staged but never in the ring: ring full, lock
+				 * timeouts, refused while the ring was removed
+				 * (shmtrace stat tells them apart) */
 	uint64_t overwritten;	/* overwritten unread (overwrite mode) */
 	uint64_t lock_timeouts;	/* flushes given up on a lock held too long */
 	uint32_t mode;

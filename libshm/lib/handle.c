@@ -256,7 +256,9 @@ SHMT_API int shmtrace_stats(shmtrace_t *t, struct shmtrace_stats *st)
 	st->head = load_acquire(&h->head.v);
 	st->tail = load_acquire(&h->tail.v);
 	shmt_loss_read(&a->v, &l, true);
-	st->dropped = l.dropped;
+	/* the caller's view: every record its calls staged that the ring did
+	 * not get, whatever the cause (stat and the exports tell them apart) */
+	st->dropped = l.dropped + l.lock_dropped + l.orphaned;
 	st->overwritten = l.overwritten;
 	st->lock_timeouts = l.lock_timeouts;
 	st->mode = a->v.mode;
