@@ -295,12 +295,23 @@ class TestCalls(RingTest):
             with self.t.span("after unlink"):
                 pass
         self.t.flush()
-        self.assertEqual(self.t.stats().head, 201)
+        # no collector drains the removed ring: the spans are refused,
+        # never written where nobody reads them
+        self.assertEqual(self.t.stats().head, 1)
         with self.assertRaises(shmtrace.Error) as cm:
             shmtrace.open(self.ring)
         self.assertEqual(cm.exception.errno, 2)
         with self.assertRaises(shmtrace.Error):
             shmtrace.unlink_ring(self.ring)
+        # ... and counted into the ring made next, once the tracer moves
+        shmtrace.create_ring(self.ring, capacity=65536)
+        for _ in range(65):     # a look at the name within 64 calls
+            with self.t.span("made again"):
+                pass
+        self.t.flush()
+        st = self.t.stats()
+        self.assertEqual(st.head + st.dropped, 200 + 65)
+        self.assertGreaterEqual(st.dropped, 200)
 
 
 class TestBadArguments(RingTest):
