@@ -123,9 +123,9 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 		shmt_view_close(&d->v);
 		return ret;
 	}
-	/* touch one word per page of the records: on this kind of VM the
-	 * first access to a page costs 5-11 us even after MAP_POPULATE, and
-	 * it belongs here, not in the first drain (docs/BENCHMARKS.md) */
+	/* touch one word per page of the records: on a VM the first access
+	 * to a page can cost microseconds even after MAP_POPULATE, and it
+	 * belongs here, not in the first drain */
 	for (uint64_t off = 0; off < (uint64_t)d->v.capacity * SHMT_RECORD_SIZE; off += 4096)
 		(void)*(volatile const uint8_t *)((const uint8_t *)d->v.records + off);
 	d->pos = load_acquire(&d->v.h->tail.v);

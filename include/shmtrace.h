@@ -361,8 +361,9 @@ struct shmtrace_scope {
 void shmtrace_site_resolve(shmtrace_t *t, struct shmtrace_site *site);
 
 /* Fills *s in place: a scope is ~130 bytes, and returning it by value
- * made tracing-off cost ~9 ns a scope (a copy, and a store-forwarding
- * stall), where one store and one branch cost nothing measurable. */
+ * made tracing off cost a copy and a store-forwarding stall per scope,
+ * where one store and one branch cost nothing measurable (make bench,
+ * case 4). */
 static inline void shmtrace_scope_begin_(struct shmtrace_scope *s, struct shmtrace_site *site,
 					 uint64_t flow)
 {

@@ -38,7 +38,7 @@ int shmt_mutex_init(pthread_mutex_t *m)
 /*
  * Returns true if the mutex bytes look like a robust shared mutex in a
  * state glibc can handle. Random bytes there can make glibc abort or hang
- * (3 % and 9 % of trials, docs/DESIGN.md), so the collector checks before it
+ * (docs/DESIGN.md), so the collector checks before it
  * locks. This reads glibc's struct __pthread_mutex_s, which is ABI-stable.
  */
 bool shmt_mutex_sane(const struct shmt_view *v)

@@ -227,8 +227,8 @@ int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, 
 		close(fd);
 		ERR(-EBADMSG, "ring '%s' is truncated (%lld bytes)", name, (long long)st.st_size);
 	}
-	/* populate now: a page fault costs ~10 us on this kind of VM, and a
-	 * producer must not pay them inside the lock on its first flushes */
+	/* populate now: page faults are costly on a VM, and a producer must
+	 * not pay them inside the lock on its first flushes */
 	base = mmap(NULL, (size_t)st.st_size, PROT_READ | (wr ? PROT_WRITE : 0),
 		    MAP_SHARED | MAP_POPULATE, fd, 0);
 	ret = -errno;
