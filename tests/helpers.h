@@ -34,6 +34,14 @@ static inline const char *test_ring_name(const char *what)
 	return b;
 }
 
+/* A ring configuration of capacity cap and mode, the rest defaults. */
+static inline void small_cfg(struct shmtrace_ring_config *c, uint32_t cap, uint32_t mode)
+{
+	memset(c, 0, sizeof(*c));
+	c->capacity = cap;
+	c->mode = mode;
+}
+
 /* A whole file as a NUL-terminated string (the caller frees it). */
 static inline char *slurp(const char *path)
 {
