@@ -8,7 +8,7 @@
 #include "capture_sample.h"
 
 /* Each frame type encodes and decodes to the same values, alone. */
-static void test_roundtrip_each(void **state)
+static void test_each_frame_type_round_trips_alone(void **state)
 {
 	msgpack_sbuffer b;
 	size_t ends[6];
@@ -38,7 +38,7 @@ static void test_roundtrip_each(void **state)
 }
 
 /* Long lists become several frames that together hold the same data. */
-static void test_split(void **state)
+static void test_records_split_at_the_frame_limit_decode_whole(void **state)
 {
 	size_t n = SHMT_CAP_SPLIT_RECORDS + 3, got = 0;
 	struct shmt_record *r = calloc(n, sizeof(*r));
@@ -76,7 +76,7 @@ static void test_split(void **state)
 }
 
 /* Encoders refuse what no reader accepts, and leave the buffer alone. */
-static void test_encoder_refuses(void **state)
+static void test_encoder_refuses_what_no_reader_accepts(void **state)
 {
 	struct shmt_record r[2] = { sample_record(0), sample_record(1) };
 	struct shmt_cap_string s = { 0, 1, "x" };
@@ -98,7 +98,7 @@ static void test_encoder_refuses(void **state)
 
 /* Unterminated names from shared memory are cut to fit with their NUL;
  * a commit word with a sequence above the kind is written as the kind. */
-static void test_encoder_sanitizes(void **state)
+static void test_encoder_cuts_long_names_and_writes_commit_as_kind(void **state)
 {
 	struct shmt_thread t = sample_thread(0);
 	struct shmt_record rec = sample_record(0);
@@ -122,7 +122,7 @@ static void test_encoder_sanitizes(void **state)
 }
 
 /* A header without ring_id (an older collector) reads with ring_id 0. */
-static void test_header_without_ring_id(void **state)
+static void test_header_without_ring_id_reads_ring_id_0(void **state)
 {
 	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
 	struct shmt_cap_header h = sample_header();
@@ -147,7 +147,7 @@ static void test_header_without_ring_id(void **state)
 }
 
 /* Unknown trailing fields of a newer minor version are skipped. */
-static void test_trailing_fields(void **state)
+static void test_unknown_trailing_fields_are_skipped(void **state)
 {
 	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
 	struct shmt_cap_frame f;
@@ -203,7 +203,7 @@ static long records_frame(uint64_t count, size_t binlen, uint32_t kind)
 	return rc;
 }
 
-static void test_bad_records(void **state)
+static void test_records_frame_of_wrong_size_or_kind_refused(void **state)
 {
 	(void)state;
 	assert_int_equal(records_frame(2, 80, 1), 4 + 2 + 80 + 5);	/* control: valid */
@@ -219,7 +219,7 @@ static void test_bad_records(void **state)
 }
 
 /* Hand-made frames with a valid CRC but wrong content. */
-static void test_bad_frames(void **state)
+static void test_frames_with_valid_crc_but_wrong_content_refused(void **state)
 {
 	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
 	struct shmt_cap_frame f;
@@ -300,16 +300,17 @@ static void test_bad_frames(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip_each),
-		cmocka_unit_test(test_split),
-		cmocka_unit_test(test_encoder_refuses),
-		cmocka_unit_test(test_encoder_sanitizes),
-		cmocka_unit_test(test_trailing_fields),
-		cmocka_unit_test(test_bad_records),
-		cmocka_unit_test(test_bad_frames),
-		cmocka_unit_test(test_header_without_ring_id),
+		cmocka_unit_test(test_each_frame_type_round_trips_alone),
+		cmocka_unit_test(test_records_split_at_the_frame_limit_decode_whole),
+		cmocka_unit_test(test_encoder_refuses_what_no_reader_accepts),
+		cmocka_unit_test(test_encoder_cuts_long_names_and_writes_commit_as_kind),
+		cmocka_unit_test(test_unknown_trailing_fields_are_skipped),
+		cmocka_unit_test(test_records_frame_of_wrong_size_or_kind_refused),
+		cmocka_unit_test(test_frames_with_valid_crc_but_wrong_content_refused),
+		cmocka_unit_test(test_header_without_ring_id_reads_ring_id_0),
 		/* version-1 frames (40-byte RECORDS) still decode */
-		cmocka_unit_test_setup_teardown(test_roundtrip_each, v1_on, v1_off),
+		cmocka_unit_test_setup_teardown(test_each_frame_type_round_trips_alone,
+						 v1_on, v1_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,7 @@
 #include "capture_sample.h"
 
 /* A file with every frame type reads back identically and ends cleanly. */
-static void test_file_roundtrip(void **state)
+static void test_file_with_every_frame_type_reads_back_equal(void **state)
 {
 	msgpack_sbuffer b;
 	size_t ends[6];
@@ -26,7 +26,7 @@ static void test_file_roundtrip(void **state)
 }
 
 /* Cut at every byte: all whole frames, then -EPIPE (or the empty error). */
-static void test_cut_everywhere(void **state)
+static void test_file_cut_at_any_byte_reads_whole_frames_then_epipe(void **state)
 {
 	msgpack_sbuffer b;
 	size_t ends[6];
@@ -60,7 +60,7 @@ static void test_cut_everywhere(void **state)
 }
 
 /* Flip each byte (two ways): a correct prefix of frames, then an error. */
-static void test_flip_everywhere(void **state)
+static void test_flipped_byte_reads_a_correct_prefix_then_fails(void **state)
 {
 	static const uint8_t masks[] = { 0x01, 0xff };
 	msgpack_sbuffer b;
@@ -90,7 +90,7 @@ static void test_flip_everywhere(void **state)
 	msgpack_sbuffer_destroy(&b);
 }
 
-static void test_empty_and_missing(void **state)
+static void test_empty_or_missing_file_refused(void **state)
 {
 	char path[64];
 	int fd, nok;
@@ -104,7 +104,7 @@ static void test_empty_and_missing(void **state)
 	assert_int_equal(read_all("/nonexistent/capture", &nok), -ENOENT);
 }
 
-static void test_not_a_capture(void **state)
+static void test_file_of_another_format_refused(void **state)
 {
 	const char *text = "{\"traceEvents\": []}\n";
 	char path[64];
@@ -119,7 +119,7 @@ static void test_not_a_capture(void **state)
 }
 
 /* Random files, and random bytes after a valid header: errors only. */
-static void test_random_bytes(void **state)
+static void test_random_bytes_give_errors_never_frames(void **state)
 {
 	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
 	struct shmt_cap_header h = sample_header();
@@ -143,8 +143,10 @@ static void test_random_bytes(void **state)
 				p[i] = (uint8_t)(0x90 + random() % 0x70);
 		/* memory decoder over every suffix */
 		for (size_t s = 0; s < n; s++) {
-			long len = shmt_cap_decode(p + s, n - s, &f, z, err, sizeof(err));
+			long len;
 
+			err[0] = '\0';	/* each refusal must say why, not the last one */
+			len = shmt_cap_decode(p + s, n - s, &f, z, err, sizeof(err));
 			assert_true(len <= (long)(n - s));
 			assert_true(len != -EBADMSG || err[0]);
 			msgpack_zone_clear(z);
@@ -170,7 +172,7 @@ static void test_random_bytes(void **state)
 	msgpack_sbuffer_destroy(&b);
 }
 
-static void test_newer_version(void **state)
+static void test_newer_format_version_refused_by_name(void **state)
 {
 	msgpack_sbuffer b;
 	char path[64];
@@ -188,7 +190,7 @@ static void test_newer_version(void **state)
 }
 
 /* END then more bytes: the END frame, then -EBADMSG. A second header too. */
-static void test_after_end_and_second_header(void **state)
+static void test_bytes_after_end_or_a_second_header_refused(void **state)
 {
 	struct shmt_cap_header h = sample_header();
 	struct shmt_cap_reader *r;
@@ -226,7 +228,7 @@ static void test_after_end_and_second_header(void **state)
 }
 
 /* Frames larger than the reader's first buffer, read through the file. */
-static void test_big_file(void **state)
+static void test_frames_larger_than_the_read_buffer_read_whole(void **state)
 {
 	size_t n = 3 * SHMT_CAP_SPLIT_RECORDS + 11, got = 0;
 	struct shmt_cap_header h = sample_header();
@@ -267,19 +269,22 @@ static void test_big_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_file_roundtrip),
-		cmocka_unit_test(test_cut_everywhere),
-		cmocka_unit_test(test_flip_everywhere),
-		cmocka_unit_test(test_empty_and_missing),
-		cmocka_unit_test(test_not_a_capture),
-		cmocka_unit_test(test_random_bytes),
-		cmocka_unit_test(test_newer_version),
-		cmocka_unit_test(test_after_end_and_second_header),
-		cmocka_unit_test(test_big_file),
+		cmocka_unit_test(test_file_with_every_frame_type_reads_back_equal),
+		cmocka_unit_test(test_file_cut_at_any_byte_reads_whole_frames_then_epipe),
+		cmocka_unit_test(test_flipped_byte_reads_a_correct_prefix_then_fails),
+		cmocka_unit_test(test_empty_or_missing_file_refused),
+		cmocka_unit_test(test_file_of_another_format_refused),
+		cmocka_unit_test(test_random_bytes_give_errors_never_frames),
+		cmocka_unit_test(test_newer_format_version_refused_by_name),
+		cmocka_unit_test(test_bytes_after_end_or_a_second_header_refused),
+		cmocka_unit_test(test_frames_larger_than_the_read_buffer_read_whole),
 		/* a version-1 file (40-byte RECORDS) still reads, cut or not */
-		cmocka_unit_test_setup_teardown(test_file_roundtrip, v1_on, v1_off),
-		cmocka_unit_test_setup_teardown(test_cut_everywhere, v1_on, v1_off),
-		cmocka_unit_test_setup_teardown(test_flip_everywhere, v1_on, v1_off),
+		cmocka_unit_test_setup_teardown(test_file_with_every_frame_type_reads_back_equal,
+						 v1_on, v1_off),
+		cmocka_unit_test_setup_teardown(test_file_cut_at_any_byte_reads_whole_frames_then_epipe,
+						 v1_on, v1_off),
+		cmocka_unit_test_setup_teardown(test_flipped_byte_reads_a_correct_prefix_then_fails,
+						 v1_on, v1_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

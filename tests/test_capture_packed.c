@@ -55,7 +55,7 @@ static void extreme_records(struct shmt_record r[NEXT])
 	}
 }
 
-static void test_packed_extremes(void **state)
+static void test_packed_records_round_trip_every_field_extreme(void **state)
 {
 	struct shmt_record r[NEXT];
 	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
@@ -87,7 +87,7 @@ static void test_packed_extremes(void **state)
 
 /* The collector's path: slots whose commit words carry their sequence;
  * encoding stops before the first that is not a finished record. */
-static void test_ring_records(void **state)
+static void test_ring_records_encoded_up_to_the_first_unfinished_slot(void **state)
 {
 	struct shmt_record r[NEXT];
 	const uint64_t first = 0xfffff0;	/* the 24 sequence bits wrap inside */
@@ -119,13 +119,17 @@ static void test_ring_records(void **state)
 	msgpack_sbuffer_destroy(&b);
 }
 
-/* Bench case 6's records (ts every 1000 ns, 500 ns long, 4 names, 10 % in
- * flows): at most 12 bytes a span on disk, frame included. */
-static void test_packed_size(void **state)
+/* Regular spans (one thread, steady times, a few names, some in flows):
+ * their packed frames are smaller than the 40-byte records of version-1
+ * frames, and decode back to the same records in order. */
+static void test_packed_records_smaller_than_v1_and_decode_equal(void **state)
 {
 	const size_t n = 20000;
 	struct shmt_record *r = calloc(n, sizeof(*r));
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	struct shmt_cap_frame f;
 	msgpack_sbuffer b;
+	size_t packed, off = 0, got = 0;
 	uint64_t fid = 0;
 
 	(void)state;
@@ -141,12 +145,27 @@ static void test_packed_size(void **state)
 	}
 	msgpack_sbuffer_init(&b);
 	assert_int_equal(shmt_cap_put_records(&b, 0, r, n), 0);
-	print_message("%.2f bytes per span\n", (double)b.size / (double)n);
-	assert_true(b.size <= 12 * n);
-	/* the version-1 frames it replaces: 40 bytes and more */
+	while (off < b.size) {
+		long len = shmt_cap_decode((const uint8_t *)b.data + off, b.size - off,
+					   &f, z, err, sizeof(err));
+
+		assert_true(len > 0);
+		assert_int_equal(f.type, SHMT_CAP_RECORDS);
+		assert_int_equal(f.records.packed, 1);
+		assert_int_equal(f.records.first_seq, got);
+		assert_true(got + f.records.n <= n);
+		assert_memory_equal(f.records.v, r + got, f.records.n * sizeof(*r));
+		got += f.records.n;
+		off += (size_t)len;
+		msgpack_zone_clear(z);
+	}
+	assert_int_equal(got, n);
+	packed = b.size;
 	msgpack_sbuffer_clear(&b);
 	assert_int_equal(shmt_cap_put_records_v1(&b, 0, r, n), 0);
-	assert_true(b.size >= 40 * n);
+	assert_true(b.size >= SHMT_RECORD_SIZE * n);
+	assert_true(packed < b.size);
+	msgpack_zone_free(z);
 	msgpack_sbuffer_destroy(&b);
 	free(r);
 }
@@ -181,7 +200,7 @@ static long packed_frame(uint64_t count, const uint8_t *body, size_t len)
 #define PACKED(count, ...) packed_frame(count, (const uint8_t[]){ __VA_ARGS__ }, \
 					sizeof((const uint8_t[]){ __VA_ARGS__ }))
 
-static void test_bad_packed(void **state)
+static void test_malformed_packed_bodies_refused(void **state)
 {
 	(void)state;
 	/* control: tag (span, new thread), pid 5, tid 6, ts 2, dur 3, name 1, cat 1;
@@ -219,7 +238,7 @@ static void test_bad_packed(void **state)
 }
 
 /* The example of docs/CAPTURE-FORMAT.md, "PACKED (7)", byte for byte. */
-static void test_packed_doc_example(void **state)
+static void test_packed_frame_matches_the_documented_bytes(void **state)
 {
 	static const uint8_t want[] = {
 		0x95, 0x07, 0x07, 0xce, 0x00, 0x00, 0x00, 0x02, 0xc6, 0x00, 0x00, 0x00, 0x10,
@@ -247,11 +266,11 @@ static void test_packed_doc_example(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_packed_extremes),
-		cmocka_unit_test(test_ring_records),
-		cmocka_unit_test(test_packed_size),
-		cmocka_unit_test(test_bad_packed),
-		cmocka_unit_test(test_packed_doc_example),
+		cmocka_unit_test(test_packed_records_round_trip_every_field_extreme),
+		cmocka_unit_test(test_ring_records_encoded_up_to_the_first_unfinished_slot),
+		cmocka_unit_test(test_packed_records_smaller_than_v1_and_decode_equal),
+		cmocka_unit_test(test_malformed_packed_bodies_refused),
+		cmocka_unit_test(test_packed_frame_matches_the_documented_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

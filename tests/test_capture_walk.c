@@ -8,7 +8,7 @@
 #include "capture_sample.h"
 #include "mp_head.h"
 
-static void test_crc32c(void **state)
+static void test_crc32c_gives_the_castagnoli_check_value(void **state)
 {
 	(void)state;
 	assert_int_equal(shmt_crc32c(0, "123456789", 9), 0xe3069283);
@@ -21,7 +21,7 @@ static void test_crc32c(void **state)
  * fuzzer's frame finder read it: a wrong length here makes the walker
  * take a frame's end in the wrong place.
  */
-static void test_mp_head(void **state)
+static void test_mp_head_sizes_every_msgpack_object_kind(void **state)
 {
 	static const struct {
 		uint8_t b[6];
@@ -108,8 +108,8 @@ static void test_walker_refuses_impossible_lengths_and_deep_nesting(void **state
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_crc32c),
-		cmocka_unit_test(test_mp_head),
+		cmocka_unit_test(test_crc32c_gives_the_castagnoli_check_value),
+		cmocka_unit_test(test_mp_head_sizes_every_msgpack_object_kind),
 		cmocka_unit_test(test_walker_refuses_impossible_lengths_and_deep_nesting),
 	};
 

@@ -45,7 +45,7 @@ static void test_every_record_exactly_once(void **state)
 
 /* A slot in the published range that is not a finished record (forged,
  * or torn): skipped and counted, the records around it kept. */
-static void test_torn_slot_skipped(void **state)
+static void test_torn_slots_skipped_and_counted(void **state)
 {
 	const char *ring = test_ring_name("torn");
 	struct shmtrace_ring_config c = { .capacity = 1 << 12 };
@@ -81,7 +81,7 @@ static void test_torn_slot_skipped(void **state)
 /* The lock held by an owner the kernel never reports dead (it unmapped the
  * ring first): the collector warns, drains what is published, and stops
  * on SIGTERM; it does not hang. */
-static void test_lock_held_by_unseen_dead_owner(void **state)
+static void test_lock_held_by_unseen_dead_owner_does_not_hang(void **state)
 {
 	const char *ring = test_ring_name("wedged");
 	struct tally t = { 0 };
@@ -122,7 +122,7 @@ static void test_lock_held_by_unseen_dead_owner(void **state)
 
 /* --max-size: the capture rotates into FILE.1, FILE.2 ...; each part is a
  * whole capture, and together they hold every record once. */
-static void test_rotation(void **state)
+static void test_max_size_rotates_into_whole_parts(void **state)
 {
 	const char *ring = test_ring_name("rot");
 	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
@@ -165,10 +165,10 @@ static void test_rotation(void **state)
 }
 
 /*
- * Issue 10.1: threads of one process that each open their own handle and
- * close it at random moments while the others still write. Before the fix
- * shmtrace_close() freed every block of the process: records were lost,
- * duplicated, and `dropped` went below zero.
+ * Threads of one process that each open their own handle and close it at
+ * random moments while the others still write: closing a handle releases
+ * only its own thread's block, so every record is captured once or counted
+ * as dropped, none twice, and `dropped` never goes below zero.
  */
 struct handle_thread {
 	const char *ring;
@@ -229,7 +229,7 @@ static void produce_threads(const char *ring, int nthreads, uint64_t per)
 	_exit(failed ? 5 : 0);
 }
 
-static void test_thread_handles_open_and_close(void **state)
+static void test_threads_closing_their_handles_lose_no_record(void **state)
 {
 	const char *ring = test_ring_name("handles");
 	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
@@ -288,13 +288,13 @@ static int count_record(void *ctx, const struct shmt_record *r, uint64_t start_t
 }
 
 /*
- * Issue 10.2: in overwrite mode, exported + dropped + overwritten + torn
- * equals what was written, exactly, with several producers, the collector
- * racing the head, and a collector SIGKILLed and restarted in the middle.
- * Before the fix producers counted every slot the head passed over, read
- * or not: more losses than records.
+ * In overwrite mode, exported + dropped + overwritten + torn equals what
+ * was written, exactly, with several producers, the collector racing the
+ * head, and a collector SIGKILLed and restarted in the middle: a slot the
+ * head passes over counts as overwritten only when no reader took it, so
+ * the losses never outnumber the records.
  */
-static void test_overwrite_accounting_under_load(void **state)
+static void test_overwrite_mode_accounts_every_record_under_load(void **state)
 {
 	const char *ring = test_ring_name("owacct");
 	struct shmtrace_ring_config c = { .capacity = 1024, .mode = SHMTRACE_MODE_OVERWRITE };
@@ -409,7 +409,7 @@ static uint32_t capture_strings(const char *path, char prefix)
  * strings. A string batch shared by the sessions (function-static arrays)
  * mixes them, and ThreadSanitizer reports the race.
  */
-static void test_two_sessions_in_one_process(void **state)
+static void test_two_sessions_in_one_process_keep_their_strings(void **state)
 {
 	enum { NSTR = 1500 };
 	struct session s[2];
@@ -446,12 +446,12 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_record_exactly_once),
-		cmocka_unit_test(test_torn_slot_skipped),
-		cmocka_unit_test(test_lock_held_by_unseen_dead_owner),
-		cmocka_unit_test(test_rotation),
-		cmocka_unit_test(test_thread_handles_open_and_close),
-		cmocka_unit_test(test_overwrite_accounting_under_load),
-		cmocka_unit_test(test_two_sessions_in_one_process),
+		cmocka_unit_test(test_torn_slots_skipped_and_counted),
+		cmocka_unit_test(test_lock_held_by_unseen_dead_owner_does_not_hang),
+		cmocka_unit_test(test_max_size_rotates_into_whole_parts),
+		cmocka_unit_test(test_threads_closing_their_handles_lose_no_record),
+		cmocka_unit_test(test_overwrite_mode_accounts_every_record_under_load),
+		cmocka_unit_test(test_two_sessions_in_one_process_keep_their_strings),
 	};
 
 	if (collector_bin_init() < 0)

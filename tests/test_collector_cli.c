@@ -37,7 +37,7 @@ static int run_cli(char *line, size_t len, const char *a1, const char *a2, const
 	return WEXITSTATUS(status);
 }
 
-static void test_bad_command_lines(void **state)
+static void test_bad_command_lines_exit_with_a_reason(void **state)
 {
 	const char *ring = test_ring_name("cli");
 	char line[1024];
@@ -76,7 +76,7 @@ static void test_bad_command_lines(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_bad_command_lines),
+		cmocka_unit_test(test_bad_command_lines_exit_with_a_reason),
 	};
 
 	if (collector_bin_init() < 0)

@@ -13,7 +13,7 @@
 /* kill -9 the collector under load, restart it, again and again: the
  * union of the captures holds every record once (duplicates only by
  * sequence, which readers drop). */
-static void test_collector_killed_and_restarted(void **state)
+static void test_collector_killed_and_restarted_loses_nothing(void **state)
 {
 	const char *ring = test_ring_name("kill");
 	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
@@ -270,7 +270,7 @@ static void test_replaced_ring_drained_aside(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_collector_killed_and_restarted),
+		cmocka_unit_test(test_collector_killed_and_restarted_loses_nothing),
 		cmocka_unit_test(test_restart_adopts_ring),
 		cmocka_unit_test(test_exit_spares_a_ring_made_again),
 		cmocka_unit_test(test_replaced_ring_drained_aside),

@@ -11,7 +11,7 @@
 
 /* A file-size limit: a clear error, exit 1, the file readable, and what
  * was not written is still in the ring. */
-static void test_file_size_limit(void **state)
+static void test_file_size_limit_exits_1_rest_stays_in_ring(void **state)
 {
 	const char *ring = test_ring_name("fsz");
 	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
@@ -47,7 +47,7 @@ static void test_file_size_limit(void **state)
 
 /* A full disk (a 128 KiB tmpfs: 60000 records take over 300 KB packed): a clear error, exit 1, the capture
  * readable up to its last whole frame, the rest still in the ring. */
-static void test_full_disk(void **state)
+static void test_full_disk_exits_1_rest_stays_in_ring(void **state)
 {
 	const char *ring = test_ring_name("enospc");
 	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
@@ -89,7 +89,7 @@ static void test_full_disk(void **state)
 
 /* A failing fsync is final: the collector reports it and exits 1 (fsync
  * of /dev/null fails with EINVAL after every write succeeded). */
-static void test_fsync_fails(void **state)
+static void test_failed_fsync_reported_and_final(void **state)
 {
 	const char *ring = test_ring_name("fsync");
 	char line[1024];
@@ -137,9 +137,9 @@ static void test_fsync_fails(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_file_size_limit),
-		cmocka_unit_test(test_full_disk),
-		cmocka_unit_test(test_fsync_fails),
+		cmocka_unit_test(test_file_size_limit_exits_1_rest_stays_in_ring),
+		cmocka_unit_test(test_full_disk_exits_1_rest_stays_in_ring),
+		cmocka_unit_test(test_failed_fsync_reported_and_final),
 	};
 
 	if (collector_bin_init() < 0)

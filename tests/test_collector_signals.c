@@ -11,7 +11,7 @@
 /* SIGTERM while producers write: every record published before the signal
  * is in the capture; then SIGINT + SIGTERM together: the second signal
  * exits at once and the file still reads up to its last whole frame. */
-static void test_sigterm_under_load(void **state)
+static void test_sigterm_under_load_captures_all_published(void **state)
 {
 	const char *ring = test_ring_name("term");
 	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
@@ -159,7 +159,7 @@ static void test_stop_while_app_runs(void **state)
  * window (one second) stops it at once, and stderr says what stays in
  * the ring and how to export it; the ring stays.
  */
-static void test_second_signal(void **state)
+static void test_repeated_stop_signal_is_one_stop_a_late_one_exits(void **state)
 {
 	const char *ring = test_ring_name("sig2");
 	const char *const create[] = { "--create", NULL };
@@ -228,9 +228,9 @@ static void test_second_signal(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sigterm_under_load),
+		cmocka_unit_test(test_sigterm_under_load_captures_all_published),
 		cmocka_unit_test(test_stop_while_app_runs),
-		cmocka_unit_test(test_second_signal),
+		cmocka_unit_test(test_repeated_stop_signal_is_one_stop_a_late_one_exits),
 	};
 
 	if (collector_bin_init() < 0)

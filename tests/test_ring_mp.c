@@ -450,7 +450,7 @@ static void test_other_pid_namespace_refused(void **state)
 }
 
 /*
- * Issue 13.3: a producer never waits on a busy lock while its block has
+ * A producer never waits on a busy lock while its block has
  * room. A thread's block in a ring of 16384 records holds 256 (ring format
  * 1.4: 1/64 of the capacity); it tries the lock once 128 are staged and
  * waits only when all 256 are. With the lock

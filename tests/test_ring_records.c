@@ -86,7 +86,7 @@ static void fill_unread(uint32_t mode, uint64_t *dropped, uint64_t *overwritten,
 	shmtrace_ring_unlink(name);
 }
 
-static void test_discard_accounting(void **state)
+static void test_full_discard_ring_keeps_the_first_counts_the_rest(void **state)
 {
 	uint64_t dropped, overwritten;
 	struct ring_dump d;
@@ -102,7 +102,7 @@ static void test_discard_accounting(void **state)
 	free(d.recs);
 }
 
-static void test_overwrite_accounting(void **state)
+static void test_full_overwrite_ring_keeps_the_last_counts_the_rest(void **state)
 {
 	uint64_t dropped, overwritten;
 	struct ring_dump d;
@@ -118,8 +118,9 @@ static void test_overwrite_accounting(void **state)
 	free(d.recs);
 }
 
-/* Issue 10.5: a call whose flush found the ring full says so. */
-static void test_span_returns_enospc(void **state)
+/* A call whose flush found the ring full returns -ENOSPC, once per flush
+ * that dropped; the others return 0. */
+static void test_span_whose_flush_dropped_returns_enospc(void **state)
 {
 	const char *ring = test_ring_name("nospc");
 	struct shmtrace_ring_config c = { .capacity = 1024 };
@@ -150,7 +151,7 @@ static void test_span_returns_enospc(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
-static void test_reader_rejects_unfinished(void **state)
+static void test_reader_refuses_unfinished_slots(void **state)
 {
 	const char *name = test_ring_name("torn");
 	struct shmt_record r;
@@ -220,7 +221,7 @@ static void test_thread_exit_flushes(void **state)
 	shmtrace_ring_unlink(name);
 }
 
-static void test_scope_macro_and_default(void **state)
+static void test_scope_macros_record_through_the_default_handle(void **state)
 {
 	const char *name = test_ring_name("scope");
 	struct ring_dump d;
@@ -324,12 +325,12 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_records_round_trip),
-		cmocka_unit_test(test_discard_accounting),
-		cmocka_unit_test(test_overwrite_accounting),
-		cmocka_unit_test(test_span_returns_enospc),
-		cmocka_unit_test(test_reader_rejects_unfinished),
+		cmocka_unit_test(test_full_discard_ring_keeps_the_first_counts_the_rest),
+		cmocka_unit_test(test_full_overwrite_ring_keeps_the_last_counts_the_rest),
+		cmocka_unit_test(test_span_whose_flush_dropped_returns_enospc),
+		cmocka_unit_test(test_reader_refuses_unfinished_slots),
 		cmocka_unit_test(test_thread_exit_flushes),
-		cmocka_unit_test(test_scope_macro_and_default),
+		cmocka_unit_test(test_scope_macros_record_through_the_default_handle),
 		cmocka_unit_test(test_clock_monotonic_and_flow_ids),
 		cmocka_unit_test(test_open_span_keeps_flow),
 	};
