@@ -87,26 +87,14 @@ static void test_lock_held_by_unseen_dead_owner_does_not_hang(void **state)
 	struct tally t = { 0 };
 	char out[256];
 	int status;
-	pid_t col, pid;
+	pid_t col;
 
 	(void)state;
 	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
 	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
 	run_producers(ring, &t, 1, 1000);
 	wait_producers(&t);
-	pid = fork();
-	if (pid == 0) {
-		struct shmt_view v;
-		char err[256];
-
-		if (shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)) < 0 ||
-		    shmt_lock(&v, 0) < 0)
-			_exit(3);
-		munmap(v.base, v.size);
-		_exit(0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ring_lock_by_unseen_dead_owner(ring);
 	col = start_collector(ring, out, NULL, 0);
 	status = stop(col, SIGTERM);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
