@@ -131,6 +131,38 @@ static inline pid_t cli_collector(const char *ring, const char *out)
 	return pid;
 }
 
+/* Removes ring, starts the collector with --create (capacity 4096) writing
+ * out, and waits, on a pipe, until it drains; skips the test when the
+ * collector is not built. */
+static inline pid_t cli_collector_create(const char *ring, const char *out)
+{
+	char col[600], fdarg[16], ready[8] = "";
+	int rfd[2];
+	pid_t cpid;
+
+	snprintf(col, sizeof(col), "%s-collector", bin);
+	if (access(col, X_OK) < 0)
+		skip();
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(pipe(rfd), 0);
+	cpid = fork();
+	assert_true(cpid >= 0);
+	if (cpid == 0) {
+		char *argv[] = { col, "--ring", (char *)ring, "--output", (char *)out,
+				 "--create", "--capacity", "4096", "--ready-fd", fdarg, NULL };
+
+		close(rfd[0]);
+		snprintf(fdarg, sizeof(fdarg), "%d", rfd[1]);
+		execv(col, argv);
+		_exit(127);
+	}
+	close(rfd[1]);
+	/* the collector says when it drains; no sleeping */
+	assert_int_equal(read(rfd[0], ready, sizeof(ready) - 1), 6);
+	close(rfd[0]);
+	return cpid;
+}
+
 static inline int export_ring(const char *ring, const char *out, const char *err)
 {
 	char *argv[] = { bin, "export", "--ring", (char *)ring, "-o", (char *)out, NULL };

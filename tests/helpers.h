@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -32,6 +34,14 @@ static inline const char *test_ring_name(const char *what)
 
 	snprintf(b, 128, "%sshmt-%s-%d", prefix ? prefix : "", what, (int)getpid());
 	return b;
+}
+
+/* A ring configuration of capacity cap and mode, the rest defaults. */
+static inline void small_cfg(struct shmtrace_ring_config *c, uint32_t cap, uint32_t mode)
+{
+	memset(c, 0, sizeof(*c));
+	c->capacity = cap;
+	c->mode = mode;
 }
 
 /* A whole file as a NUL-terminated string (the caller frees it). */
@@ -115,6 +125,28 @@ static inline void ring_dump(const char *name, struct ring_dump *d)
 	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
 	ring_dump_view(&v, d);
 	shmt_view_close(&v);
+}
+
+/* A process takes the ring's lock, unmaps the ring and exits: the kernel
+ * never reports that owner dead, and the lock stays held. */
+static inline void ring_lock_by_unseen_dead_owner(const char *name)
+{
+	int status;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct shmt_view v;
+		char err[256];
+
+		if (shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)) < 0 ||
+		    shmt_lock(&v, 0) < 0)
+			_exit(3);
+		munmap(v.base, v.size);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* The loss counters of ring name, as a reader of the ring sees them. */

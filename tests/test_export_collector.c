@@ -10,33 +10,13 @@
 static void test_capture_from_collector(void **state)
 {
 	const char *ring = test_ring_name("expcol");
-	char col[600], fdarg[16], ready[8] = "";
-	int rfd[2], st;
+	int st;
 	pid_t cpid, kid;
 	shmtrace_t *t;
 	char *json;
 
 	(void)state;
-	snprintf(col, sizeof(col), "%s-collector", bin);
-	if (access(col, X_OK) < 0)
-		skip();
-	shmtrace_ring_unlink(ring);
-	assert_int_equal(pipe(rfd), 0);
-	cpid = fork();
-	assert_true(cpid >= 0);
-	if (cpid == 0) {
-		char *argv[] = { col, "--ring", (char *)ring, "--output", (char *)tmp("col.cap"),
-				 "--create", "--capacity", "4096", "--ready-fd", fdarg, NULL };
-
-		close(rfd[0]);
-		snprintf(fdarg, sizeof(fdarg), "%d", rfd[1]);
-		execv(col, argv);
-		_exit(127);
-	}
-	close(rfd[1]);
-	/* the collector says when it drains; no sleeping */
-	assert_int_equal(read(rfd[0], ready, sizeof(ready) - 1), 6);
-	close(rfd[0]);
+	cpid = cli_collector_create(ring, tmp("col.cap"));
 	assert_int_equal(shmtrace_open(ring, &t), 0);
 	kid = fork();
 	if (kid == 0) {

@@ -228,30 +228,12 @@ static void test_depth_bound(void **state)
 static void test_collector_records_open_spans(void **state)
 {
 	const char *ring = test_ring_name("col");
-	char col[600], fdarg[16], ready[8] = "", *json;
-	int rfd[2], st;
+	char *json;
+	int st;
 	pid_t cpid;
 
 	(void)state;
-	snprintf(col, sizeof(col), "%s-collector", bin);
-	if (access(col, X_OK) < 0)
-		skip();
-	shmtrace_ring_unlink(ring);
-	assert_int_equal(pipe(rfd), 0);
-	cpid = fork();
-	assert_true(cpid >= 0);
-	if (cpid == 0) {
-		char *argv[] = { col, "--ring", (char *)ring, "--output", (char *)tmp("c.cap"),
-				 "--create", "--capacity", "4096", "--ready-fd", fdarg, NULL };
-
-		close(rfd[0]);
-		snprintf(fdarg, sizeof(fdarg), "%d", rfd[1]);
-		execv(col, argv);
-		_exit(127);
-	}
-	close(rfd[1]);
-	assert_int_equal(read(rfd[0], ready, sizeof(ready) - 1), 6);
-	close(rfd[0]);
+	cpid = cli_collector_create(ring, tmp("c.cap"));
 	spawn_dying(ring, 0);
 	/* its last pass adopts the dead thread's block */
 	kill(cpid, SIGTERM);

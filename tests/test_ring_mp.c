@@ -276,25 +276,12 @@ static void test_unmarked_dead_owner_is_bounded(void **state)
 	struct shmt_loss l;
 	struct ring_dump d;
 	shmtrace_t *t;
-	int status, timeouts = 0;
+	int timeouts = 0;
 	uint64_t n = 300;
-	pid_t pid;
 
 	(void)state;
 	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
-	pid = fork();
-	if (pid == 0) {
-		struct shmt_view v;
-		char err[256];
-
-		if (shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)) < 0 ||
-		    shmt_lock(&v, 0) < 0)
-			_exit(3);
-		munmap(v.base, v.size);
-		_exit(0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ring_lock_by_unseen_dead_owner(name);
 
 	assert_int_equal(shmtrace_open(name, &t), 0);
 	t->lock_timeout_ns = 20ull * 1000 * 1000;
@@ -450,7 +437,7 @@ static void test_other_pid_namespace_refused(void **state)
 }
 
 /*
- * Issue 13.3: a producer never waits on a busy lock while its block has
+ * A producer never waits on a busy lock while its block has
  * room. A thread's block in a ring of 16384 records holds 256 (ring format
  * 1.4: 1/64 of the capacity); it tries the lock once 128 are staged and
  * waits only when all 256 are. With the lock

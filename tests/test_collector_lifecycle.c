@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_collector_lifecycle.c - the ring across collectors: one SIGKILLed
+ * and restarted under load, one stopped and started again that adopts the
+ * ring the last one left, one that removes only its own ring on exit, and
+ * one with another configuration that replaces the ring and drains the old
+ * one aside; every record captured once or counted.
+ */
+#include <sys/mman.h>
+
+#include "collector_run.h"
+
+/* kill -9 the collector under load, restart it, again and again: the
+ * union of the captures holds every record once (duplicates only by
+ * sequence, which readers drop). */
+static void test_collector_killed_and_restarted_loses_nothing(void **state)
+{
+	const char *ring = test_ring_name("kill");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	char out[16][256];
+	struct tally t = { 0 };
+	int status, k;
+	pid_t col;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	snprintf(out[0], sizeof(out[0]), "/tmp/%s.0.cap", ring);
+	col = start_collector(ring, out[0], NULL, 0);
+	run_producers(ring, &t, 2, 400000);
+	for (k = 1; k < 8; k++) {
+		struct shmtrace_stats st;
+		shmtrace_t *h;
+		uint64_t tail0;
+
+		/* let it drain something, then kill it mid-flight; bounded by
+		 * a count, not a clock, in case the producers are done */
+		assert_int_equal(shmtrace_open(ring, &h), 0);
+		shmtrace_stats(h, &st);
+		tail0 = st.tail;
+		for (int spins = 0; spins < 1000000; spins++) {
+			shmtrace_stats(h, &st);
+			if (st.tail > tail0 + 1000)
+				break;
+			sched_yield();
+		}
+		shmtrace_close(h);
+		status = stop(col, SIGKILL);
+		assert_true(WIFSIGNALED(status));
+		snprintf(out[k], sizeof(out[k]), "/tmp/%s.%d.cap", ring, k);
+		col = start_collector(ring, out[k], NULL, 0);
+	}
+	wait_producers(&t);
+	status = stop(col, SIGTERM);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (int i = 0; i < k; i++) {
+		read_capture(out[i], &t);
+		unlink(out[i]);
+	}
+	print_message("captured %llu over %d collectors, %llu duplicates dropped, %llu dropped\n",
+		      (unsigned long long)t.records, k, (unsigned long long)t.dup_seq,
+		      (unsigned long long)t.dropped);
+	assert_int_equal(t.clean_ends, 1);
+	check_exactly_once(&t);
+	figure_acct("collector SIGKILLed mid-frame, restarted", (uint64_t)k - 1, 800000, t.records,
+	       t.dropped, 0, 800000 - t.records - t.dropped, "duplicates dropped by sequence");
+	tally_free(&t);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * The ring's lifecycle. Producers that write in phases the test steps
+ * through: in phase k each writes records [k*per/n, (k+1)*per/n) and says
+ * so in done[]; t is an inherited handle, or NULL to open one.
+ */
+struct phases {
+	uint32_t phase;		/* phases begun */
+	uint32_t done[8];	/* phases each producer has finished */
+};
+
+static void produce_phases(shmtrace_t *t, const char *ring, struct phases *ph, int me,
+			   uint64_t per, uint32_t n)
+{
+	uint64_t ts, dur, flow;
+
+	if (!t && shmtrace_open(ring, &t) < 0)
+		_exit(3);
+	for (uint32_t k = 0; k < n; k++) {
+		while (__atomic_load_n(&ph->phase, __ATOMIC_ACQUIRE) <= k)
+			sched_yield();
+		for (uint64_t i = k * per / n; i < (k + 1) * per / n; i++) {
+			int ret;
+
+			fill(i, &ts, &dur, &flow);
+			ret = shmtrace_span(t, 2, 1, ts, ts + dur, flow);
+			/* -ETIMEDOUT, -ENOSPC: dropped and counted (a lock held
+			 * long under ThreadSanitizer) */
+			if (ret < 0 && ret != -ETIMEDOUT && ret != -ENOSPC)
+				_exit(4);
+		}
+		__atomic_store_n(&ph->done[me], k + 1, __ATOMIC_RELEASE);
+	}
+	shmtrace_close(t);
+	_exit(0);
+}
+
+/* Waits until every producer of t finished phase k; one that died first
+ * fails the test rather than hang it. */
+static void wait_phase(const struct phases *ph, const struct tally *t, uint32_t k)
+{
+	for (int p = 0; p < t->npids; p++)
+		while (__atomic_load_n(&ph->done[p], __ATOMIC_ACQUIRE) <= k) {
+			int status;
+
+			assert_int_equal(waitpid((pid_t)t->pids[p], &status, WNOHANG), 0);
+			sched_yield();
+		}
+}
+
+/*
+ * A collector stopped and started again with the same command while
+ * producers write, four times: the new one adopts the ring the old one
+ * left, so every record is in one of the captures exactly once, none
+ * dropped, from the producers that opened the ring and from one writing
+ * through a handle it inherited across fork() and never opened itself.
+ */
+static void test_restart_adopts_ring(void **state)
+{
+	enum { NPROD = 4, PHASES = 4 };
+	const uint64_t per = 400000;	/* all of them fit the ring: no drop is right */
+	const char *ring = test_ring_name("restart");
+	const char *const create[] = { "--create", "--capacity", "2097152", "--linger", "0", NULL };
+	struct phases *ph = mmap(NULL, sizeof(*ph), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char out[PHASES + 1][256];
+	struct tally t = { 0 };
+	shmtrace_t *inherited;
+	uint64_t dev, ino;
+	pid_t col;
+
+	(void)state;
+	assert_true(ph != MAP_FAILED);
+	for (int k = 0; k <= PHASES; k++)
+		snprintf(out[k], sizeof(out[k]), "/tmp/%s.%d.cap", ring, k);
+	col = start_collector_args(ring, out[0], 0, NULL, create);
+	tally_init(&t, NPROD, per);
+	assert_int_equal(shmtrace_open(ring, &inherited), 0);
+	for (int p = 0; p < NPROD; p++) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			produce_phases(p == NPROD - 1 ? inherited : NULL, ring, ph, p, per, PHASES);
+		t.pids[p] = (uint32_t)pid;
+	}
+	shmtrace_close(inherited);
+	for (uint32_t k = 0; k < PHASES; k++) {
+		__atomic_store_n(&ph->phase, k + 1, __ATOMIC_RELEASE);
+		/* while they write */
+		assert_clean_exit(stop(col, SIGTERM));
+		col = start_collector_args(ring, out[k + 1], 0, NULL, create);
+		wait_phase(ph, &t, k);
+	}
+	wait_producers(&t);
+	assert_clean_exit(stop(col, SIGTERM));
+	/* nobody attached at the last stop: the ring went with its collector */
+	assert_int_equal(shmt_ring_identity(ring, &dev, &ino), -ENOENT);
+	for (int k = 0; k <= PHASES; k++) {
+		read_capture(out[k], &t);
+		unlink(out[k]);
+	}
+	check_exactly_once(&t);
+	assert_int_equal(t.records + t.dropped, NPROD * per);
+#if !SHMT_TSAN	/* where a lock can be held long enough to time out */
+	assert_int_equal(t.dropped, 0);
+#endif
+	figure_acct("collector restarted under load (4 times; a forked handle)", PHASES,
+		    NPROD * per, t.records, t.dropped, 0, NPROD * per - t.records - t.dropped,
+		    "--create adopts the ring the last collector left");
+	tally_free(&t);
+	munmap(ph, sizeof(*ph));
+}
+
+/* A collector whose ring was removed and made again by another collector
+ * (rm --force, then --create) leaves that ring alone when it exits. */
+static void test_exit_spares_a_ring_made_again(void **state)
+{
+	const char *ring = test_ring_name("mine");
+	const char *const create[] = { "--create", "--linger", "0", NULL };
+	char a[256], b[256];
+	uint64_t dev, ino, dev2, ino2;
+	pid_t ca, cb;
+
+	(void)state;
+	snprintf(a, sizeof(a), "/tmp/%s.a.cap", ring);
+	snprintf(b, sizeof(b), "/tmp/%s.b.cap", ring);
+	ca = start_collector_args(ring, a, 0, NULL, create);
+	assert_int_equal(shmtrace_ring_unlink(ring), 0);
+	cb = start_collector_args(ring, b, 0, NULL, create);
+	assert_int_equal(shmt_ring_identity(ring, &dev, &ino), 0);
+	assert_clean_exit(stop(ca, SIGTERM));
+	assert_int_equal(shmt_ring_identity(ring, &dev2, &ino2), 0);
+	assert_true(dev2 == dev && ino2 == ino);
+	assert_clean_exit(stop(cb, SIGTERM));
+	assert_int_equal(shmt_ring_identity(ring, &dev2, &ino2), -ENOENT);
+	figure("collector exit after its ring was made again", 1, 0, 0, 0, 0, 0,
+	       "only its own segment is removed (inode checked)");
+	unlink(a);
+	unlink(b);
+}
+
+/*
+ * A collector started with another configuration replaces the ring: what
+ * the old one holds (written while no collector ran) is drained into
+ * FILE.replaced, the producer moves to the new ring at its next call, and
+ * the two captures with the one before hold every record once.
+ */
+static void test_replaced_ring_drained_aside(void **state)
+{
+	const char *ring = test_ring_name("replace");
+	const char *const small[] = { "--create", "--capacity", "65536", "--linger", "0", NULL };
+	const char *const big[] = { "--create", "--capacity", "131072", NULL };
+	struct phases *ph = mmap(NULL, sizeof(*ph), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	const uint64_t per = 30000;
+	char a[256], b[256], old[300], err[256], *said;
+	struct tally t = { 0 };
+	pid_t col;
+
+	(void)state;
+	assert_true(ph != MAP_FAILED);
+	snprintf(a, sizeof(a), "/tmp/%s.a.cap", ring);
+	snprintf(b, sizeof(b), "/tmp/%s.b.cap", ring);
+	snprintf(old, sizeof(old), "%s.replaced", b);
+	snprintf(err, sizeof(err), "/tmp/%s.err", ring);
+	col = start_collector_args(ring, a, 0, NULL, small);
+	tally_init(&t, 1, per);
+	t.pids[0] = (uint32_t)fork();
+	if (t.pids[0] == 0)
+		produce_phases(NULL, ring, ph, 0, per, 3);
+	for (uint32_t k = 0; k < 3; k++) {
+		__atomic_store_n(&ph->phase, k + 1, __ATOMIC_RELEASE);
+		wait_phase(ph, &t, k);
+		if (k == 0)	/* the producer attached: the ring stays */
+			assert_clean_exit(stop(col, SIGTERM));
+		if (k == 1)	/* written with no collector running */
+			col = start_collector_args(ring, b, 0, err, big);
+	}
+	wait_producers(&t);
+	assert_clean_exit(stop(col, SIGTERM));
+	said = slurp(err);
+	assert_non_null(strstr(said, "replaced ring"));
+	assert_non_null(strstr(said, old));
+	free(said);
+	read_capture(a, &t);
+	read_capture(old, &t);
+	memset(t.seq_seen, 0, t.max_seq);	/* sequences count from 0 in each ring */
+	read_capture(b, &t);
+	check_exactly_once(&t);
+	assert_int_equal(t.records + t.dropped, per);
+	figure_acct("ring replaced (another --capacity) with records in it", 1, per, t.records,
+		    t.dropped, 0, per - t.records - t.dropped,
+		    "the old ring drained into FILE.replaced; the producer moved");
+	unlink(a);
+	unlink(b);
+	unlink(old);
+	unlink(err);
+	tally_free(&t);
+	munmap(ph, sizeof(*ph));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_collector_killed_and_restarted_loses_nothing),
+		cmocka_unit_test(test_restart_adopts_ring),
+		cmocka_unit_test(test_exit_spares_a_ring_made_again),
+		cmocka_unit_test(test_replaced_ring_drained_aside),
+	};
+
+	if (collector_bin_init() < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_collector_signals.c - stopping shmtrace-collector with signals while
+ * producers write: what was published before SIGTERM is captured, what an
+ * app records on its way out after the same Ctrl-C is captured, a repeated
+ * stop signal is one stop, and a late second one exits at once and says
+ * what stays in the ring.
+ */
+#include "collector_run.h"
+
+/* SIGTERM while producers write: every record published before the signal
+ * is in the capture; then SIGINT + SIGTERM together: the second signal
+ * exits at once and the file still reads up to its last whole frame. */
+static void test_sigterm_under_load_captures_all_published(void **state)
+{
+	const char *ring = test_ring_name("term");
+	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
+	char out[256], out2[256];
+	struct tally t = { 0 };
+	struct shmtrace_stats st;
+	shmtrace_t *h;
+	uint64_t before;
+	int status;
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	snprintf(out2, sizeof(out2), "/tmp/%s.2.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	col = start_collector(ring, out, NULL, 0);
+	run_producers(ring, &t, 2, 1000000);
+	assert_int_equal(shmtrace_open(ring, &h), 0);
+	for (int spins = 0; spins < 1000000; spins++) {
+		shmtrace_stats(h, &st);
+		if (st.head > 100000)
+			break;
+		sched_yield();
+	}
+	shmtrace_stats(h, &st);
+	before = st.head;
+	status = stop(col, SIGTERM);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	read_capture(out, &t);
+	for (uint64_t s = 0; s < before; s++)
+		assert_true(t.seq_seen[s]);
+	figure_acct("SIGTERM under load", 1, before, before, 0, 0, 0,
+	       "all published before the signal captured; 2nd signal exits at once");
+	print_message("published before SIGTERM: %llu, all in the capture\n",
+		      (unsigned long long)before);
+
+	col = start_collector(ring, out2, NULL, 0);
+	kill(col, SIGINT);
+	kill(col, SIGTERM);
+	assert_int_equal(waitpid(col, &status, 0), col);
+	assert_true(WIFEXITED(status));
+	assert_true(WEXITSTATUS(status) == 130 || WEXITSTATUS(status) == 0);
+	read_capture(out2, &t);	/* asserts: clean, or cut at a frame boundary */
+	wait_producers(&t);
+	shmtrace_close(h);
+	unlink(out);
+	unlink(out2);
+	tally_free(&t);
+	shmtrace_ring_unlink(ring);
+}
+
+/* A producer that writes first records, says so on ready, then waits for
+ * SIGTERM (or for go to close, go >= 0) and writes the rest on its way
+ * out; its records are those of a tally of one producer of n. */
+static void app_with_shutdown(const char *ring, int ready, int go, uint64_t first, uint64_t n)
+{
+	uint64_t ts, dur, flow;
+	shmtrace_t *h;
+	sigset_t ss;
+	char c;
+	int sig;
+
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	if (shmtrace_open(ring, &h) < 0)
+		_exit(3);
+	for (uint64_t i = 0; i < n; i++) {
+		if (i == first) {
+			if (write(ready, "r", 1) != 1)
+				_exit(5);
+			if (go >= 0 ? read(go, &c, 1) < 0 : sigwait(&ss, &sig) != 0)
+				_exit(6);
+		}
+		fill(i, &ts, &dur, &flow);
+		if (shmtrace_span(h, 2, 1, ts, ts + dur, flow) < 0)
+			_exit(4);
+	}
+	shmtrace_close(h);
+	_exit(0);
+}
+
+/* Starts app_with_shutdown() and waits until it has written its first
+ * records; *go (if not NULL) is the pipe end whose closing releases it. */
+static pid_t start_app(const char *ring, uint64_t first, uint64_t n, int *go)
+{
+	int ready[2], g[2] = { -1, -1 };
+	char c;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	if (go)
+		assert_int_equal(pipe(g), 0);
+	pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		if (go)
+			close(g[1]);
+		app_with_shutdown(ring, ready[1], g[0], first, n);
+	}
+	close(ready[1]);
+	if (go) {
+		close(g[0]);
+		*go = g[1];
+	}
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+/* SIGTERM to the collector and the app at once, as a terminal's Ctrl-C to
+ * their process group: what the app records on its way out after the
+ * signal is in the capture, all of it. */
+static void test_stop_while_app_runs(void **state)
+{
+	const char *ring = test_ring_name("stopapp");
+	const char *const create[] = { "--create", NULL };
+	struct tally t = { 0 };
+	char out[256];
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	col = start_collector_args(ring, out, 0, NULL, create);
+	tally_init(&t, 1, 300);
+	t.pids[0] = (uint32_t)start_app(ring, 100, 300, NULL);
+	kill(col, SIGTERM);
+	kill((pid_t)t.pids[0], SIGTERM);
+	assert_clean_exit(stop(col, 0));
+	wait_producers(&t);
+	read_capture(out, &t);
+	check_exactly_once(&t);
+	assert_int_equal(t.records, 300);
+	figure_acct("collector stopped while the app records its shutdown", 1, 300, t.records,
+		    t.dropped, 0, 300 - t.records - t.dropped,
+		    "it drains on while producers are attached (--linger)");
+	unlink(out);
+	tally_free(&t);
+}
+
+/*
+ * The same stop signal twice at once (GNU timeout signals the collector,
+ * then its process group) is one stop, not an exit: the collector drains
+ * on and ends the capture cleanly. A second signal after the repeat
+ * window (one second) stops it at once, and stderr says what stays in
+ * the ring and how to export it; the ring stays.
+ */
+static void test_repeated_stop_signal_is_one_stop_a_late_one_exits(void **state)
+{
+	const char *ring = test_ring_name("sig2");
+	const char *const create[] = { "--create", NULL };
+	struct tally t = { 0 };
+	char out[256], err[256], *said;
+	uint64_t dev, ino;
+	int go, status;
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	snprintf(err, sizeof(err), "/tmp/%s.err", ring);
+	col = start_collector_args(ring, out, 0, err, create);
+	tally_init(&t, 1, 20);
+	t.pids[0] = (uint32_t)start_app(ring, 10, 20, &go);
+	kill(col, SIGTERM);
+	kill(col, SIGTERM);
+	close(go);	/* the app writes its last ten and leaves */
+	wait_producers(&t);
+	assert_clean_exit(stop(col, 0));
+	read_capture(out, &t);
+	assert_int_equal(t.clean_ends, 1);
+	check_exactly_once(&t);
+	assert_int_equal(t.records, 20);
+	figure_acct("the same stop signal twice (GNU timeout)", 2, 20, t.records, t.dropped, 0,
+		    20 - t.records - t.dropped, "one stop: drained on, capture ended cleanly");
+	tally_free(&t);
+	unlink(out);
+#if !SHMT_TSAN	/* under TSan the collector polls its stop signals: no forced exit */
+	{
+		const char *const keep[] = { "--create", "--linger", "60", NULL };
+		struct timespec window = { 1, 200 * 1000 * 1000 };
+		char want[640];
+		pid_t app;
+
+		col = start_collector_args(ring, out, 0, err, keep);
+		app = start_app(ring, 10, 20, &go);
+		kill(col, SIGTERM);
+		nanosleep(&window, NULL);	/* the repeat window is what is tested */
+		kill(col, SIGTERM);
+		assert_int_equal(waitpid(col, &status, 0), col);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 130);
+		said = slurp(err);
+		snprintf(want, sizeof(want), "records are still in ring '%s'", ring);
+		assert_non_null(strstr(said, want));
+		snprintf(want, sizeof(want), "shmtrace export %s --ring %s", out, ring);
+		assert_non_null(strstr(said, want));
+		free(said);
+		assert_int_equal(shmt_ring_identity(ring, &dev, &ino), 0);
+		close(go);
+		assert_int_equal(waitpid(app, &status, 0), app);
+		figure("a second stop signal after the repeat window", 1, 0, 0, 0, 0, 0,
+		       "exit 130, stderr names the ring and the export command; ring kept");
+	}
+#endif
+	(void)dev;
+	(void)ino;
+	(void)status;
+	(void)said;
+	shmtrace_ring_unlink(ring);
+	unlink(out);
+	unlink(err);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sigterm_under_load_captures_all_published),
+		cmocka_unit_test(test_stop_while_app_runs),
+		cmocka_unit_test(test_repeated_stop_signal_is_one_stop_a_late_one_exits),
+	};
+
+	if (collector_bin_init() < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

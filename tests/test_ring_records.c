@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_ring_records.c - records through the ring, in one process: they
+ * read back as written, a full ring keeps the first (discard) or the last
+ * (overwrite) and counts the rest, a call whose flush found the ring full
+ * says so, unfinished slots are refused, a thread's exit flushes, the
+ * scope macros and the default handle, the clock and flow ids, and open
+ * spans keep their flow.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "helpers.h"
+
+static void test_records_round_trip(void **state)
+{
+	const char *name = test_ring_name("rt");
+	struct ring_dump d;
+	shmtrace_t *t;
+	uint32_t cat, nm;
+	char buf[64];
+	struct shmt_view v;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	cat = shmtrace_intern(t, "cat");
+	nm = shmtrace_intern(t, "work");
+	assert_true(cat > 0 && nm > 0 && cat != nm);
+	assert_int_equal(shmtrace_intern(t, "cat"), cat);
+	assert_int_equal(shmtrace_span(t, cat, nm, 1000, 1500, 42), 0);
+	assert_int_equal(shmtrace_instant(t, cat, nm, 7), 0);
+	assert_int_equal(shmtrace_counter(t, cat, nm, -5), 0);
+	/* staged, not yet in the ring, but already readable post-mortem */
+	ring_dump(name, &d);
+	assert_int_equal(d.n, 3);
+	free(d.recs);
+	assert_int_equal(shmtrace_flush(t), 0);
+	ring_dump(name, &d);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(d.torn, 0);
+	assert_int_equal(SHMT_COMMIT_KIND(d.recs[0].commit), SHMTRACE_KIND_SPAN);
+	assert_int_equal(d.recs[0].ts, 1000);
+	assert_int_equal(d.recs[0].dur, 500);
+	assert_int_equal(d.recs[0].flow, 42);
+	assert_int_equal(d.recs[0].pid, getpid());
+	assert_int_equal(d.recs[0].tid, gettid());
+	assert_int_equal(d.recs[0].name, nm);
+	assert_int_equal(d.recs[0].cat, cat);
+	assert_int_equal(SHMT_COMMIT_KIND(d.recs[1].commit), SHMTRACE_KIND_INSTANT);
+	assert_int_equal(d.recs[1].flow, 7);
+	assert_int_equal(SHMT_COMMIT_KIND(d.recs[2].commit), SHMTRACE_KIND_COUNTER);
+	assert_int_equal((int64_t)d.recs[2].dur, -5);
+	free(d.recs);
+
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	assert_int_equal(shmt_ring_string(&v, nm, buf, sizeof(buf)), 4);
+	assert_string_equal(buf, "work");
+	assert_int_equal(shmt_ring_string(&v, 60000, buf, sizeof(buf)), -ENOENT);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+/* With no reader, a discard ring keeps the first records and counts the
+ * rest; an overwrite ring keeps the last and counts what it overwrote. */
+static void fill_unread(uint32_t mode, uint64_t *dropped, uint64_t *overwritten, struct ring_dump *d)
+{
+	const char *name = test_ring_name(mode ? "ow" : "disc");
+	struct shmtrace_ring_config c;
+	struct shmtrace_stats st;
+	shmtrace_t *t;
+
+	small_cfg(&c, 1024, mode);
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	for (uint64_t i = 0; i < 5000; i++)
+		assert_true(shmtrace_span(t, 1, 1, i, i + 1, 0) == 0 || mode == 0);
+	shmtrace_flush(t);
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	*dropped = st.dropped;
+	*overwritten = st.overwritten;
+	shmtrace_close(t);
+	ring_dump(name, d);
+	shmtrace_ring_unlink(name);
+}
+
+static void test_full_discard_ring_keeps_the_first_counts_the_rest(void **state)
+{
+	uint64_t dropped, overwritten;
+	struct ring_dump d;
+
+	(void)state;
+	fill_unread(SHMTRACE_MODE_DISCARD, &dropped, &overwritten, &d);
+	assert_int_equal(d.n, 1024);
+	assert_int_equal(dropped, 5000 - 1024);
+	assert_int_equal(overwritten, 0);
+	assert_int_equal(d.torn, 0);
+	for (size_t i = 0; i < d.n; i++)
+		assert_int_equal(d.recs[i].ts, i);	/* the first ones are kept */
+	free(d.recs);
+}
+
+static void test_full_overwrite_ring_keeps_the_last_counts_the_rest(void **state)
+{
+	uint64_t dropped, overwritten;
+	struct ring_dump d;
+
+	(void)state;
+	fill_unread(SHMTRACE_MODE_OVERWRITE, &dropped, &overwritten, &d);
+	assert_int_equal(d.n, 1024);
+	assert_int_equal(dropped, 0);
+	assert_int_equal(overwritten, 5000 - 1024);
+	assert_int_equal(d.torn, 0);
+	for (size_t i = 0; i < d.n; i++)
+		assert_int_equal(d.recs[i].ts, 5000 - 1024 + i);	/* the last ones */
+	free(d.recs);
+}
+
+/* A call whose flush found the ring full returns -ENOSPC, once per flush
+ * that dropped; the others return 0. */
+static void test_span_whose_flush_dropped_returns_enospc(void **state)
+{
+	const char *ring = test_ring_name("nospc");
+	struct shmtrace_ring_config c = { .capacity = 1024 };
+	struct shmtrace_stats st;
+	uint64_t enospc = 0, ok = 0;
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint64_t i = 0; i < 100000; i++) {
+		int ret = shmtrace_span(t, 1, 1, i, i + 1, 0);
+
+		if (ret == -ENOSPC)
+			enospc++;
+		else if (ret == 0)
+			ok++;
+	}
+	assert_int_equal(enospc + ok, 100000);
+	assert_int_equal(shmtrace_flush(t), -ENOSPC);	/* its last 32 do not fit */
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	/* one -ENOSPC per flush that dropped: a thread flushes once half its
+	 * block (32 of 64 in a ring of 1024) is staged; the last 32 were
+	 * dropped by shmtrace_flush() above, not by a span call */
+	assert_int_equal(st.dropped, 100000 - 1024);
+	assert_int_equal(enospc, (100000 - 1024 - 32) / (shmt_block_records_for(1024) / 2));
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
+static void test_reader_refuses_unfinished_slots(void **state)
+{
+	const char *name = test_ring_name("torn");
+	struct shmt_record r;
+	struct shmt_view v;
+	char err[256];
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	for (int i = 0; i < 100; i++)
+		shmtrace_span(t, 1, 1, i, i + 1, 0);
+	shmtrace_flush(t);
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	assert_int_equal(shmt_ring_read(&v, 5, &r), 0);
+	v.records[5].commit = 0;				/* half-written */
+	assert_int_equal(shmt_ring_read(&v, 5, &r), -EAGAIN);
+	v.records[6].commit = SHMT_COMMIT(6 + 1, 1);		/* another sequence */
+	assert_int_equal(shmt_ring_read(&v, 6, &r), -EAGAIN);
+	v.records[7].commit = SHMT_COMMIT(7, 200);		/* unknown kind */
+	assert_int_equal(shmt_ring_read(&v, 7, &r), -EAGAIN);
+	assert_int_equal(shmt_ring_read(&v, 100, &r), -EAGAIN);	/* never written */
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+static void *thread_body(void *arg)
+{
+	shmtrace_t *t = arg;
+
+	shmtrace_set_thread_name(t, "worker-thread");
+	for (int i = 0; i < 10; i++)
+		shmtrace_span(t, 1, 1, i, i + 1, 0);
+	return NULL;	/* exit flushes the block and frees it */
+}
+
+static void test_thread_exit_flushes(void **state)
+{
+	const char *name = test_ring_name("thr");
+	struct shmt_view v;
+	struct shmt_thread th;
+	char err[256];
+	pthread_t p;
+	shmtrace_t *t;
+	char last[SHMT_NAME_LEN] = "";
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	assert_int_equal(pthread_create(&p, NULL, thread_body, t), 0);
+	pthread_join(p, NULL);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	assert_int_equal(shmt_ring_head(&v), 10);
+	for (uint32_t i = 0; i < v.nblocks; i++)
+		assert_int_equal(load_relaxed(&shmt_block_at(&v, i)->state), SHMT_BLOCK_FREE);
+	for (uint32_t i = 0; i < shmt_ring_nthreads(&v); i++) {
+		assert_int_equal(shmt_ring_thread(&v, i, &th), 0);
+		if (th.pid == (uint32_t)getpid() && th.tid != (uint32_t)gettid())
+			memcpy(last, th.name, sizeof(last));
+	}
+	/* the last slot wins: a name set before the first record survives
+	 * the slot the first record adds */
+	assert_string_equal(last, "worker-thread");
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+static void test_scope_macros_record_through_the_default_handle(void **state)
+{
+	const char *name = test_ring_name("scope");
+	struct ring_dump d;
+	struct shmt_view v;
+	char err[256], buf[64];
+
+	(void)state;
+	assert_null(shmtrace_default);
+	{
+		SHMTRACE_SCOPE("cat", "off");	/* no default handle: records nothing */
+	}
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_default_open(name), 0);
+	assert_non_null(shmtrace_default);
+	{
+		SHMTRACE_SCOPE_FLOW("cat", "scoped", 99);
+		SHMTRACE_INSTANT("cat", "mark", 0);
+		SHMTRACE_COUNTER("cat", "depth", 3);
+	}
+	ring_dump(name, &d);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	/* the span is recorded at scope exit, after the instant and counter */
+	assert_int_equal(SHMT_COMMIT_KIND(d.recs[2].commit), SHMTRACE_KIND_SPAN);
+	assert_int_equal(d.recs[2].flow, 99);
+	shmt_ring_string(&v, d.recs[2].name, buf, sizeof(buf));
+	assert_string_equal(buf, "scoped");
+	shmt_ring_string(&v, d.recs[1].name, buf, sizeof(buf));
+	assert_string_equal(buf, "depth");
+	assert_int_equal((int64_t)d.recs[1].dur, 3);
+	shmt_view_close(&v);
+	free(d.recs);
+	assert_int_equal(shmtrace_default_open(NULL), 0);
+	assert_null(shmtrace_default);
+	shmtrace_ring_unlink(name);
+}
+
+static void test_clock_monotonic_and_flow_ids(void **state)
+{
+	const char *name = test_ring_name("clk");
+	uint64_t a, b, f1, f2;
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	a = shmtrace_now();
+	b = shmtrace_now();
+	assert_true(b >= a);
+	/* the ring clock tracks CLOCK_MONOTONIC (calibration error is ppm) */
+	a = shmtrace_now();
+	b = shmt_mono_ns();
+	assert_true(a > b - 5000000 && a < b + 5000000);
+	f1 = shmtrace_flow_new(t);
+	f2 = shmtrace_flow_new(t);
+	assert_true(f1 && f2 && f1 != f2 && f2 < (1ull << 53));
+	assert_int_equal(shmtrace_flow_new(NULL), 0);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+/* An open span keeps its flow id, ring-local or this ring's global one. */
+static void test_open_span_keeps_flow(void **state)
+{
+	const char *name = test_ring_name("openflow");
+	struct shmtrace_ring_config c;
+	struct shmtrace_open_span sp[3];
+	struct shmt_record r[SHMT_OPEN_MAX];
+	uint64_t global, foreign;
+	struct shmt_view v;
+	char err[256];
+	shmtrace_t *t;
+	uint32_t n = 0, cat;
+
+	(void)state;
+	small_cfg(&c, 1024, 0);
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	cat = shmtrace_intern(t, "c");
+	global = shmtrace_flow_new(t);
+	assert_true(global > UINT32_MAX);	/* this ring's global series */
+	foreign = global ^ (1ull << 40);	/* another ring's prefix */
+	assert_int_equal(shmtrace_begin(t, &sp[0], cat, cat, global), 0);
+	assert_int_equal(shmtrace_begin(t, &sp[1], cat, cat, 77), 0);
+	assert_int_equal(shmtrace_begin(t, &sp[2], cat, cat, foreign), 0);
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	for (uint32_t i = 0; i < v.nblocks && !n; i++)
+		n = shmt_block_open_spans(&v, i, r);
+	assert_int_equal(n, 3);
+	assert_true(r[0].flow == global);
+	assert_int_equal(r[1].flow, 77);
+	assert_int_equal(r[2].flow, 0);	/* not kept: 32 bits cannot hold it */
+	for (int i = 2; i >= 0; i--)
+		assert_int_equal(shmtrace_end(&sp[i]), 0);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_records_round_trip),
+		cmocka_unit_test(test_full_discard_ring_keeps_the_first_counts_the_rest),
+		cmocka_unit_test(test_full_overwrite_ring_keeps_the_last_counts_the_rest),
+		cmocka_unit_test(test_span_whose_flush_dropped_returns_enospc),
+		cmocka_unit_test(test_reader_refuses_unfinished_slots),
+		cmocka_unit_test(test_thread_exit_flushes),
+		cmocka_unit_test(test_scope_macros_record_through_the_default_handle),
+		cmocka_unit_test(test_clock_monotonic_and_flow_ids),
+		cmocka_unit_test(test_open_span_keeps_flow),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

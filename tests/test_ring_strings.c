@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_ring_strings.c - the ring's string table: strings stored intact, a
+ * full table refused and counted, and interning that survives a table a
+ * crashed or hostile process scribbled on.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+static void test_strings_stored_intact(void **state)
+{
+	static const char *odd[] = {
+		"quote\"back\\slash", "ctl\x01\x1f\ttab\nnl", "bad\xff\xfe utf8", "\xc3\x28",
+		"caf\xc3\xa9", "\xed\xa0\x80 surrogate",
+	};
+	const char *name = test_ring_name("str");
+	struct shmt_view v;
+	char err[256], buf[128];
+	uint32_t id[6];
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	for (int i = 0; i < 6; i++)
+		id[i] = shmtrace_intern(t, odd[i]);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(shmt_ring_string(&v, id[i], buf, sizeof(buf)), (int)strlen(odd[i]));
+		assert_memory_equal(buf, odd[i], strlen(odd[i]));
+	}
+	shmt_view_close(&v);
+	assert_int_equal(shmtrace_intern(t, NULL), 0);
+	assert_int_equal(shmtrace_intern(t, ""), 0);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+static void test_string_table_full(void **state)
+{
+	const char *name = test_ring_name("full");
+	struct shmtrace_ring_config c;
+	shmtrace_t *t;
+	char s[32];
+	uint32_t last = 0;
+
+	(void)state;
+	small_cfg(&c, 1024, 0);
+	c.max_strings = 8;
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	for (int i = 0; i < 8; i++) {
+		snprintf(s, sizeof(s), "s%d", i);
+		last = shmtrace_intern(t, s);
+		assert_true(last > 0);
+	}
+	assert_int_equal(shmtrace_intern(t, "one too many"), 0);
+	assert_int_equal(shmtrace_intern(t, "s7"), last);	/* old ones still resolve */
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
+/*
+ * A peer scribbles the published string count and every hash slot: the
+ * lookup must stay inside the validated table (it used to bound ids by
+ * the header's count and read past the segment).
+ */
+static void test_intern_scribbled_table(void **state)
+{
+	const char *name = test_ring_name("scrib");
+	struct shmtrace_ring_config c;
+	struct shmt_view v;
+	char err[256];
+	int status;
+	pid_t kid;
+
+	(void)state;
+	small_cfg(&c, 64, 0);
+	c.max_strings = 8;
+	c.string_bytes = 4096;
+	c.max_threads = 4;
+	c.blocks = 2;
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	/* strings[60000] lies far past this small segment */
+	assert_true(v.h->strings_off + 60000ull * sizeof(struct shmt_string) > v.size);
+	v.h->strings = 65535;
+	for (uint32_t i = 0; i < v.hash_slots; i++)
+		v.hash[i] = 60000;
+	kid = fork();
+	if (kid == 0) {
+		shmtrace_t *t;
+
+		/* a fault kills the child, not cmocka's handler in it */
+		signal(SIGSEGV, SIG_DFL);
+		signal(SIGBUS, SIG_DFL);
+		if (shmtrace_open(name, &t) < 0)
+			_exit(3);
+		/* the table is "full" by its count: refused, never read past */
+		_exit(shmtrace_intern(t, "new") == 0 ? 0 : 4);
+	}
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* the lock-free reader, every index a peer can choose: bounded by the
+	 * validated tables, whatever the header's counts say */
+	v.h->threads = 65535;
+	assert_true(v.h->threads_off + 60000ull * sizeof(struct shmt_thread) > v.size);
+	kid = fork();
+	if (kid == 0) {
+		struct shmt_view r;
+		struct shmt_thread th;
+		struct shmt_block_info info;
+		struct shmt_record recs[64];
+		char buf[64];
+
+		signal(SIGSEGV, SIG_DFL);
+		signal(SIGBUS, SIG_DFL);
+		if (shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &r, buf, sizeof(buf)) < 0)
+			_exit(3);
+		if (shmt_ring_nstrings(&r) != r.max_strings + 1 ||
+		    shmt_ring_nthreads(&r) != r.max_threads)
+			_exit(4);
+		for (uint32_t id = 0; id < 65536; id++)
+			if (shmt_ring_string(&r, id, buf, sizeof(buf)) >= 0 && id > r.max_strings)
+				_exit(5);
+		for (uint32_t i = 0; i < 65536; i++)
+			if (shmt_ring_thread(&r, i, &th) == 0 && i >= r.max_threads)
+				_exit(6);
+		for (uint32_t i = 0; i < 65536; i++)
+			if (shmt_ring_block_pending(&r, i, recs, &info) != 0 && i >= r.nblocks)
+				_exit(7);
+		/* and the accessors themselves */
+		if (shmt_string_at(&r, 60000) || shmt_thread_at(&r, 60000) ||
+		    shmt_hash_at(&r, r.hash_slots) || shmt_block_at(&r, r.nblocks))
+			_exit(8);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	shmt_view_close(&v);
+	shmtrace_ring_unlink(name);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_strings_stored_intact),
+		cmocka_unit_test(test_string_table_full),
+		cmocka_unit_test(test_intern_scribbled_table),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
