@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "producer.h"
-#include "ring_reader.h"
 
 /* Maps the ring behind t's name as a new attachment. Returns 0 or -errno. */
 static int att_open(shmtrace_t *t, struct shmt_att **out)

@@ -7,7 +7,7 @@
 #ifndef SHMTRACE_HANDLE_H
 #define SHMTRACE_HANDLE_H
 
-#include "internal.h"
+#include "ring_writer.h"
 
 #define SHMT_LOOK_NS	(100ull * 1000 * 1000)	/* how often a handle looks at its ring's name */
 /* ... and how often once its ring is retired (removed or replaced): at

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 
 #include "producer.h"
-#include "ring_reader.h"
 
 #define WEDGE_NS (1000ull * 1000 * 1000)	/* after a timeout, only try for this long */
 /*
