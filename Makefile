@@ -47,6 +47,7 @@ endif
 endif
 
 # The layers (docs/DESIGN.md): util <- ring <- {lib, capture} <- {collector, cli}.
+# In libshm/ring the tools see ring_view.h and ring_reader.h only (check-layers).
 # Each folder compiles with the include paths of its own layer and those
 # below it only, so an upward or sideways #include does not compile;
 # tests/check-layers.sh (`make check-layers`) checks the same from the text.
@@ -160,14 +161,18 @@ $(BUILD)/bench/%: tests/bench/%.c $(INTERNAL)
 check-layers:
 	$(Q)bash tests/check-layers.sh
 
+# Fails when files of libshm/ call each other (nm of each object, tsort).
+check-calls: $(RING_OBJ) $(LIB_OBJ)
+	$(Q)bash tests/check-calls.sh $(BUILD)
+
 # The producer of the OTLP end-to-end test (tests/e2e/otlp.sh).
 $(BUILD)/tests/otlp-hop: tests/otlp/hop.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(INC_demo) $(LDFLAGS) -o $@ $< $(STATIC) -lpthread
 
 # The Python extension (python/), built in place for the tests and the demo;
-# setup.py compiles libshm/ring/*.c and libshm/lib/*.c into it, and the C
-# process of its tests.
+# setup.py compiles libshm/ring/*.c and libshm/lib/*.c (with INC_lib) into
+# it, its own sources with -Iinclude only; and the C process of its tests.
 PY_INC    := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 PY_EXT    := python/shmtrace/_shmtrace$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null || echo .so)
 python: $(PY_EXT) $(BUILD)/tests/py-c-hop
@@ -238,7 +243,7 @@ lint:
 		$(UTIL_SRC) $(RING_SRC) $(LIB_SRC) $(CAP_SRC) $(wildcard collector/*.c) \
 		$(wildcard tools/*.c) -- -std=gnu11 -D_GNU_SOURCE $(INC_tests) -DSHMTRACE_VERSION='"lint"'
 	clang-tidy -quiet --warnings-as-errors='*' -checks='$(TIDY_CHECKS)' \
-		$(wildcard tools/demo/*.c python/shmtrace/*.c) -- -std=gnu11 -D_GNU_SOURCE $(INC_tests) \
+		$(wildcard tools/demo/*.c python/shmtrace/*.c) -- -std=gnu11 -D_GNU_SOURCE $(INC_demo) \
 		-Itools/demo -Ipython/shmtrace -I$(PY_INC) -DSHMTRACE_VERSION='"lint"'
 
 install: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL)
@@ -267,5 +272,5 @@ clean:
 	rm -rf python/build python/*.egg-info python/shmtrace/_shmtrace*.so python/shmtrace/__pycache__ \
 		tests/python/__pycache__
 
-.PHONY: check-layers python fuzz lint all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
+.PHONY: check-layers check-calls python fuzz lint all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
 .SECONDARY:

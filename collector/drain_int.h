@@ -13,7 +13,7 @@
 
 #include "capture.h"
 #include "drain.h"
-#include "internal.h"
+#include "ring_writer.h"
 #include "loss.h"
 #include "ring_reader.h"
 #include "writer.h"

@@ -165,9 +165,12 @@ int shmtrace_flush(shmtrace_t *t);
  * strings_dropped, once per handle and string (later calls for the same
  * string return 0 from the cache). A record with id 0 exports as "?", and
  * `shmtrace export` counts and reports such records. Strings are stored
- * byte for byte (at most 1024 bytes; longer ones are cut).
+ * byte for byte (at most SHMTRACE_STRING_MAX bytes; longer ones are cut).
  */
 uint32_t shmtrace_intern(shmtrace_t *t, const char *s);
+
+/* The longest string shmtrace_intern() keeps, in bytes. */
+#define SHMTRACE_STRING_MAX 1024
 
 /* Nanoseconds on the ring's clock (CLOCK_MONOTONIC, or a TSC calibrated to it). */
 uint64_t shmtrace_now(void);
@@ -285,9 +288,13 @@ int shmtrace_end(struct shmtrace_open_span *sp);
 int shmtrace_counter(shmtrace_t *t, uint32_t cat, uint32_t name, int64_t value);
 
 /* Names the calling thread (and, from the main thread, the process) in the
- * trace. Without it the kernel's comm names are used. At most 31 bytes. */
+ * trace. Without it the kernel's comm names are used. At most
+ * SHMTRACE_NAME_MAX bytes; longer ones are cut. */
 int shmtrace_set_thread_name(shmtrace_t *t, const char *name);
 int shmtrace_set_process_name(shmtrace_t *t, const char *name);
+
+/* The longest thread or process name kept, in bytes. */
+#define SHMTRACE_NAME_MAX 31
 
 /* Counters of the ring, as the collector and exporter see them. */
 struct shmtrace_stats {

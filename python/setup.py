@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # setup.py - builds the shmtrace Python package: the C extension
-# shmtrace._shmtrace (shmtrace/*.c) with libshmtrace's sources (the ring and lib layers,
-# libshm/ring/ and libshm/lib/) compiled into it (static:
+# shmtrace._shmtrace (shmtrace/*.c, which see include/ only) with libshmtrace's
+# sources (the ring and lib layers, libshm/ring/ and libshm/lib/, each with
+# the include paths of its layer) compiled into it (static:
 # no shared library to install or find at run time; docs/DESIGN.md says why).
 #   pip install ./python                  (offline: Debian's python3-setuptools
 #                                          and python3-wheel build it; there is
@@ -13,17 +14,41 @@ import glob
 import os
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
-# the include paths of the lib layer (Makefile, INC_lib)
-INCLUDE = [os.path.join(TOP, d) for d in ("include", "util", "libshm/ring", "libshm/lib")]
+# the extension's own sources (shmtrace/*.c) see the public header only,
+# as any program does; libshmtrace's sources keep the include paths of the
+# lib layer (Makefile, INC_lib) and are compiled apart with them
+EXT_INCLUDE = [os.path.join(TOP, "include")]
+LIB_INCLUDE = [os.path.join(TOP, d) for d in ("include", "util", "libshm/ring", "libshm/lib")]
 # relative paths: setuptools wants sources below setup.py's directory or
 # relative to it, and keeps object files inside its build directory
 lib_src = sorted(os.path.relpath(p, HERE) for d in ("libshm/ring", "libshm/lib")
                  for p in glob.glob(os.path.join(TOP, d, "*.c")))
 if not lib_src:
     raise SystemExit("setup.py: no libshm/ring/*.c next to python/: build from the shmtrace source tree")
+
+MACROS = [("_GNU_SOURCE", None), ("SHMTRACE_VERSION", '"0.1.0"')]
+CFLAGS = ["-std=gnu11", "-pthread", "-fvisibility=hidden",
+          "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",
+          "-Wno-cast-function-type"]
+
+
+class BuildExt(build_ext):
+    """Compiles libshmtrace's sources with their own include paths into
+    objects linked into the extension (every one of them, as before)."""
+
+    def build_extension(self, ext):
+        # the objects of ../libshm/ go beside build_temp: it must exist
+        os.makedirs(self.build_temp, exist_ok=True)
+        objs = self.compiler.compile(lib_src, output_dir=self.build_temp, macros=MACROS,
+                                     include_dirs=[os.path.relpath(d, HERE) for d in LIB_INCLUDE],
+                                     extra_postargs=CFLAGS)
+        ext.extra_objects = list(objs)
+        super().build_extension(ext)
+
 
 os.chdir(HERE)
 setup(
@@ -34,15 +59,15 @@ setup(
     python_requires=">=3.9",
     packages=["shmtrace"],
     package_data={"shmtrace": ["py.typed", "*.pyi"]},
+    cmdclass={"build_ext": BuildExt},
     ext_modules=[
         Extension(
             "shmtrace._shmtrace",
-            sources=sorted(glob.glob("shmtrace/*.c")) + lib_src,
-            include_dirs=[os.path.relpath(d, HERE) for d in INCLUDE],
-            define_macros=[("_GNU_SOURCE", None), ("SHMTRACE_VERSION", '"0.1.0"')],
-            extra_compile_args=["-std=gnu11", "-pthread", "-fvisibility=hidden",
-                                "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",
-                                "-Wno-cast-function-type"],
+            sources=sorted(glob.glob("shmtrace/*.c")),
+            depends=lib_src,
+            include_dirs=[os.path.relpath(d, HERE) for d in EXT_INCLUDE],
+            define_macros=MACROS,
+            extra_compile_args=CFLAGS,
             extra_link_args=["-pthread"],
         )
     ],

@@ -17,7 +17,8 @@
 #include <sys/wait.h>
 
 #include "capture.h"
-#include "internal.h"
+#include "ring_reader.h"
+#include "ring_writer.h"
 #include "helpers.h"
 
 static char bin[512], collector_bin[512];

@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "shmtrace.h"
-#include "handle.h"
+#include "producer.h"
 #include "loss.h"
 #include "ring_reader.h"
 

@@ -18,7 +18,7 @@
 
 #include "cli_run.h"
 #include "http.h"
-#include "internal.h"
+#include "ring_writer.h"
 #include "ring_reader.h"
 
 static void test_flow_ids_global(void **state)

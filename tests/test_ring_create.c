@@ -12,7 +12,8 @@
 #include <sys/wait.h>
 
 #include "helpers.h"
-#include "internal.h"
+#include "ring_reader.h"
+#include "ring_writer.h"
 
 /* How many creation temporaries of process pid are in /dev/shm. */
 static int temporaries_of(pid_t pid)

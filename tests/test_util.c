@@ -14,7 +14,8 @@
 
 #include "fmt.h"
 #include "hist.h"
-#include "internal.h"
+#include "ring_reader.h"
+#include "ring_writer.h"
 #include "u64map.h"
 
 static void expect_dur(uint64_t ns, enum fmt_dur_style st, const char *want)

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "internal.h"
+#include "ring_view.h"
 
 /* "shmtrace CMD: message", without the end of the line */
 static void __attribute__((format(printf, 2, 0))) vsay(const char *cmd, const char *fmt, va_list ap)

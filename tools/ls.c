@@ -37,7 +37,7 @@ static int census_pass(void *arg)
 {
 	struct census *c = arg;
 	const struct shmt_view *v = &c->v;
-	uint64_t head = shmt_ring_head(v), tail = load_acquire(&v->h->tail.v);
+	uint64_t head = shmt_ring_head(v), tail = shmt_ring_tail(v);
 	uint32_t nthr = shmt_ring_nthreads(v);
 
 	c->fill = head > tail ? head - tail : 0;

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "internal.h"
+#include "ring_reader.h"
 #include "ring_census.h"
 
 /*
@@ -25,7 +25,7 @@ int64_t ring_collector(const struct shmt_view *v)
 	int64_t pid = -1;
 
 	if (!f) {
-		uint64_t p = load_relaxed(&v->h->collector_pid.v);
+		uint64_t p = shmt_ring_collector_pid(v);
 		char path[64];
 		struct stat ps;
 

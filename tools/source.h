@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "ring_view.h"
 #include "loss.h"
 
 struct source_loss {

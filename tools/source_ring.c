@@ -178,7 +178,7 @@ static int guarded_pass(void *arg)
 	uint64_t head = shmt_ring_head(v);
 	uint64_t seq = head > v->capacity ? head - v->capacity : 0;
 	/* untrusted, and only used to attribute losses */
-	uint64_t tail = load_acquire(&v->h->tail.v);
+	uint64_t tail = shmt_ring_tail(v);
 	uint64_t from = ((struct source_ringbe *)s->be)->from;
 	int ret;
 
@@ -212,7 +212,7 @@ void source_ring_seqs(const struct source *s, uint64_t *tail, uint64_t *head)
 {
 	const struct shmt_view *v = view_of(s);
 
-	*tail = load_acquire(&v->h->tail.v);
+	*tail = shmt_ring_tail(v);
 	*head = shmt_ring_head(v);
 }
 
@@ -240,7 +240,7 @@ static void ring_info(const struct source *s, uint32_t i, const char **name, uin
 	(void)i;
 	*name = s->name;
 	/* set once at creation (minor 1); 0 before that */
-	*ring_id = v->minor >= 1 ? v->h->ring_id : 0;
+	*ring_id = shmt_ring_id(v);
 	*run_id = 0;
 }
 

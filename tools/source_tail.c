@@ -23,7 +23,7 @@ static int ring_id_of(const char *ring, uint64_t *id)
 
 	if (ret < 0)
 		return ret;
-	*id = v.minor >= 1 ? v.h->ring_id : 0;
+	*id = shmt_ring_id(&v);
 	shmt_view_close(&v);
 	return 0;
 }

@@ -123,30 +123,32 @@ static int stat_ring_pass(void *arg)
 {
 	struct ring_stat *rs = arg;
 	const struct shmt_view *v = &rs->v;
-	const struct shmt_header *h = v->h;
 	struct kv *o = rs->o;
-	uint64_t head = shmt_ring_head(v), tail = load_acquire(&h->tail.v);
-	uint64_t fill = head > tail ? head - tail : 0;
-	uint32_t nthr = shmt_ring_nthreads(v), nstr = shmt_ring_nstrings(v);
-	uint32_t heap_used = load_relaxed(&h->heap_used);	/* untrusted: clamped */
+	struct shmt_ring_status st;
+	uint64_t fill;
+	uint32_t nthr, nstr;
 	struct shmt_loss loss;
 	char buf[96];
 	bool any = false;
 
+	shmt_ring_status(v, &st);
+	fill = st.head > st.tail ? st.head - st.tail : 0;
+	nthr = shmt_ring_nthreads(v);
+	nstr = shmt_ring_nstrings(v);
 	kv_str(o, "ring", rs->name);
 	snprintf(buf, sizeof(buf), "%u.%u", v->major, v->minor);
 	kv_str(o, "format", buf);
 	kv_u64(o, "capacity", v->capacity);
 	kv_str(o, "mode", mode_name(v->mode));
 	kv_u64(o, "fill", fill > v->capacity ? v->capacity : fill);
-	kv_u64(o, "published", head);
-	kv_u64(o, "consumed", tail);
+	kv_u64(o, "published", st.head);
+	kv_u64(o, "consumed", st.tail);
 	shmt_loss_read(v, &loss, true);
 	kv_losses(o, &loss);
-	kv_u64(o, "lock_recoveries", load_relaxed(&h->lock_recoveries));
+	kv_u64(o, "lock_recoveries", st.lock_recoveries);
 	kv_u64(o, "strings", nstr ? nstr - 1 : 0);
 	kv_u64(o, "max_strings", v->max_strings);
-	kv_u64(o, "string_bytes_used", heap_used > v->string_bytes ? v->string_bytes : heap_used);
+	kv_u64(o, "string_bytes_used", st.heap_used);
 	kv_u64(o, "string_bytes", v->string_bytes);
 	kv_u64(o, "thread_names", nthr);
 	kv_u64(o, "max_threads", v->max_threads);
@@ -154,7 +156,7 @@ static int stat_ring_pass(void *arg)
 	fmt_iso_ns(buf, sizeof(buf), v->clock.realtime0);
 	kv_str(o, "wall_clock_anchor", buf);
 	kv_u64(o, "anchor_mono_ns", v->clock.mono0);
-	kv_collector(o, ring_collector(v), load_relaxed(&h->collector_pid.v));
+	kv_collector(o, ring_collector(v), shmt_ring_collector_pid(v));
 
 	/* one line per process: the first slot of each (pid, start time) */
 	kv_key(o, "producers");

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "handle.h"
+#include "producer.h"
 
 SHMT_API shmtrace_t *shmtrace_default;
 

@@ -18,10 +18,6 @@
 
 #include "producer.h"
 
-__thread struct shmt_tls_slot shmt_tls[SHMT_TLS_SLOTS] __attribute__((tls_model("initial-exec")));
-__thread uint32_t shmt_tls_tid __attribute__((tls_model("initial-exec")));
-__thread uint32_t shmt_tls_tid_gen __attribute__((tls_model("initial-exec")));
-
 static inline uint32_t remap_id(const struct shmt_att *a, uint32_t id)
 {
 	return unlikely(a->remap != NULL) ? a->remap[id & (SHMT_HANDLE_IDS - 1)] : id;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * process.c - the producing process: its identity (pid, start time, pid
- * namespace, name), kept right across fork(); the registry of its live
+ * namespace, name; the variables are core.c's), kept right across fork();
+ * the registry of its live
  * handles, so that a thread's exit never touches a closed ring; and the
  * names of its threads.
  */
@@ -13,19 +14,12 @@
 
 #include "producer.h"
 
-uint32_t shmt_pid;
-uint64_t shmt_start;
-uint64_t shmt_pidns;
-uint32_t shmt_fork_gen = 1;
-char shmt_pname[SHMT_NAME_LEN];
-
 /* a name set with shmtrace_set_thread_name(), kept for the rings this
  * thread first writes to later */
 static __thread char tls_tname[SHMT_NAME_LEN] __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static shmtrace_t *g_handles[SHMT_MAX_HANDLES];
-static uint64_t g_next_id = 1;
 static pthread_key_t g_exit_key;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -105,16 +99,6 @@ void shmt_process_init(void)
 void shmt_thread_watch(void)
 {
 	pthread_setspecific(g_exit_key, (void *)1);
-}
-
-uint64_t shmt_next_att_id(void)
-{
-	uint64_t id;
-
-	pthread_mutex_lock(&g_lock);
-	id = g_next_id++;
-	pthread_mutex_unlock(&g_lock);
-	return id;
 }
 
 int shmt_registry_add(shmtrace_t *t)

@@ -9,9 +9,7 @@
 #include <stdlib.h>
 
 #include "producer.h"
-#include "ring_reader.h"
 
-#define WEDGE_NS (1000ull * 1000 * 1000)	/* after a timeout, only try for this long */
 /*
  * A thread tries the lock (never waits on it) once half its block is
  * staged, and again every FLUSH_RETRY records while the lock stays busy; it
@@ -21,28 +19,6 @@
  * has room (docs/DESIGN.md, "The span call's tail").
  */
 #define FLUSH_RETRY 16u
-
-/* Takes the ring lock for a producer: bounded, and after a timeout only
- * tries for a while, so a wedged lock costs each call microseconds, not
- * the lock timeout. */
-int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a)
-{
-	uint64_t wedged = load_relaxed(&a->wedged_until);
-	int ret;
-
-	if (unlikely(wedged) && shmt_mono_ns() < wedged) {
-		ret = shmt_lock(&a->v, 0);
-		if (ret == -EBUSY)
-			fetch_add(&a->v.h->lock_timeouts.v, 1);
-		return ret;
-	}
-	ret = shmt_lock(&a->v, t->lock_timeout_ns);
-	if (ret == -ETIMEDOUT)
-		store_relaxed(&a->wedged_until, shmt_mono_ns() + WEDGE_NS);
-	else if (ret == 0 && wedged)
-		store_relaxed(&a->wedged_until, 0);
-	return ret;
-}
 
 /* Claims a free block for the calling thread. Lock held. Returns the
  * index, or -ENOSPC. */
@@ -84,20 +60,6 @@ static void set_marks(struct shmt_tls_slot *s)
 
 	s->limit = taken + s->mask + 1;
 	s->soft = taken + (s->mask + 1) / 2;
-}
-
-void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
-{
-	if (shmt_producer_lock(t, a) == 0) {
-		shmt_flush_block_locked(&a->v, s->idx);
-		store_release(&s->b->state, SHMT_BLOCK_FREE);
-		shmt_claimed_set(a, s->idx, false);
-		shmt_unlock(&a->v);
-		shmt_wake_collector(&a->v);
-	}
-	/* on a lock timeout the block stays owned: the collector adopts it
-	 * once it sees its owner dead */
-	s->id = 0;
 }
 
 /* The calling thread moved to attachment a: its blocks in the retired

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "handle.h"
+#include "producer.h"
 
 SHMT_API uint64_t shmtrace_flow_new(shmtrace_t *t)
 {

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "internal.h"
+#include "ring_writer.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * inflight.c - the spans a thread had open: read from its staging block
- * (bounds-checked, the block is untrusted) and, when the thread is dead,
- * recorded into the ring as SHMTRACE_KIND_OPEN records before the block is
- * reused.
+ * inflight.c - the spans a thread had open, read from its staging block
+ * (bounds-checked, the block is untrusted) as SHMTRACE_KIND_OPEN records:
+ * by a post-mortem reader, and by adopt.c, which records them into the
+ * ring when the thread is dead, before the block is reused.
  */
 #include <string.h>
 
-#include "internal.h"
+#include "ring_reader.h"
 
 uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shmt_record *out)
 {
@@ -43,19 +43,4 @@ uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shm
 		out[k].commit = SHMTRACE_KIND_OPEN;
 	}
 	return n;
-}
-
-uint32_t shmt_open_publish_locked(struct shmt_view *v, uint32_t i)
-{
-	struct shmt_record r[SHMT_OPEN_MAX];
-	uint32_t n = shmt_block_open_spans(v, i, r), done = 0;
-	struct shmt_block *b;
-
-	for (uint32_t k = 0; k < n; k++)
-		if (shmt_write_direct_locked(v, &r[k]) == 0)
-			done++;
-	b = shmt_block_at(v, i);
-	if (b && v->minor >= 2)
-		store_relaxed(&b->open_depth, 0);
-	return done;
 }

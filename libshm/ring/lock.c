@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "ring_writer.h"
 
 
 void (*shmt_test_hook)(const char *where);
@@ -66,15 +66,6 @@ bool shmt_mutex_sane(const struct shmt_view *v)
 	if (owner < 0 && owner != 0x7fffffff /* PTHREAD_MUTEX_NOTRECOVERABLE */)
 		return false;
 	return true;
-}
-
-bool shmt_journal_published(const struct shmt_journal *j, uint64_t head)
-{
-	uint32_t stage = load_relaxed(&j->stage);
-	uint64_t count = load_relaxed(&j->count);
-
-	return stage >= 2 ||
-	       (stage == 1 && count && head == load_relaxed(&j->head_before) + count);
 }
 
 /*

@@ -3,7 +3,7 @@
  * loss.c - the table of loss kinds, and reading and merging the ring's
  * loss counters (loss.h).
  */
-#include "internal.h"
+#include "ring_writer.h"
 #include "loss.h"
 #include "ring_reader.h"
 

@@ -114,18 +114,7 @@ void shmt_loss_merge(struct shmt_loss *dst, const struct shmt_loss *src, enum sh
  */
 void shmt_loss_read(const struct shmt_view *v, struct shmt_loss *l, bool lapped);
 
-/*
- * Counts n records a producer dropped because it could not take the ring
- * lock in time: in `lock_dropped`, or, in a ring older than minor 5 (whose
- * readers know no such counter), in `dropped` as before.
- */
-void shmt_loss_lock_dropped(struct shmt_view *v, uint64_t n);
-
-/*
- * Counts n records a handle refused while its ring was removed and no
- * collector drained it, added to the ring it moved to: in `orphaned`, or
- * in `dropped` in a ring older than minor 5.
- */
-void shmt_loss_orphaned(struct shmt_view *v, uint64_t n);
+/* The counters producers add to are ring_writer.h's (shmt_loss_lock_dropped(),
+ * shmt_loss_orphaned()). */
 
 #endif /* SHMT_RING_LOSS_H */

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ring_writer.h"
 
 /* Appends a name slot; the last slot for a (pid, start, tid) wins.
  * Returns 0, or -ENOSPC (counted) when the table is full. Lock held. */

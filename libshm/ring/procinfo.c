@@ -15,7 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "ring_view.h"
 
 /* Returns field 22 of /proc/<pid>/stat (clock ticks after boot), or 0. */
 static uint64_t stat_start_time(const char *path)

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "ring_writer.h"
 
 static int fill_config(const struct shmtrace_ring_config *in, struct shmtrace_ring_config *c)
 {

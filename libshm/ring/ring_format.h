@@ -33,6 +33,9 @@
 #define SHMT_BLOCK_RECORDS_MAX	4096u
 #define SHMT_NAME_LEN		32u	/* process/thread name bytes, NUL included */
 #define SHMT_STRING_MAX		1024u	/* longest interned string */
+/* the limits include/shmtrace.h tells users are these */
+_Static_assert(SHMT_STRING_MAX == SHMTRACE_STRING_MAX, "shmtrace.h's SHMTRACE_STRING_MAX");
+_Static_assert(SHMT_NAME_LEN - 1 == SHMTRACE_NAME_MAX, "shmtrace.h's SHMTRACE_NAME_MAX");
 #define SHMT_MAX_STRINGS	65535u	/* ids are 16 bits; 0 means none */
 #define SHMT_MAX_CAPACITY	(1u << 24)	/* the commit word holds 24 bits of sequence */
 #define SHMT_MAX_BLOCKS		65536u

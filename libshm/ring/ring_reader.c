@@ -15,6 +15,33 @@ uint64_t shmt_ring_head(const struct shmt_view *v)
 	return load_acquire(&v->h->head.v);
 }
 
+uint64_t shmt_ring_tail(const struct shmt_view *v)
+{
+	/* pairs with the collector's release store of tail */
+	return load_acquire(&v->h->tail.v);
+}
+
+uint64_t shmt_ring_id(const struct shmt_view *v)
+{
+	return v->minor >= 1 ? v->h->ring_id : 0;
+}
+
+void shmt_ring_status(const struct shmt_view *v, struct shmt_ring_status *st)
+{
+	uint32_t heap_used;
+
+	st->head = shmt_ring_head(v);
+	st->tail = shmt_ring_tail(v);
+	heap_used = load_relaxed(&v->h->heap_used);	/* untrusted: clamped */
+	st->heap_used = heap_used > v->string_bytes ? v->string_bytes : heap_used;
+	st->lock_recoveries = load_relaxed(&v->h->lock_recoveries);
+}
+
+uint64_t shmt_ring_collector_pid(const struct shmt_view *v)
+{
+	return load_relaxed(&v->h->collector_pid.v);
+}
+
 int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *out)
 {
 	const struct shmt_record *r = &v->records[seq & v->mask];

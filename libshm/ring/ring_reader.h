@@ -10,14 +10,36 @@
  * the staging blocks with shmt_ring_block_pending(), strings and names with
  * shmt_ring_string() and shmt_ring_thread(). Wrap passes in shmt_guarded()
  * so that a peer shrinking the segment is an error, not a SIGBUS.
+ *
+ * What the tools (tools/) and the collector read a ring with; only loads,
+ * over ring_view.h. Writing is ring_writer.h's.
  */
 #ifndef SHMTRACE_RING_READER_H
 #define SHMTRACE_RING_READER_H
 
-#include "internal.h"
+#include "ring_view.h"
 
 /* Returns the published head (acquire: records below it are complete). */
 uint64_t shmt_ring_head(const struct shmt_view *v);
+
+/* Returns the collector's tail (acquire: slots below it were released). */
+uint64_t shmt_ring_tail(const struct shmt_view *v);
+
+/* The ring's random id (0 in a ring older than minor 1, which has none). */
+uint64_t shmt_ring_id(const struct shmt_view *v);
+
+/* What `shmtrace stat` tells of a ring beyond its geometry: the header's
+ * counters, read in this order (untrusted numbers, clamped where said). */
+struct shmt_ring_status {
+	uint64_t head, tail;		/* shmt_ring_head(), then shmt_ring_tail() */
+	uint32_t heap_used;		/* string text bytes used, clamped to string_bytes */
+	uint64_t lock_recoveries;	/* lock holders found dead and repaired */
+};
+void shmt_ring_status(const struct shmt_view *v, struct shmt_ring_status *st);
+
+/* The pid the last collector wrote into the header (0: none); it may have
+ * died since (tools/ring_census.c tells). */
+uint64_t shmt_ring_collector_pid(const struct shmt_view *v);
 
 /* Reads record seq into out. Returns 0, or -EAGAIN if the slot does not
  * hold a finished record of that sequence (never written, half-written
@@ -91,6 +113,11 @@ struct shmt_block_info {
  * its block. Returns the number of records copied. */
 int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
 			    struct shmt_block_info *info);
+
+/* inflight.c: a thread's open spans (ring_format.h, struct shmt_block).
+ * Copies block i's open spans, outermost first, as SHMTRACE_KIND_OPEN
+ * records (dur 0) into out[SHMT_OPEN_MAX]; none unless it is owned. */
+uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shmt_record *out);
 
 /* Runs fn(arg) with SIGBUS turned into a return of -EFAULT: a peer that
  * truncates the segment makes the reader fail cleanly. Not reentrant. */

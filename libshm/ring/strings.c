@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ring_writer.h"
 
 /* FNV-1a: short strings, no need for more. */
 uint32_t shmt_hash(const char *s, size_t len)

@@ -26,8 +26,8 @@
 
 #include "shmtrace.h"
 
-#define MAX_STRING	1024	/* libshmtrace cuts interned strings here */
-#define MAX_NAME	31	/* and thread/process names here */
+#define MAX_STRING	SHMTRACE_STRING_MAX	/* libshmtrace cuts interned strings here */
+#define MAX_NAME	SHMTRACE_NAME_MAX	/* and thread/process names here */
 #define CACHE_MAX	65536	/* more distinct names than a ring can hold */
 #define DEFAULT_CAT	"python"
 #define PAIR_SLOTS	64	/* (name, cat) pairs cached by identity; a power of 2 */

@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 
 #include "bench/bench_common.h"
-#include "internal.h"
+#include "ring_writer.h"
 #include "ring_reader.h"
 #include "shmtrace.h"
 

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * internal.h - the ring layer's interface: the validated view of a mapped
- * segment and the operations on it (create/map, lock, publish, staging
- * blocks, strings, names, clock, /proc), shared by the producer library,
- * the capture codec, the collector and the CLI, never seen by users.
+ * ring_view.h - a mapped ring as everyone sees it: the view (struct
+ * shmt_view) with its geometry validated once, the bounds-checked
+ * references into the segment, the helpers on shared words, the one rule
+ * for a ring's name and file, the clock a ring's timestamps are read with,
+ * and what /proc says of a ring's processes. Nothing here takes the lock or
+ * writes a record: readers (ring_reader.h) and writers (ring_writer.h)
+ * build on it. Never seen by users (include/shmtrace.h is theirs).
  */
-#ifndef SHMTRACE_INTERNAL_H
-#define SHMTRACE_INTERNAL_H
+#ifndef SHMTRACE_RING_VIEW_H
+#define SHMTRACE_RING_VIEW_H
 
 #include <stdint.h>
 #include <stddef.h>
 #include <stdbool.h>
-#include <pthread.h>
 
 #include "shmtrace.h"
 #include "ring_format.h"
@@ -102,10 +104,6 @@ int shmt_ring_path(const char *name, char *buf, size_t len);
 void shmt_shm_name(char *buf, size_t len, const char *name);
 /* The identity of the segment now behind a ring's name: 0 or -errno. */
 int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino);
-/* ring_create.c: removes name if it still refers to v's segment (mapped
- * writable), marking the segment retired. Returns 0, -ESTALE if the name
- * now refers to another segment (left alone), or another -errno. */
-int shmt_ring_unlink_view(const char *name, struct shmt_view *v);
 /* A ring is made under "/dev/shm/" SHMT_TMP_PREFIX "<pidns>.<pid>.<start>.<rand>"
  * and linked to its name when whole; tools skip such names. */
 #define SHMT_TMP_PREFIX		".shmtrace-tmp."
@@ -143,45 +141,23 @@ static inline struct shmt_record *shmt_block_recs(struct shmt_block *b)
 	return (struct shmt_record *)(b + 1);
 }
 
-/* clock.c */
-void shmt_clock_calibrate(struct shmt_clock *c, bool allow_tsc);
+/* A flush's journal, its flusher dead: true if the flush's records are in
+ * the ring already (head stored), so that its block's taken must move past
+ * them; false if the flush is to be undone. The one test of the repair
+ * (lock.c) and of a lock-free reader (ring_reader.c) alike. */
+static inline bool shmt_journal_published(const struct shmt_journal *j, uint64_t head)
+{
+	uint32_t stage = load_relaxed(&j->stage);
+	uint64_t count = load_relaxed(&j->count);
+
+	return stage >= 2 ||
+	       (stage == 1 && count && head == load_relaxed(&j->head_before) + count);
+}
+
+/* clock.c: reading the clock (shmtrace_now()) with a ring's parameters */
 void shmt_clock_adopt(const struct shmt_clock *c);
 uint64_t shmt_mono_ns(void);
 uint64_t shmt_realtime_ns(void);
-
-/* lock.c: the ring's robust mutex. */
-int shmt_lock(struct shmt_view *v, uint64_t timeout_ns);
-void shmt_unlock(struct shmt_view *v);
-bool shmt_mutex_sane(const struct shmt_view *v);
-int shmt_mutex_init(pthread_mutex_t *m);
-void shmt_repair(struct shmt_view *v);
-/* A flush's journal, its flusher dead: true if the flush's records are in
- * the ring already (head stored), so that its block's taken must move past
- * them; false if the flush is to be undone. The one test of the repair and
- * of a lock-free reader alike. */
-bool shmt_journal_published(const struct shmt_journal *j, uint64_t head);
-/* Test hook: called at named points inside critical sections. */
-extern void (*shmt_test_hook)(const char *where);
-#define SHMT_HOOK(where) do { if (unlikely(shmt_test_hook != NULL)) shmt_test_hook(where); } while (0)
-
-/* ring_write.c: moving records into the ring; caller holds the lock. */
-uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx);
-int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r);
-void shmt_wake_collector(struct shmt_view *v);
-struct shmt_owner {
-	uint32_t pid, tid;
-	uint64_t start_time;
-};
-uint32_t shmt_find_dead_blocks(const struct shmt_view *v, struct shmt_owner *dead);
-uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead);
-
-/* inflight.c: a thread's open spans (ring_format.h, struct shmt_block) */
-/* Copies block i's open spans, outermost first, as SHMTRACE_KIND_OPEN
- * records (dur 0) into out[SHMT_OPEN_MAX]; none unless it is owned. */
-uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shmt_record *out);
-/* Writes them into the ring and empties the stack (a dead owner's block,
- * before it is freed). Lock held. Returns records written. */
-uint32_t shmt_open_publish_locked(struct shmt_view *v, uint32_t i);
 
 /* procinfo.c */
 uint64_t shmt_proc_start_time(uint32_t pid);	/* 0 if gone */
@@ -192,12 +168,4 @@ bool shmt_owner_alive(uint32_t pid, uint32_t tid, uint64_t start_time);
  * read their maps: our own user's processes, or all of them as root. */
 uint32_t shmt_segment_mappers(uint64_t dev, uint64_t ino);
 
-/* names.c; flags: SHMT_THREAD_* (ring_format.h) */
-int shmt_name_append_locked(struct shmt_view *v, uint32_t pid, uint32_t tid, uint64_t start,
-			    uint64_t pidns, uint32_t flags, const char *tname, const char *pname);
-
-/* strings.c */
-int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len);
-uint32_t shmt_hash(const char *s, size_t len);
-
-#endif /* SHMTRACE_INTERNAL_H */
+#endif /* SHMTRACE_RING_VIEW_H */

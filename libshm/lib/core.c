@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core.c - the bottom of libshm/lib/: the process's identity and the
+ * calling thread's slots (the variables every part reads), attachment ids,
+ * the ring lock taken for a producer and a thread's block given back. It
+ * calls the ring layer only, never another file of libshm/lib/, so that
+ * the files above it (docs/DESIGN.md, "Layers") depend on it and not on
+ * each other.
+ */
+#include <errno.h>
+
+#include "core.h"
+
+#define WEDGE_NS (1000ull * 1000 * 1000)	/* after a timeout, only try for this long */
+
+uint32_t shmt_pid;
+uint64_t shmt_start;
+uint64_t shmt_pidns;
+uint32_t shmt_fork_gen = 1;
+char shmt_pname[SHMT_NAME_LEN];
+
+__thread struct shmt_tls_slot shmt_tls[SHMT_TLS_SLOTS] __attribute__((tls_model("initial-exec")));
+__thread uint32_t shmt_tls_tid __attribute__((tls_model("initial-exec")));
+__thread uint32_t shmt_tls_tid_gen __attribute__((tls_model("initial-exec")));
+
+static uint64_t g_next_id = 1;
+
+uint64_t shmt_next_att_id(void)
+{
+	return __atomic_fetch_add(&g_next_id, 1, __ATOMIC_RELAXED);
+}
+
+/* Takes the ring lock for a producer: bounded, and after a timeout only
+ * tries for a while, so a wedged lock costs each call microseconds, not
+ * the lock timeout. */
+int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a)
+{
+	uint64_t wedged = load_relaxed(&a->wedged_until);
+	int ret;
+
+	if (unlikely(wedged) && shmt_mono_ns() < wedged) {
+		ret = shmt_lock(&a->v, 0);
+		if (ret == -EBUSY)
+			fetch_add(&a->v.h->lock_timeouts.v, 1);
+		return ret;
+	}
+	ret = shmt_lock(&a->v, t->lock_timeout_ns);
+	if (ret == -ETIMEDOUT)
+		store_relaxed(&a->wedged_until, shmt_mono_ns() + WEDGE_NS);
+	else if (ret == 0 && wedged)
+		store_relaxed(&a->wedged_until, 0);
+	return ret;
+}
+
+/* Flushes and frees the block, unless the lock cannot be had in time. */
+void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
+{
+	if (shmt_producer_lock(t, a) == 0) {
+		shmt_flush_block_locked(&a->v, s->idx);
+		store_release(&s->b->state, SHMT_BLOCK_FREE);
+		shmt_claimed_set(a, s->idx, false);
+		shmt_unlock(&a->v);
+		shmt_wake_collector(&a->v);
+	}
+	/* on a lock timeout the block stays owned: the collector adopts it
+	 * once it sees its owner dead */
+	s->id = 0;
+}

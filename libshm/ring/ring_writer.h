@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring_writer.h - writing a ring: the robust lock and its repair journal,
+ * publishing records and flushing staging blocks, adopting a dead
+ * thread's block, interning strings and appending thread names under the
+ * lock, the loss counters producers add to, making and removing a
+ * segment. What producers (libshm/lib/) and the collector (which repairs
+ * and adopts blocks) use; the tools (tools/) never include it: they read
+ * through ring_reader.h.
+ */
+#ifndef SHMTRACE_RING_WRITER_H
+#define SHMTRACE_RING_WRITER_H
+
+#include <pthread.h>
+
+#include "ring_view.h"
+
+/* ring_create.c: removes name if it still refers to v's segment (mapped
+ * writable), marking the segment retired. Returns 0, -ESTALE if the name
+ * now refers to another segment (left alone), or another -errno. */
+int shmt_ring_unlink_view(const char *name, struct shmt_view *v);
+
+/* clock.c: the clock's parameters, measured when a ring is made */
+void shmt_clock_calibrate(struct shmt_clock *c, bool allow_tsc);
+
+/* lock.c: the ring's robust mutex. */
+int shmt_lock(struct shmt_view *v, uint64_t timeout_ns);
+void shmt_unlock(struct shmt_view *v);
+bool shmt_mutex_sane(const struct shmt_view *v);
+int shmt_mutex_init(pthread_mutex_t *m);
+void shmt_repair(struct shmt_view *v);
+/* Test hook: called at named points inside critical sections. */
+extern void (*shmt_test_hook)(const char *where);
+#define SHMT_HOOK(where) do { if (unlikely(shmt_test_hook != NULL)) shmt_test_hook(where); } while (0)
+
+/* ring_write.c: moving records into the ring; caller holds the lock. */
+uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx);
+int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r);
+void shmt_wake_collector(struct shmt_view *v);
+
+/* adopt.c: a dead thread's block taken back (by a producer that needs a
+ * block, or by the collector): found without the lock, then, under it,
+ * its records flushed, its open spans recorded, the block freed. */
+struct shmt_owner {
+	uint32_t pid, tid;
+	uint64_t start_time;
+};
+uint32_t shmt_find_dead_blocks(const struct shmt_view *v, struct shmt_owner *dead);
+uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead);
+
+/* names.c; flags: SHMT_THREAD_* (ring_format.h) */
+int shmt_name_append_locked(struct shmt_view *v, uint32_t pid, uint32_t tid, uint64_t start,
+			    uint64_t pidns, uint32_t flags, const char *tname, const char *pname);
+
+/* strings.c */
+int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len);
+uint32_t shmt_hash(const char *s, size_t len);
+
+/*
+ * loss.c: counts n records a producer dropped because it could not take
+ * the ring lock in time: in `lock_dropped`, or, in a ring older than minor
+ * 5 (whose readers know no such counter), in `dropped` as before.
+ */
+void shmt_loss_lock_dropped(struct shmt_view *v, uint64_t n);
+
+/*
+ * loss.c: counts n records a handle refused while its ring was removed and
+ * no collector drained it, added to the ring it moved to: in `orphaned`,
+ * or in `dropped` in a ring older than minor 5.
+ */
+void shmt_loss_orphaned(struct shmt_view *v, uint64_t n);
+
+#endif /* SHMTRACE_RING_WRITER_H */
