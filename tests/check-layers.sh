@@ -20,7 +20,11 @@ declare -A may=(
 	[libshm/lib]="include util libshm/ring"
 	[capture]="include util libshm/ring"
 	[collector]="include util libshm/ring capture"
-	[tools]="include util libshm/ring capture"
+	[tools]="include util libshm/ring capture tools/trace"
+	[tools/trace]="include util libshm/ring capture"
+	[tools/chrome]="include util libshm/ring tools/trace tools"
+	[tools/otlp]="include util libshm/ring tools/trace tools"
+	[tools/svg]="include util libshm/ring tools/trace tools"
 	[tools/demo]="include"
 	[python/shmtrace]="include"
 )

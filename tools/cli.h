@@ -80,11 +80,13 @@ bool filter_pid(const struct filter *f, uint32_t pid);
 /* True when arg names an existing ring: not a path, and /dev/shm/arg exists. */
 bool is_ring_name(const char *arg);
 
-/* Sub-commands. */
+/* Sub-commands: export (export.c), ls and rm (ls.c), stat, summary, and
+ * svg (tools/svg/). */
 int cmd_export(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
+int cmd_svg(int argc, char **argv);
 
 #endif

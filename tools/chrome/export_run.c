@@ -30,10 +30,10 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 {
 	int ret;
 
-	ret = hosts_build(&e->hosts, &e->src);
+	ret = hosts_build(&e->hosts, e->src);
 	if (ret == -E2BIG)
 		snprintf(err, errlen, "the inputs come from %u hosts; at most %u can be merged",
-			 e->src.nhosts, HOSTS_MAX);
+			 e->src->nhosts, HOSTS_MAX);
 	if (ret < 0)
 		return ret;
 	if (e->flt.has_from || e->flt.has_to) {
@@ -41,7 +41,7 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 
 		/* the window is relative to the earliest record: find it first */
 		e->flt.has_from = e->flt.has_to = false;
-		ret = source_records(&e->src, on_min_ts, e, err, errlen);
+		ret = source_records(e->src, on_min_ts, e, err, errlen);
 		if (ret < 0)
 			return ret;
 		e->flt.has_from = f;
@@ -55,7 +55,7 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 	}
 	jw_init(e->w, out);
 	jw_puts(e->w, "{\"traceEvents\":[");
-	ret = source_records(&e->src, export_on_record, e, err, errlen);
+	ret = source_records(e->src, export_on_record, e, err, errlen);
 	if (ret == 0)
 		ret = export_pending(e);
 	if (ret == 0)
@@ -84,25 +84,9 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 	return jw_flush(e->w);
 }
 
-/* The Chrome JSON export proper, once the source is open. */
-int export_chrome(struct exporter *e, struct cmd *c)
+/* Frees what the export holds beyond its source. */
+static void exporter_free(struct exporter *e)
 {
-	char err[768];
-	int ret, rc;
-
-	if ((rc = cmd_create(c)) != 0)
-		return rc;
-	e->progress = isatty(STDERR_FILENO);
-	flows_init(&e->fl);
-	u64map_init(&e->seen);
-	err[0] = 0;
-	ret = bind_init(&e->bind);
-	if (ret == 0)
-		ret = run_export(e, c->f, err, sizeof(err));
-	rc = cmd_finish(c, ret, err);
-	if (rc == EXIT_OK && (e->src.cut || e->src.damaged || e->src.nmissing_parts))
-		fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
-			c->out);
 	flows_free(&e->fl);
 	bind_free(&e->bind);
 	free(e->fcat);
@@ -110,5 +94,38 @@ int export_chrome(struct exporter *e, struct cmd *c)
 	open_free(&e->open);
 	u64map_free(&e->seen);
 	hosts_free(&e->hosts);
+	free(e->w);
+	free(e);
+}
+
+/* The Chrome JSON export proper, once the source is open. */
+int chrome_export(struct source *src, const struct filter *flt, struct cmd *c)
+{
+	struct exporter *e = calloc(1, sizeof(*e));
+	char err[768];
+	int ret, rc;
+
+	if (!e || !(e->w = malloc(sizeof(*e->w)))) {
+		free(e);
+		return cli_runtime_error("export", "out of memory");
+	}
+	e->src = src;
+	e->flt = *flt;
+	flows_init(&e->fl);
+	u64map_init(&e->seen);
+	if ((rc = cmd_create(c)) != 0) {
+		exporter_free(e);
+		return rc;
+	}
+	e->progress = isatty(STDERR_FILENO);
+	err[0] = 0;
+	ret = bind_init(&e->bind);
+	if (ret == 0)
+		ret = run_export(e, c->f, err, sizeof(err));
+	rc = cmd_finish(c, ret, err);
+	if (rc == EXIT_OK && (src->cut || src->damaged || src->nmissing_parts))
+		fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
+			c->out);
+	exporter_free(e);
 	return rc;
 }

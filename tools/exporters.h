@@ -1,17 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * otlp.h - `shmtrace export --format otlp`: a trace as OpenTelemetry spans
- * (OTLP/JSON ExportTraceServiceRequest), written to a file or sent to an
- * OTLP/HTTP endpoint, in batches so that memory stays bounded.
+ * exporters.h - the formats `shmtrace export` writes, as its command line
+ * (export.c) runs them: Chrome Trace Event JSON (tools/chrome/) and
+ * OpenTelemetry (tools/otlp/: OTLP/JSON ExportTraceServiceRequest,
+ * written to a file or sent to an OTLP/HTTP endpoint, in batches so that
+ * memory stays bounded). Each takes a source the command line opened.
  */
-#ifndef SHMTRACE_OTLP_H
-#define SHMTRACE_OTLP_H
+#ifndef SHMTRACE_EXPORTERS_H
+#define SHMTRACE_EXPORTERS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "cli.h"
+#include "cmd_common.h"
 #include "source.h"
+
+/* Writes src, its records filtered by flt, to c->out as Chrome Trace JSON
+ * (creating and finishing the output through c). Prints its errors;
+ * returns the exit code. */
+int chrome_export(struct source *src, const struct filter *flt, struct cmd *c);
 
 #define OTLP_BATCH_DEFAULT	(4u << 20)
 #define OTLP_RETRIES_DEFAULT	6u

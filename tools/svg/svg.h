@@ -41,6 +41,4 @@ size_t svg_escape(char *out, size_t outlen, const char *s, size_t len, size_t ma
  */
 unsigned svg_nest(struct svg_item *v, size_t n);
 
-int cmd_svg(int argc, char **argv);
-
 #endif

@@ -43,7 +43,7 @@ static int flow_cat(struct exporter *e, const struct flow_ev *g, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		size_t l;
 
-		v[m++] = source_string(&e->src, g[i].cat, &l);
+		v[m++] = source_string(e->src, g[i].cat, &l);
 	}
 	qsort(v, m, sizeof(*v), cmp_cstr);
 	for (size_t i = 0; i < m; i++)
@@ -83,7 +83,7 @@ static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe,
 		cat = e->fcat;
 		len = e->fcatlen;
 	} else {
-		cat = source_string(&e->src, fe->cat, &len);
+		cat = source_string(e->src, fe->cat, &len);
 	}
 	export_event(e, fe->kind, fe->pid, fe->tid, fe->ts, fe->dur, cat, len, fe->name,
 		  args_get(&e->fargs, fe->args));
@@ -126,7 +126,7 @@ static int on_rescan(void *ctx, const struct shmt_record *r, uint64_t start_time
 static int rescan(void *ctx)
 {
 	struct export_rescan *rs = ctx;
-	int ret = source_records(&rs->e->src, on_rescan, rs->e, rs->err, rs->errlen);
+	int ret = source_records(rs->e->src, on_rescan, rs->e, rs->err, rs->errlen);
 
 	return ret < 0 ? ret : 0;
 }

@@ -33,8 +33,8 @@ static const char *grouped(char *buf, size_t len, uint64_t v)
  */
 static void warn_names(struct exporter *e)
 {
-	const struct source_loss *l = &e->src.loss;
-	const struct source_tables *t = &e->src.tables;
+	const struct source_loss *l = &e->src->loss;
+	const struct source_tables *t = &e->src->tables;
 	char a[32], b[32], what[96];
 	uint64_t bytes;
 	uint32_t held;
@@ -45,7 +45,7 @@ static void warn_names(struct exporter *e)
 	else
 		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), l->strings_dropped),
 			 l->strings_dropped == 1 ? "string was not interned" : "strings were not interned");
-	source_strings_used(&e->src, &held, &bytes);
+	source_strings_used(e->src, &held, &bytes);
 	if (l->strings_dropped && t->max_strings && held < t->max_strings && t->string_bytes)
 		/* room for more strings, not for their text */
 		source_warnx("%s: the ring's string table is out of text space (%s bytes); create the "
@@ -80,7 +80,7 @@ static void warn_names(struct exporter *e)
 /* Makes the losses impossible to miss: instants at the start of the trace. */
 void export_loss(struct exporter *e)
 {
-	const struct source_loss *l = &e->src.loss;
+	const struct source_loss *l = &e->src->loss;
 	/* loss.h's kinds, each in its own words, then the exporter's own */
 	struct {
 		uint64_t n;
@@ -127,24 +127,24 @@ static void put_inputs(struct exporter *e)
 	const char *in;
 
 	jw_puts(w, ",\"inputs\":[");
-	for (size_t i = 0; (in = source_input(&e->src, i)); i++) {
+	for (size_t i = 0; (in = source_input(e->src, i)); i++) {
 		jw_puts(w, i ? "," : "");
 		jw_cstr(w, in);
 	}
 	jw_puts(w, "],\"rings\":[");
-	for (uint32_t i = 0; i < e->src.nrings; i++) {
+	for (uint32_t i = 0; i < e->src->nrings; i++) {
 		const char *name;
 		uint64_t ring_id, run_id;
 		char hex[20];
 
-		if (source_ring_info(&e->src, i, &name, &ring_id, &run_id) < 0)
+		if (source_ring_info(e->src, i, &name, &ring_id, &run_id) < 0)
 			break;
 		jw_puts(w, i ? ",{\"name\":" : "{\"name\":");
 		jw_cstr(w, name);
-		if (e->src.nhosts > 1) {
+		if (e->src->nhosts > 1) {
 			/* captures of several hosts: which ring is whose */
 			jw_puts(w, ",\"host\":");
-			jw_cstr(w, e->src.hosts[e->src.host_of[i]]);
+			jw_cstr(w, e->src->hosts[e->src->host_of[i]]);
 		}
 		/* hex strings: JSON numbers lose bits past 2^53 */
 		jw_puts(w, ",\"ring_id\":");
@@ -189,7 +189,7 @@ static void put_counts(struct jw *w, const struct count *v)
  * the parts present tell; nothing when none is missing. */
 static void put_missing(struct exporter *e)
 {
-	const struct source *s = &e->src;
+	const struct source *s = e->src;
 
 	if (!s->nmissing_parts)
 		return;
@@ -204,12 +204,12 @@ static void put_missing(struct exporter *e)
 
 void export_metadata(struct exporter *e)
 {
-	const struct source_loss *l = &e->src.loss;
+	const struct source_loss *l = &e->src->loss;
 	struct jw *w = e->w;
 	/* realtime0 + (first_ts - mono0) in wrapping unsigned arithmetic:
 	 * the same bits for sane inputs, no signed overflow for forged ones
 	 * (found by fuzz_capture and fuzz_ring) */
-	uint64_t wall = e->src.realtime0 + (e->first_ts - e->src.mono0);
+	uint64_t wall = e->src->realtime0 + (e->first_ts - e->src->mono0);
 	char iso[64];
 
 	fmt_iso_ns(iso, sizeof(iso), wall);
@@ -217,12 +217,12 @@ void export_metadata(struct exporter *e)
 	jw_puts(w, "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{\"shmtrace\":{\"version\":");
 	jw_cstr(w, SHMTRACE_VERSION);
 	jw_puts(w, ",\"source\":");
-	jw_cstr(w, source_kind(&e->src));
+	jw_cstr(w, source_kind(e->src));
 	jw_puts(w, ",\"input\":");
-	jw_cstr(w, e->src.name);
+	jw_cstr(w, e->src->name);
 	put_inputs(e);
 	jw_puts(w, ",\"clock\":");
-	jw_cstr(w, e->src.clock_tsc ? "tsc" : "monotonic");
+	jw_cstr(w, e->src->clock_tsc ? "tsc" : "monotonic");
 	put_counts(w, (const struct count[]){
 		{ "records", e->events },
 		{ "flows", e->flows },
@@ -236,10 +236,10 @@ void export_metadata(struct exporter *e)
 	put_counts(w, (const struct count[]){
 		{ "records_lost", shmt_loss_records(&l->counters) },
 		{ "names_lost", e->names_lost },
-		{ "max_strings", e->src.tables.max_strings },
-		{ "string_bytes", e->src.tables.string_bytes },
+		{ "max_strings", e->src->tables.max_strings },
+		{ "string_bytes", e->src->tables.string_bytes },
 		{ "threads_unnamed", e->threads_unnamed },
-		{ "max_threads", e->src.tables.max_threads },
+		{ "max_threads", e->src->tables.max_threads },
 		{ "unaccounted", l->unaccounted },
 		{ "args", e->pend.args },
 		{ "args_lost", e->pend.lost },
@@ -248,7 +248,7 @@ void export_metadata(struct exporter *e)
 	});
 	put_missing(e);
 	jw_puts(w, ",\"complete\":");
-	jw_puts(w, e->src.cut || e->src.damaged || e->src.nmissing_parts ? "false" : "true");
+	jw_puts(w, e->src->cut || e->src->damaged || e->src->nmissing_parts ? "false" : "true");
 	jw_puts(w, ",\"trace_start_ns\":");
 	jw_u64(w, e->first_ts);
 	jw_puts(w, ",\"trace_start_wall_ns\":");

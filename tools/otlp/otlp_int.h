@@ -17,7 +17,7 @@
 #include "flows.h"
 #include "hosts.h"
 #include "http.h"
-#include "otlp.h"
+#include "exporters.h"
 
 /* Instants of a thread kept until a span that encloses them arrives (a
  * span's record is written at its end, after the instants inside it);

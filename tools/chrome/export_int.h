@@ -3,7 +3,7 @@
  * export_int.h - the state of one Chrome Trace JSON export and the parts
  * that write it: events (export_events.c), flows and their binding
  * (export_flows.c), losses and metadata (export_meta.c), the passes
- * (export_run.c); export.c is the command line.
+ * (export_run.c); tools/export.c is the command line.
  */
 #ifndef SHMTRACE_EXPORT_INT_H
 #define SHMTRACE_EXPORT_INT_H
@@ -15,6 +15,7 @@
 #include "bind.h"
 #include "cli.h"
 #include "cmd_common.h"
+#include "exporters.h"
 #include "flows.h"
 #include "hosts.h"
 #include "json_writer.h"
@@ -24,7 +25,7 @@
 #define PROGRESS_EVERY 1000000ull
 
 struct exporter {
-	struct source src;
+	struct source *src;		/* the command line's */
 	struct hosts hosts;
 	struct flows fl;
 	struct bind bind;		/* where events without a flow start */
@@ -79,8 +80,5 @@ int export_names(struct exporter *e);
 void export_loss(struct exporter *e);
 /* The end of the trace: its metadata object. */
 void export_metadata(struct exporter *e);
-
-/* The Chrome JSON export proper, once the source is open: the exit code. */
-int export_chrome(struct exporter *e, struct cmd *c);
 
 #endif

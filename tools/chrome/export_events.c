@@ -19,7 +19,7 @@ void export_sep(struct exporter *e)
 void export_str_id(struct exporter *e, uint32_t id)
 {
 	size_t len;
-	const char *s = source_string(&e->src, id, &len);
+	const char *s = source_string(e->src, id, &len);
 
 	jw_str(e->w, s, len);
 }
@@ -118,7 +118,7 @@ void export_event(struct exporter *e, uint32_t kind, uint32_t pid, uint32_t tid,
  * "?": its string did not fit the ring's table (or never was interned). */
 void export_count_names(struct exporter *e, uint32_t name, uint32_t cat)
 {
-	if (!source_has_string(&e->src, name) || !source_has_string(&e->src, cat))
+	if (!source_has_string(e->src, name) || !source_has_string(e->src, cat))
 		e->names_lost++;
 }
 
@@ -141,7 +141,7 @@ static int put_record(struct exporter *e, const struct shmt_record *r, uint32_t 
 		return flows_add(&e->fl, &fe);
 	} else {
 		size_t len;
-		const char *cat = source_string(&e->src, r->cat, &len);
+		const char *cat = source_string(e->src, r->cat, &len);
 
 		export_count_names(e, r->name, r->cat);
 		bind_note(&e->bind, pid, r->tid, r->ts);
@@ -173,7 +173,7 @@ int export_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 		return 0;
 	}
 	if (r->commit == SHMTRACE_KIND_ARG) {
-		args_on_arg(&e->pend, r, e->src.follows);
+		args_on_arg(&e->pend, r, e->src->follows);
 		return 0;
 	}
 	if ((ret = export_pending(e)) != 0)
@@ -193,13 +193,13 @@ int export_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 
 	switch (r->commit) {
 	case SHMTRACE_KIND_OPEN:
-		return open_add(&e->open, r, pid, e->src.ring);
+		return open_add(&e->open, r, pid, e->src->ring);
 	case SHMTRACE_KIND_SPAN:
 	case SHMTRACE_KIND_INSTANT:
-		args_hold(&e->pend, r, pid, e->src.ring, 0);
+		args_hold(&e->pend, r, pid, e->src->ring, 0);
 		return 0;
 	default:
-		return put_record(e, r, pid, NULL, e->src.ring);
+		return put_record(e, r, pid, NULL, e->src->ring);
 	}
 }
 
