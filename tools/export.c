@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "exporters.h"
+#include "parse.h"
 
 static const char export_usage[] =
 	"Usage: shmtrace export CAPTURE... -o OUT [options]\n"
@@ -43,26 +44,6 @@ static const char export_usage[] =
 	"      --to T         only records starting at or before T\n"
 	"                     (T is relative to the earliest record: 1.5s, 200ms, 300us)\n"
 	"  -h, --help         show this help\n";
-
-/* N, Nk or NM (binary). */
-static int parse_size(const char *arg, uint64_t *v)
-{
-	char *end;
-	unsigned long long n;
-
-	errno = 0;
-	n = strtoull(arg, &end, 10);
-	if (errno || end == arg || n > (1ull << 40))
-		return -EINVAL;
-	if (*end == 'k' || *end == 'K')
-		n <<= 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		n <<= 20, end++;
-	if (*end)
-		return -EINVAL;
-	*v = n;
-	return 0;
-}
 
 /* HOST=NS, NS a signed integer of nanoseconds. */
 static int parse_offset(const char *arg, char *host, size_t hostlen, int64_t *ns)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "cli.h"
 #include "fmt.h"
 #include "hist.h"
@@ -61,16 +62,9 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	if (added) {
 		struct row *row = malloc(sizeof(*row));
 
-		if (s->n == s->cap) {
-			size_t cap = s->cap ? s->cap * 2 : 64;
-			struct row **nr = reallocarray(s->rows, cap, sizeof(*nr));
-
-			if (!nr) {
-				free(row);
-				return -ENOMEM;
-			}
-			s->rows = nr;
-			s->cap = cap;
+		if (array_reserve(&s->rows, &s->cap, s->n + 1, sizeof(*s->rows), 64) < 0) {
+			free(row);
+			return -ENOMEM;
 		}
 		if (!row)
 			return -ENOMEM;

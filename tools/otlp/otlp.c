@@ -5,7 +5,7 @@
  * their OTLP/JSON text; otlp_send.c: batches, POSTed to the endpoint;
  * otlp_write.c: or written to the file; otlp_text.c: numbers and strings;
  * otlp_ids.c: trace and span ids), says what happened and cleans up; and
- * struct keyed and otlp_grow(), the tables and arrays of those parts.
+ * struct keyed, the tables of those parts.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,26 +16,7 @@
 
 #include "otlp_int.h"
 
-/* ------------------------------------------------------ keyed, arrays */
-
-int otlp_grow(void *arrayp, size_t *cap, size_t need, size_t size)
-{
-	size_t c = *cap ? *cap : 16;
-	void *old, *p;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	/* *arrayp is a T *: read and written as the pointer it is */
-	memcpy(&old, arrayp, sizeof(old));
-	p = reallocarray(old, c, size);
-	if (!p)
-		return -ENOMEM;
-	memcpy(arrayp, &p, sizeof(p));
-	*cap = c;
-	return 0;
-}
+/* ------------------------------------------------------------- keyed */
 
 void keyed_init(struct keyed *k, size_t size)
 {
@@ -55,7 +36,7 @@ void *keyed_get(struct keyed *k, uint64_t key, bool *added)
 	if (!v)
 		return NULL;
 	if (*added) {
-		if (otlp_grow(&k->v, &k->cap, k->n + 1, k->size) < 0) {
+		if (array_reserve(&k->v, &k->cap, k->n + 1, k->size, 16) < 0) {
 			/* the key stays, with no element: forget it */
 			*v = 0;
 			return NULL;
@@ -148,7 +129,7 @@ static int setup(struct otlp *o, struct source *src, const struct otlp_opts *opt
 		return cli_runtime_error("export", "out of memory");
 	/* ids differ between captures, and are the same on every export of one */
 	source_ring_info(src, 0, &rname, &ring_id, &run_id);
-	o->salt = otlp_mix64(ring_id ^ otlp_mix64(run_id ^ src->realtime0));
+	o->salt = hash_splitmix64(ring_id ^ hash_splitmix64(run_id ^ src->realtime0));
 	o->wall_off = src->realtime0 - src->mono0;
 	return 0;
 }

@@ -9,26 +9,17 @@
 
 #include "otlp_int.h"
 
-uint64_t otlp_mix64(uint64_t x)
-{
-	/* splitmix64's finaliser: every input bit moves every output bit */
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 void otlp_trace_id(uint64_t key, uint64_t *hi, uint64_t *lo)
 {
-	*hi = otlp_mix64(key ^ 0x5348545241434531ull);
-	*lo = otlp_mix64(key ^ 0x5348545241434532ull);
+	*hi = hash_splitmix64(key ^ 0x5348545241434531ull);
+	*lo = hash_splitmix64(key ^ 0x5348545241434532ull);
 	if (!*hi && !*lo)
 		*lo = 1;
 }
 
 uint64_t otlp_span_id(const struct otlp *o, uint64_t seq)
 {
-	uint64_t id = otlp_mix64(o->salt ^ otlp_mix64(seq));
+	uint64_t id = hash_splitmix64(o->salt ^ hash_splitmix64(seq));
 
 	return id ? id : 1;
 }
@@ -46,7 +37,7 @@ void otlp_flow_trace_id(struct otlp *o, const struct flow_ev *fe, uint64_t *hi, 
 		return;
 	}
 	source_ring_info(o->s, fe->ring, &name, &ring_id, &run_id);
-	otlp_trace_id(otlp_mix64(ring_id ? ring_id : run_id) ^ fe->flow, hi, lo);
+	otlp_trace_id(hash_splitmix64(ring_id ? ring_id : run_id) ^ fe->flow, hi, lo);
 }
 
 static int hexdig(char c)

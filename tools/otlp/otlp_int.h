@@ -14,9 +14,12 @@
 #include <sys/uio.h>
 
 #include "args.h"
+#include "array.h"
 #include "flows.h"
+#include "hash.h"
 #include "hosts.h"
 #include "http.h"
+#include "obuf.h"
 #include "exporters.h"
 
 /* Instants of a thread kept until a span that encloses them arrives (a
@@ -30,13 +33,6 @@
 
 /* (thread, category) attribute lists kept ready, direct-mapped by hash. */
 #define OTLP_FRAGS	256u
-
-/* A growing output buffer; oom is sticky, so that writers check once. */
-struct obuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
 
 /* A time's digits above the last 8, kept made: they change every 0.1 s. */
 struct time_text {
@@ -162,48 +158,18 @@ void *keyed_get(struct keyed *k, uint64_t key, bool *added);
 void *keyed_at(const struct keyed *k, size_t i);
 bool keyed_next(const struct keyed *k, size_t *pos, uint64_t *key, void **elem);
 void keyed_free(struct keyed *k);
-/* Makes room for need elements of size bytes in the array whose pointer
- * is at arrayp (a T **), *cap its capacity. Returns 0 or -ENOMEM. */
-int otlp_grow(void *arrayp, size_t *cap, size_t need, size_t size);
 
 /* otlp_ids.c: ids that differ between captures and are the same on every
  * export of one (o->salt), and the W3C traceparent a flow may carry. */
-uint64_t otlp_mix64(uint64_t x);
 void otlp_trace_id(uint64_t key, uint64_t *hi, uint64_t *lo);
 uint64_t otlp_span_id(const struct otlp *o, uint64_t seq);
 void otlp_flow_trace_id(struct otlp *o, const struct flow_ev *fe, uint64_t *hi, uint64_t *lo);
 bool otlp_is_traceparent(struct otlp *o, const struct flow_ev *fe, uint64_t *hi, uint64_t *lo,
 			 uint64_t *parent);
 
-/* otlp_text.c: buffers, JSON strings and numbers. ob_reserve() makes room
- * for n more bytes (false: out of memory, b->oom set). */
-bool ob_reserve(struct obuf *b, size_t n);
-void ob_free(struct obuf *b);
-
-static inline void ob_raw(struct obuf *b, const char *s, size_t n)
-{
-	if (!ob_reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-static inline void ob_puts(struct obuf *b, const char *s)
-{
-	ob_raw(b, s, strlen(s));
-}
-
-/* "pre" then s[0..n) as one quoted JSON string (json_writer's escaping,
- * invalid UTF-8 replaced; pre needs none). */
-void ob_str_pre(struct obuf *b, const char *pre, const char *s, size_t n);
-/* s[0..n) as a quoted JSON string. */
-void ob_str(struct obuf *b, const char *s, size_t n);
-/* v in decimal, with a '-' in front if neg (v is then the int64's bits). */
-void ob_int(struct obuf *b, uint64_t v, bool neg);
+/* otlp_text.c: ids and times as text. */
 /* Formatters writing at p, returning the end; the caller has made room
  * (16 bytes for otlp_time()'s upper digits, whatever their length). */
-/* v in decimal, two digits a step. */
-char *otlp_dec(char *p, uint64_t v);
 /* v as 16 lowercase hex digits. */
 char *otlp_hex(char *p, uint64_t v);
 /* Nanoseconds since the epoch in decimal, the upper digits from t. */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dec.h"
 #include "otlp_int.h"
 
 /* The most bytes a span's fixed part takes besides its name and its
@@ -226,7 +227,7 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 	p += fr->len;
 	if (sp->flow) {
 		LIT(p, ",{\"key\":\"shmtrace.flow.id\",\"value\":{\"intValue\":");
-		p = otlp_dec(p, sp->flow);
+		p = dec_u64(p, sp->flow);
 		LIT(p, "}}");
 	}
 	if (sp->kind == SHMTRACE_KIND_INSTANT)
@@ -240,7 +241,7 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 		return -ENOMEM;
 	p = b->p + b->len;
 	LIT(p, "],\"droppedAttributesCount\":");
-	p = otlp_dec(p, dropped);
+	p = dec_u64(p, dropped);
 	LIT(p, ",\"events\":[");
 	b->len = (size_t)(p - b->p);
 	put_events(o, b, sp->ev, sp->nev);

@@ -147,7 +147,7 @@ static void sink_put(struct sink *k, const char *p, size_t len)
 		}
 		return;
 	}
-	if (otlp_grow(&k->iov, &k->cap, k->n + 1, sizeof(*k->iov)) < 0) {
+	if (array_reserve(&k->iov, &k->cap, k->n + 1, sizeof(*k->iov), 16) < 0) {
 		k->oom = true;
 		return;
 	}

@@ -40,7 +40,7 @@ static int single_span(struct otlp *o, uint32_t outpid, uint32_t tid, uint32_t k
 		.dur = dur, .id = otlp_span_id(o, seq), .args = a, .ev = ev, .nev = nev,
 	};
 
-	otlp_trace_id(o->salt ^ otlp_mix64(seq ^ 0x7472616365ull), &sp.thi, &sp.tlo);
+	otlp_trace_id(o->salt ^ hash_splitmix64(seq ^ 0x7472616365ull), &sp.thi, &sp.tlo);
 	return otlp_span(o, &sp);
 }
 
@@ -62,7 +62,7 @@ static size_t claim(struct pend *p, uint64_t ts, uint64_t dur, struct inst *ev)
 /* Keeps ev[0..n) as the events of the flow span numbered seq. */
 static int keep_flow_events(struct otlp *o, const struct inst *ev, size_t n, uint64_t seq)
 {
-	if (otlp_grow(&o->fev, &o->fevcap, o->nfev + n, sizeof(*o->fev)) < 0)
+	if (array_reserve(&o->fev, &o->fevcap, o->nfev + n, sizeof(*o->fev), 16) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		o->fev[o->nfev] = ev[i];

@@ -127,7 +127,7 @@ static int take_buffers(struct otlp *o, struct wreq *r)
 
 		if (!pb->nspans)
 			continue;
-		if (otlp_grow(&r->bufs, &r->bufcap, r->nbufs + 1, sizeof(*r->bufs)) < 0)
+		if (array_reserve(&r->bufs, &r->bufcap, r->nbufs + 1, sizeof(*r->bufs), 16) < 0)
 			return -ENOMEM;
 		r->bufs[r->nbufs++] = pb->spans;
 		memset(&pb->spans, 0, sizeof(pb->spans));

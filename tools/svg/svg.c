@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "array.h"
 #include "cli.h"
 #include "cmd_common.h"
 #include "procs.h"
@@ -80,22 +81,12 @@ static int on_keep(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	if (kind != SHMTRACE_KIND_SPAN && kind != SHMTRACE_KIND_INSTANT &&
 	    kind != SHMTRACE_KIND_COUNTER)
 		return 0;
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 4096;
-		struct svg_item *nv;
-
-		if (g->cap >= SVG_MAX_ITEMS) {
-			g->skipped++;
-			return 0;
-		}
-		if (cap > SVG_MAX_ITEMS)
-			cap = SVG_MAX_ITEMS;
-		nv = realloc(g->v, cap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		g->v = nv;
-		g->cap = cap;
+	if (g->n >= SVG_MAX_ITEMS) {
+		g->skipped++;
+		return 0;
 	}
+	if (array_reserve_max(&g->v, &g->cap, g->n + 1, sizeof(*g->v), 4096, SVG_MAX_ITEMS) < 0)
+		return -ENOMEM;
 	it = &g->v[g->n++];
 	*it = (struct svg_item){
 		.ts = r->ts, .dur = r->dur, .flow = r->flow, .tid = r->tid, .name = r->name,

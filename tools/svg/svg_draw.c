@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fmt.h"
+#include "hash.h"
 #include "svg_int.h"
 
 static double xof(const struct svg *g, uint64_t t)
@@ -36,11 +37,8 @@ static unsigned colour_of(struct svg *g, uint16_t name)
 {
 	size_t len;
 	const char *s = source_string(&g->src, name, &len);
-	uint32_t h = 2166136261u;
 
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h % (sizeof(palette) / sizeof(palette[0]));
+	return fnv1a32(s, len) % (sizeof(palette) / sizeof(palette[0]));
 }
 
 /* Dark enough to read over any span: one per flow, so each request can

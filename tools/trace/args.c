@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "args.h"
+#include "array.h"
 #include "flows.h"
 
 void args_hold(struct args_pend *p, const struct shmt_record *r, uint32_t pid, uint32_t ring,
@@ -58,15 +59,11 @@ bool args_take(struct args_pend *p)
 
 int args_keep(struct args_store *s, const struct ev_args *a, uint32_t *idx)
 {
-	struct ev_args *v;
-
 	*idx = 0;
 	if (!a || !a->n)
 		return 0;
-	v = array_grow(s->v, &s->cap, s->n, sizeof(*v), 64);
-	if (!v)
+	if (array_reserve(&s->v, &s->cap, s->n + 1, sizeof(*s->v), 64) < 0)
 		return -ENOMEM;
-	s->v = v;
 	s->v[s->n++] = *a;
 	*idx = (uint32_t)s->n;
 	return 0;
@@ -101,11 +98,8 @@ int open_note(struct open_spans *o, struct u64map *last, uint64_t key,
 
 int open_add(struct open_spans *o, const struct shmt_record *r, uint32_t pid, uint32_t ring)
 {
-	struct open_ev *v = array_grow(o->v, &o->cap, o->n, sizeof(*v), 16);
-
-	if (!v)
+	if (array_reserve(&o->v, &o->cap, o->n + 1, sizeof(*o->v), 16) < 0)
 		return -ENOMEM;
-	o->v = v;
 	o->v[o->n].r = *r;
 	o->v[o->n].pid = pid;
 	o->v[o->n++].ring = ring;

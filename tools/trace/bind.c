@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "bind.h"
+#include "hash.h"
 
 #define BLOOM_LINES	(1u << 17)	/* 64-byte lines: 8 MiB */
 /*
@@ -45,16 +46,6 @@ static double view_ts(uint64_t ts)
 	return (double)ts / 1000.0;
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 /* One 64-bit key per (pid, tid, viewer ts). Two keys that collide only
  * ever make a free timestamp look taken: a needless move, never a missed
  * collision. *line is where the filter keeps it. */
@@ -62,10 +53,10 @@ static uint64_t key_at(const struct bind *b, uint32_t pid, uint32_t tid, uint64_
 		       uint64_t **line)
 {
 	double d = view_ts(ts);
-	uint64_t bits, thread = mix(((uint64_t)pid << 32 | tid) ^ 0x9e3779b97f4a7c15ull), k, g;
+	uint64_t bits, thread = hash_fmix64(((uint64_t)pid << 32 | tid) ^ 0x9e3779b97f4a7c15ull), k, g;
 
 	memcpy(&bits, &d, sizeof(bits));
-	k = mix(thread ^ bits);
+	k = hash_fmix64(thread ^ bits);
 	/* d < 2^64 for every ts: the conversion is defined */
 	g = thread + ((uint64_t)d >> WINDOW_SHIFT);
 	*line = &b->bloom[((g * GROUP_LINES + (k & (GROUP_LINES - 1))) & (BLOOM_LINES - 1)) * 8];

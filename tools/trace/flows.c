@@ -6,21 +6,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "array.h"
 #include "flows.h"
 #include "ring_format.h"
-
-void *array_grow(void *v, size_t *cap, size_t n, size_t size, size_t first)
-{
-	size_t c;
-
-	if (n < *cap)
-		return v;
-	c = *cap ? *cap * 2 : first;
-	v = reallocarray(v, c, size);
-	if (v)
-		*cap = c;
-	return v;
-}
 
 void flows_init(struct flows *f)
 {
@@ -36,11 +24,8 @@ void flows_free(struct flows *f)
 
 int flows_add(struct flows *f, const struct flow_ev *e)
 {
-	struct flow_ev *v = array_grow(f->v, &f->cap, f->n, sizeof(*v), 1024);
-
-	if (!v)
+	if (array_reserve(&f->v, &f->cap, f->n + 1, sizeof(*f->v), 1024) < 0)
 		return -ENOMEM;
-	f->v = v;
 	f->v[f->n] = *e;
 	f->v[f->n].order = (uint32_t)f->n;
 	f->n++;
@@ -105,16 +90,9 @@ int flows_assemble(struct flows *f, flows_emit_fn emit, void *ctx, uint64_t *nfl
 				return ret;
 			}
 		} else {
-			if (ng == cap) {
-				struct group *ng2;
-
-				cap = cap ? cap * 2 : 256;
-				ng2 = reallocarray(g, cap, sizeof(*g));
-				if (!ng2) {
-					free(g);
-					return -ENOMEM;
-				}
-				g = ng2;
+			if (array_reserve(&g, &cap, ng + 1, sizeof(*g), 256) < 0) {
+				free(g);
+				return -ENOMEM;
 			}
 			g[ng++] = (struct group){ .start = i, .n = j - i, .first = first };
 		}

@@ -26,14 +26,6 @@ struct flow_ev {
 	uint64_t seq;		/* the caller's own number for it (OTLP span ids) */
 };
 
-/*
- * Makes room for element n of the array v of elements of size bytes,
- * *cap of them: the capacity doubles, from first. Returns the array, moved
- * perhaps, or NULL when out of memory (v is then unchanged). The
- * exporter's growing arrays all use it.
- */
-void *array_grow(void *v, size_t *cap, size_t n, size_t size, size_t first);
-
 struct flows {
 	struct flow_ev *v;
 	size_t n, cap;

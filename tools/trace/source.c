@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "source_int.h"
 
 int source_table_set(char **str, uint32_t *slen, uint32_t n, uint32_t id, const char *text,
@@ -56,20 +57,13 @@ int source_alloc_strings(struct source *s, uint32_t n)
 
 int source_add_thread(struct source *s, const struct shmt_thread *t, uint32_t ring)
 {
-	if (s->nthr == s->thrcap) {
-		size_t cap = s->thrcap ? s->thrcap * 2 : 64;
-		struct shmt_thread *v = reallocarray(s->thr, cap, sizeof(*v));
-		uint32_t *r;
+	size_t cap = s->thrcap, rcap = s->thrcap;
 
-		if (!v)
-			return -ENOMEM;
-		s->thr = v;
-		r = reallocarray(s->thr_ring, cap, sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		s->thr_ring = r;
-		s->thrcap = cap;
-	}
+	/* two arrays of one capacity: it grows when both have */
+	if (array_reserve(&s->thr, &cap, s->nthr + 1, sizeof(*s->thr), 64) < 0 ||
+	    array_reserve(&s->thr_ring, &rcap, s->nthr + 1, sizeof(*s->thr_ring), 64) < 0)
+		return -ENOMEM;
+	s->thrcap = cap;
 	s->thr_ring[s->nthr] = ring;
 	s->thr[s->nthr] = *t;
 	s->thr[s->nthr].name[SHMT_NAME_LEN - 1] = 0;

@@ -8,17 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "source_capture.h"
-
-/* Text hash for source_merge_strings(). */
-static uint32_t text_hash(const char *t, uint32_t len)
-{
-	uint32_t h = 2166136261u;
-
-	for (uint32_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)t[i]) * 16777619u;
-	return h;
-}
 
 static int no_memory(uint32_t *slot, char *err, size_t errlen)
 {
@@ -61,7 +52,7 @@ int source_merge_strings(struct source *s, struct source_capture *c, char *err, 
 
 			if (!t)
 				continue;
-			h = text_hash(t, len) & (nslots - 1);
+			h = fnv1a32(t, len) & (nslots - 1);
 			while (slot[h] && (s->slen[slot[h]] != len ||
 					   memcmp(s->str[slot[h]], t, len)))
 				h = (h + 1) & (nslots - 1);
