@@ -53,7 +53,7 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	uint64_t *v;
 	bool added;
 
-	if (r->commit != SHMTRACE_KIND_SPAN && r->commit != SHMTRACE_KIND_OPEN)
+	if (shmt_record_kind(r) != SHMTRACE_KIND_SPAN && shmt_record_kind(r) != SHMTRACE_KIND_OPEN)
 		return 0;
 	pid = procs_outpid(&s->ps, r->pid, start_time, r->ts);
 	v = u64map_get(&s->idx, (uint64_t)pid << 32 | r->name, s->n, &added);
@@ -74,7 +74,7 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 		hist_init(&row->h);
 		s->rows[s->n++] = row;
 	}
-	if (r->commit == SHMTRACE_KIND_OPEN)
+	if (shmt_record_kind(r) == SHMTRACE_KIND_OPEN)
 		s->rows[*v]->unfinished++;	/* no duration: it never ended */
 	else
 		hist_add(&s->rows[*v]->h, r->dur);

@@ -127,11 +127,11 @@ void export_count_names(struct exporter *e, uint32_t name, uint32_t cat)
 static int put_record(struct exporter *e, const struct shmt_record *r, uint32_t pid,
 		      const struct ev_args *a, uint32_t ring)
 {
-	if (r->flow && r->commit != SHMTRACE_KIND_COUNTER) {
+	if (r->flow && shmt_record_kind(r) != SHMTRACE_KIND_COUNTER) {
 		/* written with its flow at the end, when the flow's category is known */
 		struct flow_ev fe = {
 			.flow = r->flow, .ring = ring, .ts = r->ts, .dur = r->dur, .pid = pid, .tid = r->tid,
-			.cat = r->cat, .name = r->name, .kind = r->commit,
+			.cat = r->cat, .name = r->name, .kind = shmt_record_kind(r),
 		};
 
 		int ret = args_keep(&e->fargs, a, &fe.args);
@@ -145,7 +145,7 @@ static int put_record(struct exporter *e, const struct shmt_record *r, uint32_t 
 
 		export_count_names(e, r->name, r->cat);
 		bind_note(&e->bind, pid, r->tid, r->ts);
-		export_event(e, r->commit, pid, r->tid, r->ts, r->dur, cat, len, r->name, a);
+		export_event(e, shmt_record_kind(r), pid, r->tid, r->ts, r->dur, cat, len, r->name, a);
 	}
 	return e->w->err;
 }
@@ -168,11 +168,11 @@ int export_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 
 	if (!export_wanted(e, r)) {
 		/* its arguments are not wanted either */
-		if (r->commit != SHMTRACE_KIND_ARG && (ret = export_pending(e)) != 0)
+		if (shmt_record_kind(r) != SHMTRACE_KIND_ARG && (ret = export_pending(e)) != 0)
 			return ret;
 		return 0;
 	}
-	if (r->commit == SHMTRACE_KIND_ARG) {
+	if (shmt_record_kind(r) == SHMTRACE_KIND_ARG) {
 		args_on_arg(&e->pend, r, e->src->follows);
 		return 0;
 	}
@@ -191,7 +191,7 @@ int export_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	if (++e->events % PROGRESS_EVERY == 0 && e->progress)
 		fprintf(stderr, "\rshmtrace: %llu records exported", (unsigned long long)e->events);
 
-	switch (r->commit) {
+	switch (shmt_record_kind(r)) {
 	case SHMTRACE_KIND_OPEN:
 		return open_add(&e->open, r, pid, e->src->ring);
 	case SHMTRACE_KIND_SPAN:

@@ -115,13 +115,13 @@ static int put_event(struct otlp *o, const struct shmt_record *r, uint32_t outpi
 	if (r->flow) {
 		struct flow_ev fe = {
 			.flow = r->flow, .ring = ring, .ts = r->ts, .dur = r->dur, .pid = outpid,
-			.tid = r->tid, .cat = r->cat, .name = r->name, .kind = r->commit, .seq = seq,
+			.tid = r->tid, .cat = r->cat, .name = r->name, .kind = shmt_record_kind(r), .seq = seq,
 		};
 
 		ret = args_keep(&o->fargs, a, &fe.args);
 		if (ret < 0)
 			return ret;
-		if (r->commit != SHMTRACE_KIND_INSTANT && p->n) {
+		if (shmt_record_kind(r) != SHMTRACE_KIND_INSTANT && p->n) {
 			/* its events, written with the flow at the end */
 			n = claim(p, r->ts, r->dur, ev);
 			ret = keep_flow_events(o, ev, n, seq);
@@ -130,12 +130,12 @@ static int put_event(struct otlp *o, const struct shmt_record *r, uint32_t outpi
 		}
 		return flows_add(&o->fl, &fe);
 	}
-	if (r->commit == SHMTRACE_KIND_INSTANT)
+	if (shmt_record_kind(r) == SHMTRACE_KIND_INSTANT)
 		return wait_instant(o, p, r, outpid, seq, a);
 	n = p->n ? claim(p, r->ts, r->dur, ev) : 0;
 	if (o->o->flows_only)
 		return 0;
-	return single_span(o, outpid, r->tid, r->commit, r->ts, r->dur, r->cat, r->name, seq, a,
+	return single_span(o, outpid, r->tid, shmt_record_kind(r), r->ts, r->dur, r->cat, r->name, seq, a,
 			   ev, n);
 }
 
@@ -158,8 +158,8 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 
 	if (!wanted(o, r))
 		/* its arguments are not wanted either */
-		return r->commit == SHMTRACE_KIND_ARG ? 0 : put_held(o);
-	if (r->commit == SHMTRACE_KIND_ARG) {
+		return shmt_record_kind(r) == SHMTRACE_KIND_ARG ? 0 : put_held(o);
+	if (shmt_record_kind(r) == SHMTRACE_KIND_ARG) {
 		args_on_arg(&o->held, r, o->s->follows);
 		return 0;
 	}
@@ -171,11 +171,11 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	ret = open_note(&o->open, &o->last, (uint64_t)outpid << 32 | r->tid, r);
 	if (ret < 0)
 		return ret;
-	if (r->commit == SHMTRACE_KIND_OPEN)
+	if (shmt_record_kind(r) == SHMTRACE_KIND_OPEN)
 		/* numbered after the pass: the other spans keep their ids */
 		return open_add(&o->open, r, outpid, o->s->ring);
 	seq = ++o->seq;
-	if (r->commit == SHMTRACE_KIND_COUNTER) {
+	if (shmt_record_kind(r) == SHMTRACE_KIND_COUNTER) {
 		o->counters++;
 		return 0;
 	}

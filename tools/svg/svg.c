@@ -48,7 +48,7 @@ static const char svg_usage[] =
 static int on_scan(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct svg *g = ctx;
-	uint64_t end = r->ts + (SHMT_COMMIT_KIND(r->commit) == SHMTRACE_KIND_SPAN ? r->dur : 0);
+	uint64_t end = r->ts + (shmt_record_kind(r) == SHMTRACE_KIND_SPAN ? r->dur : 0);
 
 	(void)start_time;
 	if (!filter_pid(&g->flt, r->pid))
@@ -58,7 +58,7 @@ static int on_scan(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	if (!g->any || end > g->tend)
 		g->tend = end;
 	g->any = true;
-	if (r->flow && SHMT_COMMIT_KIND(r->commit) != SHMTRACE_KIND_COUNTER &&
+	if (r->flow && shmt_record_kind(r) != SHMTRACE_KIND_COUNTER &&
 	    (!g->any_flow || r->ts < g->first_flow)) {
 		g->first_flow = r->ts;
 		g->any_flow = true;
@@ -69,7 +69,7 @@ static int on_scan(void *ctx, const struct shmt_record *r, uint64_t start_time)
 static int on_keep(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct svg *g = ctx;
-	uint32_t kind = SHMT_COMMIT_KIND(r->commit);
+	uint32_t kind = shmt_record_kind(r);
 	uint64_t end = r->ts + (kind == SHMTRACE_KIND_SPAN ? r->dur : 0);
 	struct svg_item *it;
 

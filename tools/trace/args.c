@@ -85,7 +85,7 @@ int open_note(struct open_spans *o, struct u64map *last, uint64_t key,
 	      const struct shmt_record *r)
 {
 	uint64_t *l = u64map_get(last, key, 0, NULL);
-	uint64_t end = r->ts + (r->commit == SHMTRACE_KIND_SPAN ? r->dur : 0);
+	uint64_t end = r->ts + (shmt_record_kind(r) == SHMTRACE_KIND_SPAN ? r->dur : 0);
 
 	if (!l)
 		return -ENOMEM;

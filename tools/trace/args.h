@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "record.h"
 #include "ring_format.h"
 #include "shmtrace.h"
 #include "u64map.h"

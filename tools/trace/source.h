@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "loss.h"
+#include "record.h"
 
 struct source_loss {
 	/* the ring's counters; torn also counts records a reader skipped
@@ -119,6 +120,7 @@ void source_close(struct source *s);
  * saying whether they may belong to the record before them; a ring's open
  * spans come as SHMTRACE_KIND_OPEN records after each block's records. */
 typedef int (*source_record_fn)(void *ctx, const struct shmt_record *r, uint64_t start_time);
+
 int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, size_t errlen);
 
 /* Adds ns (signed) to the timestamps of host's records, after the

@@ -113,7 +113,8 @@ static int deliver(struct source *s, struct source_run *run, const struct shmt_c
 	for (; i < f->records.n && !ret; i++) {
 		struct shmt_record rec = f->records.v[i];
 
-		rec.commit = SHMT_COMMIT_KIND(rec.commit);
+		/* the one place a source sets it: what it hands out carries the kind alone */
+		rec.commit = shmt_record_kind(&rec);
 		if (!shmt_kind_valid(rec.commit)) {
 			p->skips.torn++;
 			run->bad++;
