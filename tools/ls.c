@@ -260,13 +260,9 @@ int cmd_ls(int argc, char **argv)
 	bool json = false;
 	char **names = NULL;
 	size_t n = 0;
-	int c, ret, rc = EXIT_OK;
+	int ret, rc = EXIT_OK;
 
-	cli_getopt_start();
-	while ((c = cli_getopt(&ls_opts, argc, argv, &rc)) > 0)
-		if (c == 'j')
-			json = true;
-	if (c == CLI_OPT_EXIT)
+	if (cli_getopt_flag(&ls_opts, argc, argv, 'j', &json, &rc) == CLI_OPT_EXIT)
 		return rc;
 	if (optind != argc)
 		return cli_usage_error("ls", "unexpected argument '%s'", argv[optind]);
@@ -360,13 +356,9 @@ static const struct cli_opts rm_opts = { "rm", rm_usage, ":fh", rm_longopts };
 int cmd_rm(int argc, char **argv)
 {
 	bool force = false;
-	int c, rc = EXIT_OK;
+	int rc = EXIT_OK;
 
-	cli_getopt_start();
-	while ((c = cli_getopt(&rm_opts, argc, argv, &rc)) > 0)
-		if (c == 'f')
-			force = true;
-	if (c == CLI_OPT_EXIT)
+	if (cli_getopt_flag(&rm_opts, argc, argv, 'f', &force, &rc) == CLI_OPT_EXIT)
 		return rc;
 	if (optind == argc)
 		return cli_usage_error("rm", "no ring given");

@@ -305,13 +305,9 @@ int cmd_stat(int argc, char **argv)
 	struct kv o;
 	struct jw *w;
 	bool json = false;
-	int c, rc;
+	int rc;
 
-	cli_getopt_start();
-	while ((c = cli_getopt(&stat_opts, argc, argv, &rc)) > 0)
-		if (c == 'j')
-			json = true;
-	if (c == CLI_OPT_EXIT)
+	if (cli_getopt_flag(&stat_opts, argc, argv, 'j', &json, &rc) == CLI_OPT_EXIT)
 		return rc;
 	if (optind + 1 != argc)
 		return cli_usage_error("stat", optind == argc ? "no ring or capture given"
