@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * otlp.c - `shmtrace export --format otlp`: the entry, which sets the
- * export up, runs it (tools/otlp_spans.c: records to spans; otlp_json.c:
+ * export up, runs it (otlp_spans.c: records to spans; otlp_json.c:
  * their OTLP/JSON text; otlp_send.c: batches, POSTed to the endpoint;
- * otlp_write.c: or written to the file; otlp_text.c: numbers and strings;
+ * otlp_write.c: or written to the file; otlp_text.c: ids and times as text;
  * otlp_ids.c: trace and span ids), says what happened and cleans up; and
  * struct keyed, the tables of those parts.
  */

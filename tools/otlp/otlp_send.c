@@ -2,7 +2,7 @@
 /*
  * otlp_send.c - the OTLP export's batches: spans gathered per process
  * until a batch is nearly o->batch_bytes, then one ExportTraceServiceRequest,
- * written to the file (one line; tools/otlp_write.c) or POSTed (and written
+ * written to the file (one line; otlp_write.c) or POSTed (and written
  * to the file if there is one), retried with back-off on 429/502/503/504
  * and on refused or broken connections.
  */

@@ -5,7 +5,7 @@
  * flows is a trace of its own; an instant is an event of the span of its
  * thread that encloses it, else a zero-length span. Arguments are
  * attributes, open spans end where the Chrome export ends them
- * (tools/args.c for both). Memory: the flow records (as in the Chrome
+ * (tools/trace/args.c for both). Memory: the flow records (as in the Chrome
  * export), a few instants per thread waiting for their enclosing span,
  * and one batch.
  */
