@@ -29,7 +29,7 @@ TOOL_SRC=($(ls tools/*.c tools/trace/*.c tools/chrome/*.c tools/otlp/*.c tools/s
 declare -A SRCS MAXLEN
 SRCS[fuzz_capture]="tests/fuzz/json_check.c ${LIB_SRC[*]} ${COL_SRC[*]} ${TOOL_SRC[*]}"
 SRCS[fuzz_ring]="tests/fuzz/json_check.c ${LIB_SRC[*]} ${COL_SRC[*]} ${TOOL_SRC[*]}"
-SRCS[fuzz_json]="tests/fuzz/json_check.c util/json_writer.c util/utf8.c"
+SRCS[fuzz_json]="tests/fuzz/json_check.c util/json_writer.c util/dec.c util/utf8.c"
 MAXLEN[fuzz_capture]=65536
 MAXLEN[fuzz_ring]=32768
 MAXLEN[fuzz_json]=8192
