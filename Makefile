@@ -56,16 +56,22 @@ INC_ring      := -Iinclude $(INC_util) -Ilibshm/ring
 INC_lib       := $(INC_ring) -Ilibshm/lib
 INC_capture   := $(INC_ring) -Icapture
 INC_collector := $(INC_capture) -Icollector
-INC_cli       := $(INC_capture) -Itools
+# tools/ (the shell) over tools/trace/ (the only one that reads rings and
+# captures); the formats (tools/chrome, otlp, svg) see trace and the shell's
+# headers, never each other nor capture/
+INC_trace     := $(INC_capture) -Itools/trace
+INC_cli       := $(INC_trace) -Itools
+INC_format    := $(INC_ring) -Itools/trace -Itools
 INC_demo      := -Iinclude
-INC_tests     := $(INC_lib) -Icapture -Icollector -Itools -Itests
+TOOLS_DIRS    := tools tools/trace tools/chrome tools/otlp tools/svg
+INC_tests     := $(INC_lib) -Icapture -Icollector $(TOOLS_DIRS:%=-I%) -Itests
 
 UTIL_SRC  := $(wildcard util/*.c)
 RING_SRC  := $(wildcard libshm/ring/*.c)
 LIB_SRC   := $(wildcard libshm/lib/*.c)
 CAP_SRC   := $(wildcard capture/*.c)
 COL_SRC   := $(filter-out collector/main.c,$(wildcard collector/*.c))
-CLI_SRC   := $(filter-out tools/main.c,$(wildcard tools/*.c))
+CLI_SRC   := $(filter-out tools/main.c,$(wildcard $(TOOLS_DIRS:%=%/*.c)))
 DEMO_SRC  := $(wildcard tools/demo/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c)
 BENCH_SRC := $(wildcard tests/bench/*.c)
@@ -105,6 +111,10 @@ $(BUILD)/libshm/lib/%.o:   INC := $(INC_lib)
 $(BUILD)/capture/%.o:      INC := $(INC_capture)
 $(BUILD)/collector/%.o:    INC := $(INC_collector)
 $(BUILD)/tools/%.o:        INC := $(INC_cli)
+$(BUILD)/tools/trace/%.o:  INC := $(INC_trace)
+$(BUILD)/tools/chrome/%.o: INC := $(INC_format) -Itools/chrome
+$(BUILD)/tools/otlp/%.o:   INC := $(INC_format) -Itools/otlp
+$(BUILD)/tools/svg/%.o:    INC := $(INC_format) -Itools/svg
 $(BUILD)/tools/demo/%.o:   INC := $(INC_demo)
 
 $(BUILD)/%.o: %.c
@@ -241,7 +251,7 @@ lint:
 		$(INC_tests) --inline-suppr --error-exitcode=1 util libshm capture collector tools
 	clang-tidy -quiet --warnings-as-errors='*' -checks='$(TIDY_CHECKS)' \
 		$(UTIL_SRC) $(RING_SRC) $(LIB_SRC) $(CAP_SRC) $(wildcard collector/*.c) \
-		$(wildcard tools/*.c) -- -std=gnu11 -D_GNU_SOURCE $(INC_tests) -DSHMTRACE_VERSION='"lint"'
+		$(wildcard $(TOOLS_DIRS:%=%/*.c)) -- -std=gnu11 -D_GNU_SOURCE $(INC_tests) -DSHMTRACE_VERSION='"lint"'
 	clang-tidy -quiet --warnings-as-errors='*' -checks='$(TIDY_CHECKS)' \
 		$(wildcard tools/demo/*.c python/shmtrace/*.c) -- -std=gnu11 -D_GNU_SOURCE $(INC_demo) \
 		-Itools/demo -Ipython/shmtrace -I$(PY_INC) -DSHMTRACE_VERSION='"lint"'

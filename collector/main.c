@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "drain.h"
+#include "parse.h"
 #include "ring_reader.h"
 
 /* A second stop signal this soon after the first is the same one again:
@@ -165,27 +166,6 @@ static void usage(FILE *f)
 "Exit status: 0 after a clean stop, 1 on a runtime error (the capture written\n"
 "so far stays readable, the ring keeps the rest), 2 on a usage error,\n"
 "130 when stopped at once by a second signal.\n");
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
 }
 
 /* The numeric options: their bounds, and the usage error outside them. */

@@ -20,7 +20,7 @@ cd "$root" || exit 2
 # The ring's headers the tools may see: the view and the reader, never the
 # writer (the lock, publishing, adoption).
 RING_READ="libshm/ring:ring_view.h,ring_reader.h,ring_format.h,loss.h"
-TOOLS_BASE="include util $RING_READ capture"
+TOOLS_BASE="include util $RING_READ"
 # folder -> the folders whose headers it may include (besides its own);
 # folder:h1,h2 allows those headers of it only; * allows any project header
 declare -A may=(
@@ -34,8 +34,8 @@ declare -A may=(
 	# tools/: the shmtrace command's shell (main, cli, ls, rm, stat, ...);
 	# tools/trace: reading traces; the families (chrome, otlp, svg) use
 	# tools/trace and the shell's headers, never each other
-	[tools]="$TOOLS_BASE tools/trace"
-	[tools/trace]="$TOOLS_BASE"
+	[tools]="$TOOLS_BASE capture tools/trace"
+	[tools/trace]="$TOOLS_BASE capture"
 	[tools/chrome]="$TOOLS_BASE tools/trace tools"
 	[tools/otlp]="$TOOLS_BASE tools/trace tools"
 	[tools/svg]="$TOOLS_BASE tools/trace tools"

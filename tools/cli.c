@@ -74,6 +74,17 @@ int cli_getopt(const struct cli_opts *o, int argc, char **argv, int *rc)
 	}
 }
 
+int cli_getopt_flag(const struct cli_opts *o, int argc, char **argv, int flag, bool *set, int *rc)
+{
+	int c;
+
+	cli_getopt_start();
+	while ((c = cli_getopt(o, argc, argv, rc)) > 0)
+		if (c == flag)
+			*set = true;
+	return c == CLI_OPT_EXIT ? CLI_OPT_EXIT : 0;
+}
+
 int parse_duration(const char *s, uint64_t *ns)
 {
 	static const struct {

@@ -46,6 +46,11 @@ void cli_getopt_start(void);
  * after the last option, or CLI_OPT_EXIT. */
 int cli_getopt(const struct cli_opts *o, int argc, char **argv, int *rc);
 
+/* All the options of a subcommand whose one option is a flag (ls --json,
+ * rm --force): from cli_getopt_start() on, *set when the option flag is
+ * given. Returns 0, or CLI_OPT_EXIT (return *rc). */
+int cli_getopt_flag(const struct cli_opts *o, int argc, char **argv, int flag, bool *set, int *rc);
+
 /* Parses a duration: a decimal number with a unit s, ms, us or ns (no unit:
  * seconds), e.g. "1.5s", "200ms", "300us". Returns 0 or -EINVAL. */
 int parse_duration(const char *s, uint64_t *ns);
@@ -80,11 +85,13 @@ bool filter_pid(const struct filter *f, uint32_t pid);
 /* True when arg names an existing ring: not a path, and /dev/shm/arg exists. */
 bool is_ring_name(const char *arg);
 
-/* Sub-commands. */
+/* Sub-commands: export (export.c), ls and rm (ls.c), stat, summary, and
+ * svg (tools/svg/). */
 int cmd_export(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
+int cmd_svg(int argc, char **argv);
 
 #endif

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * export.c - `shmtrace export`, its command line: capture files or a ring
- * to Chrome Trace Event JSON (export_run.c and the other export_*.c), or
- * to OTLP (otlp.c). Only flow records are kept in memory; spans go
- * straight to the output.
+ * to Chrome Trace Event JSON (tools/chrome/), or to OTLP (tools/otlp/).
+ * Only flow records are kept in memory; spans go straight to the output.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "export_int.h"
-#include "otlp.h"
+#include "exporters.h"
+#include "parse.h"
 
 static const char export_usage[] =
 	"Usage: shmtrace export CAPTURE... -o OUT [options]\n"
@@ -46,26 +45,6 @@ static const char export_usage[] =
 	"                     (T is relative to the earliest record: 1.5s, 200ms, 300us)\n"
 	"  -h, --help         show this help\n";
 
-/* N, Nk or NM (binary). */
-static int parse_size(const char *arg, uint64_t *v)
-{
-	char *end;
-	unsigned long long n;
-
-	errno = 0;
-	n = strtoull(arg, &end, 10);
-	if (errno || end == arg || n > (1ull << 40))
-		return -EINVAL;
-	if (*end == 'k' || *end == 'K')
-		n <<= 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		n <<= 20, end++;
-	if (*end)
-		return -EINVAL;
-	*v = n;
-	return 0;
-}
-
 /* HOST=NS, NS a signed integer of nanoseconds. */
 static int parse_offset(const char *arg, char *host, size_t hostlen, int64_t *ns)
 {
@@ -87,8 +66,10 @@ static int parse_offset(const char *arg, char *host, size_t hostlen, int64_t *ns
 
 #define MAX_OFFSETS 16
 
-/* What export's own options set. */
+/* What export's own options set, and what it reads. */
 struct export_opts {
+	struct source src;
+	struct filter flt;		/* window relative to t0 = earliest record */
 	struct otlp_opts oo;
 	bool otlp;
 	char offhost[MAX_OFFSETS][64];
@@ -96,7 +77,7 @@ struct export_opts {
 	size_t noff;
 };
 
-int export_option(void *ctx, int c, const char *arg)
+static int export_option(void *ctx, int c, const char *arg)
 {
 	struct export_opts *x = ctx;
 
@@ -146,21 +127,21 @@ int export_option(void *ctx, int c, const char *arg)
 }
 
 /* Says how the inputs' clocks are joined; returns 0 or EXIT_RUNTIME. */
-int export_clocks(struct exporter *e, const struct export_opts *x)
+static int export_clocks(struct source *src, const struct export_opts *x)
 {
 	for (size_t i = 0; i < x->noff; i++)
-		if (source_clock_offset(&e->src, x->offhost[i], x->offns[i]) < 0)
+		if (source_clock_offset(src, x->offhost[i], x->offns[i]) < 0)
 			return cli_runtime_error("export", "--clock-offset: no input comes from host '%s'",
 						 x->offhost[i]);
-	if (e->src.nhosts > 1)
+	if (src->nhosts > 1)
 		fprintf(stderr, "shmtrace export: the inputs come from %u hosts; their times are "
-			"aligned by each capture's wall clock\n", e->src.nhosts);
-	else if (e->src.nrings > 1)
+			"aligned by each capture's wall clock\n", src->nhosts);
+	else if (src->nrings > 1)
 		/* not an error (two runs side by side is a fair thing to
 		 * look at), but flows and names are kept apart per ring */
 		fprintf(stderr, "shmtrace export: the inputs come from %u different rings; "
 			"flows are joined only within a ring, or by a global flow id\n",
-			e->src.nrings);
+			src->nrings);
 	return 0;
 }
 
@@ -176,7 +157,6 @@ int cmd_export(int argc, char **argv)
 		{ "clock-offset", required_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct exporter *e = calloc(1, sizeof(*e));
 	struct export_opts *x = calloc(1, sizeof(*x));
 	struct cmd c = {
 		.name = "export", .usage = export_usage, .shortopts = "f:", .longopts = opts,
@@ -184,15 +164,12 @@ int cmd_export(int argc, char **argv)
 	};
 	int rc;
 
-	if (!e || !x || !(e->w = malloc(sizeof(*e->w)))) {
-		free(e);
-		free(x);
+	if (!x)
 		return cli_runtime_error("export", "out of memory");
-	}
 	x->oo.batch_bytes = OTLP_BATCH_DEFAULT;
 	x->oo.retries = OTLP_RETRIES_DEFAULT;
-	c.flt = &e->flt;
-	c.src = &e->src;
+	c.flt = &x->flt;
+	c.src = &x->src;
 	rc = cmd_parse(&c, argc, argv);
 	if (rc != CMD_CONTINUE)
 		goto done;
@@ -203,18 +180,16 @@ int cmd_export(int argc, char **argv)
 	rc = cmd_open(&c, x->otlp && x->oo.endpoint ? NULL : "use -o FILE, or -o - for stdout");
 	if (rc)
 		goto done;
-	rc = export_clocks(e, x);
+	rc = export_clocks(&x->src, x);
 	if (rc == 0 && x->otlp) {
-		x->oo.flt = &e->flt;
+		x->oo.flt = &x->flt;
 		x->oo.progress = isatty(STDERR_FILENO);
-		rc = otlp_export(&e->src, &x->oo, c.out);
+		rc = otlp_export(&x->src, &x->oo, c.out);
 	} else if (rc == 0) {
-		rc = export_chrome(e, &c);
+		rc = chrome_export(&x->src, &x->flt, &c);
 	}
-	source_close(&e->src);
+	source_close(&x->src);
 done:
-	free(e->w);
-	free(e);
 	free(x);
 	return rc;
 }

@@ -15,8 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "cli.h"
 #include "json_writer.h"
+#include "kv.h"
 #include "ring_census.h"
 #include "ring_reader.h"
 
@@ -45,17 +47,11 @@ static int census_pass(void *arg)
 		c->fill = v->capacity;
 	c->undrained = shmt_ring_undrained(v);
 	for (uint32_t i = 0; i < nthr; i++) {
-		struct shmt_thread t, u;
-		bool dup = false;
+		struct shmt_thread t;
 
-		if (shmt_ring_thread(v, i, &t) < 0)
+		if (!ring_process_at(v, i, &t, false))
 			continue;
-		for (uint32_t j = 0; j < i && !dup; j++)
-			dup = shmt_ring_thread(v, j, &u) == 0 && u.pid == t.pid &&
-			      u.start_time == t.start_time;
-		if (dup)
-			continue;
-		if (t.pid && shmt_proc_start_time(t.pid) == t.start_time) {
+		if (ring_process_alive(&t)) {
 			if (c->alive < MAX_LIVE)
 				c->live_pids[c->alive] = t.pid;
 			c->alive++;
@@ -148,13 +144,8 @@ static int list_names(char ***out, size_t *n)
 			continue;
 		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
 			continue;
-		if (*n == cap) {
-			char **nv = realloc(v, (cap = cap ? cap * 2 : 32) * sizeof(*v));
-
-			if (!nv)
-				break;
-			v = nv;
-		}
+		if (array_reserve(&v, &cap, *n + 1, sizeof(*v), 32) < 0)
+			break;
 		if (!(v[*n] = strdup(de->d_name)))
 			break;
 		(*n)++;
@@ -179,20 +170,99 @@ static const char ls_usage[] =
 
 static const struct cli_opts ls_opts = { "ls", ls_usage, ":h", cli_json_longopts };
 
-int cmd_ls(int argc, char **argv)
+static const char *mode_name(const struct census *cs)
+{
+	return cs->v.mode == SHMTRACE_MODE_OVERWRITE ? "overwrite" : "discard";
+}
+
+/* One ring as a JSON object. */
+static void ls_json(struct jw *w, const char *name, const struct census *cs,
+		    const struct stat *st, int64_t col, uint64_t now)
+{
+	uint64_t created = cs->v.clock.realtime0;
+	char perm[8];
+	struct kv o;
+
+	kv_begin(&o, w, true);
+	kv_str(&o, "name", name);
+	kv_u64(&o, "size", (uint64_t)st->st_size);
+	snprintf(perm, sizeof(perm), "%04o", (unsigned)(st->st_mode & 07777));
+	kv_str(&o, "perm", perm);
+	kv_u64(&o, "uid", (uint64_t)st->st_uid);
+	kv_str(&o, "mode", mode_name(cs));
+	kv_u64(&o, "capacity", cs->v.capacity);
+	kv_u64(&o, "fill", cs->fill);
+	kv_u64(&o, "producers_alive", cs->alive);
+	kv_u64(&o, "producers_dead", cs->dead);
+	kv_bool(&o, "collector", col >= 0);
+	kv_u64(&o, "collector_pid", col > 0 ? (uint64_t)col : 0);
+	kv_u64(&o, "created_ns", created);
+	kv_u64(&o, "age_s", created && created <= now ? (now - created) / 1000000000ull : 0);
+	kv_close(&o);
+}
+
+/* One ring as a line of the table. */
+static void ls_text(struct jw *w, const char *name, const struct census *cs,
+		    const struct stat *st, int64_t col, uint64_t now)
+{
+	char size[32], age[32], colbuf[24], line[512], esc[1300];
+
+	/* a file name is untrusted bytes: escaped, never raw */
+	json_escape(name, strlen(name), esc, sizeof(esc));
+	fmt_size(size, sizeof(size), (uint64_t)st->st_size);
+	fmt_age(age, sizeof(age), cs->v.clock.realtime0, now);
+	/* a collector in another pid namespace: attached, pid unknown */
+	if (col > 0)
+		snprintf(colbuf, sizeof(colbuf), "%lld", (long long)col);
+	else
+		snprintf(colbuf, sizeof(colbuf), "%s", col == 0 ? "yes" : "-");
+	snprintf(line, sizeof(line), " %7s  %04o  %-9s  %8u  %4.0f%%  %5u  %4u  %9s  %s\n", size,
+		 (unsigned)(st->st_mode & 07777), mode_name(cs), cs->v.capacity,
+		 100.0 * (double)cs->fill / cs->v.capacity, cs->alive, cs->dead, colbuf, age);
+	jw_puts(w, esc);
+	for (size_t k = strlen(esc); k < 20; k++)
+		jw_puts(w, " ");
+	jw_puts(w, line);
+}
+
+/* The rings of names[0..n) that can be read, on w. */
+static void ls_rings(struct jw *w, char **names, size_t n, bool json)
 {
 	uint64_t now = shmt_realtime_ns();
+	bool any = false;
+
+	if (json)
+		jw_puts(w, "[");
+	for (size_t i = 0; i < n; i++) {
+		struct census cs;
+		struct stat st;
+		char err[512];
+
+		/* not readable by us, or not a ring: not ours to list */
+		if (census_take(names[i], &cs, &st, err, sizeof(err)) < 0)
+			continue;
+		if (json && any)
+			jw_puts(w, ",");
+		else if (!json && !any)
+			jw_puts(w, "NAME                    SIZE  PERM  MODE       CAPACITY   FILL"
+				   "  ALIVE  DEAD  COLLECTOR  AGE\n");
+		(json ? ls_json : ls_text)(w, names[i], &cs, &st, ring_collector(&cs.v), now);
+		any = true;
+		shmt_view_close(&cs.v);
+	}
+	if (json)
+		jw_puts(w, "]\n");
+}
+
+int cmd_ls(int argc, char **argv)
+{
 	struct jw *w = NULL;
-	bool json = false, any = false;
+	bool json = false;
 	char **names = NULL;
 	size_t n = 0;
-	int c, ret, rc = EXIT_OK;
+	int ret, rc = EXIT_OK;
 
-	cli_getopt_start();
-	while ((c = cli_getopt(&ls_opts, argc, argv, &rc)) > 0)
-		if (c == 'j')
-			json = true;
-	if (c == CLI_OPT_EXIT)
+	if (cli_getopt_flag(&ls_opts, argc, argv, 'j', &json, &rc) == CLI_OPT_EXIT)
 		return rc;
 	if (optind != argc)
 		return cli_usage_error("ls", "unexpected argument '%s'", argv[optind]);
@@ -201,79 +271,12 @@ int cmd_ls(int argc, char **argv)
 		return cli_runtime_error("ls", "cannot read " SHMT_SHM_DIR ": %s", strerror(-ret));
 	if (!(w = malloc(sizeof(*w)))) {
 		rc = cli_runtime_error("ls", "out of memory");
-		goto out;
+	} else {
+		jw_init(w, stdout);
+		ls_rings(w, names, n, json);
+		if ((ret = jw_flush(w)) < 0)
+			rc = cli_runtime_error("ls", "writing output: %s", strerror(-ret));
 	}
-	jw_init(w, stdout);
-	if (json)
-		jw_puts(w, "[");
-	for (size_t i = 0; i < n; i++) {
-		struct census cs;
-		struct stat st;
-		char err[512], size[32], age[32], colbuf[24], line[512], esc[1300];
-		int64_t col;
-
-		/* not readable by us, or not a ring: not ours to list */
-		if (census_take(names[i], &cs, &st, err, sizeof(err)) < 0)
-			continue;
-		col = ring_collector(&cs.v);
-		if (json) {
-			jw_puts(w, any ? ",{\"name\":" : "{\"name\":");
-			jw_cstr(w, names[i]);
-			jw_puts(w, ",\"size\":");
-			jw_u64(w, (uint64_t)st.st_size);
-			snprintf(line, sizeof(line), ",\"perm\":\"%04o\",\"uid\":%u,\"mode\":\"%s\"",
-				 (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
-				 cs.v.mode == SHMTRACE_MODE_OVERWRITE ? "overwrite" : "discard");
-			jw_puts(w, line);
-			jw_puts(w, ",\"capacity\":");
-			jw_u64(w, cs.v.capacity);
-			jw_puts(w, ",\"fill\":");
-			jw_u64(w, cs.fill);
-			jw_puts(w, ",\"producers_alive\":");
-			jw_u64(w, cs.alive);
-			jw_puts(w, ",\"producers_dead\":");
-			jw_u64(w, cs.dead);
-			jw_puts(w, col >= 0 ? ",\"collector\":true,\"collector_pid\":"
-					    : ",\"collector\":false,\"collector_pid\":");
-			jw_u64(w, col > 0 ? (uint64_t)col : 0);
-			jw_puts(w, ",\"created_ns\":");
-			jw_u64(w, cs.v.clock.realtime0);
-			jw_puts(w, ",\"age_s\":");
-			jw_u64(w, cs.v.clock.realtime0 && cs.v.clock.realtime0 <= now ?
-				  (now - cs.v.clock.realtime0) / 1000000000ull : 0);
-			jw_puts(w, "}");
-		} else {
-			if (!any)
-				jw_puts(w, "NAME                    SIZE  PERM  MODE       CAPACITY   FILL"
-					   "  ALIVE  DEAD  COLLECTOR  AGE\n");
-			/* a file name is untrusted bytes: escaped, never raw */
-			json_escape(names[i], strlen(names[i]), esc, sizeof(esc));
-			fmt_size(size, sizeof(size), (uint64_t)st.st_size);
-			fmt_age(age, sizeof(age), cs.v.clock.realtime0, now);
-			/* a collector in another pid namespace: attached, pid unknown */
-			if (col > 0)
-				snprintf(colbuf, sizeof(colbuf), "%lld", (long long)col);
-			else
-				snprintf(colbuf, sizeof(colbuf), "%s", col == 0 ? "yes" : "-");
-			snprintf(line, sizeof(line),
-				 " %7s  %04o  %-9s  %8u  %4.0f%%  %5u  %4u  %9s  %s\n", size,
-				 (unsigned)(st.st_mode & 07777),
-				 cs.v.mode == SHMTRACE_MODE_OVERWRITE ? "overwrite" : "discard",
-				 cs.v.capacity, 100.0 * (double)cs.fill / cs.v.capacity, cs.alive,
-				 cs.dead, colbuf, age);
-			jw_puts(w, esc);
-			for (size_t k = strlen(esc); k < 20; k++)
-				jw_puts(w, " ");
-			jw_puts(w, line);
-		}
-		any = true;
-		shmt_view_close(&cs.v);
-	}
-	if (json)
-		jw_puts(w, "]\n");
-	if ((ret = jw_flush(w)) < 0)
-		rc = cli_runtime_error("ls", "writing output: %s", strerror(-ret));
-out:
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -353,13 +356,9 @@ static const struct cli_opts rm_opts = { "rm", rm_usage, ":fh", rm_longopts };
 int cmd_rm(int argc, char **argv)
 {
 	bool force = false;
-	int c, rc = EXIT_OK;
+	int rc = EXIT_OK;
 
-	cli_getopt_start();
-	while ((c = cli_getopt(&rm_opts, argc, argv, &rc)) > 0)
-		if (c == 'f')
-			force = true;
-	if (c == CLI_OPT_EXIT)
+	if (cli_getopt_flag(&rm_opts, argc, argv, 'f', &force, &rc) == CLI_OPT_EXIT)
 		return rc;
 	if (optind == argc)
 		return cli_usage_error("rm", "no ring given");

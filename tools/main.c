@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "svg.h"
 
 static const char usage[] =
 	"Usage: shmtrace COMMAND [options]\n"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ring_census.c - whether a collector drains a ring now, for `shmtrace ls`,
- * `rm` and `stat` alike.
+ * ring_census.c - a ring's producer processes and whether a collector
+ * drains it now, for `shmtrace ls`, `rm` and `stat` alike.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,6 +12,30 @@
 
 #include "ring_reader.h"
 #include "ring_census.h"
+#include "ring_reader.h"
+
+bool ring_process_at(const struct shmt_view *v, uint32_t i, struct shmt_thread *t, bool all)
+{
+	uint32_t nthr = shmt_ring_nthreads(v);
+	struct shmt_thread u;
+
+	if (shmt_ring_thread(v, i, t) < 0)
+		return false;
+	for (uint32_t j = 0; j < i; j++)
+		if (shmt_ring_thread(v, j, &u) == 0 && u.pid == t->pid &&
+		    u.start_time == t->start_time)
+			return false;
+	for (uint32_t j = i + 1; all && j < nthr; j++)
+		if (shmt_ring_thread(v, j, &u) == 0 && u.pid == t->pid &&
+		    u.start_time == t->start_time)
+			t->flags |= u.flags;
+	return true;
+}
+
+bool ring_process_alive(const struct shmt_thread *t)
+{
+	return t->pid && shmt_proc_start_time(t->pid) == t->start_time;
+}
 
 /*
  * The collector holds an flock on the ring (collector/drain.c), which

@@ -15,63 +15,10 @@
 #include "cli.h"
 #include "fmt.h"
 #include "json_writer.h"
+#include "kv.h"
 #include "loss.h"
 #include "ring_census.h"
 #include "ring_reader.h"
-
-/* Key/value output: "key:  value" lines, or one JSON object. */
-struct kv {
-	bool json, first;
-	struct jw *w;
-};
-
-static void kv_key(struct kv *o, const char *k)
-{
-	if (o->json) {
-		jw_puts(o->w, o->first ? "{" : ",");
-		jw_cstr(o->w, k);
-		jw_puts(o->w, ":");
-	} else {
-		char label[40];
-
-		snprintf(label, sizeof(label), "%s:", k);
-		jw_puts(o->w, label);
-		/* a column of values, and a space after a longer key */
-		for (size_t i = strlen(label); i < 20 || i == strlen(label); i++)
-			jw_puts(o->w, " ");
-	}
-	o->first = false;
-}
-
-static void kv_u64(struct kv *o, const char *k, uint64_t v)
-{
-	kv_key(o, k);
-	jw_u64(o->w, v);
-	if (!o->json)
-		jw_puts(o->w, "\n");
-}
-
-static void kv_str(struct kv *o, const char *k, const char *v)
-{
-	kv_key(o, k);
-	if (o->json) {
-		jw_cstr(o->w, v);
-	} else {
-		char esc[600];
-
-		/* untrusted bytes from the segment or file: escaped, never raw */
-		json_escape(v, strlen(v), esc, sizeof(esc));
-		jw_puts(o->w, esc);
-		jw_puts(o->w, "\n");
-	}
-}
-
-static int kv_end(struct kv *o)
-{
-	if (o->json)
-		jw_puts(o->w, o->first ? "{}\n" : "}\n");
-	return jw_flush(o->w);
-}
 
 static const char *mode_name(uint32_t mode)
 {
@@ -95,8 +42,7 @@ static void kv_collector(struct kv *o, int64_t col, uint64_t recorded)
 	char buf[96];
 
 	if (o->json) {
-		kv_key(o, "collector");
-		jw_puts(o->w, col >= 0 ? "true" : "false");
+		kv_bool(o, "collector", col >= 0);
 		kv_u64(o, "collector_pid", col > 0 ? (uint64_t)col : 0);
 		kv_u64(o, "collector_pid_recorded", recorded);
 		return;
@@ -119,23 +65,20 @@ struct ring_stat {
 	const char *name;
 };
 
-static int stat_ring_pass(void *arg)
+/* The ring's header: geometry, fill, counters, tables, clock, collector. */
+static void stat_ring_header(struct kv *o, const char *name, const struct shmt_view *v)
 {
-	struct ring_stat *rs = arg;
-	const struct shmt_view *v = &rs->v;
-	struct kv *o = rs->o;
 	struct shmt_ring_status st;
 	uint64_t fill;
 	uint32_t nthr, nstr;
 	struct shmt_loss loss;
 	char buf[96];
-	bool any = false;
 
 	shmt_ring_status(v, &st);
 	fill = st.head > st.tail ? st.head - st.tail : 0;
 	nthr = shmt_ring_nthreads(v);
 	nstr = shmt_ring_nstrings(v);
-	kv_str(o, "ring", rs->name);
+	kv_str(o, "ring", name);
 	snprintf(buf, sizeof(buf), "%u.%u", v->major, v->minor);
 	kv_str(o, "format", buf);
 	kv_u64(o, "capacity", v->capacity);
@@ -157,55 +100,59 @@ static int stat_ring_pass(void *arg)
 	kv_str(o, "wall_clock_anchor", buf);
 	kv_u64(o, "anchor_mono_ns", v->clock.mono0);
 	kv_collector(o, ring_collector(v), shmt_ring_collector_pid(v));
+}
 
+/* One producer process: a JSON object, or a line "  PID  NAME  alive". */
+static void stat_producer(struct kv *o, const struct shmt_thread *t, bool first)
+{
+	bool alive = ring_process_alive(t);
+	const char *attached = t->flags & SHMT_THREAD_REATTACHED ? "again (ring made anew)" :
+			       t->flags & SHMT_THREAD_LATE ? "late (waited for the ring)" : NULL;
+	char esc[SHMT_NAME_LEN * 6 + 1], buf[32];
+
+	if (o->json) {
+		jw_puts(o->w, first ? "{\"pid\":" : ",{\"pid\":");
+		jw_u64(o->w, t->pid);
+		jw_puts(o->w, ",\"name\":");
+		jw_cstr(o->w, t->pname);
+		jw_puts(o->w, ",\"start_time\":");
+		jw_u64(o->w, t->start_time);
+		jw_puts(o->w, ",\"attached\":");
+		jw_cstr(o->w, t->flags & SHMT_THREAD_REATTACHED ? "reattached" :
+			      t->flags & SHMT_THREAD_LATE ? "late" : "start");
+		jw_puts(o->w, alive ? ",\"alive\":true}" : ",\"alive\":false}");
+		return;
+	}
+	json_escape(t->pname, strlen(t->pname), esc, sizeof(esc));
+	snprintf(buf, sizeof(buf), "  %8u  ", t->pid);
+	jw_puts(o->w, buf);
+	jw_puts(o->w, esc);
+	jw_puts(o->w, alive ? "  alive" : "  dead");
+	if (attached) {
+		jw_puts(o->w, "  attached ");
+		jw_puts(o->w, attached);
+	}
+	jw_puts(o->w, "\n");
+}
+
+static int stat_ring_pass(void *arg)
+{
+	struct ring_stat *rs = arg;
+	const struct shmt_view *v = &rs->v;
+	struct kv *o = rs->o;
+	uint32_t nthr = shmt_ring_nthreads(v);
+	bool any = false;
+
+	stat_ring_header(o, rs->name, v);
 	/* one line per process: the first slot of each (pid, start time) */
 	kv_key(o, "producers");
 	jw_puts(o->w, o->json ? "[" : "\n");
 	for (uint32_t i = 0; i < nthr; i++) {
-		struct shmt_thread t, u;
-		bool dup = false;
-		bool alive;
-		const char *attached;
-		char esc[SHMT_NAME_LEN * 6 + 1];
+		struct shmt_thread t;
 
-		if (shmt_ring_thread(v, i, &t) < 0)
+		if (!ring_process_at(v, i, &t, true))
 			continue;
-		for (uint32_t j = 0; j < i && !dup; j++)
-			dup = shmt_ring_thread(v, j, &u) == 0 && u.pid == t.pid &&
-			      u.start_time == t.start_time;
-		if (dup)
-			continue;
-		alive = t.pid && shmt_proc_start_time(t.pid) == t.start_time;
-		/* how the process came to this ring (any of its slots says) */
-		for (uint32_t j = i; j < nthr; j++)
-			if (shmt_ring_thread(v, j, &u) == 0 && u.pid == t.pid &&
-			    u.start_time == t.start_time)
-				t.flags |= u.flags;
-		attached = t.flags & SHMT_THREAD_REATTACHED ? "again (ring made anew)" :
-			   t.flags & SHMT_THREAD_LATE ? "late (waited for the ring)" : "at start";
-		if (o->json) {
-			jw_puts(o->w, any ? ",{\"pid\":" : "{\"pid\":");
-			jw_u64(o->w, t.pid);
-			jw_puts(o->w, ",\"name\":");
-			jw_cstr(o->w, t.pname);
-			jw_puts(o->w, ",\"start_time\":");
-			jw_u64(o->w, t.start_time);
-			jw_puts(o->w, ",\"attached\":");
-			jw_cstr(o->w, t.flags & SHMT_THREAD_REATTACHED ? "reattached" :
-				      t.flags & SHMT_THREAD_LATE ? "late" : "start");
-			jw_puts(o->w, alive ? ",\"alive\":true}" : ",\"alive\":false}");
-		} else {
-			json_escape(t.pname, strlen(t.pname), esc, sizeof(esc));
-			snprintf(buf, sizeof(buf), "  %8u  ", t.pid);
-			jw_puts(o->w, buf);
-			jw_puts(o->w, esc);
-			jw_puts(o->w, alive ? "  alive" : "  dead");
-			if (strcmp(attached, "at start")) {
-				jw_puts(o->w, "  attached ");
-				jw_puts(o->w, attached);
-			}
-			jw_puts(o->w, "\n");
-		}
+		stat_producer(o, &t, !any);
 		any = true;
 	}
 	if (o->json)
@@ -232,51 +179,49 @@ static int stat_ring(const char *name, struct kv *o)
 	return EXIT_OK;
 }
 
-static int stat_capture(const char *path, struct kv *o)
+/* What a walk over a capture's frames counts. */
+struct cap_census {
+	uint64_t frames[SHMT_CAP_END + 1], records, first, last;
+	struct shmt_cap_loss loss;	/* the last LOSS frame's */
+	struct shmt_cap_end end;
+	int ret;			/* shmt_cap_next()'s last: 0 at a clean end */
+	char err[512];			/* why not, when ret < 0 */
+};
+
+static void cap_count(struct shmt_cap_reader *r, struct cap_census *c)
+{
+	struct shmt_cap_frame f;
+
+	c->first = UINT64_MAX;
+	c->frames[SHMT_CAP_HEADER] = 1;
+	while ((c->ret = shmt_cap_next(r, &f, c->err, sizeof(c->err))) == 1) {
+		/* PACKED frames come as RECORDS */
+		if (f.type >= SHMT_CAP_HEADER && f.type <= SHMT_CAP_END)
+			c->frames[f.type]++;
+		if (f.type == SHMT_CAP_RECORDS && f.records.n) {
+			c->records += f.records.n;
+			if (f.records.first_seq < c->first)
+				c->first = f.records.first_seq;
+			if (f.records.first_seq + f.records.n > c->last)
+				c->last = f.records.first_seq + f.records.n;
+		} else if (f.type == SHMT_CAP_LOSS) {
+			c->loss = f.loss;
+		} else if (f.type == SHMT_CAP_END) {
+			c->end = f.end;
+		}
+	}
+}
+
+static void stat_capture_print(struct kv *o, const char *path, const struct shmt_cap_header *h,
+			       const struct cap_census *c)
 {
 	static const char *names[SHMT_CAP_END + 1] = {
 		[SHMT_CAP_HEADER] = "header", [SHMT_CAP_STRINGS] = "strings",
 		[SHMT_CAP_THREADS] = "threads", [SHMT_CAP_RECORDS] = "records",
 		[SHMT_CAP_LOSS] = "loss", [SHMT_CAP_END] = "end",
 	};
-	uint64_t frames[SHMT_CAP_END + 1] = { 0 }, records = 0, first = UINT64_MAX, last = 0;
-	struct shmt_cap_loss loss = { 0 };
-	struct shmt_cap_end end = { 0 };
-	struct shmt_cap_reader *r;
-	struct shmt_cap_frame f;
-	const struct shmt_cap_header *h;
-	char err[512], buf[96];
-	int ret;
+	char buf[96];
 
-	ret = shmt_cap_open(path, &r, err, sizeof(err));
-	/* name the argument once, and say what was looked for */
-	if (ret == -ENOENT && shmt_name_check(path) == 0)
-		return cli_runtime_error("stat", "%s: no ring of that name in /dev/shm, nor a capture file",
-					 path);
-	if (ret == -ENOENT)
-		return cli_runtime_error("stat", "%s: no such capture file", path);
-	if (ret < 0 && strncmp(err, path, strlen(path)))
-		return cli_runtime_error("stat", "%s: %s", path, err);
-	if (ret < 0)
-		return cli_runtime_error("stat", "%s", err);
-	frames[SHMT_CAP_HEADER] = 1;
-	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
-		/* PACKED frames come as RECORDS */
-		if (f.type >= SHMT_CAP_HEADER && f.type <= SHMT_CAP_END)
-			frames[f.type]++;
-		if (f.type == SHMT_CAP_RECORDS && f.records.n) {
-			records += f.records.n;
-			if (f.records.first_seq < first)
-				first = f.records.first_seq;
-			if (f.records.first_seq + f.records.n > last)
-				last = f.records.first_seq + f.records.n;
-		} else if (f.type == SHMT_CAP_LOSS) {
-			loss = f.loss;
-		} else if (f.type == SHMT_CAP_END) {
-			end = f.end;
-		}
-	}
-	h = shmt_cap_header_of(r);
 	kv_str(o, "capture", path);
 	kv_u64(o, "version", h->version);
 	kv_u64(o, "part", h->part);
@@ -292,24 +237,51 @@ static int stat_capture(const char *path, struct kv *o)
 	kv_u64(o, "collector_pid", h->collector_pid);
 	for (int t = SHMT_CAP_HEADER; t <= SHMT_CAP_END; t++) {
 		snprintf(buf, sizeof(buf), "%s_frames", names[t]);
-		kv_u64(o, buf, frames[t]);
+		kv_u64(o, buf, c->frames[t]);
 	}
-	kv_u64(o, "records", records);
-	kv_u64(o, "first_seq", first == UINT64_MAX ? 0 : first);
-	kv_u64(o, "end_seq", last);
-	kv_losses(o, &loss.counters);
+	kv_u64(o, "records", c->records);
+	kv_u64(o, "first_seq", c->first == UINT64_MAX ? 0 : c->first);
+	kv_u64(o, "end_seq", c->last);
+	kv_losses(o, &c->loss.counters);
 	/* 0: a capture whose LOSS frames predate the table sizes */
-	kv_u64(o, "max_strings", loss.max_strings);
-	kv_u64(o, "string_bytes", loss.string_bytes);
-	kv_u64(o, "max_threads", loss.max_threads);
-	if (ret == 0) {
-		kv_str(o, "end", end.next_part ? "clean (rotated)" : "clean");
-		kv_u64(o, "next_part", end.next_part);
+	kv_u64(o, "max_strings", c->loss.max_strings);
+	kv_u64(o, "string_bytes", c->loss.string_bytes);
+	kv_u64(o, "max_threads", c->loss.max_threads);
+	if (c->ret == 0) {
+		kv_str(o, "end", c->end.next_part ? "clean (rotated)" : "clean");
+		kv_u64(o, "next_part", c->end.next_part);
 	} else {
-		kv_str(o, "end", ret == -EPIPE ? "cut" : "damaged");
-		kv_str(o, "end_detail", err);
+		kv_str(o, "end", c->ret == -EPIPE ? "cut" : "damaged");
+		kv_str(o, "end_detail", c->err);
 	}
+}
+
+static int stat_capture(const char *path, struct kv *o)
+{
+	struct cap_census *c = calloc(1, sizeof(*c));
+	struct shmt_cap_reader *r;
+	char err[512];
+	int ret;
+
+	if (!c)
+		return cli_runtime_error("stat", "out of memory");
+	ret = shmt_cap_open(path, &r, err, sizeof(err));
+	if (ret < 0) {
+		free(c);
+		/* name the argument once, and say what was looked for */
+		if (ret == -ENOENT && shmt_name_check(path) == 0)
+			return cli_runtime_error("stat", "%s: no ring of that name in /dev/shm, "
+						 "nor a capture file", path);
+		if (ret == -ENOENT)
+			return cli_runtime_error("stat", "%s: no such capture file", path);
+		if (strncmp(err, path, strlen(path)))
+			return cli_runtime_error("stat", "%s: %s", path, err);
+		return cli_runtime_error("stat", "%s", err);
+	}
+	cap_count(r, c);
+	stat_capture_print(o, path, shmt_cap_header_of(r), c);
 	shmt_cap_close(r);
+	free(c);
 	if ((ret = kv_end(o)) < 0)
 		return cli_runtime_error("stat", "writing output: %s", strerror(-ret));
 	return EXIT_OK;
@@ -332,24 +304,23 @@ static const struct cli_opts stat_opts = { "stat", stat_usage, ":h", cli_json_lo
 
 int cmd_stat(int argc, char **argv)
 {
-	struct kv o = { .first = true };
-	int c, rc;
+	struct kv o;
+	struct jw *w;
+	bool json = false;
+	int rc;
 
-	cli_getopt_start();
-	while ((c = cli_getopt(&stat_opts, argc, argv, &rc)) > 0)
-		if (c == 'j')
-			o.json = true;
-	if (c == CLI_OPT_EXIT)
+	if (cli_getopt_flag(&stat_opts, argc, argv, 'j', &json, &rc) == CLI_OPT_EXIT)
 		return rc;
 	if (optind + 1 != argc)
 		return cli_usage_error("stat", optind == argc ? "no ring or capture given"
 							      : "give one ring or capture file");
-	o.w = malloc(sizeof(*o.w));
-	if (!o.w)
+	w = malloc(sizeof(*w));
+	if (!w)
 		return cli_runtime_error("stat", "out of memory");
-	jw_init(o.w, stdout);
+	jw_init(w, stdout);
+	kv_begin(&o, w, json);
 	rc = is_ring_name(argv[optind]) ? stat_ring(argv[optind], &o)
 					: stat_capture(argv[optind], &o);
-	free(o.w);
+	free(w);
 	return rc;
 }

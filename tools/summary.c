@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "cli.h"
 #include "fmt.h"
 #include "hist.h"
@@ -52,7 +53,7 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	uint64_t *v;
 	bool added;
 
-	if (r->commit != SHMTRACE_KIND_SPAN && r->commit != SHMTRACE_KIND_OPEN)
+	if (shmt_record_kind(r) != SHMTRACE_KIND_SPAN && shmt_record_kind(r) != SHMTRACE_KIND_OPEN)
 		return 0;
 	pid = procs_outpid(&s->ps, r->pid, start_time, r->ts);
 	v = u64map_get(&s->idx, (uint64_t)pid << 32 | r->name, s->n, &added);
@@ -61,16 +62,9 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	if (added) {
 		struct row *row = malloc(sizeof(*row));
 
-		if (s->n == s->cap) {
-			size_t cap = s->cap ? s->cap * 2 : 64;
-			struct row **nr = reallocarray(s->rows, cap, sizeof(*nr));
-
-			if (!nr) {
-				free(row);
-				return -ENOMEM;
-			}
-			s->rows = nr;
-			s->cap = cap;
+		if (array_reserve(&s->rows, &s->cap, s->n + 1, sizeof(*s->rows), 64) < 0) {
+			free(row);
+			return -ENOMEM;
 		}
 		if (!row)
 			return -ENOMEM;
@@ -80,7 +74,7 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 		hist_init(&row->h);
 		s->rows[s->n++] = row;
 	}
-	if (r->commit == SHMTRACE_KIND_OPEN)
+	if (shmt_record_kind(r) == SHMTRACE_KIND_OPEN)
 		s->rows[*v]->unfinished++;	/* no duration: it never ended */
 	else
 		hist_add(&s->rows[*v]->h, r->dur);

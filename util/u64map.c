@@ -23,6 +23,9 @@ void u64map_free(struct u64map *m)
 	m->tab = NULL;
 }
 
+/* Half of hash.h's hash_fmix64(), on purpose: maps are walked in slot
+ * order (u64map_next()), so what is written from one comes out in the
+ * order this hash gives; it stays as it is. */
 static size_t hash(uint64_t k)
 {
 	k ^= k >> 33;

@@ -11,18 +11,13 @@
 #include <errno.h>
 #include <string.h>
 
+#include "hash.h"
 #include "ring_writer.h"
 
-/* FNV-1a: short strings, no need for more. */
+/* util/'s FNV-1a: the table's layout depends on it, never to change. */
 uint32_t shmt_hash(const char *s, size_t len)
 {
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (uint8_t)s[i];
-		h *= 16777619u;
-	}
-	return h;
+	return fnv1a32(s, len);
 }
 
 /*

@@ -2,7 +2,7 @@
 /*
  * fuzz_capture.c - libFuzzer harness for the capture-file reader
  * (capture/capture_dec.c, capture_file.c) and the exporter's capture source
- * (tools/source.c). Built and run by tests/fuzz/run.sh.
+ * (tools/trace/source.c). Built and run by tests/fuzz/run.sh.
  *
  * Each input is a capture file (version 2, or a version-1 one: both are
  * read). It is read three ways:

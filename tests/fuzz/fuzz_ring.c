@@ -2,7 +2,7 @@
 /*
  * fuzz_ring.c - libFuzzer harness for the post-mortem ring reader
  * (libshm/ring/ring_reader.c, shmt_view_validate() in libshm/ring/ring.c) and the
- * exporter's ring source (tools/source.c). Built and run by run.sh.
+ * exporter's ring source (tools/trace/source.c). Built and run by run.sh.
  *
  * At start-up the harness makes a real ring with a small geometry (16
  * records, 8 strings, 4 name slots, 2 staging blocks: a 16 KiB segment)

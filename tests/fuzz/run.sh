@@ -20,16 +20,16 @@ HARNESSES=("$@")
 FLAGS=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -pthread
        "-DSHMTRACE_VERSION=\"fuzz\"" -Iinclude -Iutil -Ilibshm/ring -Ilibshm/lib -Icapture
-       -Icollector -Itools -Itests/fuzz)
+       -Icollector -Itools -Itools/trace -Itools/chrome -Itools/otlp -Itools/svg -Itests/fuzz)
 LIBS=(-luring -lmsgpackc -lm)
 LIB_SRC=(util/*.c libshm/ring/*.c libshm/lib/*.c capture/*.c)
 COL_SRC=($(ls collector/*.c | grep -v '^collector/main\.c$'))
-TOOL_SRC=($(ls tools/*.c | grep -v '^tools/main\.c$'))
+TOOL_SRC=($(ls tools/*.c tools/trace/*.c tools/chrome/*.c tools/otlp/*.c tools/svg/*.c | grep -v '^tools/main\.c$'))
 
 declare -A SRCS MAXLEN
 SRCS[fuzz_capture]="tests/fuzz/json_check.c ${LIB_SRC[*]} ${COL_SRC[*]} ${TOOL_SRC[*]}"
 SRCS[fuzz_ring]="tests/fuzz/json_check.c ${LIB_SRC[*]} ${COL_SRC[*]} ${TOOL_SRC[*]}"
-SRCS[fuzz_json]="tests/fuzz/json_check.c util/json_writer.c util/utf8.c"
+SRCS[fuzz_json]="tests/fuzz/json_check.c util/json_writer.c util/dec.c util/utf8.c"
 MAXLEN[fuzz_capture]=65536
 MAXLEN[fuzz_ring]=32768
 MAXLEN[fuzz_json]=8192

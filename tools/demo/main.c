@@ -154,7 +154,15 @@ static int parse_number(int o, const char *arg, struct demo_config *cfg,
 	return -1;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for beyond cfg: a ring to create, with rc. */
+struct demo_args {
+	struct demo_config cfg;
+	struct shmtrace_ring_config rc;
+	int create;
+};
+
+/* Parses the options into a. Returns -1 to go on, or the exit code. */
+static int parse_args(int argc, char **argv, struct demo_args *a)
 {
 	static const struct option opts[] = {
 		{ "ring", required_argument, NULL, 'r' },
@@ -170,33 +178,29 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	struct demo_config cfg = { .requests = 3000, .workers = 3, .clients = 6, .python = "python3" };
-	struct shmtrace_ring_config rc = { 0 };
-	char dir[sizeof(cfg.sock_path)] = "";
-	int create = 0, ready[2], ret, o;
-	pid_t broker;
+	int o;
 
 	while ((o = getopt_long(argc, argv, "r:n:w:c:k:hV", opts, NULL)) != -1) {
 		switch (o) {
 		case 'r':
-			cfg.ring = optarg;
+			a->cfg.ring = optarg;
 			break;
 		case 'n':
 		case 'w':
 		case 'c':
 		case 'k':
 		case OPT_CAPACITY:
-			if (parse_number(o, optarg, &cfg, &rc))
+			if (parse_number(o, optarg, &a->cfg, &a->rc))
 				return 2;
 			break;
 		case OPT_CREATE:
-			create = 1;
+			a->create = 1;
 			break;
 		case OPT_PY_WORKER:
-			cfg.py_worker = optarg;
+			a->cfg.py_worker = optarg;
 			break;
 		case OPT_PYTHON:
-			cfg.python = optarg;
+			a->cfg.python = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -214,41 +218,92 @@ int main(int argc, char **argv)
 			DEMO_NAME, argv[optind], DEMO_NAME);
 		return 2;
 	}
-	if (!cfg.ring)
-		cfg.ring = getenv("SHMTRACE_RING");
-	if (!cfg.ring || !*cfg.ring) {
+	return -1;
+}
+
+/* Checks what the options left together. Returns -1 to go on, or 2. */
+static int check_args(struct demo_args *a)
+{
+	if (!a->cfg.ring)
+		a->cfg.ring = getenv("SHMTRACE_RING");
+	if (!a->cfg.ring || !*a->cfg.ring) {
 		fprintf(stderr, "%s: no ring: pass --ring NAME or set SHMTRACE_RING\n", DEMO_NAME);
 		return 2;
 	}
-	if (cfg.crash_worker > cfg.workers) {
+	if (a->cfg.crash_worker > a->cfg.workers) {
 		fprintf(stderr, "%s: --crash-worker %u: there are only %u workers\n",
-			DEMO_NAME, cfg.crash_worker, cfg.workers);
+			DEMO_NAME, a->cfg.crash_worker, a->cfg.workers);
 		return 2;
 	}
-	if (rc.capacity && !create) {
+	if (a->rc.capacity && !a->create) {
 		fprintf(stderr, "%s: --capacity needs --create\n", DEMO_NAME);
 		return 2;
 	}
+	return -1;
+}
 
-	if (create) {
-		ret = shmtrace_ring_create(cfg.ring, &rc);
+/* Creates the ring if asked, and opens it as demo_t. Returns 0 or 1. */
+static int open_ring(const struct demo_args *a)
+{
+	int ret;
+
+	if (a->create) {
+		ret = shmtrace_ring_create(a->cfg.ring, &a->rc);
 		if (ret < 0) {
-			fprintf(stderr, "%s: create ring '%s': %s\n", DEMO_NAME, cfg.ring,
+			fprintf(stderr, "%s: create ring '%s': %s\n", DEMO_NAME, a->cfg.ring,
 				ret == -EEXIST ? "it exists already" : shmtrace_strerror(ret));
 			return 1;
 		}
 	}
-	ret = shmtrace_open(cfg.ring, &demo_t);
+	ret = shmtrace_open(a->cfg.ring, &demo_t);
 	if (ret < 0) {
-		fprintf(stderr, "%s: open ring '%s': %s%s\n", DEMO_NAME, cfg.ring,
+		fprintf(stderr, "%s: open ring '%s': %s%s\n", DEMO_NAME, a->cfg.ring,
 			shmtrace_strerror(ret),
 			ret == -ENOENT ? " (start shmtrace-collector --create first, or pass --create)" : "");
 		return 1;
 	}
+	return 0;
+}
+
+/* The broker forked (and through it the workers), this process the
+ * client; ready is the pipe the broker says it listens on. */
+static int run(struct demo_config *cfg, int ready[2])
+{
+	pid_t broker;
+
+	shmtrace_flush(demo_t);
+	broker = fork();
+	if (broker < 0) {
+		fprintf(stderr, "%s: fork: %s\n", DEMO_NAME, strerror(errno));
+		return 1;
+	}
+	if (broker == 0) {
+		/* the broker, and through it the workers, die with the client */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
+		close(ready[0]);
+		_exit(demo_broker_main(cfg, ready[1]));
+	}
+	close(ready[1]);
+	return demo_client_run(cfg, broker, ready[0]);
+}
+
+int main(int argc, char **argv)
+{
+	struct demo_args a = { .cfg = { .requests = 3000, .workers = 3, .clients = 6,
+					.python = "python3" } };
+	char dir[sizeof(a.cfg.sock_path)] = "";
+	int ready[2], ret;
+
+	if ((ret = parse_args(argc, argv, &a)) >= 0 || (ret = check_args(&a)) >= 0)
+		return ret;
+	if ((ret = open_ring(&a)) != 0)
+		return ret;
 	intern_all();
 	/* a dead peer is seen as EPIPE/EOF on its socket, never as a signal */
 	signal(SIGPIPE, SIG_IGN);
-	if (make_sock_dir(&cfg, dir, sizeof(dir)) < 0) {
+	if (make_sock_dir(&a.cfg, dir, sizeof(dir)) < 0) {
 		shmtrace_close(demo_t);
 		return 1;
 	}
@@ -258,23 +313,8 @@ int main(int argc, char **argv)
 		shmtrace_close(demo_t);
 		return 1;
 	}
-	shmtrace_flush(demo_t);
-	broker = fork();
-	if (broker < 0) {
-		fprintf(stderr, "%s: fork: %s\n", DEMO_NAME, strerror(errno));
-		ret = 1;
-	} else if (broker == 0) {
-		/* the broker, and through it the workers, die with the client */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
-			_exit(1);
-		close(ready[0]);
-		_exit(demo_broker_main(&cfg, ready[1]));
-	} else {
-		close(ready[1]);
-		ret = demo_client_run(&cfg, broker, ready[0]);
-	}
-	unlink(cfg.sock_path);
+	ret = run(&a.cfg, ready);
+	unlink(a.cfg.sock_path);
 	rmdir(dir);
 	shmtrace_close(demo_t);
 	return ret;

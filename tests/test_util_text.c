@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_util_text.c - the util pieces the writers and the command lines
+ * share: growing arrays, the hashes, parse_size(), the decimal formatter,
+ * the growing output buffer and the key/value printer.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "array.h"
+#include "dec.h"
+#include "hash.h"
+#include "kv.h"
+#include "obuf.h"
+#include "parse.h"
+
+static void test_array_reserve(void **state)
+{
+	uint32_t *v = NULL;
+	size_t cap = 0;
+
+	(void)state;
+	assert_int_equal(array_reserve(&v, &cap, 1, sizeof(*v), 16), 0);
+	assert_int_equal(cap, 16);
+	v[15] = 7;
+	/* room already: nothing moves */
+	assert_int_equal(array_reserve(&v, &cap, 16, sizeof(*v), 16), 0);
+	assert_int_equal(cap, 16);
+	/* doubled until it fits */
+	assert_int_equal(array_reserve(&v, &cap, 100, sizeof(*v), 16), 0);
+	assert_int_equal(cap, 128);
+	assert_int_equal(v[15], 7);
+	/* too many to count: refused, the array as it was */
+	assert_int_equal(array_reserve(&v, &cap, SIZE_MAX, sizeof(*v), 16), -ENOMEM);
+	assert_int_equal(cap, 128);
+	free(v);
+
+	/* bounded: the last step stops at the bound, beyond it is refused */
+	v = NULL;
+	cap = 0;
+	assert_int_equal(array_reserve_max(&v, &cap, 1, sizeof(*v), 4, 10), 0);
+	assert_int_equal(cap, 4);
+	assert_int_equal(array_reserve_max(&v, &cap, 5, sizeof(*v), 4, 10), 0);
+	assert_int_equal(cap, 8);
+	assert_int_equal(array_reserve_max(&v, &cap, 9, sizeof(*v), 4, 10), 0);
+	assert_int_equal(cap, 10);
+	assert_int_equal(array_reserve_max(&v, &cap, 11, sizeof(*v), 4, 10), -ENOMEM);
+	assert_int_equal(cap, 10);
+	free(v);
+}
+
+static void test_hash(void **state)
+{
+	(void)state;
+	/* FNV-1a 32's published values: the ring's string table depends on them */
+	assert_int_equal(fnv1a32("", 0), 0x811c9dc5u);
+	assert_int_equal(fnv1a32("a", 1), 0xe40c292cu);
+	assert_int_equal(fnv1a32("foobar", 6), 0xbf9cf968u);
+	/* bytes, not chars: a high byte is not sign-extended */
+	assert_int_equal(fnv1a32("\xff", 1), (0x811c9dc5u ^ 0xffu) * 16777619u);
+	assert_true(hash_fmix64(0) == 0);
+	assert_true(hash_fmix64(1) == 0xb456bcfc34c2cb2cull);
+	/* splitmix64 seeded with 0: its first output */
+	assert_true(hash_splitmix64(0) == 0xe220a8397b1dcdafull);
+}
+
+static void expect_size(const char *s, int ret, uint64_t want)
+{
+	uint64_t v = 12345;
+
+	assert_int_equal(parse_size(s, &v), ret);
+	assert_true(v == (ret ? 12345 : want));
+}
+
+static void test_parse_size(void **state)
+{
+	(void)state;
+	expect_size("0", 0, 0);
+	expect_size("4096", 0, 4096);
+	expect_size("64k", 0, 64 << 10);
+	expect_size("64K", 0, 64 << 10);
+	expect_size("4m", 0, 4u << 20);
+	expect_size("4M", 0, 4u << 20);
+	expect_size("2g", 0, 2ull << 30);
+	expect_size("2G", 0, 2ull << 30);
+	expect_size("18446744073709551615", 0, UINT64_MAX);
+	expect_size("17179869183G", 0, 17179869183ull << 30);
+	expect_size("17179869184G", -EINVAL, 0);
+	expect_size("18446744073709551616", -EINVAL, 0);
+	expect_size("", -EINVAL, 0);
+	expect_size("k", -EINVAL, 0);
+	expect_size("-1", -EINVAL, 0);
+	expect_size("4T", -EINVAL, 0);
+	expect_size("4kB", -EINVAL, 0);
+	expect_size("4 k", -EINVAL, 0);
+}
+
+static void expect_dec(uint64_t v, const char *want)
+{
+	char b[DEC_U64_MAX + 1];
+
+	*dec_u64(b, v) = 0;
+	assert_string_equal(b, want);
+}
+
+static void test_dec(void **state)
+{
+	(void)state;
+	expect_dec(0, "0");
+	expect_dec(9, "9");
+	expect_dec(10, "10");
+	expect_dec(99, "99");
+	expect_dec(100, "100");
+	expect_dec(1000000007, "1000000007");
+	expect_dec(UINT64_MAX, "18446744073709551615");
+	assert_int_equal(strlen(dec_pairs), 200);
+	assert_memory_equal(dec_pairs + 2 * 42, "42", 2);
+}
+
+static void test_obuf(void **state)
+{
+	struct obuf b = { 0 };
+
+	(void)state;
+	ob_puts(&b, "[");
+	ob_int(&b, 0, false);
+	ob_puts(&b, ",");
+	ob_int(&b, (uint64_t)INT64_MIN, true);
+	ob_puts(&b, ",");
+	ob_str(&b, "a\"\n\xff", 4);
+	ob_puts(&b, ",");
+	ob_str_pre(&b, "k.", "v", 1);
+	ob_puts(&b, "]");
+	assert_false(b.oom);
+	assert_int_equal(b.len, strlen("[0,-9223372036854775808,\"a\\\"\\u000a\xef\xbf\xbd\",\"k.v\"]"));
+	assert_memory_equal(b.p, "[0,-9223372036854775808,\"a\\\"\\u000a\xef\xbf\xbd\",\"k.v\"]", b.len);
+	/* past the first 4096 bytes: grown, nothing lost */
+	for (int i = 0; i < 3000; i++)
+		ob_puts(&b, "xy");
+	assert_false(b.oom);
+	assert_true(b.cap >= b.len && b.cap == 8192);
+	assert_memory_equal(b.p + b.len - 2, "xy", 2);
+	ob_free(&b);
+	assert_null(b.p);
+	assert_int_equal(b.len, 0);
+}
+
+/* Runs fill on a kv over a memory FILE; returns what it printed. */
+static char *kv_print(bool json, void (*fill)(struct kv *o))
+{
+	struct jw *w = malloc(sizeof(*w));
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct kv o;
+
+	assert_non_null(w);
+	assert_non_null(f);
+	jw_init(w, f);
+	kv_begin(&o, w, json);
+	fill(&o);
+	assert_int_equal(kv_end(&o), 0);
+	fclose(f);
+	free(w);
+	return text;
+}
+
+static void fill_some(struct kv *o)
+{
+	kv_str(o, "ring", "a\"b");
+	kv_u64(o, "capacity", 1024);
+	kv_u64(o, "a_key_longer_than_twenty", 1);
+}
+
+static void fill_bool(struct kv *o)
+{
+	kv_bool(o, "collector", true);
+	kv_bool(o, "alive", false);
+}
+
+static void fill_none(struct kv *o)
+{
+	(void)o;
+}
+
+static void test_kv(void **state)
+{
+	char *s;
+
+	(void)state;
+	s = kv_print(false, fill_some);
+	assert_string_equal(s, "ring:               a\\\"b\n"
+			       "capacity:           1024\n"
+			       "a_key_longer_than_twenty: 1\n");
+	free(s);
+	s = kv_print(true, fill_some);
+	assert_string_equal(s, "{\"ring\":\"a\\\"b\",\"capacity\":1024,\"a_key_longer_than_twenty\":1}\n");
+	free(s);
+	s = kv_print(true, fill_bool);
+	assert_string_equal(s, "{\"collector\":true,\"alive\":false}\n");
+	free(s);
+	s = kv_print(true, fill_none);
+	assert_string_equal(s, "{}\n");
+	free(s);
+	s = kv_print(false, fill_none);
+	assert_string_equal(s, "");
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_array_reserve),
+		cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_dec),
+		cmocka_unit_test(test_obuf),
+		cmocka_unit_test(test_kv),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

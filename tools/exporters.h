@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exporters.h - the formats `shmtrace export` writes, as its command line
+ * (export.c) runs them: Chrome Trace Event JSON (tools/chrome/) and
+ * OpenTelemetry (tools/otlp/: OTLP/JSON ExportTraceServiceRequest,
+ * written to a file or sent to an OTLP/HTTP endpoint, in batches so that
+ * memory stays bounded). Each takes a source the command line opened.
+ */
+#ifndef SHMTRACE_EXPORTERS_H
+#define SHMTRACE_EXPORTERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cli.h"
+#include "cmd_common.h"
+#include "source.h"
+
+/* Writes src, its records filtered by flt, to c->out as Chrome Trace JSON
+ * (creating and finishing the output through c). Prints its errors;
+ * returns the exit code. */
+int chrome_export(struct source *src, const struct filter *flt, struct cmd *c);
+
+#define OTLP_BATCH_DEFAULT	(4u << 20)
+#define OTLP_RETRIES_DEFAULT	6u
+
+struct otlp_opts {
+	const char *endpoint;		/* http://host[:port][/prefix], or NULL */
+	const char *service;		/* service.name of every process, or NULL */
+	bool flows_only;		/* leave out spans that are in no flow */
+	size_t batch_bytes;		/* most bytes in one request */
+	unsigned retries;		/* attempts per request (HTTP) */
+	const struct filter *flt;
+	bool progress;
+};
+
+/* Exports src as OTLP to out (a file, "-" for stdout, or NULL with an
+ * endpoint) and/or to o->endpoint. Prints its errors and what was sent;
+ * returns the exit code (EXIT_OK or EXIT_RUNTIME). */
+int otlp_export(struct source *src, const struct otlp_opts *o, const char *out);
+
+#endif

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * otlp.c - `shmtrace export --format otlp`: the entry, which sets the
+ * export up, runs it (otlp_spans.c: records to spans; otlp_json.c:
+ * their OTLP/JSON text; otlp_send.c: batches, POSTed to the endpoint;
+ * otlp_write.c: or written to the file; otlp_text.c: ids and times as text;
+ * otlp_ids.c: trace and span ids), says what happened and cleans up; and
+ * struct keyed, the tables of those parts.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "otlp_int.h"
+
+/* ------------------------------------------------------------- keyed */
+
+void keyed_init(struct keyed *k, size_t size)
+{
+	memset(k, 0, sizeof(*k));
+	u64map_init(&k->map);
+	k->size = size;
+}
+
+void *keyed_get(struct keyed *k, uint64_t key, bool *added)
+{
+	uint64_t *v;
+
+	*added = false;
+	if (k->last && k->last_key == key)
+		return k->v + (k->last - 1) * k->size;
+	v = u64map_get(&k->map, key, 0, added);
+	if (!v)
+		return NULL;
+	if (*added) {
+		if (array_reserve(&k->v, &k->cap, k->n + 1, k->size, 16) < 0) {
+			/* the key stays, with no element: forget it */
+			*v = 0;
+			return NULL;
+		}
+		memset(k->v + k->n * k->size, 0, k->size);
+		*v = ++k->n;
+	}
+	if (!*v)
+		return NULL;
+	k->last_key = key;
+	k->last = *v;
+	return k->v + (*v - 1) * k->size;
+}
+
+void *keyed_at(const struct keyed *k, size_t i)
+{
+	return k->v + i * k->size;
+}
+
+bool keyed_next(const struct keyed *k, size_t *pos, uint64_t *key, void **elem)
+{
+	uint64_t *v;
+
+	do {
+		if (!u64map_next(&k->map, pos, key, &v))
+			return false;
+	} while (!*v);
+	*elem = k->v + (*v - 1) * k->size;
+	return true;
+}
+
+void keyed_free(struct keyed *k)
+{
+	u64map_free(&k->map);
+	free(k->v);
+	memset(k, 0, sizeof(*k));
+}
+
+/* ---------------------------------------------------------------- entry */
+static void warn_losses(struct otlp *o)
+{
+	source_warn_lost(&o->s->loss);
+	if (o->names_lost)
+		source_warnx("%llu spans or events lost their names (exported as \"?\"); see "
+		       "'shmtrace export' to Chrome for why", (unsigned long long)o->names_lost);
+}
+
+/* Opens out ("-": stdout) into o->fd. Returns 0 or -errno. */
+static int open_out(struct otlp *o, const char *out)
+{
+	if (!strcmp(out, "-")) {
+		/* written with write(2) from here on */
+		fflush(stdout);
+		o->fd = STDOUT_FILENO;
+		return 0;
+	}
+	o->fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	return o->fd < 0 ? -errno : 0;
+}
+
+/* Sets o up for src. Returns 0, or an exit code after saying why not. */
+static int setup(struct otlp *o, struct source *src, const struct otlp_opts *opts)
+{
+	const char *rname;
+	uint64_t ring_id = 0, run_id = 0;
+	int ret;
+
+	o->s = src;
+	o->o = opts;
+	o->fd = -1;
+	flows_init(&o->fl);
+	keyed_init(&o->pend, sizeof(struct pend));
+	keyed_init(&o->batch, sizeof(struct pbatch));
+	u64map_init(&o->last);
+	if (opts->endpoint) {
+		ret = http_parse_url(opts->endpoint, "/v1/traces", &o->url, o->err, sizeof(o->err));
+		if (ret < 0) {
+			cli_runtime_error("export", "--otlp-endpoint %s", o->err);
+			return EXIT_USAGE;
+		}
+		o->to_http = true;
+	}
+	ret = hosts_build(&o->hosts, src);
+	if (ret == -E2BIG)
+		return cli_runtime_error("export", "the inputs come from %u hosts; at most %u can be "
+					 "merged", src->nhosts, HOSTS_MAX);
+	o->esc = calloc(src->nstr ? src->nstr : 1, sizeof(*o->esc));
+	o->frags = calloc(OTLP_FRAGS, sizeof(*o->frags));
+	if (ret < 0 || !o->esc || !o->frags)
+		return cli_runtime_error("export", "out of memory");
+	/* ids differ between captures, and are the same on every export of one */
+	source_ring_info(src, 0, &rname, &ring_id, &run_id);
+	o->salt = hash_splitmix64(ring_id ^ hash_splitmix64(run_id ^ src->realtime0));
+	o->wall_off = src->realtime0 - src->mono0;
+	return 0;
+}
+
+/* What was sent (or not), and what was left out. Returns the exit code. */
+static int report(struct otlp *o, int ret, const char *out)
+{
+	const char *why = o->err[0] ? o->err : strerror(-ret);
+	unsigned long long sent = o->spans_sent;
+
+	warn_losses(o);
+	/* a failed request ends the sending, not the pass: the spans not sent
+	 * are counted (otlp_span()), unless the pass itself stopped */
+	if (ret < 0 && o->to_http && o->counted)
+		cli_runtime_error("export", "%s; %llu of %llu spans sent, %llu not sent", why, sent,
+				  (unsigned long long)o->spans, (unsigned long long)o->spans - sent);
+	else if (ret < 0 && o->to_http)
+		cli_runtime_error("export", "%s; %llu spans sent before that, the rest not sent", why,
+				  sent);
+	else if (ret < 0)
+		cli_runtime_error("export", "%s", why);
+	if (ret < 0 && out && strcmp(out, "-") && !o->to_http)
+		unlink(out);
+	if (ret == 0 && o->to_http)
+		fprintf(stderr, "shmtrace export: %llu spans (%llu flows) in %llu requests sent to "
+			"%s%s%s\n", sent, (unsigned long long)o->flows,
+			(unsigned long long)o->requests_sent, o->url.hostport, o->url.path,
+			o->retries_used ? " (after retries)" : "");
+	if (o->rejected)
+		source_warnx("the endpoint rejected %llu of those spans (OTLP partial success)",
+		       (unsigned long long)o->rejected);
+	if (ret < 0)
+		return EXIT_RUNTIME;
+	if (o->counters)
+		fprintf(stderr, "shmtrace export: %llu counter records are not exported to OTLP\n",
+			(unsigned long long)o->counters);
+	if (o->s->cut || o->s->damaged)
+		fprintf(stderr, "shmtrace export: exported from an incomplete capture (see above)\n");
+	return EXIT_OK;
+}
+
+int otlp_export(struct source *src, const struct otlp_opts *opts, const char *out)
+{
+	struct otlp *o = calloc(1, sizeof(*o));
+	int ret, rc;
+
+	if (!o)
+		return cli_runtime_error("export", "out of memory");
+	rc = setup(o, src, opts);
+	if (rc)
+		goto done;
+	ret = out ? open_out(o, out) : 0;
+	if (ret < 0) {
+		rc = cli_runtime_error("export", "cannot create %s: %s", out, strerror(-ret));
+		goto done;
+	}
+	if (o->fd >= 0 && !o->to_http && otlp_writer_start(o) < 0) {
+		rc = cli_runtime_error("export", "out of memory");
+		goto done;
+	}
+	ret = otlp_run(o);
+	/* all written (or failed) before the file is closed */
+	rc = otlp_writer_finish(o);
+	if (ret == 0)
+		ret = rc;
+	if (o->fd > STDOUT_FILENO && close(o->fd) != 0 && ret == 0) {
+		snprintf(o->err, sizeof(o->err), "writing %s: %s", out, strerror(errno));
+		ret = -EIO;
+	}
+	o->fd = -1;
+	rc = report(o, ret, out);
+done:
+	otlp_writer_finish(o);
+	if (o->fd > STDOUT_FILENO)
+		close(o->fd);
+	otlp_json_free(o);
+	otlp_batches_free(o);
+	keyed_free(&o->pend);
+	free(o->fev);
+	u64map_free(&o->last);
+	args_store_free(&o->fargs);
+	open_free(&o->open);
+	flows_free(&o->fl);
+	hosts_free(&o->hosts);
+	free(o);
+	return rc;
+}

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * otlp_int.h - what the parts of the OTLP export share: the exporter's
+ * state, a span as the model hands it to the encoder, and the functions
+ * one part calls in another (ids, JSON encoding, batches and sending).
+ */
+#ifndef SHMTRACE_OTLP_INT_H
+#define SHMTRACE_OTLP_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "args.h"
+#include "array.h"
+#include "flows.h"
+#include "hash.h"
+#include "hosts.h"
+#include "http.h"
+#include "obuf.h"
+#include "exporters.h"
+
+/* Instants of a thread kept until a span that encloses them arrives (a
+ * span's record is written at its end, after the instants inside it);
+ * the oldest beyond this is exported as a zero-length span. */
+#define PEND_MAX	32u
+
+/* A process's span buffer bigger than this and than twice what it held in
+ * the batch just sent is freed: memory follows the batch, not the past. */
+#define OTLP_KEEP_BYTES	(256u << 10)
+
+/* (thread, category) attribute lists kept ready, direct-mapped by hash. */
+#define OTLP_FRAGS	256u
+
+/* A time's digits above the last 8, kept made: they change every 0.1 s. */
+struct time_text {
+	uint64_t hi;
+	char text[16];			/* 11 digits today, 12 at most */
+	uint8_t len;			/* 0: none yet */
+};
+
+/* An instant: waiting on its thread (seq its own), or claimed as an event
+ * by a flow span (seq that span's). */
+struct inst {
+	uint64_t ts, seq;
+	uint32_t name, cat;
+	struct ev_args a;
+};
+
+struct pend {
+	uint32_t n;
+	struct inst v[PEND_MAX];
+};
+
+/* The spans of one process in the batch being built. */
+struct pbatch {
+	uint32_t outpid;
+	uint32_t nspans;
+	struct obuf spans;
+	size_t pre_off, pre_len;	/* its resource and scope in otlp.req */
+};
+
+/* An array of elements found by a 64-bit key, each made zeroed when its
+ * key is first asked for; the last key asked for is found at once. */
+struct keyed {
+	struct u64map map;		/* key -> index + 1 */
+	char *v;
+	size_t n, cap, size;
+	uint64_t last_key;
+	size_t last;			/* its index + 1, 0: none yet */
+};
+
+/* A string of the trace as a quoted JSON string, made once per id. */
+struct estr {
+	char *p;
+	uint32_t len;
+	bool made;
+};
+
+/* The attributes every span of one thread and category starts with:
+ * thread.id, thread.name (if known) and shmtrace.category. */
+struct frag {
+	uint32_t outpid, tid, cat;
+	bool used;
+	struct obuf text;
+};
+
+/* Where a request's pieces go: gathered in body (for a POST), or listed
+ * in iov[0..n) pointing at the batch's buffers (for writev()). */
+struct sink {
+	struct obuf *body;
+	struct iovec *iov;
+	size_t n, cap;
+	bool oom;
+};
+
+struct otlp_writer;
+
+struct otlp {
+	struct source *s;
+	const struct otlp_opts *o;
+	struct hosts hosts;
+	struct flows fl;
+	struct args_pend held;		/* the last span or instant, and its arguments */
+	struct args_store fargs;	/* arguments of flow records (flow_ev.args) */
+	struct open_spans open;		/* open spans, exported after the pass */
+	struct u64map last;		/* (outpid << 32 | tid) -> its last moment */
+	struct keyed pend;		/* (outpid << 32 | tid) -> struct pend */
+	struct inst *fev;		/* instants claimed by flow spans, by seq */
+	size_t nfev, fevcap;
+	struct keyed batch;		/* outpid -> struct pbatch */
+	size_t batch_len;		/* span bytes in the batch */
+	uint32_t batch_procs;		/* processes with spans in the batch */
+	uint64_t batch_spans;
+	struct obuf req;		/* a POST's resources and scopes */
+	struct obuf body;		/* a whole request, for a POST */
+	struct estr *esc;		/* each string id's JSON text, [nstr] */
+	struct obuf scratch;		/* an id's JSON text being made */
+	struct frag *frags;		/* [OTLP_FRAGS] */
+	uint64_t seq, salt, t0, wall_off;
+	struct time_text time;		/* the upper digits of the last time */
+	bool any;
+	int fd;				/* the output file, or -1 */
+	struct otlp_writer *w;		/* its writer, without an endpoint */
+	bool to_http;
+	struct http_url url;
+	/* the current flow */
+	uint64_t thi, tlo, parent;
+	const struct flow_ev *tp_ev;
+	/* what happened */
+	uint64_t spans, events, counters, flows, names_lost;
+	uint64_t requests, spans_sent, requests_sent, retries_used, rejected;
+	/* a request to the endpoint failed (-errno, o->err says why): nothing
+	 * more is sent, the pass goes on counting the spans not sent */
+	int send_failed;
+	bool counted;			/* the pass ended: spans is every span */
+	char err[768];
+};
+
+/* kind: SHMTRACE_KIND_SPAN, _INSTANT (zero-length) or _OPEN (unfinished) */
+struct span {
+	uint32_t outpid, tid, name, cat, kind;
+	uint64_t ts, dur, flow;
+	uint64_t thi, tlo, id, parent;
+	const struct ev_args *args;
+	const struct inst *ev;
+	size_t nev;
+};
+
+/* otlp.c: struct keyed. keyed_get() returns key's element (added says
+ * whether it is new), NULL when out of memory; a pointer to an element
+ * lasts until the next keyed_get(). keyed_next() walks the keys as
+ * u64map_next() does. And a growing array. */
+void keyed_init(struct keyed *k, size_t size);
+void *keyed_get(struct keyed *k, uint64_t key, bool *added);
+void *keyed_at(const struct keyed *k, size_t i);
+bool keyed_next(const struct keyed *k, size_t *pos, uint64_t *key, void **elem);
+void keyed_free(struct keyed *k);
+
+/* otlp_ids.c: ids that differ between captures and are the same on every
+ * export of one (o->salt), and the W3C traceparent a flow may carry. */
+void otlp_trace_id(uint64_t key, uint64_t *hi, uint64_t *lo);
+uint64_t otlp_span_id(const struct otlp *o, uint64_t seq);
+void otlp_flow_trace_id(struct otlp *o, const struct flow_ev *fe, uint64_t *hi, uint64_t *lo);
+bool otlp_is_traceparent(struct otlp *o, const struct flow_ev *fe, uint64_t *hi, uint64_t *lo,
+			 uint64_t *parent);
+
+/* otlp_text.c: ids and times as text. */
+/* Formatters writing at p, returning the end; the caller has made room
+ * (16 bytes for otlp_time()'s upper digits, whatever their length). */
+/* v as 16 lowercase hex digits. */
+char *otlp_hex(char *p, uint64_t v);
+/* Nanoseconds since the epoch in decimal, the upper digits from t. */
+char *otlp_time(struct time_text *t, char *p, uint64_t ns);
+
+/* otlp_json.c: the OTLP/JSON text. */
+/* Appends span sp to its process's part of the batch. */
+int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp);
+/* A process's resource, and its scope up to the spans ("...,\"spans\":["). */
+void otlp_put_resource(struct otlp *o, struct obuf *b, uint32_t outpid);
+void otlp_json_free(struct otlp *o);
+
+/* otlp_send.c: batches, written to the file and/or POSTed. */
+/* Adds span sp to the batch, delivering the batch when it is full. */
+int otlp_span(struct otlp *o, const struct span *sp);
+/* Writes the batch as one request to the file and/or the endpoint. */
+int otlp_deliver(struct otlp *o);
+/* The batch as a request: each process's resource and scope made in pre,
+ * then all the pieces to k (k->oom: out of memory). */
+void otlp_put_request(struct otlp *o, struct obuf *pre, struct sink *k);
+/* writev()s all of v[0..n) (changing v). Returns 0 or an errno. */
+int otlp_write_all(int fd, struct iovec *v, size_t n);
+void otlp_batches_free(struct otlp *o);
+
+/* otlp_write.c: requests to the file, written by a thread of their own
+ * while the next batch is made. */
+/* Starts the writer of o->fd. Returns 0 or -ENOMEM. */
+int otlp_writer_start(struct otlp *o);
+/* Hands the batch to the writer; its span buffers go with it. Returns 0,
+ * -ENOMEM, or -EIO (an earlier request failed) with o->err set. */
+int otlp_write_batch(struct otlp *o);
+/* Gives b (empty, without a buffer) a buffer of a written request. */
+void otlp_writer_spare(struct otlp *o, struct obuf *b);
+/* Waits for every request to be written and ends the writer. Returns 0
+ * or -EIO with o->err set. */
+int otlp_writer_finish(struct otlp *o);
+
+/* otlp_spans.c: records to spans, flows to traces; the whole pass. */
+int otlp_run(struct otlp *o);
+
+#endif

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * otlp_send.c - the OTLP export's batches: spans gathered per process
+ * until a batch is nearly o->batch_bytes, then one ExportTraceServiceRequest,
+ * written to the file (one line; otlp_write.c) or POSTed (and written
+ * to the file if there is one), retried with back-off on 429/502/503/504
+ * and on refused or broken connections.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "otlp_int.h"
+
+#define HTTP_TIMEOUT_MS	10000
+#define BACKOFF_MIN_MS	100u
+#define BACKOFF_MAX_MS	5000u
+/* pieces of a request handed to one writev() */
+#define IOV_CHUNK	64
+
+static struct pbatch *batch_of(struct otlp *o, uint32_t outpid)
+{
+	bool added;
+	struct pbatch *pb = keyed_get(&o->batch, outpid, &added);
+
+	if (pb && added)
+		pb->outpid = outpid;
+	return pb;
+}
+
+int otlp_span(struct otlp *o, const struct span *sp)
+{
+	struct pbatch *pb;
+	size_t before;
+	int ret;
+
+	if (o->send_failed) {
+		/* not sent: counted, so that the error says how many */
+		o->spans++;
+		return 0;
+	}
+	pb = batch_of(o, sp->outpid);
+	if (!pb)
+		return -ENOMEM;
+	if (!pb->spans.cap)
+		otlp_writer_spare(o, &pb->spans);
+	before = pb->spans.len;
+	ret = otlp_put_span(o, pb, sp);
+	if (ret < 0)
+		return ret;
+	o->spans++;
+	o->events += sp->nev;
+	o->batch_spans++;
+	o->batch_len += pb->spans.len - before;
+	/* room for each process's resource and scope, a few hundred bytes */
+	if (o->batch_len + 1024ull * o->batch_procs >= o->o->batch_bytes - o->o->batch_bytes / 16)
+		return otlp_deliver(o);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- http */
+
+/* Reads an OTLP partial success: {"partialSuccess":{"rejectedSpans":"N",...}}. */
+static uint64_t rejected_spans(const char *body)
+{
+	const char *p = strstr(body, "\"rejectedSpans\"");
+
+	if (!p)
+		return 0;
+	p += strlen("\"rejectedSpans\"");
+	p += strspn(p, " \t:\"");
+	return strtoull(p, NULL, 10);
+}
+
+static bool retryable(int ret, int status)
+{
+	if (ret < 0)
+		return ret == -ECONNREFUSED || ret == -ECONNRESET || ret == -ETIMEDOUT ||
+		       ret == -EPIPE;
+	return status == 429 || status == 502 || status == 503 || status == 504;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* POSTs body[0..len), retrying with back-off within the budget. */
+static int post(struct otlp *o, const char *body, size_t len)
+{
+	unsigned delay = BACKOFF_MIN_MS;
+	struct http_answer a;
+	char why[512], gave_up[48];
+	unsigned attempt;
+	int ret = 0;
+
+	for (attempt = 1;; attempt++) {
+		ret = http_post(&o->url, body, len, HTTP_TIMEOUT_MS, &a, why, sizeof(why));
+		if (ret == 0 && a.status >= 200 && a.status < 300) {
+			o->rejected += rejected_spans(a.body);
+			return 0;
+		}
+		if (!retryable(ret, a.status) || attempt >= o->o->retries)
+			break;
+		o->retries_used++;
+		if (ret == 0 && a.retry_after) {
+			unsigned ra = a.retry_after > BACKOFF_MAX_MS / 1000 ? BACKOFF_MAX_MS
+									    : a.retry_after * 1000;
+
+			if (ra > delay)
+				delay = ra;
+		}
+		sleep_ms(delay);
+		delay = delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2;
+	}
+	snprintf(gave_up, sizeof(gave_up), " (gave up after %u attempt%s)", attempt,
+		 attempt == 1 ? "" : "s");
+	/* the endpoint and why; report() adds what was sent and what was not */
+	if (ret < 0) {
+		snprintf(o->err, sizeof(o->err), "OTLP endpoint http://%.200s%.200s: %.280s%s",
+			 o->url.hostport, o->url.path, why, retryable(ret, 0) ? gave_up : "");
+		return ret;
+	}
+	/* the first line of the body says why, for most collectors */
+	a.body[strcspn(a.body, "\r\n")] = 0;
+	snprintf(o->err, sizeof(o->err), "OTLP endpoint http://%.200s%.200s: HTTP %d%s%s%s%.200s%s",
+		 o->url.hostport, o->url.path, a.status, a.reason[0] ? " " : "", a.reason,
+		 a.body[0] ? ": " : "", a.body, retryable(0, a.status) ? gave_up : "");
+	return -EPROTO;
+}
+
+/* ------------------------------------------------------------- requests */
+
+static void sink_put(struct sink *k, const char *p, size_t len)
+{
+	if (k->body) {
+		if (ob_reserve(k->body, len)) {
+			memcpy(k->body->p + k->body->len, p, len);
+			k->body->len += len;
+		}
+		return;
+	}
+	if (array_reserve(&k->iov, &k->cap, k->n + 1, sizeof(*k->iov), 16) < 0) {
+		k->oom = true;
+		return;
+	}
+	k->iov[k->n++] = (struct iovec){ .iov_base = (void *)p, .iov_len = len };
+}
+
+void otlp_put_request(struct otlp *o, struct obuf *pre, struct sink *k)
+{
+	bool first = true;
+
+	pre->len = 0;
+	for (size_t i = 0; i < o->batch.n; i++) {
+		struct pbatch *pb = keyed_at(&o->batch, i);
+
+		if (!pb->nspans)
+			continue;
+		pb->pre_off = pre->len;
+		otlp_put_resource(o, pre, pb->outpid);
+		pb->pre_len = pre->len - pb->pre_off;
+	}
+	if (pre->oom) {
+		k->oom = true;
+		return;
+	}
+	sink_put(k, "{\"resourceSpans\":[", 18);
+	for (size_t i = 0; i < o->batch.n; i++) {
+		struct pbatch *pb = keyed_at(&o->batch, i);
+
+		if (!pb->nspans)
+			continue;
+		if (!first)
+			sink_put(k, ",", 1);
+		first = false;
+		sink_put(k, pre->p + pb->pre_off, pb->pre_len);
+		sink_put(k, pb->spans.p, pb->spans.len);
+		sink_put(k, "]}]}", 4);
+	}
+	sink_put(k, "]}\n", 3);
+	if (k->body && k->body->oom)
+		k->oom = true;
+}
+
+int otlp_write_all(int fd, struct iovec *v, size_t n)
+{
+	while (n) {
+		ssize_t w = writev(fd, v, n < IOV_CHUNK ? (int)n : IOV_CHUNK);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? errno : EIO;
+		/* a short write: on from where it stopped */
+		while (n && (size_t)w >= v->iov_len) {
+			w -= (ssize_t)v->iov_len;
+			v++;
+			n--;
+		}
+		if (n) {
+			v->iov_base = (char *)v->iov_base + w;
+			v->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/* Empties the batch; frees the buffers it no longer needs. */
+static void batch_reset(struct otlp *o)
+{
+	for (size_t i = 0; i < o->batch.n; i++) {
+		struct pbatch *pb = keyed_at(&o->batch, i);
+		size_t used = pb->spans.len;
+
+		pb->spans.len = 0;
+		pb->nspans = 0;
+		if (pb->spans.cap > OTLP_KEEP_BYTES && pb->spans.cap > 2 * used)
+			ob_free(&pb->spans);
+	}
+	o->batch_spans = 0;
+	o->batch_len = 0;
+	o->batch_procs = 0;
+}
+
+/* The batch as one request in o->body, to the file if any and POSTed. */
+static int deliver_http(struct otlp *o)
+{
+	struct sink k = { .body = &o->body };
+	struct iovec v;
+	int ret;
+
+	o->body.len = 0;
+	otlp_put_request(o, &o->req, &k);
+	if (k.oom)
+		return -ENOMEM;
+	v = (struct iovec){ .iov_base = o->body.p, .iov_len = o->body.len };
+	ret = o->fd >= 0 ? otlp_write_all(o->fd, &v, 1) : 0;
+	if (ret) {
+		snprintf(o->err, sizeof(o->err), "writing the output: %s", strerror(ret));
+		return -EIO;
+	}
+	/* without the line's end */
+	ret = post(o, o->body.p, o->body.len - 1);
+	if (ret < 0)
+		return ret;
+	o->requests_sent++;
+	o->spans_sent += o->batch_spans;
+	return 0;
+}
+
+int otlp_deliver(struct otlp *o)
+{
+	int ret;
+
+	if (!o->batch_spans)
+		return 0;
+	o->requests++;
+	ret = o->to_http ? deliver_http(o) : otlp_write_batch(o);
+	if (ret < 0 && o->to_http) {
+		/* the rest is counted, not sent (otlp_span()); otlp_run() fails */
+		o->send_failed = ret;
+		ret = 0;
+	}
+	if (ret < 0)
+		return ret;
+	batch_reset(o);
+	return 0;
+}
+
+void otlp_batches_free(struct otlp *o)
+{
+	for (size_t i = 0; i < o->batch.n; i++)
+		ob_free(&((struct pbatch *)keyed_at(&o->batch, i))->spans);
+	keyed_free(&o->batch);
+	ob_free(&o->req);
+	ob_free(&o->body);
+}

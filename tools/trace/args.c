@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * args.c - argument records attached to their event, and open spans ended
+ * at their thread's last moment, the same way for both exports.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "args.h"
+#include "array.h"
+#include "flows.h"
+
+void args_hold(struct args_pend *p, const struct shmt_record *r, uint32_t pid, uint32_t ring,
+	       uint64_t seq)
+{
+	p->r = *r;
+	p->pid = pid;
+	p->ring = ring;
+	p->seq = seq;
+	p->a.n = 0;
+	p->a.count = 0;
+	p->has = true;
+}
+
+/*
+ * An argument record belongs to the event right before it in the ring's
+ * sequence, which must be its owner (pid, tid, ts and name), and comes in
+ * order 1..count. Anything else (its event lost to a torn slot, a lapped
+ * one, a forgery) is counted and dropped: never attached to another event.
+ */
+void args_on_arg(struct args_pend *p, const struct shmt_record *r, bool follows)
+{
+	const struct shmt_record *e = &p->r;
+	struct ev_args *a = &p->a;
+	uint32_t type = SHMT_ARG_TYPE(r->flow), i = SHMT_ARG_INDEX(r->flow);
+	uint32_t n = SHMT_ARG_COUNT(r->flow);
+
+	if (!p->has || !follows || r->pid != e->pid || r->tid != e->tid || r->ts != e->ts ||
+	    r->cat != e->name || i != a->n + 1 || n > SHMTRACE_MAX_ARGS || i > n ||
+	    (a->n && n != a->count) || (type != SHMTRACE_ARG_INT && type != SHMTRACE_ARG_STR)) {
+		p->lost++;
+		return;
+	}
+	a->count = n;
+	a->a[a->n].key = r->name;
+	a->a[a->n].type = type;
+	a->a[a->n].value = r->dur;
+	a->n++;
+}
+
+bool args_take(struct args_pend *p)
+{
+	if (!p->has)
+		return false;
+	p->has = false;
+	p->args += p->a.n;
+	return true;
+}
+
+int args_keep(struct args_store *s, const struct ev_args *a, uint32_t *idx)
+{
+	*idx = 0;
+	if (!a || !a->n)
+		return 0;
+	if (array_reserve(&s->v, &s->cap, s->n + 1, sizeof(*s->v), 64) < 0)
+		return -ENOMEM;
+	s->v[s->n++] = *a;
+	*idx = (uint32_t)s->n;
+	return 0;
+}
+
+const struct ev_args *args_get(const struct args_store *s, uint32_t i)
+{
+	return i && i <= s->n ? &s->v[i - 1] : NULL;
+}
+
+void args_store_free(struct args_store *s)
+{
+	free(s->v);
+	s->v = NULL;
+	s->n = s->cap = 0;
+}
+
+int open_note(struct open_spans *o, struct u64map *last, uint64_t key,
+	      const struct shmt_record *r)
+{
+	uint64_t *l = u64map_get(last, key, 0, NULL);
+	uint64_t end = r->ts + (shmt_record_kind(r) == SHMTRACE_KIND_SPAN ? r->dur : 0);
+
+	if (!l)
+		return -ENOMEM;
+	if (end > *l)
+		*l = end;
+	if (end > o->last_end)
+		o->last_end = end;
+	return 0;
+}
+
+int open_add(struct open_spans *o, const struct shmt_record *r, uint32_t pid, uint32_t ring)
+{
+	if (array_reserve(&o->v, &o->cap, o->n + 1, sizeof(*o->v), 16) < 0)
+		return -ENOMEM;
+	o->v[o->n].r = *r;
+	o->v[o->n].pid = pid;
+	o->v[o->n++].ring = ring;
+	return 0;
+}
+
+/* So the spans a thread died in nest as they were. */
+struct shmt_record open_span_at(const struct open_spans *o, const struct u64map *last, size_t i)
+{
+	struct shmt_record r = o->v[i].r;
+	const uint64_t *l = u64map_find(last, (uint64_t)o->v[i].pid << 32 | r.tid);
+	uint64_t end = l && *l >= r.ts ? *l : o->last_end;
+
+	r.dur = end > r.ts ? end - r.ts : 0;
+	return r;
+}
+
+void open_free(struct open_spans *o)
+{
+	free(o->v);
+	o->v = NULL;
+	o->n = o->cap = 0;
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * args.h - what both exports (Chrome and OTLP) read after an event: its
+ * argument records, attached only to their own event, and the open spans
+ * of threads that never ended them, ended at their thread's last moment.
+ */
+#ifndef SHMTRACE_ARGS_H
+#define SHMTRACE_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record.h"
+#include "ring_format.h"
+#include "shmtrace.h"
+#include "u64map.h"
+
+/* The arguments of one event, as its argument records gave them. */
+struct ev_args {
+	uint32_t n, count;		/* have, and the count the records say */
+	struct {
+		uint32_t key, type;
+		uint64_t value;
+	} a[SHMTRACE_MAX_ARGS];
+};
+
+/*
+ * The last span or instant, held back until the record after it shows
+ * whether argument records follow it. pid and ring are the caller's (the
+ * pid as written, the source's ring index), kept with it.
+ */
+struct args_pend {
+	struct shmt_record r;
+	uint32_t pid, ring;
+	uint64_t seq;			/* the caller's own number for it */
+	struct ev_args a;
+	bool has;
+	uint64_t args, lost;		/* arguments handed over; dropped: no owner */
+};
+
+/* Holds r (a span or an instant), with no arguments yet. The held one
+ * must have been taken first. */
+void args_hold(struct args_pend *p, const struct shmt_record *r, uint32_t pid, uint32_t ring,
+	       uint64_t seq);
+
+/*
+ * r is an argument record (SHMTRACE_KIND_ARG); follows is the source's
+ * word that it comes right after the record before it. It is attached to
+ * the held event if it is that event's (pid, tid, ts and name) and the
+ * next in order 1..count; else it is counted in p->lost and dropped: never
+ * attached to another event.
+ */
+void args_on_arg(struct args_pend *p, const struct shmt_record *r, bool follows);
+
+/* Takes the held event, now that no more of its arguments can come:
+ * false when none is held. Counts its arguments in p->args. */
+bool args_take(struct args_pend *p);
+
+/* Arguments kept for events written later (those of flows), numbered 1..n. */
+struct args_store {
+	struct ev_args *v;
+	size_t n, cap;
+};
+
+/* Keeps a copy of a if it has arguments, *idx its number (>= 1), else
+ * *idx = 0. Returns 0 or -ENOMEM. */
+int args_keep(struct args_store *s, const struct ev_args *a, uint32_t *idx);
+/* The arguments numbered i, or NULL (0 or out of range). */
+const struct ev_args *args_get(const struct args_store *s, uint32_t i);
+void args_store_free(struct args_store *s);
+
+/* An open span of a thread, exported after the pass at its thread's end. */
+struct open_ev {
+	struct shmt_record r;
+	uint32_t pid;			/* as written */
+	uint32_t ring;			/* the source's ring index */
+};
+
+/*
+ * Open spans (SHMTRACE_KIND_OPEN records) and where each ends: at its
+ * thread's last recorded moment (the end of its last span, the time of its
+ * last instant or counter, or the start of a deeper open span), or the
+ * trace's if the thread recorded nothing after the span began.
+ */
+struct open_spans {
+	struct open_ev *v;
+	size_t n, cap;
+	uint64_t last_end;		/* the trace's last recorded moment */
+};
+
+/*
+ * Notes the wanted record r (any kind but an argument) of thread key
+ * (pid as written << 32 | tid) in last, the caller's map of each thread's
+ * last recorded moment. Returns 0 or -ENOMEM.
+ */
+int open_note(struct open_spans *o, struct u64map *last, uint64_t key,
+	      const struct shmt_record *r);
+/* Keeps the open span r. Returns 0 or -ENOMEM. */
+int open_add(struct open_spans *o, const struct shmt_record *r, uint32_t pid, uint32_t ring);
+/* Open span i as a span record ending where it ends (its dur set). */
+struct shmt_record open_span_at(const struct open_spans *o, const struct u64map *last, size_t i);
+void open_free(struct open_spans *o);
+
+#endif

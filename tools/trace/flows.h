@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * flows.h - collecting the records that carry a flow id and turning each
+ * flow into the s/t/f events that Chrome DevTools and Perfetto draw as
+ * arrows between the slices they bind to.
+ */
+#ifndef SHMTRACE_FLOWS_H
+#define SHMTRACE_FLOWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One record of a flow: exactly what its flow event must repeat to bind. */
+struct flow_ev {
+	uint64_t flow;		/* the producer's flow id ... */
+	uint32_t ring;		/* ... which means something only in its ring */
+	uint64_t ts;		/* ns, as the slice's ts was written */
+	uint64_t dur;		/* the slice's duration (written at assembly) */
+	uint32_t pid;		/* pid as written in the trace (after reuse remapping) */
+	uint32_t tid;
+	uint32_t cat;		/* string ids of the slice */
+	uint32_t name;
+	uint32_t kind;
+	uint32_t order;		/* arrival order, set by flows_add() */
+	uint32_t args;		/* the caller's: its arguments, 0 = none */
+	uint64_t seq;		/* the caller's own number for it (OTLP span ids) */
+};
+
+struct flows {
+	struct flow_ev *v;
+	size_t n, cap;
+};
+
+void flows_init(struct flows *f);
+void flows_free(struct flows *f);
+/* Remembers e (flow != 0). Returns 0 or -ENOMEM. */
+int flows_add(struct flows *f, const struct flow_ev *e);
+
+/*
+ * A flow is the records of one ring with one ring-local flow id (records
+ * of other rings with the same id are other flows: such ids count from 1
+ * in every ring), or the records of any ring with one global id (bit 52,
+ * SHMT_FLOW_GLOBAL: random per ring, or carried on purpose from one ring
+ * to another).
+ * Sorts each flow by (ts, pid, tid, arrival) and calls emit for every
+ * record: for a flow of two or more records ph is 's' on the first, 't' on
+ * the middle ones, 'f' on the last; a one-record flow draws nothing (ph 0,
+ * id 0), its record is still handed over. group[0..n) is the whole flow
+ * the record belongs to (DevTools groups flow events by category, so the
+ * caller may want one category for the flow). Flows get ids 1..N in the
+ * order their first record arrived, so ids are unique and far below 2^53
+ * whatever the producers used. Stops at the first non-zero return of emit
+ * and returns it; returns 0 or -ENOMEM otherwise. *nflows (if not NULL)
+ * gets the number of flows drawn.
+ */
+typedef int (*flows_emit_fn)(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
+			     const struct flow_ev *group, size_t n);
+int flows_assemble(struct flows *f, flows_emit_fn emit, void *ctx, uint64_t *nflows);
+
+#endif

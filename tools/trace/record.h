@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * record.h - a trace record as the tools read it.
+ */
+#ifndef SHMTRACE_RECORD_H
+#define SHMTRACE_RECORD_H
+
+#include <stdint.h>
+
+#include "ring_format.h"
+
+/*
+ * A record's kind (SHMTRACE_KIND_*). `commit` means two things: in shared
+ * memory the word (seq << 8) | kind that publishes a slot, after a reader
+ * (the ring reader, the capture decoder, hence every record a source hands
+ * to a source_record_fn) the kind alone. The tools never read commit
+ * themselves, only this; it masks, so it is right for either.
+ */
+static inline uint32_t shmt_record_kind(const struct shmt_record *r)
+{
+	return SHMT_COMMIT_KIND(r->commit);
+}
+
+#endif

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * source.h - one iterator over a trace, whether it comes from capture
+ * files (all parts of a run, in any order) or straight from a ring in
+ * /dev/shm: its strings, its name slots, its loss counters, and a pass
+ * over its records.
+ */
+#ifndef SHMTRACE_SOURCE_H
+#define SHMTRACE_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ring_view.h"
+#include "loss.h"
+#include "record.h"
+
+struct source_loss {
+	/* the ring's counters; torn also counts records a reader skipped
+	 * as half-written or overwritten */
+	SHMT_LOSS_MEMBER;
+	/* published records that are neither exported nor counted above: a
+	 * bug or a forged counter, never expected (see reconcile()) */
+	uint64_t unaccounted;
+	/* records in parts of a rotated capture that are not among the
+	 * inputs, where the parts present tell how many (source_parts.c) */
+	uint64_t missing;
+};
+
+/* The ring's name tables, to say which one was full: 0 when not known
+ * (a capture written before the LOSS frame carried them). */
+struct source_tables {
+	uint32_t max_strings, string_bytes, max_threads;
+};
+
+struct source_ops;
+
+struct source {
+	/* the back-end, source_ring.c or source_capture.c (source_int.h),
+	 * and its own state */
+	const struct source_ops *ops;
+	void *be;
+	const char *name;		/* ring name, or the first file */
+	char *const *inputs;		/* the files as given (capture input) */
+	size_t ninputs;
+	/*
+	 * The ring the record being handed to a source_record_fn comes from,
+	 * 0..nrings-1. Flow ids only mean something within one ring, so
+	 * whoever joins records by flow id joins them per ring. A ring is
+	 * told by its ring_id, or by the run_id in files without one (one
+	 * ring's life has one run_id). String ids are per ring too: when
+	 * the inputs come from several rings the source renumbers them into
+	 * one table (source_string), so records carry ids of that table.
+	 */
+	uint32_t ring;
+	uint32_t nrings;
+	/*
+	 * The host ring i was created on is host_of[i] (0..nhosts-1, named
+	 * hosts[]): the capture header's host field, or this machine for a
+	 * ring input. When the inputs come from several hosts, the records
+	 * of a host other than the first file's have their ts moved onto
+	 * the first file's clock by the two rings' wall-clock anchors, plus
+	 * the offset given to source_clock_offset() (so everything reading a
+	 * source sees one time line).
+	 */
+	uint32_t *host_of;
+	char (*hosts)[64];
+	uint32_t nhosts;
+	uint32_t *thr_ring;		/* the ring of each name slot in thr */
+	bool cut;			/* some file ended without its END frame */
+	bool damaged;			/* some file had a damaged frame */
+	/* parts of a rotated capture not among the inputs, by file name */
+	char **missing_parts;
+	size_t nmissing_parts;
+	char **str;			/* id -> NUL-terminated text, or NULL */
+	uint32_t *slen;
+	uint32_t nstr;
+	struct shmt_thread *thr;	/* name slots in the order they were made */
+	size_t nthr, thrcap;
+	struct source_loss loss;
+	struct source_tables tables;
+	uint64_t realtime0, mono0;	/* wall-clock anchor */
+	bool clock_tsc;
+	uint32_t capacity, mode;
+	uint64_t records;		/* records delivered by the last pass */
+	/* while a record is handed over: it comes right after the one
+	 * handed over before it in its ring's sequence (same run, same
+	 * staging block), so an argument record belongs to that one */
+	bool follows;
+	unsigned passes;
+};
+
+/*
+ * Opens a ring (ring != NULL) or capture files and loads strings, name
+ * slots and loss counters. Returns 0, or -errno with a one-line reason in
+ * err. Warnings about cut or damaged files go to stderr once, here.
+ */
+int source_open_ring(struct source *s, const char *ring, char *err, size_t errlen);
+int source_open_files(struct source *s, char *const *paths, size_t n, char *err, size_t errlen);
+/* The n capture files and then, when ring is not NULL, what that ring (the
+ * one they were drained from: the same ring_id, else refused) holds
+ * beyond them, by ring sequence. */
+int source_open_files_ring(struct source *s, const char *ring, char *const *paths, size_t n,
+			   char *err, size_t errlen);
+/* The ring when ring is not NULL and n is 0, the n capture files and
+ * that ring with both, else the n capture files. */
+int source_open(struct source *s, const char *ring, char *const *paths, size_t n,
+		char *err, size_t errlen);
+void source_close(struct source *s);
+
+/*
+ * Calls fn for every record, deduplicated; start_time is the producer
+ * process's start time when known (staging blocks), else 0. A pass over a
+ * ring is guarded against the segment shrinking. Torn records are counted
+ * in s->loss.torn (once, on the first pass). Returns 0, fn's first
+ * non-zero return, or -errno with err set.
+ */
+/* Records of kind SHMTRACE_KIND_ARG are handed over too, with s->follows
+ * saying whether they may belong to the record before them; a ring's open
+ * spans come as SHMTRACE_KIND_OPEN records after each block's records. */
+typedef int (*source_record_fn)(void *ctx, const struct shmt_record *r, uint64_t start_time);
+
+int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, size_t errlen);
+
+/* Adds ns (signed) to the timestamps of host's records, after the
+ * wall-clock alignment; before the first pass. Returns 0, or -ENOENT when
+ * no input comes from that host. */
+int source_clock_offset(struct source *s, const char *host, int64_t ns);
+
+/* Ring i (0..nrings-1): its name, ring_id (0: unknown) and run_id (0
+ * for a ring input). Returns 0, or -ENOENT past the last. */
+int source_ring_info(const struct source *s, uint32_t i, const char **name, uint64_t *ring_id,
+		     uint64_t *run_id);
+
+/* What the source reads: "ring" or "capture". */
+const char *source_kind(const struct source *s);
+/* Input i as given: the capture files, or the ring's name (its only
+ * input); NULL past the last. */
+const char *source_input(const struct source *s, size_t i);
+
+/* The text of string id (len in *len): "?" for 0 and unknown ids. */
+const char *source_string(struct source *s, uint32_t id, size_t *len);
+/* Whether id names a string of the trace (not "?"). */
+bool source_has_string(const struct source *s, uint32_t id);
+/* Strings known and the bytes they take in the ring (one more each). */
+void source_strings_used(const struct source *s, uint32_t *n, uint64_t *bytes);
+
+/* Warns about lost records, and records no counter accounts for, on
+ * stderr (source_warn.c); nothing when there are none. */
+void source_warn_lost(const struct source_loss *l);
+
+/* Prints "shmtrace: warning: ..." on stderr. */
+void source_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
