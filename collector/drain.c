@@ -407,9 +407,32 @@ void drain_free(struct drain *d)
 	free(d);
 }
 
+/* A count read from the segment, guarded: a ring truncated under us (the
+ * collector's error path asks too) counts 0 instead of raising SIGBUS. */
+struct life_count {
+	const struct drain *d;
+	uint64_t n;
+	bool writers;
+};
+
+static int life_count(void *p)
+{
+	struct life_count *c = p;
+
+	c->n = c->writers ? shmt_ring_live_writers(&c->d->v) : shmt_ring_undrained(&c->d->v);
+	return 0;
+}
+
+static uint64_t guarded_count(const struct drain *d, bool writers)
+{
+	struct life_count c = { d, 0, writers };
+
+	return d->opened && shmt_guarded(life_count, &c) == 0 ? c.n : 0;
+}
+
 uint32_t drain_live_writers(const struct drain *d)
 {
-	return d->opened ? shmt_ring_live_writers(&d->v) : 0;
+	return (uint32_t)guarded_count(d, true);
 }
 
 uint32_t drain_mappers(const struct drain *d)
@@ -419,7 +442,7 @@ uint32_t drain_mappers(const struct drain *d)
 
 uint64_t drain_undrained(const struct drain *d)
 {
-	return d->opened ? shmt_ring_undrained(&d->v) : 0;
+	return guarded_count(d, false);
 }
 
 int drain_unlink_ring(struct drain *d)
