@@ -26,8 +26,9 @@ static long fsize_limit;	/* > 0: the child may write files of at most this */
 static char tmpdir[256];
 
 /* Runs argv with stdout and stderr to files; returns the exit status, or
- * 128 + signal. */
-static inline int run(const char *out, const char *err, char *const argv[])
+ * 128 + signal. With guard_s, a child still running after that many
+ * seconds is killed by SIGALRM (128 + 14): a hang becomes a failure. */
+static inline int run_for(const char *out, const char *err, char *const argv[], unsigned guard_s)
 {
 	pid_t p = fork();
 	int st;
@@ -39,6 +40,8 @@ static inline int run(const char *out, const char *err, char *const argv[])
 
 		dup2(fo, 1);
 		dup2(fe, 2);
+		if (guard_s)
+			alarm(guard_s);	/* survives exec */
 		if (fsize_limit > 0) {
 			struct rlimit rl = { (rlim_t)fsize_limit, (rlim_t)fsize_limit };
 
@@ -51,6 +54,11 @@ static inline int run(const char *out, const char *err, char *const argv[])
 	}
 	assert_int_equal(waitpid(p, &st, 0), p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static inline int run(const char *out, const char *err, char *const argv[])
+{
+	return run_for(out, err, argv, 0);
 }
 
 static inline const char *tmp(const char *name)

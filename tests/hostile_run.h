@@ -10,26 +10,10 @@
 
 #define GUARD_S 60	/* a command that blocks this long is hung: killed, and the test fails */
 
-/* run(), with a hang turned into a failure: the child is killed by
- * SIGALRM after GUARD_S seconds (128 + 14). */
+/* run(), with a hang turned into a failure (see run_for()). */
 static inline int run_guarded(const char *out, const char *err, char *const argv[])
 {
-	pid_t p = fork();
-	int st;
-
-	assert_true(p >= 0);
-	if (p == 0) {
-		int fo = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int fe = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fo, 1);
-		dup2(fe, 2);
-		alarm(GUARD_S);	/* survives exec */
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(p, &st, 0), p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return run_for(out, err, argv, GUARD_S);
 }
 
 /* A ring of n spans named "s" from this process, closed again. */
