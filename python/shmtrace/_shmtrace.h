@@ -87,6 +87,8 @@ int pyst_parse_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyO
 		    PyObject **keys, int nkeys, int nrequired, PyObject **out);
 int pyst_check_name_cat(PyObject *name, PyObject *cat);
 int pyst_get_flow(PyObject *o, uint64_t *flow);
+int pyst_event_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+		    PyObject **a, uint64_t *flow);
 
 /* tracer.c */
 Tracer *pyst_tracer_new(shmtrace_t *t, int owned, PyObject *ring);

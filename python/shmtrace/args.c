@@ -129,6 +129,18 @@ int pyst_check_name_cat(PyObject *name, PyObject *cat)
 	return 0;
 }
 
+/* The arguments of span() and instant(): name, cat=None, flow=None,
+ * checked; a[0..2] the name, cat and flow objects. */
+int pyst_event_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+		    PyObject **a, uint64_t *flow)
+{
+	PyObject *keys[3] = { pyst_str_name, pyst_str_cat, pyst_str_flow };
+
+	if (pyst_parse_args(fn, args, nargs, kwnames, keys, 3, 1, a) < 0)
+		return -1;
+	return pyst_check_name_cat(a[0], a[1]) < 0 || pyst_get_flow(a[2], flow) < 0 ? -1 : 0;
+}
+
 /* A flow id: None or an int in 0..2^64-1. */
 int pyst_get_flow(PyObject *o, uint64_t *flow)
 {

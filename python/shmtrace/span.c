@@ -158,14 +158,12 @@ PYST_DOC(pyst_span_doc,
 
 PyObject *pyst_span(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	PyObject *keys[3] = { pyst_str_name, pyst_str_cat, pyst_str_flow }, *a[3];
+	PyObject *a[3];
 	uint32_t cat, name;
 	uint64_t flow;
 	Span *s;
 
-	if (pyst_parse_args("span", args, nargs, kwnames, keys, 3, 1, a) < 0)
-		return NULL;
-	if (pyst_check_name_cat(a[0], a[1]) < 0 || pyst_get_flow(a[2], &flow) < 0)
+	if (pyst_event_args("span", args, nargs, kwnames, a, &flow) < 0)
 		return NULL;
 	if (!pyst_enabled(tr)) {
 		Py_INCREF(pyst_null_span);
