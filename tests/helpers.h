@@ -160,4 +160,30 @@ static inline void ring_loss(const char *name, struct shmt_loss *l)
 	shmt_view_close(&v);
 }
 
+/* How many of d's records come from pid. */
+static inline uint64_t count_pid(const struct ring_dump *d, uint32_t pid)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < d->n; i++)
+		n += d->recs[i].pid == pid;
+	return n;
+}
+
+/* The flags of pid's name slots, or-ed. */
+static inline uint32_t slot_flags(const char *ring, uint32_t pid)
+{
+	struct shmt_view v;
+	struct shmt_thread t;
+	uint32_t flags = 0;
+	char err[256];
+
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	for (uint32_t i = 0; i < shmt_ring_nthreads(&v); i++)
+		if (shmt_ring_thread(&v, i, &t) == 0 && t.pid == pid)
+			flags |= t.flags;
+	shmt_view_close(&v);
+	return flags;
+}
+
 #endif
