@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -172,13 +173,40 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 	return 0;
 }
 
+/* Whether the caller may share a ring of owner uid and group gid: it is
+ * the owner, or the file is readable and writable by its group (mode
+ * 0660, as `shmtrace-collector --group` makes it) and the group is one of
+ * the caller's (docs/DESIGN.md, "Security"). */
+static bool may_share(const struct stat *st)
+{
+	gid_t *groups;
+	bool ours = false;
+	int n;
+
+	if (st->st_uid == geteuid())
+		return true;
+	if ((st->st_mode & 0060) != 0060)
+		return false;
+	if (st->st_gid == getegid())
+		return true;
+	n = getgroups(0, NULL);
+	if (n <= 0 || !(groups = calloc((size_t)n, sizeof(*groups))))
+		return false;
+	n = getgroups(n, groups);
+	for (int i = 0; i < n && !ours; i++)
+		ours = groups[i] == st->st_gid;
+	free(groups);
+	return ours;
+}
+
 /*
  * The one place a ring's file is opened (producers, the collector, the
  * tools): never through a link and never blocking (O_NOFOLLOW |
  * O_NONBLOCK: a FIFO planted under the name by any user would block
  * open() for read until a writer came), then fstat: what is not a regular
  * file is refused with -ENODEV, which is what mmap() says of such files;
- * and, unless SHMT_OPEN_ANY_OWNER, a file of another owner or that
+ * and, unless SHMT_OPEN_ANY_OWNER, a file the caller may not share
+ * (another owner's, not shared with a group of the caller's) or that
  * others may write, -EPERM. Returns the descriptor (close-on-exec), its
  * stat in *st, or -errno with the reason in err.
  */
@@ -212,10 +240,11 @@ int shmt_ring_open_fd(const char *name, int flags, struct stat *st, char *err, s
 		ERR(-ENODEV, "'%s' is not a regular file", name);
 	}
 	if (!(flags & SHMT_OPEN_ANY_OWNER)) {
-		if (st->st_uid != geteuid()) {
+		if (!may_share(st)) {
 			close(fd);
-			ERR(-EPERM, "ring '%s' is owned by uid %u, not by us (uid %u)",
-			    name, (unsigned)st->st_uid, (unsigned)geteuid());
+			ERR(-EPERM, "ring '%s' is owned by uid %u, not by us (uid %u), and not shared "
+			    "with a group of ours (gid %u, mode %04o)", name, (unsigned)st->st_uid,
+			    (unsigned)geteuid(), (unsigned)st->st_gid, (unsigned)(st->st_mode & 07777));
 		}
 		if (st->st_mode & 0002) {
 			close(fd);
