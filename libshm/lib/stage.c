@@ -86,22 +86,46 @@ static __thread struct { uint64_t id; uint32_t gen; } tls_named[NAMED_RINGS]
 	__attribute__((tls_model("initial-exec")));
 static __thread uint32_t tls_named_next __attribute__((tls_model("initial-exec")));
 
+/* Whether the calling thread is named in a's ring (or was counted). */
+static bool named(const struct shmt_att *a)
+{
+	for (int i = 0; i < NAMED_RINGS; i++)
+		if (tls_named[i].id == a->id && tls_named[i].gen == shmt_fork_gen)
+			return true;
+	return false;
+}
+
+static void set_named(const struct shmt_att *a)
+{
+	tls_named[tls_named_next % NAMED_RINGS].id = a->id;
+	tls_named[tls_named_next % NAMED_RINGS].gen = shmt_fork_gen;
+	tls_named_next++;
+}
+
 /* Appends the calling thread's name slot to a's ring unless it has one
- * there already. Lock held. */
+ * there already: kept, or counted in names_dropped when the table is
+ * full. Lock held. */
 static void name_once_locked(struct shmt_att *a, uint32_t tid)
 {
 	char tname[SHMT_NAME_LEN];
 
-	for (int i = 0; i < NAMED_RINGS; i++)
-		if (tls_named[i].id == a->id && tls_named[i].gen == shmt_fork_gen)
-			return;
+	if (named(a))
+		return;
 	shmt_thread_name(tname);
-	/* kept, or counted in names_dropped when the table is full */
 	shmt_name_append_locked(&a->v, shmt_pid, tid, shmt_start, shmt_pidns, a->slot_flags,
 				tname, shmt_pname);
-	tls_named[tls_named_next % NAMED_RINGS].id = a->id;
-	tls_named[tls_named_next % NAMED_RINGS].gen = shmt_fork_gen;
-	tls_named_next++;
+	set_named(a);
+}
+
+/* The thread's first record in a's ring was dropped for want of the lock:
+ * its name, which would have gone with it, is counted lost as well (once),
+ * so that every thread's name is kept or counted. */
+static void name_lost(struct shmt_att *a)
+{
+	if (named(a))
+		return;
+	fetch_add(&a->v.h->names_dropped.v, 1);
+	set_named(a);
 }
 
 /* Whether some block looks free (read without the lock: a hint). */
@@ -190,8 +214,10 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 	if (shmt_producer_lock(t, a) < 0) {
 		/* -EBUSY from a wedged lock's try is a timeout too */
 		free(dead);
-		if (n)
+		if (n) {
 			shmt_loss_lock_dropped(&a->v, n);
+			name_lost(a);
+		}
 		*ret = -ETIMEDOUT;
 		return NULL;
 	}
