@@ -76,8 +76,11 @@ bool shmt_mutex_sane(const struct shmt_view *v)
 		return false;
 	if (count > 1)
 		return false;
-	/* the futex word holds the owner's tid (plus waiter/died bits) or 0 */
-	if (lock != 0 && (lock & 0x3fffffff) == 0)
+	/* the futex word holds the owner's tid (plus the waiters and
+	 * owner-died bits) or 0; the kernel clears the tid of an owner that
+	 * died holding it and sets owner-died (0x40000000), which glibc
+	 * reports as EOWNERDEAD: sane. Waiters and no owner is not. */
+	if ((unsigned)lock == 0x80000000u)
 		return false;
 	if (owner < 0 && owner != 0x7fffffff /* PTHREAD_MUTEX_NOTRECOVERABLE */)
 		return false;
