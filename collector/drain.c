@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
@@ -44,17 +45,20 @@ static uint64_t hash64(const void *p, size_t n, uint64_t h)
 }
 
 /* Opens a second descriptor on the ring only to hold an advisory lock:
- * two collectors on one ring would both advance its tail. */
+ * two collectors on one ring would both advance its tail. Opened as every
+ * ring is (shmt_ring_open_fd()), and only if it is the segment mapped. */
 static int claim_ring(struct drain *d)
 {
-	char path[SHMT_PATH_MAX];
-	int fd;
+	char err[256];
+	struct stat st;
+	int fd = shmt_ring_open_fd(d->o.ring, SHMT_OPEN_ANY_OWNER, &st, err, sizeof(err));
 
-	if (shmt_ring_path(d->o.ring, path, sizeof(path)) < 0)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return -errno;
+		return fd;
+	if ((uint64_t)st.st_dev != d->v.dev || (uint64_t)st.st_ino != d->v.ino) {
+		close(fd);
+		return -ESTALE;
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		int e = errno;
 

@@ -108,8 +108,11 @@ int shmtrace_ring_unlink(const char *name);
 /*
  * Attaches to an existing ring as a producer. Refuses (-EPROTO) a segment of
  * another magic or a newer major version, -EBADMSG one whose header is
- * inconsistent or whose size is impossible, -EPERM one owned by another user
- * or writable by others, -EXDEV one created in another pid namespace (its
+ * inconsistent or whose size is impossible, -ENODEV a name that is not a
+ * regular file (a FIFO, directory or socket: never opened so as to block),
+ * -ELOOP a symbolic link, -EPERM one owned by another user and not
+ * shared with a group of ours (mode 0660, one of our groups), or writable
+ * by others, -EXDEV one created in another pid namespace (its
  * pids would collide with ours; SHMTRACE_ALLOW_PIDNS=1 attaches anyway).
  * On success *out is a handle for shmtrace_close().
  */

@@ -288,8 +288,9 @@ static const char rm_usage[] =
 	"Usage: shmtrace rm [--force] NAME...\n"
 	"Removes rings from /dev/shm. A ring that live producers are attached to,\n"
 	"or that a collector is draining, is refused unless --force; a file that is\n"
-	"not a shmtrace ring is always refused. Processes attached to a removed ring\n"
-	"keep their mapping; the memory is freed when the last one detaches.\n"
+	"not a shmtrace ring (a FIFO or a directory too) is always refused.\n"
+	"Processes attached to a removed ring keep their mapping; the memory is\n"
+	"freed when the last one detaches.\n"
 	"Removing a ring that holds records no collector drained says how many\n"
 	"were lost (shmtrace export --ring NAME saves them first).\n"
 	"\n"
@@ -308,6 +309,10 @@ static int rm_one(const char *name, bool force)
 	if (shmt_name_check(name) < 0)
 		return cli_runtime_error("rm", "'%s' is not a ring name (1 to 200 bytes, no '/')", name);
 	ret = census_take(name, &cs, &st, err, sizeof(err));
+	/* a FIFO, directory or socket under the name is no ring: never ours
+	 * to remove (rm(1) removes it) */
+	if (ret == -ENODEV)
+		return cli_runtime_error("rm", "%s; not a ring, not removed", err);
 	if (ret < 0)
 		return cli_runtime_error("rm", "%s", err);
 	col = ring_collector(&cs.v);

@@ -121,16 +121,17 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
 		name = a->remap[name & (SHMT_HANDLE_IDS - 1)];
 	}
 	if (unlikely(!shmt_slot_is(s, a))) {
-		s = shmt_slot_slow(t, a);
-		if (!s) {
-			struct shmt_record d[1 + SHMTRACE_MAX_ARGS] = { {
-				.ts = ts, .dur = dur, .flow = flow, .pid = shmt_pid, .tid = shmt_my_tid(),
-				.name = (uint16_t)name, .cat = (uint16_t)cat, .commit = kind,
-			} };
+		/* no block yet: claimed now, or the record written under the
+		 * lock instead (one bounded wait either way) */
+		struct shmt_record d[1 + SHMTRACE_MAX_ARGS] = { {
+			.ts = ts, .dur = dur, .flow = flow, .pid = shmt_pid, .tid = shmt_my_tid(),
+			.name = (uint16_t)name, .cat = (uint16_t)cat, .commit = kind,
+		} };
 
-			fill_args(a, d, NULL, args, nargs);
-			return shmt_emit_direct(t, a, d, 1 + nargs);
-		}
+		fill_args(a, d, NULL, args, nargs);
+		s = shmt_slot_slow(t, a, d, 1 + nargs, &ret);
+		if (!s)
+			return ret;
 	}
 	/* soft <= limit: one compare guards both marks */
 	if (unlikely(s->written + nargs >= s->soft)) {
@@ -253,7 +254,9 @@ SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32
 	if (unlikely(a == NULL))
 		return -ENOENT;	/* the end looks for the ring, as emit() does */
 	if (unlikely(!shmt_slot_is(s, a))) {
-		s = shmt_slot_slow(t, a);
+		int ret;
+
+		s = shmt_slot_slow(t, a, NULL, 0, &ret);
 		if (!s)
 			return 0;	/* recorded at the end, not tracked */
 	}

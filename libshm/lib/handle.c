@@ -163,7 +163,8 @@ SHMT_API const char *shmtrace_strerror(int err)
 	switch (err) {
 	case -EPROTO: return "not a shmtrace ring, or a ring format version this library cannot read";
 	case -EBADMSG: return "ring header inconsistent or segment truncated";
-	case -EPERM: return "ring owned by another user or writable by others";
+	case -ENODEV: return "not a shmtrace ring: not a regular file (a FIFO, directory or socket)";
+	case -EPERM: return "ring owned by another user and not shared with our group, or writable by others";
 	case -ETIMEDOUT: return "ring lock held too long (owner wedged); records dropped and counted";
 	case -ENOSPC: return "no space (ring, string table, or /dev/shm full)";
 	case -EXDEV: return "ring created in another pid namespace (set SHMTRACE_ALLOW_PIDNS=1 to attach anyway)";

@@ -71,12 +71,12 @@ void shmt_thread_watch(void);
 void shmt_thread_name(char *buf);
 
 /* stage.c: finds or makes the calling thread's slot for a (NULL: no block,
- * write under the lock with shmt_emit_direct()); makes room for n more
- * records; flushes the slot's block, waiting for the lock or (try) only
- * trying it. */
-struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a);
+ * and r[0..n) were written under the lock instead, *ret saying how); makes
+ * room for n more records; flushes the slot's block, waiting for the lock
+ * or (try) only trying it. */
+struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
+				     const struct shmt_record *r, unsigned n, int *ret);
 int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, unsigned n);
 int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, bool try);
-int shmt_emit_direct(shmtrace_t *t, struct shmt_att *a, const struct shmt_record *r, unsigned n);
 
 #endif /* SHMTRACE_PRODUCER_H */

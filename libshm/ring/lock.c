@@ -35,23 +35,39 @@ int shmt_mutex_init(pthread_mutex_t *m)
 	return -ret;
 }
 
+/* The kind glibc gives a robust, process-shared mutex (computed once). */
+static int robust_kind(void)
+{
+	static int kind = -1;
+	int k = load_relaxed(&kind);
+	pthread_mutex_t ref;
+
+	if (k != -1)
+		return k;
+	memset(&ref, 0, sizeof(ref));
+	if (shmt_mutex_init(&ref) < 0)
+		return -1;
+	k = ref.__data.__kind;
+	pthread_mutex_destroy(&ref);
+	store_relaxed(&kind, k);
+	return k;
+}
+
 /*
  * Returns true if the mutex bytes look like a robust shared mutex in a
  * state glibc can handle. Random bytes there can make glibc abort or hang
- * (docs/DESIGN.md), so the collector checks before it
- * locks. This reads glibc's struct __pthread_mutex_s, which is ABI-stable.
+ * (docs/DESIGN.md), so shmt_lock() and shmt_unlock() check before every
+ * call into glibc on it. This reads glibc's struct __pthread_mutex_s,
+ * which is ABI-stable.
  */
 bool shmt_mutex_sane(const struct shmt_view *v)
 {
 	const struct __pthread_mutex_s *d = &v->h->mutex.__data;
-	int lock, owner, kind, ref_kind;
-	pthread_mutex_t ref;
+	int lock, owner, kind, ref_kind = robust_kind();
 	unsigned count;
 
-	memset(&ref, 0, sizeof(ref));
-	if (shmt_mutex_init(&ref) < 0)
+	if (ref_kind == -1)
 		return false;
-	ref_kind = ref.__data.__kind;
 	lock = load_relaxed(&d->__lock);
 	owner = load_relaxed(&d->__owner);
 	kind = load_relaxed(&d->__kind);
@@ -60,8 +76,11 @@ bool shmt_mutex_sane(const struct shmt_view *v)
 		return false;
 	if (count > 1)
 		return false;
-	/* the futex word holds the owner's tid (plus waiter/died bits) or 0 */
-	if (lock != 0 && (lock & 0x3fffffff) == 0)
+	/* the futex word holds the owner's tid (plus the waiters and
+	 * owner-died bits) or 0; the kernel clears the tid of an owner that
+	 * died holding it and sets owner-died (0x40000000), which glibc
+	 * reports as EOWNERDEAD: sane. Waiters and no owner is not. */
+	if ((unsigned)lock == 0x80000000u)
 		return false;
 	if (owner < 0 && owner != 0x7fffffff /* PTHREAD_MUTEX_NOTRECOVERABLE */)
 		return false;
@@ -135,41 +154,85 @@ static void deadline_after(struct timespec *ts, clockid_t clk, uint64_t ns)
 	}
 }
 
+static bool past(const struct timespec *deadline)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > deadline->tv_sec ||
+	       (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+}
+
+/*
+ * Mutex bytes glibc cannot handle (forged by a writer of the ring, or
+ * torn): treated as a lock held by a wedged owner. A try fails (-EBUSY);
+ * a wait looks again every millisecond until the deadline, then times out
+ * as a wait on a held lock does (counted). Returns 0 once the bytes are
+ * sane again, with the deadline left to the wait.
+ */
+static int wait_sane(struct shmt_view *v, uint64_t timeout_ns, struct timespec *deadline)
+{
+	struct timespec nap = { 0, 1000000 };
+
+	if (!timeout_ns)
+		return -EBUSY;
+	deadline_after(deadline, CLOCK_MONOTONIC, timeout_ns);
+	do {
+		nanosleep(&nap, NULL);
+		if (shmt_mutex_sane(v))
+			return 0;
+	} while (!past(deadline));
+	fetch_add(&v->h->lock_timeouts.v, 1);
+	return -ETIMEDOUT;
+}
+
 /*
  * Takes the ring lock, waiting at most timeout_ns (0: only try). Repairs the
  * ring if the previous owner died. Returns 0, -ETIMEDOUT (counted in the
- * header), -EBUSY for a failed try, or -ENOTRECOVERABLE.
+ * header), -EBUSY for a failed try, or -ENOTRECOVERABLE. Mutex bytes that
+ * are not a sane robust mutex (shmt_mutex_sane()) are never handed to
+ * glibc, which could abort on them: they count as a lock held too long.
+ * (A writer who rewrites them between the check and glibc's read wins the
+ * race; the check closes the door, not the window.)
  */
 int shmt_lock(struct shmt_view *v, uint64_t timeout_ns)
 {
 	pthread_mutex_t *m = &v->h->mutex;
 	struct timespec ts;
+	bool deadline_set = false;
 	int ret;
 
+	if (unlikely(!shmt_mutex_sane(v))) {
+		ret = wait_sane(v, timeout_ns, &ts);
+		if (ret < 0)
+			return ret;
+		deadline_set = true;
+	}
 	ret = pthread_mutex_trylock(m);
 	if (ret == EBUSY && timeout_ns) {
+		if (!deadline_set)
+			deadline_after(&ts, CLOCK_MONOTONIC, timeout_ns);
 #if SHMT_TSAN
 		/* ThreadSanitizer intercepts neither clocklock nor, for
 		 * EOWNERDEAD, timedlock: under it, wait with trylock (whose
 		 * interceptor knows EOWNERDEAD) and short naps instead */
 		struct timespec nap = { 0, 20000 };
 
-		deadline_after(&ts, CLOCK_MONOTONIC, timeout_ns);
 		for (;;) {
-			struct timespec now;
-
 			nanosleep(&nap, NULL);
+			if (!shmt_mutex_sane(v)) {
+				ret = ETIMEDOUT;
+				break;
+			}
 			ret = pthread_mutex_trylock(m);
 			if (ret != EBUSY)
 				break;
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if (now.tv_sec > ts.tv_sec || (now.tv_sec == ts.tv_sec && now.tv_nsec >= ts.tv_nsec)) {
+			if (past(&ts)) {
 				ret = ETIMEDOUT;
 				break;
 			}
 		}
 #else
-		deadline_after(&ts, CLOCK_MONOTONIC, timeout_ns);
 		ret = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
 #endif
 	}
@@ -186,7 +249,11 @@ int shmt_lock(struct shmt_view *v, uint64_t timeout_ns)
 	return -ret;
 }
 
+/* Releases the lock, unless its bytes were forged while we held it: then
+ * they are left as they are (glibc could abort on them), and the lock
+ * counts as wedged for everyone. */
 void shmt_unlock(struct shmt_view *v)
 {
-	pthread_mutex_unlock(&v->h->mutex);
+	if (likely(shmt_mutex_sane(v)))
+		pthread_mutex_unlock(&v->h->mutex);
 }

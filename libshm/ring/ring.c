@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -172,9 +173,91 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 	return 0;
 }
 
+/* Whether the caller may share a ring of owner uid and group gid: it is
+ * the owner, or the file is readable and writable by its group (mode
+ * 0660, as `shmtrace-collector --group` makes it) and the group is one of
+ * the caller's (docs/DESIGN.md, "Security"). */
+static bool may_share(const struct stat *st)
+{
+	gid_t *groups;
+	bool ours = false;
+	int n;
+
+	if (st->st_uid == geteuid())
+		return true;
+	if ((st->st_mode & 0060) != 0060)
+		return false;
+	if (st->st_gid == getegid())
+		return true;
+	n = getgroups(0, NULL);
+	if (n <= 0 || !(groups = calloc((size_t)n, sizeof(*groups))))
+		return false;
+	n = getgroups(n, groups);
+	for (int i = 0; i < n && !ours; i++)
+		ours = groups[i] == st->st_gid;
+	free(groups);
+	return ours;
+}
+
 /*
- * Opens and maps a ring. Refuses a segment owned by another user or
- * writable by others unless SHMT_OPEN_ANY_OWNER. The header is validated
+ * The one place a ring's file is opened (producers, the collector, the
+ * tools): never through a link and never blocking (O_NOFOLLOW |
+ * O_NONBLOCK: a FIFO planted under the name by any user would block
+ * open() for read until a writer came), then fstat: what is not a regular
+ * file is refused with -ENODEV, which is what mmap() says of such files;
+ * and, unless SHMT_OPEN_ANY_OWNER, a file the caller may not share
+ * (another owner's, not shared with a group of the caller's) or that
+ * others may write, -EPERM. Returns the descriptor (close-on-exec), its
+ * stat in *st, or -errno with the reason in err.
+ */
+int shmt_ring_open_fd(const char *name, int flags, struct stat *st, char *err, size_t errlen)
+{
+	char path[SHMT_PATH_MAX];
+	int fd, ret;
+	bool wr = flags & SHMT_OPEN_WRITE;
+
+	memset(st, 0, sizeof(*st));
+	if (shmt_ring_path(name, path, sizeof(path)) < 0)
+		ERR(-EINVAL, "invalid ring name '%s' (1 to 200 bytes, no '/')", name ? name : "");
+	fd = open(path, (wr ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ENOENT)
+			ERR(ret, "no ring named '%s' in /dev/shm", name);
+		if (ret == -ELOOP)
+			ERR(ret, "ring '%s' is a symbolic link; refusing to follow it", name);
+		/* a directory opened for writing, a socket */
+		if (ret == -EISDIR || ret == -ENXIO)
+			ERR(-ENODEV, "'%s' is not a regular file", name);
+		ERR(ret, "cannot open ring '%s': %s", name, strerror(-ret));
+	}
+	if (fstat(fd, st) < 0) {
+		ret = -errno;
+		close(fd);
+		ERR(ret, "fstat of ring '%s': %s", name, strerror(-ret));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		ERR(-ENODEV, "'%s' is not a regular file", name);
+	}
+	if (!(flags & SHMT_OPEN_ANY_OWNER)) {
+		if (!may_share(st)) {
+			close(fd);
+			ERR(-EPERM, "ring '%s' is owned by uid %u, not by us (uid %u), and not shared "
+			    "with a group of ours (gid %u, mode %04o)", name, (unsigned)st->st_uid,
+			    (unsigned)geteuid(), (unsigned)st->st_gid, (unsigned)(st->st_mode & 07777));
+		}
+		if (st->st_mode & 0002) {
+			close(fd);
+			ERR(-EPERM, "ring '%s' is writable by other users (mode %04o)",
+			    name, (unsigned)(st->st_mode & 07777));
+		}
+	}
+	return fd;
+}
+
+/*
+ * Opens (shmt_ring_open_fd()) and maps a ring. The header is validated
  * from a private copy taken after mmap, so a peer cannot change the size
  * between our check and our use.
  */
@@ -182,47 +265,16 @@ int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, 
 {
 	struct shmt_header copy;
 	struct stat st;
-	char path[256];
 	void *base;
 	int fd, ret;
 	bool wr = flags & SHMT_OPEN_WRITE;
 
 	memset(v, 0, sizeof(*v));
-	if (shmt_name_check(name) < 0)
-		ERR(-EINVAL, "invalid ring name '%s' (1 to 200 bytes, no '/')", name ? name : "");
-	shmt_shm_name(path, sizeof(path), name);
-	fd = shm_open(path, (wr ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW, 0);
-	if (fd < 0) {
-		ret = -errno;
-		if (ret == -ENOENT)
-			ERR(ret, "no ring named '%s' in /dev/shm", name);
-		if (ret == -ELOOP)
-			ERR(ret, "ring '%s' is a symbolic link; refusing to follow it", name);
-		ERR(ret, "cannot open ring '%s': %s", name, strerror(-ret));
-	}
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		close(fd);
-		ERR(ret, "fstat of ring '%s': %s", name, strerror(-ret));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		ERR(-EBADMSG, "ring '%s' is not a regular file", name);
-	}
+	fd = shmt_ring_open_fd(name, flags, &st, err, errlen);
+	if (fd < 0)
+		return fd;
 	v->dev = st.st_dev;
 	v->ino = st.st_ino;
-	if (!(flags & SHMT_OPEN_ANY_OWNER)) {
-		if (st.st_uid != geteuid()) {
-			close(fd);
-			ERR(-EPERM, "ring '%s' is owned by uid %u, not by us (uid %u)",
-			    name, (unsigned)st.st_uid, (unsigned)geteuid());
-		}
-		if (st.st_mode & 0002) {
-			close(fd);
-			ERR(-EPERM, "ring '%s' is writable by other users (mode %04o)",
-			    name, (unsigned)(st.st_mode & 07777));
-		}
-	}
 	if ((uint64_t)st.st_size < SHMT_HEADER_SIZE) {
 		close(fd);
 		ERR(-EBADMSG, "ring '%s' is truncated (%lld bytes)", name, (long long)st.st_size);

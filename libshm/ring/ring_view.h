@@ -88,6 +88,16 @@ int shmt_layout_compute(uint32_t capacity, uint32_t max_strings, uint32_t string
 			uint32_t max_threads, uint32_t nblocks, struct shmt_layout *l);
 #define SHMT_OPEN_WRITE		0x1	/* map read-write (producers, collector) */
 #define SHMT_OPEN_ANY_OWNER	0x2	/* skip the owner check (read-only tools) */
+struct stat;
+/* The one place a ring's file is opened: never through a symbolic link
+ * (-ELOOP) nor blocking on a FIFO; what is not a regular file is -ENODEV
+ * ("'NAME' is not a regular file"); unless SHMT_OPEN_ANY_OWNER, one the
+ * caller may not write into is -EPERM. Returns the descriptor, its stat in
+ * *st, or -errno with the reason in err. */
+int shmt_ring_open_fd(const char *name, int flags, struct stat *st, char *err, size_t errlen);
+/* shmt_ring_open_fd(), then the segment mapped and its header validated:
+ * 0, -EPROTO (not a ring, or a version we cannot read), -EBADMSG
+ * (inconsistent or truncated), or the open's -errno; the reason in err. */
 int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, size_t errlen);
 int shmt_view_validate(struct shmt_view *v, const struct shmt_header *copy, uint64_t file_size,
 		       char *err, size_t errlen);

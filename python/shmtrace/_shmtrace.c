@@ -22,7 +22,8 @@ PyDoc_STRVAR(open_doc,
 "tracer is off: every call on it is a cheap no-op.\n\n"
 "Raises shmtrace.Error (an OSError) with the library's message: errno\n"
 "ENOENT when there is no such ring, EPROTO for a segment that is not a\n"
-"ring, EPERM for one owned by another user, EINVAL for a bad name.");
+"ring, ENODEV for a name that is not a regular file, EPERM for one owned\n"
+"by another user, EINVAL for a bad name.");
 
 static PyObject *mod_open(PyObject *m, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
