@@ -19,6 +19,7 @@
 #include "loss.h"
 #include "ring_census.h"
 #include "ring_reader.h"
+#include "term.h"
 
 static const char *mode_name(uint32_t mode)
 {
@@ -108,7 +109,7 @@ static void stat_producer(struct kv *o, const struct shmt_thread *t, bool first)
 	bool alive = ring_process_alive(t);
 	const char *attached = t->flags & SHMT_THREAD_REATTACHED ? "again (ring made anew)" :
 			       t->flags & SHMT_THREAD_LATE ? "late (waited for the ring)" : NULL;
-	char esc[SHMT_NAME_LEN * 6 + 1], buf[32];
+	char esc[TERM_ESC_MAX(SHMT_NAME_LEN)], buf[32];
 
 	if (o->json) {
 		jw_puts(o->w, first ? "{\"pid\":" : ",{\"pid\":");
@@ -123,7 +124,7 @@ static void stat_producer(struct kv *o, const struct shmt_thread *t, bool first)
 		jw_puts(o->w, alive ? ",\"alive\":true}" : ",\"alive\":false}");
 		return;
 	}
-	json_escape(t->pname, strlen(t->pname), esc, sizeof(esc));
+	term_escape(t->pname, strlen(t->pname), esc, sizeof(esc));
 	snprintf(buf, sizeof(buf), "  %8u  ", t->pid);
 	jw_puts(o->w, buf);
 	jw_puts(o->w, esc);

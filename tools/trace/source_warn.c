@@ -6,18 +6,22 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "source.h"
+#include "term.h"
 
 void source_warnx(const char *fmt, ...)
 {
+	char msg[2048], esc[TERM_ESC_MAX(2048)];
 	va_list ap;
 
-	fputs("shmtrace: warning: ", stderr);
+	/* warnings quote names from rings and captures: escaped, never raw */
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	term_escape(msg, strlen(msg), esc, sizeof(esc));
+	fprintf(stderr, "shmtrace: warning: %s\n", esc);
 }
 
 void source_warn_lost(const struct source_loss *l)
