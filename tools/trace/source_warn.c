@@ -32,7 +32,10 @@ void source_warn_lost(const struct source_loss *l)
 
 	/* each record lost is counted once, under its cause; lock timeouts
 	 * are attempts, said apart and never added to the records (the
-	 * names and strings tables have their own warnings) */
+	 * names and strings tables have their own warnings); counters that
+	 * cannot be true were said to be corrupt, and are no counts */
+	if (l->corrupt)
+		return;
 	what[0] = 0;
 	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++) {
 		const struct shmt_loss_kind *k = &shmt_loss_kinds[i];
