@@ -382,13 +382,14 @@ void drain_warn_names(const struct drain *d)
 {
 	struct shmt_loss l;
 	uint64_t s, n;
+	char why[192];
 
 	shmt_loss_read(&d->v, &l, false);
 	s = l.strings_dropped;
 	n = l.names_dropped;
 	/* counters that cannot be true are no counts (the summary says so) */
 	if (!shmt_loss_plausible(&l, &(const struct shmt_loss_scope){
-			.age_ns = shmt_loss_age_ns(d->v.clock.realtime0) }, NULL, 0))
+			.age_ns = shmt_loss_age_ns(d->v.clock.realtime0) }, why, sizeof(why)))
 		return;
 
 	if (s)
