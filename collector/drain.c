@@ -368,6 +368,13 @@ void drain_get_stats(const struct drain *d, bool failed, struct drain_stats *st)
 	if (d->done_parts > done)
 		done = d->done_parts;
 	*st = d->st;
+	/* what was copied is below the head: a bound the ring's word cannot
+	 * forge; the view's geometry and clock are copies, safe after an error */
+	st->ring_corrupt = !shmt_loss_plausible(&st->ring, &(const struct shmt_loss_scope){
+			.published = d->pos, .has_published = true,
+			.age_ns = shmt_loss_age_ns(d->v.clock.realtime0),
+			.discard = d->v.mode == SHMTRACE_MODE_DISCARD,
+		}, st->ring_corrupt_why, sizeof(st->ring_corrupt_why));
 	if (failed) {
 		st->records = done > d->start_seq ? done - d->start_seq : 0;
 		st->bytes += cw_written(d->w);
@@ -379,10 +386,15 @@ void drain_warn_names(const struct drain *d)
 {
 	struct shmt_loss l;
 	uint64_t s, n;
+	char why[192];
 
 	shmt_loss_read(&d->v, &l, false);
 	s = l.strings_dropped;
 	n = l.names_dropped;
+	/* counters that cannot be true are no counts (the summary says so) */
+	if (!shmt_loss_plausible(&l, &(const struct shmt_loss_scope){
+			.age_ns = shmt_loss_age_ns(d->v.clock.realtime0) }, why, sizeof(why)))
+		return;
 
 	if (s)
 		fprintf(stderr, "shmtrace-collector: warning: %llu string%s not interned: the ring's "

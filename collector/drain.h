@@ -29,6 +29,10 @@ struct drain_stats {
 	uint64_t lock_hold_max_ns;
 	uint32_t parts;
 	struct shmt_loss ring;	/* the ring's counters, at the last LOSS frame */
+	/* those counters cannot be true (shmt_loss_plausible(): forged, or
+	 * a producer's bug): no counts, and why in words */
+	bool ring_corrupt;
+	char ring_corrupt_why[192];
 };
 
 struct drain;

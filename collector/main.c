@@ -388,10 +388,15 @@ static void finish_retired(struct drain **dp, const char *path)
 	if (ret < 0)
 		fprintf(stderr, "shmtrace-collector: the replaced ring's capture '%s': %s; what was "
 			"written stays readable\n", path, strerror((int)-ret));
-	fprintf(stderr, "shmtrace-collector: the replaced ring's %llu records are in '%s' "
-		"(%llu dropped, %llu lost to lock timeouts); export it with the capture\n",
-		(unsigned long long)st.records, path, (unsigned long long)st.ring.dropped,
-		(unsigned long long)st.ring.lock_dropped);
+	if (st.ring_corrupt)
+		fprintf(stderr, "shmtrace-collector: the replaced ring's %llu records are in '%s' "
+			"(loss counters corrupt (%s): not reported); export it with the capture\n",
+			(unsigned long long)st.records, path, st.ring_corrupt_why);
+	else
+		fprintf(stderr, "shmtrace-collector: the replaced ring's %llu records are in '%s' "
+			"(%llu dropped, %llu lost to lock timeouts); export it with the capture\n",
+			(unsigned long long)st.records, path, (unsigned long long)st.ring.dropped,
+			(unsigned long long)st.ring.lock_dropped);
 	drain_free(d);
 	*dp = NULL;
 }
@@ -490,6 +495,18 @@ static void say_summary(const struct drain *d, bool failed, uint64_t t0)
 
 	/* after an error, count only what the kernel confirmed written */
 	drain_get_stats(d, failed, &st);
+	/* the ring's counters, when they cannot be true, are no counts: the
+	 * session's own (records, torn) still are */
+	if (st.ring_corrupt) {
+		fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %u file%s, "
+			"loss counters corrupt (%s): not reported, %llu torn, "
+			"%.2f s, %.0f records/s, longest lock hold %.1f us\n",
+			(unsigned long long)st.records, (unsigned long long)st.bytes,
+			st.parts, st.parts == 1 ? "" : "s", st.ring_corrupt_why,
+			(unsigned long long)st.torn, secs, secs > 0 ? (double)st.records / secs : 0.0,
+			(double)st.lock_hold_max_ns / 1000.0);
+		return;
+	}
 	fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %u file%s, "
 		"%llu dropped, %llu lost to lock timeouts, %llu overwritten, %llu torn, "
 		"%.2f s, %.0f records/s, longest lock hold %.1f us\n",

@@ -20,6 +20,7 @@
 #include "kv.h"
 #include "obuf.h"
 #include "parse.h"
+#include "term.h"
 
 static void test_array_reserve(void **state)
 {
@@ -196,7 +197,8 @@ static void test_kv(void **state)
 
 	(void)state;
 	s = kv_print(false, fill_some);
-	assert_string_equal(s, "ring:               a\\\"b\n"
+	/* text is escaped for a terminal (term.h), where a quote is harmless */
+	assert_string_equal(s, "ring:               a\"b\n"
 			       "capacity:           1024\n"
 			       "a_key_longer_than_twenty: 1\n");
 	free(s);
@@ -214,6 +216,22 @@ static void test_kv(void **state)
 	free(s);
 }
 
+/* Control characters, C1, invalid UTF-8 and backslashes as escapes;
+ * printable UTF-8 kept; a cut never splits an escape. */
+static void test_term_escape(void **state)
+{
+	char out[64];
+
+	(void)state;
+	assert_int_equal(term_escape("p\x1b]0;x\x07\x7f", 8, out, sizeof(out)), 17);
+	assert_string_equal(out, "p\\x1b]0;x\\x07\\x7f");
+	term_escape("a\\b \xc2\x9b \xff \xc3\xa9\"", 12, out, sizeof(out));
+	assert_string_equal(out, "a\\\\b \\xc2\\x9b \\xff \xc3\xa9\"");
+	assert_int_equal(term_escape("ab\x1b", 3, out, 5), 6);
+	assert_string_equal(out, "ab");
+	assert_string_equal(term_str("tab\there", out, sizeof(out)), "tab\\x09here");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_dec),
 		cmocka_unit_test(test_obuf),
 		cmocka_unit_test(test_kv),
+		cmocka_unit_test(test_term_escape),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

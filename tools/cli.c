@@ -12,12 +12,17 @@
 
 #include "cli.h"
 #include "ring_view.h"
+#include "term.h"
 
-/* "shmtrace CMD: message", without the end of the line */
+/* "shmtrace CMD: message", without the end of the line; the message
+ * may quote names from a ring or a capture: escaped (term.h), never raw */
 static void __attribute__((format(printf, 2, 0))) vsay(const char *cmd, const char *fmt, va_list ap)
 {
-	fprintf(stderr, "shmtrace %s: ", cmd);
-	vfprintf(stderr, fmt, ap);
+	char msg[2048], esc[TERM_ESC_MAX(2048)];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	term_escape(msg, strlen(msg), esc, sizeof(esc));
+	fprintf(stderr, "shmtrace %s: %s", cmd, esc);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -21,6 +21,7 @@
 #include "kv.h"
 #include "ring_census.h"
 #include "ring_reader.h"
+#include "term.h"
 
 #define MAX_LIVE	8	/* live producer pids named by rm's refusal */
 
@@ -205,10 +206,10 @@ static void ls_json(struct jw *w, const char *name, const struct census *cs,
 static void ls_text(struct jw *w, const char *name, const struct census *cs,
 		    const struct stat *st, int64_t col, uint64_t now)
 {
-	char size[32], age[32], colbuf[24], line[512], esc[1300];
+	char size[32], age[32], colbuf[24], line[512], esc[TERM_ESC_MAX(256)];
 
 	/* a file name is untrusted bytes: escaped, never raw */
-	json_escape(name, strlen(name), esc, sizeof(esc));
+	term_escape(name, strlen(name), esc, sizeof(esc));
 	fmt_size(size, sizeof(size), (uint64_t)st->st_size);
 	fmt_age(age, sizeof(age), cs->v.clock.realtime0, now);
 	/* a collector in another pid namespace: attached, pid unknown */

@@ -19,6 +19,7 @@
 #include "loss.h"
 #include "ring_census.h"
 #include "ring_reader.h"
+#include "term.h"
 
 static const char *mode_name(uint32_t mode)
 {
@@ -26,13 +27,39 @@ static const char *mode_name(uint32_t mode)
 											   : "unknown";
 }
 
-/* The loss counters, one key each as loss.h's table names them, and the
- * records lost: the sum of those counted in records. */
-static void kv_losses(struct kv *o, const struct shmt_loss *l)
+/* key: null (JSON) or "corrupt" (text), for a counter that is no count */
+static void kv_corrupt(struct kv *o, const char *k)
 {
-	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++)
-		kv_u64(o, shmt_loss_kinds[i].name, shmt_loss_get(l, &shmt_loss_kinds[i]));
-	kv_u64(o, "records_lost", shmt_loss_records(l));
+	kv_key(o, k);
+	jw_puts(o->w, o->json ? "null" : "corrupt\n");
+}
+
+/* The loss counters, one key each as loss.h's table names them, and the
+ * records lost: the sum of those counted in records. Counters that
+ * cannot be true of the ring (shmt_loss_plausible(), against sc) are
+ * shown as corrupt, with why, never as counts. */
+static void kv_losses(struct kv *o, const struct shmt_loss *l, const struct shmt_loss_scope *sc)
+{
+	char why[192];
+	bool ok = shmt_loss_plausible(l, sc, why, sizeof(why));
+
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++) {
+		if (ok)
+			kv_u64(o, shmt_loss_kinds[i].name, shmt_loss_get(l, &shmt_loss_kinds[i]));
+		else
+			kv_corrupt(o, shmt_loss_kinds[i].name);
+	}
+	if (ok) {
+		kv_u64(o, "records_lost", shmt_loss_records(l));
+		return;
+	}
+	kv_corrupt(o, "records_lost");
+	if (o->json)
+		kv_bool(o, "counters_corrupt", true);
+	kv_str(o, o->json ? "counters_corrupt_why" : "counters",
+	       o->json ? why : "corrupt (see below): not reported");
+	if (!o->json)
+		kv_str(o, "counters_why", why);
 }
 
 /* Whether a collector drains the ring now (col, from ring_collector()),
@@ -87,7 +114,12 @@ static void stat_ring_header(struct kv *o, const char *name, const struct shmt_v
 	kv_u64(o, "published", st.head);
 	kv_u64(o, "consumed", st.tail);
 	shmt_loss_read(v, &loss, true);
-	kv_losses(o, &loss);
+	kv_losses(o, &loss, &(const struct shmt_loss_scope){
+		.published = st.head, .consumed = st.tail, .heads = true,
+		.staged = (uint64_t)v->nblocks * v->block_records,
+		.age_ns = shmt_loss_age_ns(v->clock.realtime0),
+		.discard = v->mode == SHMTRACE_MODE_DISCARD,
+	});
 	kv_u64(o, "lock_recoveries", st.lock_recoveries);
 	kv_u64(o, "strings", nstr ? nstr - 1 : 0);
 	kv_u64(o, "max_strings", v->max_strings);
@@ -108,7 +140,7 @@ static void stat_producer(struct kv *o, const struct shmt_thread *t, bool first)
 	bool alive = ring_process_alive(t);
 	const char *attached = t->flags & SHMT_THREAD_REATTACHED ? "again (ring made anew)" :
 			       t->flags & SHMT_THREAD_LATE ? "late (waited for the ring)" : NULL;
-	char esc[SHMT_NAME_LEN * 6 + 1], buf[32];
+	char esc[TERM_ESC_MAX(SHMT_NAME_LEN)], buf[32];
 
 	if (o->json) {
 		jw_puts(o->w, first ? "{\"pid\":" : ",{\"pid\":");
@@ -123,7 +155,7 @@ static void stat_producer(struct kv *o, const struct shmt_thread *t, bool first)
 		jw_puts(o->w, alive ? ",\"alive\":true}" : ",\"alive\":false}");
 		return;
 	}
-	json_escape(t->pname, strlen(t->pname), esc, sizeof(esc));
+	term_escape(t->pname, strlen(t->pname), esc, sizeof(esc));
 	snprintf(buf, sizeof(buf), "  %8u  ", t->pid);
 	jw_puts(o->w, buf);
 	jw_puts(o->w, esc);
@@ -242,7 +274,11 @@ static void stat_capture_print(struct kv *o, const char *path, const struct shmt
 	kv_u64(o, "records", c->records);
 	kv_u64(o, "first_seq", c->first == UINT64_MAX ? 0 : c->first);
 	kv_u64(o, "end_seq", c->last);
-	kv_losses(o, &c->loss.counters);
+	kv_losses(o, &c->loss.counters, &(const struct shmt_loss_scope){
+		.published = c->loss.published, .has_published = c->loss.published != 0,
+		.age_ns = shmt_loss_age_ns(h->realtime0),
+		.discard = h->ring_mode == SHMTRACE_MODE_DISCARD,
+	});
 	/* 0: a capture whose LOSS frames predate the table sizes */
 	kv_u64(o, "max_strings", c->loss.max_strings);
 	kv_u64(o, "string_bytes", c->loss.string_bytes);

@@ -17,6 +17,7 @@
 #include "json_writer.h"
 #include "procs.h"
 #include "source.h"
+#include "term.h"
 
 struct row {
 	uint32_t pid;		/* as in the trace (after reuse remapping) */
@@ -107,9 +108,12 @@ static void print_table(struct summary *s)
 		size_t len;
 		const char *name = source_string(&s->src, r->name, &len);
 
-		procs_name(&s->ps, r->pid, cells[i][0], sizeof(cells[i][0]));
+		char pname[128];
+
 		/* names are untrusted bytes: print them escaped, never raw */
-		json_escape(name, len, cells[i][1], sizeof(cells[i][1]));
+		procs_name(&s->ps, r->pid, pname, sizeof(pname));
+		term_escape(pname, strlen(pname), cells[i][0], sizeof(cells[i][0]));
+		term_escape(name, len, cells[i][1], sizeof(cells[i][1]));
 		snprintf(cells[i][2], sizeof(cells[i][2]), "%llu", (unsigned long long)r->h.count);
 		fmt_dur(cells[i][3], sizeof(cells[i][3]), r->h.total, FMT_DUR_TABLE);
 		fmt_dur(cells[i][4], sizeof(cells[i][4]), r->h.count ? r->h.total / r->h.count : 0,

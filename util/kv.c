@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kv.h"
+#include "term.h"
 
 void kv_begin(struct kv *o, struct jw *w, bool json)
 {
@@ -47,10 +48,10 @@ void kv_str(struct kv *o, const char *k, const char *v)
 	if (o->json) {
 		jw_cstr(o->w, v);
 	} else {
-		char esc[600];
+		char esc[TERM_ESC_MAX(300)];
 
 		/* untrusted bytes from the segment or file: escaped, never raw */
-		json_escape(v, strlen(v), esc, sizeof(esc));
+		term_escape(v, strlen(v), esc, sizeof(esc));
 		jw_puts(o->w, esc);
 		jw_puts(o->w, "\n");
 	}

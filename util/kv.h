@@ -2,8 +2,8 @@
 /*
  * kv.h - key/value output over a jw writer: one JSON object, or text
  * lines "key:" with the values in a column (20 wide, one space at least
- * after a longer key). Text values are escaped as JSON escapes them
- * (untrusted bytes are never written raw), without the quotes.
+ * after a longer key). Text values are escaped for a terminal (term.h:
+ * untrusted bytes are never written raw).
  */
 #ifndef SHMTRACE_KV_H
 #define SHMTRACE_KV_H

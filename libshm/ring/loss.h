@@ -114,6 +114,47 @@ void shmt_loss_merge(struct shmt_loss *dst, const struct shmt_loss *src, enum sh
  */
 void shmt_loss_read(const struct shmt_view *v, struct shmt_loss *l, bool lapped);
 
+/*
+ * What a reader can check a ring's counters against, as far as it can
+ * tell; 0 (or false) for what it does not know. Counters are only ever
+ * added to, one record (or attempt, or string) per producer call, so:
+ * none reaches 2^63; none passes what the ring's age allows at
+ * SHMT_LOSS_PER_NS a nanosecond (more than any machine writes); a discard
+ * ring overwrites nothing; the tail never passes the head; and the
+ * published records are each read (exported), overwritten or torn at
+ * most once (torn also counts slots of staging blocks, which may hold
+ * `staged` records beyond the ring).
+ */
+struct shmt_loss_scope {
+	uint64_t published;	/* the ring's head: records ever published */
+	uint64_t consumed;	/* its tail: records collectors released */
+	uint64_t read;		/* records the reader found in the ring and blocks */
+	uint64_t staged;	/* records the staging blocks can hold */
+	uint64_t age_ns;	/* since the ring was made (shmt_loss_age_ns()) */
+	bool heads;		/* published and consumed are the ring's words */
+	bool has_read;		/* read, published and staged are of one pass */
+	bool has_published;	/* published is known (a capture's LOSS frame) */
+	bool discard;		/* the ring is known to be in discard mode */
+};
+
+#define SHMT_LOSS_PER_NS	64ull	/* counts a ring can take per ns of its life */
+#define SHMT_LOSS_SLACK_NS	(60ull * 1000000000ull)	/* wall-clock steps */
+
+/* The age of a ring made at wall-clock time realtime0 (its anchor): 0
+ * when not known (no anchor, or one in the future). */
+uint64_t shmt_loss_age_ns(uint64_t realtime0);
+
+/*
+ * Whether the counters l can be true of the ring sc describes. Returns
+ * true, or false with the first impossible relation in why, in words
+ * ("dropped 0x3782dace9d900000 > 3840000000000, what the ring could take
+ * in its 1 s"): numbers of 10^12 and more are shown in hex, never as a
+ * count. Every tool that shows counters asks this first and, when it
+ * says false, shows none of them (docs/DESIGN.md, "Plausible counters").
+ */
+bool shmt_loss_plausible(const struct shmt_loss *l, const struct shmt_loss_scope *sc,
+			 char *why, size_t len);
+
 /* The counters producers add to are ring_writer.h's (shmt_loss_lock_dropped(),
  * shmt_loss_orphaned()). */
 

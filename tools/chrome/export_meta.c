@@ -39,6 +39,9 @@ static void warn_names(struct exporter *e)
 	uint64_t bytes;
 	uint32_t held;
 
+	/* counters found corrupt are no counts (source.c said so once) */
+	if (l->corrupt && !e->names_lost)
+		return;
 	if (e->names_lost)
 		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), e->names_lost),
 			 e->names_lost == 1 ? "span lost its name" : "spans lost their names");
@@ -60,7 +63,7 @@ static void warn_names(struct exporter *e)
 		source_warnx("%s: their name or category id is not one of the trace's strings "
 		       "(shmtrace_intern() returned 0, or the id was never interned)", what);
 
-	if (!l->names_dropped)
+	if (l->corrupt || !l->names_dropped)
 		return;
 	if (e->threads_unnamed)
 		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), e->threads_unnamed),
@@ -85,25 +88,33 @@ void export_loss(struct exporter *e)
 	struct {
 		uint64_t n;
 		const char *what;
-	} v[SHMT_LOSS_NKINDS + 2];
+	} v[SHMT_LOSS_NKINDS + 3];
 	size_t nv = 0;
 	uint32_t zero = 0;
 	bool any = false;
 
-	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++, nv++) {
+	/* counters that cannot be true are no counts: one instant says so */
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS && !l->corrupt; i++, nv++) {
 		v[nv].n = shmt_loss_get(&l->counters, &shmt_loss_kinds[i]);
 		v[nv].what = shmt_loss_kinds[i].words;
 	}
 	v[nv].n = e->names_lost;
 	v[nv++].what = "spans exported as \"?\" (name or category unknown)";
-	v[nv].n = l->unaccounted;
+	v[nv].n = l->corrupt ? 0 : l->unaccounted;
 	v[nv++].what = "records missing that no counter accounts for (a bug: please report it)";
+	v[nv].n = l->corrupt;
+	v[nv++].what = NULL;
 	for (size_t i = 0; i < nv; i++) {
-		char name[160];
+		char name[256];
 
 		if (!v[i].n)
 			continue;
-		snprintf(name, sizeof(name), "shmtrace: %llu %s", (unsigned long long)v[i].n, v[i].what);
+		if (!v[i].what)
+			snprintf(name, sizeof(name), "shmtrace: loss counters corrupt (%s): not reported",
+				 l->corrupt_why);
+		else
+			snprintf(name, sizeof(name), "shmtrace: %llu %s", (unsigned long long)v[i].n,
+				 v[i].what);
 		export_sep(e);
 		jw_puts(e->w, "{\"ph\":\"i\",\"s\":\"g\",");
 		export_where(e->w, 0, 0, e->first_ts);
@@ -177,6 +188,14 @@ static void put_count(struct jw *w, const char *name, uint64_t n)
 	jw_u64(w, n);
 }
 
+/* ,"name":null: a counter found corrupt, which is no count */
+static void put_null(struct jw *w, const char *name)
+{
+	jw_puts(w, ",\"");
+	jw_puts(w, name);
+	jw_puts(w, "\":null");
+}
+
 /* put_count() for each of v, up to the one without a name. */
 static void put_counts(struct jw *w, const struct count *v)
 {
@@ -231,16 +250,29 @@ void export_metadata(struct exporter *e)
 	});
 	/* the loss counters as loss.h's table names them, and their sum in
 	 * records (lock_timeouts, attempts, is not in it) */
-	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++)
-		put_count(w, shmt_loss_kinds[i].name, shmt_loss_get(&l->counters, &shmt_loss_kinds[i]));
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++) {
+		if (l->corrupt)
+			put_null(w, shmt_loss_kinds[i].name);
+		else
+			put_count(w, shmt_loss_kinds[i].name,
+				  shmt_loss_get(&l->counters, &shmt_loss_kinds[i]));
+	}
+	/* counters that cannot be true: null, and said in words */
+	if (l->corrupt) {
+		put_null(w, "records_lost");
+		put_null(w, "unaccounted");
+		jw_puts(w, ",\"counters_corrupt\":true,\"counters_corrupt_why\":");
+		jw_cstr(w, l->corrupt_why);
+	} else {
+		put_count(w, "records_lost", shmt_loss_records(&l->counters));
+		put_count(w, "unaccounted", l->unaccounted);
+	}
 	put_counts(w, (const struct count[]){
-		{ "records_lost", shmt_loss_records(&l->counters) },
 		{ "names_lost", e->names_lost },
 		{ "max_strings", e->src->tables.max_strings },
 		{ "string_bytes", e->src->tables.string_bytes },
 		{ "threads_unnamed", e->threads_unnamed },
 		{ "max_threads", e->src->tables.max_threads },
-		{ "unaccounted", l->unaccounted },
 		{ "args", e->pend.args },
 		{ "args_lost", e->pend.lost },
 		{ "unfinished", e->unfinished },

@@ -270,14 +270,18 @@ static void put_scope_losses(struct otlp *o, struct obuf *b)
 	size_t n = 0;
 	bool any = false;
 
-	for (; n < SHMT_LOSS_NKINDS; n++) {
-		snprintf(c[n].key, sizeof(c[n].key), "shmtrace.%s", shmt_loss_kinds[n].name);
-		c[n].v = shmt_loss_get(&l->counters, &shmt_loss_kinds[n]);
+	/* counters that cannot be true are no counts: left out, and
+	 * shmtrace.counters_corrupt says so */
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS && !l->corrupt; i++, n++) {
+		snprintf(c[n].key, sizeof(c[n].key), "shmtrace.%s", shmt_loss_kinds[i].name);
+		c[n].v = shmt_loss_get(&l->counters, &shmt_loss_kinds[i]);
 	}
-	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.records_lost");
-	c[n++].v = shmt_loss_records(&l->counters);
-	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.records_unaccounted");
-	c[n++].v = l->unaccounted;
+	if (!l->corrupt) {
+		snprintf(c[n].key, sizeof(c[n].key), "shmtrace.records_lost");
+		c[n++].v = shmt_loss_records(&l->counters);
+		snprintf(c[n].key, sizeof(c[n].key), "shmtrace.records_unaccounted");
+		c[n++].v = l->unaccounted;
+	}
 	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.names_lost");
 	c[n++].v = o->names_lost;
 	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.args_lost");
@@ -290,6 +294,13 @@ static void put_scope_losses(struct otlp *o, struct obuf *b)
 		if (any)
 			ob_raw(b, ",", 1);
 		attr_int(b, c[i].key, c[i].v);
+		any = true;
+	}
+	if (l->corrupt) {
+		if (any)
+			ob_raw(b, ",", 1);
+		attr_key(b, "shmtrace.counters_corrupt");
+		ob_puts(b, "\"boolValue\":true}}");
 		any = true;
 	}
 	if (o->s->cut || o->s->damaged) {

@@ -104,7 +104,9 @@ static void put_header(struct svg *g)
 		/* records only: lock timeouts are attempts (loss.h) */
 		uint64_t lost = shmt_loss_records(&l->counters);
 
-		if (lost)
+		if (l->corrupt)
+			fputs(", loss counters corrupt (not reported)", g->f);
+		else if (lost)
 			fprintf(g->f, ", %llu records lost", (unsigned long long)lost);
 	}
 	fputs("</text>\n", g->f);

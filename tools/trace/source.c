@@ -111,6 +111,25 @@ const char *source_input(const struct source *s, size_t i)
 	return i < s->ninputs ? s->inputs[i] : NULL;
 }
 
+/*
+ * Counters that cannot be true of the input (loss.h, shmt_loss_plausible():
+ * one at 2^63 or more went below zero, one beyond what the ring could
+ * take in its life, relations between them and the head that cannot
+ * hold) are forged or a writer's bug: said once in words, marked corrupt
+ * so that no tool shows them as counts, and the trace is incomplete.
+ */
+static void check_losses(struct source *s, bool passed)
+{
+	char why[sizeof(s->loss.corrupt_why)];
+
+	if (s->loss.corrupt || !s->ops->plausible || s->ops->plausible(s, passed, why, sizeof(why)))
+		return;
+	s->loss.corrupt = true;
+	snprintf(s->loss.corrupt_why, sizeof(s->loss.corrupt_why), "%s", why);
+	s->damaged = true;
+	source_warnx("%s: loss counters corrupt (%s): not reported", s->name, why);
+}
+
 int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, size_t errlen)
 {
 	struct source_pass p = { .s = s, .fn = fn, .ctx = ctx };
@@ -125,6 +144,8 @@ int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, 
 		s->loss.overwritten += p.skips.lapped;
 		if (ret == 0 && s->ops->first_pass_done)
 			s->ops->first_pass_done(s);
+		if (ret == 0)
+			check_losses(s, true);
 	}
 	return ret;
 }
@@ -159,26 +180,6 @@ void source_close(struct source *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/*
- * Counters are only ever added to, so one at 2^63 or more went below zero
- * (the bug of a writer, or a forged value): it is refused, never printed
- * as a count, and the trace is marked incomplete.
- */
-static void refuse_impossible(struct source *s)
-{
-	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++) {
-		const struct shmt_loss_kind *k = &shmt_loss_kinds[i];
-		uint64_t *v = shmt_loss_at(&s->loss.counters, k);
-
-		if (*v < (1ull << 63))
-			continue;
-		source_warnx("%s: the '%s' counter reads %llu, an impossible (negative) count: "
-		       "not reported", s->name, k->name, (unsigned long long)*v);
-		*v = 0;
-		s->damaged = true;
-	}
-}
-
 int source_open(struct source *s, const char *ring, char *const *paths, size_t n,
 		char *err, size_t errlen)
 {
@@ -186,6 +187,6 @@ int source_open(struct source *s, const char *ring, char *const *paths, size_t n
 			    : source_open_files_ring(s, ring, paths, n, err, errlen);
 
 	if (ret == 0)
-		refuse_impossible(s);
+		check_losses(s, false);
 	return ret;
 }

@@ -26,6 +26,12 @@ struct source_loss {
 	/* records in parts of a rotated capture that are not among the
 	 * inputs, where the parts present tell how many (source_parts.c) */
 	uint64_t missing;
+	/* the counters cannot be true (shmt_loss_plausible(): forged, or a
+	 * writer's bug): every tool shows them as "corrupt" (JSON: null and
+	 * "counters_corrupt": true), never as counts; why says which
+	 * relation failed, in words */
+	bool corrupt;
+	char corrupt_why[192];
 };
 
 /* The ring's name tables, to say which one was full: 0 when not known
@@ -147,7 +153,8 @@ bool source_has_string(const struct source *s, uint32_t id);
 void source_strings_used(const struct source *s, uint32_t *n, uint64_t *bytes);
 
 /* Warns about lost records, and records no counter accounts for, on
- * stderr (source_warn.c); nothing when there are none. */
+ * stderr (source_warn.c); nothing when there are none. Counters found
+ * corrupt were warned about once, when found, and are not repeated. */
 void source_warn_lost(const struct source_loss *l);
 
 /* Prints "shmtrace: warning: ..." on stderr. */

@@ -220,6 +220,7 @@ static int add_to_run(struct source_capture *c, const struct source_file *f, cha
 		snprintf(run->ring, sizeof(run->ring), "%s", f->h.ring);
 		run->realtime0 = f->h.realtime0;
 		run->mono0 = f->h.mono0;
+		run->mode = f->h.ring_mode;
 		if (source_table_alloc(&run->str, &run->slen, CAP_MAX_STRINGS) < 0) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
@@ -389,11 +390,43 @@ static void reconcile(struct source *s)
 		    seen + run->missing > run->published)
 			continue;
 		rest = run->published - seen - run->missing;
+		/* never below zero: a counter past what was published is
+		 * corrupt (cap_plausible()), not a count to take from */
 		if (run->loss.overwritten > rest)
-			s->loss.overwritten -= run->loss.overwritten - rest;
+			s->loss.overwritten -= run->loss.overwritten - rest < s->loss.overwritten
+					       ? run->loss.overwritten - rest : s->loss.overwritten;
 		else if (rest > run->loss.overwritten)
 			s->loss.unaccounted += rest - run->loss.overwritten;
 	}
+}
+
+/* Each ring's counters against its age and what it published, then
+ * their sum (loss.h, shmt_loss_plausible()). */
+static bool cap_plausible(struct source *s, bool passed, char *why, size_t len)
+{
+	struct source_capture *c = cap_of(s);
+	const struct shmt_loss_scope none = { 0 };
+	char one[160];
+
+	(void)passed;
+	for (size_t i = 0; i < c->nruns; i++) {
+		const struct source_run *run = &c->runs[i];
+		struct shmt_loss_scope sc = {
+			.published = run->published,
+			.has_published = run->published != 0,
+			.age_ns = shmt_loss_age_ns(run->realtime0),
+			.discard = run->mode == SHMTRACE_MODE_DISCARD,
+		};
+
+		if (shmt_loss_plausible(&run->loss, &sc, one, sizeof(one)))
+			continue;
+		if (c->nruns > 1)
+			snprintf(why, len, "ring '%s': %s", run->ring, one);
+		else
+			snprintf(why, len, "%s", one);
+		return false;
+	}
+	return shmt_loss_plausible(&s->loss.counters, &none, why, len);
 }
 
 static int cap_clock_offset(struct source *s, const char *host, int64_t ns)
@@ -445,4 +478,5 @@ const struct source_ops source_capture_ops = {
 	.clock_offset = cap_clock_offset,
 	.ring_info = cap_ring_info,
 	.close = cap_close,
+	.plausible = cap_plausible,
 };

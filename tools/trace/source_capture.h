@@ -29,6 +29,7 @@ struct source_run {
 	uint64_t ring_id;	/* 0: its files carry none (older collector) */
 	char ring[256];		/* the ring's name */
 	uint64_t realtime0, mono0;	/* its wall-clock anchor */
+	uint32_t mode;		/* the ring's, as its first file says */
 	uint64_t shift;		/* added to its records' ts (wrapping: signed) */
 	uint64_t next_seq;	/* records below it were delivered already */
 	/* the ring's counters, the largest seen; torn is the collectors' */

@@ -29,6 +29,10 @@ struct source_ops {
 	void (*ring_info)(const struct source *s, uint32_t i, const char **name,
 			  uint64_t *ring_id, uint64_t *run_id);
 	void (*close)(struct source *s);
+	/* whether the counters can be true of the input (shmt_loss_plausible()),
+	 * after opening, and after the first whole pass (passed: then what the
+	 * pass read is checked too); false with why set (NULL: no check) */
+	bool (*plausible)(struct source *s, bool passed, char *why, size_t len);
 };
 
 extern const struct source_ops source_ring_ops;

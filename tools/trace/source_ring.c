@@ -45,6 +45,42 @@ static int load_strings(struct source *s)
 	return 0;
 }
 
+/*
+ * The head and tail against each other and against what the slots hold:
+ * a forged header makes a pass read nothing (a head of 0), or read slots
+ * under sequences they do not hold. Said, never silent.
+ */
+static void check_seqs(const struct source *s, const struct shmt_view *v)
+{
+	uint64_t head = shmt_ring_head(v), tail = shmt_ring_tail(v);
+	uint64_t lo = head > v->capacity ? head - v->capacity : 0, used = 0, match = 0;
+
+	if (tail > head)
+		source_warnx("ring '%s': its tail (%llu) is past its head (%llu): its header is "
+			     "forged or damaged, and records may be missing", s->name,
+			     (unsigned long long)tail, (unsigned long long)head);
+	else if (v->mode == SHMTRACE_MODE_DISCARD && head - tail > v->capacity)
+		source_warnx("ring '%s': its head (%llu) is more than its %u slots past its tail "
+			     "(%llu), which a discard ring never allows: its header is forged or "
+			     "damaged, and records may be missing or doubled", s->name,
+			     (unsigned long long)head, v->capacity, (unsigned long long)tail);
+	for (uint64_t i = 0; i < v->capacity; i++) {
+		uint32_t c = load_relaxed(&v->records[i].commit);
+		/* the one sequence of [lo, lo + capacity) that slot i is for */
+		uint64_t seq = lo + ((i - lo) & v->mask);
+
+		if (!shmt_kind_valid(SHMT_COMMIT_KIND(c)))
+			continue;
+		used++;
+		match += seq < head && shmt_commit_is(c, seq);
+	}
+	if (used && !match)
+		source_warnx("ring '%s': none of the %llu records in its slots is of a sequence "
+			     "below its head (%llu): its head is forged or damaged, and they are "
+			     "not exported", s->name, (unsigned long long)used,
+			     (unsigned long long)head);
+}
+
 static int load(void *arg)
 {
 	struct source *s = arg;
@@ -62,6 +98,7 @@ static int load(void *arg)
 	}
 	/* untrusted numbers: reported, never used as sizes */
 	shmt_loss_read(v, &s->loss.counters, false);
+	check_seqs(s, v);
 	return 0;
 }
 
@@ -225,6 +262,45 @@ static int ring_pass(struct source *s, struct source_pass *p, char *err, size_t 
 	return ret;
 }
 
+struct seqs {
+	const struct shmt_view *v;
+	uint64_t head, tail;
+};
+
+static int read_seqs(void *arg)
+{
+	struct seqs *q = arg;
+
+	q->head = shmt_ring_head(q->v);
+	q->tail = shmt_ring_tail(q->v);
+	return 0;
+}
+
+/* The counters against the ring's age, mode, head and tail and, after a
+ * whole pass over the ring alone, what it read (loss.h). */
+static bool ring_plausible(struct source *s, bool passed, char *why, size_t len)
+{
+	struct source_ringbe *be = s->be;
+	const struct shmt_view *v = &be->v;
+	struct seqs q = { .v = v };
+	struct shmt_loss_scope sc = {
+		.age_ns = shmt_loss_age_ns(v->clock.realtime0),
+		.discard = v->mode == SHMTRACE_MODE_DISCARD,
+		/* the blocks' records, and the open spans read from them */
+		.staged = (uint64_t)v->nblocks * (v->block_records + SHMT_OPEN_MAX),
+	};
+
+	if (shmt_guarded(read_seqs, &q) == 0) {
+		sc.heads = true;
+		sc.published = q.head;
+		sc.consumed = q.tail;
+		/* a pass from a sequence on reads what the captures did not */
+		sc.has_read = passed && !be->from;
+		sc.read = s->records;
+	}
+	return shmt_loss_plausible(&s->loss.counters, &sc, why, len);
+}
+
 static int ring_clock_offset(struct source *s, const char *host, int64_t ns)
 {
 	(void)ns;
@@ -263,4 +339,5 @@ const struct source_ops source_ring_ops = {
 	.clock_offset = ring_clock_offset,
 	.ring_info = ring_info,
 	.close = ring_close,
+	.plausible = ring_plausible,
 };

@@ -6,18 +6,22 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "source.h"
+#include "term.h"
 
 void source_warnx(const char *fmt, ...)
 {
+	char msg[2048], esc[TERM_ESC_MAX(2048)];
 	va_list ap;
 
-	fputs("shmtrace: warning: ", stderr);
+	/* warnings quote names from rings and captures: escaped, never raw */
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	term_escape(msg, strlen(msg), esc, sizeof(esc));
+	fprintf(stderr, "shmtrace: warning: %s\n", esc);
 }
 
 void source_warn_lost(const struct source_loss *l)
@@ -28,7 +32,10 @@ void source_warn_lost(const struct source_loss *l)
 
 	/* each record lost is counted once, under its cause; lock timeouts
 	 * are attempts, said apart and never added to the records (the
-	 * names and strings tables have their own warnings) */
+	 * names and strings tables have their own warnings); counters that
+	 * cannot be true were said to be corrupt, and are no counts */
+	if (l->corrupt)
+		return;
 	what[0] = 0;
 	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++) {
 		const struct shmt_loss_kind *k = &shmt_loss_kinds[i];

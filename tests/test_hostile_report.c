@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_hostile_report.c - what the tools report from a ring another user
+ * may have written: counters forged beyond what was written, names with
+ * terminal escapes.
+ * Each case prints a FIGURE row for the fault table of `make test`.
+ */
+#include <grp.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <sys/mman.h>
+
+#include "hostile_run.h"
+
+/*
+ * Counters forged to values no run can have: reported as corrupt in
+ * words, never printed as counts, by stat, the export's metadata and the
+ * collector's summary.
+ */
+static void test_impossible_counters_not_counts(void **state)
+{
+	const char *ring = test_ring_name("forged");
+	char *stat_[] = { bin, "stat", (char *)ring, NULL };
+	char *exp[] = { bin, "export", "--ring", (char *)ring, "-o", NULL, NULL };
+	char *stat_json[] = { bin, "stat", (char *)ring, "--json", NULL };
+	char otlp_out[512], svg_out[512];
+	char *otlp[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "-o",
+			 otlp_out, NULL };
+	char *svg[] = { bin, "svg", "--ring", (char *)ring, "-o", svg_out, NULL };
+	char *summary[] = { bin, "summary", "--ring", (char *)ring, NULL };
+	struct shmt_view v;
+	char err[256];
+
+	(void)state;
+	/* tmp() has a few buffers only: paths kept past other calls are copied */
+	snprintf(otlp_out, sizeof(otlp_out), "%s", tmp("forged.otlp"));
+	snprintf(svg_out, sizeof(svg_out), "%s", tmp("forged.svg"));
+	small_ring(ring, 4096, 1000);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	store_relaxed(&v.h->overwritten.v, 1ull << 63);	/* a discard ring overwrites nothing */
+	store_relaxed(&v.h->dropped.v, 4000000000000000000ull);
+	exp[5] = (char *)tmp("forged.json");
+	assert_int_equal(run_guarded(NULL, tmp("forged.err"), exp), 0);
+	expect_not_in(tmp("forged.json"), "9223372036854775808");
+	expect_not_in(tmp("forged.json"), "4000000000000000000");
+	expect_in(tmp("forged.err"), "corrupt");
+	assert_int_equal(run_guarded(tmp("stat.out"), tmp("stat.err"), stat_), 0);
+	expect_not_in(tmp("stat.out"), "4000000000000000000");
+	expect_not_in(tmp("stat.out"), "9223372036854775808");
+	expect_in(tmp("stat.out"), "corrupt");
+	/* the metadata says it in its own key; no count stands for them */
+	expect_in(tmp("forged.json"), "\"counters_corrupt\":true");
+	expect_in(tmp("forged.json"), "\"dropped\":null");
+	expect_in(tmp("forged.json"), "\"records_lost\":null");
+	expect_not_in(tmp("forged.err"), "4000000000000000000");
+	expect_not_in(tmp("forged.err"), "9223372036854775808");
+	assert_int_equal(run_guarded(tmp("stat.json"), NULL, stat_json), 0);
+	expect_in(tmp("stat.json"), "\"counters_corrupt\":true");
+	expect_in(tmp("stat.json"), "\"dropped\":null");
+	expect_not_in(tmp("stat.json"), "4000000000000000000");
+	/* OTLP scope attributes and the SVG's heading, the same */
+	assert_int_equal(run_guarded(NULL, tmp("otlp.err"), otlp), 0);
+	expect_in(tmp("forged.otlp"), "shmtrace.counters_corrupt");
+	expect_not_in(tmp("forged.otlp"), "4000000000000000000");
+	expect_not_in(tmp("forged.otlp"), "9223372036854775808");
+	assert_int_equal(run_guarded(NULL, tmp("svg.err"), svg), 0);
+	expect_in(tmp("forged.svg"), "loss counters corrupt");
+	expect_not_in(tmp("forged.svg"), "4000000000000000000");
+	/* summary says it on stderr, and never as a count */
+	assert_int_equal(run_guarded(NULL, tmp("sum.err"), summary), 0);
+	expect_in(tmp("sum.err"), "corrupt");
+	expect_not_in(tmp("sum.err"), "4000000000000000000");
+	figure("loss counters forged beyond what was written", 2, 1000, 1000, 0, 0, 0,
+	       "flagged corrupt in words; never shown as counts");
+	shmt_view_close(&v);
+	shmtrace_ring_unlink(ring);
+}
+
+/* Forged counters drained by a collector: its summary line, the capture's
+ * export (where reconcile() once wrapped UINT64_MAX into a phantom record)
+ * and `stat` of the capture say corrupt, never the counts. */
+static void test_impossible_counters_through_collector(void **state)
+{
+	const char *ring = test_ring_name("forgedcol");
+	char cap[512];
+	char *exp[] = { bin, "export", cap, "-o", NULL, NULL };
+	char *stat_[] = { bin, "stat", cap, NULL };
+	const char *numbers[] = { "4000000000000000000", "18446744073709551615",
+				  "18446744073709551614" };
+	char fd[16], ready[8] = "";
+	struct shmt_view v;
+	char err[256];
+	int p[2], st;
+	pid_t pid;
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("forgedcol.cap"));
+	small_ring(ring, 4096, 1000);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	store_relaxed(&v.h->overwritten.v, UINT64_MAX);
+	store_relaxed(&v.h->dropped.v, 4000000000000000000ull);
+	shmt_view_close(&v);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int e = open(tmp("col.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		dup2(e, 2);
+		alarm(GUARD_S);
+		snprintf(fd, sizeof(fd), "%d", p[1]);
+		execl(collector_bin, "shmtrace-collector", "--ring", ring, "--output", cap,
+		      "--ready-fd", fd, "--poll-interval", "5", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], ready, sizeof(ready) - 1), 6);
+	close(p[0]);
+	kill(pid, SIGTERM);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	expect_in(tmp("col.err"), "loss counters corrupt");
+	exp[4] = (char *)tmp("forgedcol.json");
+	assert_int_equal(run_guarded(NULL, tmp("forgedcol.err"), exp), 0);
+	expect_in(tmp("forgedcol.err"), "corrupt");
+	expect_in(tmp("forgedcol.json"), "\"counters_corrupt\":true");
+	assert_int_equal(run_guarded(tmp("capstat.out"), NULL, stat_), 0);
+	expect_in(tmp("capstat.out"), "corrupt");
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+		expect_not_in(tmp("col.err"), numbers[i]);
+		expect_not_in(tmp("forgedcol.json"), numbers[i]);
+		expect_not_in(tmp("forgedcol.err"), numbers[i]);
+		expect_not_in(tmp("capstat.out"), numbers[i]);
+	}
+	/* no phantom record either: nothing unaccounted is made up */
+	expect_not_in(tmp("forgedcol.json"), "no counter accounts for");
+	figure("loss counters forged, drained by a collector", 2, 1000, 1000, 0, 0, 0,
+	       "collector summary, capture export, stat: corrupt, no counts");
+	shmtrace_ring_unlink(ring);
+}
+
+/* No control character in a file at path (newlines and tabs aside). */
+static void expect_no_control(const char *path)
+{
+	char *out = slurp(path);
+
+	for (const char *p = out; *p; p++)
+		assert_false((unsigned char)*p < 0x20 && *p != '\n' && *p != '\t');
+	free(out);
+}
+
+/* A ring whose head is forged: 0 with records in the slots (once an
+ * export of nothing, said nowhere), or past its tail by more than a
+ * discard ring holds, or below its tail: each said in a warning, which
+ * quotes the ring's name escaped. */
+static void test_forged_head_said(void **state)
+{
+	const char *ring = test_ring_name("head\x1b]0;pwned\x07\x1b[2J");
+	char *exp[] = { bin, "export", "--ring", (char *)ring, "-o", NULL, NULL };
+	char *rm[] = { bin, "rm", (char *)ring, (char *)ring, "x/y", NULL };
+	struct {
+		uint64_t head, tail;
+		const char *said;
+	} cases[] = {
+		{ 0, 0, "none of the 1000 records in its slots" },
+		{ 1000 + (1ull << 24), 1000, "more than its 4096 slots past its tail" },
+		{ 1000, 2000, "is past its head" },
+	};
+	struct shmt_view v;
+	char err[256];
+
+	(void)state;
+	small_ring(ring, 4096, 1000);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		store_relaxed(&v.h->head.v, cases[i].head);
+		store_relaxed(&v.h->tail.v, cases[i].tail);
+		exp[5] = (char *)tmp("head.json");
+		assert_int_equal(run_guarded(NULL, tmp("head.err"), exp), 0);
+		expect_in(tmp("head.err"), cases[i].said);
+		expect_in(tmp("head.err"), "forged or damaged");
+		expect_no_control(tmp("head.err"));
+	}
+	/* an error quoting the name is escaped too */
+	store_relaxed(&v.h->head.v, 1000);
+	store_relaxed(&v.h->tail.v, 0);
+	shmt_view_close(&v);
+	assert_int_equal(run_guarded(NULL, tmp("rm.err"), rm), 1);
+	expect_in(tmp("rm.err"), "\\x1b");
+	expect_no_control(tmp("rm.err"));
+	figure("ring head forged (0, too far, below the tail)", 3, 1000, 0, 0, 0, 0,
+	       "each said in a warning; names in it escaped");
+	shmtrace_ring_unlink(ring);
+}
+
+/* A process name with terminal escapes: what the commands print to a
+ * terminal carries no control character. */
+static void test_terminal_escapes_stripped(void **state)
+{
+	const char *ring = test_ring_name("esc");
+	const char *evil = "p\x1b]0;pwned\x07\x1b[2J\x1b[31mRED";
+	char *summary[] = { bin, "summary", "--ring", (char *)ring, NULL };
+	char *stat_[] = { bin, "stat", (char *)ring, NULL };
+	char *ls[] = { bin, "ls", NULL };
+	char *const *cmds[] = { summary, stat_, ls };
+	shmtrace_t *t;
+	uint32_t name;
+
+	(void)state;
+	small_ring(ring, 4096, 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	assert_int_equal(shmtrace_set_process_name(t, evil), 0);
+	name = shmtrace_intern(t, "s\x1b[2Jx");
+	assert_int_equal(shmtrace_span(t, name, name, 1, 2, 0), 0);
+	shmtrace_close(t);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char *out;
+
+		assert_int_equal(run_guarded(tmp("esc.out"), tmp("esc.err"), cmds[i]), 0);
+		out = slurp(tmp("esc.out"));
+		for (const char *p = out; *p; p++)
+			assert_false((unsigned char)*p < 0x20 && *p != '\n' && *p != '\t');
+		free(out);
+		expect_no_control(tmp("esc.err"));
+	}
+	figure("terminal escapes in process and span names", 3, 0, 0, 0, 0, 0,
+	       "summary, stat, ls print no control character");
+	shmtrace_ring_unlink(ring);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_impossible_counters_not_counts),
+		cmocka_unit_test(test_impossible_counters_through_collector),
+		cmocka_unit_test(test_terminal_escapes_stripped),
+		cmocka_unit_test(test_forged_head_said),
+	};
+
+	if (cli_setup_for("hostile", true) < 0) {
+		fprintf(stderr, "shmtrace or shmtrace-collector not built, or no temporary directory\n");
+		return 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, cli_teardown);
+}
