@@ -360,9 +360,10 @@ static void install_signals(void)
  * on each pass while its producers move (each at its next call), finished
  * when none is left attached or at the stop. NULL when there is none to
  * drain: no ring, one we cannot read, or one another collector drains
- * (that collector keeps its records).
+ * (that collector keeps its records); NULL with *refused set, after saying
+ * why, when FILE.replaced cannot be written (then nothing is replaced).
  */
-static struct drain *open_retiring(const struct args *a, char *path, size_t len)
+static struct drain *open_retiring(const struct args *a, char *path, size_t len, bool *refused)
 {
 	struct drain_opts o = a->o;
 	struct drain *d = drain_new();
@@ -372,6 +373,11 @@ static struct drain *open_retiring(const struct args *a, char *path, size_t len)
 	o.max_size = 0;
 	if (d && drain_open(d, &o) == 0)
 		return d;
+	/* a ring to drain, and nowhere to put it: not replaced, not lost */
+	*refused = d && drain_part_failed(d);
+	if (*refused)
+		fprintf(stderr, "shmtrace-collector: cannot keep the records of the ring '%s' would "
+			"replace: %s\n", a->o.ring, drain_error(d));
 	drain_free(d);
 	return NULL;
 }
@@ -404,6 +410,7 @@ static void finish_retired(struct drain **dp, const char *path)
 static int make_ring(struct args *a, struct drain **retired, char *path, size_t len)
 {
 	int created = -EEXIST;
+	bool refused = false;
 
 	*retired = NULL;
 	if (!a->recreate) {
@@ -412,7 +419,9 @@ static int make_ring(struct args *a, struct drain **retired, char *path, size_t 
 		a->cfg.flags &= ~SHMTRACE_CREATE_ADOPT;
 	}
 	if (created == -EEXIST) {
-		*retired = open_retiring(a, path, len);
+		*retired = open_retiring(a, path, len, &refused);
+		if (refused)
+			return -1;
 		a->cfg.flags |= SHMTRACE_CREATE_REPLACE;
 		created = shmtrace_ring_create(a->o.ring, &a->cfg);
 		if (*retired && created != SHMTRACE_REPLACED) {
@@ -474,6 +483,9 @@ static void say_error(struct drain *d, const struct drain_opts *o, int ret)
 			"what was drained is in the capture\n", o->ring);
 	else if (ret == -ESTALE)	/* the capture was deleted or replaced */
 		fprintf(stderr, "shmtrace-collector: %s\n", drain_error(d));
+	else if (drain_part_failed(d))	/* the next part of a rotation */
+		fprintf(stderr, "shmtrace-collector: %s; what was written before stays readable\n",
+			drain_error(d));
 	else if (drain_fsync_failed(d))
 		fprintf(stderr, "shmtrace-collector: fsync of '%s': %s; the capture was "
 			"written but may not be on disk\n", drain_error_path(d), strerror(-ret));
