@@ -168,37 +168,35 @@ static void usage(FILE *f)
 "130 when stopped at once by a second signal.\n");
 }
 
-/* The numeric options: their bounds, and the usage error outside them. */
+/* the limits include/shmtrace.h tells users are the ring's */
+_Static_assert(SHMTRACE_CAPACITY_MAX == SHMT_MAX_CAPACITY, "shmtrace.h's SHMTRACE_CAPACITY_MAX");
+_Static_assert(SHMTRACE_STRINGS_MAX == SHMT_MAX_STRINGS, "shmtrace.h's SHMTRACE_STRINGS_MAX");
+_Static_assert(SHMTRACE_THREADS_MAX == SHMT_MAX_THREADS, "shmtrace.h's SHMTRACE_THREADS_MAX");
+
+/* The numeric options (getopt's value of each) and what they accept, as
+ * shmt_layout_compute() does for the ring's; outside it, a usage error. */
 static const struct num_opt {
-	uint64_t lo, hi;
-	const char *err;
 	int c;
-	bool pow2;
+	struct num_spec spec;
 } num_opts[] = {
-	{ 1, SHMT_MAX_CAPACITY, "--capacity '%s': need a power of two up to 2^24", 'C', true },
-	{ 1, SHMT_MAX_STRINGS, "--strings '%s': need 1 to 65535", 's', false },
-	{ 64, 1u << 28, "--string-bytes '%s': need 64 to 256M", 'B', false },
-	{ 1, SHMT_MAX_THREADS, "--threads '%s': need 1 to 1048576", 'T', false },
-	{ 1, 60000, "--poll-interval '%s': need 1 to 60000 ms", 'p', false },
-	{ 1u << 20, UINT64_MAX, "--max-size '%s': need at least 1M", 'S', false },
-	{ 0, 1000000, "--ready-fd '%s': not a file descriptor", 'R', false },
-	{ 0, 3600, "--linger '%s': need 0 to 3600 seconds", 'L', false },
+	{ 'C', { "--capacity", SHMTRACE_CAPACITY_MIN, SHMTRACE_CAPACITY_MAX, PARSE_SUFFIX | PARSE_POW2, NULL } },
+	{ 's', { "--strings", 1, SHMTRACE_STRINGS_MAX, PARSE_SUFFIX, NULL } },
+	{ 'B', { "--string-bytes", 64, 1u << 28, PARSE_SUFFIX, NULL } },
+	{ 'T', { "--threads", 1, SHMTRACE_THREADS_MAX, PARSE_SUFFIX, NULL } },
+	{ 'p', { "--poll-interval", 1, 60000, 0, "ms" } },
+	{ 'S', { "--max-size", 1u << 20, UINT64_MAX, PARSE_SUFFIX, NULL } },
+	{ 'R', { "--ready-fd", 0, 1000000, 0, NULL } },
+	{ 'L', { "--linger", 0, 3600, 0, "seconds" } },
 };
 
-/* Parses option c's argument into *v if c is a numeric option. Returns NULL,
- * or the message of the usage error for an argument out of its bounds. */
-static const char *parse_num_opt(int c, const char *arg, uint64_t *v)
+/* Parses option c's argument into *v if c is a numeric option. Returns 0,
+ * or -EINVAL with the usage error in err. */
+static int parse_num_opt(int c, const char *arg, uint64_t *v, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++) {
-		const struct num_opt *n = &num_opts[i];
-
-		if (n->c != c)
-			continue;
-		if (parse_size(arg, v) || *v < n->lo || *v > n->hi || (n->pow2 && (*v & (*v - 1))))
-			return n->err;
-		return NULL;
-	}
-	return NULL;
+	for (size_t i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++)
+		if (num_opts[i].c == c)
+			return parse_num(arg, &num_opts[i].spec, v, err, errlen);
+	return 0;
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -268,6 +266,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	};
 	struct shmtrace_ring_config *cfg = &a->cfg;
 	const char *ready_arg = NULL;
+	char bad[256];
 	uint64_t v = 0;
 	int c;
 
@@ -276,10 +275,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->linger_ns = LINGER_DEFAULT_S * 1000000000ull;
 	a->ready_fd = -1;
 	while ((c = getopt_long(argc, argv, "r:o:cp:qhV", opts, NULL)) != -1) {
-		const char *bad = parse_num_opt(c, optarg, &v);
-
-		if (bad)
-			return usage_error(bad, optarg);
+		if (parse_num_opt(c, optarg, &v, bad, sizeof(bad)) < 0)
+			return usage_error("%s", bad);
 		switch (c) {
 		case 'r': a->o.ring = optarg; break;
 		case 'o': a->o.output = optarg; break;
