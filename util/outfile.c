@@ -67,6 +67,7 @@ static int open_failed(const char *path, int e, char *err, size_t errlen)
 static int open_in_place(struct outfile *o, unsigned mode, char *err, size_t errlen)
 {
 	struct stat st;
+	bool known;
 	int fl, ret;
 
 	/* O_NONBLOCK: a FIFO planted at the path must not hang us until a
@@ -75,17 +76,15 @@ static int open_in_place(struct outfile *o, unsigned mode, char *err, size_t err
 		     (mode_t)mode);
 	if (o->fd < 0)
 		return open_failed(o->path, errno, err, errlen);
-	if (fstat(o->fd, &st) < 0)
-		ret = open_failed(o->path, errno, err, errlen);
-	else if (refused_kind(st.st_mode))
+	known = fstat(o->fd, &st) == 0;
+	if (known && refused_kind(st.st_mode))
 		ret = refuse(o->path, st.st_mode, err, errlen);
-	/* truncated only now that it is known to be a regular file */
-	else if (S_ISREG(st.st_mode) && ftruncate(o->fd, 0) < 0)
-		ret = open_failed(o->path, errno, err, errlen);
-	else if ((fl = fcntl(o->fd, F_GETFL)) < 0 || fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-		ret = open_failed(o->path, errno, err, errlen);
-	else
+	/* truncated only once it is known to be a regular file */
+	else if (known && (!S_ISREG(st.st_mode) || ftruncate(o->fd, 0) == 0) &&
+		 (fl = fcntl(o->fd, F_GETFL)) >= 0 && fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
 		return 0;
+	else
+		ret = open_failed(o->path, errno, err, errlen);
 	close(o->fd);
 	o->fd = -1;
 	return ret;
