@@ -144,6 +144,11 @@ const char *drain_error(const struct drain *d)
 	return d->err;
 }
 
+bool drain_part_failed(const struct drain *d)
+{
+	return d->part_failed;
+}
+
 static uint64_t now_ns(void)
 {
 	return shmt_mono_ns();

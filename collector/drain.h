@@ -50,6 +50,11 @@ int drain_open(struct drain *d, const struct drain_opts *o);
  * writing; ..."), checked once a pass, so at least once a nap. */
 const char *drain_error(const struct drain *d);
 
+/* Whether the last error was a capture part that could not be opened
+ * (drain_error() says why: a symbolic link or a FIFO at its path, no
+ * permission, ...), at drain_open() or at a rotation. */
+bool drain_part_failed(const struct drain *d);
+
 /* One pass: flush staging blocks, copy out what is published, submit it,
  * reap completions, release the ring over what is written. Returns the
  * number of records copied (0 = nothing to do), or -errno. */

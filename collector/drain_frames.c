@@ -41,11 +41,10 @@ int drain_open_part(struct drain *d)
 		snprintf(path, sizeof(path), "%s", d->o.output);
 	else
 		snprintf(path, sizeof(path), "%s.%u", d->o.output, d->part);
-	ret = cw_open(d->w, path);
-	if (ret < 0) {
-		snprintf(d->err, sizeof(d->err), "cannot write '%.400s': %s", path, strerror(-ret));
+	ret = cw_open(d->w, path, d->err, sizeof(d->err));
+	d->part_failed = ret < 0;
+	if (ret < 0)
 		return ret;
-	}
 	d->strings_sent = 1;	/* id 0 is the empty string in every ring */
 	d->threads_sent = 0;
 	d->st.parts++;

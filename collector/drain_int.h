@@ -27,6 +27,7 @@ struct drain {
 	struct shmt_view v;
 	struct cwriter *w;
 	bool opened;		/* drain_open() succeeded: drain_free() detaches */
+	bool part_failed;	/* the last error: a capture part could not be opened */
 	uint64_t run_id;
 	uint64_t pos;		/* next ring sequence to copy */
 	uint32_t strings_sent;	/* strings already in the capture part */

@@ -133,13 +133,15 @@ static void usage(FILE *f)
 "Drain a shmtrace ring into a capture file until SIGINT or SIGTERM.\n"
 "\n"
 "  -r, --ring NAME          ring in /dev/shm to drain\n"
-"  -o, --output FILE        capture file to write (truncated if it exists)\n"
+"  -o, --output FILE        capture file to write (truncated if it exists; never\n"
+"                           through a symbolic link, nor into a FIFO)\n"
 "  -c, --create             create the ring first, or adopt the ring of that name\n"
 "                           if it has the same configuration (a restart); remove\n"
 "                           it on exit once no producer is attached\n"
 "      --recreate           with --create, replace an existing ring even if it\n"
 "                           could be adopted (its producers move to the new one)\n"
-"      --capacity N         records in a created ring, a power of two (default 262144)\n"
+"      --capacity N         records in a created ring, a power of two from 2 to 16M\n"
+"                           (default 262144)\n"
 "      --mode MODE          discard (default) or overwrite, for a created ring\n"
 "      --group              make a created ring readable and writable by our group,\n"
 "                           whose members may then produce into it\n"
@@ -169,37 +171,35 @@ static void usage(FILE *f)
 "130 when stopped at once by a second signal.\n");
 }
 
-/* The numeric options: their bounds, and the usage error outside them. */
+/* the limits include/shmtrace.h tells users are the ring's */
+_Static_assert(SHMTRACE_CAPACITY_MAX == SHMT_MAX_CAPACITY, "shmtrace.h's SHMTRACE_CAPACITY_MAX");
+_Static_assert(SHMTRACE_STRINGS_MAX == SHMT_MAX_STRINGS, "shmtrace.h's SHMTRACE_STRINGS_MAX");
+_Static_assert(SHMTRACE_THREADS_MAX == SHMT_MAX_THREADS, "shmtrace.h's SHMTRACE_THREADS_MAX");
+
+/* The numeric options (getopt's value of each) and what they accept, as
+ * shmt_layout_compute() does for the ring's; outside it, a usage error. */
 static const struct num_opt {
-	uint64_t lo, hi;
-	const char *err;
 	int c;
-	bool pow2;
+	struct num_spec spec;
 } num_opts[] = {
-	{ 1, SHMT_MAX_CAPACITY, "--capacity '%s': need a power of two up to 2^24", 'C', true },
-	{ 1, SHMT_MAX_STRINGS, "--strings '%s': need 1 to 65535", 's', false },
-	{ 64, 1u << 28, "--string-bytes '%s': need 64 to 256M", 'B', false },
-	{ 1, SHMT_MAX_THREADS, "--threads '%s': need 1 to 1048576", 'T', false },
-	{ 1, 60000, "--poll-interval '%s': need 1 to 60000 ms", 'p', false },
-	{ 1u << 20, UINT64_MAX, "--max-size '%s': need at least 1M", 'S', false },
-	{ 0, 1000000, "--ready-fd '%s': not a file descriptor", 'R', false },
-	{ 0, 3600, "--linger '%s': need 0 to 3600 seconds", 'L', false },
+	{ 'C', { "--capacity", SHMTRACE_CAPACITY_MIN, SHMTRACE_CAPACITY_MAX, PARSE_SUFFIX | PARSE_POW2, NULL } },
+	{ 's', { "--strings", 1, SHMTRACE_STRINGS_MAX, PARSE_SUFFIX, NULL } },
+	{ 'B', { "--string-bytes", 64, 1u << 28, PARSE_SUFFIX, NULL } },
+	{ 'T', { "--threads", 1, SHMTRACE_THREADS_MAX, PARSE_SUFFIX, NULL } },
+	{ 'p', { "--poll-interval", 1, 60000, 0, "ms" } },
+	{ 'S', { "--max-size", 1u << 20, UINT64_MAX, PARSE_SUFFIX, NULL } },
+	{ 'R', { "--ready-fd", 0, 1000000, 0, NULL } },
+	{ 'L', { "--linger", 0, 3600, 0, "seconds" } },
 };
 
-/* Parses option c's argument into *v if c is a numeric option. Returns NULL,
- * or the message of the usage error for an argument out of its bounds. */
-static const char *parse_num_opt(int c, const char *arg, uint64_t *v)
+/* Parses option c's argument into *v if c is a numeric option. Returns 0,
+ * or -EINVAL with the usage error in err. */
+static int parse_num_opt(int c, const char *arg, uint64_t *v, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++) {
-		const struct num_opt *n = &num_opts[i];
-
-		if (n->c != c)
-			continue;
-		if (parse_size(arg, v) || *v < n->lo || *v > n->hi || (n->pow2 && (*v & (*v - 1))))
-			return n->err;
-		return NULL;
-	}
-	return NULL;
+	for (size_t i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++)
+		if (num_opts[i].c == c)
+			return parse_num(arg, &num_opts[i].spec, v, err, errlen);
+	return 0;
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -269,6 +269,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	};
 	struct shmtrace_ring_config *cfg = &a->cfg;
 	const char *ready_arg = NULL;
+	char bad[256];
 	uint64_t v = 0;
 	int c;
 
@@ -277,10 +278,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->linger_ns = LINGER_DEFAULT_S * 1000000000ull;
 	a->ready_fd = -1;
 	while ((c = getopt_long(argc, argv, "r:o:cp:qhV", opts, NULL)) != -1) {
-		const char *bad = parse_num_opt(c, optarg, &v);
-
-		if (bad)
-			return usage_error(bad, optarg);
+		if (parse_num_opt(c, optarg, &v, bad, sizeof(bad)) < 0)
+			return usage_error("%s", bad);
 		switch (c) {
 		case 'r': a->o.ring = optarg; break;
 		case 'o': a->o.output = optarg; break;
@@ -361,9 +360,10 @@ static void install_signals(void)
  * on each pass while its producers move (each at its next call), finished
  * when none is left attached or at the stop. NULL when there is none to
  * drain: no ring, one we cannot read, or one another collector drains
- * (that collector keeps its records).
+ * (that collector keeps its records); NULL with *refused set, after saying
+ * why, when FILE.replaced cannot be written (then nothing is replaced).
  */
-static struct drain *open_retiring(const struct args *a, char *path, size_t len)
+static struct drain *open_retiring(const struct args *a, char *path, size_t len, bool *refused)
 {
 	struct drain_opts o = a->o;
 	struct drain *d = drain_new();
@@ -373,6 +373,11 @@ static struct drain *open_retiring(const struct args *a, char *path, size_t len)
 	o.max_size = 0;
 	if (d && drain_open(d, &o) == 0)
 		return d;
+	/* a ring to drain, and nowhere to put it: not replaced, not lost */
+	*refused = d && drain_part_failed(d);
+	if (*refused)
+		fprintf(stderr, "shmtrace-collector: cannot keep the records of the ring '%s' would "
+			"replace: %s\n", a->o.ring, drain_error(d));
 	drain_free(d);
 	return NULL;
 }
@@ -410,6 +415,7 @@ static void finish_retired(struct drain **dp, const char *path)
 static int make_ring(struct args *a, struct drain **retired, char *path, size_t len)
 {
 	int created = -EEXIST;
+	bool refused = false;
 
 	*retired = NULL;
 	if (!a->recreate) {
@@ -418,7 +424,9 @@ static int make_ring(struct args *a, struct drain **retired, char *path, size_t 
 		a->cfg.flags &= ~SHMTRACE_CREATE_ADOPT;
 	}
 	if (created == -EEXIST) {
-		*retired = open_retiring(a, path, len);
+		*retired = open_retiring(a, path, len, &refused);
+		if (refused)
+			return -1;
 		a->cfg.flags |= SHMTRACE_CREATE_REPLACE;
 		created = shmtrace_ring_create(a->o.ring, &a->cfg);
 		if (*retired && created != SHMTRACE_REPLACED) {
@@ -480,6 +488,9 @@ static void say_error(struct drain *d, const struct drain_opts *o, int ret)
 			"what was drained is in the capture\n", o->ring);
 	else if (ret == -ESTALE)	/* the capture was deleted or replaced */
 		fprintf(stderr, "shmtrace-collector: %s\n", drain_error(d));
+	else if (drain_part_failed(d))	/* the next part of a rotation */
+		fprintf(stderr, "shmtrace-collector: %s; what was written before stays readable\n",
+			drain_error(d));
 	else if (drain_fsync_failed(d))
 		fprintf(stderr, "shmtrace-collector: fsync of '%s': %s; the capture was "
 			"written but may not be on disk\n", drain_error_path(d), strerror(-ret));

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <liburing.h>
 
+#include "outfile.h"
 #include "writer.h"
 
 struct cw_req {
@@ -49,17 +50,21 @@ struct cwriter *cw_new(void)
 	return w;
 }
 
-int cw_open(struct cwriter *w, const char *path)
+int cw_open(struct cwriter *w, const char *path, char *err, size_t errlen)
 {
+	struct outfile of;
 	int ret;
 
 	memset(w, 0, sizeof(*w));
 	snprintf(w->path, sizeof(w->path), "%s", path);
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0)
-		return -errno;
+	/* never through a link, nor into a FIFO, planted at the path */
+	ret = outfile_open(&of, path, OUTFILE_IN_PLACE, 0644, err, errlen);
+	w->fd = of.fd;
+	if (ret < 0)
+		return ret;
 	ret = io_uring_queue_init(CW_DEPTH * 2, &w->ring, 0);
 	if (ret < 0) {
+		snprintf(err, errlen, "cannot write '%.400s': io_uring: %s", path, strerror(-ret));
 		close(w->fd);
 		w->fd = -1;
 		return ret;
@@ -290,7 +295,8 @@ int cw_check_file(const struct cwriter *w)
 		return 0;	/* nothing open, or nothing to tell */
 	if (fst.st_nlink == 0)
 		return -ESTALE;
-	if (stat(w->path, &pst) < 0)
+	/* lstat: a link put in its place is another file too */
+	if (lstat(w->path, &pst) < 0)
 		return errno == ENOENT ? -ESTALE : 0;
 	return pst.st_ino != fst.st_ino || pst.st_dev != fst.st_dev ? -ESTALE : 0;
 }

@@ -9,6 +9,7 @@
 #define SHMTRACE_COLLECTOR_WRITER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <msgpack.h>
 
@@ -20,8 +21,10 @@ struct cwriter;
 /* A writer with no file open yet, or NULL when out of memory. */
 struct cwriter *cw_new(void);
 
-/* Opens (creating or truncating) path and sets up the ring. Returns 0 or -errno. */
-int cw_open(struct cwriter *w, const char *path);
+/* Opens (creating or truncating) path and sets up the ring. Returns 0, or
+ * -errno with a one-line reason in err: path is never followed when it is
+ * a symbolic link, nor written when it is not a regular file (outfile.h). */
+int cw_open(struct cwriter *w, const char *path, char *err, size_t errlen);
 
 /* Returns the buffer being filled (the newest request, not yet submitted). */
 msgpack_sbuffer *cw_buffer(struct cwriter *w);

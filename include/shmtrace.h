@@ -58,6 +58,13 @@ enum shmtrace_kind {
 	SHMTRACE_KIND_MAX = 5,
 };
 
+/* What a ring may be made with (shmtrace_ring_create() refuses the rest
+ * with -EINVAL): its capacity, a power of two, and its tables. */
+#define SHMTRACE_CAPACITY_MIN 2u
+#define SHMTRACE_CAPACITY_MAX (1u << 24)
+#define SHMTRACE_STRINGS_MAX 65535u
+#define SHMTRACE_THREADS_MAX (1u << 20)
+
 struct shmtrace_ring_config {
 	uint32_t capacity;	/* records in the ring, power of two; 0: 262144 */
 	uint32_t mode;		/* enum shmtrace_mode */

@@ -101,6 +101,61 @@ static void test_parse_size(void **state)
 	expect_size("4T", -EINVAL, 0);
 	expect_size("4kB", -EINVAL, 0);
 	expect_size("4 k", -EINVAL, 0);
+	expect_size(" 4", -EINVAL, 0);
+	expect_size("+4", -EINVAL, 0);
+}
+
+/* parse_num(): the range, powers of two, suffixes only where allowed, and
+ * an error naming the option and what it accepts. */
+static void test_parse_num(void **state)
+{
+	static const struct num_spec cap = { "--capacity", 2, 1u << 24, PARSE_SUFFIX | PARSE_POW2, NULL };
+	static const struct num_spec ms = { "--poll-interval", 1, 60000, 0, "ms" };
+	static const struct num_spec big = { "--max-size", 1u << 20, UINT64_MAX, PARSE_SUFFIX, NULL };
+	char err[256];
+	uint64_t v = 7;
+
+	(void)state;
+	assert_int_equal(parse_num("64k", &cap, &v, err, sizeof(err)), 0);
+	assert_true(v == 65536);
+	assert_int_equal(parse_num("2", &cap, &v, err, sizeof(err)), 0);
+	assert_int_equal(parse_num("1", &cap, &v, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--capacity '1': need a power of two from 2 to 16M");
+	assert_int_equal(parse_num("3", &cap, &v, err, sizeof(err)), -EINVAL);
+	assert_int_equal(parse_num("32M", &cap, &v, err, sizeof(err)), -EINVAL);
+	/* 2^64 + 4096 would be 4096 if the high bits were lost */
+	assert_int_equal(parse_num("18014398509481988k", &cap, &v, err, sizeof(err)), -EINVAL);
+	assert_int_equal(parse_num("-4096", &cap, &v, err, sizeof(err)), -EINVAL);
+	assert_true(v == 2);
+	assert_int_equal(parse_num("100", &ms, &v, err, sizeof(err)), 0);
+	assert_int_equal(parse_num("1k", &ms, &v, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--poll-interval '1k': need 1 to 60000 ms");
+	assert_int_equal(parse_num("17179869185G", &big, &v, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--max-size '17179869185G': need at least 1M");
+	assert_int_equal(parse_num("-1", &big, &v, err, sizeof(err)), -EINVAL);
+	assert_int_equal(parse_num("1G", &big, &v, err, sizeof(err)), 0);
+	assert_true(v == 1ull << 30);
+}
+
+static void test_parse_i64(void **state)
+{
+	int64_t v = 7;
+
+	(void)state;
+	assert_int_equal(parse_i64("-3000", INT64_MIN, INT64_MAX, &v), 0);
+	assert_true(v == -3000);
+	assert_int_equal(parse_i64("+5", INT64_MIN, INT64_MAX, &v), 0);
+	assert_true(v == 5);
+	assert_int_equal(parse_i64("9223372036854775807", INT64_MIN, INT64_MAX, &v), 0);
+	assert_true(v == INT64_MAX);
+	assert_int_equal(parse_i64("9223372036854775808", INT64_MIN, INT64_MAX, &v), -ERANGE);
+	assert_int_equal(parse_i64("-9223372036854775809", INT64_MIN, INT64_MAX, &v), -ERANGE);
+	assert_int_equal(parse_i64("11", 0, 10, &v), -ERANGE);
+	assert_int_equal(parse_i64("", INT64_MIN, INT64_MAX, &v), -EINVAL);
+	assert_int_equal(parse_i64("-", INT64_MIN, INT64_MAX, &v), -EINVAL);
+	assert_int_equal(parse_i64(" 1", INT64_MIN, INT64_MAX, &v), -EINVAL);
+	assert_int_equal(parse_i64("1k", INT64_MIN, INT64_MAX, &v), -EINVAL);
+	assert_true(v == INT64_MAX);
 }
 
 static void expect_dec(uint64_t v, const char *want)
@@ -238,6 +293,8 @@ int main(void)
 		cmocka_unit_test(test_array_reserve),
 		cmocka_unit_test(test_hash),
 		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_parse_num),
+		cmocka_unit_test(test_parse_i64),
 		cmocka_unit_test(test_dec),
 		cmocka_unit_test(test_obuf),
 		cmocka_unit_test(test_kv),

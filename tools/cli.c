@@ -123,9 +123,15 @@ int parse_duration(const char *s, uint64_t *ns)
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(p, units[i].unit))
 			continue;
+		uint64_t part;
+
 		if (ip > UINT64_MAX / units[i].mult)
 			return -EINVAL;
-		*ns = ip * units[i].mult + frac * units[i].mult / fdiv;
+		/* the fraction too must not carry it past 2^64 - 1 */
+		part = frac * units[i].mult / fdiv;
+		if (ip * units[i].mult > UINT64_MAX - part)
+			return -EINVAL;
+		*ns = ip * units[i].mult + part;
 		return 0;
 	}
 	return -EINVAL;

@@ -85,31 +85,52 @@ int cmd_open(struct cmd *c, const char *out_hint)
 
 int cmd_create(struct cmd *c)
 {
+	char err[512];
+
+	c->of.fd = -1;
+	c->of.tmp = NULL;
 	/* cli_check_inputs() made sure there is an out */
-	c->f = c->out && strcmp(c->out, "-") ? fopen(c->out, "w") : stdout;
-	if (!c->f)
-		return cli_runtime_error(c->name, "cannot create %s: %s", c->out, strerror(errno));
+	if (!c->out || !strcmp(c->out, "-")) {
+		c->f = stdout;
+		return 0;
+	}
+	if (outfile_open(&c->of, c->out, OUTFILE_WHOLE, 0666, err, sizeof(err)) < 0)
+		return cli_runtime_error(c->name, "%s", err);
+	c->f = fdopen(c->of.fd, "w");
+	if (!c->f) {
+		int e = errno;
+
+		outfile_abort(&c->of);
+		return cli_runtime_error(c->name, "cannot create %s: %s", c->out, strerror(e));
+	}
 	return 0;
 }
 
 int cmd_finish(struct cmd *c, int ret, const char *err)
 {
 	FILE *f = c->f;
+	char why[512];
 
 	if (ret == 0 && fflush(f) != 0)
 		ret = -errno;
 	if (ret == 0 && ferror(f))
 		ret = -EIO;
-	if (f != stdout && fclose(f) != 0 && ret == 0)
-		ret = -errno;
+	if (f != stdout) {
+		if (fclose(f) != 0 && ret == 0)
+			ret = -errno;
+		c->of.fd = -1;	/* fclose() closed it */
+	}
 	c->f = NULL;
+	if (ret >= 0 && f != stdout && outfile_commit(&c->of, why, sizeof(why)) < 0)
+		return cli_runtime_error(c->name, "%s", why);
 	if (ret >= 0)
 		return EXIT_OK;
 	if (err[0])
 		cli_runtime_error(c->name, "%s", err);
 	else
 		cli_runtime_error(c->name, "writing %s: %s", c->out, strerror(-ret));
+	/* the output's path stays as it was */
 	if (f != stdout)
-		unlink(c->out);
+		outfile_abort(&c->of);
 	return EXIT_RUNTIME;
 }

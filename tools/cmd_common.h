@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "outfile.h"
 #include "source.h"
 
 /* What cmd_parse() returns when the command goes on (not an exit code). */
@@ -32,6 +33,7 @@ struct cmd {
 	char **files;
 	size_t nfiles;
 	FILE *f;			/* created by cmd_create() */
+	struct outfile of;		/* what f writes: the temporary renamed to out */
 };
 
 /* Parses -o, -r, -p, --from, --to, -h and the command's own options.
@@ -43,12 +45,15 @@ int cmd_parse(struct cmd *c, int argc, char **argv);
  * closed). */
 int cmd_open(struct cmd *c, const char *out_hint);
 
-/* Creates the output (stdout for "-"). Returns 0 or EXIT_RUNTIME. */
+/* Creates the output (stdout for "-"): a temporary beside out, renamed
+ * over it by cmd_finish() once all is written (outfile.h: a symbolic link
+ * or a FIFO at out is refused). Returns 0 or EXIT_RUNTIME. */
 int cmd_create(struct cmd *c);
 
 /* Flushes and closes the output after the command's run returned ret (0 or
- * -errno, err saying why when not empty); on failure says so and removes
- * the output. Returns EXIT_OK or EXIT_RUNTIME. */
+ * -errno, err saying why when not empty), and moves it into place; on
+ * failure says so and removes the temporary, so that out is left as it
+ * was. Returns EXIT_OK or EXIT_RUNTIME. */
 int cmd_finish(struct cmd *c, int ret, const char *err);
 
 #endif /* SHMTRACE_CMD_COMMON_H */

@@ -24,7 +24,8 @@ static const char export_usage[] =
 	"Chrome Trace Event JSON (chrome://tracing, Perfetto, DevTools), or to\n"
 	"OpenTelemetry (OTLP/JSON) spans.\n"
 	"\n"
-	"  -o, --output FILE  write the trace to FILE ('-' for stdout)\n"
+	"  -o, --output FILE  write the trace to FILE ('-' for stdout), through a\n"
+	"                     temporary renamed into place; never through a symlink\n"
 	"  -f, --format F     chrome (default) or otlp: OTLP/JSON ExportTraceServiceRequest\n"
 	"                     objects, one per line, each at most --batch-size bytes;\n"
 	"                     spans and instants only (counters are not exported)\n"
@@ -36,7 +37,8 @@ static const char export_usage[] =
 	"      --retries N    OTLP/HTTP: attempts per request on 429/502/503/504 or a\n"
 	"                     refused connection, with back-off (default 6)\n"
 	"      --clock-offset HOST=NS  add NS (signed, ns) to the times of HOST's\n"
-	"                     captures after aligning hosts by wall clock (repeatable)\n"
+	"                     captures after aligning hosts by wall clock (repeatable;\n"
+	"                     one that would move a time before 0 is refused)\n"
 	"  -r, --ring NAME    read the ring /dev/shm/NAME directly, read-only; with\n"
 	"                     captures, what it holds beyond them (the ring they came from)\n"
 	"  -p, --pid PID      only records of PID (repeatable)\n"
@@ -45,24 +47,21 @@ static const char export_usage[] =
 	"                     (T is relative to the earliest record: 1.5s, 200ms, 300us)\n"
 	"  -h, --help         show this help\n";
 
-/* HOST=NS, NS a signed integer of nanoseconds. */
+/* HOST=NS, NS a signed 64-bit integer of nanoseconds. */
 static int parse_offset(const char *arg, char *host, size_t hostlen, int64_t *ns)
 {
 	const char *eq = strrchr(arg, '=');
-	char *end;
-	long long v;
 
-	if (!eq || eq == arg || (size_t)(eq - arg) >= hostlen || !eq[1])
-		return -EINVAL;
-	errno = 0;
-	v = strtoll(eq + 1, &end, 10);
-	if (errno || *end)
+	if (!eq || eq == arg || (size_t)(eq - arg) >= hostlen ||
+	    parse_i64(eq + 1, INT64_MIN, INT64_MAX, ns) < 0)
 		return -EINVAL;
 	memcpy(host, arg, (size_t)(eq - arg));
 	host[eq - arg] = 0;
-	*ns = v;
 	return 0;
 }
+
+static const struct num_spec batch_spec = { "--batch-size", 64u << 10, 64u << 20, PARSE_SUFFIX, "bytes" };
+static const struct num_spec retries_spec = { "--retries", 1, 100, 0, NULL };
 
 #define MAX_OFFSETS 16
 
@@ -74,6 +73,7 @@ struct export_opts {
 	bool otlp;
 	char offhost[MAX_OFFSETS][64];
 	int64_t offns[MAX_OFFSETS];
+	const char *offarg[MAX_OFFSETS];
 	size_t noff;
 };
 
@@ -97,28 +97,26 @@ static int export_option(void *ctx, int c, const char *arg)
 	case 'L':
 		x->oo.flows_only = true;
 		return 0;
-	case 'B': {
+	case 'B':
+	case 'R': {
+		char err[256];
 		uint64_t v;
 
-		if (parse_size(arg, &v) < 0 || v < (64u << 10) || v > (64u << 20))
-			return cli_usage_error("export", "bad --batch-size '%s' (64k..64M)", arg);
-		x->oo.batch_bytes = (size_t)v;
-		return 0;
-	}
-	case 'R': {
-		char *end;
-		unsigned long v = strtoul(arg, &end, 10);
-
-		if (*end || end == arg || v < 1 || v > 100)
-			return cli_usage_error("export", "bad --retries '%s' (1..100)", arg);
-		x->oo.retries = (unsigned)v;
+		if (parse_num(arg, c == 'B' ? &batch_spec : &retries_spec, &v, err, sizeof(err)) < 0)
+			return cli_usage_error("export", "%s", err);
+		if (c == 'B')
+			x->oo.batch_bytes = (size_t)v;
+		else
+			x->oo.retries = (unsigned)v;
 		return 0;
 	}
 	case 'C':
 		if (x->noff == MAX_OFFSETS ||
 		    parse_offset(arg, x->offhost[x->noff], sizeof(x->offhost[0]), &x->offns[x->noff]) < 0)
-			return cli_usage_error("export", "bad --clock-offset '%s' (HOST=NS, at most %d)",
-					       arg, MAX_OFFSETS);
+			return cli_usage_error("export", "--clock-offset '%s': need HOST=NS, NS from "
+					       "-9223372036854775808 to 9223372036854775807 (at most "
+					       "%d of them)", arg, MAX_OFFSETS);
+		x->offarg[x->noff] = arg;
 		x->noff++;
 		return 0;
 	default:
@@ -126,13 +124,23 @@ static int export_option(void *ctx, int c, const char *arg)
 	}
 }
 
-/* Says how the inputs' clocks are joined; returns 0 or EXIT_RUNTIME. */
+/* Says how the inputs' clocks are joined; returns 0, or EXIT_RUNTIME (no
+ * such host) or EXIT_USAGE (an offset that would wrap a time) after saying
+ * why. */
 static int export_clocks(struct source *src, const struct export_opts *x)
 {
-	for (size_t i = 0; i < x->noff; i++)
-		if (source_clock_offset(src, x->offhost[i], x->offns[i]) < 0)
+	for (size_t i = 0; i < x->noff; i++) {
+		int ret = source_clock_offset(src, x->offhost[i], x->offns[i]);
+
+		if (ret == -ERANGE)
+			return cli_usage_error("export", "--clock-offset '%s': would move records of "
+					       "host '%s' before time 0 or past 2^63 ns (the times "
+					       "are unsigned ns of its clock, wall-clock aligned)",
+					       x->offarg[i], x->offhost[i]);
+		if (ret < 0)
 			return cli_runtime_error("export", "--clock-offset: no input comes from host '%s'",
 						 x->offhost[i]);
+	}
 	if (src->nhosts > 1)
 		fprintf(stderr, "shmtrace export: the inputs come from %u hosts; their times are "
 			"aligned by each capture's wall clock\n", src->nhosts);

@@ -3,6 +3,7 @@
  * parse.c - numbers given on a command line (parse.h).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +15,8 @@ int parse_size(const char *s, uint64_t *v)
 	unsigned long long n;
 	char *end;
 
-	/* strtoull would take "-1" as 2^64 - 1 */
-	if (strchr(s, '-'))
+	/* strtoull would take "-1" as 2^64 - 1, and skip blanks and a '+' */
+	if (*s < '0' || *s > '9')
 		return -EINVAL;
 	errno = 0;
 	n = strtoull(s, &end, 10);
@@ -30,5 +31,73 @@ int parse_size(const char *s, uint64_t *v)
 	if (*end || (shift && n > UINT64_MAX >> shift))
 		return -EINVAL;
 	*v = (uint64_t)n << shift;
+	return 0;
+}
+
+/* n as the shortest of "1024", "64k", "16M", "1G" that is exact. */
+static void put_size(char *buf, size_t len, uint64_t n, unsigned flags)
+{
+	static const char suffix[] = "kMG";
+	int i = -1;
+
+	while ((flags & PARSE_SUFFIX) && i < 2 && n >= 1024 && n % 1024 == 0) {
+		n /= 1024;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)n);
+	else
+		snprintf(buf, len, "%llu%c", (unsigned long long)n, suffix[i]);
+}
+
+/* err: "OPT 'ARG': need [a power of two ]from LO to HI[ UNIT]". */
+static int num_error(const char *s, const struct num_spec *sp, char *err, size_t errlen)
+{
+	char lo[32], hi[32];
+	const char *unit = sp->unit ? sp->unit : "";
+	const char *sep = sp->unit ? " " : "";
+
+	put_size(lo, sizeof(lo), sp->lo, sp->flags);
+	put_size(hi, sizeof(hi), sp->hi, sp->flags);
+	if (sp->hi == UINT64_MAX)
+		snprintf(err, errlen, "%s '%.64s': need %s%s%s%s", sp->opt, s,
+			 sp->flags & PARSE_POW2 ? "a power of two, at least " : "at least ", lo, sep,
+			 unit);
+	else
+		snprintf(err, errlen, "%s '%.64s': need %s%s to %s%s%s", sp->opt, s,
+			 sp->flags & PARSE_POW2 ? "a power of two from " : "", lo, hi, sep, unit);
+	return -EINVAL;
+}
+
+int parse_num(const char *s, const struct num_spec *sp, uint64_t *v, char *err, size_t errlen)
+{
+	uint64_t n;
+
+	if ((sp->flags & PARSE_SUFFIX) ? parse_size(s, &n) < 0 :
+	    parse_size(s, &n) < 0 || strpbrk(s, "kKmMgG"))
+		return num_error(s, sp, err, errlen);
+	if (n < sp->lo || n > sp->hi || ((sp->flags & PARSE_POW2) && (n & (n - 1))))
+		return num_error(s, sp, err, errlen);
+	*v = n;
+	return 0;
+}
+
+int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *v)
+{
+	const char *d = s + (*s == '-' || *s == '+');
+	long long n;
+	char *end;
+
+	if (*d < '0' || *d > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtoll(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || n < lo || n > hi)
+		return -ERANGE;
+	if (errno)
+		return -EINVAL;
+	*v = n;
 	return 0;
 }

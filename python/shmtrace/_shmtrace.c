@@ -78,20 +78,53 @@ PyDoc_STRVAR(create_ring_doc,
 "create_ring(ring, capacity=0, mode=\"discard\") -> None\n"
 "--\n\n"
 "Creates the ring /dev/shm/<ring> (usually shmtrace-collector --create\n"
-"does): capacity records, a power of two (0: 262144); mode \"discard\"\n"
-"drops new records when full, \"overwrite\" keeps the newest. Raises\n"
-"shmtrace.Error: EEXIST if it exists, EINVAL for a bad name or capacity.");
+"does): capacity records, a power of two from 2 to 16777216 (2**24), or 0\n"
+"for 262144; mode \"discard\" drops new records when full, \"overwrite\"\n"
+"keeps the newest. Raises OverflowError for a capacity that is negative\n"
+"or beyond 2**32 - 1, ValueError for one that is not such a power of two,\n"
+"shmtrace.Error: EEXIST if it exists, EINVAL for a bad name.");
+
+/* The capacity argument, checked as shmtrace_ring_create() checks it,
+ * never cut to 32 bits. Returns 0, or -1 with an exception set. */
+static int capacity_of(PyObject *o, uint32_t *cap)
+{
+	unsigned long long v;
+
+	*cap = 0;
+	if (!o)
+		return 0;
+	v = PyLong_AsUnsignedLongLong(o);
+	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+		if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+			return -1;	/* not an int: the TypeError stands */
+		PyErr_Clear();
+	} else if (v <= UINT32_MAX) {
+		if (v == 0 || (v >= SHMTRACE_CAPACITY_MIN && v <= SHMTRACE_CAPACITY_MAX && !(v & (v - 1)))) {
+			*cap = (uint32_t)v;
+			return 0;
+		}
+		PyErr_Format(PyExc_ValueError, "capacity must be 0 (262144) or a power of two from %u "
+			     "to %u, not %R", SHMTRACE_CAPACITY_MIN, SHMTRACE_CAPACITY_MAX, o);
+		return -1;
+	}
+	PyErr_Format(PyExc_OverflowError, "capacity must be 0 (262144) or a power of two from %u "
+		     "to %u, not %R", SHMTRACE_CAPACITY_MIN, SHMTRACE_CAPACITY_MAX, o);
+	return -1;
+}
 
 static PyObject *mod_create_ring(PyObject *m, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "ring", "capacity", "mode", NULL };
 	struct shmtrace_ring_config cfg = { 0 };
 	const char *ring, *mode = "discard";
-	unsigned int cap = 0;
+	PyObject *capobj = NULL;
+	uint32_t cap;
 	int ret;
 
 	(void)m;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|Is:create_ring", kwlist, &ring, &cap, &mode))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|Os:create_ring", kwlist, &ring, &capobj, &mode))
+		return NULL;
+	if (capacity_of(capobj, &cap) < 0)
 		return NULL;
 	if (!strcmp(mode, "overwrite"))
 		cfg.mode = SHMTRACE_MODE_OVERWRITE;

@@ -349,6 +349,25 @@ class TestBadArguments(RingTest):
         with self.t.span("max flow", flow=2 ** 64 - 1):
             pass
 
+    def test_capacity_never_wraps(self):
+        # cut to 32 bits, 2**64 was 0 (the default ring) and 2**32 + 4096
+        # a ring of 4096 records: both refused, and no ring made
+        other = self.ring + "-cap"
+        self.addCleanup(util.unlink, other)
+        for cap, exc in ((2 ** 64, OverflowError), (2 ** 32 + 4096, OverflowError),
+                         (-4096, OverflowError), (1, ValueError), (3 * 4096, ValueError),
+                         (2 ** 25, ValueError)):
+            with self.assertRaises(exc, msg="capacity %d" % cap) as cm:
+                shmtrace.create_ring(other, capacity=cap)
+            self.assertIn("capacity must be 0 (262144) or a power of two from 2 to 16777216",
+                          str(cm.exception))
+            self.assertFalse(os.path.exists("/dev/shm/" + other), "capacity %d" % cap)
+        with self.assertRaises(TypeError):
+            shmtrace.create_ring(other, capacity=4096.0)
+        shmtrace.create_ring(other, capacity=2)
+        with shmtrace.open(other) as t:
+            self.assertEqual(t.stats().capacity, 2)
+
     def test_invalid_unicode(self):
         for f in (lambda: self.t.span("\udc80"), lambda: self.t.span("x", cat="a\ud800"),
                   lambda: self.t.instant("\udfff"), lambda: self.t.set_thread_name("\udc80"),

@@ -84,17 +84,42 @@ static void warn_losses(struct otlp *o)
 		       "'shmtrace export' to Chrome for why", (unsigned long long)o->names_lost);
 }
 
-/* Opens out ("-": stdout) into o->fd. Returns 0 or -errno. */
+/* Opens out ("-": stdout) into o->fd: a temporary beside it (outfile.h).
+ * Returns 0 or -errno with o->err set. */
 static int open_out(struct otlp *o, const char *out)
 {
+	int ret;
+
 	if (!strcmp(out, "-")) {
 		/* written with write(2) from here on */
 		fflush(stdout);
 		o->fd = STDOUT_FILENO;
 		return 0;
 	}
-	o->fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	return o->fd < 0 ? -errno : 0;
+	ret = outfile_open(&o->of, out, OUTFILE_WHOLE, 0666, o->err, sizeof(o->err));
+	o->fd = o->of.fd;
+	return ret;
+}
+
+/* Closes the output file and moves it into place, or, after a failure
+ * (ret < 0) and unless the spans went to an endpoint as well, removes it:
+ * -o's path is left as it was. Returns ret, or the error of the close. */
+static int close_out(struct otlp *o, int ret, const char *out)
+{
+	char why[512];
+
+	if (o->fd <= STDOUT_FILENO)
+		return ret;
+	o->fd = -1;
+	if (ret < 0 && !o->to_http) {
+		outfile_abort(&o->of);
+		return ret;
+	}
+	if (outfile_commit(&o->of, why, sizeof(why)) < 0 && ret == 0) {
+		snprintf(o->err, sizeof(o->err), "%s (%s)", why, out);
+		ret = -EIO;
+	}
+	return ret;
 }
 
 /* Sets o up for src. Returns 0, or an exit code after saying why not. */
@@ -107,6 +132,7 @@ static int setup(struct otlp *o, struct source *src, const struct otlp_opts *opt
 	o->s = src;
 	o->o = opts;
 	o->fd = -1;
+	o->of.fd = -1;
 	flows_init(&o->fl);
 	keyed_init(&o->pend, sizeof(struct pend));
 	keyed_init(&o->batch, sizeof(struct pbatch));
@@ -135,7 +161,7 @@ static int setup(struct otlp *o, struct source *src, const struct otlp_opts *opt
 }
 
 /* What was sent (or not), and what was left out. Returns the exit code. */
-static int report(struct otlp *o, int ret, const char *out)
+static int report(struct otlp *o, int ret)
 {
 	const char *why = o->err[0] ? o->err : strerror(-ret);
 	unsigned long long sent = o->spans_sent;
@@ -151,8 +177,6 @@ static int report(struct otlp *o, int ret, const char *out)
 				  sent);
 	else if (ret < 0)
 		cli_runtime_error("export", "%s", why);
-	if (ret < 0 && out && strcmp(out, "-") && !o->to_http)
-		unlink(out);
 	if (ret == 0 && o->to_http)
 		fprintf(stderr, "shmtrace export: %llu spans (%llu flows) in %llu requests sent to "
 			"%s%s%s\n", sent, (unsigned long long)o->flows,
@@ -183,7 +207,7 @@ int otlp_export(struct source *src, const struct otlp_opts *opts, const char *ou
 		goto done;
 	ret = out ? open_out(o, out) : 0;
 	if (ret < 0) {
-		rc = cli_runtime_error("export", "cannot create %s: %s", out, strerror(-ret));
+		rc = cli_runtime_error("export", "%s", o->err);
 		goto done;
 	}
 	if (o->fd >= 0 && !o->to_http && otlp_writer_start(o) < 0) {
@@ -195,16 +219,11 @@ int otlp_export(struct source *src, const struct otlp_opts *opts, const char *ou
 	rc = otlp_writer_finish(o);
 	if (ret == 0)
 		ret = rc;
-	if (o->fd > STDOUT_FILENO && close(o->fd) != 0 && ret == 0) {
-		snprintf(o->err, sizeof(o->err), "writing %s: %s", out, strerror(errno));
-		ret = -EIO;
-	}
-	o->fd = -1;
-	rc = report(o, ret, out);
+	ret = close_out(o, ret, out);
+	rc = report(o, ret);
 done:
 	otlp_writer_finish(o);
-	if (o->fd > STDOUT_FILENO)
-		close(o->fd);
+	outfile_abort(&o->of);
 	otlp_json_free(o);
 	otlp_batches_free(o);
 	keyed_free(&o->pend);

@@ -20,6 +20,7 @@
 #include "hosts.h"
 #include "http.h"
 #include "obuf.h"
+#include "outfile.h"
 #include "exporters.h"
 
 /* Instants of a thread kept until a span that encloses them arrives (a
@@ -123,6 +124,7 @@ struct otlp {
 	struct time_text time;		/* the upper digits of the last time */
 	bool any;
 	int fd;				/* the output file, or -1 */
+	struct outfile of;		/* fd's temporary, renamed to -o's path once written */
 	struct otlp_writer *w;		/* its writer, without an endpoint */
 	bool to_http;
 	struct http_url url;

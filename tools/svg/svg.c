@@ -14,6 +14,7 @@
 #include "array.h"
 #include "cli.h"
 #include "cmd_common.h"
+#include "parse.h"
 #include "procs.h"
 #include "source.h"
 #include "svg_int.h"
@@ -150,16 +151,15 @@ static int run_svg(struct svg *g, char *err, size_t errlen)
 
 static int svg_option(void *ctx, int c, const char *arg)
 {
+	static const struct num_spec width = { "--width", 400, 20000, 0, "px" };
 	struct svg *g = ctx;
-	unsigned long w;
-	char *end;
+	char err[256];
+	uint64_t w;
 
 	if (c != 'w')
 		return cli_usage_error("svg", "unknown option");
-	errno = 0;
-	w = strtoul(arg, &end, 10);
-	if (errno || *end || arg[0] < '0' || arg[0] > '9' || w < 400 || w > 20000)
-		return cli_usage_error("svg", "invalid width '%s' (400 to 20000 px)", arg);
+	if (parse_num(arg, &width, &w, err, sizeof(err)) < 0)
+		return cli_usage_error("svg", "%s", err);
 	g->width = (unsigned)w;
 	return 0;
 }

@@ -130,8 +130,9 @@ typedef int (*source_record_fn)(void *ctx, const struct shmt_record *r, uint64_t
 int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, size_t errlen);
 
 /* Adds ns (signed) to the timestamps of host's records, after the
- * wall-clock alignment; before the first pass. Returns 0, or -ENOENT when
- * no input comes from that host. */
+ * wall-clock alignment; before the first pass. Returns 0, -ENOENT when
+ * no input comes from that host, or -ERANGE (nothing moved) when it would
+ * move one of its records before 0 or past 2^63 - 1 ns. */
 int source_clock_offset(struct source *s, const char *host, int64_t ns);
 
 /* Ring i (0..nrings-1): its name, ring_id (0: unknown) and run_id (0

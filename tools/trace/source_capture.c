@@ -76,6 +76,20 @@ static int load_frame(struct source *s, struct source_run *run, const struct shm
 			ret = source_add_thread(s, &f->threads.v[i],
 						(uint32_t)(run - cap_of(s)->runs));
 		return ret;
+	case SHMT_CAP_RECORDS:
+		/* the span of its times: an offset must not wrap them */
+		for (size_t i = 0; i < f->records.n; i++) {
+			uint64_t ts = f->records.v[i].ts;
+
+			if (!shmt_kind_valid(shmt_record_kind(&f->records.v[i])))
+				continue;
+			if (!run->any_ts || ts < run->ts_min)
+				run->ts_min = ts;
+			if (!run->any_ts || ts > run->ts_max)
+				run->ts_max = ts;
+			run->any_ts = true;
+		}
+		return 0;
 	case SHMT_CAP_LOSS:
 		/* ring counters are cumulative over the ring's life; two
 		 * rings' are added up at the end */
@@ -429,17 +443,35 @@ static bool cap_plausible(struct source *s, bool passed, char *why, size_t len)
 	return shmt_loss_plausible(&s->loss.counters, &none, why, len);
 }
 
+/* Whether ts moved by the signed shift sh stays within 0..2^63 - 1 (the
+ * exports add a wall-clock anchor to it: that must not wrap either). */
+static bool shift_fits(uint64_t ts, int64_t sh)
+{
+	if (ts > INT64_MAX)
+		return false;
+	return sh >= 0 ? ts <= (uint64_t)(INT64_MAX - sh) : ts >= (uint64_t)0 - (uint64_t)sh;
+}
+
 static int cap_clock_offset(struct source *s, const char *host, int64_t ns)
 {
 	struct source_capture *c = cap_of(s);
 	bool found = false;
 
+	/* all of host's runs checked before any is moved */
 	for (size_t r = 0; r < c->nruns; r++) {
+		const struct source_run *run = &c->runs[r];
+		int64_t sh;
+
 		if (strcmp(s->hosts[s->host_of[r]], host))
 			continue;
-		c->runs[r].shift += (uint64_t)ns;
 		found = true;
+		if (__builtin_add_overflow((int64_t)run->shift, ns, &sh) ||
+		    (run->any_ts && (!shift_fits(run->ts_min, sh) || !shift_fits(run->ts_max, sh))))
+			return -ERANGE;
 	}
+	for (size_t r = 0; r < c->nruns; r++)
+		if (!strcmp(s->hosts[s->host_of[r]], host))
+			c->runs[r].shift += (uint64_t)ns;
 	return found ? 0 : -ENOENT;
 }
 

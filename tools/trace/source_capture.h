@@ -31,6 +31,8 @@ struct source_run {
 	uint64_t realtime0, mono0;	/* its wall-clock anchor */
 	uint32_t mode;		/* the ring's, as its first file says */
 	uint64_t shift;		/* added to its records' ts (wrapping: signed) */
+	uint64_t ts_min, ts_max;	/* its records' ts (before the shift), if any */
+	bool any_ts;
 	uint64_t next_seq;	/* records below it were delivered already */
 	/* the ring's counters, the largest seen; torn is the collectors' */
 	struct shmt_loss loss;

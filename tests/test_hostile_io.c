@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_hostile_io.c - paths and numbers another user can plant or pass:
+ * an output path that is a symlink, numbers that would wrap.
+ * Each case prints a FIGURE row for the fault table of `make test`.
+ */
+#include <grp.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "hostile_run.h"
+
+/*
+ * An output path that is a symbolic link (planted in a shared directory
+ * by another user, where fs.protected_symlinks is off): the collector and
+ * the exporter refuse it and the file it points to is untouched.
+ */
+static void test_output_symlink_refused(void **state)
+{
+	const char *ring = test_ring_name("outlink");
+	char *col[] = { collector_bin, "--ring", (char *)ring, "--create", "-o", NULL, "-q", NULL };
+	char *exp[] = { bin, "export", "--ring", (char *)ring, "-o", NULL, NULL };
+	char *s;
+
+	(void)state;
+	put_file(tmp("secret"), "keep\n", 5);
+	unlink(tmp("run.cap"));
+	assert_int_equal(symlink(tmp("secret"), tmp("run.cap")), 0);
+	col[5] = (char *)tmp("run.cap");
+	assert_int_equal(run_guarded(NULL, tmp("col.err"), col), 1);
+	expect_in(tmp("col.err"), "symbolic link");
+	small_ring(ring, 4096, 10);
+	exp[5] = (char *)tmp("run.cap");
+	assert_int_equal(run_guarded(NULL, tmp("exp.err"), exp), 1);
+	expect_in(tmp("exp.err"), "symbolic link");
+	s = slurp(tmp("secret"));
+	assert_string_equal(s, "keep\n");
+	free(s);
+	/* the other outputs of the shmtrace command: svg, and export to OTLP */
+	{
+		char *svg[] = { bin, "svg", "--ring", (char *)ring, "-o", (char *)tmp("run.cap"), NULL };
+		char *otlp[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "-o",
+				 (char *)tmp("run.cap"), NULL };
+
+		assert_int_equal(run_guarded(NULL, tmp("exp.err"), svg), 1);
+		expect_in(tmp("exp.err"), "symbolic link");
+		assert_int_equal(run_guarded(NULL, tmp("exp.err"), otlp), 1);
+		expect_in(tmp("exp.err"), "symbolic link");
+	}
+	s = slurp(tmp("secret"));
+	assert_string_equal(s, "keep\n");
+	free(s);
+	figure("output path a symlink to another file", 4, 0, 0, 0, 0, 0,
+	       "collector, export (both formats) and svg refuse it; the target untouched");
+	shmtrace_ring_unlink(ring);
+	unlink(tmp("run.cap"));
+}
+
+/*
+ * A FIFO at the output path: writing to it would block until a reader
+ * comes (or hand the trace to whoever reads it). Refused at once, by the
+ * collector and by export, without blocking (run_guarded() would fail a
+ * hang), and nothing left beside it.
+ */
+static void test_output_fifo_refused(void **state)
+{
+	const char *ring = test_ring_name("outfifo");
+	char *col[] = { collector_bin, "--ring", (char *)ring, "--create", "-o", NULL, "-q", NULL };
+	char *exp[] = { bin, "export", "--ring", (char *)ring, "-o", NULL, NULL };
+	struct stat st;
+
+	(void)state;
+	unlink(tmp("fifo.cap"));
+	assert_int_equal(mkfifo(tmp("fifo.cap"), 0666), 0);
+	col[5] = (char *)tmp("fifo.cap");
+	assert_int_equal(run_guarded(NULL, tmp("col.err"), col), 1);
+	expect_in(tmp("col.err"), "'");
+	expect_in(tmp("col.err"), "is a FIFO");
+	small_ring(ring, 4096, 10);
+	exp[5] = (char *)tmp("fifo.cap");
+	assert_int_equal(run_guarded(NULL, tmp("exp.err"), exp), 1);
+	expect_in(tmp("exp.err"), "is a FIFO");
+	assert_int_equal(lstat(tmp("fifo.cap"), &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	/* a good export goes through a temporary renamed into place: none left */
+	exp[5] = (char *)tmp("good.json");
+	assert_int_equal(run_guarded(NULL, tmp("exp.err"), exp), 0);
+	{
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "ls -A '%s' | grep -q '\\.tmp$'", tmpdir);
+		assert_int_not_equal(system(cmd), 0);
+	}
+	figure("output path a FIFO", 2, 0, 0, 0, 0, 0, "collector and export refuse it at once");
+	shmtrace_ring_unlink(ring);
+	unlink(tmp("fifo.cap"));
+	unlink(tmp("good.json"));
+}
+
+/*
+ * The collector's later parts: run.cap.1 planted as a symlink before the
+ * capture rotates to it. The rotation refuses it (exit 1, the link named),
+ * the target is untouched and the first part stays a whole capture.
+ */
+static void test_rotated_part_symlink_refused(void **state)
+{
+	const char *ring = test_ring_name("outpart");
+	char cap[512], json[512];	/* tmp()'s buffers are reused */
+	char *col[] = { collector_bin, "--ring", (char *)ring, "-o", cap, "--max-size", "1M", "-q",
+			NULL };
+	char *exp[] = { bin, "export", cap, "-o", json, NULL };
+	struct shmtrace_ring_config c = { .capacity = 1u << 20 };
+	shmtrace_t *t;
+	uint32_t name;
+	char *s;
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("part.cap"));
+	snprintf(json, sizeof(json), "%s", tmp("part.json"));
+	put_file(tmp("secret"), "keep\n", 5);
+	unlink(tmp("part.cap"));
+	unlink(tmp("part.cap.1"));
+	assert_int_equal(symlink(tmp("secret"), tmp("part.cap.1")), 0);
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	name = shmtrace_intern(t, "s");
+	/* well over 1M of capture: times and flows that do not pack small */
+	for (uint64_t i = 0; i < 900000; i++)
+		assert_int_equal(shmtrace_span(t, name, name, i * 7919 % 1000003 * 1000,
+					       i * 7919 % 1000003 * 1000 + (i * 31 % 977), i * 2654435761u),
+				 0);
+	shmtrace_close(t);
+	assert_int_equal(run_guarded(NULL, tmp("col.err"), col), 1);
+	expect_in(tmp("col.err"), "part.cap.1' is a symbolic link");
+	s = slurp(tmp("secret"));
+	assert_string_equal(s, "keep\n");
+	free(s);
+	/* the first part is whole: it ended before the rotation failed */
+	assert_int_equal(run_guarded(NULL, tmp("exp.err"), exp), 0);
+	figure("rotated part path a symlink", 1, 0, 0, 0, 0, 0,
+	       "the rotation refuses it; part 0 whole, the target untouched");
+	shmtrace_ring_unlink(ring);
+	unlink(tmp("part.cap"));
+	unlink(tmp("part.cap.1"));
+	unlink(tmp("part.json"));
+}
+
+/* A capture of host "vm" holding spans at 10000, 10100 ... ns. */
+static void vm_capture(const char *path)
+{
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .run_id = 11, .ring_capacity = 1024,
+		.realtime0 = 1700000000000000000ull, .mono0 = 1000, .started_ns = 1000,
+	};
+	struct shmt_cap_string str[1] = { { 1, 4, "span" } };
+	struct shmt_cap_end e = { .records = 8, .end_ns = 90000 };
+	struct shmt_record r[8];
+	msgpack_sbuffer b;
+
+	snprintf(h.host, sizeof(h.host), "vm");
+	snprintf(h.ring, sizeof(h.ring), "vmring");
+	for (size_t i = 0; i < 8; i++)
+		r[i] = (struct shmt_record){ .ts = 10000 + i * 100, .dur = 50, .pid = 100, .tid = 100,
+					     .name = 1, .cat = 1, .commit = SHMTRACE_KIND_SPAN };
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, str, 1), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, r, 8), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	put_file(path, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/*
+ * --clock-offset moving a host's records before time 0 wrapped them to
+ * ~1.8e16 us without a word. An offset that would wrap any record's time
+ * is a usage error naming it, and writes nothing; the largest one that
+ * does not (the earliest record to 0) is taken.
+ */
+static void clock_offset_that_would_wrap(void)
+{
+	const char *bad[] = { "vm=-3000000000000", "vm=-10001", "vm=9223372036854775807",
+			      "vm=-9223372036854775809", "vm=1k" };
+	char cap[512], json[512];	/* tmp()'s buffers are reused */
+	char *ok[] = { bin, "export", cap, "--clock-offset", "vm=-10000", "-o", json, NULL };
+	char *s;
+
+	snprintf(cap, sizeof(cap), "%s", tmp("vm.cap"));
+	snprintf(json, sizeof(json), "%s", tmp("vm.json"));
+	vm_capture(cap);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { bin, "export", cap, "--clock-offset", (char *)bad[i], "-o", json, NULL };
+		char *otlp[] = { bin, "export", cap, "--format", "otlp", "--clock-offset", (char *)bad[i],
+				 "-o", json, NULL };
+
+		unlink(json);
+		assert_int_equal(run_guarded(NULL, tmp("wrap.err"), argv), 2);
+		expect_in(tmp("wrap.err"), "--clock-offset");
+		expect_in(tmp("wrap.err"), bad[i]);
+		assert_int_equal(run_guarded(NULL, tmp("wrap.err"), otlp), 2);
+		expect_in(tmp("wrap.err"), "--clock-offset");
+		assert_int_equal(access(json, F_OK), -1);
+	}
+	assert_int_equal(run_guarded(NULL, tmp("wrap.err"), ok), 0);
+	s = slurp(json);
+	assert_non_null(strstr(s, "\"ts\":0.000"));
+	assert_null(strstr(s, "\"ts\":18"));
+	free(s);
+	figure("--clock-offset that would wrap a time", 5, 0, 0, 0, 0, 0,
+	       "usage error naming it; nothing written; the edge taken");
+	unlink(tmp("vm.cap"));
+	unlink(tmp("vm.json"));
+}
+
+/* Numbers that would wrap or make no sense are usage errors (exit 2) that
+ * name the option, never silently something else. */
+static void test_numbers_that_would_wrap(void **state)
+{
+	const char *ring = test_ring_name("wrap");
+	const char *bad[][2] = {
+		{ "--strings", "18014398509482008k" },
+		{ "--threads", "18014398509481985k" },
+		{ "--max-size", "17179869185G" },
+		{ "--max-size", "-1" },
+		{ "--capacity", "1" },
+		{ "--capacity", "-4096" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { collector_bin, "--ring", (char *)ring, "--create", "-o", (char *)tmp("w.cap"),
+				 (char *)bad[i][0], (char *)bad[i][1], NULL };
+
+		assert_int_equal(run_guarded(NULL, tmp("wrap.err"), argv), 2);
+		expect_in(tmp("wrap.err"), bad[i][0]);
+	}
+	assert_int_equal(access("/dev/shm/", F_OK), 0);
+	{
+		uint64_t dev, ino;
+
+		assert_int_equal(shmt_ring_identity(ring, &dev, &ino), -ENOENT);
+	}
+	figure("numbers that would wrap, on the command line", 6, 0, 0, 0, 0, 0,
+	       "usage error naming the option; nothing created");
+	clock_offset_that_would_wrap();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_output_symlink_refused),
+		cmocka_unit_test(test_output_fifo_refused),
+		cmocka_unit_test(test_rotated_part_symlink_refused),
+		cmocka_unit_test(test_numbers_that_would_wrap),
+	};
+
+	if (cli_setup_for("hostile", true) < 0) {
+		fprintf(stderr, "shmtrace or shmtrace-collector not built, or no temporary directory\n");
+		return 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, cli_teardown);
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * outfile.c - creating output files without following what another user
+ * planted at their path (outfile.h).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "outfile.h"
+
+/* Whether a file of mode m is refused: all but a regular file and a
+ * character device (/dev/null), which no user can plant. */
+static bool refused_kind(mode_t m)
+{
+	return !S_ISREG(m) && !S_ISCHR(m);
+}
+
+/* What a refused file of mode m is, in words. */
+static const char *kind_name(mode_t m)
+{
+	if (S_ISLNK(m))
+		return "a symbolic link";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISBLK(m))
+		return "a block device";
+	return "not a regular file";
+}
+
+/* The error for a refused file of mode m at path: -ELOOP or -EINVAL. */
+static int refuse(const char *path, mode_t m, char *err, size_t errlen)
+{
+	if (S_ISLNK(m)) {
+		snprintf(err, errlen, "'%.400s' is a symbolic link: refusing to write through it",
+			 path);
+		return -ELOOP;
+	}
+	snprintf(err, errlen, "'%.400s' is %s, not a regular file: refusing to write to it", path,
+		 kind_name(m));
+	return S_ISDIR(m) ? -EISDIR : -EINVAL;
+}
+
+/* An open() of path failed with e: says why, in the words of refuse()
+ * when what is there now is a link or a FIFO without a reader. */
+static int open_failed(const char *path, int e, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if ((e == ELOOP || e == ENXIO || e == EISDIR) && lstat(path, &st) == 0 &&
+	    refused_kind(st.st_mode))
+		return refuse(path, st.st_mode, err, errlen);
+	snprintf(err, errlen, "cannot write '%.400s': %s", path, strerror(e));
+	return -e;
+}
+
+static int open_in_place(struct outfile *o, unsigned mode, char *err, size_t errlen)
+{
+	struct stat st;
+	bool known;
+	int fl, ret;
+
+	/* O_NONBLOCK: a FIFO planted at the path must not hang us until a
+	 * reader comes (without one the open fails with ENXIO) */
+	o->fd = open(o->path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+		     (mode_t)mode);
+	if (o->fd < 0)
+		return open_failed(o->path, errno, err, errlen);
+	known = fstat(o->fd, &st) == 0;
+	if (known && refused_kind(st.st_mode))
+		ret = refuse(o->path, st.st_mode, err, errlen);
+	/* truncated only once it is known to be a regular file */
+	else if (known && (!S_ISREG(st.st_mode) || ftruncate(o->fd, 0) == 0) &&
+		 (fl = fcntl(o->fd, F_GETFL)) >= 0 && fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+		return 0;
+	else
+		ret = open_failed(o->path, errno, err, errlen);
+	close(o->fd);
+	o->fd = -1;
+	return ret;
+}
+
+/* Creates o->tmp, "DIR/.NAME.XXXXXX.tmp" beside o->path, exclusively. */
+static int open_tmp(struct outfile *o, char *err, size_t errlen)
+{
+	const char *slash = strrchr(o->path, '/');
+	size_t dirlen = slash ? (size_t)(slash - o->path) + 1 : 0;
+	size_t len = strlen(o->path) + 32;
+	struct timespec ts;
+	unsigned long long r;
+
+	o->tmp = malloc(len);
+	if (!o->tmp) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	r = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)getpid() << 32);
+	for (int tries = 0; tries < 100; tries++) {
+		r = r * 6364136223846793005ull + 1442695040888963407ull;
+		snprintf(o->tmp, len, "%.*s.%s.%06llx.tmp", (int)dirlen, o->path,
+			 o->path + dirlen, (r >> 40) & 0xffffff);
+		/* O_EXCL: never a file or a link that is already there */
+		o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+			     0666);
+		if (o->fd >= 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	{
+		int e = errno;
+
+		snprintf(err, errlen, "cannot create a file beside '%.400s': %s", o->path, strerror(e));
+		free(o->tmp);
+		o->tmp = NULL;
+		return -e;
+	}
+}
+
+int outfile_open(struct outfile *o, const char *path, enum outfile_how how, unsigned mode,
+		 char *err, size_t errlen)
+{
+	struct stat st;
+
+	o->fd = -1;
+	o->path = path;
+	o->tmp = NULL;
+	if (lstat(path, &st) == 0) {
+		if (refused_kind(st.st_mode))
+			return refuse(path, st.st_mode, err, errlen);
+		/* a device is written as it is, never replaced */
+		if (S_ISCHR(st.st_mode))
+			how = OUTFILE_IN_PLACE;
+	}
+	return how == OUTFILE_WHOLE ? open_tmp(o, err, errlen) : open_in_place(o, mode, err, errlen);
+}
+
+int outfile_commit(struct outfile *o, char *err, size_t errlen)
+{
+	int ret = 0;
+
+	if (o->fd >= 0 && close(o->fd) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "writing '%.400s': %s", o->path, strerror(-ret));
+	}
+	o->fd = -1;
+	if (ret == 0 && o->tmp && rename(o->tmp, o->path) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot rename the output into '%.400s': %s", o->path,
+			 strerror(-ret));
+	}
+	if (ret < 0 && o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	o->tmp = NULL;
+	return ret;
+}
+
+void outfile_abort(struct outfile *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+	if (o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	o->tmp = NULL;
+}

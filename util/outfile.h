@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * outfile.h - the one way an output file is created (the collector's
+ * capture and its parts, every -o of the shmtrace command): never through
+ * a symbolic link, never into a FIFO, socket, directory or block device,
+ * whoever planted it at the path (a shared, world-writable directory with
+ * fs.protected_symlinks off lets any user plant one where root will write).
+ *
+ * An output written as it goes (OUTFILE_IN_PLACE: the capture, which stays
+ * readable up to its last full frame) is opened at its path with
+ * O_NOFOLLOW, without blocking and without taking a terminal, checked to
+ * be a regular file and truncated. An output written whole (OUTFILE_WHOLE:
+ * exports, SVG) is written into a temporary file created exclusively
+ * beside it and renamed over the path by outfile_commit(), so that a
+ * failed run leaves the path as it was. A character device (/dev/null)
+ * is written in place either way: no user can plant one.
+ */
+#ifndef SHMTRACE_OUTFILE_H
+#define SHMTRACE_OUTFILE_H
+
+#include <stddef.h>
+
+enum outfile_how {
+	OUTFILE_IN_PLACE,	/* opened at the path, truncated */
+	OUTFILE_WHOLE,		/* a temporary beside it, renamed over it */
+};
+
+struct outfile {
+	int fd;			/* -1 when none is open */
+	const char *path;	/* as given (not copied) */
+	char *tmp;		/* the temporary being written, or NULL */
+};
+
+/*
+ * Opens path for writing as how says, into o->fd (O_CLOEXEC; mode 0666 as
+ * the umask allows for a new file; mode passed for IN_PLACE). Returns 0,
+ * or -errno with a one-line reason naming the path in err: "'PATH' is a
+ * symbolic link: refusing to write through it" (-ELOOP), "'PATH' is a
+ * FIFO, not a regular file: refusing to write to it" (-EINVAL), ...
+ */
+int outfile_open(struct outfile *o, const char *path, enum outfile_how how, unsigned mode,
+		 char *err, size_t errlen);
+
+/* Closes o->fd unless already closed (the caller may have closed it, e.g.
+ * through fclose(), and set it to -1) and, for a temporary, renames it
+ * over the path. Returns 0, or -errno with err set (the temporary is then
+ * removed). */
+int outfile_commit(struct outfile *o, char *err, size_t errlen);
+
+/* Closes o->fd if open and removes the temporary, if any: the path stays
+ * as it was before outfile_open(). */
+void outfile_abort(struct outfile *o);
+
+#endif
