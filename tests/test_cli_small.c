@@ -190,12 +190,87 @@ static void test_create_usage(void **state)
 	create(0, "--help", NULL);
 }
 
+/*
+ * An empty name or category is a name: span("") exports as "", is not one
+ * of the names lost ("?", names_lost) and costs no strings_dropped; a
+ * string that did not fit the table is still "?" and counted.
+ */
+static void test_empty_name(void **state)
+{
+	const char *ring = test_ring_name("empty-name");
+	char *stat_argv[] = { bin, "stat", (char *)ring, NULL };
+	char *otlp[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "-o",
+			 (char *)tmp("e.jsonl"), NULL };
+	char json[600];
+	struct shmtrace_ring_config c;
+	uint32_t empty, cat, name;
+	shmtrace_t *t, *t2;
+	uint64_t t0;
+	char *s;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	small_cfg(&c, 1024, 0);
+	c.max_strings = 3;
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	empty = shmtrace_intern(t, "");
+	cat = shmtrace_intern(t, "cat");
+	name = shmtrace_intern(t, "name");
+	assert_int_equal(shmtrace_intern(t, ""), empty);
+	/* every process of the ring has the same id for it */
+	assert_int_equal(shmtrace_open(ring, &t2), 0);
+	assert_int_equal(shmtrace_intern(t2, ""), empty);
+	shmtrace_close(t2);
+	t0 = shmtrace_now();
+	assert_int_equal(shmtrace_span(t, cat, empty, t0, t0 + 1000, 0), 0);
+	assert_int_equal(shmtrace_span(t, empty, name, t0 + 2000, t0 + 3000, 0), 0);
+	assert_int_equal(shmtrace_instant(t, empty, empty, 0), 0);
+	shmtrace_close(t);
+	snprintf(json, sizeof(json), "%s", tmp("e.json"));
+	assert_int_equal(export_ring(ring, json, tmp("e.err")), 0);
+	s = slurp(json);
+	assert_int_equal(count(s, "\"name\":\"?\""), 0);
+	assert_int_equal(count(s, "\"cat\":\"?\""), 0);
+	assert_int_equal(count(s, "\"cat\":\"cat\",\"name\":\"\"}"), 1);
+	assert_int_equal(count(s, "\"cat\":\"\",\"name\":\"name\"}"), 1);
+	assert_int_equal(count(s, "\"cat\":\"\",\"name\":\"\"}"), 1);
+	assert_non_null(strstr(s, "\"strings_dropped\":0,"));
+	assert_non_null(strstr(s, "\"names_lost\":0,"));
+	free(s);
+	expect_not_in(tmp("e.err"), "lost their names");
+	expect_not_in(tmp("e.err"), "lost its name");
+	assert_int_equal(run(tmp("stat.out"), NULL, stat_argv), 0);
+	expect_in(tmp("stat.out"), "strings_dropped:    0\n");
+	assert_int_equal(run(NULL, tmp("o.err"), otlp), 0);
+	s = slurp(tmp("e.jsonl"));
+	assert_int_equal(count(s, "\"name\":\"\","), 2);
+	assert_null(strstr(s, "\"name\":\"?\""));
+	assert_null(strstr(s, "shmtrace.names_lost"));
+	free(s);
+
+	/* the table (3 strings) is full: a fourth is lost, and said */
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	assert_int_equal(shmtrace_intern(t, "one too many"), 0);
+	assert_int_equal(shmtrace_intern(t, ""), empty);
+	assert_int_equal(shmtrace_span(t, cat, 0, t0 + 4000, t0 + 5000, 0), 0);
+	shmtrace_close(t);
+	assert_int_equal(export_ring(ring, json, tmp("e.err")), 0);
+	s = slurp(json);
+	assert_int_equal(count(s, "\"name\":\"?\""), 1);
+	assert_non_null(strstr(s, "\"strings_dropped\":1,"));
+	assert_non_null(strstr(s, "\"names_lost\":1,"));
+	free(s);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_stat_write_rm),
 		cmocka_unit_test(test_create_defaults_as_collector),
 		cmocka_unit_test(test_create_usage),
+		cmocka_unit_test(test_empty_name),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
