@@ -36,15 +36,15 @@ static const char create_usage[] =
 
 /* The bounds of shmtrace-collector --create's options, and its messages. */
 static const struct size_opt {
-	int c;
 	uint64_t lo, hi;
-	bool pow2;
 	const char *err;
+	int c;
+	bool pow2;
 } size_opts[] = {
-	{ 'C', 1, SHMT_MAX_CAPACITY, true, "--capacity '%s': need a power of two up to 2^24" },
-	{ 's', 1, SHMT_MAX_STRINGS, false, "--strings '%s': need 1 to 65535" },
-	{ 'B', 64, 1u << 28, false, "--string-bytes '%s': need 64 to 256M" },
-	{ 'T', 1, SHMT_MAX_THREADS, false, "--threads '%s': need 1 to 1048576" },
+	{ 1, SHMT_MAX_CAPACITY, "--capacity '%s': need a power of two up to 2^24", 'C', true },
+	{ 1, SHMT_MAX_STRINGS, "--strings '%s': need 1 to 65535", 's', false },
+	{ 64, 1u << 28, "--string-bytes '%s': need 64 to 256M", 'B', false },
+	{ 1, SHMT_MAX_THREADS, "--threads '%s': need 1 to 1048576", 'T', false },
 };
 
 static const struct option create_longopts[] = {
