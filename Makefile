@@ -256,6 +256,11 @@ lint:
 		$(wildcard tools/demo/*.c python/shmtrace/*.c) -- -std=gnu11 -D_GNU_SOURCE $(INC_demo) \
 		-Itools/demo -Ipython/shmtrace -I$(PY_INC) -DSHMTRACE_VERSION='"lint"'
 
+# man 3 NAME for every function shmtrace.3's NAME section names: a page of
+# one line, ".so man3/shmtrace.3" (evaluated by install only)
+MAN3_LINKS = $(shell sed -n '/^\.SH NAME/,/\\-/p' docs/man/shmtrace.3 | \
+	sed -e '1d' -e 's/\\-.*//' | tr ',' ' ')
+
 install: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
@@ -268,6 +273,9 @@ install: $(STATIC) $(SHARED) $(BUILD)/shmtrace.pc $(COLLECTOR) $(TOOL)
 	install -m 0755 $(COLLECTOR) $(TOOL) $(DESTDIR)$(PREFIX)/bin/
 	for m in docs/man/*.1; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man1/; done; true
 	for m in docs/man/*.3; do [ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man3/; done; true
+	for n in $(filter-out shmtrace,$(MAN3_LINKS)); do \
+		echo '.so man3/shmtrace.3' > $(DESTDIR)$(PREFIX)/share/man/man3/$$n.3 && \
+		chmod 0644 $(DESTDIR)$(PREFIX)/share/man/man3/$$n.3 || exit 1; done
 ifeq ($(DESTDIR),)
 	@# into the system: refresh the loader's cache, or programs do not find
 	@# libshmtrace.so.0; say so when PREFIX/lib is not a directory it searches

@@ -168,9 +168,9 @@ int shmtrace_flush(shmtrace_t *t);
 /*
  * Returns a stable id (1..65535) for s, the same in every process of the
  * ring; the first call per string takes the lock, later ones hit a
- * per-process cache. Returns 0 when s is NULL or empty, when the lock
- * could not be taken, or when the ring's string table (max_strings
- * strings, string_bytes of text; shmtrace-collector --strings,
+ * per-process cache ("" is a string like any other). Returns 0 when s is
+ * NULL, when the lock could not be taken, or when the ring's string table
+ * (max_strings strings, string_bytes of text; shmtrace-collector --strings,
  * --string-bytes) has no room: that failure is counted in the ring's
  * strings_dropped, once per handle and string (later calls for the same
  * string return 0 from the cache). A record with id 0 exports as "?", and

@@ -122,6 +122,16 @@ static void test_urls(void **state)
 	assert_int_equal(http_parse_url("http://[::1]:4318/", "/v1/traces", &u, err, sizeof(err)), 0);
 	assert_string_equal(u.host, "::1");
 	assert_string_equal(u.hostport, "[::1]:4318");
+	assert_string_equal(u.path, "/v1/traces");
+	/* a URL that ends in the suffix already is the whole URL (a traces
+	 * endpoint, not a base): used as it is */
+	assert_int_equal(http_parse_url("http://h:4318/v1/traces", "/v1/traces", &u, err, sizeof(err)), 0);
+	assert_string_equal(u.path, "/v1/traces");
+	assert_int_equal(http_parse_url("http://h/otlp/v1/traces/", "/v1/traces", &u, err, sizeof(err)), 0);
+	assert_string_equal(u.path, "/otlp/v1/traces");
+	/* only a whole last step: /x/v1/tracesfoo is a base */
+	assert_int_equal(http_parse_url("http://h/x/v1/tracesfoo", "/v1/traces", &u, err, sizeof(err)), 0);
+	assert_string_equal(u.path, "/x/v1/tracesfoo/v1/traces");
 	assert_int_equal(http_parse_url("https://x", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "only http://"));
 	assert_int_equal(http_parse_url("http://x:0", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
@@ -522,6 +532,113 @@ static long endpoint_took(pid_t pid, int fd)
 }
 
 /*
+ * A stand-in endpoint on 127.0.0.1 (*port) that takes one request, answers
+ * 200 and writes the request line's path to *path_fd.
+ */
+static pid_t path_endpoint(int *port, int *path_fd)
+{
+	int s = listen_local(port), p[2];
+	pid_t pid;
+
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+					 "Connection: close\r\n\r\n{}";
+		char req[8192], *sp, *end, *hend = NULL;
+		size_t got = 0, want = 0, body = 0;
+		int fd;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(60);
+		close(p[0]);
+		fd = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+		/* the headers, then the body to its Content-Length (read and
+		 * thrown away) */
+		while (fd >= 0 && !hend && got < sizeof(req) - 1) {
+			ssize_t r = read(fd, req + got, sizeof(req) - 1 - got);
+
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+			req[got] = 0;
+			if ((hend = strstr(req, "\r\n\r\n"))) {
+				const char *cl = strstr(req, "Content-Length: ");
+
+				want = cl ? strtoul(cl + 16, NULL, 10) : 0;
+				body = got - (size_t)(hend + 4 - req);
+			}
+		}
+		while (hend && body < want) {
+			char sink[65536];
+			ssize_t r = read(fd, sink, sizeof(sink));
+
+			if (r <= 0)
+				_exit(3);
+			body += (size_t)r;
+		}
+		sp = strchr(req, ' ');
+		end = sp ? strchr(sp + 1, ' ') : NULL;
+		if (fd < 0 || !hend || !end || strncmp(req, "POST ", 5))
+			_exit(3);
+		*end = 0;
+		if (write(fd, ok, sizeof(ok) - 1) != (ssize_t)sizeof(ok) - 1)
+			_exit(3);
+		close(fd);
+		_exit(write(p[1], sp + 1, strlen(sp + 1)) > 0 ? 0 : 3);
+	}
+	close(s);
+	close(p[1]);
+	*path_fd = p[0];
+	return pid;
+}
+
+/* The path the export to url (its "%d" the port) POSTed to. */
+static void expect_posted_to(const char *ring, const char *url_fmt, const char *want)
+{
+	char url[128], path[1024] = "";
+	char *argv[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--retries", "1",
+			 "--otlp-endpoint", url, NULL };
+	int port, fd, st;
+	ssize_t n;
+	pid_t pid = path_endpoint(&port, &fd);
+
+	snprintf(url, sizeof(url), url_fmt, port);
+	assert_int_equal(run(NULL, tmp("path.err"), argv), 0);
+	n = read(fd, path, sizeof(path) - 1);
+	close(fd);
+	assert_true(n > 0);
+	path[n] = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (strcmp(path, want))
+		fprintf(stderr, "--otlp-endpoint %s: POSTed to %s, not %s\n", url, path, want);
+	assert_string_equal(path, want);
+}
+
+/*
+ * --otlp-endpoint as the OpenTelemetry exporters take a base URL
+ * (OTEL_EXPORTER_OTLP_ENDPOINT: /v1/traces appended) or a traces URL
+ * (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: used as it is), told by whether it
+ * ends in /v1/traces: never .../v1/traces/v1/traces.
+ */
+static void test_endpoint_path(void **state)
+{
+	const char *ring = test_ring_name("otlp-path");
+
+	(void)state;
+	ring_of_spans(ring);	/* one request of the default batch size */
+	expect_posted_to(ring, "http://127.0.0.1:%d", "/v1/traces");
+	expect_posted_to(ring, "http://127.0.0.1:%d/", "/v1/traces");
+	expect_posted_to(ring, "http://127.0.0.1:%d/v1/traces", "/v1/traces");
+	expect_posted_to(ring, "http://127.0.0.1:%d/v1/traces/", "/v1/traces");
+	expect_posted_to(ring, "http://127.0.0.1:%d/otlp", "/otlp/v1/traces");
+	expect_posted_to(ring, "http://127.0.0.1:%d/otlp/v1/traces", "/otlp/v1/traces");
+	shmtrace_ring_unlink(ring);
+}
+
+/*
  * Exports ring with --retries retries to the endpoint at port (pid, with
  * took_fd, as endpoint() made it; 0: none listens), which must fail (exit
  * 1) saying why, and then on the same line "; SENT of SPANS spans sent,
@@ -587,6 +704,7 @@ int main(void)
 		cmocka_unit_test(test_args_and_open_spans),
 		cmocka_unit_test(test_file_output),
 		cmocka_unit_test(test_endpoint_fails),
+		cmocka_unit_test(test_endpoint_path),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

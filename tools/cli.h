@@ -85,8 +85,9 @@ bool filter_pid(const struct filter *f, uint32_t pid);
 /* True when arg names an existing ring: not a path, and /dev/shm/arg exists. */
 bool is_ring_name(const char *arg);
 
-/* Sub-commands: export (export.c), ls and rm (ls.c), stat, summary, and
- * svg (tools/svg/). */
+/* Sub-commands: create (create.c), export (export.c), ls and rm (ls.c),
+ * stat, summary, and svg (tools/svg/). */
+int cmd_create_ring(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_summary(int argc, char **argv);

@@ -10,9 +10,11 @@
 static const char usage[] =
 	"Usage: shmtrace COMMAND [options]\n"
 	"Reads traces written by libshmtrace, from capture files made by\n"
-	"shmtrace-collector or straight from a ring in /dev/shm.\n"
+	"shmtrace-collector or straight from a ring in /dev/shm; creates, lists and\n"
+	"removes rings.\n"
 	"\n"
 	"Commands:\n"
+	"  create   create a ring in /dev/shm without running a collector\n"
 	"  export   convert to Chrome Trace Event JSON (Perfetto, DevTools)\n"
 	"  ls       list the rings in /dev/shm: fill, producers, collector, age\n"
 	"  rm       remove rings that no process uses any more\n"
@@ -31,7 +33,7 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(int argc, char **argv);
-	} cmds[] = { { "export", cmd_export }, { "ls", cmd_ls }, { "rm", cmd_rm },
+	} cmds[] = { { "create", cmd_create_ring }, { "export", cmd_export }, { "ls", cmd_ls }, { "rm", cmd_rm },
 		    { "stat", cmd_stat }, { "summary", cmd_summary }, { "svg", cmd_svg } };
 
 	if (argc < 2) {

@@ -37,8 +37,8 @@ int shmt_intern_locked(struct shmt_view *v, const char *s, size_t len)
 	uint32_t used = h->heap_used;
 	struct shmt_string e;
 
-	if (len == 0)
-		return 0;
+	/* "" too gets an id of its own: 0 is what a failed intern returns,
+	 * exported as "?" and counted as a name lost */
 	for (uint32_t probes = 0; probes < v->hash_slots; probes++, i = (i + 1) & mask) {
 		uint32_t id = *shmt_hash_at(v, i);	/* i is masked: in the table */
 		const struct shmt_string *t = shmt_string_at(v, id);

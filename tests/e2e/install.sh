@@ -27,6 +27,18 @@ for f in opt/shmt/include/shmtrace.h opt/shmt/lib/libshmtrace.a opt/shmt/lib/lib
 	 opt/shmt/share/man/man3/shmtrace.3; do
 	[ -e "$tmp/root/$f" ] || { echo "install: $f missing"; exit 1; }
 done
+# man 3 FUNCTION: a link page to shmtrace.3 for every name of its NAME section
+man3="$tmp/root/opt/shmt/share/man/man3"
+names=$(sed -n '/^\.SH NAME/,/\\-/p' docs/man/shmtrace.3 | sed -e '1d' -e 's/\\-.*//' | tr ',' ' ')
+for n in shmtrace_open shmtrace_span shmtrace_end $names; do
+	[ "$(cat "$man3/$n.3" 2>/dev/null)" = ".so man3/shmtrace.3" ] ||
+		{ echo "install: man page $n.3 missing or not a link to shmtrace.3"; exit 1; }
+done
+if command -v man >/dev/null; then
+	page=$(MANPATH="$tmp/root/opt/shmt/share/man" man -w shmtrace_open 2>&1) || true
+	[ "$page" = "$man3/shmtrace.3" ] ||
+		{ echo "install: man shmtrace_open finds '$page', not shmtrace.3"; exit 1; }
+fi
 # only the API is exported from the shared library
 if nm -D --defined-only "$tmp/root/opt/shmt/lib/libshmtrace.so.0" | awk '{print $3}' |
 	grep -v -E '^(shmtrace_|SHMTRACE_|_init$|_fini$)' | grep -q .; then

@@ -23,7 +23,7 @@ int http_parse_url(const char *url, const char *suffix, struct http_url *u, char
 		   size_t errlen)
 {
 	const char *p, *hend, *path;
-	size_t hl, pl;
+	size_t hl, pl, sl;
 
 	memset(u, 0, sizeof(*u));
 	if (strncmp(url, "http://", 7)) {
@@ -80,12 +80,19 @@ int http_parse_url(const char *url, const char *suffix, struct http_url *u, char
 	pl = strlen(path);
 	while (pl && path[pl - 1] == '/')
 		pl--;
-	if (pl + strlen(suffix) >= sizeof(u->path)) {
+	/* a URL that ends in the suffix is the whole URL already (as
+	 * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is), any other a base to which it
+	 * is appended (as OTEL_EXPORTER_OTLP_ENDPOINT is) */
+	sl = strlen(suffix);
+	if (pl >= sl && !memcmp(path + pl - sl, suffix, sl))
+		sl = 0;
+	if (pl + sl >= sizeof(u->path)) {
 		snprintf(err, errlen, "'%s': path too long", url);
 		return -EINVAL;
 	}
 	memcpy(u->path, path, pl);
-	memcpy(u->path + pl, suffix, strlen(suffix) + 1);
+	memcpy(u->path + pl, suffix, sl);
+	u->path[pl + sl] = 0;
 	return 0;
 bad_host:
 	snprintf(err, errlen, "'%s': no valid host", url);

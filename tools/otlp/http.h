@@ -12,11 +12,12 @@ struct http_url {
 	char host[256];		/* name or address (IPv6 without brackets) */
 	char port[8];
 	char hostport[272];	/* for the Host header, as given */
-	char path[1024];	/* the prefix's path + the suffix */
+	char path[1024];	/* the prefix's path + the suffix, or the path as given */
 };
 
 /* Parses "http://host[:port][/prefix]" and appends suffix to the path
- * ("/v1/traces"). Returns 0, or -EINVAL with the reason in err. */
+ * ("/v1/traces") unless the path ends in it already (trailing slashes
+ * aside). Returns 0, or -EINVAL with the reason in err. */
 int http_parse_url(const char *url, const char *suffix, struct http_url *u, char *err,
 		   size_t errlen);
 
