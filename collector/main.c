@@ -14,6 +14,7 @@
 
 #include "drain.h"
 #include "parse.h"
+#include "ring_config.h"
 #include "ring_reader.h"
 
 /* A second stop signal this soon after the first is the same one again:
@@ -140,17 +141,6 @@ static void usage(FILE *f)
 "                           it on exit once no producer is attached\n"
 "      --recreate           with --create, replace an existing ring even if it\n"
 "                           could be adopted (its producers move to the new one)\n"
-"      --capacity N         records in a created ring, a power of two from 2 to 16M\n"
-"                           (default 262144)\n"
-"      --mode MODE          discard (default) or overwrite, for a created ring\n"
-"      --group              make a created ring readable and writable by our group,\n"
-"                           whose members may then produce into it\n"
-"      --strings N          distinct names and categories a created ring can intern,\n"
-"                           all processes together (default 4096, at most 65535)\n"
-"      --string-bytes BYTES text space for them (default 64 per string, at least\n"
-"                           256k; suffixes k, M)\n"
-"      --threads N          thread name slots of a created ring: one per thread that\n"
-"                           ever writes, plus one per rename (default 1024)\n"
 "  -p, --poll-interval MS   wake at least every MS milliseconds while producers\n"
 "                           write (default 100); idle, back off to 10 x MS\n"
 "      --max-size BYTES     rotate to FILE.1, FILE.2, ... when a part reaches BYTES\n"
@@ -163,6 +153,9 @@ static void usage(FILE *f)
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
+"The ring's configuration, with --create:\n"
+SHMT_RING_CFG_HELP
+"\n"
 "A second SIGINT or SIGTERM, a second or more after the first, stops at once\n"
 "and says what stays in the ring.\n"
 "\n"
@@ -171,21 +164,12 @@ static void usage(FILE *f)
 "130 when stopped at once by a second signal.\n");
 }
 
-/* the limits include/shmtrace.h tells users are the ring's */
-_Static_assert(SHMTRACE_CAPACITY_MAX == SHMT_MAX_CAPACITY, "shmtrace.h's SHMTRACE_CAPACITY_MAX");
-_Static_assert(SHMTRACE_STRINGS_MAX == SHMT_MAX_STRINGS, "shmtrace.h's SHMTRACE_STRINGS_MAX");
-_Static_assert(SHMTRACE_THREADS_MAX == SHMT_MAX_THREADS, "shmtrace.h's SHMTRACE_THREADS_MAX");
-
 /* The numeric options (getopt's value of each) and what they accept, as
  * shmt_layout_compute() does for the ring's; outside it, a usage error. */
 static const struct num_opt {
 	int c;
 	struct num_spec spec;
 } num_opts[] = {
-	{ 'C', { "--capacity", SHMTRACE_CAPACITY_MIN, SHMTRACE_CAPACITY_MAX, PARSE_SUFFIX | PARSE_POW2, NULL } },
-	{ 's', { "--strings", 1, SHMTRACE_STRINGS_MAX, PARSE_SUFFIX, NULL } },
-	{ 'B', { "--string-bytes", 64, 1u << 28, PARSE_SUFFIX, NULL } },
-	{ 'T', { "--threads", 1, SHMTRACE_THREADS_MAX, PARSE_SUFFIX, NULL } },
 	{ 'p', { "--poll-interval", 1, 60000, 0, "ms" } },
 	{ 'S', { "--max-size", 1u << 20, UINT64_MAX, PARSE_SUFFIX, NULL } },
 	{ 'R', { "--ready-fd", 0, 1000000, 0, NULL } },
@@ -243,6 +227,30 @@ struct args {
 	int ready_fd;
 };
 
+/* The options together; returns -1 to go on, or the exit status. */
+static int check_args(struct args *a, const char *ready_arg)
+{
+	if (!a->o.ring)
+		return usage_error("%s", "--ring NAME is required");
+	if (!a->o.output)
+		return usage_error("%s", "--output FILE is required");
+	if (!a->create && shmt_ring_cfg_given(&a->cfg))
+		return usage_error("%s", "--capacity, --mode, --group, --strings, --string-bytes "
+				   "and --threads need --create");
+	shmt_ring_cfg_finish(&a->cfg);
+	/* checked now, not found out once the ring is made and draining */
+	if (a->ready_fd >= 0 && fcntl(a->ready_fd, F_GETFL) < 0)
+		return usage_error("--ready-fd %s: not an open file descriptor", ready_arg);
+	if (a->ready_fd >= 0 && (fcntl(a->ready_fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
+		return usage_error("--ready-fd %s: the descriptor is not open for writing", ready_arg);
+	if (a->recreate && !a->create)
+		return usage_error("%s", "--recreate needs --create");
+	if (a->keep && !a->create)
+		fprintf(stderr, "shmtrace-collector: warning: --keep-ring has no effect without "
+			"--create (a ring the collector did not create is never removed)\n");
+	return -1;
+}
+
 /* Parses argv into a; returns -1 to go on, or the exit status. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
@@ -250,12 +258,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "ring", required_argument, NULL, 'r' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "create", no_argument, NULL, 'c' },
-		{ "capacity", required_argument, NULL, 'C' },
-		{ "mode", required_argument, NULL, 'M' },
-		{ "group", no_argument, NULL, 'G' },
-		{ "strings", required_argument, NULL, 's' },
-		{ "string-bytes", required_argument, NULL, 'B' },
-		{ "threads", required_argument, NULL, 'T' },
+		SHMT_RING_CFG_LONGOPTS,
 		{ "poll-interval", required_argument, NULL, 'p' },
 		{ "max-size", required_argument, NULL, 'S' },
 		{ "keep-ring", no_argument, NULL, 'K' },
@@ -278,25 +281,16 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->linger_ns = LINGER_DEFAULT_S * 1000000000ull;
 	a->ready_fd = -1;
 	while ((c = getopt_long(argc, argv, "r:o:cp:qhV", opts, NULL)) != -1) {
-		if (parse_num_opt(c, optarg, &v, bad, sizeof(bad)) < 0)
+		int taken = shmt_ring_cfg_option(cfg, c, optarg, bad, sizeof(bad));
+
+		if (taken < 0 || parse_num_opt(c, optarg, &v, bad, sizeof(bad)) < 0)
 			return usage_error("%s", bad);
+		if (taken)
+			continue;
 		switch (c) {
 		case 'r': a->o.ring = optarg; break;
 		case 'o': a->o.output = optarg; break;
 		case 'c': a->create = true; break;
-		case 'C': cfg->capacity = (uint32_t)v; break;
-		case 'M':
-			if (!strcmp(optarg, "discard"))
-				cfg->mode = SHMTRACE_MODE_DISCARD;
-			else if (!strcmp(optarg, "overwrite"))
-				cfg->mode = SHMTRACE_MODE_OVERWRITE;
-			else
-				return usage_error("--mode '%s': need discard or overwrite", optarg);
-			break;
-		case 'G': cfg->perm = 0660; break;
-		case 's': cfg->max_strings = (uint32_t)v; break;
-		case 'B': cfg->string_bytes = (uint32_t)v; break;
-		case 'T': cfg->max_threads = (uint32_t)v; break;
 		case 'p': a->o.poll_ns = v * 1000000ull; break;
 		case 'S': a->o.max_size = v; break;
 		case 'K': a->keep = true; break;
@@ -316,28 +310,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (!a->o.ring)
-		return usage_error("%s", "--ring NAME is required");
-	if (!a->o.output)
-		return usage_error("%s", "--output FILE is required");
-	if (!a->create && (cfg->capacity || cfg->mode || cfg->perm || cfg->max_strings ||
-			   cfg->string_bytes || cfg->max_threads))
-		return usage_error("%s", "--capacity, --mode, --group, --strings, --string-bytes "
-				   "and --threads need --create");
-	/* text space grows with the table: 64 bytes a string, as the defaults */
-	if (cfg->max_strings && !cfg->string_bytes && cfg->max_strings > 4096)
-		cfg->string_bytes = cfg->max_strings * 64;
-	/* checked now, not found out once the ring is made and draining */
-	if (a->ready_fd >= 0 && fcntl(a->ready_fd, F_GETFL) < 0)
-		return usage_error("--ready-fd %s: not an open file descriptor", ready_arg);
-	if (a->ready_fd >= 0 && (fcntl(a->ready_fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
-		return usage_error("--ready-fd %s: the descriptor is not open for writing", ready_arg);
-	if (a->recreate && !a->create)
-		return usage_error("%s", "--recreate needs --create");
-	if (a->keep && !a->create)
-		fprintf(stderr, "shmtrace-collector: warning: --keep-ring has no effect without "
-			"--create (a ring the collector did not create is never removed)\n");
-	return -1;
+	return check_args(a, ready_arg);
 }
 
 static void install_signals(void)

@@ -19,7 +19,7 @@ cd "$root" || exit 2
 
 # The ring's headers the tools may see: the view and the reader, never the
 # writer (the lock, publishing, adoption).
-RING_READ="libshm/ring:ring_view.h,ring_reader.h,ring_format.h,loss.h"
+RING_READ="libshm/ring:ring_view.h,ring_reader.h,ring_format.h,loss.h,ring_config.h"
 TOOLS_BASE="include util $RING_READ"
 # folder -> the folders whose headers it may include (besides its own);
 # folder:h1,h2 allows those headers of it only; * allows any project header
