@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_otlp_send.c - the OTLP export's endpoint: the URLs it accepts, the
+ * path it POSTs to, and an endpoint that fails part way (an error status,
+ * retries spent, a refused connection) with the spans sent and not sent
+ * counted exactly.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "cli_run.h"
+#include "http.h"
+#include "otlp_run.h"
+
+static void test_urls(void **state)
+{
+	struct http_url u;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(http_parse_url("http://127.0.0.1:4318", "/v1/traces", &u, err, sizeof(err)), 0);
+	assert_string_equal(u.host, "127.0.0.1");
+	assert_string_equal(u.port, "4318");
+	assert_string_equal(u.path, "/v1/traces");
+	assert_string_equal(u.hostport, "127.0.0.1:4318");
+	assert_int_equal(http_parse_url("http://collector/otlp/", "/v1/traces", &u, err, sizeof(err)), 0);
+	assert_string_equal(u.port, "80");
+	assert_string_equal(u.path, "/otlp/v1/traces");
+	assert_int_equal(http_parse_url("http://[::1]:4318/", "/v1/traces", &u, err, sizeof(err)), 0);
+	assert_string_equal(u.host, "::1");
+	assert_string_equal(u.hostport, "[::1]:4318");
+	assert_string_equal(u.path, "/v1/traces");
+	/* a URL that ends in the suffix already is the whole URL (a traces
+	 * endpoint, not a base): used as it is */
+	assert_int_equal(http_parse_url("http://h:4318/v1/traces", "/v1/traces", &u, err, sizeof(err)), 0);
+	assert_string_equal(u.path, "/v1/traces");
+	assert_int_equal(http_parse_url("http://h/otlp/v1/traces/", "/v1/traces", &u, err, sizeof(err)), 0);
+	assert_string_equal(u.path, "/otlp/v1/traces");
+	/* only a whole last step: /x/v1/tracesfoo is a base */
+	assert_int_equal(http_parse_url("http://h/x/v1/tracesfoo", "/v1/traces", &u, err, sizeof(err)), 0);
+	assert_string_equal(u.path, "/x/v1/tracesfoo/v1/traces");
+	assert_int_equal(http_parse_url("https://x", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "only http://"));
+	assert_int_equal(http_parse_url("http://x:0", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
+	assert_int_equal(http_parse_url("http://x:70000", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
+	assert_int_equal(http_parse_url("http://:80", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
+	assert_int_equal(http_parse_url("http://x/a?b", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
+	assert_int_equal(http_parse_url("http://[::1", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
+}
+
+/* ------------------------------------------------- a failing endpoint */
+
+/* A listening socket on 127.0.0.1; its port in *port. */
+static int listen_local(int *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(s >= 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(s, 8), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&sa, &sl), 0);
+	*port = ntohs(sa.sin_port);
+	return s;
+}
+
+/* In the endpoint's child: takes one request on s and answers it with
+ * answer; returns the spans the request held, or -1. */
+static long serve_one(int s, const char *answer)
+{
+	size_t got = 0, cap = 1 << 16, want = 0;
+	char *buf = malloc(cap + 1), *hend = NULL;
+	int fd = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+	long spans = -1;
+
+	while (fd >= 0 && buf && (!hend || got < want)) {
+		ssize_t r;
+
+		if (got == cap) {
+			char *nb = realloc(buf, (cap *= 2) + 1);
+
+			if (!nb)
+				break;
+			buf = nb;
+		}
+		r = read(fd, buf + got, cap - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		buf[got] = 0;
+		if (!hend && (hend = strstr(buf, "\r\n\r\n"))) {
+			const char *cl = strstr(buf, "Content-Length: ");
+
+			want = (size_t)(hend + 4 - buf) + (cl ? strtoul(cl + 16, NULL, 10) : 0);
+		}
+	}
+	if (fd >= 0 && hend && got >= want) {
+		spans = (long)count(hend, "\"spanId\"");
+		if (write(fd, answer, strlen(answer)) != (ssize_t)strlen(answer))
+			spans = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return spans;
+}
+
+/*
+ * A stand-in endpoint on 127.0.0.1 (*port): answers 200 to the first ok
+ * requests, then status to the next bad ones and ends; the spans it took
+ * (answered 200) are what endpoint_took() reads from *took_fd.
+ */
+static pid_t endpoint(int ok, int bad, const char *status, int *port, int *took_fd)
+{
+	int s = listen_local(port), p[2];
+	pid_t pid;
+
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char no[256];
+		long took = 0, n;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(60);
+		close(p[0]);
+		snprintf(no, sizeof(no), "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
+			 "Content-Length: 20\r\nConnection: close\r\n\r\nnot for this test\r\n", status);
+		for (int i = 0; i < ok + bad; i++) {
+			n = serve_one(s, i < ok ? "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+						  "Content-Length: 21\r\nConnection: close\r\n\r\n"
+						  "{\"partialSuccess\":{}}" : no);
+			if (n < 0)
+				_exit(3);
+			took += i < ok ? n : 0;
+		}
+		_exit(write(p[1], &took, sizeof(took)) == sizeof(took) ? 0 : 3);
+	}
+	close(s);
+	close(p[1]);
+	*took_fd = p[0];
+	return pid;
+}
+
+static long endpoint_took(pid_t pid, int fd)
+{
+	long took = -1;
+	int st;
+
+	assert_int_equal(read(fd, &took, sizeof(took)), sizeof(took));
+	close(fd);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return took;
+}
+
+/*
+ * A stand-in endpoint on 127.0.0.1 (*port) that takes one request, answers
+ * 200 and writes the request line's path to *path_fd.
+ */
+static pid_t path_endpoint(int *port, int *path_fd)
+{
+	int s = listen_local(port), p[2];
+	pid_t pid;
+
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+					 "Connection: close\r\n\r\n{}";
+		char req[8192], *sp, *end, *hend = NULL;
+		size_t got = 0, want = 0, body = 0;
+		int fd;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(60);
+		close(p[0]);
+		fd = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+		/* the headers, then the body to its Content-Length (read and
+		 * thrown away) */
+		while (fd >= 0 && !hend && got < sizeof(req) - 1) {
+			ssize_t r = read(fd, req + got, sizeof(req) - 1 - got);
+
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+			req[got] = 0;
+			if ((hend = strstr(req, "\r\n\r\n"))) {
+				const char *cl = strstr(req, "Content-Length: ");
+
+				want = cl ? strtoul(cl + 16, NULL, 10) : 0;
+				body = got - (size_t)(hend + 4 - req);
+			}
+		}
+		while (hend && body < want) {
+			char sink[65536];
+			ssize_t r = read(fd, sink, sizeof(sink));
+
+			if (r <= 0)
+				_exit(3);
+			body += (size_t)r;
+		}
+		sp = strchr(req, ' ');
+		end = sp ? strchr(sp + 1, ' ') : NULL;
+		if (fd < 0 || !hend || !end || strncmp(req, "POST ", 5))
+			_exit(3);
+		*end = 0;
+		if (write(fd, ok, sizeof(ok) - 1) != (ssize_t)sizeof(ok) - 1)
+			_exit(3);
+		close(fd);
+		_exit(write(p[1], sp + 1, strlen(sp + 1)) > 0 ? 0 : 3);
+	}
+	close(s);
+	close(p[1]);
+	*path_fd = p[0];
+	return pid;
+}
+
+/* The path the export to url (its "%d" the port) POSTed to. */
+static void expect_posted_to(const char *ring, const char *url_fmt, const char *want)
+{
+	char url[128], path[1024] = "";
+	char *argv[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--retries", "1",
+			 "--otlp-endpoint", url, NULL };
+	int port, fd, st;
+	ssize_t n;
+	pid_t pid = path_endpoint(&port, &fd);
+
+	snprintf(url, sizeof(url), url_fmt, port);
+	assert_int_equal(run(NULL, tmp("path.err"), argv), 0);
+	n = read(fd, path, sizeof(path) - 1);
+	close(fd);
+	assert_true(n > 0);
+	path[n] = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (strcmp(path, want))
+		fprintf(stderr, "--otlp-endpoint %s: POSTed to %s, not %s\n", url, path, want);
+	assert_string_equal(path, want);
+}
+
+/*
+ * --otlp-endpoint as the OpenTelemetry exporters take a base URL
+ * (OTEL_EXPORTER_OTLP_ENDPOINT: /v1/traces appended) or a traces URL
+ * (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: used as it is), told by whether it
+ * ends in /v1/traces: never .../v1/traces/v1/traces.
+ */
+static void test_endpoint_path(void **state)
+{
+	const char *ring = test_ring_name("otlp-path");
+
+	(void)state;
+	ring_of_spans(ring);	/* one request of the default batch size */
+	expect_posted_to(ring, "http://127.0.0.1:%d", "/v1/traces");
+	expect_posted_to(ring, "http://127.0.0.1:%d/", "/v1/traces");
+	expect_posted_to(ring, "http://127.0.0.1:%d/v1/traces", "/v1/traces");
+	expect_posted_to(ring, "http://127.0.0.1:%d/v1/traces/", "/v1/traces");
+	expect_posted_to(ring, "http://127.0.0.1:%d/otlp", "/otlp/v1/traces");
+	expect_posted_to(ring, "http://127.0.0.1:%d/otlp/v1/traces", "/otlp/v1/traces");
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * Exports ring with --retries retries to the endpoint at port (pid, with
+ * took_fd, as endpoint() made it; 0: none listens), which must fail (exit
+ * 1) saying why, and then on the same line "; SENT of SPANS spans sent,
+ * REST not sent", SENT the spans the endpoint took. Returns SENT.
+ */
+static long export_fails(const char *ring, int port, const char *retries, const char *why,
+			 pid_t pid, int took_fd)
+{
+	char url[64], want[512];
+	char *argv[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--batch-size",
+			 "64k", "--retries", (char *)retries, "--otlp-endpoint", url, NULL };
+	long sent = 0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	assert_int_equal(run(NULL, tmp("fail.err"), argv), 1);
+	if (pid)
+		sent = endpoint_took(pid, took_fd);
+	snprintf(want, sizeof(want), "shmtrace export: OTLP endpoint %s/v1/traces: %s; %ld of %d "
+		 "spans sent, %ld not sent\n", url, why, sent, SPANS, SPANS - sent);
+	expect_in(tmp("fail.err"), want);
+	return sent;
+}
+
+/*
+ * An export whose endpoint fails part way (a 400, 503s past the retries)
+ * or refuses the connection says exactly how many of all the spans were
+ * sent (answered 2xx) and how many were not.
+ */
+static void test_endpoint_fails(void **state)
+{
+	const char *ring = test_ring_name("otlp-fail");
+	char why[128];
+	int port, fd, s;
+	long took;
+	pid_t pid;
+
+	(void)state;
+	ring_of_spans(ring);
+	/* 5 requests taken, the 6th refused for good: no retry */
+	pid = endpoint(5, 1, "400 Bad Request", &port, &fd);
+	took = export_fails(ring, port, "3", "HTTP 400 Bad Request: not for this test", pid, fd);
+	assert_true(took > 0 && took < SPANS);
+	/* 3 taken, then 503 until the 2 attempts are spent */
+	pid = endpoint(3, 2, "503 Service Unavailable", &port, &fd);
+	took = export_fails(ring, port, "2", "HTTP 503 Service Unavailable: not for this test "
+			    "(gave up after 2 attempts)", pid, fd);
+	assert_true(took > 0 && took < SPANS);
+	/* a port nobody listens on: refused at the first request */
+	s = listen_local(&port);
+	close(s);
+	snprintf(why, sizeof(why), "connecting to 127.0.0.1:%d: Connection refused (gave up after 2 "
+		 "attempts)", port);
+	export_fails(ring, port, "2", why, 0, -1);
+	shmtrace_ring_unlink(ring);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_urls),
+		cmocka_unit_test(test_endpoint_fails),
+		cmocka_unit_test(test_endpoint_path),
+	};
+
+	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
+}
