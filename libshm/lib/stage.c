@@ -34,9 +34,10 @@ static int claim_block_locked(struct shmt_att *a, uint32_t tid, const struct shm
 				continue;
 			if (load_relaxed(&b->written) != load_relaxed(&b->taken))
 				shmt_flush_block_locked(v, i);
-			b->pid = shmt_pid;
-			b->tid = tid;
-			b->start_time = shmt_start;
+			/* read without the lock by those looking for dead owners */
+			store_relaxed(&b->pid, shmt_pid);
+			store_relaxed(&b->tid, tid);
+			store_relaxed(&b->start_time, shmt_start);
 			/* a dead owner's stack was recorded when it was adopted */
 			store_relaxed(&b->open_depth, 0);
 			store_relaxed(&b->open_closing, 0);
