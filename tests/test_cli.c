@@ -107,43 +107,41 @@ static bool ring_exists(const char *name)
 	return lstat(path, &st) == 0;
 }
 
-static void test_ls_and_rm(void **state)
-{
-	const char *idle = test_ring_name("idle"), *live = test_ring_name("live");
-	const char *dead = test_ring_name("dead"), *drained = test_ring_name("drained");
-	const char *junk = test_ring_name("junk");
-	char *ls_argv[] = { bin, "ls", "--json", NULL };
-	char *text_argv[] = { bin, "ls", NULL };
-	char *rm_live[] = { bin, "rm", (char *)live, NULL };
-	char *rm_drained[] = { bin, "rm", (char *)drained, NULL };
-	char *rm_junk[] = { bin, "rm", (char *)junk, NULL };
-	char *rm_two[] = { bin, "rm", (char *)idle, (char *)dead, NULL };
-	char *rm_force[] = { bin, "rm", "--force", (char *)live, (char *)drained, NULL };
-	char *rm_gone[] = { bin, "rm", (char *)idle, NULL };
-	char path[300], want[256], lost[600], junkbuf[8192], *out, *e;
-	pid_t lp, col;
-	int fd, lfd;
+/* The rings of test_ls_and_rm, one per state ls reports. */
+struct ls_rings {
+	const char *idle, *live, *dead, *drained, *junk;
+};
 
-	(void)state;
-	assert_int_equal(shmtrace_ring_create(idle, NULL), 0);
-	assert_int_equal(shmtrace_ring_create(live, NULL), 0);
-	assert_int_equal(shmtrace_ring_create(dead, NULL), 0);
-	assert_int_equal(shmtrace_ring_create(drained, NULL), 0);
-	snprintf(path, sizeof(path), "/dev/shm/%s", junk);
+/* Creates the rings (idle, live, dead, drained) and junk, a file in
+ * /dev/shm that is not a ring; its path goes in path. */
+static void ls_create_rings(const struct ls_rings *r, char *path, size_t size)
+{
+	char junkbuf[8192];
+	int fd;
+
+	assert_int_equal(shmtrace_ring_create(r->idle, NULL), 0);
+	assert_int_equal(shmtrace_ring_create(r->live, NULL), 0);
+	assert_int_equal(shmtrace_ring_create(r->dead, NULL), 0);
+	assert_int_equal(shmtrace_ring_create(r->drained, NULL), 0);
+	snprintf(path, size, "/dev/shm/%s", r->junk);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	assert_true(fd >= 0);
 	memset(junkbuf, 'x', sizeof(junkbuf));
 	assert_int_equal(write(fd, junkbuf, sizeof(junkbuf)), (ssize_t)sizeof(junkbuf));
 	close(fd);
-	lp = producer(live, true, &lfd);
-	producer(dead, false, &fd);
-	col = cli_collector(drained, tmp("drained.cap"));
+}
+
+/* ls --json: each ring's entry says its state; junk is not listed. */
+static void ls_check_json(const struct ls_rings *r, pid_t col)
+{
+	char *ls_argv[] = { bin, "ls", "--json", NULL };
+	char want[256], *out, *e;
 
 	assert_int_equal(run(tmp("ls.json"), NULL, ls_argv), 0);
 	out = slurp(tmp("ls.json"));
 	assert_true(out[0] == '[');
-	assert_null(ls_entry(out, junk));
-	e = ls_entry(out, idle);
+	assert_null(ls_entry(out, r->junk));
+	e = ls_entry(out, r->idle);
 	assert_non_null(e);
 	assert_non_null(strstr(e, "\"perm\":\"0600\""));
 	assert_non_null(strstr(e, "\"mode\":\"discard\""));
@@ -151,52 +149,95 @@ static void test_ls_and_rm(void **state)
 	assert_non_null(strstr(e, "\"producers_alive\":0,\"producers_dead\":0,"));
 	assert_non_null(strstr(e, "\"collector\":false"));
 	free(e);
-	e = ls_entry(out, live);
+	e = ls_entry(out, r->live);
 	assert_non_null(e);
 	assert_non_null(strstr(e, "\"fill\":1,"));
 	assert_non_null(strstr(e, "\"producers_alive\":1,\"producers_dead\":0,"));
 	free(e);
-	e = ls_entry(out, dead);
+	e = ls_entry(out, r->dead);
 	assert_non_null(e);
 	assert_non_null(strstr(e, "\"producers_alive\":0,\"producers_dead\":1,"));
 	free(e);
-	e = ls_entry(out, drained);
+	e = ls_entry(out, r->drained);
 	assert_non_null(e);
 	snprintf(want, sizeof(want), "\"collector\":true,\"collector_pid\":%d,", (int)col);
 	assert_non_null(strstr(e, want));
 	free(e);
 	free(out);
+}
+
+/* ls as text: a header, the live ring, not junk. */
+static void ls_check_text(const struct ls_rings *r)
+{
+	char *text_argv[] = { bin, "ls", NULL };
+	char *out;
 
 	assert_int_equal(run(tmp("ls.txt"), NULL, text_argv), 0);
 	out = slurp(tmp("ls.txt"));
 	assert_true(!strncmp(out, "NAME ", 5));
-	assert_non_null(strstr(out, live));
-	assert_null(strstr(out, junk));
+	assert_non_null(strstr(out, r->live));
+	assert_null(strstr(out, r->junk));
 	free(out);
+}
+
+/* rm: refuses rings in use (lp is the live ring's producer) and junk,
+ * removes the unused ones saying what was lost, then --force. */
+static void rm_check(const struct ls_rings *r, pid_t lp)
+{
+	char *rm_live[] = { bin, "rm", (char *)r->live, NULL };
+	char *rm_drained[] = { bin, "rm", (char *)r->drained, NULL };
+	char *rm_junk[] = { bin, "rm", (char *)r->junk, NULL };
+	char *rm_two[] = { bin, "rm", (char *)r->idle, (char *)r->dead, NULL };
+	char *rm_force[] = { bin, "rm", "--force", (char *)r->live, (char *)r->drained, NULL };
+	char *rm_gone[] = { bin, "rm", (char *)r->idle, NULL };
+	char want[256], lost[600];
 
 	/* in use: refused, and said why */
 	snprintf(want, sizeof(want), "1 live producer (pid %d)", (int)lp);
 	run_says(1, rm_live, want, NULL);
-	assert_true(ring_exists(live));
+	assert_true(ring_exists(r->live));
 	run_says(1, rm_drained, "being drained by a collector", NULL);
-	assert_true(ring_exists(drained));
+	assert_true(ring_exists(r->drained));
 	/* not a ring: never removed */
 	run_says(1, rm_junk, "not a shmtrace ring", NULL);
-	assert_true(ring_exists(junk));
+	assert_true(ring_exists(r->junk));
 	/* unused, whatever was left in them: what was, said lost */
 	snprintf(lost, sizeof(lost), "shmtrace rm: removed ring '%s' with 1 record no collector "
-		 "drained (lost): export them first with shmtrace export --ring %s\n", dead, dead);
-	snprintf(want, sizeof(want), "'%s'", idle);
+		 "drained (lost): export them first with shmtrace export --ring %s\n", r->dead, r->dead);
+	snprintf(want, sizeof(want), "'%s'", r->idle);
 	run_says(0, rm_two, lost, want);
-	assert_false(ring_exists(idle));
-	assert_false(ring_exists(dead));
+	assert_false(ring_exists(r->idle));
+	assert_false(ring_exists(r->dead));
 	run_says(1, rm_gone, "no ring named", NULL);
 	/* live: its producer's record said lost; drained: its collector took all */
-	snprintf(lost, sizeof(lost), "shmtrace rm: removed ring '%s' with 1 record", live);
-	snprintf(want, sizeof(want), "'%s'", drained);
+	snprintf(lost, sizeof(lost), "shmtrace rm: removed ring '%s' with 1 record", r->live);
+	snprintf(want, sizeof(want), "'%s'", r->drained);
 	run_says(0, rm_force, lost, want);
-	assert_false(ring_exists(live));
-	assert_false(ring_exists(drained));
+	assert_false(ring_exists(r->live));
+	assert_false(ring_exists(r->drained));
+}
+
+static void test_ls_and_rm(void **state)
+{
+	struct ls_rings r;
+	char path[300];
+	pid_t lp, col;
+	int fd, lfd;
+
+	(void)state;
+	r.idle = test_ring_name("idle");
+	r.live = test_ring_name("live");
+	r.dead = test_ring_name("dead");
+	r.drained = test_ring_name("drained");
+	r.junk = test_ring_name("junk");
+	ls_create_rings(&r, path, sizeof(path));
+	lp = producer(r.live, true, &lfd);
+	producer(r.dead, false, &fd);
+	col = cli_collector(r.drained, tmp("drained.cap"));
+
+	ls_check_json(&r, col);
+	ls_check_text(&r);
+	rm_check(&r, lp);
 
 	close(lfd);
 	assert_int_equal(waitpid(lp, NULL, 0), lp);

@@ -121,30 +121,12 @@ static void make_run(const char *path, const char *ring, uint64_t run_id, uint64
 	msgpack_sbuffer_destroy(&b);
 }
 
-/* Two runs of two rings exported together: each ring's flow ids and string
- * ids are its own, so no arrow joins the rings and every name is right; the
- * second capture has no ring_id (an older collector): its run_id tells it. */
-static void test_two_rings(void **state)
+/* The export of the two rings: ten flows of two records, each ring's
+ * names from its own table, one warning, both rings in the metadata. */
+static void two_rings_check_json(void)
 {
-	/* the same ids for other texts, and "rpc" under two ids */
-	const struct shmt_cap_string sa[3] = { { 1, 3, "rpc" }, { 2, 6, "send-A" }, { 3, 6, "recv-A" } };
-	const struct shmt_cap_string sb[3] = { { 1, 3, "net" }, { 2, 6, "send-B" }, { 3, 3, "rpc" } };
-	char ra[512], rb[512], rc[512], out[512], one[512], bad[512];
-	char *argv[] = { bin, "export", ra, rb, "-o", out, NULL };
 	char *json, *err, want[1200];
 
-	(void)state;
-	/* tmp() reuses its buffers: argv needs its own */
-	snprintf(ra, sizeof(ra), "%s", tmp("ra.cap"));
-	snprintf(rb, sizeof(rb), "%s", tmp("rb.cap"));
-	snprintf(rc, sizeof(rc), "%s", tmp("rc.cap"));
-	snprintf(out, sizeof(out), "%s", tmp("two.json"));
-	snprintf(one, sizeof(one), "%s", tmp("one.json"));
-	snprintf(bad, sizeof(bad), "%s", tmp("bad.json"));
-	/* interleaved in time: flow n of A and flow n of B overlap */
-	make_run(tmp("ra.cap"), "ringA", 11, 0x1234567890abcdefull, 100, 200, sa, 10000);
-	make_run(tmp("rb.cap"), "ringB", 22, 0, 300, 400, sb, 10500);
-	assert_int_equal(run(NULL, tmp("two.err"), argv), 0);
 	json = slurp(tmp("two.json"));
 	err = slurp(tmp("two.err"));
 	/* ten flows of two records each, not five of four */
@@ -171,6 +153,11 @@ static void test_two_rings(void **state)
 	assert_non_null(strstr(json, want));
 	free(json);
 	free(err);
+}
+
+/* DevTools (when here) finds the ten flows, each between one ring's processes. */
+static void two_rings_check_devtools(void)
+{
 	if (have_devtools()) {
 		const char *expect[] = { "--expect-flows", "10", "--expect-flow-pids", "100,200",
 					 "--expect-flow-pids", "300,400", NULL };
@@ -182,23 +169,28 @@ static void test_two_rings(void **state)
 		}
 		assert_int_equal(rc, 0);
 	}
+}
 
-	/* svg draws the same ten arrows, not fifteen between four processes */
-	{
-		char svg[512];
-		char *sargv[] = { bin, "svg", ra, rb, "-o", svg, NULL };
+/* svg draws the same ten arrows, not fifteen between four processes */
+static void two_rings_check_svg(char *ra, char *rb)
+{
+	char svg[512];
+	char *sargv[] = { bin, "svg", ra, rb, "-o", svg, NULL };
+	char *svg_text;
 
-		snprintf(svg, sizeof(svg), "%s", tmp("two.svg"));
-		assert_int_equal(run(NULL, NULL, sargv), 0);
-		json = slurp(svg);
-		assert_int_equal(count(json, "<path class=\"a\""), 10);
-		free(json);
-	}
+	snprintf(svg, sizeof(svg), "%s", tmp("two.svg"));
+	assert_int_equal(run(NULL, NULL, sargv), 0);
+	svg_text = slurp(svg);
+	assert_int_equal(count(svg_text, "<path class=\"a\""), 10);
+	free(svg_text);
+}
 
-	/* one ring alone: no word about rings */
-	argv[3] = "-o";
-	argv[4] = one;
-	argv[5] = NULL;
+/* one ring alone (ra, exported to one): no word about rings */
+static void one_ring_check(char *ra, char *one)
+{
+	char *argv[] = { bin, "export", ra, "-o", one, NULL };
+	char *json, *err;
+
 	assert_int_equal(run(NULL, tmp("one.err"), argv), 0);
 	err = slurp(tmp("one.err"));
 	assert_null(strstr(err, "rings"));
@@ -207,13 +199,17 @@ static void test_two_rings(void **state)
 	assert_int_equal(count(json, "\"ph\":\"s\""), 5);
 	assert_int_equal(count(json, "\"name\":\"send-A\""), 5);
 	free(json);
+}
 
-	/* one run id with two ring ids: the files contradict each other */
-	make_run(tmp("rc.cap"), "ringC", 11, 0x42, 500, 600, sb, 10000);
-	argv[3] = rc;
-	argv[4] = "-o";
-	argv[5] = bad;
-	argv[6] = NULL;
+/* one run id with two ring ids (ra and rc, made here with the strings s):
+ * the files contradict each other */
+static void contradicting_ring_ids_check(char *ra, char *rc, char *bad,
+					 const struct shmt_cap_string *s)
+{
+	char *argv[] = { bin, "export", ra, rc, "-o", bad, NULL };
+	char *err;
+
+	make_run(tmp("rc.cap"), "ringC", 11, 0x42, 500, 600, s, 10000);
 	assert_int_equal(run(NULL, tmp("bad.err"), argv), 1);
 	err = slurp(tmp("bad.err"));
 	assert_non_null(strstr(err, "export them separately"));
@@ -221,6 +217,35 @@ static void test_two_rings(void **state)
 	free(err);
 }
 
+/* Two runs of two rings exported together: each ring's flow ids and string
+ * ids are its own, so no arrow joins the rings and every name is right; the
+ * second capture has no ring_id (an older collector): its run_id tells it. */
+static void test_two_rings(void **state)
+{
+	/* the same ids for other texts, and "rpc" under two ids */
+	const struct shmt_cap_string sa[3] = { { 1, 3, "rpc" }, { 2, 6, "send-A" }, { 3, 6, "recv-A" } };
+	const struct shmt_cap_string sb[3] = { { 1, 3, "net" }, { 2, 6, "send-B" }, { 3, 3, "rpc" } };
+	char ra[512], rb[512], rc[512], out[512], one[512], bad[512];
+	char *argv[] = { bin, "export", ra, rb, "-o", out, NULL };
+
+	(void)state;
+	/* tmp() reuses its buffers: argv needs its own */
+	snprintf(ra, sizeof(ra), "%s", tmp("ra.cap"));
+	snprintf(rb, sizeof(rb), "%s", tmp("rb.cap"));
+	snprintf(rc, sizeof(rc), "%s", tmp("rc.cap"));
+	snprintf(out, sizeof(out), "%s", tmp("two.json"));
+	snprintf(one, sizeof(one), "%s", tmp("one.json"));
+	snprintf(bad, sizeof(bad), "%s", tmp("bad.json"));
+	/* interleaved in time: flow n of A and flow n of B overlap */
+	make_run(tmp("ra.cap"), "ringA", 11, 0x1234567890abcdefull, 100, 200, sa, 10000);
+	make_run(tmp("rb.cap"), "ringB", 22, 0, 300, 400, sb, 10500);
+	assert_int_equal(run(NULL, tmp("two.err"), argv), 0);
+	two_rings_check_json();
+	two_rings_check_devtools();
+	two_rings_check_svg(ra, rb);
+	one_ring_check(ra, one);
+	contradicting_ring_ids_check(ra, rc, bad, sb);
+}
 
 /* ---------------------------------------------------------------- bad input */
 

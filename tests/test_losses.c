@@ -50,42 +50,70 @@ static uint64_t json_u64(const char *s, const char *key)
 	return strtoull(p + strlen(key), NULL, 10);
 }
 
-static void test_stopped_lock_owner(void **state)
+/* The pipes between the test, the lock owner and the producers. */
+struct loss_pipes {
+	int held[2], ready[2], start[2], done[2], go[2];
+};
+
+/* Creates ring name with the strings "losses" (1) and "span" (2). */
+static void create_ring(const char *name)
 {
-	const char *name = test_ring_name("stopped");
 	const struct shmtrace_ring_config cfg = { .capacity = 16384 };
-	const uint64_t written = (uint64_t)PRODUCERS * PER;
-	int held[2], ready[2], start[2], done[2], go[2], status;
-	pid_t owner, prod[PRODUCERS];
-	struct shmt_loss l;
-	char *json, *err, *svg, c, what[128];
-	uint64_t exported;
 	shmtrace_t *t;
 
-	(void)state;
 	assert_int_equal(shmtrace_ring_create(name, &cfg), 0);
 	assert_int_equal(shmtrace_open(name, &t), 0);
 	assert_int_equal(shmtrace_intern(t, "losses"), 1);
 	assert_int_equal(shmtrace_intern(t, "span"), 2);
 	shmtrace_close(t);
-	assert_int_equal(pipe(held), 0);
-	assert_int_equal(pipe(ready), 0);
-	assert_int_equal(pipe(start), 0);
-	assert_int_equal(pipe(done), 0);
-	assert_int_equal(pipe(go), 0);
+}
+
+static void open_pipes(struct loss_pipes *pp)
+{
+	assert_int_equal(pipe(pp->held), 0);
+	assert_int_equal(pipe(pp->ready), 0);
+	assert_int_equal(pipe(pp->start), 0);
+	assert_int_equal(pipe(pp->done), 0);
+	assert_int_equal(pipe(pp->go), 0);
+}
+
+static void close_pipes(struct loss_pipes *pp)
+{
+	for (int i = 0; i < 2; i++) {
+		close(pp->held[i]);
+		close(pp->ready[i]);
+		close(pp->start[i]);
+		close(pp->done[i]);
+		close(pp->go[i]);
+	}
+}
+
+/* Forks the producers (with a short lock timeout); returns once each has
+ * written its first span. */
+static void start_producers(const char *name, const struct loss_pipes *pp, pid_t *prod)
+{
+	char c;
 
 	setenv("SHMTRACE_LOCK_TIMEOUT_MS", "20", 1);
 	for (int i = 0; i < PRODUCERS; i++) {
 		prod[i] = fork();
 		assert_true(prod[i] >= 0);
 		if (prod[i] == 0)
-			produce(name, (int[4]){ ready[1], start[0], done[1], go[0] });
+			produce(name, (int[4]){ pp->ready[1], pp->start[0], pp->done[1], pp->go[0] });
 	}
 	unsetenv("SHMTRACE_LOCK_TIMEOUT_MS");
 	for (int i = 0; i < PRODUCERS; i++)
-		assert_int_equal(read(ready[0], &c, 1), 1);
+		assert_int_equal(read(pp->ready[0], &c, 1), 1);
+}
 
-	/* the owner takes the lock and stops inside it */
+/* Forks the owner, which takes the lock and stops inside it; returns once
+ * it has stopped. */
+static pid_t stop_owner_in_lock(const char *name, const struct loss_pipes *pp)
+{
+	int status;
+	pid_t owner;
+	char c;
+
 	owner = fork();
 	assert_true(owner >= 0);
 	if (owner == 0) {
@@ -93,88 +121,125 @@ static void test_stopped_lock_owner(void **state)
 		char e[256];
 
 		if (shmt_view_open(name, SHMT_OPEN_WRITE, &v, e, sizeof(e)) < 0 ||
-		    shmt_lock(&v, 1000000000ull) < 0 || write(held[1], "h", 1) != 1)
+		    shmt_lock(&v, 1000000000ull) < 0 || write(pp->held[1], "h", 1) != 1)
 			_exit(1);
 		raise(SIGSTOP);
 		shmt_unlock(&v);
 		_exit(0);
 	}
-	assert_int_equal(read(held[0], &c, 1), 1);
+	assert_int_equal(read(pp->held[0], &c, 1), 1);
 	assert_int_equal(waitpid(owner, &status, WUNTRACED), owner);
 	assert_true(WIFSTOPPED(status));
+	return owner;
+}
+
+/* The producers write while the owner is stopped; then the owner goes on
+ * and lets go, and the producers flush, close and exit. */
+static void write_past_stopped_owner(const struct loss_pipes *pp, pid_t owner, const pid_t *prod)
+{
+	int status;
+	char c;
 
 	/* the others write, and wait for the lock in vain */
 	for (int i = 0; i < PRODUCERS; i++)
-		assert_int_equal(write(start[1], "s", 1), 1);
+		assert_int_equal(write(pp->start[1], "s", 1), 1);
 	for (int i = 0; i < PRODUCERS; i++)
-		assert_int_equal(read(done[0], &c, 1), 1);
+		assert_int_equal(read(pp->done[0], &c, 1), 1);
 
 	/* the owner goes on and lets go; the producers flush and close */
 	assert_int_equal(kill(owner, SIGCONT), 0);
 	assert_int_equal(waitpid(owner, &status, 0), owner);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	for (int i = 0; i < PRODUCERS; i++)
-		assert_int_equal(write(go[1], "g", 1), 1);
+		assert_int_equal(write(pp->go[1], "g", 1), 1);
 	for (int i = 0; i < PRODUCERS; i++) {
 		assert_int_equal(waitpid(prod[i], &status, 0), prod[i]);
 		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	}
-	for (int i = 0; i < 2; i++) {
-		close(held[i]);
-		close(ready[i]);
-		close(start[i]);
-		close(done[i]);
-		close(go[i]);
-	}
+}
 
-	/* the ring: lost to the lock, counted once, and not as ring full */
-	ring_loss(name, &l);
+/* the ring: lost to the lock, counted once, and not as ring full */
+static void check_ring_loss(const char *name, uint64_t written, struct shmt_loss *l)
+{
+	ring_loss(name, l);
 	print_message("written %llu, lock_dropped %llu, dropped %llu, lock_timeouts %llu\n",
-		      (unsigned long long)written, (unsigned long long)l.lock_dropped,
-		      (unsigned long long)l.dropped, (unsigned long long)l.lock_timeouts);
-	assert_true(l.lock_dropped > 0);
-	assert_int_equal(l.dropped, 0);
-	assert_int_equal(l.overwritten, 0);
-	assert_int_equal(l.torn, 0);
-	assert_true(l.lock_timeouts > 0);
-	assert_int_equal(shmt_loss_records(&l), l.lock_dropped);
+		      (unsigned long long)written, (unsigned long long)l->lock_dropped,
+		      (unsigned long long)l->dropped, (unsigned long long)l->lock_timeouts);
+	assert_true(l->lock_dropped > 0);
+	assert_int_equal(l->dropped, 0);
+	assert_int_equal(l->overwritten, 0);
+	assert_int_equal(l->torn, 0);
+	assert_true(l->lock_timeouts > 0);
+	assert_int_equal(shmt_loss_records(l), l->lock_dropped);
+}
 
-	/* the export: its metadata, its instants and its warnings */
+/* the export: its metadata, its instants and its warnings; returns the
+ * number of records exported */
+static uint64_t check_export(const char *name, uint64_t written, const struct shmt_loss *l)
+{
+	char *json, *err, what[128];
+	uint64_t exported;
+
 	assert_int_equal(export_ring(name, tmp("t.json"), tmp("t.err")), 0);
 	json = slurp(tmp("t.json"));
 	err = slurp(tmp("t.err"));
 	exported = json_u64(json, "\"records\":");
-	assert_int_equal(json_u64(json, "\"lock_dropped\":"), l.lock_dropped);
+	assert_int_equal(json_u64(json, "\"lock_dropped\":"), l->lock_dropped);
 	assert_int_equal(json_u64(json, "\"dropped\":"), 0);
-	assert_int_equal(json_u64(json, "\"records_lost\":"), l.lock_dropped);
-	assert_int_equal(json_u64(json, "\"lock_timeouts\":"), l.lock_timeouts);
-	assert_int_equal(exported + l.dropped + l.overwritten + l.lock_dropped + l.torn, written);
+	assert_int_equal(json_u64(json, "\"records_lost\":"), l->lock_dropped);
+	assert_int_equal(json_u64(json, "\"lock_timeouts\":"), l->lock_timeouts);
+	assert_int_equal(exported + l->dropped + l->overwritten + l->lock_dropped + l->torn, written);
 	snprintf(what, sizeof(what), "shmtrace: %llu records lost to lock timeouts",
-		 (unsigned long long)l.lock_dropped);
+		 (unsigned long long)l->lock_dropped);
 	assert_int_equal(count(json, what), 1);
 	assert_int_equal(count(json, "records dropped (ring full)"), 0);
 	snprintf(what, sizeof(what), "%llu records were lost: %llu records lost to lock timeouts\n",
-		 (unsigned long long)l.lock_dropped, (unsigned long long)l.lock_dropped);
+		 (unsigned long long)l->lock_dropped, (unsigned long long)l->lock_dropped);
 	if (count(err, what) != 1)
 		fprintf(stderr, "%s", err);
 	assert_int_equal(count(err, what), 1);
 	assert_int_equal(count(err, "lost to lock timeouts"), 1);
 	snprintf(what, sizeof(what), "%llu lock timeouts (attempts, not records)\n",
-		 (unsigned long long)l.lock_timeouts);
+		 (unsigned long long)l->lock_timeouts);
 	assert_int_equal(count(err, what), 1);
 	free(json);
 	free(err);
+	return exported;
+}
 
-	/* the picture: the records lost, not the lock timeouts added to them */
-	{
-		char *argv[] = { bin, "svg", "--ring", (char *)name, "-o", (char *)tmp("t.svg"), NULL };
+/* the picture: the records lost, not the lock timeouts added to them */
+static void check_svg(const char *name, const struct shmt_loss *l)
+{
+	char *argv[] = { bin, "svg", "--ring", (char *)name, "-o", (char *)tmp("t.svg"), NULL };
+	char *svg, what[128];
 
-		assert_int_equal(run(NULL, tmp("s.err"), argv), 0);
-	}
+	assert_int_equal(run(NULL, tmp("s.err"), argv), 0);
 	svg = slurp(tmp("t.svg"));
-	snprintf(what, sizeof(what), ", %llu records lost<", (unsigned long long)l.lock_dropped);
+	snprintf(what, sizeof(what), ", %llu records lost<", (unsigned long long)l->lock_dropped);
 	assert_int_equal(count(svg, what), 1);
 	free(svg);
+}
+
+static void test_stopped_lock_owner(void **state)
+{
+	const char *name = test_ring_name("stopped");
+	const uint64_t written = (uint64_t)PRODUCERS * PER;
+	struct loss_pipes pp;
+	pid_t owner, prod[PRODUCERS];
+	struct shmt_loss l;
+	uint64_t exported;
+
+	(void)state;
+	create_ring(name);
+	open_pipes(&pp);
+	start_producers(name, &pp, prod);
+	owner = stop_owner_in_lock(name, &pp);
+	write_past_stopped_owner(&pp, owner, prod);
+	close_pipes(&pp);
+
+	check_ring_loss(name, written, &l);
+	exported = check_export(name, written, &l);
+	check_svg(name, &l);
 
 	figure_acct("records dropped after lock timeouts, counted once", 1, written, exported,
 		    l.dropped + l.overwritten + l.lock_dropped, l.torn,

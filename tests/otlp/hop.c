@@ -76,6 +76,75 @@ static void args_then_die(shmtrace_t *t, uint32_t cat)
 	exit(1);
 }
 
+/* origin mode: WANT new flows, then the one of TRACEPARENT; each flow
+ * printed. Counts the spans in *n. 0, or 1 on a bad TRACEPARENT. */
+static int run_origin(shmtrace_t *t, uint32_t cat, const char *want_s, const char *traceparent,
+		      unsigned long *n)
+{
+	unsigned long want = strtoul(want_s, NULL, 10);
+	uint32_t name = shmtrace_intern(t, "send"), iname = shmtrace_intern(t, "sent");
+	uint64_t flow;
+
+	shmtrace_set_process_name(t, "client");
+	shmtrace_set_thread_name(t, "client-main");
+	for (; *n < want; (*n)++) {
+		flow = shmtrace_flow_new(t);
+		span(t, cat, name, iname, flow);
+		printf("%" PRIu64 "\n", flow);
+	}
+	flow = shmtrace_flow_from_traceparent(t, traceparent);
+	if (!flow) {
+		fprintf(stderr, "otlp-hop: '%s' is not a traceparent\n", traceparent);
+		return 1;
+	}
+	span(t, cat, name, iname, flow);
+	printf("%s\n", traceparent);
+	(*n)++;
+	return 0;
+}
+
+/* The flow of one input line (a flow id or a traceparent header), 0 if bad. */
+static uint64_t parse_flow_line(shmtrace_t *t, const char *line)
+{
+	uint64_t flow;
+	char *end;
+
+	if (!strncmp(line, "00-", 3))
+		return shmtrace_flow_from_traceparent(t, line);
+	errno = 0;
+	flow = strtoull(line, &end, 10);
+	if (errno || end == line || *end)
+		flow = 0;
+	return flow;
+}
+
+/* serve mode: a "handle" span per stdin line, then the idle span and the
+ * lone instant. Counts the spans in *n. 0, or 1 on a bad line. */
+static int run_serve(shmtrace_t *t, uint32_t cat, unsigned long *n)
+{
+	uint32_t name = shmtrace_intern(t, "handle"), iname = shmtrace_intern(t, "parsed");
+	uint32_t idle = shmtrace_intern(t, "idle"), lone = shmtrace_intern(t, "tick");
+	char line[128];
+
+	shmtrace_set_process_name(t, "server");
+	shmtrace_set_thread_name(t, "server-main");
+	while (fgets(line, sizeof(line), stdin)) {
+		uint64_t flow;
+
+		line[strcspn(line, "\n")] = 0;
+		flow = parse_flow_line(t, line);
+		if (!flow) {
+			fprintf(stderr, "otlp-hop: bad line '%s'\n", line);
+			return 1;
+		}
+		span(t, cat, name, iname, flow);
+		(*n)++;
+	}
+	span(t, cat, idle, iname, 0);
+	shmtrace_instant(t, cat, lone, 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	shmtrace_t *t;
@@ -101,54 +170,11 @@ int main(int argc, char **argv)
 	}
 	cat = shmtrace_intern(t, "rpc");
 	if (!strcmp(argv[2], "origin")) {
-		unsigned long want = strtoul(argv[3], NULL, 10);
-		uint32_t name = shmtrace_intern(t, "send"), iname = shmtrace_intern(t, "sent");
-		uint64_t flow;
-
-		shmtrace_set_process_name(t, "client");
-		shmtrace_set_thread_name(t, "client-main");
-		for (; n < want; n++) {
-			flow = shmtrace_flow_new(t);
-			span(t, cat, name, iname, flow);
-			printf("%" PRIu64 "\n", flow);
-		}
-		flow = shmtrace_flow_from_traceparent(t, argv[4]);
-		if (!flow) {
-			fprintf(stderr, "otlp-hop: '%s' is not a traceparent\n", argv[4]);
+		if (run_origin(t, cat, argv[3], argv[4], &n))
 			return 1;
-		}
-		span(t, cat, name, iname, flow);
-		printf("%s\n", argv[4]);
-		n++;
 	} else if (!strcmp(argv[2], "serve")) {
-		uint32_t name = shmtrace_intern(t, "handle"), iname = shmtrace_intern(t, "parsed");
-		uint32_t idle = shmtrace_intern(t, "idle"), lone = shmtrace_intern(t, "tick");
-		char line[128];
-
-		shmtrace_set_process_name(t, "server");
-		shmtrace_set_thread_name(t, "server-main");
-		while (fgets(line, sizeof(line), stdin)) {
-			uint64_t flow;
-			char *end;
-
-			line[strcspn(line, "\n")] = 0;
-			if (!strncmp(line, "00-", 3)) {
-				flow = shmtrace_flow_from_traceparent(t, line);
-			} else {
-				errno = 0;
-				flow = strtoull(line, &end, 10);
-				if (errno || end == line || *end)
-					flow = 0;
-			}
-			if (!flow) {
-				fprintf(stderr, "otlp-hop: bad line '%s'\n", line);
-				return 1;
-			}
-			span(t, cat, name, iname, flow);
-			n++;
-		}
-		span(t, cat, idle, iname, 0);
-		shmtrace_instant(t, cat, lone, 0);
+		if (run_serve(t, cat, &n))
+			return 1;
 	} else if (!strcmp(argv[2], "args")) {
 		args_then_die(t, cat);
 	} else {
