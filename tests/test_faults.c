@@ -49,6 +49,62 @@ static void kill_hook(const char *where)
 		raise(SIGKILL);
 }
 
+enum { KILLS = 1000 };	/* producers killed by test_kills_inside_lock */
+
+/* Forks producer k, which records n spans on ring name, counting in
+ * returned[k] the calls that returned, until kill_hook kills it at point
+ * (the countdown-th time it passes there). */
+static pid_t fork_victim(const char *name, int k, const char *point, int countdown, int n,
+			 uint64_t *returned)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		shmtrace_t *t;
+		uint64_t ts, dur, flow;
+
+		if (shmtrace_open(name, &t) < 0)
+			_exit(3);
+		g_point = point;
+		g_countdown = countdown;
+		shmt_test_hook = kill_hook;
+		for (int i = 0; i < n; i++) {
+			fill((uint64_t)k << 20 | (uint64_t)i, &ts, &dur, &flow);
+			shmtrace_span(t, 2, 1, ts, ts + dur, flow);
+			returned[k] = (uint64_t)i + 1;
+		}
+		shmtrace_flush(t);
+		_exit(0);	/* may not fire when n is small: fine */
+	}
+	return pid;
+}
+
+/* Checks the records of d: each whole, from the producer pids[k] that
+ * wrote it, found once; counts them in *found. Returns how many of the
+ * calls that returned (returned[k] of producer k) left no record. */
+static uint64_t count_lost(const struct ring_dump *d, const uint32_t *pids,
+			   const uint64_t *returned, uint64_t *found)
+{
+	/* each child's records: exactly 0 .. returned-1, once each */
+	uint8_t *seen = calloc((size_t)KILLS << 9, 1);
+	uint64_t lost = 0;
+
+	for (size_t i = 0; i < d->n; i++) {
+		uint64_t k = d->recs[i].ts >> 20, j = d->recs[i].ts & 0xfffff;
+
+		assert_true(whole(&d->recs[i]));
+		assert_true(k < KILLS && j < 512);
+		assert_int_equal(d->recs[i].pid, pids[k]);
+		assert_int_equal(seen[k << 9 | j]++, 0);
+		(*found)++;
+	}
+	for (uint64_t k = 0; k < KILLS; k++)
+		for (uint64_t j = 0; j < returned[k]; j++)
+			lost += !seen[k << 9 | j];
+	free(seen);
+	return lost;
+}
+
 /*
  * 1000 producers, each SIGKILLed inside the lock at a random hook point
  * after a random number of records; after each, the parent takes the lock
@@ -58,10 +114,9 @@ static void kill_hook(const char *where)
 static void test_kills_inside_lock(void **state)
 {
 	static const char *points[] = { "flush-begin", "flush-middle", "flush-head" };
-	enum { KILLS = 1000 };
 	const char *name = test_ring_name("kills");
 	struct shmtrace_ring_config c = { .capacity = 1 << 20, .blocks = 64 };
-	uint64_t *returned, *recovery, written = 0, found = 0, torn, lost = 0;
+	uint64_t *returned, *recovery, written = 0, found = 0, torn, lost;
 	uint32_t *pids;
 	struct shmt_view v;
 	struct ring_dump d;
@@ -82,25 +137,8 @@ static void test_kills_inside_lock(void **state)
 		int countdown = 1 + (int)(rand_r(&seed) % 3);
 		int n = 64 + (int)(rand_r(&seed) % 200), status;
 		uint64_t t0;
-		pid_t pid = fork();
+		pid_t pid = fork_victim(name, k, point, countdown, n, returned);
 
-		if (pid == 0) {
-			shmtrace_t *t;
-			uint64_t ts, dur, flow;
-
-			if (shmtrace_open(name, &t) < 0)
-				_exit(3);
-			g_point = point;
-			g_countdown = countdown;
-			shmt_test_hook = kill_hook;
-			for (int i = 0; i < n; i++) {
-				fill((uint64_t)k << 20 | (uint64_t)i, &ts, &dur, &flow);
-				shmtrace_span(t, 2, 1, ts, ts + dur, flow);
-				returned[k] = (uint64_t)i + 1;
-			}
-			shmtrace_flush(t);
-			_exit(0);	/* may not fire when n is small: fine */
-		}
 		pids[k] = (uint32_t)pid;
 		assert_int_equal(waitpid(pid, &status, 0), pid);
 		t0 = shmt_mono_ns();
@@ -113,24 +151,7 @@ static void test_kills_inside_lock(void **state)
 
 	ring_dump(name, &d);
 	torn = d.torn;
-	{
-		/* each child's records: exactly 0 .. returned-1, once each */
-		uint8_t *seen = calloc((size_t)KILLS << 9, 1);
-
-		for (size_t i = 0; i < d.n; i++) {
-			uint64_t k = d.recs[i].ts >> 20, j = d.recs[i].ts & 0xfffff;
-
-			assert_true(whole(&d.recs[i]));
-			assert_true(k < KILLS && j < 512);
-			assert_int_equal(d.recs[i].pid, pids[k]);
-			assert_int_equal(seen[k << 9 | j]++, 0);
-			found++;
-		}
-		for (uint64_t k = 0; k < KILLS; k++)
-			for (uint64_t j = 0; j < returned[k]; j++)
-				lost += !seen[k << 9 | j];
-		free(seen);
-	}
+	lost = count_lost(&d, pids, returned, &found);
 	qsort(recovery, KILLS, sizeof(*recovery), cmp_u64);
 	snprintf(note, sizeof(note), "lock recovery p50 %.0f us, p99 %.0f us, max %.0f us",
 		 recovery[KILLS / 2] / 1e3, recovery[KILLS * 99 / 100] / 1e3, recovery[KILLS - 1] / 1e3);

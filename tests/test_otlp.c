@@ -117,21 +117,14 @@ static char *otlp_span(const char *jsonl, const char *name)
 	return strndup(start, q ? (size_t)(q - start) : strlen(start));
 }
 
-static void test_args_and_open_spans(void **state)
+/* Creates ring and has child_args_dies() record on it and die. */
+static void record_and_kill(const char *ring)
 {
-	const char *ring = test_ring_name("otlp-args");
 	struct shmtrace_ring_config rc = { .capacity = 4096, .blocks = 16 };
-	char *chrome[] = { bin, "export", "--ring", (char *)ring, "-o", (char *)tmp("t.json"), NULL };
-	char *otlp[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "-o",
-			 (char *)tmp("t.jsonl"), NULL };
-	const char *names[] = { "outer", "middle", "inner" };
-	char *cj, *oj, *sp;
-	uint64_t off, ts, end;
 	int p[2], st;
 	pid_t kid;
 	char c;
 
-	(void)state;
 	shmtrace_ring_unlink(ring);
 	assert_int_equal(shmtrace_ring_create(ring, &rc), 0);
 	assert_int_equal(pipe(p), 0);
@@ -146,11 +139,12 @@ static void test_args_and_open_spans(void **state)
 	close(p[0]);
 	assert_int_equal(waitpid(kid, &st, 0), kid);
 	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	assert_int_equal(run(NULL, NULL, chrome), 0);
-	assert_int_equal(run(NULL, NULL, otlp), 0);
-	cj = slurp(tmp("t.json"));
-	oj = slurp(tmp("t.jsonl"));
-	off = field_u64(cj, "\"trace_start_wall_ns\":") - field_u64(cj, "\"trace_start_ns\":");
+}
+
+/* The arguments in the OTLP export oj: as attributes, escaped, exact. */
+static void check_otlp_args(const char *oj)
+{
+	char *sp;
 
 	/* hostile strings escaped as in the Chrome export, int64 exact */
 	sp = otlp_span(oj, "s");
@@ -190,6 +184,15 @@ static void test_args_and_open_spans(void **state)
 	sp = otlp_span(oj, "fi");
 	assert_non_null(strstr(sp, "{\"key\":\"shmtrace.arg.q\\\"uote\\\\\""));
 	free(sp);
+}
+
+/* The spans left open in the OTLP export oj: marked, UNSET, ending where
+ * those of the Chrome export cj end (off: wall clock minus ring clock). */
+static void check_open_spans(const char *cj, const char *oj, uint64_t off)
+{
+	const char *names[] = { "outer", "middle", "inner" };
+	uint64_t ts, end;
+	char *sp;
 
 	/* the open spans: marked, UNSET, ending at the Chrome export's ends */
 	assert_int_equal(count(oj, "{\"key\":\"shmtrace.unfinished\",\"value\":{\"boolValue\":true}}"),
@@ -217,6 +220,26 @@ static void test_args_and_open_spans(void **state)
 	sp = otlp_span(oj, "done");
 	assert_null(strstr(sp, "unfinished"));
 	free(sp);
+}
+
+static void test_args_and_open_spans(void **state)
+{
+	const char *ring = test_ring_name("otlp-args");
+	char *chrome[] = { bin, "export", "--ring", (char *)ring, "-o", (char *)tmp("t.json"), NULL };
+	char *otlp[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "-o",
+			 (char *)tmp("t.jsonl"), NULL };
+	char *cj, *oj;
+	uint64_t off;
+
+	(void)state;
+	record_and_kill(ring);
+	assert_int_equal(run(NULL, NULL, chrome), 0);
+	assert_int_equal(run(NULL, NULL, otlp), 0);
+	cj = slurp(tmp("t.json"));
+	oj = slurp(tmp("t.jsonl"));
+	off = field_u64(cj, "\"trace_start_wall_ns\":") - field_u64(cj, "\"trace_start_ns\":");
+	check_otlp_args(oj);
+	check_open_spans(cj, oj, off);
 	assert_null(strstr(oj, "shmtrace.args_lost"));
 	free(cj);
 	free(oj);

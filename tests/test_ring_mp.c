@@ -21,6 +21,44 @@ static void kill_hook(const char *where)
 		raise(SIGKILL);
 }
 
+/* The child of crash_inside_lock: writes n records on ring name until
+ * kill_hook kills it at where (the countdown-th time it passes there). */
+static void victim(const char *name, const char *where, int countdown, uint64_t n)
+{
+	shmtrace_t *ct;
+	uint64_t ts, dur, flow;
+
+	if (shmtrace_open(name, &ct) < 0)
+		_exit(3);
+	shmtrace_set_thread_name(ct, "victim");
+	g_kill_at = where;
+	g_kill_countdown = countdown;
+	shmt_test_hook = kill_hook;
+	if (!strcmp(where, "intern"))
+		shmtrace_intern(ct, "half-appended");
+	for (uint64_t i = 0; i < n; i++) {
+		fill(i, &ts, &dur, &flow);
+		shmtrace_span(ct, 2, 1, ts, ts + dur, flow);
+	}
+	shmtrace_flush(ct);
+	_exit(0);	/* the hook did not fire: the test fails below */
+}
+
+/* Every string of ring name reads back, none half-appended. */
+static void check_strings_readable(const char *name)
+{
+	struct shmt_view v;
+	char err[256], buf[64];
+	uint32_t id;
+
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	id = shmtrace_intern(NULL, "x");	/* NULL handle: 0 */
+	assert_int_equal(id, 0);
+	for (uint32_t i = 1; i < shmt_ring_nstrings(&v); i++)
+		assert_true(shmt_ring_string(&v, i, buf, sizeof(buf)) > 0);
+	shmt_view_close(&v);
+}
+
 /* A producer dies at `where` inside the lock after writing `n` records
  * (all of whose calls returned); the next taker must recover, and every
  * one of those records must be found exactly once, none torn. */
@@ -37,25 +75,8 @@ static void crash_inside_lock(const char *where, int countdown)
 
 	assert_int_equal(shmtrace_ring_create(name, &c), 0);
 	pid = fork();
-	if (pid == 0) {
-		shmtrace_t *ct;
-		uint64_t ts, dur, flow;
-
-		if (shmtrace_open(name, &ct) < 0)
-			_exit(3);
-		shmtrace_set_thread_name(ct, "victim");
-		g_kill_at = where;
-		g_kill_countdown = countdown;
-		shmt_test_hook = kill_hook;
-		if (!strcmp(where, "intern"))
-			shmtrace_intern(ct, "half-appended");
-		for (uint64_t i = 0; i < n; i++) {
-			fill(i, &ts, &dur, &flow);
-			shmtrace_span(ct, 2, 1, ts, ts + dur, flow);
-		}
-		shmtrace_flush(ct);
-		_exit(0);	/* the hook did not fire: the test fails below */
-	}
+	if (pid == 0)
+		victim(name, where, countdown, n);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
@@ -90,18 +111,7 @@ static void crash_inside_lock(const char *where, int countdown)
 	for (uint64_t i = 0; i < found; i++)
 		assert_int_equal(seen[i], 1);
 	assert_true(found >= (strcmp(where, "intern") && strcmp(where, "name-slot") ? 64u : 0u));
-	{
-		struct shmt_view v;
-		char err[256], buf[64];
-		uint32_t id;
-
-		assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
-		id = shmtrace_intern(NULL, "x");	/* NULL handle: 0 */
-		assert_int_equal(id, 0);
-		for (uint32_t i = 1; i < shmt_ring_nstrings(&v); i++)
-			assert_true(shmt_ring_string(&v, i, buf, sizeof(buf)) > 0);
-		shmt_view_close(&v);
-	}
+	check_strings_readable(name);
 	print_message("%s: %llu of the victim's records kept\n", where, (unsigned long long)found);
 	free(seen);
 	free(d.recs);

@@ -181,6 +181,35 @@ static bool entity_ok(const char *p)
 	return p[1] == '#' && strchr(p, ';');
 }
 
+/* Skips the attributes (name="value") of a tag from *pp, up to its '>' or
+ * '/'. Returns NULL or what is wrong. */
+static const char *xml_attrs(const char **pp)
+{
+	const char *p = *pp;
+
+	while (*p && *p != '>' && *p != '/') {
+		if (*p == ' ' || *p == '\n' || *p == '\t') {
+			p++;
+			continue;
+		}
+		while (*p && *p != '=' && *p != '>')
+			p++;
+		if (*p != '=' || p[1] != '"')
+			return "attribute without a quoted value";
+		for (p += 2; *p && *p != '"'; p++) {
+			if (*p == '<')
+				return "< in an attribute";
+			if (*p == '&' && !entity_ok(p))
+				return "bare & in an attribute";
+		}
+		if (!*p)
+			return "unterminated attribute";
+		p++;
+	}
+	*pp = p;
+	return NULL;
+}
+
 /*
  * A small checker, enough for what the renderer writes: one root element,
  * tags balanced and properly nested, attribute values quoted and free of
@@ -212,6 +241,7 @@ static const char *xml_check(const char *doc)
 			return "bare > in text";
 		} else if (*p == '<') {
 			bool close = p[1] == '/';
+			const char *why;
 			char name[32];
 			size_t n = 0;
 
@@ -221,26 +251,9 @@ static const char *xml_check(const char *doc)
 			name[n] = 0;
 			if (!n)
 				return "empty tag name";
-			/* attributes: name="value" */
-			while (*p && *p != '>' && *p != '/') {
-				if (*p == ' ' || *p == '\n' || *p == '\t') {
-					p++;
-					continue;
-				}
-				while (*p && *p != '=' && *p != '>')
-					p++;
-				if (*p != '=' || p[1] != '"')
-					return "attribute without a quoted value";
-				for (p += 2; *p && *p != '"'; p++) {
-					if (*p == '<')
-						return "< in an attribute";
-					if (*p == '&' && !entity_ok(p))
-						return "bare & in an attribute";
-				}
-				if (!*p)
-					return "unterminated attribute";
-				p++;
-			}
+			why = xml_attrs(&p);
+			if (why)
+				return why;
 			if (*p == '/') {
 				if (close || p[1] != '>')
 					return "bad self-closing tag";
