@@ -9,6 +9,31 @@
 
 #include "collector_run.h"
 
+/* A producer of 60000 records against collector col, whose output fails:
+ * exit 1, the capture at out read (into t) up to its last whole frame, cut,
+ * and the ring's tail never past what reached the file. Returns the ring's
+ * stats. */
+static struct shmtrace_stats expect_output_failure(const char *ring, const char *out, pid_t col,
+						   struct tally *t)
+{
+	struct shmtrace_stats st;
+	shmtrace_t *h;
+	int status;
+
+	run_producers(ring, t, 1, 60000);
+	wait_producers(t);
+	assert_int_equal(waitpid(col, &status, 0), col);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	read_capture(out, t);
+	assert_true(t->records > 0);
+	assert_int_equal(t->cut_ends, 1);
+	assert_int_equal(shmtrace_open(ring, &h), 0);
+	shmtrace_stats(h, &st);
+	assert_true(st.tail <= t->records);
+	shmtrace_close(h);
+	return st;
+}
+
 /* A file-size limit: a clear error, exit 1, the file readable, and what
  * was not written is still in the ring. */
 static void test_file_size_limit_exits_1_rest_stays_in_ring(void **state)
@@ -18,8 +43,6 @@ static void test_file_size_limit_exits_1_rest_stays_in_ring(void **state)
 	char out[256];
 	struct tally t = { 0 };
 	struct shmtrace_stats st;
-	shmtrace_t *h;
-	int status;
 	pid_t col;
 
 	(void)state;
@@ -27,19 +50,8 @@ static void test_file_size_limit_exits_1_rest_stays_in_ring(void **state)
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
 	/* 60000 records take over 300 KB even packed (5 bytes at least) */
 	col = start_collector(ring, out, NULL, 256 * 1024);
-	run_producers(ring, &t, 1, 60000);
-	wait_producers(&t);
-	assert_int_equal(waitpid(col, &status, 0), col);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
-	read_capture(out, &t);
-	assert_true(t.records > 0);
-	assert_int_equal(t.cut_ends, 1);
-	/* the tail never passed what reached the file */
-	assert_int_equal(shmtrace_open(ring, &h), 0);
-	shmtrace_stats(h, &st);
-	assert_true(st.tail <= t.records);
+	st = expect_output_failure(ring, out, col, &t);
 	assert_true(st.head - st.tail + t.records >= 60000 - st.dropped);
-	shmtrace_close(h);
 	unlink(out);
 	tally_free(&t);
 	shmtrace_ring_unlink(ring);
@@ -53,9 +65,6 @@ static void test_full_disk_exits_1_rest_stays_in_ring(void **state)
 	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
 	char dir[] = "/tmp/shmt-enospc-XXXXXX", out[300];
 	struct tally t = { 0 };
-	struct shmtrace_stats st;
-	shmtrace_t *h;
-	int status;
 	pid_t col;
 
 	(void)state;
@@ -68,17 +77,7 @@ static void test_full_disk_exits_1_rest_stays_in_ring(void **state)
 	snprintf(out, sizeof(out), "%s/full.cap", dir);
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
 	col = start_collector(ring, out, NULL, 0);
-	run_producers(ring, &t, 1, 60000);
-	wait_producers(&t);
-	assert_int_equal(waitpid(col, &status, 0), col);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
-	read_capture(out, &t);
-	assert_true(t.records > 0);
-	assert_int_equal(t.cut_ends, 1);
-	assert_int_equal(shmtrace_open(ring, &h), 0);
-	shmtrace_stats(h, &st);
-	assert_true(st.tail <= t.records);
-	shmtrace_close(h);
+	expect_output_failure(ring, out, col, &t);
 	figure("ENOSPC (128 KiB tmpfs)", 1, 60000, t.records, 0, 0, 0,
 	       "exit 1, file readable, the rest kept in the ring");
 	umount(dir);
