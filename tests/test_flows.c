@@ -124,14 +124,15 @@ static void test_interleaved_flows_and_ids(void **state)
 	add(&f, UINT64_MAX, 16, 3, 3);
 	assert_int_equal(run(&f), 3);
 	assert_int_equal(ngot, 7);
-	/* ids are 1..N in order of first arrival */
-	expect(0, 's', 1, 10, 1);
-	expect(1, 't', 1, 14, 2);
-	expect(2, 'f', 1, 16, 3);
-	expect(3, 's', 2, 11, 2);
-	expect(4, 'f', 2, 13, 1);
-	expect(5, 's', 3, 12, 3);
-	expect(6, 'f', 3, 15, 1);
+	/* flows in the order of their keys (ring-local ids, then global
+	 * ones), each id one more than its first record's arrival */
+	expect(0, 's', 2, 11, 2);
+	expect(1, 'f', 2, 13, 1);
+	expect(2, 's', 3, 12, 3);
+	expect(3, 'f', 3, 15, 1);
+	expect(4, 's', 1, 10, 1);
+	expect(5, 't', 1, 14, 2);
+	expect(6, 'f', 1, 16, 3);
 	for (size_t i = 0; i < ngot; i++) {
 		assert_true(got[i].id >= 1 && got[i].id <= 3);
 		assert_true(got[i].id < (1ull << 53));
@@ -154,10 +155,10 @@ static void test_single_record_draws_nothing(void **state)
 	add(&f, 8, 20, 2, 2);
 	assert_int_equal(run(&f), 1);
 	assert_int_equal(ngot, 2);
-	/* flow 9 drew nothing, and took no id */
+	/* flow 9 drew nothing; flow 8's id is its first record's arrival + 1 */
 	assert_int_equal(nsingle, 1);
-	expect(0, 's', 1, 10, 1);
-	expect(1, 'f', 1, 20, 2);
+	expect(0, 's', 2, 10, 1);
+	expect(1, 'f', 2, 20, 2);
 	flows_free(&f);
 	flows_init(&f);
 	add(&f, 9, 10, 1, 1);
@@ -236,7 +237,8 @@ static void test_emit_error_stops(void **state)
 	flows_free(&f);
 }
 
-/* every flow of test_many_flows: s then f, ids in arrival order */
+/* every flow of test_many_flows: s then f, by flow id (the last added
+ * first), each id its first record's arrival + 1 */
 static int check(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
 		 const struct flow_ev *group, size_t n)
 {
@@ -244,15 +246,15 @@ static int check(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
 
 	assert_int_equal(n, 2);
 	assert_ptr_equal(group, ph == 's' ? e : e - 1);
+	assert_int_equal(id, 2 * *next + 1);
+	assert_int_equal(e->flow, 1000000 - *next);
 	if (ph == 's') {
-		assert_int_equal(id, *next);
-		assert_int_equal(e->ts, id - 1);
+		assert_int_equal(e->ts, *next);
 		assert_int_equal(e->pid, 1);
 	} else {
 		assert_int_equal(ph, 'f');
-		assert_int_equal(id, *next);
 		assert_int_equal(e->pid, 2);
-		++*next;
+		--*next;
 	}
 	return 0;
 }
@@ -260,11 +262,11 @@ static int check(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
 static void test_many_flows(void **state)
 {
 	struct flows f;
-	uint64_t n, next = 1;
+	uint64_t n, next = 4999;
 
 	(void)state;
 	flows_init(&f);
-	/* past the initial allocation, ids still dense and ordered */
+	/* past the initial allocation, ids still unique and ordered */
 	for (uint64_t i = 0; i < 5000; i++) {
 		add(&f, 1000000 - i, i, 1, 1);
 		add(&f, 1000000 - i, i + 1, 2, 2);
@@ -273,7 +275,7 @@ static void test_many_flows(void **state)
 	assert_int_equal(f.n, 10000);
 	assert_int_equal(flows_assemble(&f, check, &next, &n), 0);
 	assert_int_equal(n, 5000);
-	assert_int_equal(next, 5001);
+	assert_int_equal(next, UINT64_MAX);
 	flows_free(&f);
 }
 
@@ -294,8 +296,16 @@ static int rescan_all(void *ctx)
 
 	rc->calls++;
 	for (uint64_t i = 0; i < BIND_EVENTS; i++)
-		bind_seen(rc->b, 1, 1, BIND_T0 + i * 1000);
+		assert_int_equal(bind_seen(rc->b, 1, 1, BIND_T0 + i * 1000), 0);
 	return 0;
+}
+
+/* A flow slice of 100 ns on the events' thread. */
+static void add_at(struct flows *f, uint64_t flow, uint64_t ts)
+{
+	struct flow_ev e = { .flow = flow, .ts = ts, .dur = 100, .pid = 1, .tid = 1 };
+
+	assert_int_equal(flows_add(f, &e), 0);
 }
 
 static void note_events(struct bind *b)
@@ -313,42 +323,54 @@ static void note_events(struct bind *b)
  */
 static void test_bind_free_starts_need_no_second_read(void **state)
 {
-	static struct flow_ev v[BIND_FLOWS];
 	struct rescan_ctx rc = { 0 };
+	struct flows f;
+	struct flow_ev e;
 	struct bind b;
+	size_t i = 0;
 
 	(void)state;
 	note_events(&b);
 	rc.b = &b;
-	for (size_t i = 0; i < BIND_FLOWS; i++)
-		v[i] = (struct flow_ev){ .flow = i + 1, .ts = BIND_T0 + i * 10000 + 500, .dur = 100,
-					 .pid = 1, .tid = 1, .order = (uint32_t)i };
-	assert_int_equal(bind_resolve(&b, v, BIND_FLOWS, rescan_all, &rc), 0);
+	flows_init(&f);
+	for (i = 0; i < BIND_FLOWS; i++)
+		add_at(&f, i + 1, BIND_T0 + i * 10000 + 500);
+	assert_int_equal(bind_resolve(&b, &f, rescan_all, &rc), 0);
 	assert_int_equal(rc.calls, 0);
 	assert_int_equal(b.moved, 0);
+	assert_int_equal(flows_rewind(&f), 0);
+	for (i = 0; flows_next(&f, &e) == 1; i++)
+		assert_int_equal(e.ts, BIND_T0 + i * 10000 + 500);
+	assert_int_equal(i, BIND_FLOWS);
+	flows_free(&f);
 	bind_free(&b);
 }
 
 /* Flow slices on taken starts: found by the second read, moved 1 ns. */
 static void test_bind_taken_starts_move(void **state)
 {
-	struct flow_ev v[3];
 	struct rescan_ctx rc = { 0 };
+	struct flows f;
+	struct flow_ev e;
 	struct bind b;
+	size_t i;
 
 	(void)state;
 	note_events(&b);
 	rc.b = &b;
-	for (size_t i = 0; i < 3; i++)
-		v[i] = (struct flow_ev){ .flow = i + 1, .ts = BIND_T0 + i * 300000, .dur = 100,
-					 .pid = 1, .tid = 1, .order = (uint32_t)i };
-	assert_int_equal(bind_resolve(&b, v, 3, rescan_all, &rc), 0);
+	flows_init(&f);
+	for (i = 0; i < 3; i++)
+		add_at(&f, i + 1, BIND_T0 + i * 300000);
+	assert_int_equal(bind_resolve(&b, &f, rescan_all, &rc), 0);
 	assert_int_equal(rc.calls, 1);
 	assert_int_equal(b.moved, 3);
-	for (size_t i = 0; i < 3; i++) {
-		assert_int_equal(v[i].ts, BIND_T0 + i * 300000 + 1);
-		assert_int_equal(v[i].dur, 99);
+	assert_int_equal(flows_rewind(&f), 0);
+	for (i = 0; flows_next(&f, &e) == 1; i++) {
+		assert_int_equal(e.ts, BIND_T0 + i * 300000 + 1);
+		assert_int_equal(e.dur, 99);
 	}
+	assert_int_equal(i, 3);
+	flows_free(&f);
 	bind_free(&b);
 }
 

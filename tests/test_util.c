@@ -2,16 +2,20 @@
 /*
  * test_util.c - the util layer and the ring-name rule: the duration and
  * ISO time formatters (both styles at every unit boundary), the histogram's
- * buckets and quantiles, u64map, and shmt_ring_path().
+ * buckets and quantiles, u64map, the external sort (runs merged in order,
+ * read again, a spill file in the order given, a temporary directory that
+ * cannot be written), and shmt_ring_path().
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
+#include "extsort.h"
 #include "fmt.h"
 #include "hist.h"
 #include "ring_reader.h"
@@ -101,6 +105,103 @@ static void test_u64map(void **state)
 	u64map_free(&m);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The i-th of n items: a permutation of 0..n-1 (n a power of two). */
+static uint64_t shuffled(uint64_t i, uint64_t n)
+{
+	return (i * 0x9e3779b97f4a7c15ull) & (n - 1);
+}
+
+/* Reads s from the start: the items must be 0..n-1 in order (sorted) or
+ * shuffled(0..n-1) (the order they were added). */
+static void expect_items(struct extsort *s, uint64_t n, bool sorted)
+{
+	uint64_t v, i = 0;
+
+	assert_int_equal(extsort_rewind(s), 0);
+	while (extsort_next(s, &v) == 1) {
+		assert_true(i < n);
+		assert_int_equal(v, sorted ? i : shuffled(i, n));
+		i++;
+	}
+	assert_int_equal(i, n);
+	assert_int_equal(extsort_next(s, &v), 0);
+}
+
+/* Many more items than memory holds: sorted runs in a file, merged in
+ * order, read again from the start; and the same in the order added. */
+static void test_extsort_runs(void **state)
+{
+	const uint64_t n = 1u << 16;
+
+	(void)state;
+	for (int sorted = 0; sorted < 2; sorted++) {
+		/* 8 KiB: 1024 items, the least it keeps: 64 runs */
+		struct extsort *s = extsort_new(sizeof(uint64_t), sorted ? cmp_u64 : NULL, 8192);
+
+		assert_non_null(s);
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t v = shuffled(i, n);
+
+			assert_int_equal(extsort_add(s, &v), 0);
+		}
+		assert_int_equal(extsort_count(s), n);
+		assert_int_equal(extsort_runs(s), n / 1024 - 1);
+		expect_items(s, n, sorted);
+		expect_items(s, n, sorted);
+		assert_int_equal(extsort_add(s, &n), -EINVAL);
+		extsort_free(s);
+	}
+}
+
+/* A sort that fits its memory writes no file; an empty one reads empty. */
+static void test_extsort_in_memory(void **state)
+{
+	struct extsort *s = extsort_new(sizeof(uint64_t), cmp_u64, 1 << 20);
+	uint64_t v;
+
+	(void)state;
+	assert_non_null(s);
+	assert_int_equal(extsort_rewind(s), 0);
+	assert_int_equal(extsort_next(s, &v), 0);
+	extsort_free(s);
+	s = extsort_new(sizeof(uint64_t), cmp_u64, 1 << 20);
+	for (uint64_t i = 0; i < 4096; i++) {
+		v = shuffled(i, 4096);
+		assert_int_equal(extsort_add(s, &v), 0);
+	}
+	expect_items(s, 4096, true);
+	assert_int_equal(extsort_runs(s), 0);
+	extsort_free(s);
+}
+
+/* A temporary directory that is not there: the error, not a crash. */
+static void test_extsort_no_tmpdir(void **state)
+{
+	struct extsort *s = extsort_new(sizeof(uint64_t), cmp_u64, 8192);
+	const char *old = getenv("TMPDIR");
+	char *saved = old ? strdup(old) : NULL;
+	int ret = 0;
+
+	(void)state;
+	setenv("TMPDIR", "/nonexistent-shmtrace-dir", 1);
+	for (uint64_t i = 0; i < 4096 && ret == 0; i++)
+		ret = extsort_add(s, &i);
+	assert_int_equal(ret, -ENOENT);
+	if (saved)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
+	extsort_free(s);
+}
+
 static void test_ring_path(void **state)
 {
 	char buf[SHMT_PATH_MAX], longname[SHMT_NAME_MAX + 2];
@@ -127,6 +228,9 @@ int main(void)
 		cmocka_unit_test(test_fmt_iso),
 		cmocka_unit_test(test_hist),
 		cmocka_unit_test(test_u64map),
+		cmocka_unit_test(test_extsort_runs),
+		cmocka_unit_test(test_extsort_in_memory),
+		cmocka_unit_test(test_extsort_no_tmpdir),
 		cmocka_unit_test(test_ring_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

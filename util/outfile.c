@@ -90,42 +90,80 @@ static int open_in_place(struct outfile *o, unsigned mode, char *err, size_t err
 	return ret;
 }
 
-/* Creates o->tmp, "DIR/.NAME.XXXXXX.tmp" beside o->path, exclusively. */
-static int open_tmp(struct outfile *o, char *err, size_t errlen)
+/*
+ * Makes a name "DIR/.NAME.XXXXXX.tmp" beside o->path that nothing has, in
+ * o->tmp, and calls make(o) until it creates it: 0, or -errno.
+ */
+static int at_tmp_name(struct outfile *o, int (*make)(struct outfile *o))
 {
 	const char *slash = strrchr(o->path, '/');
 	size_t dirlen = slash ? (size_t)(slash - o->path) + 1 : 0;
 	size_t len = strlen(o->path) + 32;
 	struct timespec ts;
 	unsigned long long r;
+	int ret = -EEXIST;
 
 	o->tmp = malloc(len);
-	if (!o->tmp) {
-		snprintf(err, errlen, "out of memory");
+	if (!o->tmp)
 		return -ENOMEM;
-	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	r = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)getpid() << 32);
-	for (int tries = 0; tries < 100; tries++) {
+	for (int tries = 0; tries < 100 && ret == -EEXIST; tries++) {
 		r = r * 6364136223846793005ull + 1442695040888963407ull;
 		snprintf(o->tmp, len, "%.*s.%s.%06llx.tmp", (int)dirlen, o->path,
 			 o->path + dirlen, (r >> 40) & 0xffffff);
-		/* O_EXCL: never a file or a link that is already there */
-		o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
-			     0666);
-		if (o->fd >= 0)
-			return 0;
-		if (errno != EEXIST)
-			break;
+		ret = make(o);
 	}
-	{
-		int e = errno;
-
-		snprintf(err, errlen, "cannot create a file beside '%.400s': %s", o->path, strerror(e));
+	if (ret < 0) {
 		free(o->tmp);
 		o->tmp = NULL;
-		return -e;
 	}
+	return ret;
+}
+
+/* O_EXCL: never a file or a link that is already there */
+static int create_tmp(struct outfile *o)
+{
+	o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0666);
+	return o->fd >= 0 ? 0 : -errno;
+}
+
+/* The anonymous file given the name o->tmp (linkat() never replaces). */
+static int link_anon(struct outfile *o)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->anon);
+	return linkat(AT_FDCWD, proc, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
+}
+
+/*
+ * An unnamed file in o->path's directory (O_TMPFILE), named only once it
+ * is whole (outfile_commit()): a run killed before that leaves nothing
+ * behind. o->anon keeps it open for the naming, whatever the caller does
+ * with o->fd. Where the file system has no O_TMPFILE, or /proc is not
+ * there to name it through, a named temporary beside the path instead.
+ */
+static int open_tmp(struct outfile *o, char *err, size_t errlen)
+{
+	const char *slash = strrchr(o->path, '/');
+	char dir[4096];
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->path) + 1 : 1,
+		 slash ? o->path : ".");
+	if (access("/proc/self/fd", X_OK) == 0 &&
+	    (o->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666)) >= 0) {
+		o->anon = dup(o->fd);
+		if (o->anon >= 0)
+			return 0;
+		close(o->fd);
+	}
+	ret = at_tmp_name(o, create_tmp);
+	if (ret < 0)
+		snprintf(err, errlen, "cannot create a file beside '%.400s': %s", o->path,
+			 strerror(-ret));
+	return ret;
 }
 
 int outfile_open(struct outfile *o, const char *path, enum outfile_how how, unsigned mode,
@@ -134,6 +172,7 @@ int outfile_open(struct outfile *o, const char *path, enum outfile_how how, unsi
 	struct stat st;
 
 	o->fd = -1;
+	o->anon = -1;
 	o->path = path;
 	o->tmp = NULL;
 	if (lstat(path, &st) == 0) {
@@ -155,6 +194,12 @@ int outfile_commit(struct outfile *o, char *err, size_t errlen)
 		snprintf(err, errlen, "writing '%.400s': %s", o->path, strerror(-ret));
 	}
 	o->fd = -1;
+	if (ret == 0 && o->anon >= 0 && (ret = at_tmp_name(o, link_anon)) < 0)
+		snprintf(err, errlen, "cannot name the output beside '%.400s': %s", o->path,
+			 strerror(-ret));
+	if (o->anon >= 0)
+		close(o->anon);
+	o->anon = -1;
 	if (ret == 0 && o->tmp && rename(o->tmp, o->path) < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot rename the output into '%.400s': %s", o->path,
@@ -172,6 +217,9 @@ void outfile_abort(struct outfile *o)
 	if (o->fd >= 0)
 		close(o->fd);
 	o->fd = -1;
+	if (o->anon >= 0)
+		close(o->anon);
+	o->anon = -1;
 	if (o->tmp)
 		unlink(o->tmp);
 	free(o->tmp);

@@ -10,9 +10,11 @@
  * readable up to its last full frame) is opened at its path with
  * O_NOFOLLOW, without blocking and without taking a terminal, checked to
  * be a regular file and truncated. An output written whole (OUTFILE_WHOLE:
- * exports, SVG) is written into a temporary file created exclusively
- * beside it and renamed over the path by outfile_commit(), so that a
- * failed run leaves the path as it was. A character device (/dev/null)
+ * exports, SVG) is written into an unnamed file in its directory
+ * (O_TMPFILE; a temporary file created exclusively beside it where the
+ * file system has none), named beside it and renamed over the path by
+ * outfile_commit(), so that a failed run leaves the path as it was and a
+ * killed one leaves no file behind. A character device (/dev/null)
  * is written in place either way: no user can plant one.
  */
 #ifndef SHMTRACE_OUTFILE_H
@@ -28,7 +30,8 @@ enum outfile_how {
 struct outfile {
 	int fd;			/* -1 when none is open */
 	const char *path;	/* as given (not copied) */
-	char *tmp;		/* the temporary being written, or NULL */
+	char *tmp;		/* the temporary's name, or NULL */
+	int anon;		/* the unnamed file, kept open to name it; -1: none */
 };
 
 /*

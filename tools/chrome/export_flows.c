@@ -119,8 +119,7 @@ static int on_rescan(void *ctx, const struct shmt_record *r, uint64_t start_time
 
 	if (!export_wanted(e, r) || (r->flow && shmt_record_kind(r) != SHMTRACE_KIND_COUNTER))
 		return 0;
-	bind_seen(&e->bind, hosts_outpid(&e->hosts, r->pid, start_time, r->ts), r->tid, r->ts);
-	return 0;
+	return bind_seen(&e->bind, hosts_outpid(&e->hosts, r->pid, start_time, r->ts), r->tid, r->ts);
 }
 
 static int rescan(void *ctx)
@@ -137,7 +136,7 @@ int export_flows(struct exporter *e, char *err, size_t errlen)
 	int ret;
 
 	/* each flow's slice the only event of its thread at its start */
-	ret = bind_resolve(&e->bind, e->fl.v, e->fl.n, rescan, &rs);
+	ret = bind_resolve(&e->bind, &e->fl, rescan, &rs);
 	if (ret < 0)
 		return ret;
 	return flows_assemble(&e->fl, on_flow, e, &e->flows);

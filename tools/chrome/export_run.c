@@ -111,7 +111,8 @@ int chrome_export(struct source *src, const struct filter *flt, struct cmd *c)
 	}
 	e->src = src;
 	e->flt = *flt;
-	flows_init(&e->fl);
+	flows_init_by(&e->fl, bind_order);
+	args_store_init(&e->fargs);
 	u64map_init(&e->seen);
 	if ((rc = cmd_create(c)) != 0) {
 		exporter_free(e);

@@ -134,6 +134,7 @@ static int setup(struct otlp *o, struct source *src, const struct otlp_opts *opt
 	o->fd = -1;
 	o->of.fd = -1;
 	flows_init(&o->fl);
+	args_store_init(&o->fargs);
 	keyed_init(&o->pend, sizeof(struct pend));
 	keyed_init(&o->batch, sizeof(struct pbatch));
 	u64map_init(&o->last);

@@ -5,9 +5,11 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "array.h"
+#include "extsort.h"
 #include "flows.h"
 
 void args_hold(struct args_pend *p, const struct shmt_record *r, uint32_t pid, uint32_t ring,
@@ -57,28 +59,60 @@ bool args_take(struct args_pend *p)
 	return true;
 }
 
+void args_store_init(struct args_store *s)
+{
+	s->v = NULL;
+	s->n = s->cap = 0;
+	s->fd = -1;
+	s->nfile = 0;
+}
+
 int args_keep(struct args_store *s, const struct ev_args *a, uint32_t *idx)
 {
 	*idx = 0;
 	if (!a || !a->n)
 		return 0;
-	if (array_reserve(&s->v, &s->cap, s->n + 1, sizeof(*s->v), 64) < 0)
+	if (s->n == s->cap && s->cap < ARGS_MEM / sizeof(*a) &&
+	    array_reserve_max(&s->v, &s->cap, s->n + 1, sizeof(*s->v), 64, ARGS_MEM / sizeof(*a)) < 0)
 		return -ENOMEM;
-	s->v[s->n++] = *a;
-	*idx = (uint32_t)s->n;
+	if (s->n < s->cap) {
+		s->v[s->n] = *a;
+	} else {
+		/* beyond memory: at its place in the file */
+		off_t off = (off_t)((s->n - s->cap) * sizeof(*a));
+
+		if (s->fd < 0 && (s->fd = extsort_tempfile()) < 0) {
+			int ret = s->fd;
+
+			s->fd = -1;
+			return ret;
+		}
+		if (pwrite(s->fd, a, sizeof(*a), off) != (ssize_t)sizeof(*a))
+			return errno ? -errno : -ENOSPC;
+		s->nfile++;
+	}
+	*idx = (uint32_t)++s->n;
 	return 0;
 }
 
-const struct ev_args *args_get(const struct args_store *s, uint32_t i)
+const struct ev_args *args_get(struct args_store *s, uint32_t i)
 {
-	return i && i <= s->n ? &s->v[i - 1] : NULL;
+	if (!i || i > s->n)
+		return NULL;
+	if (i <= s->cap)
+		return &s->v[i - 1];
+	if (pread(s->fd, &s->got, sizeof(s->got), (off_t)((i - 1 - s->cap) * sizeof(s->got))) !=
+	    (ssize_t)sizeof(s->got))
+		return NULL;
+	return &s->got;
 }
 
 void args_store_free(struct args_store *s)
 {
 	free(s->v);
-	s->v = NULL;
-	s->n = s->cap = 0;
+	if (s->fd >= 0)
+		close(s->fd);
+	args_store_init(s);
 }
 
 int open_note(struct open_spans *o, struct u64map *last, uint64_t key,

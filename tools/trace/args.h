@@ -57,17 +57,29 @@ void args_on_arg(struct args_pend *p, const struct shmt_record *r, bool follows)
  * false when none is held. Counts its arguments in p->args. */
 bool args_take(struct args_pend *p);
 
-/* Arguments kept for events written later (those of flows), numbered 1..n. */
+/*
+ * Arguments kept for events written later (those of flows), numbered
+ * 1..n: the first ARGS_MEM bytes of them in memory, the rest in an
+ * unlinked temporary file (util/extsort.h's), so that a trace's size
+ * never decides the export's memory.
+ */
+#define ARGS_MEM (8u << 20)
+
 struct args_store {
 	struct ev_args *v;
 	size_t n, cap;
+	int fd;			/* the rest, from v's capacity on; -1: none yet */
+	uint64_t nfile;
+	struct ev_args got;	/* args_get()'s answer from the file */
 };
 
+void args_store_init(struct args_store *s);
 /* Keeps a copy of a if it has arguments, *idx its number (>= 1), else
- * *idx = 0. Returns 0 or -ENOMEM. */
+ * *idx = 0. Returns 0 or -errno. */
 int args_keep(struct args_store *s, const struct ev_args *a, uint32_t *idx);
-/* The arguments numbered i, or NULL (0 or out of range). */
-const struct ev_args *args_get(const struct args_store *s, uint32_t i);
+/* The arguments numbered i, or NULL (0, out of range, or the file could
+ * not be read); valid until the next call. */
+const struct ev_args *args_get(struct args_store *s, uint32_t i);
 void args_store_free(struct args_store *s);
 
 /* An open span of a thread, exported after the pass at its thread's end. */

@@ -20,7 +20,7 @@
 #include "bind.h"
 #include "hash.h"
 
-#define BLOOM_LINES	(1u << 17)	/* 64-byte lines: 8 MiB */
+#define BLOOM_LINES	(1u << 18)	/* 64-byte lines: 16 MiB */
 /*
  * The events of one thread within one window of viewer time go to one
  * group of lines, so that the events streamed one after the other touch
@@ -33,8 +33,20 @@
 #define GROUP_LINES	8u		/* lines of one (thread, window) */
 #define WINDOW_SHIFT	6		/* window: 64 us of viewer time */
 
-#define ASK_BITS	(1u << 20)	/* askbits: 128 KiB */
-#define ASK_BIT(k)	((k) >> 44)	/* the key's top 20 bits */
+/* askbits: a Bloom filter of the asked keys, four bits a key in 2^askshift
+ * bits: 16 bits a key, from 128 KiB (in a core's cache, which the
+ * verification pass probes for every event) to 16 MiB */
+#define ASK_SHIFT_MIN	20
+#define ASK_SHIFT_MAX	27
+#define ASK_HASHES	4
+
+/* the sorts' memory: asked, answered, found */
+#define SORT_MEM	(8u << 20)
+
+/* Candidates one record may ask about in one round: true collisions at
+ * more than a few consecutive nanoseconds of one thread are rare, and a
+ * saturated filter must not make every record ask a long chain. */
+#define ASK_AHEAD	4
 
 enum { TAKEN = 1, FREE = 2, UNKNOWN = 3 };
 
@@ -66,8 +78,6 @@ static uint64_t key_at(const struct bind *b, uint32_t pid, uint32_t tid, uint64_
 int bind_init(struct bind *b)
 {
 	memset(b, 0, sizeof(*b));
-	u64map_init(&b->known);
-	u64map_init(&b->ask);
 	/* calloc'd pages stay untouched (and unmapped) until used */
 	b->bloom = calloc((size_t)BLOOM_LINES * 8, sizeof(*b->bloom));
 	return b->bloom ? 0 : -ENOMEM;
@@ -77,8 +87,7 @@ void bind_free(struct bind *b)
 {
 	free(b->bloom);
 	free(b->askbits);
-	u64map_free(&b->known);
-	u64map_free(&b->ask);
+	extsort_free(b->hits);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -86,8 +95,7 @@ void bind_free(struct bind *b)
  * BITS bits of its 512-bit line per key (key bits 3.. : bits 0..2 chose
  * the line in its group). Six, not three: at a million events (8 per
  * line) they leave about one free timestamp in a million uncleared, so
- * such an export reads its input once; at ten million (70 per line) the
- * rate of false "maybe"s is within a few per cent of the best count's.
+ * such an export reads its input once.
  */
 #define BITS		6
 #define BIT(k, i)	((unsigned)((k) >> (3 + 9 * (i))) & 511u)
@@ -108,46 +116,55 @@ static bool maybe(const uint64_t *line, uint64_t k)
 	return true;
 }
 
-void bind_seen(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
+/* The bit of askbits that hash i of key k sets. */
+static uint64_t ask_bit(const struct bind *b, uint64_t k, int i)
 {
-	uint64_t *line, k = key_at(b, pid, tid, ts, &line), *v;
+	uint64_t h = i < 2 ? k : hash_fmix64(k ^ 0x5bd1e9955bd1e995ull);
 
-	/* a verification pass sees every event: most are not asked about,
-	 * and one bit in 128 KiB says so without a probe of the map */
-	if (!b->askbits || !(b->askbits[ASK_BIT(k) / 64] & 1ull << (ASK_BIT(k) % 64)))
-		return;
-	v = u64map_find(&b->ask, k);
-	if (v)
-		*v = TAKEN;
+	return (h >> (i % 2 * 32)) & ((1ull << b->askshift) - 1);
 }
 
-/* The bits of askbits for the keys of ask, before a verification pass. */
-static int mark_asked(struct bind *b)
-{
-	uint64_t key, *val;
+/* A timestamp of a thread: what is asked, answered and found. */
+struct bkey {
+	uint32_t pid, tid;
+	uint64_t ts;
+	uint32_t state;		/* answers: TAKEN or FREE */
+	uint32_t pad;
+};
 
-	if (!b->askbits && !(b->askbits = malloc(ASK_BITS / 8)))
-		return -ENOMEM;
-	memset(b->askbits, 0, ASK_BITS / 8);
-	for (size_t pos = 0; u64map_next(&b->ask, &pos, &key, &val);)
-		b->askbits[ASK_BIT(key) / 64] |= 1ull << (ASK_BIT(key) % 64);
-	return 0;
+#define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
+
+/* By thread, then start. */
+static int cmp_key(const struct bkey *a, const struct bkey *b)
+{
+	int c;
+
+	if ((c = CMP(a->pid, b->pid)) || (c = CMP(a->tid, b->tid)))
+		return c;
+	return CMP(a->ts, b->ts);
 }
 
-static int state(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
+static int cmp_bkey(const void *a, const void *b)
+{
+	return cmp_key(a, b);
+}
+
+int bind_seen(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
 {
 	uint64_t *line, k = key_at(b, pid, tid, ts, &line);
-	const uint64_t *v = u64map_find(&b->known, k);
-	bool added;
+	struct bkey h = { .pid = pid, .tid = tid, .ts = ts };
 
-	if (v)
-		return (int)*v;
-	if (!maybe(line, k))
-		return FREE;
-	/* the next verification pass answers it; FREE unless seen */
-	if (!u64map_get(&b->ask, k, FREE, &added))
-		return -ENOMEM;
-	return UNKNOWN;
+	/* a verification pass sees every event: most are not asked about,
+	 * and the filter of the asked keys says so */
+	if (!b->askbits || !b->hits)
+		return 0;
+	for (int i = 0; i < ASK_HASHES; i++) {
+		uint64_t bit = ask_bit(b, k, i);
+
+		if (!(b->askbits[bit / 64] & 1ull << (bit % 64)))
+			return 0;
+	}
+	return extsort_add(b->hits, &h);
 }
 
 /* The first ns after ts that a viewer tells apart from ts, or ts itself
@@ -162,10 +179,8 @@ static uint64_t next_view(uint64_t ts)
 	return n > ts ? n : ts;
 }
 
-#define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
-
 /* By thread, then start; the longer span first, so it keeps the start. */
-static int cmp_thread(const void *pa, const void *pb)
+int bind_order(const void *pa, const void *pb)
 {
 	const struct flow_ev *a = pa, *b = pb;
 	int c;
@@ -176,77 +191,264 @@ static int cmp_thread(const void *pa, const void *pb)
 	return CMP(a->order, b->order);
 }
 
-/* One round: proposes a start for every record; returns how many
- * timestamps it could not settle (then the proposals are not final). */
-static long propose(struct bind *b, struct flow_ev *v, size_t n, uint64_t *start)
-{
-	long unknown = 0;
+/* A cursor over answers sorted by cmp_key: asked in increasing order. */
+struct answers {
+	struct extsort *s;
+	struct bkey cur;
+	int have;		/* 1: cur is the next answer; 0: none left */
+};
 
-	for (size_t i = 0; i < n; i++) {
-		bool same = i && v[i].pid == v[i - 1].pid && v[i].tid == v[i - 1].tid;
-		uint64_t t = v[i].ts;
-		int st;
+static int answers_start(struct answers *a)
+{
+	int ret;
+
+	a->have = 0;
+	if (!a->s)
+		return 0;
+	ret = extsort_rewind(a->s);
+	if (ret == 0)
+		ret = a->have = extsort_next(a->s, &a->cur);
+	return ret < 0 ? ret : 0;
+}
+
+/* The answer for q (TAKEN, FREE), 0 when it was never asked, or -errno.
+ * Calls come in increasing order of q. */
+static int answer(struct answers *a, const struct bkey *q)
+{
+	int ret;
+
+	while (a->have == 1 && cmp_key(&a->cur, q) < 0)
+		if ((ret = a->have = extsort_next(a->s, &a->cur)) < 0)
+			return ret;
+	return a->have == 1 && cmp_key(&a->cur, q) == 0 ? (int)a->cur.state : 0;
+}
+
+/* One round over the flow records by thread. Proposes a start for each
+ * and, when out is not NULL, puts the record moved there into out.
+ * Timestamps neither answered nor cleared by the filter go to asks.
+ * Returns how many it could not settle (then out is not final). */
+static long propose(struct bind *b, struct extsort *byth, struct answers *known,
+		    struct extsort *asks, struct flows *out)
+{
+	struct flow_ev e, prev = { 0 };
+	uint64_t prev_start = 0;
+	uint64_t moved = 0;
+	long unknown = 0;
+	int ret;
+	bool any = false;
+
+	if ((ret = extsort_rewind(byth)) < 0 || (ret = answers_start(known)) < 0)
+		return ret;
+	while ((ret = extsort_next(byth, &e)) > 0) {
+		bool same = any && e.pid == prev.pid && e.tid == prev.tid;
+		struct bkey q = { .pid = e.pid, .tid = e.tid, .ts = e.ts };
+		int asked = 0, st;
 
 		/* after the previous flow record of the thread, as seen */
-		if (same && view_ts(t) <= view_ts(start[i - 1]))
-			t = next_view(start[i - 1]);
-		while ((st = state(b, v[i].pid, v[i].tid, t)) != FREE) {
-			uint64_t next = next_view(t);
+		if (same && view_ts(q.ts) <= view_ts(prev_start))
+			q.ts = next_view(prev_start);
+		for (;;) {
+			uint64_t *line, k = key_at(b, q.pid, q.tid, q.ts, &line), next;
 
-			if (st < 0)
+			if ((st = answer(known, &q)) < 0)
 				return st;
+			if (!st)
+				st = maybe(line, k) ? UNKNOWN : FREE;
+			if (st == FREE)
+				break;
 			/* an unsettled timestamp counts as taken for now, so
 			 * that one pass answers the next candidates too */
-			unknown += st == UNKNOWN;
-			if (next == t)
+			if (st == UNKNOWN) {
+				unknown++;
+				if ((ret = extsort_add(asks, &q)) < 0)
+					return ret;
+				if (++asked == ASK_AHEAD)
+					break;
+			}
+			next = next_view(q.ts);
+			if (next == q.ts)
 				break;	/* the end of the clock: it stays */
-			t = next;
+			q.ts = next;
 		}
-		start[i] = t;
+		prev = e;
+		prev_start = q.ts;
+		any = true;
+		if (out && !unknown) {
+			uint64_t shift = q.ts - e.ts;
+
+			if (shift) {
+				e.ts = q.ts;
+				/* the end stays: the slice stays inside its parent */
+				e.dur = e.dur > shift ? e.dur - shift : 0;
+				moved++;
+			}
+			if ((ret = flows_put(out, &e)) < 0)
+				return ret;
+		}
 	}
+	if (ret < 0)
+		return ret;
+	if (out && !unknown)
+		b->moved = moved;
 	return unknown;
 }
 
-int bind_resolve(struct bind *b, struct flow_ev *v, size_t n, bind_rescan_fn rescan, void *ctx)
+/* Whether hit h is before the asked q: by thread, then as a viewer
+ * reads their starts. */
+static bool hit_before(const struct bkey *h, const struct bkey *q)
 {
-	uint64_t *start, key, *val;
-	long unknown;
+	int c = CMP(h->pid, q->pid);
+
+	if (!c)
+		c = CMP(h->tid, q->tid);
+	return c < 0 || (c == 0 && view_ts(h->ts) < view_ts(q->ts));
+}
+
+/* The asks answered by the hits of a verification pass, merged with the
+ * answers known before (none of which was asked again) into new ones. */
+static int merge_answers(struct bind *b, struct extsort *asks, struct answers *known)
+{
+	struct extsort *merged = extsort_new(sizeof(struct bkey), NULL, SORT_MEM);
+	struct bkey q, h;
+	int ret, hit;
+
+	if (!merged)
+		return -ENOMEM;
+	if ((ret = answers_start(known)) < 0 || (ret = extsort_rewind(asks)) < 0 ||
+	    (ret = extsort_rewind(b->hits)) < 0 || (ret = hit = extsort_next(b->hits, &h)) < 0)
+		goto out;
+	while ((ret = extsort_next(asks, &q)) > 0) {
+		while (known->have == 1 && cmp_key(&known->cur, &q) < 0) {
+			if ((ret = extsort_add(merged, &known->cur)) < 0 ||
+			    (ret = known->have = extsort_next(known->s, &known->cur)) < 0)
+				goto out;
+		}
+		while (hit == 1 && hit_before(&h, &q))
+			if ((ret = hit = extsort_next(b->hits, &h)) < 0)
+				goto out;
+		q.state = hit == 1 && h.pid == q.pid && h.tid == q.tid &&
+			  view_ts(h.ts) == view_ts(q.ts) ? TAKEN : FREE;
+		if ((ret = extsort_add(merged, &q)) < 0)
+			goto out;
+	}
+	while (ret == 0 && known->have == 1) {
+		if ((ret = extsort_add(merged, &known->cur)) < 0)
+			break;
+		ret = known->have = extsort_next(known->s, &known->cur);
+		if (ret > 0)
+			ret = 0;
+	}
+out:
+	if (ret < 0) {
+		extsort_free(merged);
+		return ret;
+	}
+	extsort_free(known->s);
+	known->s = merged;
+	return 0;
+}
+
+/* A verification pass: the input read again for the asked timestamps. */
+static int verify(struct bind *b, struct extsort *asks, struct answers *known,
+		  bind_rescan_fn rescan, void *ctx)
+{
+	uint64_t n = extsort_count(asks);
+	struct bkey q;
+	size_t words;
+	int ret;
+
+	b->passes++;
+	b->askshift = ASK_SHIFT_MIN;
+	while (b->askshift < ASK_SHIFT_MAX && (n << 4) > (1ull << b->askshift))
+		b->askshift++;
+	words = (1ull << b->askshift) / 64;
+	free(b->askbits);
+	if (!(b->askbits = malloc(words * sizeof(*b->askbits))))
+		return -ENOMEM;
+	memset(b->askbits, 0, words * sizeof(*b->askbits));
+	if ((ret = extsort_rewind(asks)) < 0)
+		return ret;
+	while ((ret = extsort_next(asks, &q)) > 0) {
+		uint64_t *line, k = key_at(b, q.pid, q.tid, q.ts, &line);
+
+		for (int i = 0; i < ASK_HASHES; i++)
+			b->askbits[ask_bit(b, k, i) / 64] |= 1ull << (ask_bit(b, k, i) % 64);
+	}
+	if (ret < 0)
+		return ret;
+	if (!(b->hits = extsort_new(sizeof(struct bkey), cmp_bkey, SORT_MEM)))
+		return -ENOMEM;
+	ret = rescan(ctx);
+	if (ret == 0)
+		ret = merge_answers(b, asks, known);
+	extsort_free(b->hits);
+	b->hits = NULL;
+	return ret;
+}
+
+/* f's records, by thread. */
+static struct extsort *by_thread(struct flows *f, int *err)
+{
+	struct extsort *s;
+	struct flow_ev e;
+	int ret;
+
+	if (f->cmp == bind_order) {
+		/* in that order already: taken over */
+		s = f->s;
+		f->s = NULL;
+		return s;
+	}
+	if (!(s = extsort_new(sizeof(struct flow_ev), bind_order, FLOWS_MEM))) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	ret = flows_rewind(f);
+	while (ret == 0 && (ret = flows_next(f, &e)) > 0)
+		ret = extsort_add(s, &e);
+	if (ret < 0) {
+		extsort_free(s);
+		*err = ret;
+		return NULL;
+	}
+	return s;
+}
+
+int bind_resolve(struct bind *b, struct flows *f, bind_rescan_fn rescan, void *ctx)
+{
+	struct answers known = { 0 };
+	struct extsort *byth;
 	int ret = 0;
 
-	if (!n)
+	if (!f->n)
 		return 0;
-	start = malloc(n * sizeof(*start));
-	if (!start)
-		return -ENOMEM;
-	qsort(v, n, sizeof(*v), cmp_thread);
-	while ((unknown = propose(b, v, n, start)) > 0) {
-		/* a pass over the input settles every timestamp asked */
-		b->passes++;
-		if ((ret = mark_asked(b)) != 0 || (ret = rescan(ctx)) != 0)
-			break;
-		for (size_t pos = 0; u64map_next(&b->ask, &pos, &key, &val);) {
-			if (!u64map_get(&b->known, key, *val, NULL)) {
-				ret = -ENOMEM;
-				break;
-			}
-		}
-		u64map_free(&b->ask);
-		u64map_init(&b->ask);
-		if (ret)
-			break;
-	}
-	if (unknown < 0)
-		ret = (int)unknown;
-	for (size_t i = 0; i < n && !ret; i++) {
-		uint64_t shift = start[i] - v[i].ts;
+	if (!(byth = by_thread(f, &ret)))
+		return ret;
+	flows_free(f);
+	for (;;) {
+		struct extsort *asks = extsort_new(sizeof(struct bkey), NULL, SORT_MEM);
+		struct flows out;
+		long unknown;
 
-		if (!shift)
-			continue;
-		v[i].ts = start[i];
-		/* the end stays: the slice stays inside its parent */
-		v[i].dur = v[i].dur > shift ? v[i].dur - shift : 0;
-		b->moved++;
+		if (!asks) {
+			ret = -ENOMEM;
+			break;
+		}
+		flows_init(&out);
+		unknown = propose(b, byth, &known, asks, &out);
+		if (unknown == 0)
+			*f = out;
+		else
+			flows_free(&out);
+		if (unknown > 0)
+			ret = verify(b, asks, &known, rescan, ctx);
+		else
+			ret = (int)unknown;
+		extsort_free(asks);
+		if (unknown <= 0 || ret)
+			break;
 	}
-	free(start);
+	extsort_free(known.s);
+	extsort_free(byth);
 	return ret;
 }

@@ -11,21 +11,23 @@
 #include <stdint.h>
 
 #include "flows.h"
-#include "u64map.h"
+#include "extsort.h"
 
 /*
  * What is known of the events written as they came (without a flow): a
  * fixed-size Bloom filter of their (pid, tid, ts), which says for sure that
- * a timestamp is free, and the exact answers of verification passes for
- * the timestamps it could not clear. Memory: the filter (8 MiB), 128 KiB
- * once a verification pass runs, and one entry per timestamp asked about,
- * never one per event.
+ * a timestamp is free; the timestamps it could not clear are asked of the
+ * input again (a verification pass) and their answers kept. Memory: the
+ * filter (16 MiB), a second one (128 KiB to 16 MiB, by the timestamps
+ * asked) while a verification pass runs, and the sorts' buffers: the asked timestamps, the answers
+ * and the events a pass finds are kept in sorted temporary files
+ * (util/extsort.h), never one byte in memory per event or per flow record.
  */
 struct bind {
 	uint64_t *bloom;
-	struct u64map known;	/* key -> 1 taken, 2 free (verified) */
-	struct u64map ask;	/* keys the next verification pass answers */
-	uint64_t *askbits;	/* a bit per key of ask: most events are not asked */
+	uint64_t *askbits;	/* the asked keys, for a verification pass */
+	unsigned askshift;	/* askbits has 2^askshift bits */
+	struct extsort *hits;	/* events a verification pass found asked */
 	unsigned passes;	/* verification passes made */
 	uint64_t moved;		/* flow records whose start moved */
 };
@@ -36,11 +38,12 @@ void bind_free(struct bind *b);
 /* An event written at ts on thread (pid, tid) that carries no flow. */
 void bind_note(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts);
 
-/* In a verification pass: the same, for every such event again. */
-void bind_seen(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts);
+/* In a verification pass: the same, for every such event again. Returns
+ * 0 or -errno (the temporary file's). */
+int bind_seen(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts);
 
 /*
- * Gives every record of v[0..n) (all flow records, spans and instants) a
+ * Gives every record of f (all flow records, spans and instants) a
  * start that no other event of its thread has, as a viewer reads it (the
  * microsecond value parsed into a double): unchanged when it is free,
  * else moved later by the fewest nanoseconds that make it free. A span's
@@ -48,9 +51,13 @@ void bind_seen(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts);
  * its parent. Where flow records tie, the longer span keeps the earlier
  * start. rescan(ctx) must call bind_seen() for every event bind_note()
  * was given; it runs only when the filter cannot rule a collision out.
- * Returns 0, rescan's error, or -ENOMEM. Reorders v.
+ * Returns 0, rescan's error, or -errno. Replaces f's records by the moved
+ * ones (f can be read again, or assembled).
  */
 typedef int (*bind_rescan_fn)(void *ctx);
-int bind_resolve(struct bind *b, struct flow_ev *v, size_t n, bind_rescan_fn rescan, void *ctx);
+/* The order bind_resolve() reads f in (by thread, then start): flows
+ * collected with flows_init_by(f, bind_order) are sorted only once. */
+int bind_order(const void *a, const void *b);
+int bind_resolve(struct bind *b, struct flows *f, bind_rescan_fn rescan, void *ctx);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * flows.c - flow records kept in memory (the only per-record memory the
- * exporter has) and assembled into s/t/f chains at the end.
+ * flows.c - flow records kept for the end of an export (in bounded memory:
+ * sorted runs in a temporary file beyond FLOWS_MEM) and assembled into
+ * s/t/f chains, one flow in memory at a time.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,26 +11,54 @@
 #include "flows.h"
 #include "ring_format.h"
 
+static int cmp_ev(const void *pa, const void *pb);
+
+void flows_init_by(struct flows *f, extsort_cmp_fn cmp)
+{
+	f->s = NULL;
+	f->cmp = cmp;
+	f->n = 0;
+}
+
 void flows_init(struct flows *f)
 {
-	f->v = NULL;
-	f->n = f->cap = 0;
+	flows_init_by(f, cmp_ev);
 }
 
 void flows_free(struct flows *f)
 {
-	free(f->v);
-	flows_init(f);
+	extsort_free(f->s);
+	flows_init_by(f, f->cmp);
+}
+
+int flows_put(struct flows *f, const struct flow_ev *e)
+{
+	int ret;
+
+	if (!f->s && !(f->s = extsort_new(sizeof(*e), f->cmp, FLOWS_MEM)))
+		return -ENOMEM;
+	ret = extsort_add(f->s, e);
+	if (ret == 0)
+		f->n++;
+	return ret;
 }
 
 int flows_add(struct flows *f, const struct flow_ev *e)
 {
-	if (array_reserve(&f->v, &f->cap, f->n + 1, sizeof(*f->v), 1024) < 0)
-		return -ENOMEM;
-	f->v[f->n] = *e;
-	f->v[f->n].order = (uint32_t)f->n;
-	f->n++;
-	return 0;
+	struct flow_ev c = *e;
+
+	c.order = (uint32_t)f->n;
+	return flows_put(f, &c);
+}
+
+int flows_rewind(struct flows *f)
+{
+	return f->s ? extsort_rewind(f->s) : 0;
+}
+
+int flows_next(struct flows *f, struct flow_ev *e)
+{
+	return f->s ? extsort_next(f->s, e) : 0;
 }
 
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
@@ -51,64 +80,75 @@ static int cmp_ev(const void *pa, const void *pb)
 	return CMP(a->order, b->order);
 }
 
-struct group {
-	size_t start, n;
-	uint32_t first;		/* arrival of its earliest-arriving record */
-};
-
-static int cmp_group(const void *pa, const void *pb)
+/* One flow handed over: a one-record flow draws nothing. */
+static int emit_group(const struct flow_ev *g, size_t n, flows_emit_fn emit, void *ctx,
+		      uint64_t *nflows)
 {
-	const struct group *a = pa, *b = pb;
+	uint32_t first = g[0].order;
+	int ret = 0;
 
-	return CMP(a->first, b->first);
+	if (n == 1)
+		return emit(ctx, 0, 0, &g[0], g, 1);
+	for (size_t i = 1; i < n; i++)
+		if (g[i].order < first)
+			first = g[i].order;
+	for (size_t i = 0; i < n && !ret; i++) {
+		char ph = i == 0 ? 's' : i + 1 == n ? 'f' : 't';
+
+		ret = emit(ctx, ph, (uint64_t)first + 1, &g[i], g, n);
+	}
+	(*nflows)++;
+	return ret;
+}
+
+/* f's records read back by flow, into a new f if f is in another order. */
+static int by_flow(struct flows *f)
+{
+	struct flows n;
+	struct flow_ev e;
+	int ret;
+
+	if (f->cmp == cmp_ev)
+		return flows_rewind(f);
+	flows_init(&n);
+	ret = flows_rewind(f);
+	while (ret == 0 && (ret = flows_next(f, &e)) > 0)
+		ret = flows_put(&n, &e);
+	if (ret < 0) {
+		flows_free(&n);
+		return ret;
+	}
+	flows_free(f);
+	*f = n;
+	return flows_rewind(f);
 }
 
 int flows_assemble(struct flows *f, flows_emit_fn emit, void *ctx, uint64_t *nflows)
 {
-	struct group *g = NULL;
+	struct flow_ev *g = NULL, e;
 	size_t ng = 0, cap = 0;
-	int ret = 0;
+	uint64_t nf = 0;
+	int ret;
 
-	if (nflows)
-		*nflows = 0;
-	if (!f->n)
-		return 0;
-	qsort(f->v, f->n, sizeof(*f->v), cmp_ev);
-	for (size_t i = 0; i < f->n;) {
-		size_t j = i;
-		uint32_t first = f->v[i].order;
-
-		while (j < f->n && f->v[j].flow == f->v[i].flow && scope(&f->v[j]) == scope(&f->v[i])) {
-			if (f->v[j].order < first)
-				first = f->v[j].order;
-			j++;
+	ret = by_flow(f);
+	while (ret == 0 && (ret = flows_next(f, &e)) > 0) {
+		if (ng && (e.flow != g[0].flow || scope(&e) != scope(&g[0]))) {
+			ret = emit_group(g, ng, emit, ctx, &nf);
+			ng = 0;
+			if (ret)
+				break;
 		}
-		if (j - i == 1) {
-			ret = emit(ctx, 0, 0, &f->v[i], &f->v[i], 1);
-			if (ret) {
-				free(g);
-				return ret;
-			}
-		} else {
-			if (array_reserve(&g, &cap, ng + 1, sizeof(*g), 256) < 0) {
-				free(g);
-				return -ENOMEM;
-			}
-			g[ng++] = (struct group){ .start = i, .n = j - i, .first = first };
+		if (array_reserve(&g, &cap, ng + 1, sizeof(*g), 16) < 0) {
+			ret = -ENOMEM;
+			break;
 		}
-		i = j;
+		g[ng++] = e;
+		ret = 0;
 	}
-	if (ng)
-		qsort(g, ng, sizeof(*g), cmp_group);
-	for (size_t k = 0; k < ng && !ret; k++) {
-		for (size_t i = 0; i < g[k].n && !ret; i++) {
-			char ph = i == 0 ? 's' : i + 1 == g[k].n ? 'f' : 't';
-
-			ret = emit(ctx, ph, k + 1, &f->v[g[k].start + i], &f->v[g[k].start], g[k].n);
-		}
-	}
+	if (ret == 0 && ng)
+		ret = emit_group(g, ng, emit, ctx, &nf);
 	if (nflows)
-		*nflows = ng;
+		*nflows = nf;
 	free(g);
 	return ret;
 }

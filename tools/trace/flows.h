@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "extsort.h"
+
 /* One record of a flow: exactly what its flow event must repeat to bind. */
 struct flow_ev {
 	uint64_t flow;		/* the producer's flow id ... */
@@ -26,15 +28,34 @@ struct flow_ev {
 	uint64_t seq;		/* the caller's own number for it (OTLP span ids) */
 };
 
+/*
+ * The flow records of an export, in bounded memory: FLOWS_MEM bytes of
+ * them in memory, the rest in sorted runs in a temporary file
+ * (util/extsort.h), merged when they are read.
+ */
+#define FLOWS_MEM (16u << 20)
+
 struct flows {
-	struct flow_ev *v;
-	size_t n, cap;
+	struct extsort *s;	/* NULL until the first record */
+	extsort_cmp_fn cmp;	/* the order they are read back in */
+	uint64_t n;
 };
 
+/* Flows read back by flow (flows_assemble()'s order). */
 void flows_init(struct flows *f);
+/* Flows read back in the order of cmp (bind_resolve()'s, say, so that it
+ * sorts them once). */
+void flows_init_by(struct flows *f, extsort_cmp_fn cmp);
 void flows_free(struct flows *f);
-/* Remembers e (flow != 0). Returns 0 or -ENOMEM. */
+/* Remembers e (flow != 0), its order its arrival. Returns 0 or -errno
+ * (-ENOMEM, or the temporary file's error). */
 int flows_add(struct flows *f, const struct flow_ev *e);
+/* Remembers e as it is, order included (a record read back and changed). */
+int flows_put(struct flows *f, const struct flow_ev *e);
+/* Reads the records back in the flows' order: starts,
+ * then each in turn: 1, 0 at the end, or -errno. No flows_add() after. */
+int flows_rewind(struct flows *f);
+int flows_next(struct flows *f, struct flow_ev *e);
 
 /*
  * A flow is the records of one ring with one ring-local flow id (records
@@ -47,9 +68,11 @@ int flows_add(struct flows *f, const struct flow_ev *e);
  * the middle ones, 'f' on the last; a one-record flow draws nothing (ph 0,
  * id 0), its record is still handed over. group[0..n) is the whole flow
  * the record belongs to (DevTools groups flow events by category, so the
- * caller may want one category for the flow). Flows get ids 1..N in the
- * order their first record arrived, so ids are unique and far below 2^53
- * whatever the producers used. Stops at the first non-zero return of emit
+ * caller may want one category for the flow). A flow's id is one more
+ * than the arrival number of its first record, so ids are unique, grow
+ * in the order flows began to arrive, and stay far below 2^53 whatever
+ * the producers used; flows are handed over in the order of their keys.
+ * Memory: the records of one flow at a time, besides the sort's. Stops at the first non-zero return of emit
  * and returns it; returns 0 or -ENOMEM otherwise. *nflows (if not NULL)
  * gets the number of flows drawn.
  */
