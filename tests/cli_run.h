@@ -264,6 +264,34 @@ static inline void make_part(msgpack_sbuffer *b, uint32_t part, uint64_t first, 
 		assert_int_equal(shmt_cap_put_end(b, &e), 0);
 }
 
+/* A capture file of one ring, as put_capture() writes it. */
+struct cap_spec {
+	struct shmt_cap_header h;
+	const struct shmt_cap_string *str;
+	size_t nstr;
+	const struct shmt_thread *th;
+	size_t nth;
+	const struct shmt_record *r;
+	size_t nr;
+};
+
+/* Writes c at path: header, strings, name slots, records (from sequence
+ * 0) and an END frame that counts them. */
+static inline void put_capture(const char *path, const struct cap_spec *c)
+{
+	struct shmt_cap_end e = { .records = c->nr, .end_ns = c->h.started_ns + 1000000000ull };
+	msgpack_sbuffer b;
+
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &c->h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, c->str, c->nstr), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, c->th, c->nth), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, c->r, c->nr), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	put_file(path, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+}
+
 static inline int export_files(const char *out, const char *err, const char *f1, const char *f2)
 {
 	char *argv[] = { bin, "export", (char *)f1, (char *)f2, "-o", (char *)out, NULL };

@@ -42,10 +42,14 @@ static const char export_usage[] =
 	"                     one that would move a time before 0 is refused)\n"
 	"  -r, --ring NAME    read the ring /dev/shm/NAME directly, read-only; with\n"
 	"                     captures, what it holds beyond them (the ring they came from)\n"
-	"  -p, --pid PID      only records of PID (repeatable)\n"
+	"  -p, --pid PID      only records of PID (repeatable), and every record of the\n"
+	"                     flows they are in: the other processes' steps of those\n"
+	"                     flows, so that their arrows stay whole\n"
 	"      --from T       only records starting at or after T\n"
 	"      --to T         only records starting at or before T\n"
-	"                     (T is relative to the earliest record: 1.5s, 200ms, 300us)\n"
+	"                     (T is relative to the earliest record of the pids: 1.5s,\n"
+	"                     200ms, 300us), and every record of their flows, before\n"
+	"                     or after the window\n"
 	"  -h, --help         show this help\n";
 
 /* HOST=NS, NS a signed 64-bit integer of nanoseconds. */
@@ -70,6 +74,8 @@ static const struct num_spec retries_spec = { "--retries", 1, 100, 0, NULL };
 struct export_opts {
 	struct source src;
 	struct filter flt;		/* window relative to t0 = earliest record */
+	struct pick pick;		/* what flt and split_ns select */
+	uint64_t split_ns;		/* --split, 0 when not given */
 	struct otlp_opts oo;
 	bool otlp;
 	char offhost[MAX_OFFSETS][64];
@@ -154,6 +160,18 @@ static int export_clocks(struct source *src, const struct export_opts *x)
 	return 0;
 }
 
+/* Reads what --pid, --from/--to and --split select (pick.h). Returns 0,
+ * or EXIT_RUNTIME after saying why not. */
+static int export_pick(struct export_opts *x)
+{
+	char err[768] = "";
+	int ret = pick_prepare(&x->pick, &x->src, &x->flt, x->split_ns, err, sizeof(err));
+
+	if (ret < 0)
+		return cli_runtime_error("export", "%s", err[0] ? err : strerror(-ret));
+	return 0;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -190,13 +208,16 @@ int cmd_export(int argc, char **argv)
 	if (rc)
 		goto done;
 	rc = export_clocks(&x->src, x);
+	if (rc == 0)
+		rc = export_pick(x);
 	if (rc == 0 && x->otlp) {
-		x->oo.flt = &x->flt;
+		x->oo.pick = &x->pick;
 		x->oo.progress = isatty(STDERR_FILENO);
 		rc = otlp_export(&x->src, &x->oo, c.out);
 	} else if (rc == 0) {
-		rc = chrome_export(&x->src, &x->flt, &c);
+		rc = chrome_export(&x->src, &x->pick, &c);
 	}
+	pick_free(&x->pick);
 	source_close(&x->src);
 done:
 	free(x);
