@@ -13,6 +13,7 @@
 
 #include "exporters.h"
 #include "parse.h"
+#include "split.h"
 
 static const char export_usage[] =
 	"Usage: shmtrace export CAPTURE... -o OUT [options]\n"
@@ -50,6 +51,9 @@ static const char export_usage[] =
 	"                     (T is relative to the earliest record of the pids: 1.5s,\n"
 	"                     200ms, 300us), and every record of their flows, before\n"
 	"                     or after the window\n"
+	"      --split D      Chrome: write OUT as one file per D of time (10s, 500ms):\n"
+	"                     trace.json as trace.000.json, trace.001.json, ...; a flow\n"
+	"                     goes whole into the file its first record falls in\n"
 	"  -h, --help         show this help\n";
 
 /* HOST=NS, NS a signed 64-bit integer of nanoseconds. */
@@ -117,6 +121,11 @@ static int export_option(void *ctx, int c, const char *arg)
 			x->oo.retries = (unsigned)v;
 		return 0;
 	}
+	case 'D':
+		if (parse_duration(arg, &x->split_ns) < 0 || !x->split_ns)
+			return cli_usage_error("export", "invalid length '%s' for --split (try 10s, "
+					       "500ms; more than 0)", arg);
+		return 0;
 	case 'C':
 		if (x->noff == MAX_OFFSETS ||
 		    parse_offset(arg, x->offhost[x->noff], sizeof(x->offhost[0]), &x->offns[x->noff]) < 0)
@@ -182,6 +191,7 @@ int cmd_export(int argc, char **argv)
 		{ "batch-size", required_argument, NULL, 'B' },
 		{ "retries", required_argument, NULL, 'R' },
 		{ "clock-offset", required_argument, NULL, 'C' },
+		{ "split", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct export_opts *x = calloc(1, sizeof(*x));
@@ -204,6 +214,14 @@ int cmd_export(int argc, char **argv)
 		rc = cli_usage_error("export", "--otlp-endpoint, --service and --flows-only need --format otlp");
 		goto done;
 	}
+	if (x->split_ns && x->otlp) {
+		rc = cli_usage_error("export", "--split writes Chrome JSON files; not with --format otlp");
+		goto done;
+	}
+	if (x->split_ns && c.out && !strcmp(c.out, "-")) {
+		rc = cli_usage_error("export", "--split writes several files: not to stdout ('-o -')");
+		goto done;
+	}
 	rc = cmd_open(&c, x->otlp && x->oo.endpoint ? NULL : "use -o FILE, or -o - for stdout");
 	if (rc)
 		goto done;
@@ -214,6 +232,8 @@ int cmd_export(int argc, char **argv)
 		x->oo.pick = &x->pick;
 		x->oo.progress = isatty(STDERR_FILENO);
 		rc = otlp_export(&x->src, &x->oo, c.out);
+	} else if (rc == 0 && x->split_ns) {
+		rc = split_export(&x->src, &x->pick, &c);
 	} else if (rc == 0) {
 		rc = chrome_export(&x->src, &x->pick, &c);
 	}

@@ -92,7 +92,8 @@ int chrome_export(struct source *src, const struct pick *pk, struct cmd *c)
 	if (ret == 0)
 		ret = run_export(e, c->f, err, sizeof(err));
 	rc = cmd_finish(c, ret, err);
-	if (rc == EXIT_OK && (src->cut || src->damaged || src->nmissing_parts))
+	/* split.c says it once for all the pieces */
+	if (rc == EXIT_OK && (src->cut || src->damaged || src->nmissing_parts) && !pk->split_ns)
 		fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
 			c->out);
 	exporter_free(e);
