@@ -48,12 +48,12 @@ static const char export_usage[] =
 	"                     flows, so that their arrows stay whole\n"
 	"      --from T       only records starting at or after T\n"
 	"      --to T         only records starting at or before T\n"
-	"                     (T is relative to the earliest record of the pids: 1.5s,\n"
-	"                     200ms, 300us), and every record of their flows, before\n"
-	"                     or after the window\n"
+	"                     (T is relative to the earliest record, of the --pid ones\n"
+	"                     if given: 1.5s, 200ms, 300us), and every record of their\n"
+	"                     flows, before or after the window\n"
 	"      --split D      Chrome: write OUT as one file per D of time (10s, 500ms):\n"
 	"                     trace.json as trace.000.json, trace.001.json, ...; a flow\n"
-	"                     goes whole into the file its first record falls in\n"
+	"                     goes whole into the file its first selected record is in\n"
 	"  -h, --help         show this help\n";
 
 /* HOST=NS, NS a signed 64-bit integer of nanoseconds. */
