@@ -214,6 +214,37 @@ static inline void print_file(const char *path)
 	free(s);
 }
 
+/* When the DevTools engine is here, it loads json and finds what expect
+ * (check-trace.mjs's options, ended by NULL) says; what it saw is printed
+ * when not. */
+static inline void expect_trace(const char *json, const char *const *expect)
+{
+	int rc;
+
+	if (!have_devtools())
+		return;
+	rc = check_trace(json, expect);
+	if (rc) {
+		print_file(tmp("check.err"));
+		print_file(tmp("check.out"));
+	}
+	assert_int_equal(rc, 0);
+}
+
+/* Runs `shmtrace export IN -o OUT` with the options opts (ended by NULL),
+ * its stderr to err; returns the exit status. */
+static inline int export_with_opts(const char *in, const char *out, const char *err,
+				   const char *const *opts)
+{
+	char *argv[24] = { bin, "export", (char *)in, "-o", (char *)out };
+	int n = 5;
+
+	for (; *opts && n < 23; opts++)
+		argv[n++] = (char *)*opts;
+	argv[n] = NULL;
+	return run(NULL, err, argv);
+}
+
 
 static inline void put_file(const char *path, const void *buf, size_t n)
 {

@@ -67,13 +67,7 @@ static void make_abc(const char *path)
  * returns the exit status. */
 static int export_with(const char *out, const char *const *opts)
 {
-	char *argv[24] = { bin, "export", (char *)tmp("abc.cap"), "-o", (char *)out };
-	int n = 5;
-
-	for (; *opts && n < 23; opts++)
-		argv[n++] = (char *)*opts;
-	argv[n] = NULL;
-	return run(NULL, tmp("pick.err"), argv);
+	return export_with_opts(tmp("abc.cap"), out, tmp("pick.err"), opts);
 }
 
 /* How many spans named name the export at path holds. */
@@ -83,20 +77,6 @@ static size_t spans_named(const char *json, const char *name)
 
 	snprintf(needle, sizeof(needle), "\"name\":\"%s\"", name);
 	return count(json, needle);
-}
-
-static void expect_devtools(const char *json, const char *const *expect)
-{
-	int rc;
-
-	if (!have_devtools())
-		return;
-	rc = check_trace(json, expect);
-	if (rc) {
-		print_file(tmp("check.err"));
-		print_file(tmp("check.out"));
-	}
-	assert_int_equal(rc, 0);
 }
 
 static void test_pid_keeps_its_flows_whole(void **state)
@@ -132,7 +112,7 @@ static void test_pid_keeps_its_flows_whole(void **state)
 	assert_non_null(strstr(json, "\"args\":{\"name\":\"beta\"}"));
 	assert_non_null(strstr(json, "\"args\":{\"name\":\"c-main\"}"));
 	free(json);
-	expect_devtools(tmp("a.json"), (const char *[]){
+	expect_trace(tmp("a.json"), (const char *[]){
 		"--expect-flows", "3", "--expect-flow-pids", "100,200,100",
 		"--expect-flow-pids", "100,300", "--expect-flow-pids", "300,100,200",
 		"--expect-process", "200=beta", "--expect-process", "300=gamma",
@@ -159,7 +139,7 @@ static void test_pid_of_a_middle_step(void **state)
 	assert_int_equal(spans_named(json, "a-span") + spans_named(json, "c-span"), 0);
 	assert_non_null(strstr(json, "\"args\":2,\"args_lost\":0,"));
 	free(json);
-	expect_devtools(tmp("b.json"), (const char *[]){
+	expect_trace(tmp("b.json"), (const char *[]){
 		"--expect-flows", "3", "--expect-flow-pids", "100,200,100",
 		"--expect-flow-pids", "200,300", "--expect-flow-pids", "300,100,200", NULL });
 }
@@ -195,7 +175,7 @@ static void test_window_keeps_its_flows_whole(void **state)
 	assert_int_equal(count(json, "\"ts\":40.000,\"dur\""), 1);	/* before it */
 	assert_int_equal(count(json, "\"ts\":42.000,\"dur\""), 1);
 	free(json);
-	expect_devtools(tmp("w2.json"), (const char *[]){ "--expect-flows", "1",
+	expect_trace(tmp("w2.json"), (const char *[]){ "--expect-flows", "1",
 		"--expect-flow-pids", "300,100,200", NULL });
 
 	assert_int_equal(export_with(tmp("w3.json"), pid_win), 0);

@@ -50,17 +50,11 @@ static void make_requests(const char *path)
 	put_capture(path, &c);
 }
 
-/* Runs export of the capture to out with the options (ended by NULL);
- * returns the exit status, its stderr in tmp("split.err"). */
+/* Exports the capture to out with the options (ended by NULL); returns
+ * the exit status, its stderr in tmp("split.err"). */
 static int split_with(const char *out, const char *const *opts)
 {
-	char *argv[24] = { bin, "export", (char *)tmp("reqs.cap"), "-o", (char *)out };
-	int n = 5;
-
-	for (; *opts && n < 23; opts++)
-		argv[n++] = (char *)*opts;
-	argv[n] = NULL;
-	return run(NULL, tmp("split.err"), argv);
+	return export_with_opts(tmp("reqs.cap"), out, tmp("split.err"), opts);
 }
 
 /* The "pid":..,"tid":..,"ts":.. of each span of json, appended to v. */
@@ -112,12 +106,11 @@ static size_t check_pieces(const char *whole, const char *tmp_out, unsigned npie
 		snprintf(want, sizeof(want), "\"piece\":{\"index\":%u,\"count\":%u,", i, npieces);
 		assert_non_null(strstr(json, want));
 		free(json);
-		if (have_devtools()) {
+		{
 			char n[16];
-			const char *expect[] = { "--expect-flows", n, "--quiet", NULL };
 
 			snprintf(n, sizeof(n), "%zu", s);
-			assert_int_equal(check_trace(name, expect), 0);
+			expect_trace(name, (const char *[]){ "--expect-flows", n, "--quiet", NULL });
 		}
 	}
 	/* the next name is no file: there are exactly npieces */
@@ -176,22 +169,26 @@ static void test_pieces_of_a_selection(void **state)
 
 static void test_piece_names(void **state)
 {
+	static const struct {
+		const char *out;
+		uint64_t i, n;
+		const char *name;
+	} v[] = {
+		{ "trace.json", 3, 12, "trace.003.json" },
+		{ "out/trace", 0, 1, "out/trace.000" },
+		{ "v1.2/trace", 7, 10, "v1.2/trace.007" },	/* no extension */
+		{ "d/.trace", 7, 10, "d/.trace.007" },		/* a name, not an extension */
+		/* wide enough for the last, so that the names sort */
+		{ "t.json", 42, 1001, "t.0042.json" },
+		{ "t.json", 999, 1000, "t.999.json" },
+	};
 	char b[64];
 
 	(void)state;
-	assert_int_equal(split_name("trace.json", 3, 12, b, sizeof(b)), 0);
-	assert_string_equal(b, "trace.003.json");
-	assert_int_equal(split_name("out/trace", 0, 1, b, sizeof(b)), 0);
-	assert_string_equal(b, "out/trace.000");
-	assert_int_equal(split_name("v1.2/trace", 7, 10, b, sizeof(b)), 0);
-	assert_string_equal(b, "v1.2/trace.007");
-	assert_int_equal(split_name("d/.trace", 7, 10, b, sizeof(b)), 0);
-	assert_string_equal(b, "d/.trace.007");
-	/* wide enough for the last, so that the names sort */
-	assert_int_equal(split_name("t.json", 42, 1001, b, sizeof(b)), 0);
-	assert_string_equal(b, "t.0042.json");
-	assert_int_equal(split_name("t.json", 999, 1000, b, sizeof(b)), 0);
-	assert_string_equal(b, "t.999.json");
+	for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
+		assert_int_equal(split_name(v[k].out, v[k].i, v[k].n, b, sizeof(b)), 0);
+		assert_string_equal(b, v[k].name);
+	}
 	assert_int_equal(split_name("trace.json", 3, 12, b, 14), -ENAMETOOLONG);
 }
 
