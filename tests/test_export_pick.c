@@ -188,6 +188,45 @@ static void test_window_keeps_its_flows_whole(void **state)
 	free(json);
 }
 
+/*
+ * An argument whose event is not the record before it (the event torn or
+ * lapped) is answered as a record of its own: counted as lost where its
+ * process is exported, the first record of the input included, and left
+ * out with its process.
+ */
+static void test_orphan_argument_counted_with_its_process(void **state)
+{
+	static const struct shmt_cap_string str[] = { { CAT, 3, "rpc" }, { A_SPAN, 6, "a-span" },
+						      { B_SPAN, 6, "b-span" }, { BYTES, 5, "bytes" } };
+	const struct shmt_thread th[2] = { { .pid = A, .tid = A, .start_time = 5 },
+					   { .pid = B, .tid = B, .start_time = 6 } };
+	const struct shmt_record r[] = {
+		/* B's span at 1000 is gone; its argument is first */
+		{ .ts = 1000, .dur = 1, .pid = B, .tid = B, .name = BYTES, .cat = B_SPAN,
+		  .flow = SHMT_ARG_FLOW(SHMTRACE_ARG_INT, 1, 1), .commit = SHMTRACE_KIND_ARG },
+		{ .ts = 2000, .dur = 5, .pid = A, .tid = A, .name = A_SPAN, .cat = CAT,
+		  .commit = SHMTRACE_KIND_SPAN },
+		{ .ts = 3000, .dur = 5, .pid = B, .tid = B, .name = B_SPAN, .cat = CAT,
+		  .commit = SHMTRACE_KIND_SPAN },
+	};
+	struct cap_spec c = {
+		.h = { .version = SHMT_CAP_VERSION, .run_id = 4, .ring_capacity = 1024,
+		       .realtime0 = 1700000000000000000ull, .mono0 = 1000, .started_ns = 1000 },
+		.str = str, .nstr = 4, .th = th, .nth = 2, .r = r, .nr = 3,
+	};
+	const char *none[] = { NULL }, *of_a[] = { "--pid", "100", NULL };
+	const char *of_b[] = { "--pid", "200", NULL };
+
+	(void)state;
+	put_capture(tmp("abc.cap"), &c);
+	assert_int_equal(export_with(tmp("o.json"), none), 0);
+	expect_in(tmp("o.json"), "\"args\":0,\"args_lost\":1,");
+	assert_int_equal(export_with(tmp("o.json"), of_b), 0);
+	expect_in(tmp("o.json"), "\"args\":0,\"args_lost\":1,");
+	assert_int_equal(export_with(tmp("o.json"), of_a), 0);
+	expect_in(tmp("o.json"), "\"args\":0,\"args_lost\":0,");
+}
+
 /* The OTLP export picks the same records: A's flows whole, as traces. */
 static void test_otlp_pid_keeps_its_flows_whole(void **state)
 {
@@ -213,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_pid_keeps_its_flows_whole),
 		cmocka_unit_test(test_pid_of_a_middle_step),
 		cmocka_unit_test(test_window_keeps_its_flows_whole),
+		cmocka_unit_test(test_orphan_argument_counted_with_its_process),
 		cmocka_unit_test(test_otlp_pid_keeps_its_flows_whole),
 	};
 

@@ -37,9 +37,9 @@ static void make_requests(const char *path)
 		uint64_t t = 1000000 + i * 10000ull;
 		struct shmt_record *q = r + i * 5;
 
-#define R(off, f, p, n) (struct shmt_record){ .ts = t + (off), .dur = 900, .flow = (f), .pid = (p), \
-					      .tid = (p) == 100 ? 100 : 201, .name = (n), .cat = 1, \
-					      .commit = SHMTRACE_KIND_SPAN }
+#define R(off, f, p, n) (struct shmt_record){ .ts = t + (off), .dur = 900, .flow = (f), \
+					      .pid = (p), .tid = (p) == 100 ? 100 : 201, \
+					      .name = (n), .cat = 1, .commit = SHMTRACE_KIND_SPAN }
 		q[0] = R(0, i + 1, 100, 2);
 		q[1] = R(2000, 0, 100, 4);
 		q[2] = R(4000, i + 1, 200, 3);

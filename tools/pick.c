@@ -32,19 +32,32 @@ static bool in_piece(const struct pick *p, uint64_t ts)
 	return !p->split_ns || (t >= p->lo && (t < p->hi || p->hi == UINT64_MAX));
 }
 
-bool pick_record(const struct pick *p, const struct shmt_record *r, uint32_t ring, bool *owner)
+/* The answer for r as a record of its own. */
+static bool wanted(const struct pick *p, const struct shmt_record *r, uint32_t ring)
 {
 	const uint64_t *first;
 
-	if (shmt_record_kind(r) == SHMTRACE_KIND_ARG)
-		return *owner;
 	if (p->all)
-		return *owner = true;
+		return true;
 	/* a flow that the passes did not see (a ring written since) is
 	 * taken as starting at this record */
 	if (shmt_record_in_flow(r) && (first = flowmap_find(&p->flows, r->flow, ring)))
-		return *owner = in_piece(p, *first);
-	return *owner = selected(p, r) && in_piece(p, r->ts);
+		return in_piece(p, *first);
+	return selected(p, r) && in_piece(p, r->ts);
+}
+
+bool pick_record(const struct pick *p, const struct shmt_record *r, uint32_t ring,
+		 struct pick_pass *st)
+{
+	if (shmt_record_kind(r) == SHMTRACE_KIND_ARG) {
+		/* an argument carries its event's pid, tid and ts */
+		if (r->pid == st->pid && r->tid == st->tid && r->ts == st->ts)
+			return st->wanted;
+		return wanted(p, r, ring);
+	}
+	*st = (struct pick_pass){ .pid = r->pid, .tid = r->tid, .ts = r->ts,
+				  .wanted = wanted(p, r, ring) };
+	return st->wanted;
 }
 
 /* What the passes before the export read into. */

@@ -45,12 +45,22 @@ void pick_free(struct pick *p);
 /* Selects piece i (< npieces) of a split. */
 void pick_piece(struct pick *p, uint64_t i);
 
+/* What pick_record() remembers within one pass (the caller's, zeroed at
+ * its start): the last record that is not an argument, and its answer. */
+struct pick_pass {
+	uint32_t pid, tid;
+	uint64_t ts;
+	bool wanted;
+};
+
 /*
  * Whether r, a record of the source's ring ring, is written. An argument
- * record goes with the record it belongs to: *owner holds the answer for
- * the last record that is not an argument (the caller's, for one pass,
- * false at its start).
+ * record goes with the record it belongs to, the one before it; one
+ * whose record is not that one (torn or lapped) is answered as a record
+ * of its own, so that the export counts it (args_lost) where it would
+ * have shown it.
  */
-bool pick_record(const struct pick *p, const struct shmt_record *r, uint32_t ring, bool *owner);
+bool pick_record(const struct pick *p, const struct shmt_record *r, uint32_t ring,
+		 struct pick_pass *st);
 
 #endif

@@ -37,7 +37,7 @@ void export_where(struct jw *w, uint32_t pid, uint32_t tid, uint64_t ts)
 
 bool export_wanted(struct exporter *e, const struct shmt_record *r)
 {
-	return pick_record(e->pick, r, e->src->ring, &e->owner);
+	return pick_record(e->pick, r, e->src->ring, &e->pass);
 }
 
 /* ,"args":{...} of a span or instant: its arguments, "unfinished":true

@@ -34,7 +34,7 @@ struct exporter {
 	struct u64map seen;
 	struct jw *w;
 	const struct pick *pick;	/* which records are written */
-	bool owner;			/* pick_record()'s for the pass */
+	struct pick_pass pass;		/* pick_record()'s for the pass */
 	bool progress;
 	uint64_t first_ts, last_ts, events, flows;
 	uint64_t names_lost;		/* events exported with a name or category "?" */

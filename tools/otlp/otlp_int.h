@@ -122,7 +122,7 @@ struct otlp {
 	struct frag *frags;		/* [OTLP_FRAGS] */
 	uint64_t seq, salt, wall_off;
 	struct time_text time;		/* the upper digits of the last time */
-	bool owner;			/* pick_record()'s for the pass */
+	struct pick_pass pass;		/* pick_record()'s for the pass */
 	int fd;				/* the output file, or -1 */
 	struct outfile of;		/* fd's temporary, renamed to -o's path once written */
 	struct otlp_writer *w;		/* its writer, without an endpoint */

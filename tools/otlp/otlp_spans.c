@@ -19,7 +19,7 @@
 /* Whether r is exported (pick.h: --pid, --from/--to). */
 static bool wanted(struct otlp *o, const struct shmt_record *r)
 {
-	return pick_record(o->o->pick, r, o->s->ring, &o->owner);
+	return pick_record(o->o->pick, r, o->s->ring, &o->pass);
 }
 
 static int single_span(struct otlp *o, uint32_t outpid, uint32_t tid, uint32_t kind,
