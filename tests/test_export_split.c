@@ -215,7 +215,7 @@ static void test_bad_split_values(void **state)
 	expect_refused((const char *[]){ "--split", "10x", NULL }, "invalid length '10x'");
 	expect_refused((const char *[]){ "--split", "-1s", NULL }, "invalid length '-1s'");
 	expect_refused((const char *[]){ "--split", NULL }, "needs an argument");
-	expect_refused((const char *[]){ "--split", "1ns", NULL }, "makes 298001 pieces");
+	expect_refused((const char *[]){ "--split", "1ns", NULL }, "--split 1ns makes 298001 pieces");
 	expect_refused((const char *[]){ "--split", "1s", "--format", "otlp", NULL },
 		       "not with --format otlp");
 	{

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "exporters.h"
+#include "fmt.h"
 #include "split.h"
 
 int split_name(const char *out, uint64_t i, uint64_t n, char *buf, size_t len)
@@ -36,10 +37,12 @@ int split_export(struct source *src, struct pick *pk, struct cmd *c)
 	char name[PATH_MAX], first[PATH_MAX];
 	int rc = EXIT_OK;
 
-	if (pk->npieces > SPLIT_MAX_PIECES)
-		return cli_usage_error("export", "--split %.6f s makes %" PRIu64 " pieces of the trace "
-				       "(at most %u): give a longer one", (double)pk->split_ns / 1e9,
-				       pk->npieces, SPLIT_MAX_PIECES);
+	if (pk->npieces > SPLIT_MAX_PIECES) {
+		fmt_dur(name, sizeof(name), pk->split_ns, FMT_DUR_TABLE);
+		return cli_usage_error("export", "--split %s makes %" PRIu64 " pieces of the trace "
+				       "(at most %u): give a longer one", name, pk->npieces,
+				       SPLIT_MAX_PIECES);
+	}
 	if (split_name(out, pk->npieces - 1, pk->npieces, name, sizeof(name)) < 0)
 		return cli_usage_error("export", "-o %s: too long to number the pieces", out);
 	for (uint64_t i = 0; i < pk->npieces && rc == EXIT_OK; i++) {
