@@ -214,6 +214,37 @@ static inline void print_file(const char *path)
 	free(s);
 }
 
+/* When the DevTools engine is here, it loads json and finds what expect
+ * (check-trace.mjs's options, ended by NULL) says; what it saw is printed
+ * when not. */
+static inline void expect_trace(const char *json, const char *const *expect)
+{
+	int rc;
+
+	if (!have_devtools())
+		return;
+	rc = check_trace(json, expect);
+	if (rc) {
+		print_file(tmp("check.err"));
+		print_file(tmp("check.out"));
+	}
+	assert_int_equal(rc, 0);
+}
+
+/* Runs `shmtrace export IN -o OUT` with the options opts (ended by NULL),
+ * its stderr to err; returns the exit status. */
+static inline int export_with_opts(const char *in, const char *out, const char *err,
+				   const char *const *opts)
+{
+	char *argv[24] = { bin, "export", (char *)in, "-o", (char *)out };
+	int n = 5;
+
+	for (; *opts && n < 23; opts++)
+		argv[n++] = (char *)*opts;
+	argv[n] = NULL;
+	return run(NULL, err, argv);
+}
+
 
 static inline void put_file(const char *path, const void *buf, size_t n)
 {
@@ -262,6 +293,34 @@ static inline void make_part(msgpack_sbuffer *b, uint32_t part, uint64_t first, 
 	assert_int_equal(shmt_cap_put_loss(b, &loss), 0);
 	if (end)
 		assert_int_equal(shmt_cap_put_end(b, &e), 0);
+}
+
+/* A capture file of one ring, as put_capture() writes it. */
+struct cap_spec {
+	struct shmt_cap_header h;
+	const struct shmt_cap_string *str;
+	size_t nstr;
+	const struct shmt_thread *th;
+	size_t nth;
+	const struct shmt_record *r;
+	size_t nr;
+};
+
+/* Writes c at path: header, strings, name slots, records (from sequence
+ * 0) and an END frame that counts them. */
+static inline void put_capture(const char *path, const struct cap_spec *c)
+{
+	struct shmt_cap_end e = { .records = c->nr, .end_ns = c->h.started_ns + 1000000000ull };
+	msgpack_sbuffer b;
+
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &c->h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, c->str, c->nstr), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, c->th, c->nth), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, c->r, c->nr), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	put_file(path, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
 }
 
 static inline int export_files(const char *out, const char *err, const char *f1, const char *f2)

@@ -52,8 +52,10 @@ static void test_capture_parts_dedup_cut(void **state)
 		free(json);
 		assert_int_equal(run(NULL, NULL, p), 0);
 		json = slurp(tmp("pid.json"));
-		assert_int_equal(count(json, "\"ph\":\"X\""), 30);
-		assert_int_equal(count(json, "\"pid\":100,"), 0);
+		/* pid 200's 30, and the two steps of pid 100 in its flow */
+		assert_int_equal(count(json, "\"ph\":\"X\""), 32);
+		assert_int_equal(count(json, "{\"ph\":\"X\",\"pid\":100,"), 2);
+		assert_int_equal(count(json, "\"ph\":\"t\""), 2);
 		free(json);
 	}
 
@@ -95,9 +97,7 @@ static void make_run(const char *path, const char *ring, uint64_t run_id, uint64
 	};
 	struct shmt_thread th[2] = { { .pid = pa, .tid = pa, .start_time = 5 },
 				     { .pid = pb, .tid = pb, .start_time = 6 } };
-	struct shmt_cap_end e = { .records = 10, .end_ns = ts0 + 100000 };
 	struct shmt_record r[10];
-	msgpack_sbuffer b;
 
 	snprintf(h.ring, sizeof(h.ring), "%s", ring);
 	snprintf(th[0].pname, sizeof(th[0].pname), "%s-client", ring);
@@ -111,14 +111,8 @@ static void make_run(const char *path, const char *ring, uint64_t run_id, uint64
 						     .flow = i + 1, .pid = pb, .tid = pb, .name = 3,
 						     .cat = 1, .commit = SHMTRACE_KIND_SPAN };
 	}
-	msgpack_sbuffer_init(&b);
-	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
-	assert_int_equal(shmt_cap_put_strings(&b, s, 3), 0);
-	assert_int_equal(shmt_cap_put_threads(&b, th, 2), 0);
-	assert_int_equal(shmt_cap_put_records(&b, 0, r, 10), 0);
-	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
-	put_file(path, b.data, b.size);
-	msgpack_sbuffer_destroy(&b);
+	put_capture(path, &(struct cap_spec){ .h = h, .str = s, .nstr = 3, .th = th, .nth = 2,
+					       .r = r, .nr = 10 });
 }
 
 /* The export of the two rings: ten flows of two records, each ring's

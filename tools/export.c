@@ -13,6 +13,7 @@
 
 #include "exporters.h"
 #include "parse.h"
+#include "split.h"
 
 static const char export_usage[] =
 	"Usage: shmtrace export CAPTURE... -o OUT [options]\n"
@@ -42,10 +43,17 @@ static const char export_usage[] =
 	"                     one that would move a time before 0 is refused)\n"
 	"  -r, --ring NAME    read the ring /dev/shm/NAME directly, read-only; with\n"
 	"                     captures, what it holds beyond them (the ring they came from)\n"
-	"  -p, --pid PID      only records of PID (repeatable)\n"
+	"  -p, --pid PID      only records of PID (repeatable), and every record of the\n"
+	"                     flows they are in: the other processes' steps of those\n"
+	"                     flows, so that their arrows stay whole\n"
 	"      --from T       only records starting at or after T\n"
 	"      --to T         only records starting at or before T\n"
-	"                     (T is relative to the earliest record: 1.5s, 200ms, 300us)\n"
+	"                     (T is relative to the earliest record, of the --pid ones\n"
+	"                     if given: 1.5s, 200ms, 300us), and every record of their\n"
+	"                     flows, before or after the window\n"
+	"      --split D      Chrome: write OUT as one file per D of time (10s, 500ms):\n"
+	"                     trace.json as trace.000.json, trace.001.json, ...; a flow\n"
+	"                     goes whole into the file its first selected record is in\n"
 	"  -h, --help         show this help\n";
 
 /* HOST=NS, NS a signed 64-bit integer of nanoseconds. */
@@ -70,6 +78,8 @@ static const struct num_spec retries_spec = { "--retries", 1, 100, 0, NULL };
 struct export_opts {
 	struct source src;
 	struct filter flt;		/* window relative to t0 = earliest record */
+	struct pick pick;		/* what flt and split_ns select */
+	uint64_t split_ns;		/* --split, 0 when not given */
 	struct otlp_opts oo;
 	bool otlp;
 	char offhost[MAX_OFFSETS][64];
@@ -111,6 +121,11 @@ static int export_option(void *ctx, int c, const char *arg)
 			x->oo.retries = (unsigned)v;
 		return 0;
 	}
+	case 'D':
+		if (parse_duration(arg, &x->split_ns) < 0 || !x->split_ns)
+			return cli_usage_error("export", "invalid length '%s' for --split (try 10s, "
+					       "500ms; more than 0)", arg);
+		return 0;
 	case 'C':
 		if (x->noff == MAX_OFFSETS ||
 		    parse_offset(arg, x->offhost[x->noff], sizeof(x->offhost[0]), &x->offns[x->noff]) < 0)
@@ -154,6 +169,18 @@ static int export_clocks(struct source *src, const struct export_opts *x)
 	return 0;
 }
 
+/* Reads what --pid, --from/--to and --split select (pick.h). Returns 0,
+ * or EXIT_RUNTIME after saying why not. */
+static int export_pick(struct export_opts *x)
+{
+	char err[768] = "";
+	int ret = pick_prepare(&x->pick, &x->src, &x->flt, x->split_ns, err, sizeof(err));
+
+	if (ret < 0)
+		return cli_runtime_error("export", "%s", err[0] ? err : strerror(-ret));
+	return 0;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -164,6 +191,7 @@ int cmd_export(int argc, char **argv)
 		{ "batch-size", required_argument, NULL, 'B' },
 		{ "retries", required_argument, NULL, 'R' },
 		{ "clock-offset", required_argument, NULL, 'C' },
+		{ "split", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct export_opts *x = calloc(1, sizeof(*x));
@@ -186,17 +214,30 @@ int cmd_export(int argc, char **argv)
 		rc = cli_usage_error("export", "--otlp-endpoint, --service and --flows-only need --format otlp");
 		goto done;
 	}
+	if (x->split_ns && x->otlp) {
+		rc = cli_usage_error("export", "--split writes Chrome JSON files; not with --format otlp");
+		goto done;
+	}
+	if (x->split_ns && c.out && !strcmp(c.out, "-")) {
+		rc = cli_usage_error("export", "--split writes several files: not to stdout ('-o -')");
+		goto done;
+	}
 	rc = cmd_open(&c, x->otlp && x->oo.endpoint ? NULL : "use -o FILE, or -o - for stdout");
 	if (rc)
 		goto done;
 	rc = export_clocks(&x->src, x);
+	if (rc == 0)
+		rc = export_pick(x);
 	if (rc == 0 && x->otlp) {
-		x->oo.flt = &x->flt;
+		x->oo.pick = &x->pick;
 		x->oo.progress = isatty(STDERR_FILENO);
 		rc = otlp_export(&x->src, &x->oo, c.out);
+	} else if (rc == 0 && x->split_ns) {
+		rc = split_export(&x->src, &x->pick, &c);
 	} else if (rc == 0) {
-		rc = chrome_export(&x->src, &x->flt, &c);
+		rc = chrome_export(&x->src, &x->pick, &c);
 	}
+	pick_free(&x->pick);
 	source_close(&x->src);
 done:
 	free(x);

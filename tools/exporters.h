@@ -14,12 +14,14 @@
 
 #include "cli.h"
 #include "cmd_common.h"
+#include "pick.h"
 #include "source.h"
 
-/* Writes src, its records filtered by flt, to c->out as Chrome Trace JSON
- * (creating and finishing the output through c). Prints its errors;
- * returns the exit code. */
-int chrome_export(struct source *src, const struct filter *flt, struct cmd *c);
+/* Writes the records of src that pk picks (pick.h; with --split, those of
+ * its current piece) to c->out as Chrome Trace JSON (creating and
+ * finishing the output through c). Prints its errors; returns the exit
+ * code. */
+int chrome_export(struct source *src, const struct pick *pk, struct cmd *c);
 
 #define OTLP_BATCH_DEFAULT	(4u << 20)
 #define OTLP_RETRIES_DEFAULT	6u
@@ -30,7 +32,7 @@ struct otlp_opts {
 	bool flows_only;		/* leave out spans that are in no flow */
 	size_t batch_bytes;		/* most bytes in one request */
 	unsigned retries;		/* attempts per request (HTTP) */
-	const struct filter *flt;
+	const struct pick *pick;	/* which records (pick.h) */
 	bool progress;
 };
 

@@ -35,17 +35,9 @@ void export_where(struct jw *w, uint32_t pid, uint32_t tid, uint64_t ts)
 	jw_us(w, ts);
 }
 
-bool export_wanted(const struct exporter *e, const struct shmt_record *r)
+bool export_wanted(struct exporter *e, const struct shmt_record *r)
 {
-	if (!filter_pid(&e->flt, r->pid))
-		return false;
-	if (e->flt.has_from || e->flt.has_to) {
-		uint64_t rel = r->ts > e->t0 ? r->ts - e->t0 : 0;
-
-		if ((e->flt.has_from && rel < e->flt.from) || (e->flt.has_to && rel > e->flt.to))
-			return false;
-	}
-	return true;
+	return pick_record(e->pick, r, e->src->ring, &e->pass);
 }
 
 /* ,"args":{...} of a span or instant: its arguments, "unfinished":true

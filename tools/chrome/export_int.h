@@ -19,6 +19,7 @@
 #include "flows.h"
 #include "hosts.h"
 #include "json_writer.h"
+#include "pick.h"
 #include "source.h"
 
 /* a progress line on a terminal every so many records */
@@ -32,9 +33,9 @@ struct exporter {
 	/* (outpid << 32 | tid) of every record written: its last moment */
 	struct u64map seen;
 	struct jw *w;
-	struct filter flt;		/* window relative to t0 = earliest record */
+	const struct pick *pick;	/* which records are written */
+	struct pick_pass pass;		/* pick_record()'s for the pass */
 	bool progress;
-	uint64_t t0, t_end;		/* earliest and latest record start (window pass) */
 	uint64_t first_ts, last_ts, events, flows;
 	uint64_t names_lost;		/* events exported with a name or category "?" */
 	uint64_t threads_unnamed;	/* threads exported without a name slot */
@@ -53,8 +54,8 @@ void export_sep(struct exporter *e);
 void export_str_id(struct exporter *e, uint32_t id);
 /* "pid":P,"tid":T,"ts":TS */
 void export_where(struct jw *w, uint32_t pid, uint32_t tid, uint64_t ts);
-/* Whether r passes the --pid and --from/--to filter. */
-bool export_wanted(const struct exporter *e, const struct shmt_record *r);
+/* Whether r is written (pick.h: --pid, --from/--to, --split). */
+bool export_wanted(struct exporter *e, const struct shmt_record *r);
 /* Writes one record as an event, under category cat[0..catlen). */
 void export_event(struct exporter *e, uint32_t kind, uint32_t pid, uint32_t tid, uint64_t ts,
 		  uint64_t dur, const char *cat, size_t catlen, uint32_t name,

@@ -127,6 +127,9 @@ void export_loss(struct exporter *e)
 		export_meta_event(e, 0, NULL, "process_name", "shmtrace (loss)", 0);
 		export_meta_event(e, 0, &zero, "thread_name", "loss", 0);
 	}
+	/* the input's losses are every piece's: said once, by the first */
+	if (e->pick->split_ns && e->pick->piece)
+		return;
 	source_warn_lost(l);
 	warn_names(e);
 }
@@ -221,6 +224,29 @@ static void put_missing(struct exporter *e)
 	jw_u64(e->w, s->loss.missing);
 }
 
+/* ,"piece":{...}: which piece of a split this is, and its window, in ns
+ * relative to the earliest record (origin_ns, on the trace's clock) as
+ * --from and --to take them; nothing when not split. */
+static void put_piece(struct exporter *e)
+{
+	const struct pick *p = e->pick;
+	uint64_t to = p->lo + p->split_ns;
+
+	if (!p->split_ns)
+		return;
+	jw_puts(e->w, ",\"piece\":{\"index\":");
+	jw_u64(e->w, p->piece);
+	put_counts(e->w, (const struct count[]){
+		{ "count", p->npieces },
+		{ "from_ns", p->lo },
+		/* the last piece also holds what starts after its end */
+		{ "to_ns", to >= p->lo ? to : UINT64_MAX },
+		{ "origin_ns", p->t0 },
+		{ NULL, 0 },
+	});
+	jw_puts(e->w, "}");
+}
+
 void export_metadata(struct exporter *e)
 {
 	const struct source_loss *l = &e->src->loss;
@@ -279,6 +305,7 @@ void export_metadata(struct exporter *e)
 		{ NULL, 0 },
 	});
 	put_missing(e);
+	put_piece(e);
 	jw_puts(w, ",\"complete\":");
 	jw_puts(w, e->src->cut || e->src->damaged || e->src->nmissing_parts ? "false" : "true");
 	jw_puts(w, ",\"trace_start_ns\":");

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * export_run.c - the passes of a Chrome Trace JSON export: the window's
- * start when --from/--to need it, the events, then flows, names, losses
- * and metadata; and the export's life from output file to exit code.
+ * export_run.c - the passes of a Chrome Trace JSON export (after those of
+ * pick.c, which say which records): the events, then flows, names,
+ * losses and metadata; and the export's life from output file to exit
+ * code.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,21 +11,6 @@
 #include <unistd.h>
 
 #include "export_int.h"
-
-static int on_min_ts(void *ctx, const struct shmt_record *r, uint64_t start_time)
-{
-	struct exporter *e = ctx;
-
-	(void)start_time;
-	if (e->flt.npids && !export_wanted(e, r))
-		return 0;
-	if (!e->any || r->ts < e->t0)
-		e->t0 = r->ts;
-	if (!e->any || r->ts > e->t_end)
-		e->t_end = r->ts;
-	e->any = true;
-	return 0;
-}
 
 static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 {
@@ -36,23 +22,6 @@ static int run_export(struct exporter *e, FILE *out, char *err, size_t errlen)
 			 e->src->nhosts, HOSTS_MAX);
 	if (ret < 0)
 		return ret;
-	if (e->flt.has_from || e->flt.has_to) {
-		bool f = e->flt.has_from, t = e->flt.has_to;
-
-		/* the window is relative to the earliest record: find it first */
-		e->flt.has_from = e->flt.has_to = false;
-		ret = source_records(e->src, on_min_ts, e, err, errlen);
-		if (ret < 0)
-			return ret;
-		e->flt.has_from = f;
-		e->flt.has_to = t;
-		/* an empty trace must not look like an idle one */
-		if (f && e->any && e->flt.from > e->t_end - e->t0)
-			source_warnx("--from %.6f s is past the end of the trace (its last record "
-			       "starts at %.6f s); the output has no events",
-			       (double)e->flt.from / 1e9, (double)(e->t_end - e->t0) / 1e9);
-		e->any = false;
-	}
 	jw_init(e->w, out);
 	jw_puts(e->w, "{\"traceEvents\":[");
 	ret = source_records(e->src, export_on_record, e, err, errlen);
@@ -99,7 +68,7 @@ static void exporter_free(struct exporter *e)
 }
 
 /* The Chrome JSON export proper, once the source is open. */
-int chrome_export(struct source *src, const struct filter *flt, struct cmd *c)
+int chrome_export(struct source *src, const struct pick *pk, struct cmd *c)
 {
 	struct exporter *e = calloc(1, sizeof(*e));
 	char err[768];
@@ -110,7 +79,7 @@ int chrome_export(struct source *src, const struct filter *flt, struct cmd *c)
 		return cli_runtime_error("export", "out of memory");
 	}
 	e->src = src;
-	e->flt = *flt;
+	e->pick = pk;
 	flows_init_by(&e->fl, bind_order);
 	args_store_init(&e->fargs);
 	u64map_init(&e->seen);
@@ -124,7 +93,8 @@ int chrome_export(struct source *src, const struct filter *flt, struct cmd *c)
 	if (ret == 0)
 		ret = run_export(e, c->f, err, sizeof(err));
 	rc = cmd_finish(c, ret, err);
-	if (rc == EXIT_OK && (src->cut || src->damaged || src->nmissing_parts))
+	/* split.c says it once for all the pieces */
+	if (rc == EXIT_OK && (src->cut || src->damaged || src->nmissing_parts) && !pk->split_ns)
 		fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
 			c->out);
 	exporter_free(e);

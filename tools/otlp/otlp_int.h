@@ -120,9 +120,9 @@ struct otlp {
 	struct estr *esc;		/* each string id's JSON text, [nstr] */
 	struct obuf scratch;		/* an id's JSON text being made */
 	struct frag *frags;		/* [OTLP_FRAGS] */
-	uint64_t seq, salt, t0, wall_off;
+	uint64_t seq, salt, wall_off;
 	struct time_text time;		/* the upper digits of the last time */
-	bool any;
+	struct pick_pass pass;		/* pick_record()'s for the pass */
 	int fd;				/* the output file, or -1 */
 	struct outfile of;		/* fd's temporary, renamed to -o's path once written */
 	struct otlp_writer *w;		/* its writer, without an endpoint */

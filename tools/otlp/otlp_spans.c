@@ -16,19 +16,10 @@
 
 #include "otlp_int.h"
 
-static bool wanted(const struct otlp *o, const struct shmt_record *r)
+/* Whether r is exported (pick.h: --pid, --from/--to). */
+static bool wanted(struct otlp *o, const struct shmt_record *r)
 {
-	const struct filter *f = o->o->flt;
-
-	if (!filter_pid(f, r->pid))
-		return false;
-	if (f->has_from || f->has_to) {
-		uint64_t rel = r->ts > o->t0 ? r->ts - o->t0 : 0;
-
-		if ((f->has_from && rel < f->from) || (f->has_to && rel > f->to))
-			return false;
-	}
-	return true;
+	return pick_record(o->o->pick, r, o->s->ring, &o->pass);
 }
 
 static int single_span(struct otlp *o, uint32_t outpid, uint32_t tid, uint32_t kind,
@@ -280,29 +271,11 @@ static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe,
 	return otlp_span(o, &sp);
 }
 
-static int on_min_ts(void *ctx, const struct shmt_record *r, uint64_t start_time)
-{
-	struct otlp *o = ctx;
-
-	(void)start_time;
-	if (filter_pid(o->o->flt, r->pid) && (!o->any || r->ts < o->t0)) {
-		o->t0 = r->ts;
-		o->any = true;
-	}
-	return 0;
-}
-
 int otlp_run(struct otlp *o)
 {
-	const struct filter *f = o->o->flt;
 	char serr[sizeof(o->err)] = "";
 	int ret;
 
-	if (f->has_from || f->has_to) {
-		ret = source_records(o->s, on_min_ts, o, o->err, sizeof(o->err));
-		if (ret < 0)
-			return ret;
-	}
 	/* a ring's pass would put "ring 'NAME': Input/output error" over the
 	 * reason on_record() gave (a write that failed, say) */
 	ret = source_records(o->s, on_record, o, serr, sizeof(serr));

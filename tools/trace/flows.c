@@ -64,9 +64,14 @@ int flows_next(struct flows *f, struct flow_ev *e)
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
 
 /* The rings an id joins records of: its own, or all for a global id. */
+uint32_t flow_scope(uint64_t flow, uint32_t ring)
+{
+	return flow & SHMT_FLOW_GLOBAL ? FLOW_SCOPE_ALL : ring;
+}
+
 static uint32_t scope(const struct flow_ev *e)
 {
-	return e->flow & SHMT_FLOW_GLOBAL ? UINT32_MAX : e->ring;
+	return flow_scope(e->flow, e->ring);
 }
 
 static int cmp_ev(const void *pa, const void *pb)

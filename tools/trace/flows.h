@@ -80,4 +80,13 @@ typedef int (*flows_emit_fn)(void *ctx, char ph, uint64_t id, const struct flow_
 			     const struct flow_ev *group, size_t n);
 int flows_assemble(struct flows *f, flows_emit_fn emit, void *ctx, uint64_t *nflows);
 
+/*
+ * The scope of flow id flow on a record of ring (the source's ring
+ * index), as flows_assemble() joins them: ring itself for a ring-local
+ * id, FLOW_SCOPE_ALL for a global one. A flow is one (scope, id):
+ * whatever is keyed by flow is keyed so (flowmap.h).
+ */
+#define FLOW_SCOPE_ALL	UINT32_MAX
+uint32_t flow_scope(uint64_t flow, uint32_t ring);
+
 #endif
