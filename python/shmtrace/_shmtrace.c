@@ -11,7 +11,9 @@
 PyObject *pyst_error;
 Tracer *pyst_default_tracer;
 Span *pyst_null_span;
-PyObject *pyst_str_name, *pyst_str_cat, *pyst_str_flow, *pyst_str_value, *pyst_str_default_cat;
+PyObject *pyst_str_name, *pyst_str_cat, *pyst_str_flow, *pyst_str_value, *pyst_str_args,
+	*pyst_str_default_cat;
+PyObject *pyst_flow_var;
 
 PyDoc_STRVAR(open_doc,
 "open(ring=None) -> Tracer\n"
@@ -264,9 +266,21 @@ PyMODINIT_FUNC PyInit__shmtrace(void)
 	pyst_str_cat = PyUnicode_InternFromString("cat");
 	pyst_str_flow = PyUnicode_InternFromString("flow");
 	pyst_str_value = PyUnicode_InternFromString("value");
+	pyst_str_args = PyUnicode_InternFromString("args");
 	pyst_str_default_cat = PyUnicode_InternFromString(DEFAULT_CAT);
-	if (!pyst_str_name || !pyst_str_cat || !pyst_str_flow || !pyst_str_value || !pyst_str_default_cat)
+	if (!pyst_str_name || !pyst_str_cat || !pyst_str_flow || !pyst_str_value || !pyst_str_args ||
+	    !pyst_str_default_cat)
 		return NULL;
+	/* current_flow(): in a ContextVar, so that it follows asyncio tasks,
+	 * await and copy_context(); the package's flow() sets it */
+	if (!pyst_flow_var) {
+		PyObject *zero = PyLong_FromLong(0);
+
+		pyst_flow_var = zero ? PyContextVar_New("shmtrace_flow", zero) : NULL;
+		Py_XDECREF(zero);
+		if (!pyst_flow_var)
+			return NULL;
+	}
 	if (PyType_Ready(&pyst_span_type) < 0 || PyType_Ready(&pyst_tracer_type) < 0)
 		return NULL;
 	if (!pyst_stats_type.tp_name && PyStructSequence_InitType2(&pyst_stats_type, &pyst_stats_desc) < 0)
@@ -299,6 +313,7 @@ PyMODINIT_FUNC PyInit__shmtrace(void)
 	    PyModule_AddObjectRef(m, "Span", (PyObject *)&pyst_span_type) < 0 ||
 	    PyModule_AddObjectRef(m, "Tracer", (PyObject *)&pyst_tracer_type) < 0 ||
 	    PyModule_AddObjectRef(m, "Stats", (PyObject *)&pyst_stats_type) < 0 ||
+	    PyModule_AddObjectRef(m, "flow_var", pyst_flow_var) < 0 ||
 	    PyModule_AddStringConstant(m, "DEFAULT_CATEGORY", DEFAULT_CAT) < 0 ||
 	    PyModule_AddStringConstant(m, "LIBRARY_VERSION", SHMTRACE_VERSION_STRING) < 0) {
 		Py_DECREF(m);

@@ -9,8 +9,9 @@
  * (the (name, cat) ids are cached by the identity of the str objects, behind
  * a dict keyed by their value, so a name is interned once per tracer), a
  * Span from a freelist, two calls of the Span itself as its __enter__ and
- * __exit__ (no bound-method objects), two clock reads and one
- * shmtrace_span(). The GIL is held across every call that uses a handle,
+ * __exit__ (no bound-method objects), shmtrace_begin() and shmtrace_end()
+ * (open.c), and, with no flow= given, one read of the current flow's
+ * ContextVar. The GIL is held across every call that uses a handle,
  * so close() can never free a handle another thread is inside. Records the
  * ring cannot take are dropped and counted by the library (stats().dropped),
  * never raised: tracing must not change the control flow of the traced
@@ -56,13 +57,26 @@ typedef struct {
 	struct pair pairs[PAIR_SLOTS];
 } Tracer;
 
+struct pyst_open_stacks;	/* open.c */
+
+/* One span of a `with`: begun by __enter__ (shmtrace_begin(): the thread's
+ * open-span stack in the ring shows it until __exit__ records it), unless
+ * open.c keeps it off that stack; then it is timed here and recorded at its
+ * exit all the same. Its arguments are kept here, not in sp, so that
+ * set() can replace a key's value, and are handed to the library at exit. */
 typedef struct {
 	PyObject_HEAD
 	vectorcallfunc vectorcall;	/* span_call: __enter__ and __exit__ */
 	Tracer *tr;		/* NULL for the shared no-op span */
+	struct shmtrace_open_span sp;	/* valid while active and stacks != NULL */
+	struct pyst_open_stacks *stacks;	/* its entry's thread (open.c); NULL: none */
+	uint32_t stack;		/* and handle there */
+	uint64_t token;		/* and which entry */
 	uint64_t start;
 	uint64_t flow;
 	uint32_t cat, name;
+	uint32_t nargs;
+	struct shmtrace_arg args[SHMTRACE_MAX_ARGS];
 	int active;
 } Span;
 
@@ -72,8 +86,9 @@ extern PyObject *pyst_error;		/* shmtrace.Error */
 extern Tracer *pyst_default_tracer;	/* of the module-level calls; never NULL after init */
 extern int pyst_default_from_env;	/* 1: it may still attach to $SHMTRACE_RING */
 extern Span *pyst_null_span;		/* what span() returns with tracing off */
-extern PyObject *pyst_str_name, *pyst_str_cat, *pyst_str_flow, *pyst_str_value,
+extern PyObject *pyst_str_name, *pyst_str_cat, *pyst_str_flow, *pyst_str_value, *pyst_str_args,
 	*pyst_str_default_cat;		/* interned keyword names, and DEFAULT_CAT */
+extern PyObject *pyst_flow_var;		/* the ContextVar of current_flow() */
 /* 1 once this thread's name is in the ring (the library keeps it for the
  * rings the thread writes to later, and across fork) */
 extern __thread int pyst_tls_named;
@@ -87,13 +102,18 @@ int pyst_parse_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyO
 		    PyObject **keys, int nkeys, int nrequired, PyObject **out);
 int pyst_check_name_cat(PyObject *name, PyObject *cat);
 int pyst_get_flow(PyObject *o, uint64_t *flow);
+uint64_t pyst_current_flow(void);
 int pyst_event_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
 		    PyObject **a, uint64_t *flow);
+int pyst_arg_set(Tracer *tr, struct shmtrace_arg *args, uint32_t *n, PyObject *key,
+		 PyObject *value);
+int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, uint32_t *n);
 
 /* tracer.c */
 Tracer *pyst_tracer_new(shmtrace_t *t, int owned, PyObject *ring);
 Tracer *pyst_dflt(void);
 void pyst_name_thread(Tracer *tr);
+uint32_t pyst_intern(Tracer *tr, PyObject *s, const char *what, int *ok);
 int pyst_intern_name_cat(Tracer *tr, PyObject *name, PyObject *cat, uint32_t *name_id,
 			 uint32_t *cat_id);
 void pyst_pairs_clear(Tracer *tr);
@@ -108,6 +128,13 @@ static inline int pyst_enabled(Tracer *tr)
 		pyst_name_thread(tr);
 	return 1;
 }
+
+/* open.c: a Span's __enter__ and __exit__ on the thread's open-span stack;
+ * pyst_open_drop() forgets a span that will not be ended */
+void pyst_open_begin(Span *s, shmtrace_t *t);
+void pyst_open_end(Span *s, shmtrace_t *t);
+void pyst_open_drop(Span *s);
+void pyst_open_forget(shmtrace_t *t);
 
 /* span.c */
 Span *pyst_span_alloc(void);

@@ -57,10 +57,6 @@ void pyst_copy_cut(char *buf, const char *u, Py_ssize_t len, Py_ssize_t max)
 	buf[len] = 0;
 }
 
-/* The id of s in tr's ring, cached per tracer. Returns 0 with an exception
- * set on a bad argument; an id of 0 from a full string table is a valid
- * result (exported as "?"), hence the separate *ok. */
-
 /* Parses (name, cat=None, flow=0) or (name, value, cat=None) by hand: the
  * generic argument parser would cost more than the record itself. keys
  * lists the parameter names; out receives borrowed references. */
@@ -130,15 +126,142 @@ int pyst_check_name_cat(PyObject *name, PyObject *cat)
 }
 
 /* The arguments of span() and instant(): name, cat=None, flow=None,
- * checked; a[0..2] the name, cat and flow objects. */
+ * args=None, checked; a[0..3] the name, cat, flow and args objects, *flow
+ * the flow given (0 for None or none, where the caller takes
+ * pyst_current_flow() instead: only once it knows the tracer is on). */
 int pyst_event_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
 		    PyObject **a, uint64_t *flow)
 {
-	PyObject *keys[3] = { pyst_str_name, pyst_str_cat, pyst_str_flow };
+	PyObject *keys[4] = { pyst_str_name, pyst_str_cat, pyst_str_flow, pyst_str_args };
 
-	if (pyst_parse_args(fn, args, nargs, kwnames, keys, 3, 1, a) < 0)
+	if (pyst_parse_args(fn, args, nargs, kwnames, keys, 4, 1, a) < 0)
 		return -1;
 	return pyst_check_name_cat(a[0], a[1]) < 0 || pyst_get_flow(a[2], flow) < 0 ? -1 : 0;
+}
+
+/* The flow of current_flow(): what the innermost `with shmtrace.flow()`
+ * of this context set, 0 outside any. A value that is not a flow id (only
+ * the ContextVar itself, set by hand, can hold one) counts as none. */
+uint64_t pyst_current_flow(void)
+{
+	PyObject *v;
+	uint64_t flow = 0;
+
+	if (PyContextVar_Get(pyst_flow_var, NULL, &v) < 0) {
+		PyErr_Clear();
+		return 0;
+	}
+	if (v && pyst_get_flow(v, &flow) < 0) {
+		PyErr_Clear();
+		flow = 0;
+	}
+	Py_XDECREF(v);
+	return flow;
+}
+
+/* Adds key=value (a str, and an int or a str, interned) to the arguments
+ * args[0..*n) of a record of tr, or replaces the value of that key: the
+ * library would keep both, and a viewer show one of them. With tracing
+ * off (tr NULL or off) it only checks the types, as for names. Beyond SHMTRACE_MAX_ARGS keys the
+ * argument is not kept and a RuntimeWarning says so: it is no reason to
+ * change the traced program's control flow. Returns 0, or -1 with an
+ * exception set. */
+int pyst_arg_set(Tracer *tr, struct shmtrace_arg *args, uint32_t *n, PyObject *key,
+		 PyObject *value)
+{
+	struct shmtrace_arg a;
+	uint32_t i;
+	int ok;
+
+	if (!PyUnicode_Check(key)) {
+		PyErr_Format(PyExc_TypeError, "an argument's key must be str, not %.100s",
+			     Py_TYPE(key)->tp_name);
+		return -1;
+	}
+	if (PyLong_Check(value)) {
+		long long v = PyLong_AsLongLong(value);
+
+		if (v == -1 && PyErr_Occurred())
+			return -1;	/* OverflowError: beyond an int64 */
+		a = shmtrace_arg_int(0, v);
+	} else if (PyUnicode_Check(value)) {
+		a = shmtrace_arg_str(0, 0);
+	} else {
+		PyErr_Format(PyExc_TypeError, "argument %R must be int or str, not %.100s", key,
+			     Py_TYPE(value)->tp_name);
+		return -1;
+	}
+	if (!tr || !tr->t)
+		return 0;
+	a.key = pyst_intern(tr, key, "an argument's key", &ok);
+	if (!ok)
+		return -1;
+	if (a.type == SHMTRACE_ARG_STR) {
+		a.value = pyst_intern(tr, value, "an argument's value", &ok);
+		if (!ok)
+			return -1;
+	}
+	for (i = 0; i < *n && args[i].key != a.key; i++)
+		;
+	if (i == SHMTRACE_MAX_ARGS)
+		return PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "argument %R not kept: a record "
+					"has at most %d arguments", key, SHMTRACE_MAX_ARGS);
+	args[i] = a;
+	if (i == *n)
+		(*n)++;
+	return 0;
+}
+
+/* Checks that a record can hold size arguments. */
+static int args_fit(Py_ssize_t size)
+{
+	if (size <= SHMTRACE_MAX_ARGS)
+		return 0;
+	PyErr_Format(PyExc_ValueError, "args has %zd keys: a record has at most %d arguments",
+		     size, SHMTRACE_MAX_ARGS);
+	return -1;
+}
+
+/* The arguments of args= (a dict, or another mapping, of at most
+ * SHMTRACE_MAX_ARGS keys, or None), into args[0..*n). Returns 0, or -1
+ * with an exception set. */
+int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, uint32_t *n)
+{
+	PyObject *items, *k, *v;
+	Py_ssize_t pos = 0;
+	int ret = 0;
+
+	*n = 0;
+	if (!mapping || mapping == Py_None)
+		return 0;
+	if (PyDict_Check(mapping)) {
+		/* no Python code runs in between: the dict cannot change */
+		if (args_fit(PyDict_GET_SIZE(mapping)) < 0)
+			return -1;
+		while (ret == 0 && PyDict_Next(mapping, &pos, &k, &v))
+			ret = pyst_arg_set(tr, args, n, k, v);
+		return ret;
+	}
+	items = PyMapping_Check(mapping) && !PySequence_Check(mapping) ?
+		PyMapping_Items(mapping) : NULL;
+	if (!items) {
+		PyErr_Format(PyExc_TypeError, "args must be a dict or None, not %.100s",
+			     Py_TYPE(mapping)->tp_name);
+		return -1;
+	}
+	ret = args_fit(PyList_GET_SIZE(items));
+	for (pos = 0; ret == 0 && pos < PyList_GET_SIZE(items); pos++) {
+		PyObject *kv = PyList_GET_ITEM(items, pos);
+
+		if (!PyTuple_Check(kv) || PyTuple_GET_SIZE(kv) != 2) {
+			PyErr_SetString(PyExc_TypeError, "args.items() must give (key, value) pairs");
+			ret = -1;
+		} else {
+			ret = pyst_arg_set(tr, args, n, PyTuple_GET_ITEM(kv, 0), PyTuple_GET_ITEM(kv, 1));
+		}
+	}
+	Py_DECREF(items);
+	return ret;
 }
 
 /* A flow id: None or an int in 0..2^64-1. */

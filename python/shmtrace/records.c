@@ -6,24 +6,33 @@
 #include "_shmtrace.h"
 
 PYST_DOC(pyst_instant_doc,
-"instant(name, cat=None, flow=None) -> None\n"
+"instant(name, cat=None, flow=None, args=None) -> None\n"
 "--\n\n"
 "Records an instant event now: a point in time, with an optional flow id\n"
-"(an \"error\" or \"retry\" of one request). Arguments as for span().");
+"(an \"error\" or \"retry\" of one request; None: the current flow) and\n"
+"arguments (a dict of at most 4, as for span()). Arguments as for span().");
 
 PyObject *pyst_instant(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	PyObject *a[3];
-	uint32_t cat, name;
+	struct shmtrace_arg av[SHMTRACE_MAX_ARGS];
+	PyObject *a[4];
+	uint32_t cat, name, n;
 	uint64_t flow;
 
 	if (pyst_event_args("instant", args, nargs, kwnames, a, &flow) < 0)
 		return NULL;
-	if (!pyst_enabled(tr))
+	if (!pyst_enabled(tr)) {
+		if (pyst_args_of(NULL, a[3], av, &n) < 0)
+			return NULL;
 		Py_RETURN_NONE;
+	}
 	if (pyst_intern_name_cat(tr, a[0], a[1], &name, &cat) < 0)
 		return NULL;
-	shmtrace_instant(tr->t, cat, name, flow);
+	if (pyst_args_of(tr, a[3], av, &n) < 0)
+		return NULL;
+	if (!a[2] || a[2] == Py_None)
+		flow = pyst_current_flow();
+	shmtrace_instant_args(tr->t, cat, name, flow, av, n);
 	Py_RETURN_NONE;
 }
 

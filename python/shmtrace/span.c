@@ -6,11 +6,14 @@
 #include "_shmtrace.h"
 
 PyDoc_STRVAR(span_doc,
-"A span being timed: what span() returns, a context manager.\n\n"
-"__enter__ reads the clock, __exit__ reads it again and records the\n"
-"span [enter, exit) with its category, name and flow id; an exception\n"
-"leaving the block is not swallowed. A Span may be entered again after it\n"
-"has exited (each time records one span), but not while it is active.\n\n"
+"A span: what span() returns, a context manager.\n\n"
+"__enter__ opens it: from then on the ring shows it open, so that if the\n"
+"process dies inside the block `shmtrace export --ring` (and a running\n"
+"collector) shows it \"unfinished\", as C's shmtrace_begin() does.\n"
+"__exit__ records it [enter, exit) with its category, name, flow id and\n"
+"arguments; an exception leaving the block is not swallowed. A Span may\n"
+"be entered again after it has exited (each time records one span, with\n"
+"the arguments it has then), but not while it is active.\n\n"
 "s.__enter__ and s.__exit__ are s itself: calling a Span with no argument\n"
 "enters it, with the three arguments of __exit__ exits it. This spares the\n"
 "interpreter a bound-method object for each of the two calls of a `with`.");
@@ -34,11 +37,16 @@ Span *pyst_span_alloc(void)
 			return NULL;
 	}
 	s->vectorcall = span_call;
+	s->nargs = 0;
+	s->stacks = NULL;
+	s->active = 0;
 	return s;
 }
 
 static void span_dealloc(Span *s)
 {
+	/* never exited: stays on the stack, as a C span never ended does */
+	pyst_open_drop(s);
 	Py_CLEAR(s->tr);
 	if (span_nfree < SPAN_FREE)
 		span_free[span_nfree++] = s;
@@ -54,7 +62,9 @@ static PyObject *span_enter(Span *s)
 			return NULL;
 		}
 		s->active = 1;
-		s->start = shmtrace_now();
+		/* closed meanwhile: __exit__ records nothing */
+		if (s->tr->t)
+			pyst_open_begin(s, s->tr->t);
 	}
 	Py_INCREF(s);
 	return (PyObject *)s;
@@ -63,15 +73,45 @@ static PyObject *span_enter(Span *s)
 static PyObject *span_exit(Span *s)
 {
 	if (s->tr && s->active) {
-		uint64_t end = shmtrace_now();
-
 		s->active = 0;
-		/* closed meanwhile: its ids mean nothing any more */
+		/* closed meanwhile: its ids, and its handle, mean nothing any more */
 		if (s->tr->t)
-			shmtrace_span(s->tr->t, s->cat, s->name, s->start, end, s->flow);
+			pyst_open_end(s, s->tr->t);
+		else
+			pyst_open_drop(s);
 	}
 	Py_RETURN_NONE;
 }
+
+PyDoc_STRVAR(span_set_doc,
+"set(key, value) -> None\n"
+"--\n\n"
+"Gives the span the argument key=value, shown in the details panel of\n"
+"Perfetto and DevTools (the export's \"args\", OTLP attributes): key a str,\n"
+"value an int (-2**63..2**63-1) or a str. A key set again takes the new\n"
+"value. Arguments are recorded with the span when it exits (a span the\n"
+"process died in shows none). str values are interned in the ring's\n"
+"string table, as names are: use them for values from a small set (a\n"
+"status, a method), ints for ids and sizes. A span has at most 4\n"
+"arguments: a fifth key is not kept, and a RuntimeWarning says so.\n"
+"Raises TypeError for other types, OverflowError for an int out of range.");
+
+static PyObject *span_set(Span *s, PyObject *const *args, Py_ssize_t nargs)
+{
+	if (nargs != 2) {
+		PyErr_Format(PyExc_TypeError, "set() takes 2 arguments (key, value), not %zd", nargs);
+		return NULL;
+	}
+	/* the shared no-op span has no tracer: the types are checked only */
+	if (pyst_arg_set(s->tr, s->args, &s->nargs, args[0], args[1]) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef span_methods[] = {
+	{ "set", CAST(span_set), METH_FASTCALL, span_set_doc },
+	{ NULL, NULL, 0, NULL }
+};
 
 /* What the interpreter calls for __enter__ (no argument) and __exit__
  * (type, value, traceback), both found as the span itself by span_self(). */
@@ -111,10 +151,11 @@ static PyObject *span_get_enabled(Span *s, void *Py_UNUSED(c))
 
 static PyGetSetDef span_getset[] = {
 	{ "__enter__", span_self, NULL,
-	  "__enter__() starts the span: reads the clock. (The span itself, called.)", NULL },
+	  "__enter__() opens the span: reads the clock, and shows it open in the ring.\n"
+	  "(The span itself, called.)", NULL },
 	{ "__exit__", span_self, NULL,
-	  "__exit__(exc_type, exc, tb) ends the span: reads the clock and records it. Never\n"
-	  "swallows an exception. (The span itself, called.)", NULL },
+	  "__exit__(exc_type, exc, tb) ends the span: reads the clock and records it with its\n"
+	  "arguments. Never swallows an exception. (The span itself, called.)", NULL },
 	{ "flow", (getter)span_get_flow, NULL, "The flow id the span carries (0: none).", NULL },
 	{ "enabled", (getter)span_get_enabled, NULL,
 	  "False for the no-op span of a tracer that is off.", NULL },
@@ -131,34 +172,46 @@ PyTypeObject pyst_span_type = {
 	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
 	.tp_doc = span_doc,
 	.tp_getset = span_getset,
+	.tp_methods = span_methods,
 };
 
 PYST_DOC(pyst_span_doc,
-"span(name, cat=None, flow=None) -> Span\n"
+"span(name, cat=None, flow=None, args=None) -> Span\n"
 "--\n\n"
 "A context manager that records one span around its block.\n\n"
-"    with shmtrace.span(\"handle\", cat=\"rpc\", flow=fid):\n"
+"    with shmtrace.span(\"handle\", cat=\"rpc\", flow=fid) as s:\n"
+"        s.set(\"bytes\", len(request))\n"
 "        handle(request)\n\n"
 "name: the span's name (str). cat: its category (str; None: \"python\").\n"
 "flow: a flow id from flow_new(), usually received from another process\n"
 "with the request, that links the spans of one request across threads and\n"
-"processes into one arrow in the viewers (None or 0: none). Chrome DevTools\n"
-"joins a flow only within one category: give every span of a flow, in C\n"
-"and in Python, the same cat.\n\n"
-"The span starts when the block is entered and ends when it is left,\n"
-"also by an exception (which is not swallowed). Names are interned once\n"
-"per process and cached: repeating a name costs a dict lookup. Strings\n"
-"longer than 1024 bytes of UTF-8 are cut at a character boundary.\n\n"
+"processes into one arrow in the viewers; None: the current flow\n"
+"(current_flow(), set by `with shmtrace.flow(fid)`, as it is when span()\n"
+"is called; none outside one); 0: none. Chrome DevTools joins a flow only\n"
+"within one category: give every span of a flow, in C and in Python, the\n"
+"same cat. args: a dict of at most 4 arguments, str keys and int or str\n"
+"values, as Span.set() takes them.\n\n"
+"The span opens when the block is entered and ends when it is left, also\n"
+"by an exception (which is not swallowed). While it is open the ring shows\n"
+"it: a process killed inside it exports it \"unfinished\", nested in the\n"
+"spans around it, as C's shmtrace_begin() spans (the 4 outermost open\n"
+"spans of each thread are shown, as in C; a span left out of order, as\n"
+"coroutines interleaving on one event loop leave theirs, and the spans\n"
+"opened inside it, may not be shown, and are recorded all the same).\n"
+"Names are interned once per process and cached: repeating a name costs a\n"
+"dict lookup. Strings longer than 1024 bytes of UTF-8 are cut at a\n"
+"character boundary.\n\n"
 "Raises TypeError for arguments of the wrong type, UnicodeEncodeError for\n"
 "a str that is not valid Unicode (lone surrogates), ValueError for one\n"
-"with a null character, OverflowError for a flow outside 0..2**64-1.\n"
-"With tracing off (no ring) it returns a shared no-op Span after checking\n"
-"the argument types. A record the ring cannot take is dropped and counted\n"
+"with a null character or for more than 4 args, OverflowError for a flow\n"
+"outside 0..2**64-1 or an int argument outside an int64. With tracing off\n"
+"(no ring) it returns a shared no-op Span after checking the argument\n"
+"types. A record the ring cannot take is dropped and counted\n"
 "(stats().dropped), never raised.");
 
 PyObject *pyst_span(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-	PyObject *a[3];
+	PyObject *a[4];
 	uint32_t cat, name;
 	uint64_t flow;
 	Span *s;
@@ -166,6 +219,10 @@ PyObject *pyst_span(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObjec
 	if (pyst_event_args("span", args, nargs, kwnames, a, &flow) < 0)
 		return NULL;
 	if (!pyst_enabled(tr)) {
+		uint32_t n;
+
+		if (a[3] && pyst_args_of(NULL, a[3], NULL, &n) < 0)
+			return NULL;
 		Py_INCREF(pyst_null_span);
 		return (PyObject *)pyst_null_span;
 	}
@@ -176,10 +233,13 @@ PyObject *pyst_span(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObjec
 		return NULL;
 	Py_INCREF(tr);
 	s->tr = tr;
+	if (a[3] && pyst_args_of(tr, a[3], s->args, &s->nargs) < 0) {
+		Py_DECREF(s);
+		return NULL;
+	}
 	s->cat = cat;
 	s->name = name;
-	s->flow = flow;
+	s->flow = a[2] && a[2] != Py_None ? flow : pyst_current_flow();
 	s->start = 0;
-	s->active = 0;
 	return (PyObject *)s;
 }

@@ -15,7 +15,7 @@ __thread int pyst_tls_named;
 /* The id of s in tr's ring, cached per tracer. Returns 0 with an exception
  * set on a bad argument; an id of 0 from a full string table is a valid
  * result (exported as "?"), hence the separate *ok. */
-static uint32_t intern(Tracer *tr, PyObject *s, const char *what, int *ok)
+uint32_t pyst_intern(Tracer *tr, PyObject *s, const char *what, int *ok)
 {
 	char buf[MAX_STRING + 1];
 	const char *u;
@@ -93,10 +93,10 @@ int pyst_intern_name_cat(Tracer *tr, PyObject *name, PyObject *cat, uint32_t *na
 		*cat_id = p->cat_id;
 		return 0;
 	}
-	*name_id = intern(tr, name, "name", &ok);
+	*name_id = pyst_intern(tr, name, "name", &ok);
 	if (!ok)
 		return -1;
-	*cat_id = intern(tr, cat, "cat", &ok);
+	*cat_id = pyst_intern(tr, cat, "cat", &ok);
 	if (!ok)
 		return -1;
 	/* exact str only: a subclass instance could refer back to the tracer */
@@ -158,6 +158,7 @@ static void tracer_detach(Tracer *tr)
 	tr->t = NULL;
 	if (!t)
 		return;
+	pyst_open_forget(t);
 	if (tr->owned)
 		shmtrace_close(t);
 	else if (t == shmtrace_default)

@@ -3,7 +3,11 @@
 # python.sh - the Python binding's tests (tests/python, unittest): every API
 # call and bad argument, tracing off, a ring removed under it, fork;
 # multiprocessing pools whose flows cross a C process, checked in the Chrome
-# DevTools trace engine; a Python worker SIGKILLed mid-span.
+# DevTools trace engine; Python processes SIGKILLed inside nested spans,
+# exported with them unfinished, also after coroutines and generators left
+# theirs out of order; span and instant arguments in the Chrome JSON and
+# the OTLP export; the current flow across await, tasks and threads, and
+# @traced's per-call flow, checked in the DevTools engine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}

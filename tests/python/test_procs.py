@@ -2,7 +2,8 @@
 """test_procs.py - Python processes on one ring with a C process: pools of
 4 (fork, spawn, forkserver) whose flows cross the C process py-c-hop,
 drained by the collector, exported and checked in the Chrome DevTools trace
-engine; and a Python worker SIGKILLed mid-span, exported post-mortem."""
+engine; and a Python worker SIGKILLed mid-span, exported post-mortem with
+the span it died in unfinished."""
 import collections
 import multiprocessing
 import os
@@ -151,9 +152,12 @@ class TestKilled(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             events, err, trace = util.export(d, "--ring", ring)
             self.assertNotIn("torn", err)
-            got = util.spans(events, pid=p.pid)
+            got = util.spans(events, "returned", p.pid)
             self.assertEqual(len(got), n)
-            self.assertEqual({e["name"] for e in got}, {"returned"})
+            self.assertFalse(any(e.get("args") for e in got))
+            died_in = [e for e in util.spans(events, pid=p.pid) if e not in got]
+            self.assertEqual([(e["name"], e["args"]) for e in died_in],
+                             [("never returns", {"unfinished": True})])
             seen = util.devtools(trace, "--expect-flows", "0", "--expect-process",
                                  "%d=victim" % p.pid)
             self.assertEqual(seen["processes"][str(p.pid)], "victim")

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: MIT
 """util.py - what the Python tests share: unique ring names, the built
-binaries, exporting a ring or a capture, and the DevTools engine check."""
+binaries, exporting a ring or a capture, the DevTools engine check, and
+RingTest, a test case with a ring and a tracer on it."""
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 import unittest
+
+import shmtrace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("SHMTRACE_BIN") or os.path.join(ROOT, os.environ.get("BUILD", "build"))
@@ -52,6 +56,12 @@ def devtools(trace, *expect):
     return json.loads(r.stdout)
 
 
+def metadata(trace):
+    """The export's own counts (metadata.shmtrace of the Chrome JSON)."""
+    with open(trace, encoding="utf-8") as f:
+        return json.load(f)["metadata"]["shmtrace"]
+
+
 def spans(events, name=None, pid=None):
     return [e for e in events if e.get("ph") == "X" and (name is None or e["name"] == name)
             and (pid is None or e["pid"] == pid)]
@@ -72,3 +82,22 @@ def unlink(ring):
         os.unlink("/dev/shm/" + ring)
     except FileNotFoundError:
         pass
+
+
+class RingTest(unittest.TestCase):
+    """A ring of its own for each test, self.t a tracer on it, and
+    self.export(), what `shmtrace export --ring` makes of it."""
+
+    def setUp(self):
+        self.ring = ring_name(self._testMethodName)
+        shmtrace.create_ring(self.ring, capacity=65536)
+        self.addCleanup(unlink, self.ring)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.t = shmtrace.open(self.ring)
+        self.addCleanup(self.t.close)
+
+    def export(self):
+        self.t.flush()
+        events, _, _ = export(self.tmp.name, "--ring", self.ring)
+        return events
