@@ -21,6 +21,11 @@
  * returns the exit code. */
 int chrome_export(struct source *src, const struct filter *flt, struct cmd *c);
 
+/* Writes src, its records filtered by flt, to c->out as a Perfetto
+ * protobuf trace (docs/PERFETTO.md), creating and finishing the output
+ * through c. Prints its errors; returns the exit code. */
+int perfetto_export(struct source *src, const struct filter *flt, struct cmd *c);
+
 #define OTLP_BATCH_DEFAULT	(4u << 20)
 #define OTLP_RETRIES_DEFAULT	6u
 
