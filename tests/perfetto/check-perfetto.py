@@ -273,53 +273,59 @@ def proto_slices(pr, out):
     return res
 
 
-def overlapping(cs):
+def overlapping(cs, pairs):
     """The threads with spans that overlap without nesting (one begins
-    inside another and ends after it): no stack of slices shows them, and
-    their ends come out exchanged in Perfetto (the trace processor drops
-    them from Chrome JSON). Their slices are compared without end and depth."""
+    inside another and ends after it), by the Perfetto starts: no stack of
+    slices shows them, and their ends come out exchanged in Perfetto (the
+    trace processor drops them from Chrome JSON). Their slices are
+    compared without end and depth."""
     bad, by = set(), defaultdict(list)
     for c in cs:
-        by[(c['pid'], c['tid'])].append(c)
+        by[(c['pid'], c['tid'])].append((pairs[id(c)]['start'], c['end']))
     for k, v in by.items():
         ends = []
-        for c in sorted(v, key=lambda c: (c['start'], c['start'] - c['end'])):
-            while ends and ends[-1] <= c['start']:
+        for start, end in sorted(v, key=lambda se: (se[0], se[0] - se[1])):
+            while ends and ends[-1] <= start:
                 ends.pop()
-            if ends and c['end'] > ends[-1]:
+            if ends and end > ends[-1]:
                 bad.add(k)
                 break
-            ends.append(c['end'])
+            ends.append(end)
     return bad
 
 
-def match(ps, cs, moved_max, bad):
+def match(ps, cs, moved_max):
     """Pairs each Chrome slice with a Perfetto one: same thread, name and
-    end; the same start, or (a flow slice the Chrome export moved) a later
-    one; on a thread in bad, same thread, name and start. Returns
-    {id(chrome slice): perfetto slice}."""
-    def key(s):
-        t = (s['pid'], s['tid'])
-        return t + (s['name'], 'start', s['start']) if t in bad else t + (s['name'], s['end'])
-    groups = defaultdict(list)
-    for p in ps:
-        groups[key(p)].append(p)
-    pairs, moved = {}, 0
-    for c in sorted(cs, key=lambda c: c['start']):
-        g = groups.get(key(c))
-        if not g:
-            fail(f"the Chrome slice {c['name']} at {c['start']} (pid {c['pid']} tid {c['tid']}) "
-                 f"is not in the Perfetto trace")
-        p = min(g, key=lambda p: (p['start'] != c['start'], p['start']))
-        if p['start'] > c['start']:
-            fail(f"slice {c['name']} starts at {p['start']} in Perfetto, {c['start']} in Chrome")
-        moved += p['start'] != c['start']
-        g.remove(p)
-        pairs[id(c)] = p
-    left = [p for g in groups.values() for p in g]
+    end, and the same start, or (a flow record's slice the Chrome export
+    moved, as many as it says it moved) a later one; what is left, by
+    thread, name and start (spans that overlap come out of Perfetto with
+    other ends). Returns {id(chrome slice): perfetto slice}."""
+    pairs, moved, left = {}, 0, []
+    for key in (lambda s: (s['pid'], s['tid'], s['name'], 'end', s['end']),
+                lambda s: (s['pid'], s['tid'], s['name'], 'start', s['start'])):
+        groups = defaultdict(list)
+        for p in ps:
+            groups[key(p)].append(p)
+        left = []
+        for c in sorted(cs, key=lambda c: c['start']):
+            if id(c) in pairs:
+                continue
+            g = [p for p in groups.get(key(c), []) if p['start'] == c['start'] or (
+                p['start'] < c['start'] and key(c)[3] == 'end')]
+            if not g:
+                left.append(c)
+                continue
+            p = min(g, key=lambda p: (p['start'] != c['start'], p['start']))
+            moved += p['start'] != c['start']
+            groups[key(c)].remove(p)
+            pairs[id(c)] = p
+        ps = [p for g in groups.values() for p in g]
     if left:
-        fail(f"{len(left)} Perfetto slices are not in the Chrome trace, e.g. {left[0]['name']} "
-             f"at {left[0]['start']}")
+        fail(f"the Chrome slice {left[0]['name']} at {left[0]['start']} (pid {left[0]['pid']} tid "
+             f"{left[0]['tid']}) is not in the Perfetto trace")
+    if ps:
+        fail(f"{len(ps)} Perfetto slices are not in the Chrome trace, e.g. {ps[0]['name']} "
+             f"at {ps[0]['start']}")
     if moved > moved_max:
         fail(f"{moved} slices start later in Chrome, which moved {moved_max}")
     return pairs
@@ -333,6 +339,8 @@ def compare_slices(cs, pairs, bad):
             fail(f"{where}: category {p['cat']!r}, Chrome {c['cat']!r}")
         if p['args'] != c['args']:
             fail(f"{where}: arguments {p['args']}, Chrome {c['args']}")
+        if (c['pid'], c['tid']) not in bad and p['end'] != c['end']:
+            fail(f"{where}: ends at {p['end']}, in Chrome at {c['end']}")
         c['start'] = p['start']	# the nesting of both from the Perfetto starts
     chrome_depths(cs)
     for c in cs:
@@ -403,8 +411,8 @@ def main():
     doc = load_chrome(argv[1])
     meta, cm = doc['metadata']['shmtrace'], chrome_model(doc)
     ps, cs = proto_slices(pr, out), cm['slices']
-    bad = overlapping(cs)
-    pairs = match(ps, cs, meta['flow_starts_moved'], bad)
+    pairs = match(ps, cs, meta['flow_starts_moved'])
+    bad = overlapping(cs, pairs)
     compare_slices(cs, pairs, bad)
     compare_flows(cm, cs, pairs, flows)
     compare_rest(pr, out, cm, meta)
