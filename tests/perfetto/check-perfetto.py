@@ -26,6 +26,9 @@ import re
 import sys
 from collections import defaultdict
 
+# the Chrome export moves a flow slice by the fewest ns a viewer tells apart
+# (one, below 2^53 ns), once per event it collides with
+MOVE_MAX = 100
 FIELD = re.compile(r'^\s*([A-Za-z_0-9]+)(:\s*(.*)| \{)$')
 
 
@@ -297,7 +300,7 @@ def overlapping(cs, pairs):
 def match(ps, cs, moved_max):
     """Pairs each Chrome slice with a Perfetto one: same thread, name and
     end, and the same start, or (a flow record's slice the Chrome export
-    moved, as many as it says it moved) a later one; what is left, by
+    moved, as many as it says it moved) one a few ns later; what is left, by
     thread, name and start (spans that overlap come out of Perfetto with
     other ends). Returns {id(chrome slice): perfetto slice}."""
     pairs, moved, left = {}, 0, []
@@ -311,7 +314,7 @@ def match(ps, cs, moved_max):
             if id(c) in pairs:
                 continue
             g = [p for p in groups.get(key(c), []) if p['start'] == c['start'] or (
-                p['start'] < c['start'] and key(c)[3] == 'end')]
+                0 < c['start'] - p['start'] <= MOVE_MAX and key(c)[3] == 'end')]
             if not g:
                 left.append(c)
                 continue
