@@ -8,9 +8,10 @@
 #include "bloom.h"
 #include "hash.h"
 
-#define GROUP_LINES	8u	/* the lines one hint's keys spread over */
+#define GROUP_LINES	64u	/* the lines one hint's keys spread over: a page */
+#define GROUP_SHIFT	6	/* the key bits that choose one of them */
 #define BITS		6	/* bits per key, of its line's 512 */
-#define BIT(k, i)	((unsigned)((k) >> (3 + 9 * (i))) & 511u)
+#define BIT(k, i)	((unsigned)((k) >> (GROUP_SHIFT + 9 * (i))) & 511u)
 
 int bloom_init(struct bloom *b, size_t lines)
 {
@@ -28,7 +29,7 @@ void bloom_free(struct bloom *b)
 
 bool bloom_add(struct bloom *b, uint64_t hint, uint64_t key)
 {
-	/* key bits 0..2 choose the line in the hint's group, 3.. the bits */
+	/* key bits 0..5 choose the line in the hint's group, 6.. the bits */
 	size_t line = (size_t)((hash_fmix64(hint) * GROUP_LINES + (key & (GROUP_LINES - 1))) &
 			       (b->lines - 1));
 	uint64_t *l = &b->bits[line * 8];

@@ -63,15 +63,7 @@ void pb_string(struct obuf *b, uint32_t field, const char *s, size_t n)
 	}
 }
 
-size_t pb_begin(struct obuf *b, uint32_t field)
-{
-	pb_key(b, field, PB_LEN);
-	/* one byte, the length of most messages; pb_end() makes more room */
-	ob_raw(b, "", 1);
-	return b->len - 1;
-}
-
-void pb_end(struct obuf *b, size_t mark)
+void pb_end_long(struct obuf *b, size_t mark)
 {
 	size_t len, n;
 

@@ -82,10 +82,27 @@ void pb_string(struct obuf *b, uint32_t field, const char *s, size_t n);
  * one byte for the length, and returns where that byte is. pb_end()
  * closes it; fields opened inside it must be closed first.
  */
-size_t pb_begin(struct obuf *b, uint32_t field);
+static inline size_t pb_begin(struct obuf *b, uint32_t field)
+{
+	pb_key(b, field, PB_LEN);
+	/* one byte, the length of most messages; pb_end() makes more room */
+	if (b->cap - b->len < 1 && !ob_reserve(b, 1))
+		return b->len;
+	b->p[b->len++] = 0;
+	return b->len - 1;
+}
+
+/* pb_end() of a field of 128 bytes or more (or after running out of memory). */
+void pb_end_long(struct obuf *b, size_t mark);
 
 /* Closes the field opened at mark: writes its length, moving what follows
  * when the length takes more than one byte (128 bytes or more). */
-void pb_end(struct obuf *b, size_t mark);
+static inline void pb_end(struct obuf *b, size_t mark)
+{
+	if (!b->oom && mark < b->len && b->len - mark - 1 < 0x80)
+		b->p[mark] = (char)(b->len - mark - 1);
+	else
+		pb_end_long(b, mark);
+}
 
 #endif

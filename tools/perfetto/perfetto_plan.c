@@ -24,7 +24,7 @@
 #include "perfetto_int.h"
 
 #define BLOOM_LINES	(1u << 18)	/* 16 MiB */
-#define WINDOW_SHIFT	12		/* a thread's keys within ~4 us share lines */
+#define WINDOW_SHIFT	16		/* a thread's keys within ~65 us share a page */
 #define TIES_MAX	(1u << 20)	/* times counted at most */
 #define TIE_BITS	(1u << 20)	/* tiebits: 128 KiB */
 #define TIE_BIT(k)	((k) >> 44)	/* the key's top 20 bits */
