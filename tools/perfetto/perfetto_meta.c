@@ -72,9 +72,22 @@ static void put_figures(struct pf *pf)
 	packet_self(pf, "shmtrace export", kv);
 }
 
+/* The threads of the records written that have no name slot ("tid N"),
+ * counted as the Chrome export counts them. */
+static void count_unnamed(struct pf *pf)
+{
+	uint64_t key, *v;
+
+	for (size_t pos = 0; u64map_next(&pf->seen, &pos, &key, &v);)
+		pf->threads_unnamed += !hosts_thread_name(&pf->hosts, (uint32_t)(key >> 32),
+							  (uint32_t)key);
+}
+
 void meta_write(struct pf *pf)
 {
 	const struct source_loss *l = &pf->src->loss;
+
+	count_unnamed(pf);
 
 	source_loss_lines(l, pf->names_lost, put_loss, pf);
 	put_figures(pf);

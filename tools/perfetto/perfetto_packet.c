@@ -195,7 +195,6 @@ struct pf_thread *packet_thread(struct pf *pf, uint32_t pid, uint32_t tid)
 	th->tid = tid;
 	*i = pf->nthr;
 	if (!(tn = hosts_thread_name(&pf->hosts, pid, tid))) {
-		pf->threads_unnamed++;
 		snprintf(buf, sizeof(buf), "tid %u", tid);
 		tn = buf;
 	}
