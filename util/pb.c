@@ -31,10 +31,10 @@ static size_t repaired_len(const unsigned char *s, size_t n)
 	size_t len = 0;
 
 	for (size_t i = 0; i < n;) {
-		int32_t cp;
+		int32_t cp = 0;
 		size_t k = s[i] < 0x80 ? 1 : utf8_next(s + i, n - i, &cp);
 
-		len += s[i] >= 0x80 && cp < 0 ? sizeof(UTF8_REPLACEMENT) - 1 : k;
+		len += cp < 0 ? sizeof(UTF8_REPLACEMENT) - 1 : k;
 		i += k;
 	}
 	return len;

@@ -80,8 +80,8 @@ static int write_group(struct pf *pf, struct pf_thread *th, const struct pf_grou
 
 	for (size_t i = 0; i < th->nheld; i++)
 		nb += begins_in(&th->held[i], g);
-	b = nb ? malloc(nb * sizeof(*b)) : NULL;
-	if (nb && !b)
+	b = malloc((nb ? nb : 1) * sizeof(*b));
+	if (!b)
 		return -ENOMEM;
 	nb = 0;
 	for (size_t i = 0; i < th->nheld; i++) {
