@@ -57,13 +57,13 @@ INC_lib       := $(INC_ring) -Ilibshm/lib
 INC_capture   := $(INC_ring) -Icapture
 INC_collector := $(INC_capture) -Icollector
 # tools/ (the shell) over tools/trace/ (the only one that reads rings and
-# captures); the formats (tools/chrome, otlp, svg) see trace and the shell's
+# captures); the formats (tools/chrome, otlp, svg, perfetto) see trace and the shell's
 # headers, never each other nor capture/
 INC_trace     := $(INC_capture) -Itools/trace
 INC_cli       := $(INC_trace) -Itools
 INC_format    := $(INC_ring) -Itools/trace -Itools
 INC_demo      := -Iinclude
-TOOLS_DIRS    := tools tools/trace tools/chrome tools/otlp tools/svg
+TOOLS_DIRS    := tools tools/trace tools/chrome tools/otlp tools/svg tools/perfetto
 INC_tests     := $(INC_lib) -Icapture -Icollector $(TOOLS_DIRS:%=-I%) -Itests
 
 UTIL_SRC  := $(wildcard util/*.c)
@@ -115,6 +115,7 @@ $(BUILD)/tools/trace/%.o:  INC := $(INC_trace)
 $(BUILD)/tools/chrome/%.o: INC := $(INC_format) -Itools/chrome
 $(BUILD)/tools/otlp/%.o:   INC := $(INC_format) -Itools/otlp
 $(BUILD)/tools/svg/%.o:    INC := $(INC_format) -Itools/svg
+$(BUILD)/tools/perfetto/%.o: INC := $(INC_format) -Itools/perfetto
 $(BUILD)/tools/demo/%.o:   INC := $(INC_demo)
 
 $(BUILD)/%.o: %.c
@@ -198,7 +199,7 @@ $(BUILD)/tests/py-c-hop: tests/python/c_hop.c $(STATIC)
 
 # Debian packages the build and the tests need; installed when root.
 DEB_PKGS := liburing-dev libmsgpack-dev libcmocka-dev pkg-config valgrind clang libclang-rt-14-dev \
-	python3-dev python3-setuptools python3-wheel python3-venv
+	python3-dev python3-setuptools python3-wheel python3-venv protobuf-compiler
 deps:
 	@bash tests/deps.sh $(DEB_PKGS)
 

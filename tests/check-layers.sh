@@ -32,13 +32,14 @@ declare -A may=(
 	# the collector repairs and adopts blocks: it may use the ring's writer
 	[collector]="include util libshm/ring capture"
 	# tools/: the shmtrace command's shell (main, cli, ls, rm, stat, ...);
-	# tools/trace: reading traces; the families (chrome, otlp, svg) use
+	# tools/trace: reading traces; the families (chrome, otlp, svg, perfetto) use
 	# tools/trace and the shell's headers, never each other
 	[tools]="$TOOLS_BASE capture tools/trace"
 	[tools/trace]="$TOOLS_BASE capture"
 	[tools/chrome]="$TOOLS_BASE tools/trace tools"
 	[tools/otlp]="$TOOLS_BASE tools/trace tools"
 	[tools/svg]="$TOOLS_BASE tools/trace tools"
+	[tools/perfetto]="$TOOLS_BASE tools/trace tools"
 	[tools/demo]="include"
 	[python/shmtrace]="include"
 	[tests]="*"

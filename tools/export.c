@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * export.c - `shmtrace export`, its command line: capture files or a ring
- * to Chrome Trace Event JSON (tools/chrome/), or to OTLP (tools/otlp/).
- * Only flow records are kept in memory; spans go straight to the output.
+ * to Chrome Trace Event JSON (tools/chrome/), to OTLP (tools/otlp/), or to
+ * Perfetto's protobuf trace (tools/perfetto/). Only flow records are kept
+ * in memory; spans go straight to the output.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,14 +23,17 @@ static const char export_usage[] =
 	"       shmtrace export CAPTURE... --format otlp --otlp-endpoint URL [options]\n"
 	"Converts capture files (all parts of one run, any order; captures of several\n"
 	"rings or hosts are merged onto one time line) or a ring left in /dev/shm to\n"
-	"Chrome Trace Event JSON (chrome://tracing, Perfetto, DevTools), or to\n"
-	"OpenTelemetry (OTLP/JSON) spans.\n"
+	"Chrome Trace Event JSON (chrome://tracing, Perfetto, DevTools), to\n"
+	"OpenTelemetry (OTLP/JSON) spans, or to Perfetto's protobuf trace format.\n"
 	"\n"
 	"  -o, --output FILE  write the trace to FILE ('-' for stdout), through a\n"
 	"                     temporary renamed into place; never through a symlink\n"
-	"  -f, --format F     chrome (default) or otlp: OTLP/JSON ExportTraceServiceRequest\n"
+	"  -f, --format F     chrome (default), otlp: OTLP/JSON ExportTraceServiceRequest\n"
 	"                     objects, one per line, each at most --batch-size bytes;\n"
-	"                     spans and instants only (counters are not exported)\n"
+	"                     spans and instants only (counters are not exported), or\n"
+	"                     perfetto: Perfetto's protobuf trace (.pftrace) for traces\n"
+	"                     too large for JSON, for ui.perfetto.dev or trace_processor;\n"
+	"                     it reads the input twice\n"
 	"      --otlp-endpoint URL  send the OTLP requests to URL/v1/traces, or to URL\n"
 	"                     when it ends in /v1/traces (http:// only), instead of,\n"
 	"                     or as well as, writing them to -o\n"
@@ -81,7 +85,7 @@ struct export_opts {
 	struct pick pick;		/* what flt and split_ns select */
 	uint64_t split_ns;		/* --split, 0 when not given */
 	struct otlp_opts oo;
-	bool otlp;
+	bool otlp, perfetto;
 	char offhost[MAX_OFFSETS][64];
 	int64_t offns[MAX_OFFSETS];
 	const char *offarg[MAX_OFFSETS];
@@ -94,10 +98,11 @@ static int export_option(void *ctx, int c, const char *arg)
 
 	switch (c) {
 	case 'f':
-		if (!strcmp(arg, "otlp"))
-			x->otlp = true;
-		else if (strcmp(arg, "chrome"))
-			return cli_usage_error("export", "unknown format '%s' (chrome or otlp)", arg);
+		x->otlp = !strcmp(arg, "otlp");
+		x->perfetto = !strcmp(arg, "perfetto");
+		if (!x->otlp && !x->perfetto && strcmp(arg, "chrome"))
+			return cli_usage_error("export", "unknown format '%s' (chrome, otlp or perfetto)",
+					       arg);
 		return 0;
 	case 'E':
 		x->oo.endpoint = arg;
@@ -234,6 +239,8 @@ int cmd_export(int argc, char **argv)
 		rc = otlp_export(&x->src, &x->oo, c.out);
 	} else if (rc == 0 && x->split_ns) {
 		rc = split_export(&x->src, &x->pick, &c);
+	} else if (rc == 0 && x->perfetto) {
+		rc = perfetto_export(&x->src, &x->pick, &c);
 	} else if (rc == 0) {
 		rc = chrome_export(&x->src, &x->pick, &c);
 	}

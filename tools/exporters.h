@@ -23,6 +23,11 @@
  * code. */
 int chrome_export(struct source *src, const struct pick *pk, struct cmd *c);
 
+/* Writes the records of src that pk picks (pick.h) to c->out as a
+ * Perfetto protobuf trace (docs/PERFETTO.md), creating and finishing the
+ * output through c. Prints its errors; returns the exit code. */
+int perfetto_export(struct source *src, const struct pick *pk, struct cmd *c);
+
 #define OTLP_BATCH_DEFAULT	(4u << 20)
 #define OTLP_RETRIES_DEFAULT	6u
 

@@ -11,6 +11,7 @@
  *   bench_shmtrace disabled  SHMTRACE_SCOPE with shmtrace_default == NULL vs empty loop
  *   bench_shmtrace drain     collector drain rate from a full ring
  *   bench_shmtrace export    capture of BENCH_N spans (10 % in flows), then `shmtrace export`
+ *                            (export-otlp, export-perfetto: with --format otlp, perfetto)
  *
  * Environment: BENCH_N (events per run, per producer), BENCH_RUNS (measured
  * runs after one warm-up), BENCH_PREFIX (ring name prefix), BENCH_TMP
@@ -910,8 +911,11 @@ static double new_page_mbs(const char *dir, uint64_t n_mb)
 	return mbs;
 }
 
-static int case_export(bool otlp)
+/* fmt: "chrome", "otlp" or "perfetto"; the case is export[-otlp|-perfetto] */
+static int case_export(const char *fmt)
 {
+	bool otlp = !strcmp(fmt, "otlp");
+	const char *cname = otlp ? "export-otlp" : strcmp(fmt, "chrome") ? "export-perfetto" : "export";
 	const char *tool = getenv("BENCH_TOOL");
 	char name[128], json[600], log[600], summary[1024] = "";
 	struct drainer d;
@@ -924,11 +928,11 @@ static int case_export(bool otlp)
 	int runs = (int)g_runs;
 
 	if (!collector_path()) {
-		printf("RESULT %s skipped=\"collector not built, no capture to export\"\n", otlp ? "export-otlp" : "export");
+		printf("RESULT %s skipped=\"collector not built, no capture to export\"\n", cname);
 		return 0;
 	}
 	if (!tool || access(tool, X_OK)) {
-		printf("RESULT %s skipped=\"shmtrace tool not built (no %s)\"\n", otlp ? "export-otlp" : "export", tool ? tool : "BENCH_TOOL");
+		printf("RESULT %s skipped=\"shmtrace tool not built (no %s)\"\n", cname, tool ? tool : "BENCH_TOOL");
 		return 0;
 	}
 	ring_name(name, sizeof(name), "export");
@@ -936,7 +940,7 @@ static int case_export(bool otlp)
 	view_open(name);
 	memset(&d, 0, sizeof(d));
 	if (!collector_start(&d, name, "export", 5000)) {
-		printf("RESULT %s skipped=\"collector did not start\"\n", otlp ? "export-otlp" : "export");
+		printf("RESULT %s skipped=\"collector did not start\"\n", cname);
 		return 0;
 	}
 	t = ring_open(name);
@@ -979,7 +983,7 @@ static int case_export(bool otlp)
 	for (int r = -1; r < (otlp ? 2 * runs : runs); r++) {
 		bool null = r >= runs;
 		char *argv[] = { (char *)tool, "export", d.out, "-o", null ? "/dev/null" : json,
-				 "--format", otlp ? "otlp" : "chrome", NULL };
+				 "--format", (char *)fmt, NULL };
 		struct rusage ru;
 		int status;
 		uint64_t ns;
@@ -996,7 +1000,7 @@ static int case_export(bool otlp)
 		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 			char cmd[700];
 
-			printf("RESULT %s skipped=\"shmtrace export failed, status 0x%x\"\n", otlp ? "export-otlp" : "export", status);
+			printf("RESULT %s skipped=\"shmtrace export failed, status 0x%x\"\n", cname, status);
 			snprintf(cmd, sizeof(cmd), "tail -n 5 %s >&2", log);
 			if (system(cmd)) {}
 			unlink(d.out);
@@ -1013,7 +1017,7 @@ static int case_export(bool otlp)
 		mbs[r] = (double)file_size(json) / 1e6 / secs[r];
 		rss[r] = (double)ru.ru_maxrss / 1024.0;
 	}
-	printf("RESULT %s secs=%.2f evs=%.0f ", otlp ? "export-otlp" : "export",
+	printf("RESULT %s secs=%.2f evs=%.0f ", cname,
 	       bench_median(secs, runs), bench_median(evs, runs));
 	if (otlp)
 		printf("evs_null=%.0f page_mbs=%.1f ", bench_median(evs_null, runs), page_mbs);
@@ -1035,7 +1039,7 @@ int main(int argc, char **argv)
 	static char tmpdef[] = "/tmp";
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export|export-otlp\n", argv[0]);
+		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export|export-otlp|export-perfetto\n", argv[0]);
 		return 2;
 	}
 	g_n = bench_env_u64("BENCH_N", 1000000);
@@ -1067,9 +1071,11 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "drain"))
 		return case_drain();
 	if (!strcmp(argv[1], "export"))
-		return case_export(false);
+		return case_export("chrome");
 	if (!strcmp(argv[1], "export-otlp"))
-		return case_export(true);
+		return case_export("otlp");
+	if (!strcmp(argv[1], "export-perfetto"))
+		return case_export("perfetto");
 	fprintf(stderr, "unknown case %s\n", argv[1]);
 	return 2;
 }

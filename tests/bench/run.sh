@@ -205,7 +205,8 @@ say "  5 drain:    a full ring of $RING_CAP records (discard mode, no collector)
 say "              4 warm laps: the running collector stopped, the ring filled again, the collector let go"
 say "  6 export:   \`shmtrace export\` of a capture of $N_EXPORT spans, 10 % in flows (babeltrace2: same count to text);"
 say "              and \`shmtrace export --format otlp\` of the same to a file, then to /dev/null; then as many MB of"
-say "              new pages written to the same tmpfs alone (1 MB write()s): the ceiling the file sets"
+say "              new pages written to the same tmpfs alone (1 MB write()s): the ceiling the file sets;"
+say "              and \`shmtrace export --format perfetto\` of the same to a file"
 say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
 say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed); each two-proc run starts once the warm-up is written out (lttng stop/start)"
 [ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
@@ -275,6 +276,8 @@ say "running 6 export..."
 S6=$(shm_case export "$N_EXPORT" "$EXPORT_RUNS")
 say "running 6 export --format otlp..."
 S6O=$(shm_case export-otlp "$N_EXPORT" "$EXPORT_RUNS")
+say "running 6 export --format perfetto..."
+S6P=$(shm_case export-perfetto "$N_EXPORT" "$EXPORT_RUNS")
 L6=""
 BT_SECS="" BT_RSS=""
 if [ -z "$LT_WHY" ]; then
@@ -421,6 +424,13 @@ if [ -n "$(field "$S6O" evs)" ]; then
 	row "6 export otlp, peak RSS, MB" "$(fmt "$(field "$S6O" rss_mb)" 1)" "-" "" "batches of 4 MB"
 else
 	row "6 export otlp" "skipped" "-" "" "$(qfield "$S6O" skipped)"
+fi
+if [ -n "$(field "$S6P" evs)" ]; then
+	row "6 export perfetto, M events/s" "$(fmt "$(awk -v x="$(field "$S6P" evs)" 'BEGIN { print x / 1e6 }')" 2)" "-" "" "to a file (protobuf), the input read twice"
+	row "6 export perfetto, bytes per span" "$(fmt "$(awk -v b="$(field "$S6P" json_bytes)" -v n="$(field "$S6P" records)" 'BEGIN { if (n > 0) print b / n }')" 1)" "-" "" "JSON: $(fmt "$(awk -v b="$(field "$S6" json_bytes)" -v n="$(field "$S6" records)" 'BEGIN { if (n > 0) print b / n }')" 1); $(fmt "$(awk -v x="$(field "$S6P" json_bytes)" 'BEGIN { print x / 1e6 }')" 0) MB"
+	row "6 export perfetto, peak RSS, MB" "$(fmt "$(field "$S6P" rss_mb)" 1)" "-" "" ""
+else
+	row "6 export perfetto" "skipped" "-" "" "$(qfield "$S6P" skipped)"
 fi
 
 if [ -n "$S8" ]; then

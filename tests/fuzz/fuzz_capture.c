@@ -12,7 +12,9 @@
  *   2. as a file (a memfd, opened by path) with shmt_cap_open()/next();
  *   3. through `shmtrace export -o OUT FILE` (cmd_export(): source_open_files(),
  *      source_records(), the flow and event writers), whose output must
- *      then be strict JSON (json_check.c).
+ *      then be strict JSON (json_check.c), and through `--format perfetto`,
+ *      whose output must be a Trace: packets (field 1, length-delimited)
+ *      that end where the file ends.
  * Frames carry a CRC-32C, which random mutations almost never get right, so
  * every input whose frames' CRCs are wrong is also read a second time with
  * the CRCs recomputed (the harness finds frame ends with its own msgpack
@@ -277,13 +279,65 @@ static void export_json(void)
 	free(out);
 }
 
+/* The varint at p[*at..n), *at moved past it; -1 when cut short. */
+static int64_t varint_at(const unsigned char *p, size_t n, size_t *at)
+{
+	uint64_t v = 0;
+
+	for (int shift = 0; *at < n && shift < 64; shift += 7) {
+		unsigned char c = p[(*at)++];
+
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return v > INT64_MAX ? -1 : (int64_t)v;
+	}
+	return -1;
+}
+
+/* `shmtrace export --format perfetto -o OUT CAPTURE`: a Trace, packet after
+ * packet, each ending inside the file. */
+static void export_perfetto(void)
+{
+	char *argv[] = { "export", "--format", "perfetto", "-o", outpath, mempath, NULL };
+	FILE *saved = stderr;
+	unsigned char *out;
+	size_t at = 0;
+	off_t n;
+	int rc;
+
+	if (ftruncate(outfd, 0) < 0)
+		abort();
+	stderr = devnull;
+	optind = 0;
+	rc = cmd_export(6, argv);
+	stderr = saved;
+	if (rc != EXIT_OK)
+		return;
+	n = lseek(outfd, 0, SEEK_END);
+	out = n < 0 ? NULL : malloc((size_t)n + 1);
+	if (!out || pread(outfd, out, (size_t)n, 0) != n)
+		abort();
+	while (at < (size_t)n) {
+		int64_t key = varint_at(out, (size_t)n, &at), len = varint_at(out, (size_t)n, &at);
+
+		if (key != (1 << 3 | 2) || len < 0 || (uint64_t)len > (size_t)n - at) {
+			fprintf(stderr, "fuzz_capture: --format perfetto wrote no Trace at byte %zu\n", at);
+			abort();
+		}
+		at += (size_t)len;
+	}
+	free(out);
+}
+
 static void run_all(const uint8_t *buf, size_t len)
 {
 	decode_all(buf, len);
 	if (write_memfd(buf, len) == 0) {
 		read_file();
-		if (!no_export)
+		if (!no_export) {
 			export_json();	/* source_open_files() + source_records(), twice */
+			export_perfetto();
+		}
 	}
 }
 

@@ -10,128 +10,33 @@
 #include "export_int.h"
 #include "fmt.h"
 
-/* v with thousands separators: "1,904". */
-static const char *grouped(char *buf, size_t len, uint64_t v)
+/* One loss instant at the start of the trace (source_loss_lines()). */
+static void put_loss(void *ctx, const char *line)
 {
-	char digits[24];
-	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v);
-	size_t o = 0;
+	struct exporter *e = ctx;
 
-	for (int i = 0; i < n && o + 2 < len; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = digits[i];
-	}
-	buf[o] = 0;
-	return buf;
-}
-
-/*
- * Says in words which names were lost and why: events written as "?"
- * because the ring's string table was full, threads shown as "tid N"
- * because its thread-name table was. Neither is a lost record.
- */
-static void warn_names(struct exporter *e)
-{
-	const struct source_loss *l = &e->src->loss;
-	const struct source_tables *t = &e->src->tables;
-	char a[32], b[32], what[96];
-	uint64_t bytes;
-	uint32_t held;
-
-	/* counters found corrupt are no counts (source.c said so once) */
-	if (l->corrupt && !e->names_lost)
-		return;
-	if (e->names_lost)
-		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), e->names_lost),
-			 e->names_lost == 1 ? "span lost its name" : "spans lost their names");
-	else
-		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), l->strings_dropped),
-			 l->strings_dropped == 1 ? "string was not interned" : "strings were not interned");
-	source_strings_used(e->src, &held, &bytes);
-	if (l->strings_dropped && t->max_strings && held < t->max_strings && t->string_bytes)
-		/* room for more strings, not for their text */
-		source_warnx("%s: the ring's string table is out of text space (%s bytes); create the "
-		       "ring with a larger --string-bytes", what, grouped(b, sizeof(b), t->string_bytes));
-	else if (l->strings_dropped && t->max_strings)
-		source_warnx("%s: the ring's string table (%s) is full; create the ring with a larger "
-		       "--strings", what, grouped(b, sizeof(b), t->max_strings));
-	else if (l->strings_dropped)
-		source_warnx("%s: the ring's string table is full; create the ring with a larger --strings",
-		       what);
-	else if (e->names_lost)
-		source_warnx("%s: their name or category id is not one of the trace's strings "
-		       "(shmtrace_intern() returned 0, or the id was never interned)", what);
-
-	if (l->corrupt || !l->names_dropped)
-		return;
-	if (e->threads_unnamed)
-		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), e->threads_unnamed),
-			 e->threads_unnamed == 1 ? "thread lost its name" : "threads lost their names");
-	else
-		snprintf(what, sizeof(what), "%s thread %s not recorded",
-			 grouped(a, sizeof(a), l->names_dropped),
-			 l->names_dropped == 1 ? "name was" : "names were");
-	if (t->max_threads)
-		source_warnx("%s: the ring's thread-name table (%s) is full; create the ring with a "
-		       "larger --threads", what, grouped(b, sizeof(b), t->max_threads));
-	else
-		source_warnx("%s: the ring's thread-name table is full; create the ring with a larger "
-		       "--threads", what);
+	export_sep(e);
+	jw_puts(e->w, "{\"ph\":\"i\",\"s\":\"g\",");
+	export_where(e->w, 0, 0, e->first_ts);
+	jw_puts(e->w, ",\"cat\":\"shmtrace\",\"name\":");
+	jw_cstr(e->w, line);
+	jw_puts(e->w, "}");
 }
 
 /* Makes the losses impossible to miss: instants at the start of the trace. */
 void export_loss(struct exporter *e)
 {
-	const struct source_loss *l = &e->src->loss;
-	/* loss.h's kinds, each in its own words, then the exporter's own */
-	struct {
-		uint64_t n;
-		const char *what;
-	} v[SHMT_LOSS_NKINDS + 3];
-	size_t nv = 0;
 	uint32_t zero = 0;
-	bool any = false;
 
-	/* counters that cannot be true are no counts: one instant says so */
-	for (size_t i = 0; i < SHMT_LOSS_NKINDS && !l->corrupt; i++, nv++) {
-		v[nv].n = shmt_loss_get(&l->counters, &shmt_loss_kinds[i]);
-		v[nv].what = shmt_loss_kinds[i].words;
-	}
-	v[nv].n = e->names_lost;
-	v[nv++].what = "spans exported as \"?\" (name or category unknown)";
-	v[nv].n = l->corrupt ? 0 : l->unaccounted;
-	v[nv++].what = "records missing that no counter accounts for (a bug: please report it)";
-	v[nv].n = l->corrupt;
-	v[nv++].what = NULL;
-	for (size_t i = 0; i < nv; i++) {
-		char name[256];
-
-		if (!v[i].n)
-			continue;
-		if (!v[i].what)
-			snprintf(name, sizeof(name), "shmtrace: loss counters corrupt (%s): not reported",
-				 l->corrupt_why);
-		else
-			snprintf(name, sizeof(name), "shmtrace: %llu %s", (unsigned long long)v[i].n,
-				 v[i].what);
-		export_sep(e);
-		jw_puts(e->w, "{\"ph\":\"i\",\"s\":\"g\",");
-		export_where(e->w, 0, 0, e->first_ts);
-		jw_puts(e->w, ",\"cat\":\"shmtrace\",\"name\":");
-		jw_cstr(e->w, name);
-		jw_puts(e->w, "}");
-		any = true;
-	}
-	if (any) {
+	if (source_loss_lines(&e->src->loss, e->names_lost, put_loss, e)) {
 		export_meta_event(e, 0, NULL, "process_name", "shmtrace (loss)", 0);
 		export_meta_event(e, 0, &zero, "thread_name", "loss", 0);
 	}
 	/* the input's losses are every piece's: said once, by the first */
 	if (e->pick->split_ns && e->pick->piece)
 		return;
-	source_warn_lost(l);
-	warn_names(e);
+	source_warn_lost(&e->src->loss);
+	source_warn_names(e->src, e->names_lost, e->threads_unnamed);
 }
 
 /* "inputs": every file (or the ring), "rings": the rings they come from. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * source_warn.c - the tools' warnings on stderr, and the one every export
- * of a source gives about the records it lost, in one wording whatever the
- * output format.
+ * source_warn.c - the tools' warnings on stderr, and the ones every export
+ * of a source gives about the records and names it lost, and the lines its
+ * trace shows them in, in one wording whatever the output format.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,4 +60,108 @@ void source_warn_lost(const struct source_loss *l)
 	if (l->unaccounted)
 		source_warnx("%llu records are missing that no counter accounts for",
 		       (unsigned long long)l->unaccounted);
+}
+
+/* v with thousands separators: "1,904". */
+static const char *grouped(char *buf, size_t len, uint64_t v)
+{
+	char digits[24];
+	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v);
+	size_t o = 0;
+
+	for (int i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+/* Which names were lost and why (source.h). */
+void source_warn_names(const struct source *s, uint64_t names_lost, uint64_t threads_unnamed)
+{
+	const struct source_loss *l = &s->loss;
+	const struct source_tables *t = &s->tables;
+	char a[32], b[32], what[96];
+	uint64_t bytes;
+	uint32_t held;
+
+	/* counters found corrupt are no counts (source.c said so once) */
+	if (l->corrupt && !names_lost)
+		return;
+	if (names_lost)
+		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), names_lost),
+			 names_lost == 1 ? "span lost its name" : "spans lost their names");
+	else
+		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), l->strings_dropped),
+			 l->strings_dropped == 1 ? "string was not interned" : "strings were not interned");
+	source_strings_used(s, &held, &bytes);
+	if (l->strings_dropped && t->max_strings && held < t->max_strings && t->string_bytes)
+		/* room for more strings, not for their text */
+		source_warnx("%s: the ring's string table is out of text space (%s bytes); create the "
+		       "ring with a larger --string-bytes", what, grouped(b, sizeof(b), t->string_bytes));
+	else if (l->strings_dropped && t->max_strings)
+		source_warnx("%s: the ring's string table (%s) is full; create the ring with a larger "
+		       "--strings", what, grouped(b, sizeof(b), t->max_strings));
+	else if (l->strings_dropped)
+		source_warnx("%s: the ring's string table is full; create the ring with a larger --strings",
+		       what);
+	else if (names_lost)
+		source_warnx("%s: their name or category id is not one of the trace's strings "
+		       "(shmtrace_intern() returned 0, or the id was never interned)", what);
+
+	if (l->corrupt || !l->names_dropped)
+		return;
+	if (threads_unnamed)
+		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), threads_unnamed),
+			 threads_unnamed == 1 ? "thread lost its name" : "threads lost their names");
+	else
+		snprintf(what, sizeof(what), "%s thread %s not recorded",
+			 grouped(a, sizeof(a), l->names_dropped),
+			 l->names_dropped == 1 ? "name was" : "names were");
+	if (t->max_threads)
+		source_warnx("%s: the ring's thread-name table (%s) is full; create the ring with a "
+		       "larger --threads", what, grouped(b, sizeof(b), t->max_threads));
+	else
+		source_warnx("%s: the ring's thread-name table is full; create the ring with a larger "
+		       "--threads", what);
+}
+
+size_t source_loss_lines(const struct source_loss *l, uint64_t names_lost, source_loss_fn fn,
+			 void *ctx)
+{
+	/* loss.h's kinds, each in its own words, then the exporter's own */
+	struct {
+		uint64_t n;
+		const char *what;
+	} v[SHMT_LOSS_NKINDS + 3];
+	size_t nv = 0, lines = 0;
+
+	/* counters that cannot be true are no counts: one line says so */
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS && !l->corrupt; i++, nv++) {
+		v[nv].n = shmt_loss_get(&l->counters, &shmt_loss_kinds[i]);
+		v[nv].what = shmt_loss_kinds[i].words;
+	}
+	v[nv].n = names_lost;
+	v[nv++].what = "spans exported as \"?\" (name or category unknown)";
+	v[nv].n = l->corrupt ? 0 : l->unaccounted;
+	v[nv++].what = "records missing that no counter accounts for (a bug: please report it)";
+	v[nv].n = l->corrupt;
+	v[nv++].what = NULL;
+	for (size_t i = 0; i < nv; i++) {
+		char line[256];
+
+		if (!v[i].n)
+			continue;
+		if (!v[i].what)
+			snprintf(line, sizeof(line), "shmtrace: loss counters corrupt (%s): not reported",
+				 l->corrupt_why);
+		else
+			snprintf(line, sizeof(line), "shmtrace: %llu %s", (unsigned long long)v[i].n,
+				 v[i].what);
+		fn(ctx, line);
+		lines++;
+	}
+	return lines;
 }

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_perfetto.c - `shmtrace export --format perfetto` on a capture made
+ * of the orders that nesting depends on (slices that begin together,
+ * recorded innermost first; instants where a span begins and where it
+ * ends; siblings sharing a boundary; a span of no length; a flow slice
+ * that begins with its parent; records out of the order of their ends; an
+ * open span beginning with its child), each compared with the Chrome
+ * export of the same records by tests/perfetto/check-perfetto.py, also
+ * under --pid and --from/--to; and how the command fails: a bad input, an
+ * output through a symbolic link, a write that fails, options of another
+ * format. The demo's capture and a ring read post-mortem: tests/e2e/perfetto.sh.
+ */
+#include <limits.h>
+
+#include "cli_run.h"
+
+enum { S_CAT = 1, S_A, S_B, S_C, S_I, S_J, S_Z, S_F, S_K1, S_K2, S_V, S_CTR, S_N };
+
+#define R(ts_, dur_, flow_, pid_, tid_, name_, kind_)                                        \
+	{ .ts = (ts_), .dur = (dur_), .flow = (flow_), .pid = (pid_), .tid = (tid_),          \
+	  .name = (name_), .cat = S_CAT, .commit = SHMTRACE_KIND_##kind_ }
+/* argument i of n of the event before it (pid 100, tid 100, ts, name) */
+#define ARG(ts_, ev, i, n, type, key, value)                                                 \
+	{ .ts = (ts_), .dur = (uint64_t)(value), .flow = SHMT_ARG_FLOW(type, i, n), .pid = 100, \
+	  .tid = 100, .name = (key), .cat = (ev), .commit = SHMTRACE_KIND_ARG }
+
+static void make_capture(const char *path)
+{
+	struct shmt_cap_header h = {
+		.part = 0, .run_id = 9, .ring_capacity = 1024,
+		.realtime0 = 1700000000000000000ull, .mono0 = 500, .started_ns = 500,
+	};
+	struct shmt_cap_string s[] = {
+		{ S_CAT, 3, "cat" }, { S_A, 1, "a" }, { S_B, 1, "b" }, { S_C, 1, "c" },
+		{ S_I, 4, "inst" }, { S_J, 3, "end" }, { S_Z, 4, "zero" }, { S_F, 3, "hop" },
+		{ S_K1, 5, "bytes" }, { S_K2, 6, "st\"at" }, { S_V, 4, "ok\xff!" },
+		{ S_CTR, 5, "depth" },
+	};
+	struct shmt_thread th[2] = { { .pid = 100, .tid = 100, .start_time = 5 },
+				     { .pid = 200, .tid = 201, .start_time = 6 } };
+	struct shmt_record r[] = {
+		/* three slices that begin together, recorded innermost first */
+		R(1000, 50, 0, 100, 100, S_C, SPAN), R(1000, 100, 0, 100, 100, S_B, SPAN),
+		R(1000, 1000, 0, 100, 100, S_A, SPAN),
+		/* instants where a span begins (in it) and where it ends (not) */
+		R(3000, 0, 0, 100, 100, S_I, INSTANT), R(3500, 0, 0, 100, 100, S_J, INSTANT),
+		R(3000, 500, 0, 100, 100, S_B, SPAN),
+		/* siblings sharing a boundary; a span of no length in a third */
+		R(5000, 100, 0, 100, 100, S_B, SPAN), R(5100, 100, 0, 100, 100, S_C, SPAN),
+		R(6000, 0, 0, 100, 100, S_Z, SPAN), R(5900, 600, 0, 100, 100, S_A, SPAN),
+		/* a span with arguments */
+		R(6600, 10, 0, 100, 100, S_B, SPAN),
+		ARG(6600, S_B, 1, 2, SHMTRACE_ARG_INT, S_K1, -5),
+		ARG(6600, S_B, 2, 2, SHMTRACE_ARG_STR, S_K2, S_V),
+		/* a flow's first hop begins with its parent, which has none */
+		R(8000, 100, 5, 100, 100, S_F, SPAN), R(8000, 1000, 0, 100, 100, S_A, SPAN),
+		R(8200, 100, 5, 200, 201, S_F, SPAN), R(8300, 0, 5, 200, 201, S_I, INSTANT),
+		R(8400, 30, 9, 200, 201, S_F, SPAN),	/* a flow of one record */
+		R(8500, 7, 0, 100, 100, S_CTR, COUNTER), R(8600, 3, 0, 100, 100, S_CTR, COUNTER),
+		/* a record older than the one before it */
+		R(21000, 100, 0, 100, 100, S_B, SPAN), R(20000, 100, 0, 100, 100, S_C, SPAN),
+		/* an open span and its child, begun together; then its last moment */
+		R(30000, 50, 0, 100, 100, S_C, SPAN), R(30000, 0, 0, 100, 100, S_A, OPEN),
+		R(30200, 0, 0, 100, 100, S_I, INSTANT),
+	};
+	struct shmt_cap_end e = { .records = sizeof(r) / sizeof(r[0]), .end_ns = 90000 };
+	msgpack_sbuffer b;
+
+	snprintf(h.ring, sizeof(h.ring), "pfring");
+	strcpy(th[0].name, "main");
+	strcpy(th[0].pname, "alpha");
+	strcpy(th[1].name, "io");
+	strcpy(th[1].pname, "beta");
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, s, sizeof(s) / sizeof(s[0])), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, th, 2), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, r, sizeof(r) / sizeof(r[0])), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	put_file(path, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+}
+
+static bool have_protoc(void)
+{
+	return system("protoc --version >/dev/null 2>&1") == 0 &&
+	       system("python3 --version >/dev/null 2>&1") == 0;
+}
+
+/* Exports the capture both ways with the options opts (the same for
+ * both), decodes the Perfetto trace and compares them; the checker's
+ * word ends up in tmp("check.out"). */
+static void compare(const char *opts, const char *expect)
+{
+	char cmd[1024], tool[PATH_MAX];
+
+	assert_non_null(realpath(bin, tool));
+	setenv("PF_TOOL", tool, 1);
+	setenv("PF_DIR", tmpdir, 1);
+	snprintf(cmd, sizeof(cmd),
+		 "d=\"$PF_DIR\" && \"$PF_TOOL\" export \"$d/t.cap\" %s -o \"$d/t.json\" 2>/dev/null && "
+		 "\"$PF_TOOL\" export \"$d/t.cap\" %s --format perfetto -o \"$d/t.pftrace\" 2>\"$d/t.err\" && "
+		 "protoc --decode=perfetto.Trace -I tests/perfetto tests/perfetto/perfetto_trace.proto "
+		 "<\"$d/t.pftrace\" >\"$d/t.txt\" && python3 tests/perfetto/check-perfetto.py "
+		 "\"$d/t.txt\" \"$d/t.json\" %s >\"$d/check.out\" 2>&1", opts, opts, expect);
+	if (system(cmd) != 0) {
+		if (access(tmp("check.out"), F_OK) == 0)
+			print_file(tmp("check.out"));
+		fail_msg("the Perfetto export with '%s' differs from the Chrome one", opts);
+	}
+}
+
+static void test_nesting_as_chrome(void **state)
+{
+	(void)state;
+	if (!have_protoc())
+		skip();
+	make_capture(tmp("t.cap"));
+	compare("", "--expect-flows 1 --expect-unfinished 1");
+	expect_in(tmp("check.out"), "21 slices and instants, 1 flows, 2 counters, 3 arguments");
+	expect_in(tmp("check.out"), "deepest nesting 2");
+	/* nothing to warn about: every record came in the order of its end */
+	expect_not_in(tmp("t.err"), "warning");
+	/* each process alone (with the whole of its flow: the other
+	 * process's hops come along), and a window */
+	compare("--pid 200", "--expect-flows 1 --expect-unfinished 0");
+	compare("--pid 100", "--expect-flows 1 --expect-unfinished 1");
+	compare("--from 2us --to 9us", "--expect-flows 1 --expect-unfinished 0");
+}
+
+/* The trace goes to stdout with -o -: the same bytes as to a file. */
+static void test_stdout(void **state)
+{
+	char *argv[] = { bin, "export", (char *)tmp("t.cap"), "--format", "perfetto", "-o", "-", NULL };
+	char *argf[] = { bin, "export", (char *)tmp("t.cap"), "--format", "perfetto", "-o",
+			 (char *)tmp("f.pftrace"), NULL };
+	char *a, *b;
+
+	(void)state;
+	make_capture(tmp("t.cap"));
+	assert_int_equal(run(tmp("o.pftrace"), NULL, argv), 0);
+	assert_int_equal(run(NULL, NULL, argf), 0);
+	a = slurp(tmp("o.pftrace"));
+	b = slurp(tmp("f.pftrace"));
+	/* a Trace: its first field is packet (1), length-delimited */
+	assert_int_equal((unsigned char)a[0], 0x0a);
+	assert_int_equal(memcmp(a, b, 64), 0);
+	free(a);
+	free(b);
+}
+
+/* `shmtrace export IN --format perfetto [more] -o OUT`, which must exit
+ * with rc and say said. */
+static void export_says(const char *in, const char *out, const char *more, int rc,
+			const char *said)
+{
+	char pin[512], pout[512];
+	char *argv[] = { bin, "export", pin, "--format", "perfetto", "-o", pout, NULL, NULL, NULL };
+
+	snprintf(pin, sizeof(pin), "%s", tmp(in));
+	snprintf(pout, sizeof(pout), "%s", tmp(out));
+	if (more) {
+		argv[7] = "--otlp-endpoint";
+		argv[8] = (char *)more;
+	}
+	run_says(rc, argv, said, NULL);
+}
+
+static void test_failures(void **state)
+{
+	char *fmt[] = { bin, "export", (char *)tmp("t.cap"), "--format", "pftrace", "-o",
+			(char *)tmp("o4"), NULL };
+	char *s;
+
+	(void)state;
+	make_capture(tmp("t.cap"));
+	/* not a capture: one line, and no output */
+	put_file(tmp("junk"), "not a capture\n", 14);
+	export_says("junk", "o1.pftrace", NULL, 1, "junk: not a shmtrace capture");
+	s = slurp(tmp("run.err"));
+	assert_int_equal(count(s, "\n"), 1);
+	free(s);
+	assert_int_equal(access(tmp("o1.pftrace"), F_OK), -1);
+	/* through a symbolic link: refused, its target untouched */
+	put_file(tmp("target"), "keep", 4);
+	assert_int_equal(symlink(tmp("target"), tmp("link.pftrace")), 0);
+	export_says("t.cap", "link.pftrace", NULL, 1, "symbolic link");
+	s = slurp(tmp("target"));
+	assert_string_equal(s, "keep");
+	free(s);
+	/* a write that fails: no file left behind */
+	fsize_limit = 200;
+	export_says("t.cap", "o2.pftrace", NULL, 1, "o2.pftrace");
+	fsize_limit = 0;
+	assert_int_equal(access(tmp("o2.pftrace"), F_OK), -1);
+	/* options of another format, an unknown format */
+	export_says("t.cap", "o3", "http://127.0.0.1:1", 2, "need --format otlp");
+	run_says(2, fmt, "chrome, otlp or perfetto", NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nesting_as_chrome),
+		cmocka_unit_test(test_stdout),
+		cmocka_unit_test(test_failures),
+	};
+
+	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
+}
