@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_export_memory.c - exports of large traces: the memory does not grow
- * with the trace (the peak RSS of `shmtrace export`, Chrome JSON and OTLP,
+ * with the trace (the peak RSS of `shmtrace export`, Chrome JSON, OTLP and
+ * Perfetto,
  * of a capture of 10 M spans, 10 % of them in two-process flows and some
  * flow slices on starts other events of their thread take, is within a
  * fixed margin of the same export of 1 M spans: wait4()'s rusage of the
@@ -167,6 +168,12 @@ static void test_otlp_export_memory_flat(void **state)
 	expect_flat("otlp");
 }
 
+static void test_perfetto_export_memory_flat(void **state)
+{
+	(void)state;
+	expect_flat("perfetto");
+}
+
 /* Whether process p has a file open in dir other than skip: its output,
  * named or not ("DIR/#INODE (deleted)", O_TMPFILE). */
 static bool writes_in(pid_t p, const char *dir, const char *skip)
@@ -233,6 +240,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chrome_export_memory_flat),
 		cmocka_unit_test(test_otlp_export_memory_flat),
+		cmocka_unit_test(test_perfetto_export_memory_flat),
 		cmocka_unit_test(test_killed_export_leaves_nothing),
 	};
 	int ret;
