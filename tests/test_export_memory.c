@@ -2,12 +2,11 @@
 /*
  * test_export_memory.c - exports of large traces: the memory does not grow
  * with the trace (the peak RSS of `shmtrace export`, Chrome JSON, OTLP and
- * Perfetto,
- * of a capture of 10 M spans, 10 % of them in two-process flows and some
- * flow slices on starts other events of their thread take, is within a
- * fixed margin of the same export of 1 M spans: wait4()'s rusage of the
- * child, never timed), the flows of the smaller one are all there, and an
- * export killed while it writes leaves no file behind.
+ * Perfetto, of a capture of 10 M spans, 10 % of them in two-process flows
+ * and some flow slices on starts other events of their thread take, is
+ * within a fixed margin of the same export of 1 M spans: wait4()'s rusage
+ * of the child, never timed), the flows of the smaller one are all there,
+ * and an export killed while it writes leaves no file behind.
  */
 #include <errno.h>
 #include <setjmp.h>
