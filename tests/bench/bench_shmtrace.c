@@ -12,6 +12,7 @@
  *   bench_shmtrace drain     collector drain rate from a full ring
  *   bench_shmtrace export    capture of BENCH_N spans (10 % in flows), then `shmtrace export`
  *                            (export-otlp, export-perfetto: with --format otlp, perfetto)
+ *   bench_shmtrace export-big capture of BENCH_N spans, exported once in each format to /dev/null
  *
  * Environment: BENCH_N (events per run, per producer), BENCH_RUNS (measured
  * runs after one warm-up), BENCH_PREFIX (ring name prefix), BENCH_TMP
@@ -911,17 +912,76 @@ static double new_page_mbs(const char *dir, uint64_t n_mb)
 	return mbs;
 }
 
+/* The capture the export cases read: n spans through a collector, every
+ * 20th starting a flow the next one continues (10 % in flows). */
+struct export_cap {
+	uint64_t flows, dropped, recs, cap_bytes;
+	char summary[1024];
+};
+
+/* Makes it into d->out; false (and a RESULT line saying why) when the
+ * collector does not start. */
+static bool export_capture(const char *cname, uint64_t n, struct drainer *d, struct export_cap *ec)
+{
+	char name[128];
+	shmtrace_t *t;
+	uint32_t cat, nm[4];
+
+	memset(ec, 0, sizeof(*ec));
+	ring_name(name, sizeof(name), "export");
+	ring_make(name, SHMTRACE_MODE_DISCARD);
+	view_open(name);
+	memset(d, 0, sizeof(*d));
+	if (!collector_start(d, name, "export", 5000)) {
+		printf("RESULT %s skipped=\"collector did not start\"\n", cname);
+		return false;
+	}
+	t = ring_open(name);
+	cat = shmtrace_intern(t, "bench");
+	nm[0] = shmtrace_intern(t, "a");
+	nm[1] = shmtrace_intern(t, "b");
+	nm[2] = shmtrace_intern(t, "c");
+	nm[3] = shmtrace_intern(t, "d");
+	/* Paced so that the ring never fills: the capture must hold all. */
+	uint64_t fid = 0, ts = shmtrace_now();
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t f = 0;
+
+		if (i % 20 == 0) {
+			fid = shmtrace_flow_new(t);
+			ec->flows++;
+		}
+		if (i % 20 < 2)
+			f = fid;
+		/* synthetic, non-overlapping times: the exporter sees real spans */
+		shmtrace_span(t, cat, nm[i & 3], ts, ts + 500, f);
+		ts += 1000;
+		if ((i & 4095) == 0)
+			while (ring_head() - ring_tail() > RING_CAP / 2)
+				usleep(100);
+	}
+	shmtrace_close(t);
+	wait_drained(30000);
+	ec->dropped = ring_dropped();
+	ec->recs = ring_head();
+	drainer_stop(d);
+	collector_summary(d, ec->summary, sizeof(ec->summary));
+	ec->cap_bytes = file_size(d->out);
+	shmtrace_ring_unlink(name);
+	return true;
+}
+
 /* fmt: "chrome", "otlp" or "perfetto"; the case is export[-otlp|-perfetto] */
 static int case_export(const char *fmt)
 {
 	bool otlp = !strcmp(fmt, "otlp");
 	const char *cname = otlp ? "export-otlp" : strcmp(fmt, "chrome") ? "export-perfetto" : "export";
 	const char *tool = getenv("BENCH_TOOL");
-	char name[128], json[600], log[600], summary[1024] = "";
+	char json[600], log[600], summary[1024] = "";
 	struct drainer d;
-	shmtrace_t *t;
-	uint32_t cat, nm[4];
-	uint64_t flows = 0, dropped, recs, cap_bytes;
+	struct export_cap ec;
+	uint64_t flows, dropped, recs, cap_bytes;
 	double evs[BENCH_MAX_RUNS], mbs[BENCH_MAX_RUNS], rss[BENCH_MAX_RUNS], secs[BENCH_MAX_RUNS];
 	double evs_null[BENCH_MAX_RUNS], page_mbs = 0;
 	uint64_t json_bytes = 0;
@@ -935,47 +995,13 @@ static int case_export(const char *fmt)
 		printf("RESULT %s skipped=\"shmtrace tool not built (no %s)\"\n", cname, tool ? tool : "BENCH_TOOL");
 		return 0;
 	}
-	ring_name(name, sizeof(name), "export");
-	ring_make(name, SHMTRACE_MODE_DISCARD);
-	view_open(name);
-	memset(&d, 0, sizeof(d));
-	if (!collector_start(&d, name, "export", 5000)) {
-		printf("RESULT %s skipped=\"collector did not start\"\n", cname);
+	if (!export_capture(cname, g_n, &d, &ec))
 		return 0;
-	}
-	t = ring_open(name);
-	cat = shmtrace_intern(t, "bench");
-	nm[0] = shmtrace_intern(t, "a");
-	nm[1] = shmtrace_intern(t, "b");
-	nm[2] = shmtrace_intern(t, "c");
-	nm[3] = shmtrace_intern(t, "d");
-	/* every 20th span starts a flow the next one continues: 10 % in flows.
-	 * Paced so that the ring never fills: the capture must hold all. */
-	uint64_t fid = 0, ts = shmtrace_now();
-
-	for (uint64_t i = 0; i < g_n; i++) {
-		uint64_t f = 0;
-
-		if (i % 20 == 0) {
-			fid = shmtrace_flow_new(t);
-			flows++;
-		}
-		if (i % 20 < 2)
-			f = fid;
-		/* synthetic, non-overlapping times: the exporter sees real spans */
-		shmtrace_span(t, cat, nm[i & 3], ts, ts + 500, f);
-		ts += 1000;
-		if ((i & 4095) == 0)
-			while (ring_head() - ring_tail() > RING_CAP / 2)
-				usleep(100);
-	}
-	shmtrace_close(t);
-	wait_drained(30000);
-	dropped = ring_dropped();
-	recs = ring_head();
-	drainer_stop(&d);
-	collector_summary(&d, summary, sizeof(summary));
-	cap_bytes = file_size(d.out);
+	flows = ec.flows;
+	dropped = ec.dropped;
+	recs = ec.recs;
+	cap_bytes = ec.cap_bytes;
+	snprintf(summary, sizeof(summary), "%s", ec.summary);
 	snprintf(json, sizeof(json), "%s/export.json", g_tmp);
 	snprintf(log, sizeof(log), "%s/export.log", g_tmp);
 	/* runs to the file, then (OTLP) as many to /dev/null: the exporter's
@@ -1030,7 +1056,46 @@ static int case_export(const char *fmt)
 	       recs ? (double)cap_bytes / (double)recs : 0.0, runs, summary);
 	unlink(json);
 	unlink(d.out);
-	shmtrace_ring_unlink(name);
+	return 0;
+}
+
+/* A large capture (BENCH_N spans, 10 % in flows) exported once in each
+ * format to /dev/null: the exporters' rate and peak memory at a size that
+ * case 6's shows them flat against. */
+static int case_export_big(void)
+{
+	static const char *const fmts[] = { "chrome", "otlp", "perfetto" };
+	const char *tool = getenv("BENCH_TOOL");
+	char log[600];
+	struct drainer d;
+	struct export_cap ec;
+
+	if (!collector_path() || !tool || access(tool, X_OK)) {
+		printf("RESULT export-big skipped=\"collector or shmtrace tool not built\"\n");
+		return 0;
+	}
+	if (!export_capture("export-big", g_n, &d, &ec))
+		return 0;
+	snprintf(log, sizeof(log), "%s/export-big.log", g_tmp);
+	printf("RESULT export-big records=%llu flows=%llu dropped=%llu capture_bytes=%llu",
+	       (unsigned long long)ec.recs, (unsigned long long)ec.flows,
+	       (unsigned long long)ec.dropped, (unsigned long long)ec.cap_bytes);
+	for (size_t k = 0; k < sizeof(fmts) / sizeof(fmts[0]); k++) {
+		char *argv[] = { (char *)tool, "export", d.out, "-o", "/dev/null", "--format",
+				 (char *)fmts[k], NULL };
+		struct rusage ru;
+		int status;
+		uint64_t ns = run_timed(argv, &ru, &status, log);
+
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			printf(" %s_failed=0x%x", fmts[k], status);
+			continue;
+		}
+		printf(" %s_secs=%.2f %s_evs=%.0f %s_rss_mb=%.1f", fmts[k], (double)ns / 1e9, fmts[k],
+		       (double)ec.recs / ((double)ns / 1e9), fmts[k], (double)ru.ru_maxrss / 1024.0);
+	}
+	printf("\n");
+	unlink(d.out);
 	return 0;
 }
 
@@ -1039,7 +1104,7 @@ int main(int argc, char **argv)
 	static char tmpdef[] = "/tmp";
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export|export-otlp|export-perfetto\n", argv[0]);
+		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export|export-otlp|export-perfetto|export-big\n", argv[0]);
 		return 2;
 	}
 	g_n = bench_env_u64("BENCH_N", 1000000);
@@ -1076,6 +1141,8 @@ int main(int argc, char **argv)
 		return case_export("otlp");
 	if (!strcmp(argv[1], "export-perfetto"))
 		return case_export("perfetto");
+	if (!strcmp(argv[1], "export-big"))
+		return case_export_big();
 	fprintf(stderr, "unknown case %s\n", argv[1]);
 	return 2;
 }

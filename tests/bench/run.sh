@@ -21,10 +21,10 @@ RESULTS=$PWD/$BUILD/bench-results.txt
 
 if [ "$QUICK" = 1 ]; then
 	RUNS=1 SPAN_RUNS=1 N_SPAN=100000 N_BURST=100000 N_MP=200000 N_LAT=50000 N_DIS=10000000
-	N_EXPORT=200000 EXPORT_RUNS=1
+	N_EXPORT=200000 EXPORT_RUNS=1 N_BIG=2000000
 else
 	RUNS=${BENCH_RUNS:-5} SPAN_RUNS=${BENCH_RUNS:-11} N_SPAN=500000 N_BURST=250000 N_MP=2000000
-	N_LAT=1000000 N_DIS=200000000 N_EXPORT=10000000 EXPORT_RUNS=3
+	N_LAT=1000000 N_DIS=200000000 N_EXPORT=10000000 EXPORT_RUNS=3 N_BIG=${BENCH_N_BIG:-100000000}
 fi
 RING_CAP=1048576
 
@@ -207,6 +207,8 @@ say "  6 export:   \`shmtrace export\` of a capture of $N_EXPORT spans, 10 % in 
 say "              and \`shmtrace export --format otlp\` of the same to a file, then to /dev/null; then as many MB of"
 say "              new pages written to the same tmpfs alone (1 MB write()s): the ceiling the file sets;"
 say "              and \`shmtrace export --format perfetto\` of the same to a file"
+say "  6b large:   a capture of $N_BIG spans made the same way, exported once in each format to /dev/null:"
+say "              the rate and peak RSS at 10x case 6's size (memory flat if the RSS matches case 6's)"
 say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
 say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed); each two-proc run starts once the warm-up is written out (lttng stop/start)"
 [ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
@@ -278,6 +280,8 @@ say "running 6 export --format otlp..."
 S6O=$(shm_case export-otlp "$N_EXPORT" "$EXPORT_RUNS")
 say "running 6 export --format perfetto..."
 S6P=$(shm_case export-perfetto "$N_EXPORT" "$EXPORT_RUNS")
+say "running 6b export of a large capture..."
+S6B=$(shm_case export-big "$N_BIG" 1)
 L6=""
 BT_SECS="" BT_RSS=""
 if [ -z "$LT_WHY" ]; then
@@ -432,6 +436,16 @@ if [ -n "$(field "$S6P" evs)" ]; then
 else
 	row "6 export perfetto" "skipped" "-" "" "$(qfield "$S6P" skipped)"
 fi
+if [ -n "$(field "$S6B" records)" ]; then
+	for f in chrome otlp perfetto; do
+		v=$(field "$S6B" ${f}_evs)
+		[ -n "$v" ] || { row "6b large $f" "failed" "-" "" "$(field "$S6B" ${f}_failed)"; continue; }
+		row "6b large $f, M events/s" "$(fmt "$(awk -v x="$v" 'BEGIN { print x / 1e6 }')" 2)" "-" "" "$(field "$S6B" records) spans, $(field "$S6B" flows) flows, to /dev/null"
+		row "6b large $f, peak RSS, MB" "$(fmt "$(field "$S6B" ${f}_rss_mb)" 1)" "-" "" "bounded: independent of the spans"
+	done
+else
+	row "6b large export" "skipped" "-" "" "$(qfield "$S6B" skipped)"
+fi
 
 if [ -n "$S8" ]; then
 	v=$(field "$S8" span)
@@ -467,7 +481,7 @@ s=$(qfield "$S6" summary); [ -n "$s" ] && say "collector summary (export):   $s"
 [ -n "$L2" ] && say "LTTng discarded events: span1 $(field "$L1" lt_discarded), two-proc $(field "$L2B" lt_discarded)/$(field "$L2" lt_discarded), latency $(field "$L3" lt_discarded)"
 say ""
 say "raw results:"
-for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$L6" "$S8"; do [ -n "$r" ] && say "  $r"; done
+for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8"; do [ -n "$r" ] && say "  $r"; done
 [ -n "$BT_SECS" ] && say "  babeltrace2: $N_EXPORT events in $BT_SECS s, max RSS ${BT_RSS:-?} KiB"
 say "(saved to $RESULTS)"
 exit 0
