@@ -113,8 +113,12 @@ static char *otlp_span(const char *jsonl, const char *name)
 	start = p;
 	while (start > jsonl && strncmp(start, "{\"traceId\"", 10))
 		start--;
-	q = strstr(p, "{\"traceId\"");
-	return strndup(start, q ? (size_t)(q - start) : strlen(start));
+	/* its end: its status, after its links (which hold trace ids too) */
+	q = strstr(p, "\"status\":{");
+	assert_non_null(q);
+	q = strstr(q, "}}");
+	assert_non_null(q);
+	return strndup(start, (size_t)(q + 2 - start));
 }
 
 /* Creates ring and has child_args_dies() record on it and die. */
@@ -207,8 +211,12 @@ static void check_open_spans(const char *cj, const char *oj, uint64_t off)
 		/* the argument added to inner was never recorded */
 		assert_null(strstr(sp, "shmtrace.arg.lost"));
 		if (i == 1) {
-			/* in flow 7, a child of the step before */
+			/* in flow 7: a child of outer, which encloses it, linked
+			 * to the step before it */
 			assert_non_null(strstr(sp, "\"parentSpanId\":"));
+			assert_non_null(strstr(sp, "\"links\":[{\"traceId\":"));
+			assert_non_null(strstr(sp, "{\"key\":\"shmtrace.link\",\"value\":"
+					       "{\"stringValue\":\"previous_hop\"}}"));
 			assert_non_null(strstr(sp, "{\"key\":\"shmtrace.flow.id\",\"value\":"
 					       "{\"intValue\":7}}"));
 		}
