@@ -47,22 +47,18 @@ struct walk {
 	struct nest st;
 	struct node nd;		/* the node walked */
 	struct hop h;		/* its hop, if hop */
-	bool hop;
 	struct hop next;	/* the next hop, if have_next */
-	bool have_next;
 	uint64_t index;		/* spans walked */
 	/* the first walk: the root whose tree is walked (0: none, or a hop),
 	 * and its first hop, if joined */
 	uint64_t root;
-	bool joined;
 	struct join j;
 	/* the second walk: the next join and event */
 	struct extsort *joins, *events;
 	struct join nj;
-	bool have_nj;
 	struct event ne;
-	bool have_ne;
 	struct inst ev[OTLP_EVENTS_MAX];
+	bool hop, have_next, joined, have_nj, have_ne;
 };
 
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
@@ -130,7 +126,7 @@ static int end_tree(struct walk *w)
 
 static int first_node(struct walk *w)
 {
-	struct ent1 *top = nest_find(&w->st, &w->nd.k), *e;
+	struct ent1 *top = nest_find(&w->st, &w->nd.k), *e = NULL;
 	int ret;
 
 	if (!top && (ret = end_tree(w)) < 0)
@@ -245,7 +241,7 @@ static int second_node(struct walk *w)
 {
 	struct otlp *o = w->o;
 	const struct node *nd = &w->nd;
-	struct ent2 *top = nest_find(&w->st, &nd->k), *e;
+	struct ent2 *top = nest_find(&w->st, &nd->k), *e = NULL;
 	struct span sp = {
 		.outpid = nd->k.pid, .tid = nd->k.tid, .name = nd->k.user, .cat = nd->cat,
 		.kind = nd->k.kind, .ts = nd->k.ts, .dur = nd->k.dur, .args = nd->args,
