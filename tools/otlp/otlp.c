@@ -58,18 +58,6 @@ void *keyed_at(const struct keyed *k, size_t i)
 	return k->v + i * k->size;
 }
 
-bool keyed_next(const struct keyed *k, size_t *pos, uint64_t *key, void **elem)
-{
-	uint64_t *v;
-
-	do {
-		if (!u64map_next(&k->map, pos, key, &v))
-			return false;
-	} while (!*v);
-	*elem = k->v + (*v - 1) * k->size;
-	return true;
-}
-
 void keyed_free(struct keyed *k)
 {
 	u64map_free(&k->map);

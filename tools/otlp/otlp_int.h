@@ -206,12 +206,10 @@ struct span {
 
 /* otlp.c: struct keyed. keyed_get() returns key's element (added says
  * whether it is new), NULL when out of memory; a pointer to an element
- * lasts until the next keyed_get(). keyed_next() walks the keys as
- * u64map_next() does. And a growing array. */
+ * lasts until the next keyed_get(). keyed_at() is the i-th element made. */
 void keyed_init(struct keyed *k, size_t size);
 void *keyed_get(struct keyed *k, uint64_t key, bool *added);
 void *keyed_at(const struct keyed *k, size_t i);
-bool keyed_next(const struct keyed *k, size_t *pos, uint64_t *key, void **elem);
 void keyed_free(struct keyed *k);
 
 /* otlp_ids.c: ids that differ between captures and are the same on every
