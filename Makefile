@@ -176,8 +176,8 @@ check-layers:
 check-calls: $(RING_OBJ) $(LIB_OBJ)
 	$(Q)bash tests/check-calls.sh $(BUILD)
 
-# The producer of the OTLP end-to-end test (tests/e2e/otlp.sh).
-$(BUILD)/tests/otlp-hop: tests/otlp/hop.c $(STATIC)
+# The producers of the OTLP end-to-end tests (tests/e2e/otlp.sh, otlp_tree.sh).
+$(BUILD)/tests/otlp-%: tests/otlp/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(INC_demo) $(LDFLAGS) -o $@ $< $(STATIC) -lpthread
 
@@ -209,7 +209,7 @@ test: deps
 	$(Q)$(MAKE) --no-print-directory all tests-bin python
 	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) bash tests/run.sh
 
-tests-bin: $(TESTS) $(BUILD)/tests/otlp-hop
+tests-bin: $(TESTS) $(BUILD)/tests/otlp-hop $(BUILD)/tests/otlp-prefork
 
 test-san:
 	$(Q)$(MAKE) --no-print-directory SAN=1 all tests-bin

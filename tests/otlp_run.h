@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * otlp_run.h - what the tests of the OTLP export share: a ring of many
- * spans, enough for a few dozen requests.
+ * spans, enough for a few dozen requests, and a span found in the export.
  */
 #ifndef SHMTRACE_TEST_OTLP_RUN_H
 #define SHMTRACE_TEST_OTLP_RUN_H
@@ -29,6 +29,27 @@ static inline void ring_of_spans(const char *ring)
 		assert_int_equal(shmtrace_span(t, cat[i % 2], name[i % 3], ts, ts + 500,
 					       i % 10 == 0 ? 5 : 0), 0);
 	shmtrace_close(t);
+}
+
+/* The text of the OTLP span named name (exactly one; the caller frees it). */
+static inline char *otlp_span_text(const char *jsonl, const char *name)
+{
+	char key[96];
+	const char *p, *q, *start;
+
+	snprintf(key, sizeof(key), "\"name\":\"%s\",\"kind\":", name);
+	p = strstr(jsonl, key);
+	assert_non_null(p);
+	assert_null(strstr(p + 1, key));
+	start = p;
+	while (start > jsonl && strncmp(start, "{\"traceId\"", 10))
+		start--;
+	/* its end: its status, after its links (which hold trace ids too) */
+	q = strstr(p, "\"status\":{");
+	assert_non_null(q);
+	q = strstr(q, "}}");
+	assert_non_null(q);
+	return strndup(start, (size_t)(q + 2 - start));
 }
 
 #endif

@@ -130,6 +130,11 @@ static void expect_flat(const char *format)
 	long small, big;
 	char want[64];
 
+	/* under ASan (make test-san) freed memory waits in a quarantine of
+	 * hundreds of MB: the peak RSS measures the sanitizer, not the export */
+	if (getenv("SHMTRACE_SAN"))
+		skip();
+
 	f1 = make_capture(tmp("1m.cap"), 1000000);
 	small = export_rss(tmp("1m.cap"), tmp("1m.out"), format);
 	if (!strcmp(format, "chrome")) {

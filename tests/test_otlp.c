@@ -100,23 +100,6 @@ static void chrome_slice(const char *json, const char *name, uint64_t *ts, uint6
 	*end = *ts + chrome_ns(ev, "\"dur\":");
 }
 
-/* The text of the OTLP span named name (exactly one; the caller frees it). */
-static char *otlp_span(const char *jsonl, const char *name)
-{
-	char key[96];
-	const char *p, *q, *start;
-
-	snprintf(key, sizeof(key), "\"name\":\"%s\",\"kind\":", name);
-	p = strstr(jsonl, key);
-	assert_non_null(p);
-	assert_null(strstr(p + 1, key));
-	start = p;
-	while (start > jsonl && strncmp(start, "{\"traceId\"", 10))
-		start--;
-	q = strstr(p, "{\"traceId\"");
-	return strndup(start, q ? (size_t)(q - start) : strlen(start));
-}
-
 /* Creates ring and has child_args_dies() record on it and die. */
 static void record_and_kill(const char *ring)
 {
@@ -147,7 +130,7 @@ static void check_otlp_args(const char *oj)
 	char *sp;
 
 	/* hostile strings escaped as in the Chrome export, int64 exact */
-	sp = otlp_span(oj, "s");
+	sp = otlp_span_text(oj, "s");
 	assert_non_null(strstr(sp, "\"value\":{\"stringValue\":\"c\"}},"
 			       "{\"key\":\"shmtrace.arg.q\\\"uote\\\\\",\"value\":"
 			       "{\"stringValue\":\"a\\\"b\\u0001\\u000a\"}},"
@@ -160,28 +143,28 @@ static void check_otlp_args(const char *oj)
 			       "\"droppedAttributesCount\":0,"));
 	free(sp);
 	/* one key four times: the last kept, three dropped */
-	sp = otlp_span(oj, "h");
+	sp = otlp_span_text(oj, "h");
 	assert_int_equal(count(sp, "shmtrace.arg.k"), 1);
 	assert_non_null(strstr(sp, "{\"key\":\"shmtrace.arg.k\",\"value\":{\"intValue\":\"3\"}}],"
 			       "\"droppedAttributesCount\":3,"));
 	free(sp);
 	/* an instant's arguments: on its event, or on its zero-length span */
-	sp = otlp_span(oj, "encl");
+	sp = otlp_span_text(oj, "encl");
 	assert_non_null(strstr(sp, "\"name\":\"i\",\"attributes\":[{\"key\":\"shmtrace.category\","
 			       "\"value\":{\"stringValue\":\"c\"}},{\"key\":\"shmtrace.arg.min\","
 			       "\"value\":{\"intValue\":\"-9223372036854775808\"}}],"
 			       "\"droppedAttributesCount\":0}"));
 	free(sp);
-	sp = otlp_span(oj, "lone");
+	sp = otlp_span_text(oj, "lone");
 	assert_non_null(strstr(sp, "{\"key\":\"shmtrace.instant\",\"value\":{\"boolValue\":true}},"
 			       "{\"key\":\"shmtrace.arg.bad\xef\xbf\xbd\""));
 	free(sp);
 	/* a flow's span and instant keep theirs */
-	sp = otlp_span(oj, "fs");
+	sp = otlp_span_text(oj, "fs");
 	assert_non_null(strstr(sp, "{\"key\":\"shmtrace.arg.max\",\"value\":"
 			       "{\"intValue\":\"9223372036854775807\"}}]"));
 	free(sp);
-	sp = otlp_span(oj, "fi");
+	sp = otlp_span_text(oj, "fi");
 	assert_non_null(strstr(sp, "{\"key\":\"shmtrace.arg.q\\\"uote\\\\\""));
 	free(sp);
 }
@@ -199,7 +182,7 @@ static void check_open_spans(const char *cj, const char *oj, uint64_t off)
 			 3);
 	for (int i = 0; i < 3; i++) {
 		chrome_slice(cj, names[i], &ts, &end);
-		sp = otlp_span(oj, names[i]);
+		sp = otlp_span_text(oj, names[i]);
 		assert_non_null(strstr(sp, "\"shmtrace.unfinished\""));
 		assert_non_null(strstr(sp, "\"status\":{\"code\":0}"));
 		assert_int_equal(field_u64(sp, "\"startTimeUnixNano\":\""), ts + off);
@@ -207,8 +190,12 @@ static void check_open_spans(const char *cj, const char *oj, uint64_t off)
 		/* the argument added to inner was never recorded */
 		assert_null(strstr(sp, "shmtrace.arg.lost"));
 		if (i == 1) {
-			/* in flow 7, a child of the step before */
+			/* in flow 7: a child of outer, which encloses it, linked
+			 * to the step before it */
 			assert_non_null(strstr(sp, "\"parentSpanId\":"));
+			assert_non_null(strstr(sp, "\"links\":[{\"traceId\":"));
+			assert_non_null(strstr(sp, "{\"key\":\"shmtrace.link\",\"value\":"
+					       "{\"stringValue\":\"previous_hop\"}}"));
 			assert_non_null(strstr(sp, "{\"key\":\"shmtrace.flow.id\",\"value\":"
 					       "{\"intValue\":7}}"));
 		}
@@ -217,7 +204,7 @@ static void check_open_spans(const char *cj, const char *oj, uint64_t off)
 			assert_non_null(strstr(sp, "\"name\":\"last\",\"attributes\":"));
 		free(sp);
 	}
-	sp = otlp_span(oj, "done");
+	sp = otlp_span_text(oj, "done");
 	assert_null(strstr(sp, "unfinished"));
 	free(sp);
 }

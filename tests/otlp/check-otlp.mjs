@@ -12,7 +12,7 @@
 //                       (shmtrace.unfinished) must agree, and so must every
 //                       span's category and thread name
 //   --expect-unfinished N  exactly N spans with shmtrace.unfinished
-//   --expect-flows N    exactly N traces of two spans or more
+//   --expect-flows N    exactly N traces with two spans of their flow or more
 //   --expect-cross-host N  N traces have spans of two hosts (host.name)
 //   --expect-trace HEX=PARENT  a trace with that id whose root span's parent
 //                       is PARENT (a remote span: a traceparent header's)
@@ -102,7 +102,49 @@ const unfinished = spans.filter((s) => s.attr['shmtrace.unfinished'] === true).l
 if (expectUnfinished !== null && unfinished !== expectUnfinished) fail(`${unfinished} unfinished spans, expected ${expectUnfinished}`);
 if (ids.size !== spans.length) fail(`${spans.length - ids.size} span ids are used twice`);
 
-// ---- flows: one trace per flow id, each span a child of the one before
+// ---- the threads' trees: each span's parent is the innermost span that
+// encloses it on its thread (found here from the times alone), and it is
+// in that span's trace; a hop (a span of a flow) whose enclosing span is
+// in another trace links to it instead
+const thread = (s) => `${s.host}/${s.pid}/${s.attr['thread.id']}`;
+const t0 = (s) => BigInt(s.startTimeUnixNano), t1 = (s) => BigInt(s.endTimeUnixNano);
+const same = (a, b) => t0(a) === t0(b) && t1(a) === t1(b);
+const byId = new Map(spans.map((s) => [s.spanId, s]));
+const flowOf = (s) => s.attr['shmtrace.flow.id'];
+const linkOf = (s, why) => (s.links || []).find((l) => l.attributes.some((a) => a.key === 'shmtrace.link' && a.value.stringValue === why));
+const perThread = new Map();
+for (const s of spans) {
+	if (!perThread.has(thread(s))) perThread.set(thread(s), []);
+	perThread.get(thread(s)).push(s);
+}
+for (const v of perThread.values()) {
+	const inst = (s) => (s.attr['shmtrace.instant'] ? 1 : 0);
+	v.sort((a, b) => (t0(a) < t0(b) ? -1 : t0(a) > t0(b) ? 1 : t1(a) > t1(b) ? -1 : t1(a) < t1(b) ? 1 : inst(a) - inst(b)));
+	const stack = [];
+	for (const s of v) {
+		while (stack.length && t1(s) > t1(stack[stack.length - 1])) stack.pop();
+		const e = stack[stack.length - 1], p = byId.get(s.parentSpanId);
+		// of identical spans, either may enclose the other
+		const isE = (x) => x && e && (x === e || (thread(x) === thread(s) && (same(x, e) || same(x, s))));
+		if (!e) {
+			// a root of its thread: in a trace of its own, or a child of
+			// the hop before the first hop it encloses
+			if (p && flowOf(p) === undefined && !(thread(p) === thread(s) && same(p, s)))
+				fail(`span ${s.name}: enclosed by none, its parent ${p.name} is no hop`);
+		} else if (flowOf(s) === undefined || e.traceId === s.traceId) {
+			if (!isE(p)) fail(`span ${s.name}: parent ${p ? p.name : s.parentSpanId}, not ${e.name}, which encloses it`);
+			if (s.traceId !== e.traceId) fail(`span ${s.name}: not in the trace of ${e.name}, which encloses it`);
+		} else {
+			const l = linkOf(s, 'enclosing_span');
+			if (!l || !isE(byId.get(l.spanId)) || l.traceId !== byId.get(l.spanId).traceId)
+				fail(`hop ${s.name}: no link to ${e.name}, which encloses it in another trace`);
+		}
+		if (!s.attr['shmtrace.instant']) stack.push(s);
+	}
+}
+
+// ---- traces: each a tree; one flow in one trace, with a root; each hop
+// follows the one before it (its parent or its previous_hop link)
 const byTrace = new Map();
 for (const s of spans) {
 	if (!byTrace.has(s.traceId)) byTrace.set(s.traceId, []);
@@ -111,34 +153,50 @@ for (const s of spans) {
 const flowTrace = new Map();
 let flows = 0, cross = 0;
 for (const [tid, v] of byTrace) {
-	const fids = new Set(v.map((s) => s.attr['shmtrace.flow.id']));
-	if (fids.size !== 1) fail(`trace ${tid} holds flows ${[...fids]}`);
+	const fids = new Set(v.map(flowOf).filter((f) => f !== undefined));
+	if (fids.size > 1) fail(`trace ${tid} holds flows ${[...fids]}`);
 	const fid = [...fids][0];
 	if (fid !== undefined) {
 		if (flowTrace.has(fid)) fail(`flow ${fid} is in two traces`);
 		flowTrace.set(fid, tid);
-	} else if (v.length !== 1) fail(`trace ${tid} of ${v.length} spans has no flow`);
-	if (v.length >= 2) flows++;
+	}
+	const hops = v.filter((s) => flowOf(s) !== undefined);
+	if (hops.length >= 2) flows++;
 	if (new Set(v.map((s) => s.host)).size > 1) cross++;
 	const inTrace = new Map(v.map((s) => [s.spanId, s]));
 	const roots = v.filter((s) => !inTrace.has(s.parentSpanId));
 	if (roots.length !== 1) { fail(`trace ${tid}: ${roots.length} roots`); continue; }
-	const child = new Map();
 	for (const s of v) {
-		if (!inTrace.has(s.parentSpanId)) continue;
-		if (child.has(s.parentSpanId)) fail(`trace ${tid}: a span has two children`);
-		child.set(s.parentSpanId, s);
+		const seen = new Set();
+		for (let p = s; inTrace.has(p.parentSpanId); p = inTrace.get(p.parentSpanId)) {
+			if (seen.has(p)) { fail(`trace ${tid}: a cycle of parents`); break; }
+			seen.add(p);
+			// across threads a parent is a hop: the step before
+			const q = inTrace.get(p.parentSpanId);
+			if (thread(q) !== thread(p) && flowOf(q) === undefined) fail(`trace ${tid}: ${p.name}'s parent ${q.name} is on another thread and in no flow`);
+		}
 	}
-	let n = 1;
-	for (let s = roots[0], c; (c = child.get(s.spanId)); s = c, n++)
-		if (BigInt(c.startTimeUnixNano) < BigInt(s.startTimeUnixNano)) fail(`trace ${tid}: a child starts before its parent`);
-	if (n !== v.length) fail(`trace ${tid}: the parent links do not chain all ${v.length} spans`);
+	hops.sort((a, b) => (t0(a) < t0(b) ? -1 : t0(a) > t0(b) ? 1 : 0));
+	const hopIds = new Set(hops.map((s) => s.spanId));
+	for (const s of hops) {
+		const l = linkOf(s, 'previous_hop');
+		const prev = l ? l.spanId : hopIds.has(s.parentSpanId) ? s.parentSpanId : null;
+		const p = byId.get(prev);
+		if (s === hops[0] || t0(s) === t0(hops[0])) {
+			if (p && hopIds.has(prev) && t0(p) < t0(s)) fail(`trace ${tid}: the first hop ${s.name} follows ${p.name}`);
+			continue;
+		}
+		if (!p || !hopIds.has(prev)) { fail(`trace ${tid}: hop ${s.name} follows no hop of its flow`); continue; }
+		if (l && l.traceId !== tid) fail(`trace ${tid}: hop ${s.name} links to the hop before it in another trace`);
+		if (t0(p) > t0(s) || hops.some((h) => t0(h) > t0(p) && t0(h) < t0(s)))
+			fail(`trace ${tid}: hop ${s.name} follows ${p.name}, not the hop just before it`);
+	}
 	for (const [hex, parent] of expectTraces)
 		if (hex === tid && roots[0].parentSpanId !== parent)
 			fail(`trace ${tid}: root's parent ${roots[0].parentSpanId}, not ${parent}`);
 }
 for (const [hex] of expectTraces) if (!byTrace.has(hex)) fail(`no trace ${hex}`);
-if (expectFlows !== null && flows !== expectFlows) fail(`${flows} traces of several spans, expected ${expectFlows}`);
+if (expectFlows !== null && flows !== expectFlows) fail(`${flows} traces with two hops or more, expected ${expectFlows}`);
 if (expectCross !== null && cross !== expectCross) fail(`${cross} traces across hosts, expected ${expectCross}`);
 
 // ---- against the Chrome export of the same capture

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // reference.mjs - the official OpenTelemetry JS SDK and OTLP/HTTP (JSON)
 // exporter send a few spans (parent and child, attributes of each value
-// type, an event with attributes) to URL, so that a test can compare
+// type, an event with attributes, a link with an attribute) to URL, so that a test can compare
 // shmtrace's requests with the reference encoding.
 //   node reference.mjs URL
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -20,7 +20,9 @@ parent.setAttribute('thread.id', 7);
 parent.setAttribute('thread.name', 'main');
 parent.setAttribute('shmtrace.instant', true);
 parent.addEvent('checkpoint', { 'shmtrace.category': 'app', 'shmtrace.arg.n': 1 });
-const child = tracer.startSpan('work', {}, trace.setSpan(context.active(), parent));
+const child = tracer.startSpan('work', {
+	links: [{ context: parent.spanContext(), attributes: { 'shmtrace.link': 'previous_hop' } }],
+}, trace.setSpan(context.active(), parent));
 child.setAttribute('shmtrace.category', 'app');
 child.end();
 parent.end();

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * otlp.c - `shmtrace export --format otlp`: the entry, which sets the
- * export up, runs it (otlp_spans.c: records to spans; otlp_json.c:
- * their OTLP/JSON text; otlp_send.c: batches, POSTed to the endpoint;
- * otlp_write.c: or written to the file; otlp_text.c: ids and times as text;
- * otlp_ids.c: trace and span ids), says what happened and cleans up; and
- * struct keyed, the tables of those parts.
+ * export up, runs it (otlp_spans.c: the pass over the records; otlp_hops.c:
+ * flows to traces; otlp_tree.c: the threads' trees, which give every span
+ * its trace and parent; otlp_json.c: their OTLP/JSON text; otlp_send.c:
+ * batches, POSTed to the endpoint; otlp_write.c: or written to the file;
+ * otlp_text.c: ids and times as text; otlp_ids.c: trace and span ids),
+ * says what happened and cleans up; and struct keyed, the tables of those
+ * parts.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,18 +56,6 @@ void *keyed_get(struct keyed *k, uint64_t key, bool *added)
 void *keyed_at(const struct keyed *k, size_t i)
 {
 	return k->v + i * k->size;
-}
-
-bool keyed_next(const struct keyed *k, size_t *pos, uint64_t *key, void **elem)
-{
-	uint64_t *v;
-
-	do {
-		if (!u64map_next(&k->map, pos, key, &v))
-			return false;
-	} while (!*v);
-	*elem = k->v + (*v - 1) * k->size;
-	return true;
 }
 
 void keyed_free(struct keyed *k)
@@ -134,8 +124,7 @@ static int setup(struct otlp *o, struct source *src, const struct otlp_opts *opt
 	o->fd = -1;
 	o->of.fd = -1;
 	flows_init(&o->fl);
-	args_store_init(&o->fargs);
-	keyed_init(&o->pend, sizeof(struct pend));
+	args_store_init(&o->args);
 	keyed_init(&o->batch, sizeof(struct pbatch));
 	u64map_init(&o->last);
 	if (opts->endpoint) {
@@ -152,7 +141,8 @@ static int setup(struct otlp *o, struct source *src, const struct otlp_opts *opt
 					 "merged", src->nhosts, HOSTS_MAX);
 	o->esc = calloc(src->nstr ? src->nstr : 1, sizeof(*o->esc));
 	o->frags = calloc(OTLP_FRAGS, sizeof(*o->frags));
-	if (ret < 0 || !o->esc || !o->frags)
+	o->nodes = extsort_new(sizeof(struct node), nest_cmp, NODES_MEM);
+	if (ret < 0 || !o->esc || !o->frags || !o->nodes)
 		return cli_runtime_error("export", "out of memory");
 	/* ids differ between captures, and are the same on every export of one */
 	source_ring_info(src, 0, &rname, &ring_id, &run_id);
@@ -227,10 +217,10 @@ done:
 	outfile_abort(&o->of);
 	otlp_json_free(o);
 	otlp_batches_free(o);
-	keyed_free(&o->pend);
-	free(o->fev);
+	extsort_free(o->nodes);
+	extsort_free(o->hops);
 	u64map_free(&o->last);
-	args_store_free(&o->fargs);
+	args_store_free(&o->args);
 	open_free(&o->open);
 	flows_free(&o->fl);
 	hosts_free(&o->hosts);

@@ -15,18 +15,34 @@
 
 #include "args.h"
 #include "array.h"
+#include "extsort.h"
 #include "flows.h"
 #include "hash.h"
 #include "hosts.h"
 #include "http.h"
+#include "nest.h"
 #include "obuf.h"
 #include "outfile.h"
 #include "exporters.h"
 
-/* Instants of a thread kept until a span that encloses them arrives (a
- * span's record is written at its end, after the instants inside it);
- * the oldest beyond this is exported as a zero-length span. */
-#define PEND_MAX	32u
+/* Most instants one span takes as its events (the OpenTelemetry SDKs'
+ * default limit); the others inside it are zero-length spans, its
+ * children, so that no span's text grows without bound. */
+#define OTLP_EVENTS_MAX	128u
+
+/* The deepest nesting of one thread followed (nest.h): a span deeper than
+ * this is the child of the span at this depth, and what it encloses
+ * too. Under 1 MiB of stack. */
+#define OTLP_DEPTH_MAX	16384u
+
+/* The memory of the sorts (util/extsort.h) of the export's model: the
+ * spans (struct node; with 4 MiB, an export of 10 M spans ran no slower
+ * than with 16 and its peak RSS was 14 MB less), their flows' part (struct hop), the instants that are
+ * events (struct event) and the trees that join a flow (struct join). */
+#define NODES_MEM	(4u << 20)
+#define HOPS_MEM	(8u << 20)
+#define EVENTS_MEM	(4u << 20)
+#define JOINS_MEM	(1u << 20)
 
 /* A process's span buffer bigger than this and than twice what it held in
  * the batch just sent is freed: memory follows the batch, not the past. */
@@ -42,17 +58,49 @@ struct time_text {
 	uint8_t len;			/* 0: none yet */
 };
 
-/* An instant: waiting on its thread (seq its own), or claimed as an event
- * by a flow span (seq that span's). */
-struct inst {
-	uint64_t ts, seq;
-	uint32_t name, cat;
-	struct ev_args a;
+/*
+ * A span, instant or open span of the pass (k.kind), in a thread's tree
+ * (k.pid, as written, k.tid): k.user is its name, args its arguments in
+ * o->args (0: none). Sorted with nest_cmp(), they walk each tree in
+ * preorder (otlp_tree.c).
+ */
+struct node {
+	struct nest_key k;
+	uint32_t cat, args;
 };
 
-struct pend {
-	uint32_t n;
-	struct inst v[PEND_MAX];
+/*
+ * What its flow gives a record of a flow (a hop), made when the flows are
+ * assembled (otlp_hops.c) and sorted as the nodes are, so that the walk
+ * meets it together with its node.
+ */
+struct hop {
+	struct nest_key k;		/* its node's */
+	uint64_t flow;
+	uint64_t thi, tlo;		/* the flow's trace */
+	uint64_t owner;			/* the flow's: the seq of its first record */
+	uint64_t prev;			/* the span id of the hop before it in the flow, or of
+					 * the remote parent its traceparent names; 0: none */
+	uint32_t skip;			/* a traceparent's instant: no span of its own */
+	uint32_t pad;
+};
+
+/* An instant, an event of the span numbered span (in walk order). */
+struct event {
+	uint64_t span, ts, seq;
+	uint32_t name, cat, args, pad;
+};
+
+/* The thread tree rooted at the span numbered seq holds a hop: its first
+ * hop's trace, which the tree joins, and the parent its root gets. */
+struct join {
+	uint64_t seq, thi, tlo, owner, prev;
+};
+
+/* An event as written. */
+struct inst {
+	uint64_t ts;
+	uint32_t name, cat, args;
 };
 
 /* The spans of one process in the batch being built. */
@@ -105,12 +153,11 @@ struct otlp {
 	struct hosts hosts;
 	struct flows fl;
 	struct args_pend held;		/* the last span or instant, and its arguments */
-	struct args_store fargs;	/* arguments of flow records (flow_ev.args) */
+	struct args_store args;		/* arguments of the nodes (node.args) */
 	struct open_spans open;		/* open spans, exported after the pass */
 	struct u64map last;		/* (outpid << 32 | tid) -> its last moment */
-	struct keyed pend;		/* (outpid << 32 | tid) -> struct pend */
-	struct inst *fev;		/* instants claimed by flow spans, by seq */
-	size_t nfev, fevcap;
+	struct extsort *nodes;		/* struct node, by nest_cmp() */
+	struct extsort *hops;		/* struct hop, by nest_cmp() */
 	struct keyed batch;		/* outpid -> struct pbatch */
 	size_t batch_len;		/* span bytes in the batch */
 	uint32_t batch_procs;		/* processes with spans in the batch */
@@ -128,9 +175,8 @@ struct otlp {
 	struct otlp_writer *w;		/* its writer, without an endpoint */
 	bool to_http;
 	struct http_url url;
-	/* the current flow */
-	uint64_t thi, tlo, parent;
-	const struct flow_ev *tp_ev;
+	/* the flow being assembled: its trace, owner and last hop */
+	uint64_t thi, tlo, owner, prev;
 	/* what happened */
 	uint64_t spans, events, counters, flows, names_lost;
 	uint64_t requests, spans_sent, requests_sent, retries_used, rejected;
@@ -141,24 +187,29 @@ struct otlp {
 	char err[768];
 };
 
+/* Why a span links to another (Span.links): the hop before it in its flow
+ * (its parent is the span enclosing it), or the span enclosing it, in
+ * another trace (its parent is the hop before it). */
+enum { LINK_NONE, LINK_PREV_HOP, LINK_ENCLOSING };
+
 /* kind: SHMTRACE_KIND_SPAN, _INSTANT (zero-length) or _OPEN (unfinished) */
 struct span {
 	uint32_t outpid, tid, name, cat, kind;
 	uint64_t ts, dur, flow;
 	uint64_t thi, tlo, id, parent;
-	const struct ev_args *args;
+	uint32_t args;			/* in o->args, 0: none */
+	uint32_t link;			/* LINK_*: to span lid of trace (lhi, llo) */
+	uint64_t lhi, llo, lid;
 	const struct inst *ev;
 	size_t nev;
 };
 
 /* otlp.c: struct keyed. keyed_get() returns key's element (added says
  * whether it is new), NULL when out of memory; a pointer to an element
- * lasts until the next keyed_get(). keyed_next() walks the keys as
- * u64map_next() does. And a growing array. */
+ * lasts until the next keyed_get(). keyed_at() is the i-th element made. */
 void keyed_init(struct keyed *k, size_t size);
 void *keyed_get(struct keyed *k, uint64_t key, bool *added);
 void *keyed_at(const struct keyed *k, size_t i);
-bool keyed_next(const struct keyed *k, size_t *pos, uint64_t *key, void **elem);
 void keyed_free(struct keyed *k);
 
 /* otlp_ids.c: ids that differ between captures and are the same on every
@@ -209,7 +260,15 @@ void otlp_writer_spare(struct otlp *o, struct obuf *b);
  * or -EIO with o->err set. */
 int otlp_writer_finish(struct otlp *o);
 
-/* otlp_spans.c: records to spans, flows to traces; the whole pass. */
+/* otlp_hops.c: the flows assembled into o->hops, read back in the
+ * nodes' order; the flows' memory freed. Returns 0 or -errno. */
+int otlp_hops(struct otlp *o);
+
+/* otlp_tree.c: the walks of the threads' trees, which write every span.
+ * Returns 0 or -errno. */
+int otlp_tree(struct otlp *o);
+
+/* otlp_spans.c: records to nodes and hops; the whole pass. */
 int otlp_run(struct otlp *o);
 
 #endif

@@ -21,6 +21,8 @@
 #define SPAN_FIXED_MAX	512u
 /* Its tail after the attributes: a count and the literals (about 120). */
 #define SPAN_TAIL_MAX	160u
+/* A link: the literals, two ids (about 180). */
+#define LINK_MAX	224u
 
 /* Appends the literal s at p and moves p past it. */
 #define LIT(p, s)	(memcpy((p), (s), sizeof(s) - 1), (p) += sizeof(s) - 1)
@@ -175,13 +177,34 @@ static void put_events(struct otlp *o, struct obuf *b, const struct inst *ev, si
 		put_string(o, b, ev[i].cat);
 		ob_puts(b, "}}");
 		dropped = 0;
-		put_args(o, b, &ev[i].a, &dropped);
+		put_args(o, b, args_get(&o->args, ev[i].args), &dropped);
 		ob_puts(b, "],\"droppedAttributesCount\":");
 		ob_int(b, dropped, false);
 		ob_puts(b, "}");
 		if (!source_has_string(o->s, ev[i].name))
 			o->names_lost++;
 	}
+}
+
+/* A span's link, if it has one (at p, LINK_MAX bytes of room); returns
+ * the end. shmtrace.link says why it links: the hop before it in its flow,
+ * or the span enclosing it on its thread, of another trace. */
+static char *put_link(char *p, const struct span *sp)
+{
+	if (sp->link == LINK_NONE)
+		return p;
+	LIT(p, "{\"traceId\":\"");
+	p = otlp_hex(p, sp->lhi);
+	p = otlp_hex(p, sp->llo);
+	LIT(p, "\",\"spanId\":\"");
+	p = otlp_hex(p, sp->lid);
+	LIT(p, "\",\"attributes\":[{\"key\":\"shmtrace.link\",\"value\":{\"stringValue\":");
+	if (sp->link == LINK_PREV_HOP)
+		LIT(p, "\"previous_hop\"");
+	else
+		LIT(p, "\"enclosing_span\"");
+	LIT(p, "}}],\"droppedAttributesCount\":0}");
+	return p;
 }
 
 int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
@@ -236,7 +259,7 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 	if (sp->kind == SHMTRACE_KIND_OPEN)
 		LIT(p, ",{\"key\":\"shmtrace.unfinished\",\"value\":{\"boolValue\":true}}");
 	b->len = (size_t)(p - b->p);
-	put_args(o, b, sp->args, &dropped);
+	put_args(o, b, args_get(&o->args, sp->args), &dropped);
 	if (!ob_reserve(b, SPAN_TAIL_MAX))
 		return -ENOMEM;
 	p = b->p + b->len;
@@ -245,11 +268,12 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 	LIT(p, ",\"events\":[");
 	b->len = (size_t)(p - b->p);
 	put_events(o, b, sp->ev, sp->nev);
-	if (!ob_reserve(b, SPAN_TAIL_MAX))
+	if (!ob_reserve(b, SPAN_TAIL_MAX + LINK_MAX))
 		return -ENOMEM;
 	p = b->p + b->len;
-	LIT(p, "],\"droppedEventsCount\":0,\"links\":[],\"droppedLinksCount\":0,"
-	       "\"status\":{\"code\":0}}");
+	LIT(p, "],\"droppedEventsCount\":0,\"links\":[");
+	p = put_link(p, sp);
+	LIT(p, "],\"droppedLinksCount\":0,\"status\":{\"code\":0}}");
 	b->len = (size_t)(p - b->p);
 	return 0;
 }

@@ -82,6 +82,11 @@ static int cmp_ev(const void *pa, const void *pb)
 	if ((c = CMP(scope(a), scope(b))) || (c = CMP(a->flow, b->flow)) || (c = CMP(a->ts, b->ts)) || (c = CMP(a->pid, b->pid)) ||
 	    (c = CMP(a->tid, b->tid)))
 		return c;
+	/* ties of one thread as nest_cmp() breaks them: a hop that encloses
+	 * another comes first in its flow too */
+	if ((c = CMP(b->dur, a->dur)) ||
+	    (c = CMP(a->kind == SHMTRACE_KIND_INSTANT, b->kind == SHMTRACE_KIND_INSTANT)))
+		return c;
 	return CMP(a->order, b->order);
 }
 

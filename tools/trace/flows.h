@@ -63,7 +63,8 @@ int flows_next(struct flows *f, struct flow_ev *e);
  * in every ring), or the records of any ring with one global id (bit 52,
  * SHMT_FLOW_GLOBAL: random per ring, or carried on purpose from one ring
  * to another).
- * Sorts each flow by (ts, pid, tid, arrival) and calls emit for every
+ * Sorts each flow by (ts, pid, tid, then as nest_cmp() breaks ties of one
+ * thread: the longer span, spans before instants, arrival) and calls emit for every
  * record: for a flow of two or more records ph is 's' on the first, 't' on
  * the middle ones, 'f' on the last; a one-record flow draws nothing (ph 0,
  * id 0), its record is still handed over. group[0..n) is the whole flow
