@@ -123,7 +123,7 @@ int chrome_export(struct source *src, const struct filter *flt, struct cmd *c)
 	if (ret == 0)
 		ret = run_export(e, c->f, err, sizeof(err));
 	rc = cmd_finish(c, ret, err);
-	if (rc == EXIT_OK && (src->cut || src->damaged || src->nmissing_parts))
+	if (rc == EXIT_OK && !source_complete(src))
 		fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
 			c->out);
 	exporter_free(e);
