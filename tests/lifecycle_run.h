@@ -266,4 +266,22 @@ static inline void wait_drained(const char *ring)
 		 (unsigned long long)tail, (unsigned long long)head);
 }
 
+/* What main() does before the tests: the collector's exit is waited for
+ * as a signal (wait_exit), so SIGCHLD is blocked; the binaries are found
+ * and the temporary directory /tmp/shmt-WHAT-XXXXXX made. 0, or -1 after
+ * saying what is missing. */
+static inline int lifecycle_setup(const char *what)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	if (cli_setup_for(what, true) < 0) {
+		fprintf(stderr, "%s or %s not built\n", bin, collector_bin);
+		return -1;
+	}
+	return 0;
+}
+
 #endif /* SHMTRACE_TEST_LIFECYCLE_RUN_H */

@@ -240,15 +240,8 @@ int main(void)
 		cmocka_unit_test(test_parts_missing),
 		cmocka_unit_test(test_full_file_with_ring),
 	};
-	sigset_t set;
 
-	/* the collector's exit is waited for as a signal (wait_exit) */
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	if (cli_setup_for("lifecycle", true) < 0) {
-		fprintf(stderr, "%s or %s not built\n", bin, collector_bin);
+	if (lifecycle_setup("lifecycle") < 0)
 		return 1;
-	}
 	return cmocka_run_group_tests(tests, NULL, cli_teardown);
 }

@@ -341,15 +341,8 @@ int main(void)
 		cmocka_unit_test(test_a_failed_deletion_is_said_never_fatal),
 		cmocka_unit_test(test_bad_max_files_are_usage_errors),
 	};
-	sigset_t set;
 
-	/* the collector's exit is waited for as a signal (wait_exit) */
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	if (cli_setup_for("maxfiles", true) < 0) {
-		fprintf(stderr, "%s or %s not built\n", bin, collector_bin);
+	if (lifecycle_setup("maxfiles") < 0)
 		return 1;
-	}
 	return cmocka_run_group_tests(tests, NULL, cli_teardown);
 }
