@@ -208,7 +208,7 @@ static void put_written(char *buf, size_t len, const struct source_run *run,
 static int report_deleted(struct source *s, struct source_run *run, const struct session *ss,
 			  const struct shmt_cap_deleted *del)
 {
-	char ranges[256] = "", name[4200], first[4200] = "", paren[8500] = "", held[96], by[64];
+	char ranges[256] = "", name[4200], first[4200] = "", paren[816] = "", held[96], by[64];
 	char when[160], why[2048];
 	uint64_t present = 0, absent = 0;
 	unsigned nranges = 0;
@@ -238,7 +238,8 @@ static int report_deleted(struct source *s, struct source_run *run, const struct
 	if (!absent)
 		return 0;
 	if (ss->base[0])
-		snprintf(paren, sizeof(paren), absent == 1 ? " (%s)" : " (%s to %s)", first, name);
+		snprintf(paren, sizeof(paren), absent == 1 ? " (%.400s)" : " (%.400s to %.400s)",
+			 first, name);
 	if (del->records >= present)
 		snprintf(held, sizeof(held), "%s %llu records", absent == 1 ? "it held" : "they held",
 			 (unsigned long long)(del->records - present));
