@@ -56,8 +56,10 @@ enum shmt_cap_type {
  * more (fields are only ever appended) and, where a minor revision appended
  * some, as few as the *_MIN count.
  */
-#define SHMT_CAP_HEADER_FIELDS		14	/* the 14th, ring_id, is optional */
+#define SHMT_CAP_HEADER_FIELDS		19	/* the 14th (ring_id) on are optional */
 #define SHMT_CAP_HEADER_MIN_FIELDS	13
+#define SHMT_CAP_HEADER_RING_ID		13	/* where each optional field is */
+#define SHMT_CAP_HEADER_MAX_FILES	14	/* then the four of struct shmt_cap_deleted */
 #define SHMT_CAP_LIST_FIELDS		1	/* STRINGS, THREADS: one array */
 #define SHMT_CAP_STRING_ITEM_FIELDS	2	/* [id, bytes] */
 #define SHMT_CAP_THREAD_ITEM_FIELDS	7	/* [pid, tid, start, pidns, flags, thread, process] */
@@ -74,6 +76,21 @@ enum shmt_cap_type {
 /* Every frame ends in its CRC-32C as a msgpack uint32: 0xce + 4 bytes. */
 #define SHMT_CAP_CRC_BYTES		5
 #define SHMT_CAP_CRC_TAG		0xce
+
+/*
+ * The parts of its run a collector deleted to keep within --max-files,
+ * before the part whose header says so began (header fields 15 to 19,
+ * minor revision 2.1); all 0 when it deleted none, and in a file of an
+ * older collector. A collector deletes its oldest parts first, so they are
+ * parts 0 .. parts - 1.
+ */
+struct shmt_cap_deleted {
+	uint32_t max_files;		/* the collector's --max-files; 0: none */
+	uint32_t parts;			/* parts 0 .. parts - 1 were deleted */
+	uint64_t records;		/* the records they held */
+	uint64_t from_ns;		/* ring time the first of them began */
+	uint64_t to_ns;			/* ... and the last one ended */
+};
 
 struct shmt_cap_header {
 	uint32_t version;		/* SHMT_CAP_VERSION */
@@ -92,6 +109,7 @@ struct shmt_cap_header {
 	 * scopes its flow ids and string ids; 0 when the file has none (an
 	 * older collector) or the ring has none (ring format 1.0) */
 	uint64_t ring_id;
+	struct shmt_cap_deleted deleted;	/* trailing fields 15 to 19 */
 };
 
 struct shmt_cap_string {

@@ -60,6 +60,24 @@ static int get_name(const msgpack_object *o, char *dst, size_t cap,
 	return 0;
 }
 
+/* The header's fields 15 to 19 (minor revision 2.1), as many as present. */
+static int dec_deleted(const msgpack_object *v, size_t n, struct shmt_cap_deleted *d,
+		       const struct shmt_cap_ctx *c)
+{
+	const size_t at = SHMT_CAP_HEADER_MAX_FILES;
+
+	SHMT_CAP_GET(&v[at], UINT32_MAX, d->max_files, "max_files");
+	if (n > at + 1)
+		SHMT_CAP_GET(&v[at + 1], UINT32_MAX, d->parts, "deleted_parts");
+	if (n > at + 2)
+		SHMT_CAP_GET(&v[at + 2], UINT64_MAX, d->records, "deleted_records");
+	if (n > at + 3)
+		SHMT_CAP_GET(&v[at + 3], UINT64_MAX, d->from_ns, "deleted_from_ns");
+	if (n > at + 4)
+		SHMT_CAP_GET(&v[at + 4], UINT64_MAX, d->to_ns, "deleted_to_ns");
+	return 0;
+}
+
 static int dec_header(const msgpack_object *v, size_t n, struct shmt_cap_header *h,
 		      const struct shmt_cap_ctx *c)
 {
@@ -95,10 +113,10 @@ static int dec_header(const msgpack_object *v, size_t n, struct shmt_cap_header 
 	SHMT_CAP_GET(&v[10], UINT64_MAX, h->realtime0, "realtime0");
 	SHMT_CAP_GET(&v[11], UINT64_MAX, h->mono0, "mono0");
 	SHMT_CAP_GET(&v[12], UINT64_MAX, h->started_ns, "started_ns");
-	/* appended later: files of older collectors end before it */
-	if (n >= SHMT_CAP_HEADER_FIELDS)
-		SHMT_CAP_GET(&v[13], UINT64_MAX, h->ring_id, "ring_id");
-	return 0;
+	/* appended later: files of older collectors end before them */
+	if (n > SHMT_CAP_HEADER_RING_ID)
+		SHMT_CAP_GET(&v[SHMT_CAP_HEADER_RING_ID], UINT64_MAX, h->ring_id, "ring_id");
+	return n > SHMT_CAP_HEADER_MAX_FILES ? dec_deleted(v, n, &h->deleted, c) : 0;
 }
 
 static int dec_string(const msgpack_object *e, void *items, uint32_t i, msgpack_zone *z,

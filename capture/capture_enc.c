@@ -95,7 +95,13 @@ int shmt_cap_put_header(msgpack_sbuffer *b, const struct shmt_cap_header *h)
 	put_u64(&fr, h->realtime0);
 	put_u64(&fr, h->mono0);
 	put_u64(&fr, h->started_ns);
-	put_u64(&fr, h->ring_id);	/* trailing: older readers skip it */
+	/* trailing: older readers skip them */
+	put_u64(&fr, h->ring_id);
+	put_u64(&fr, h->deleted.max_files);
+	put_u64(&fr, h->deleted.parts);
+	put_u64(&fr, h->deleted.records);
+	put_u64(&fr, h->deleted.from_ns);
+	put_u64(&fr, h->deleted.to_ns);
 	return frame_end(&fr);
 }
 

@@ -77,11 +77,13 @@ struct drain *drain_new(void)
 static void free_buffers(struct drain *d)
 {
 	cw_free(d->w);
+	parts_free(d->parts);
 	free(d->scratch);
 	free(d->dead);
 	free(d->strings);
 	free(d->text);
 	d->w = NULL;
+	d->parts = NULL;
 	d->scratch = NULL;
 	d->dead = NULL;
 	d->strings = NULL;
@@ -120,7 +122,8 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 	d->strings = calloc(DRAIN_STRINGS_BATCH, sizeof(*d->strings));
 	d->text = calloc(DRAIN_STRINGS_BATCH, sizeof(*d->text));
 	d->w = cw_new();
-	ret = !d->scratch || !d->dead || !d->strings || !d->text || !d->w ? -ENOMEM :
+	d->parts = parts_new(o->output, o->max_files);
+	ret = !d->scratch || !d->dead || !d->strings || !d->text || !d->w || !d->parts ? -ENOMEM :
 	      drain_open_part(d);
 	if (ret < 0) {
 		free_buffers(d);
@@ -214,11 +217,17 @@ static int rotate(struct drain *d)
 {
 	struct shmt_cap_end e = { .records = d->st.records, .end_ns = shmtrace_now(),
 				  .next_part = d->part + 1 };
+	struct part_ended pe = { .part = d->part, .records = e.records,
+				 .started_ns = d->part_started_ns, .end_ns = e.end_ns };
 	int ret;
 
 	ret = end_part(d, &e);
 	if (ret < 0)
 		return ret;
+	/* unknown (0) if fstat fails: then never deleted, and said so */
+	if (cw_identity(d->w, &pe.dev, &pe.ino) < 0)
+		pe.dev = pe.ino = 0;
+	parts_ended(d->parts, &pe);
 	cw_close(d->w);
 	d->part++;
 	return drain_open_part(d);
@@ -373,6 +382,10 @@ void drain_get_stats(const struct drain *d, bool failed, struct drain_stats *st)
 	if (d->done_parts > done)
 		done = d->done_parts;
 	*st = d->st;
+	if (d->parts) {
+		st->parts_deleted = parts_deleted(d->parts)->parts;
+		st->records_deleted = parts_deleted(d->parts)->records;
+	}
 	/* what was copied is below the head: a bound the ring's word cannot
 	 * forge; the view's geometry and clock are copies, safe after an error */
 	st->ring_corrupt = !shmt_loss_plausible(&st->ring, &(const struct shmt_loss_scope){

@@ -19,6 +19,7 @@ struct drain_opts {
 	const char *output;
 	uint64_t poll_ns;	/* wake at least this often */
 	uint64_t max_size;	/* 0: unbounded; else rotate to FILE.1, FILE.2 ... */
+	uint32_t max_files;	/* 0: keep every part; else the newest max_files */
 };
 
 struct drain_stats {
@@ -28,6 +29,10 @@ struct drain_stats {
 	uint64_t lapped;	/* slots lapped before we read them (overwrite) */
 	uint64_t lock_hold_max_ns;
 	uint32_t parts;
+	/* parts deleted for --max-files (each, or given up on: the
+	 * collector said which on stderr), and the records they held */
+	uint32_t parts_deleted;
+	uint64_t records_deleted;
 	struct shmt_loss ring;	/* the ring's counters, at the last LOSS frame */
 	/* those counters cannot be true (shmt_loss_plausible(): forged, or
 	 * a producer's bug): no counts, and why in words */

@@ -29,25 +29,35 @@ static int put_header(struct drain *d)
 	h.mono0 = d->v.clock.mono0;
 	h.started_ns = shmtrace_now();
 	h.ring_id = d->v.minor >= 1 ? d->v.h->ring_id : 0;	/* format 1.0: none */
+	h.deleted = *parts_deleted(d->parts);
+	d->part_started_ns = h.started_ns;
 	return shmt_cap_put_header(cw_buffer(d->w), &h);
 }
 
 int drain_open_part(struct drain *d)
 {
-	char path[4200];
+	char path[PARTS_PATH_MAX];
 	int ret;
 
-	if (d->part == 0)
-		snprintf(path, sizeof(path), "%s", d->o.output);
+	ret = parts_path(d->o.output, d->part, path, sizeof(path));
+	if (ret < 0)
+		snprintf(d->err, sizeof(d->err), "cannot write part %u of '%.400s': %s", d->part,
+			 d->o.output, strerror(-ret));
 	else
-		snprintf(path, sizeof(path), "%s.%u", d->o.output, d->part);
-	ret = cw_open(d->w, path, d->err, sizeof(d->err));
+		ret = cw_open(d->w, path, d->err, sizeof(d->err));
 	d->part_failed = ret < 0;
 	if (ret < 0)
 		return ret;
 	d->strings_sent = 1;	/* id 0 is the empty string in every ring */
 	d->threads_sent = 0;
+	/* each part carries the counters, read on its own (older parts may
+	 * have been deleted): the first pass writes them if any is not 0 */
+	memset(&d->loss_sent, 0, sizeof(d->loss_sent));
 	d->st.parts++;
+	/* only now that the new part exists: a part that cannot be opened
+	 * stops the collector, and must not have cost an old one */
+	if (d->part)
+		parts_prune(d->parts);
 	return put_header(d);
 }
 

@@ -15,6 +15,7 @@
 #include "drain.h"
 #include "ring_writer.h"
 #include "loss.h"
+#include "parts.h"
 #include "ring_reader.h"
 #include "writer.h"
 
@@ -33,6 +34,8 @@ struct drain {
 	uint32_t strings_sent;	/* strings already in the capture part */
 	uint32_t threads_sent;
 	uint32_t part;
+	uint64_t part_started_ns;	/* ring time the part began (its header's) */
+	struct parts *parts;		/* the parts ended, for --max-files */
 	struct shmt_loss loss_sent;	/* the counters of the last LOSS frame */
 	uint64_t last_reap_ns;
 	uint64_t idle_ns;	/* next nap; grows while nothing happens */
@@ -59,8 +62,9 @@ struct drain {
 	char err[512];
 };
 
-/* drain_frames.c: opens part d->part of the output and writes its header
- * (0 or -errno, d->err set); appends frames for strings and name slots the
+/* drain_frames.c: opens part d->part of the output, deletes the parts
+ * --max-files no longer keeps, and writes its header (0 or -errno, d->err
+ * set); appends frames for strings and name slots the
  * part does not have yet, and a LOSS frame when the ring's counters moved
  * (or always, with force). */
 int drain_open_part(struct drain *d);

@@ -145,6 +145,9 @@ static void usage(FILE *f)
 "                           write (default 100); idle, back off to 10 x MS\n"
 "      --max-size BYTES     rotate to FILE.1, FILE.2, ... when a part reaches BYTES\n"
 "                           (suffixes k, M, G; a part may pass it by one batch, 330 kB)\n"
+"      --max-files N        with --max-size, keep the newest N parts (2 to 1000000):\n"
+"                           the oldest is deleted as a new one begins, and the parts\n"
+"                           left say which were deleted and how many records they held\n"
 "      --keep-ring          with --create, leave the ring in /dev/shm on exit\n"
 "      --linger SECONDS     after SIGINT or SIGTERM, go on draining while producers\n"
 "                           are attached, at most SECONDS (default 5; 0: stop now)\n"
@@ -172,6 +175,9 @@ static const struct num_opt {
 } num_opts[] = {
 	{ 'p', { "--poll-interval", 1, 60000, 0, "ms" } },
 	{ 'S', { "--max-size", 1u << 20, UINT64_MAX, PARSE_SUFFIX, NULL } },
+	/* at least 2: with 1, the one part left just after each rotation
+	 * would hold almost nothing */
+	{ 'F', { "--max-files", 2, 1000000, 0, NULL } },
 	{ 'R', { "--ready-fd", 0, 1000000, 0, NULL } },
 	{ 'L', { "--linger", 0, 3600, 0, "seconds" } },
 };
@@ -245,6 +251,8 @@ static int check_args(struct args *a, const char *ready_arg)
 		return usage_error("--ready-fd %s: the descriptor is not open for writing", ready_arg);
 	if (a->recreate && !a->create)
 		return usage_error("%s", "--recreate needs --create");
+	if (a->o.max_files && !a->o.max_size)
+		return usage_error("%s", "--max-files needs --max-size (parts are made by rotation)");
 	if (a->keep && !a->create)
 		fprintf(stderr, "shmtrace-collector: warning: --keep-ring has no effect without "
 			"--create (a ring the collector did not create is never removed)\n");
@@ -261,6 +269,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		SHMT_RING_CFG_LONGOPTS,
 		{ "poll-interval", required_argument, NULL, 'p' },
 		{ "max-size", required_argument, NULL, 'S' },
+		{ "max-files", required_argument, NULL, 'F' },
 		{ "keep-ring", no_argument, NULL, 'K' },
 		{ "recreate", no_argument, NULL, 'X' },
 		{ "linger", required_argument, NULL, 'L' },
@@ -293,6 +302,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'c': a->create = true; break;
 		case 'p': a->o.poll_ns = v * 1000000ull; break;
 		case 'S': a->o.max_size = v; break;
+		case 'F': a->o.max_files = (uint32_t)v; break;
 		case 'K': a->keep = true; break;
 		case 'X': a->recreate = true; break;
 		case 'L': a->linger_ns = v * 1000000000ull; break;
@@ -344,6 +354,7 @@ static struct drain *open_retiring(const struct args *a, char *path, size_t len,
 	snprintf(path, len, "%s.replaced", a->o.output);
 	o.output = path;
 	o.max_size = 0;
+	o.max_files = 0;
 	if (d && drain_open(d, &o) == 0)
 		return d;
 	/* a ring to drain, and nowhere to put it: not replaced, not lost */
@@ -476,26 +487,32 @@ static void say_summary(const struct drain *d, bool failed, uint64_t t0)
 {
 	double secs = (double)(shmt_mono_ns() - t0) / 1e9;
 	struct drain_stats st;
+	char files[160];
+	int n;
 
 	/* after an error, count only what the kernel confirmed written */
 	drain_get_stats(d, failed, &st);
+	n = snprintf(files, sizeof(files), "%u file%s", st.parts, st.parts == 1 ? "" : "s");
+	if (st.parts_deleted)
+		snprintf(files + n, sizeof(files) - (size_t)n, " (%u deleted by --max-files, with "
+			 "%llu records)", st.parts_deleted, (unsigned long long)st.records_deleted);
 	/* the ring's counters, when they cannot be true, are no counts: the
 	 * session's own (records, torn) still are */
 	if (st.ring_corrupt) {
-		fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %u file%s, "
+		fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %s, "
 			"loss counters corrupt (%s): not reported, %llu torn, "
 			"%.2f s, %.0f records/s, longest lock hold %.1f us\n",
 			(unsigned long long)st.records, (unsigned long long)st.bytes,
-			st.parts, st.parts == 1 ? "" : "s", st.ring_corrupt_why,
+			files, st.ring_corrupt_why,
 			(unsigned long long)st.torn, secs, secs > 0 ? (double)st.records / secs : 0.0,
 			(double)st.lock_hold_max_ns / 1000.0);
 		return;
 	}
-	fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %u file%s, "
+	fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %s, "
 		"%llu dropped, %llu lost to lock timeouts, %llu overwritten, %llu torn, "
 		"%.2f s, %.0f records/s, longest lock hold %.1f us\n",
 		(unsigned long long)st.records, (unsigned long long)st.bytes,
-		st.parts, st.parts == 1 ? "" : "s",
+		files,
 		(unsigned long long)st.ring.dropped, (unsigned long long)st.ring.lock_dropped,
 		(unsigned long long)st.ring.overwritten,
 		(unsigned long long)st.torn, secs, secs > 0 ? (double)st.records / secs : 0.0,

@@ -301,6 +301,19 @@ int cw_check_file(const struct cwriter *w)
 	return pst.st_ino != fst.st_ino || pst.st_dev != fst.st_dev ? -ESTALE : 0;
 }
 
+int cw_identity(const struct cwriter *w, uint64_t *dev, uint64_t *ino)
+{
+	struct stat st;
+
+	if (w->fd < 0)
+		return -EBADF;
+	if (fstat(w->fd, &st) < 0)
+		return -errno;
+	*dev = (uint64_t)st.st_dev;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
 const char *cw_path(const struct cwriter *w)
 {
 	return w->path;

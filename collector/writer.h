@@ -55,6 +55,11 @@ void cw_free(struct cwriter *w);
  * file (renamed over, recreated); what is written to it then is lost. */
 int cw_check_file(const struct cwriter *w);
 
+/* The identity (device, inode) of the file open: 0, or -errno when none
+ * is open or fstat fails. What is at the path later is this file only if
+ * it has this identity. */
+int cw_identity(const struct cwriter *w, uint64_t *dev, uint64_t *ino);
+
 /* The file's path; where the next buffer goes in it (the bytes submitted
  * so far); the bytes fully written; the buffers in flight; the highest
  * ring sequence whose buffer and all before it are written; whether the

@@ -37,6 +37,8 @@ static inline struct shmt_cap_header sample_header(void)
 		.ring_capacity = 4096, .ring_mode = 1, .clock_tsc = 1,
 		.collector_pid = 4242, .realtime0 = 1700000000000000000ull,
 		.mono0 = 123456789, .started_ns = 987654321, .ring_id = 0xabcdef0123456789ull,
+		.deleted = { .max_files = 2, .parts = 1, .records = 5000,
+			     .from_ns = 123456789, .to_ns = 987654320 },
 	};
 
 	strcpy(h.host, "builder-7");
@@ -111,16 +113,19 @@ static inline long decode_buf(const msgpack_sbuffer *b, struct shmt_cap_frame *f
 	return shmt_cap_decode((const uint8_t *)b->data, b->size, f, z, err, sizeof(err));
 }
 
-/* A header frame of the given version, by hand: the 13 fields of the
- * first collectors, then ring_id unless old, then extra unknown fields. */
-static inline void put_header_fields(msgpack_sbuffer *b, uint64_t version, bool old, int extra)
+/* A header frame of the given version, by hand: its first `fields` fields
+ * (13: those of the first collectors; 14: with ring_id; 19: with the
+ * parts deleted for --max-files), then extra unknown fields. */
+static inline void put_header_fields(msgpack_sbuffer *b, uint64_t version, int fields, int extra)
 {
 	struct shmt_cap_header h = sample_header();
+	const uint64_t deleted[] = { h.deleted.max_files, h.deleted.parts, h.deleted.records,
+				     h.deleted.from_ns, h.deleted.to_ns };
 	size_t start = b->size;
 	msgpack_packer pk;
 
 	msgpack_packer_init(&pk, b, msgpack_sbuffer_write);
-	msgpack_pack_array(&pk, 15 + !old + extra);
+	msgpack_pack_array(&pk, (size_t)(2 + fields + extra));
 	msgpack_pack_uint64(&pk, SHMT_CAP_HEADER);
 	msgpack_pack_str_with_body(&pk, "SHMTCAP", 7);
 	msgpack_pack_uint64(&pk, version);
@@ -135,8 +140,10 @@ static inline void put_header_fields(msgpack_sbuffer *b, uint64_t version, bool 
 	msgpack_pack_uint64(&pk, h.realtime0);
 	msgpack_pack_uint64(&pk, h.mono0);
 	msgpack_pack_uint64(&pk, h.started_ns);
-	if (!old)
+	if (fields > SHMT_CAP_HEADER_RING_ID)
 		msgpack_pack_uint64(&pk, h.ring_id);
+	for (int i = SHMT_CAP_HEADER_MAX_FILES; i < fields; i++)
+		msgpack_pack_uint64(&pk, deleted[i - SHMT_CAP_HEADER_MAX_FILES]);
 	for (int i = 0; i < extra; i++)	/* a newer minor's fields */
 		msgpack_pack_map(&pk, 0);
 	finish(b, start);
@@ -144,7 +151,7 @@ static inline void put_header_fields(msgpack_sbuffer *b, uint64_t version, bool 
 
 static inline void put_header_version(msgpack_sbuffer *b, uint64_t version, int extra)
 {
-	put_header_fields(b, version, false, extra);
+	put_header_fields(b, version, SHMT_CAP_HEADER_FIELDS, extra);
 }
 
 /* Every frame type once: HEADER STRINGS THREADS RECORDS LOSS END; with
@@ -159,7 +166,7 @@ static inline void sample_file(msgpack_sbuffer *b, size_t ends[6])
 		r[i] = sample_record(i);
 	msgpack_sbuffer_init(b);
 	if (g_v1)
-		put_header_fields(b, 1, false, 0);
+		put_header_fields(b, 1, SHMT_CAP_HEADER_FIELDS, 0);
 	else
 		assert_int_equal(shmt_cap_put_header(b, &h), 0);
 	ends[0] = b->size;

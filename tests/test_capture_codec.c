@@ -121,8 +121,10 @@ static void test_encoder_cuts_long_names_and_writes_commit_as_kind(void **state)
 	msgpack_sbuffer_destroy(&b);
 }
 
-/* A header without ring_id (an older collector) reads with ring_id 0. */
-static void test_header_without_ring_id_reads_ring_id_0(void **state)
+/* A header without ring_id (an older collector) reads with ring_id 0, and
+ * one without the parts deleted for --max-files (minor revision 2.1) with
+ * none deleted. */
+static void test_header_without_trailing_fields_reads_them_0(void **state)
 {
 	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
 	struct shmt_cap_header h = sample_header();
@@ -131,17 +133,22 @@ static void test_header_without_ring_id_reads_ring_id_0(void **state)
 
 	(void)state;
 	msgpack_sbuffer_init(&b);
-	put_header_fields(&b, SHMT_CAP_VERSION, true, 0);
+	put_header_fields(&b, SHMT_CAP_VERSION, SHMT_CAP_HEADER_RING_ID + 1, 0);
 	assert_int_equal(decode_buf(&b, &f, z), (long)b.size);
 	assert_int_equal(f.type, SHMT_CAP_HEADER);
+	memset(&h.deleted, 0, sizeof(h.deleted));
+	assert_memory_equal(&f.header, &h, sizeof(h));
+	msgpack_sbuffer_clear(&b);
+	put_header_fields(&b, SHMT_CAP_VERSION, SHMT_CAP_HEADER_MIN_FIELDS, 0);
+	assert_int_equal(decode_buf(&b, &f, z), (long)b.size);
 	h.ring_id = 0;
 	assert_memory_equal(&f.header, &h, sizeof(h));
-	/* and the encoder writes it, as field 14 */
+	/* and the encoder writes them, as fields 14 to 19 */
 	msgpack_sbuffer_clear(&b);
-	h.ring_id = 77;
+	h = sample_header();
 	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
 	assert_int_equal(decode_buf(&b, &f, z), (long)b.size);
-	assert_int_equal(f.header.ring_id, 77);
+	assert_memory_equal(&f.header, &h, sizeof(h));
 	msgpack_zone_free(z);
 	msgpack_sbuffer_destroy(&b);
 }
@@ -307,7 +314,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_trailing_fields_are_skipped),
 		cmocka_unit_test(test_records_frame_of_wrong_size_or_kind_refused),
 		cmocka_unit_test(test_frames_with_valid_crc_but_wrong_content_refused),
-		cmocka_unit_test(test_header_without_ring_id_reads_ring_id_0),
+		cmocka_unit_test(test_header_without_trailing_fields_reads_them_0),
 		/* version-1 frames (40-byte RECORDS) still decode */
 		cmocka_unit_test_setup_teardown(test_each_frame_type_round_trips_alone,
 						 v1_on, v1_off),

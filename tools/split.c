@@ -62,7 +62,7 @@ int split_export(struct source *src, struct pick *pk, struct cmd *c)
 	fprintf(stderr, "shmtrace export: %" PRIu64 " %s written: %s%s%s\n", pk->npieces,
 		pk->npieces == 1 ? "piece" : "pieces", first, pk->npieces > 1 ? " to " : "",
 		pk->npieces > 1 ? name : "");
-	if (src->cut || src->damaged || src->nmissing_parts)
+	if (!source_complete(src))
 		fprintf(stderr, "shmtrace export: written from an incomplete capture (see above)\n");
 	return EXIT_OK;
 }

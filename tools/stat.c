@@ -244,6 +244,25 @@ static void cap_count(struct shmt_cap_reader *r, struct cap_census *c)
 	}
 }
 
+/* The parts its collector had deleted for --max-files when this part
+ * began (0 in a file of an older collector), and when they were written. */
+static void put_deleted(struct kv *o, const struct shmt_cap_header *h)
+{
+	const struct shmt_cap_deleted *d = &h->deleted;
+	char buf[64];
+
+	kv_u64(o, "max_files", d->max_files);
+	kv_u64(o, "deleted_parts", d->parts);
+	kv_u64(o, "deleted_records", d->records);
+	if (!d->parts)
+		return;
+	/* ring times on the wall clock, wrapping as the exports do */
+	fmt_iso_ns(buf, sizeof(buf), h->realtime0 + (d->from_ns - h->mono0));
+	kv_str(o, "deleted_from", buf);
+	fmt_iso_ns(buf, sizeof(buf), h->realtime0 + (d->to_ns - h->mono0));
+	kv_str(o, "deleted_to", buf);
+}
+
 static void stat_capture_print(struct kv *o, const char *path, const struct shmt_cap_header *h,
 			       const struct cap_census *c)
 {
@@ -267,6 +286,7 @@ static void stat_capture_print(struct kv *o, const char *path, const struct shmt
 	fmt_iso_ns(buf, sizeof(buf), h->realtime0);
 	kv_str(o, "wall_clock_anchor", buf);
 	kv_u64(o, "collector_pid", h->collector_pid);
+	put_deleted(o, h);
 	for (int t = SHMT_CAP_HEADER; t <= SHMT_CAP_END; t++) {
 		snprintf(buf, sizeof(buf), "%s_frames", names[t]);
 		kv_u64(o, buf, c->frames[t]);

@@ -111,22 +111,38 @@ static void put_counts(struct jw *w, const struct count *v)
 		put_count(w, v->name, v->n);
 }
 
-/* ,"missing_parts":[...],"missing_records":N: parts of a rotated capture
- * not among the inputs (source_parts.c), and the records they hold where
- * the parts present tell; nothing when none is missing. */
+/* ,"name":["...",...] */
+static void put_strings(struct jw *w, const char *name, char *const *v, size_t n)
+{
+	jw_puts(w, ",\"");
+	jw_puts(w, name);
+	jw_puts(w, "\":[");
+	for (size_t i = 0; i < n; i++) {
+		jw_puts(w, i ? "," : "");
+		jw_cstr(w, v[i]);
+	}
+	jw_puts(w, "]");
+}
+
+/* ,"missing_parts":[...],"missing_records":N,"deleted_parts":N,
+ * "deleted_records":N,"missing_why":[...]: parts of a rotated capture not
+ * among the inputs (source_parts.c), the records they hold where the
+ * parts present tell, those of them their collector deleted for
+ * --max-files, and why, in words; nothing when none is missing. */
 static void put_missing(struct exporter *e)
 {
 	const struct source *s = e->src;
 
-	if (!s->nmissing_parts)
+	if (!s->nmissing_parts && !s->nmissing_why)
 		return;
-	jw_puts(e->w, ",\"missing_parts\":[");
-	for (size_t i = 0; i < s->nmissing_parts; i++) {
-		jw_puts(e->w, i ? "," : "");
-		jw_cstr(e->w, s->missing_parts[i]);
-	}
-	jw_puts(e->w, "],\"missing_records\":");
-	jw_u64(e->w, s->loss.missing);
+	put_strings(e->w, "missing_parts", s->missing_parts, s->nmissing_parts);
+	put_counts(e->w, (const struct count[]){
+		{ "missing_records", s->loss.missing },
+		{ "deleted_parts", s->deleted_parts },
+		{ "deleted_records", s->loss.deleted },
+		{ NULL, 0 },
+	});
+	put_strings(e->w, "missing_why", s->missing_why, s->nmissing_why);
 }
 
 /* ,"piece":{...}: which piece of a split this is, and its window, in ns
@@ -212,7 +228,7 @@ void export_metadata(struct exporter *e)
 	put_missing(e);
 	put_piece(e);
 	jw_puts(w, ",\"complete\":");
-	jw_puts(w, e->src->cut || e->src->damaged || e->src->nmissing_parts ? "false" : "true");
+	jw_puts(w, source_complete(e->src) ? "true" : "false");
 	jw_puts(w, ",\"trace_start_ns\":");
 	jw_u64(w, e->first_ts);
 	jw_puts(w, ",\"trace_start_wall_ns\":");

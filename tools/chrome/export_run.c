@@ -94,7 +94,7 @@ int chrome_export(struct source *src, const struct pick *pk, struct cmd *c)
 		ret = run_export(e, c->f, err, sizeof(err));
 	rc = cmd_finish(c, ret, err);
 	/* split.c says it once for all the pieces */
-	if (rc == EXIT_OK && (src->cut || src->damaged || src->nmissing_parts) && !pk->split_ns)
+	if (rc == EXIT_OK && !source_complete(src) && !pk->split_ns)
 		fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
 			c->out);
 	exporter_free(e);

@@ -181,7 +181,7 @@ static int report(struct otlp *o, int ret)
 	if (o->counters)
 		fprintf(stderr, "shmtrace export: %llu counter records are not exported to OTLP\n",
 			(unsigned long long)o->counters);
-	if (o->s->cut || o->s->damaged)
+	if (!source_complete(o->s))
 		fprintf(stderr, "shmtrace export: exported from an incomplete capture (see above)\n");
 	return EXIT_OK;
 }

@@ -327,7 +327,7 @@ static void put_scope_losses(struct otlp *o, struct obuf *b)
 		ob_puts(b, "\"boolValue\":true}}");
 		any = true;
 	}
-	if (o->s->cut || o->s->damaged) {
+	if (!source_complete(o->s)) {
 		if (any)
 			ob_raw(b, ",", 1);
 		attr_key(b, "shmtrace.capture_complete");

@@ -248,7 +248,7 @@ int perfetto_export(struct source *src, const struct pick *pk, struct cmd *c)
 	if (ret == -ENOMEM && !err[0])
 		snprintf(err, sizeof(err), "out of memory");
 	rc = cmd_finish(c, ret, err);
-	if (rc == EXIT_OK && (src->cut || src->damaged || src->nmissing_parts))
+	if (rc == EXIT_OK && !source_complete(src))
 		fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
 			c->out);
 	pf_free(pf);

@@ -64,7 +64,7 @@ static void put_figures(struct pf *pf)
 	kv[n++] = NUM("args_lost", pf->pend.lost);
 	kv[n++] = NUM("unfinished", pf->unfinished);
 	kv[n++] = NUM("overlapping", pf->overlapping);
-	kv[n++] = NUM("complete", !(s->cut || s->damaged || s->nmissing_parts));
+	kv[n++] = NUM("complete", source_complete(s));
 	kv[n++] = NUM("trace_start_ns", pf->first_ts);
 	kv[n++] = NUM("trace_start_wall_ns", wall);
 	kv[n++] = STR("trace_start", iso);

@@ -177,7 +177,16 @@ void source_close(struct source *s)
 	for (size_t i = 0; i < s->nmissing_parts; i++)
 		free(s->missing_parts[i]);
 	free(s->missing_parts);
+	for (size_t i = 0; i < s->nmissing_why; i++)
+		free(s->missing_why[i]);
+	free(s->missing_why);
 	memset(s, 0, sizeof(*s));
+}
+
+bool source_complete(const struct source *s)
+{
+	/* every part missing is named, and said in words */
+	return !s->cut && !s->damaged && !s->nmissing_parts && !s->nmissing_why;
 }
 
 int source_open(struct source *s, const char *ring, char *const *paths, size_t n,

@@ -26,6 +26,9 @@ struct source_loss {
 	/* records in parts of a rotated capture that are not among the
 	 * inputs, where the parts present tell how many (source_parts.c) */
 	uint64_t missing;
+	/* of those, the records of parts its collector deleted to keep
+	 * within --max-files (the parts left say so in their headers) */
+	uint64_t deleted;
 	/* the counters cannot be true (shmt_loss_plausible(): forged, or a
 	 * writer's bug): every tool shows them as "corrupt" (JSON: null and
 	 * "counters_corrupt": true), never as counts; why says which
@@ -76,9 +79,17 @@ struct source {
 	uint32_t *thr_ring;		/* the ring of each name slot in thr */
 	bool cut;			/* some file ended without its END frame */
 	bool damaged;			/* some file had a damaged frame */
-	/* parts of a rotated capture not among the inputs, by file name */
+	/* parts of a rotated capture not among the inputs, by file name
+	 * (the first 64), and how many of them its collector deleted for
+	 * --max-files */
 	char **missing_parts;
 	size_t nmissing_parts;
+	uint64_t deleted_parts;
+	/* each run of them in words, as warned: "parts 0-3 of the capture
+	 * of ring 'app' (...) were deleted by shmtrace-collector --max-files
+	 * 4 ...", "part of ... missing from the inputs: ..." (the first 16) */
+	char **missing_why;
+	size_t nmissing_why;
 	char **str;			/* id -> NUL-terminated text, or NULL */
 	uint32_t *slen;
 	uint32_t nstr;
@@ -145,6 +156,10 @@ const char *source_kind(const struct source *s);
 /* Input i as given: the capture files, or the ring's name (its only
  * input); NULL past the last. */
 const char *source_input(const struct source *s, size_t i);
+
+/* Whether the inputs hold the whole trace: no file cut short or
+ * damaged, no part of a rotated capture missing or deleted. */
+bool source_complete(const struct source *s);
 
 /* The text of string id (len in *len): "?" for 0 and unknown ids. */
 const char *source_string(struct source *s, uint32_t id, size_t *len);

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_collector_maxfiles.c - shmtrace-collector --max-files: after many
+ * rotations exactly the newest N parts remain, each header names the
+ * parts deleted before it, and an export of what remains (the collector
+ * stopped or still writing) names them in words, marks itself incomplete
+ * and counts exported + deleted + lost = written. The collector deletes
+ * only the files it wrote (a link or another file at a part's name is
+ * left alone), a failed deletion is said and never fatal, and bad values
+ * are usage errors.
+ */
+#include <sys/mount.h>
+
+#include "lifecycle_run.h"
+
+#define MAX_PARTS 64		/* part numbers looked for on disk */
+#define BATCH 200000ull		/* records a producer writes at once: fit the ring */
+
+/* The path of part k of out. */
+static void part_path(const char *out, uint32_t k, char *buf, size_t len)
+{
+	if (k)
+		snprintf(buf, len, "%s.%u", out, k);
+	else
+		snprintf(buf, len, "%s", out);
+}
+
+/* The parts of out on disk (a regular file at the name), by number into
+ * have[], at most max; how many. */
+static int parts_on_disk(const char *out, uint32_t *have, int max)
+{
+	char path[600];
+	struct stat st;
+	int n = 0;
+
+	for (uint32_t k = 0; k < MAX_PARTS && n < max; k++) {
+		part_path(out, k, path, sizeof(path));
+		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+			have[n++] = k;
+	}
+	return n;
+}
+
+static struct shmt_cap_header header_of(const char *path)
+{
+	struct shmt_cap_reader *r;
+	struct shmt_cap_header h;
+	char err[256];
+
+	assert_int_equal(shmt_cap_open(path, &r, err, sizeof(err)), 0);
+	h = *shmt_cap_header_of(r);
+	shmt_cap_close(r);
+	return h;
+}
+
+/* n records in batches the ring holds, each drained before the next: none
+ * dropped, and many rotations. */
+static void produce_drained(const char *ring, uint64_t n)
+{
+	for (uint64_t done = 0; done < n; done += BATCH) {
+		produce(ring, n - done < BATCH ? n - done : BATCH);
+		wait_drained(ring);
+	}
+}
+
+/* Starts the collector on a new ring with --max-size=1M --max-files=N. */
+static pid_t start_bounded(const char *ring, const struct files *fs, const char *max_files)
+{
+	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
+	const char *const opts[] = { "--max-size=1M", max_files, NULL };
+
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	return start_collector_with(ring, fs->out, opts, fs->errp, 0);
+}
+
+/*
+ * The export of parts[0..n): exit 0, the deleted parts first..last (of
+ * ring, by --max-files N) named in words on stderr and in the metadata,
+ * incomplete, and exported + deleted + lost = written, nothing
+ * unaccounted. Returns the records exported.
+ */
+static uint64_t expect_deleted_export(const struct files *fs, char (*parts)[600], int n,
+				      const char *ring, uint32_t first, uint32_t last,
+				      unsigned max_files, uint64_t written)
+{
+	uint64_t exported, deleted, lost;
+	char words[256];
+
+	assert_int_equal(export_all(fs->json, fs->xerr, parts, n), 0);
+	snprintf(words, sizeof(words), "parts %u-%u of the capture of ring '%s'", first, last, ring);
+	expect_in(fs->xerr, words);
+	expect_in(fs->json, words);
+	snprintf(words, sizeof(words), "were deleted by shmtrace-collector --max-files %u as newer "
+		 "parts began: they held", max_files);
+	expect_in(fs->xerr, words);
+	expect_in(fs->json, words);
+	expect_in(fs->xerr, "incomplete capture");
+	expect_not_in(fs->xerr, "missing from the inputs");
+	expect_in(fs->json, "\"complete\":false");
+	exported = meta_u64(fs->json, "records");
+	deleted = meta_u64(fs->json, "deleted_records");
+	lost = meta_u64(fs->json, "records_lost");
+	assert_int_equal(meta_u64(fs->json, "deleted_parts"), last - first + 1);
+	assert_int_equal(meta_u64(fs->json, "missing_records"), deleted);
+	assert_int_equal(meta_u64(fs->json, "unaccounted"), 0);
+	assert_int_equal(exported + deleted + lost, written);
+	return exported;
+}
+
+/* After many rotations with --max-files 3 exactly the newest 3 parts
+ * remain, each header names the parts deleted before it began, the
+ * summary counts them, and the export of the three adds up. */
+static void test_newest_parts_remain_and_the_export_counts_the_deleted(void **state)
+{
+	const char *ring = test_ring_name("maxf");
+	struct files fs;
+	char parts[3][600], said[160];
+	uint32_t have[4], last;
+	uint64_t n = 6 * BATCH, exported;
+	pid_t col;
+
+	(void)state;
+	files_for(&fs, "mf");
+	col = start_bounded(ring, &fs, "--max-files=3");
+	produce_drained(ring, n);
+	kill(col, SIGTERM);
+	assert_int_equal(wait_exit(col), 0);
+
+	assert_int_equal(parts_on_disk(fs.out, have, 4), 3);
+	last = have[2];
+	assert_true(last >= 6);
+	for (int i = 0; i < 3; i++) {
+		struct shmt_cap_header h;
+
+		assert_int_equal(have[i], last - 2 + (uint32_t)i);
+		part_path(fs.out, have[i], parts[i], sizeof(parts[i]));
+		h = header_of(parts[i]);
+		assert_int_equal(h.part, have[i]);
+		assert_int_equal(h.deleted.max_files, 3);
+		/* part p began once part p - 3 was deleted */
+		assert_int_equal(h.deleted.parts, have[i] - 2);
+		assert_true(h.deleted.records > 0 && h.deleted.records < n);
+		assert_true(h.deleted.from_ns > 0 && h.deleted.from_ns <= h.deleted.to_ns);
+	}
+	snprintf(said, sizeof(said), "in %u files (%u deleted by --max-files, with %llu records)",
+		 last + 1, last - 2, (unsigned long long)header_of(parts[2]).deleted.records);
+	expect_in(fs.errp, said);
+	assert_int_equal(summary_records(fs.errp), n);
+
+	exported = expect_deleted_export(&fs, parts, 3, ring, 0, last - 3, 3, n);
+	figure_acct("parts deleted by --max-files", last - 2, n,
+		    exported + meta_u64(fs.json, "deleted_records"),
+		    meta_u64(fs.json, "records_lost"), meta_u64(fs.json, "torn"),
+		    meta_u64(fs.json, "unaccounted"),
+		    "the parts left name the deleted, their records counted");
+	for (int i = 0; i < 3; i++)
+		unlink(parts[i]);
+	shmtrace_ring_unlink(ring);
+}
+
+/* While the collector still writes the newest part (no END frame yet),
+ * the parts left already tell how many records the deleted ones held. */
+static void test_export_while_writing_counts_the_deleted(void **state)
+{
+	const char *ring = test_ring_name("maxfw");
+	struct files fs;
+	char parts[2][600];
+	uint32_t have[3];
+	/* 3.7 MB: the last rotation (at 3 MB) lies well before the end, so
+	 * none is under way once the ring is drained */
+	uint64_t n = 350000;
+	pid_t col;
+
+	(void)state;
+	files_for(&fs, "mfw");
+	col = start_bounded(ring, &fs, "--max-files=2");
+	produce_drained(ring, n);
+	assert_int_equal(parts_on_disk(fs.out, have, 3), 2);
+	assert_int_equal(have[0] + 1, have[1]);
+	for (int i = 0; i < 2; i++)
+		part_path(fs.out, have[i], parts[i], sizeof(parts[i]));
+	expect_deleted_export(&fs, parts, 2, ring, 0, have[0] - 1, 2, n);
+	expect_in(fs.xerr, "is still being written by shmtrace-collector");
+	kill(col, SIGTERM);
+	assert_int_equal(wait_exit(col), 0);
+	for (int i = 0; i < 2; i++)
+		unlink(parts[i]);
+	shmtrace_ring_unlink(ring);
+}
+
+/* Part 1 of out is being written and part 2 not begun yet: 1.5 MB in. */
+static void fill_part_0(const char *ring, const char *out)
+{
+	char path[600];
+
+	produce(ring, 150000);
+	wait_drained(ring);
+	part_path(out, 1, path, sizeof(path));
+	assert_int_equal(access(path, F_OK), 0);
+	part_path(out, 2, path, sizeof(path));
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+/*
+ * Part 0 moved away (kept by hand) and a link to another file put at its
+ * name: the collector deletes neither the link nor what it points to nor
+ * the moved part, says so, and deletes the parts after it. The moved part
+ * exported with those left is no longer counted as deleted.
+ */
+static void test_a_part_replaced_by_a_link_is_left_alone(void **state)
+{
+	const char *ring = test_ring_name("maxfl");
+	struct files fs;
+	char kept[600], victim[600], parts[3][600], said[700], *s;
+	uint32_t have[3];
+	uint64_t n = 150000 + 2 * BATCH;
+	struct stat st;
+	pid_t col;
+
+	(void)state;
+	files_for(&fs, "mfl");
+	snprintf(kept, sizeof(kept), "%s", tmp("kept.cap"));
+	snprintf(victim, sizeof(victim), "%s", tmp("victim"));
+	col = start_bounded(ring, &fs, "--max-files=2");
+	fill_part_0(ring, fs.out);
+	assert_int_equal(rename(fs.out, kept), 0);
+	put_file(victim, "not a capture\n", 14);
+	assert_int_equal(symlink(victim, fs.out), 0);
+	produce_drained(ring, 2 * BATCH);
+	kill(col, SIGTERM);
+	assert_int_equal(wait_exit(col), 0);
+
+	snprintf(said, sizeof(said), "'%s' is no longer the part this collector wrote (moved or "
+		 "replaced since): not deleted", fs.out);
+	expect_in(fs.errp, said);
+	assert_int_equal(lstat(fs.out, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	s = slurp(victim);
+	assert_string_equal(s, "not a capture\n");
+	free(s);
+	assert_int_equal(header_of(kept).part, 0);
+
+	/* the moved part with the two left: the parts between were deleted */
+	assert_int_equal(parts_on_disk(fs.out, have, 3), 2);
+	snprintf(parts[0], sizeof(parts[0]), "%s", kept);
+	for (int i = 0; i < 2; i++)
+		part_path(fs.out, have[i], parts[i + 1], sizeof(parts[i + 1]));
+	expect_deleted_export(&fs, parts, 3, ring, 1, have[0] - 1, 2, n);
+	for (int i = 0; i < 3; i++)
+		unlink(parts[i]);
+	unlink(fs.out);
+	unlink(victim);
+	shmtrace_ring_unlink(ring);
+}
+
+/* Part 0 made a mount point (bound onto itself), so its unlink fails with
+ * EBUSY: said, the collector goes on and exits 0, the part stays; with the
+ * parts left it exports and adds up. */
+static void test_a_failed_deletion_is_said_never_fatal(void **state)
+{
+	const char *ring = test_ring_name("maxfb");
+	struct files fs;
+	char parts[3][600], said[700];
+	uint32_t have[4];
+	uint64_t n = 150000 + 2 * BATCH;
+	pid_t col;
+
+	(void)state;
+	files_for(&fs, "mfb");
+	col = start_bounded(ring, &fs, "--max-files=2");
+	fill_part_0(ring, fs.out);
+	if (geteuid() != 0 || mount(fs.out, fs.out, NULL, MS_BIND, NULL) < 0) {
+		kill(col, SIGTERM);
+		wait_exit(col);
+		shmtrace_ring_unlink(ring);
+		print_message("cannot bind-mount a file here; skipped\n");
+		skip();
+	}
+	produce_drained(ring, 2 * BATCH);
+	kill(col, SIGTERM);
+	assert_int_equal(wait_exit(col), 0);
+	umount(fs.out);
+
+	snprintf(said, sizeof(said), "cannot delete part '%s' (--max-files 2): %s; it stays on disk",
+		 fs.out, strerror(EBUSY));
+	expect_in(fs.errp, said);
+	assert_int_equal(parts_on_disk(fs.out, have, 4), 3);
+	assert_int_equal(have[0], 0);
+	assert_int_equal(header_of(fs.out).part, 0);
+	for (int i = 0; i < 3; i++)
+		part_path(fs.out, have[i], parts[i], sizeof(parts[i]));
+	expect_deleted_export(&fs, parts, 3, ring, 1, have[1] - 1, 2, n);
+	for (int i = 0; i < 3; i++)
+		unlink(parts[i]);
+	shmtrace_ring_unlink(ring);
+}
+
+/* 0, 1, too many, garbage, and --max-files without --max-size: a usage
+ * error (exit 2) in one line naming the option, then the hint. */
+static void test_bad_max_files_are_usage_errors(void **state)
+{
+	const char *ring = test_ring_name("maxfu");
+	const char *bad[][2] = {
+		{ "0", "--max-files '0': need 2 to 1000000" },
+		{ "1", "--max-files '1': need 2 to 1000000" },
+		{ "1000001", "--max-files '1000001': need 2 to 1000000" },
+		{ "3x", "--max-files '3x': need 2 to 1000000" },
+		{ "-2", "--max-files '-2': need 2 to 1000000" },
+	};
+	char *err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { collector_bin, "--ring", (char *)ring, "-o", (char *)tmp("u.cap"),
+				 "--max-size", "1M", "--max-files", (char *)bad[i][0], NULL };
+
+		err = run_stderr("u.err", 2, argv);
+		assert_non_null(strstr(err, bad[i][1]));
+		assert_int_equal(count(err, "\n"), 2);
+		assert_non_null(strstr(err, "\nTry 'shmtrace-collector --help'.\n"));
+		free(err);
+	}
+	{
+		char *argv[] = { collector_bin, "--ring", (char *)ring, "-o", (char *)tmp("u.cap"),
+				 "--max-files", "3", NULL };
+
+		err = run_stderr("u.err", 2, argv);
+		assert_non_null(strstr(err, "--max-files needs --max-size"));
+		assert_int_equal(count(err, "\n"), 2);
+		free(err);
+	}
+	assert_int_equal(access(tmp("u.cap"), F_OK), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_newest_parts_remain_and_the_export_counts_the_deleted),
+		cmocka_unit_test(test_export_while_writing_counts_the_deleted),
+		cmocka_unit_test(test_a_part_replaced_by_a_link_is_left_alone),
+		cmocka_unit_test(test_a_failed_deletion_is_said_never_fatal),
+		cmocka_unit_test(test_bad_max_files_are_usage_errors),
+	};
+
+	if (lifecycle_setup("maxfiles") < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, cli_teardown);
+}
