@@ -261,6 +261,33 @@ static void test_busy_lock_never_waited_on_below_full(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/* SHMTRACE_LOCK_TIMEOUT_MS: whole milliseconds up to a minute; garbage,
+ * a sign, a unit or a number whose nanoseconds overflow keep the default
+ * (an overflow used to wrap to a timeout of almost nothing). */
+static void test_lock_timeout_from_env(void **state)
+{
+	static const struct { const char *v; uint64_t ns; } cases[] = {
+		{ "20", 20000000ull }, { "0", 0 }, { "60000", 60000000000ull },
+		{ "60001", 100000000ull }, { "-5", 100000000ull }, { "20ms", 100000000ull },
+		{ "", 100000000ull }, { " 7", 100000000ull },
+		{ "18446744073709", 100000000ull }, { "99999999999999999999", 100000000ull },
+	};
+	const char *name = test_ring_name("lockenv");
+	struct shmtrace_ring_config c = { .capacity = 256 };
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		setenv("SHMTRACE_LOCK_TIMEOUT_MS", cases[i].v, 1);
+		assert_int_equal(shmtrace_open(name, &t), 0);
+		assert_int_equal(t->lock_timeout_ns, cases[i].ns);
+		shmtrace_close(t);
+	}
+	unsetenv("SHMTRACE_LOCK_TIMEOUT_MS");
+	shmtrace_ring_unlink(name);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_kill_at_name_slot),
 		cmocka_unit_test(test_unmarked_dead_owner_is_bounded),
 		cmocka_unit_test(test_busy_lock_never_waited_on_below_full),
+		cmocka_unit_test(test_lock_timeout_from_env),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,25 @@
 #include "producer.h"
 
 /* Opens a handle; with wait, one that need not find its ring yet. */
+/* SHMTRACE_LOCK_TIMEOUT_MS: a whole number of milliseconds up to a minute
+ * (0: only try the lock); anything else (a sign, a unit, a number that
+ * would overflow the nanoseconds) leaves the default. */
+#define LOCK_TIMEOUT_MS_MAX 60000ull
+static uint64_t lock_timeout_from_env(void)
+{
+	const char *ms = getenv("SHMTRACE_LOCK_TIMEOUT_MS");
+	unsigned long long v;
+	char *end;
+
+	if (!ms || *ms < '0' || *ms > '9')
+		return SHMT_LOCK_TIMEOUT_NS;
+	errno = 0;
+	v = strtoull(ms, &end, 10);
+	if (errno || *end || v > LOCK_TIMEOUT_MS_MAX)
+		return SHMT_LOCK_TIMEOUT_NS;
+	return v * 1000000ull;
+}
+
 static int handle_open(const char *name, bool wait, shmtrace_t **out)
 {
 	shmtrace_t *t;
@@ -28,13 +47,7 @@ static int handle_open(const char *name, bool wait, shmtrace_t **out)
 		return -ENOMEM;
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	pthread_mutex_init(&t->local, NULL);
-	t->lock_timeout_ns = SHMT_LOCK_TIMEOUT_NS;
-	{
-		const char *ms = getenv("SHMTRACE_LOCK_TIMEOUT_MS");
-
-		if (ms)
-			t->lock_timeout_ns = strtoull(ms, NULL, 10) * 1000000ull;
-	}
+	t->lock_timeout_ns = lock_timeout_from_env();
 	t->attach_attempts = 1;
 	ret = shmt_att_open(t, &t->cur);
 	if (ret < 0 && !(wait && ret == -ENOENT)) {
