@@ -21,4 +21,12 @@ static inline uint32_t shmt_record_kind(const struct shmt_record *r)
 	return SHMT_COMMIT_KIND(r->commit);
 }
 
+/* Whether r belongs to the event before it (an argument record, or the
+ * text of one) instead of being an event: every reader of events skips
+ * these, the exports attach them (args.h). */
+static inline bool shmt_record_attached(const struct shmt_record *r)
+{
+	return shmt_kind_attached(shmt_record_kind(r));
+}
+
 #endif
