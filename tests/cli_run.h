@@ -264,6 +264,30 @@ static inline void make_part(msgpack_sbuffer *b, uint32_t part, uint64_t first, 
 		assert_int_equal(shmt_cap_put_end(b, &e), 0);
 }
 
+/* A capture file at path of run run_id (its ring_id too, the ring named
+ * "ring<run_id>"): strings s, name slots th, records r, an END frame. */
+static inline void write_capture(const char *path, uint64_t run_id, const struct shmt_cap_string *s,
+				 size_t ns, const struct shmt_thread *th, size_t nth,
+				 const struct shmt_record *r, size_t n)
+{
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .run_id = run_id, .ring_id = run_id, .ring_capacity = 4096,
+		.realtime0 = 1700000000000000000ull, .mono0 = 1000, .started_ns = 1000,
+	};
+	struct shmt_cap_end e = { .records = n, .end_ns = 9000 };
+	msgpack_sbuffer b;
+
+	snprintf(h.ring, sizeof(h.ring), "ring%llu", (unsigned long long)run_id);
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, s, ns), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, th, nth), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, r, n), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	put_file(path, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+}
+
 static inline int export_files(const char *out, const char *err, const char *f1, const char *f2)
 {
 	char *argv[] = { bin, "export", (char *)f1, (char *)f2, "-o", (char *)out, NULL };

@@ -272,28 +272,8 @@ static struct shmt_record text_rec(uint32_t tid, uint64_t ts, const char *s)
 	return r;
 }
 
-/* A capture of run run_id (ring ring_id) with strings s and records r. */
-static void write_capture(const char *path, uint64_t run_id, const struct shmt_cap_string *s,
-			  size_t ns, const struct shmt_record *r, size_t n)
-{
-	struct shmt_cap_header h = {
-		.version = SHMT_CAP_VERSION, .run_id = run_id, .ring_id = run_id, .ring_capacity = 4096,
-		.realtime0 = 1700000000000000000ull, .mono0 = 1000, .started_ns = 1000,
-	};
-	struct shmt_thread th = { .pid = 100, .tid = 100, .start_time = 5 };
-	struct shmt_cap_end e = { .records = n, .end_ns = 9000 };
-	msgpack_sbuffer b;
-
-	snprintf(h.ring, sizeof(h.ring), "ring%llu", (unsigned long long)run_id);
-	msgpack_sbuffer_init(&b);
-	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
-	assert_int_equal(shmt_cap_put_strings(&b, s, ns), 0);
-	assert_int_equal(shmt_cap_put_threads(&b, &th, 1), 0);
-	assert_int_equal(shmt_cap_put_records(&b, 0, r, n), 0);
-	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
-	put_file(path, b.data, b.size);
-	msgpack_sbuffer_destroy(&b);
-}
+/* One thread's name slot, for the captures below. */
+static const struct shmt_thread thread100 = { .pid = 100, .tid = 100, .start_time = 5 };
 
 #define TEXT(len, cut, i, n) SHMT_TEXT_VALUE(len, cut), SHMT_ARG_FLOW(SHMTRACE_ARG_TEXT, i, n)
 
@@ -338,7 +318,7 @@ static void test_forged_texts_in_a_capture(void **state)
 	for (int i = 0; i < 5; i++)
 		r[n++] = text_rec(100, 5000, "yyyyyyyyyyyyyyyyyyyy");
 	r[n++] = text_rec(100, 5000, "trailing");
-	write_capture(caps[0], 7, s, 4, r, n);
+	write_capture(caps[0], 7, s, 4, &thread100, 1, r, n);
 
 	json = export_caps(caps, NULL, tmp("forged.json"));
 	for (int i = 0; i < 3; i++) {
@@ -382,12 +362,12 @@ static void test_merged_rings_keep_text_bytes(void **state)
 	r[1] = rec(SHMTRACE_KIND_ARG, 100, 1000, 4, SHMT_ARG_FLOW(SHMTRACE_ARG_STR, 1, 2), 3, 2);
 	r[2] = rec(SHMTRACE_KIND_ARG, 100, 1000, TEXT(20, 0, 2, 2), 5, 2);
 	r[3] = text_rec(100, 1000, text);
-	write_capture(caps[0], 7, sa, 5, r, 4);
+	write_capture(caps[0], 7, sa, 5, &thread100, 1, r, 4);
 	r[0] = rec(SHMTRACE_KIND_SPAN, 100, 2000, 5, 0, 5, 3);
 	r[1] = rec(SHMTRACE_KIND_ARG, 100, 2000, 6, SHMT_ARG_FLOW(SHMTRACE_ARG_STR, 1, 2), 4, 5);
 	r[2] = rec(SHMTRACE_KIND_ARG, 100, 2000, TEXT(20, 0, 2, 2), 2, 5);
 	r[3] = text_rec(100, 2000, text);
-	write_capture(caps[1], 8, sb, 6, r, 4);
+	write_capture(caps[1], 8, sb, 6, &thread100, 1, r, 4);
 
 	json = export_caps(caps, NULL, tmp("merged.json"));
 	assert_non_null(ev = next_event(json, "e", &pos));
