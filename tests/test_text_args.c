@@ -190,8 +190,9 @@ static void test_long_text_is_cut_with_a_marker(void **state)
  * shows as U+FFFD, as it shows every string). */
 static const char *const texts[] = {
 	"", "a", "0123456789012345678", "01234567890123456789", "012345678901234567890",
-	"0123456789012345678901234567890123456789", "h\xc3\xa9llo w\xc3\xb6rld \xe2\x82\xac "
-	"\xf0\x9f\x98\x80 \xe6\x97\xa5\xe6\x9c\xac", "q\"uote\\back/slash\x01\x1f\n\t\x7f</script>",
+	"0123456789012345678901234567890123456789",
+	("h\xc3\xa9llo w\xc3\xb6rld \xe2\x82\xac \xf0\x9f\x98\x80 \xe6\x97\xa5\xe6\x9c\xac"),
+	"q\"uote\\back/slash\x01\x1f\n\t\x7f</script>",
 	"\xff\xfe ok",
 };
 #define NTEXTS (sizeof(texts) / sizeof(texts[0]))
