@@ -13,17 +13,6 @@
 
 #define CUT "\xe2\x80\xa6[cut "		/* the marker's start: "…[cut " */
 
-static shmtrace_t *make_ring(const char *ring, uint32_t capacity)
-{
-	struct shmtrace_ring_config c = { .capacity = capacity, .blocks = 16 };
-	shmtrace_t *t;
-
-	shmtrace_ring_unlink(ring);
-	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
-	assert_int_equal(shmtrace_open(ring, &t), 0);
-	return t;
-}
-
 /* The ring's string table: strings published, and bytes of text used. */
 static void table_use(const char *ring, uint32_t *n, uint32_t *bytes)
 {
@@ -61,7 +50,7 @@ static void test_distinct_texts_leave_the_string_table(void **state)
 	pid_t col;
 
 	(void)state;
-	t = make_ring(ring, 65536);
+	t = text_ring(ring, 65536, 16);
 	cat = shmtrace_intern(t, "http");
 	name = shmtrace_intern(t, "req");
 	key = shmtrace_intern(t, "url");
@@ -138,7 +127,7 @@ static void test_long_text_is_cut_with_a_marker(void **state)
 	a1000[1000] = 0;
 	memset(q100, 'q', 100);
 	q100[100] = 0;
-	t = make_ring(ring, 4096);
+	t = text_ring(ring, 4096, 16);
 	c = shmtrace_intern(t, "c");
 	k = shmtrace_intern(t, "t");
 	a[0] = shmtrace_arg_text(k, big);
@@ -298,7 +287,7 @@ static void test_texts_round_trip_exactly(void **state)
 	pid_t col;
 
 	(void)state;
-	t = make_ring(ring, 4096);
+	t = text_ring(ring, 4096, 16);
 	shmtrace_close(t);
 	record_texts(ring);
 	json = export_ring_text(ring, tmp("rt-ring.json"));

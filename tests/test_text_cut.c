@@ -141,14 +141,6 @@ static void test_killed_while_writing_text(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
-/* Maps the ring read-write, as a peer (or a crash) could leave it. */
-static void view_rw(const char *ring, struct shmt_view *v)
-{
-	char err[256];
-
-	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, v, err, sizeof(err)), 0);
-}
-
 /*
  * An event whose text record was torn in the ring loses its text (its
  * integer argument, before it, stays), and the records of the text after
@@ -158,7 +150,6 @@ static void view_rw(const char *ring, struct shmt_view *v)
 static void test_cut_group_loses_only_its_text(void **state)
 {
 	const char *ring = test_ring_name("textcut");
-	struct shmtrace_ring_config cfg = { .capacity = 4096, .blocks = 16 };
 	char text[] = "0123456789abcdefghij0123456789abcdefghij0123";	/* 3 records */
 	struct shmtrace_arg a[2];
 	struct shmt_view v;
@@ -169,9 +160,7 @@ static void test_cut_group_loses_only_its_text(void **state)
 	char got[64], *json;
 
 	(void)state;
-	shmtrace_ring_unlink(ring);
-	assert_int_equal(shmtrace_ring_create(ring, &cfg), 0);
-	assert_int_equal(shmtrace_open(ring, &t), 0);
+	t = text_ring(ring, 4096, 16);
 	c = shmtrace_intern(t, "c");
 	a[0] = shmtrace_arg_int(shmtrace_intern(t, "n"), 1);
 	a[1] = shmtrace_arg_text(shmtrace_intern(t, "t"), text);
@@ -181,7 +170,7 @@ static void test_cut_group_loses_only_its_text(void **state)
 	assert_int_equal(shmtrace_flush(t), 0);
 	shmtrace_span_args(t, c, shmtrace_intern(t, "staged"), 5000, 6000, 0, a, 2);
 
-	view_rw(ring, &v);
+	ring_view_rw(ring, &v);
 	assert_int_equal(shmt_ring_head(&v), 12);
 	store_release(&v.records[4].commit, 0);	/* the first span's 2nd text record */
 	for (uint32_t i = 0; i < v.nblocks; i++) {
@@ -215,7 +204,6 @@ static void test_cut_group_loses_only_its_text(void **state)
 static void test_full_ring_never_shows_part_of_a_text(void **state)
 {
 	const char *ring = test_ring_name("textfull");
-	struct shmtrace_ring_config cfg = { .capacity = 64, .blocks = 4 };
 	char text[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 	size_t pos = 0, whole = 0, none = 0;
 	struct shmtrace_arg a;
@@ -225,9 +213,7 @@ static void test_full_ring_never_shows_part_of_a_text(void **state)
 	char got[128], *json;
 
 	(void)state;
-	shmtrace_ring_unlink(ring);
-	assert_int_equal(shmtrace_ring_create(ring, &cfg), 0);
-	assert_int_equal(shmtrace_open(ring, &t), 0);
+	t = text_ring(ring, 64, 4);
 	c = shmtrace_intern(t, "c");
 	n = shmtrace_intern(t, "s");
 	a = shmtrace_arg_text(shmtrace_intern(t, "t"), text);	/* 1 + 1 + 4 records */

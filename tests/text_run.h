@@ -66,32 +66,34 @@ static inline long json_unescape(const char *p, char *out, size_t cap)
 	return (long)n;
 }
 
+/* Where the value of key ("KEY": then after) starts in the event text at
+ * ev, within its line; NULL if it has no such key. */
+static inline const char *arg_at(const char *ev, const char *key, const char *after)
+{
+	const char *end = strchr(ev, '\n'), *p;
+	char pat[128];
+
+	snprintf(pat, sizeof(pat), "\"%s\":%s", key, after);
+	p = strstr(ev, pat);
+	return p && (!end || p < end) ? p + strlen(pat) : NULL;
+}
+
 /* The value of argument key in the event text at ev (up to its line's
  * end) as text, unescaped into out[cap]: its length, or -1 if there is
  * no such text argument. OTLP spans: key is then the attribute's key. */
 static inline long arg_text(const char *ev, const char *key, char *out, size_t cap)
 {
-	const char *end = strchr(ev, '\n'), *p;
-	char pat[128];
+	const char *p = arg_at(ev, key, "\"");
 
-	snprintf(pat, sizeof(pat), "\"%s\":\"", key);
-	p = strstr(ev, pat);
-	if (!p || (end && p > end))
-		return -1;
-	return json_unescape(p + strlen(pat), out, cap);
+	return p ? json_unescape(p, out, cap) : -1;
 }
 
 /* The integer argument key of the event at ev, or -1 when it has none. */
 static inline long long arg_int(const char *ev, const char *key)
 {
-	const char *end = strchr(ev, '\n'), *p;
-	char pat[128];
+	const char *p = arg_at(ev, key, "");
 
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(ev, pat);
-	if (!p || (end && p > end))
-		return -1;
-	return strtoll(p + strlen(pat), NULL, 10);
+	return p ? strtoll(p, NULL, 10) : -1;
 }
 
 /* The next event (a line of a Chrome export) named name at or after *pos;
@@ -143,6 +145,19 @@ static inline char *export_ring_text(const char *ring, const char *out)
 		print_file(tmp("export.err"));
 	assert_int_equal(rc, 0);
 	return slurp(out);
+}
+
+/* Makes ring (capacity records, blocks staging blocks) anew and opens a
+ * handle on it. */
+static inline shmtrace_t *text_ring(const char *ring, uint32_t capacity, uint32_t blocks)
+{
+	struct shmtrace_ring_config c = { .capacity = capacity, .blocks = blocks };
+	shmtrace_t *t;
+
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	return t;
 }
 
 /* Stops a collector started by cli_collector(): SIGTERM, waited for. */
