@@ -6,10 +6,12 @@
  * end of a flush, or forged in a capture (a length past what follows, past
  * the bound, bytes of another thread); every other argument and event
  * keeps its place. And captures of two rings merged keep each text's
- * bytes while their string ids are renumbered.
+ * bytes while their string ids are renumbered; texts past the exporter's
+ * memory read back from its file.
  */
 #include <sys/mman.h>
 
+#include "args.h"
 #include "text_run.h"
 
 /* The text event i of producer k carries: 20 to 109 bytes, so that its
@@ -371,6 +373,57 @@ static void test_merged_rings_keep_text_bytes(void **state)
 	free(json);
 }
 
+/*
+ * The exporters keep every text for the export's life: past ARGS_TEXT_MEM
+ * bytes in a temporary file. Texts fed through args.c as a source hands
+ * them over read back exactly from memory and from the file alike, and
+ * events copied by value keep them.
+ */
+static void test_texts_beyond_memory(void **state)
+{
+	enum { N = ARGS_TEXT_MEM / SHMTRACE_TEXT_MAX + 100 };
+	static struct ev_args kept[N];
+	struct args_store st;
+	struct args_pend *p = calloc(1, sizeof(*p));
+	char text[SHMTRACE_TEXT_MAX];
+
+	(void)state;
+	assert_non_null(p);
+	args_store_init(&st);
+	for (int i = 0; i < N; i++) {
+		struct shmt_record ev = rec(SHMTRACE_KIND_SPAN, 100, (uint64_t)i, 5, 0, 2, 1);
+		struct shmt_record a = rec(SHMTRACE_KIND_ARG, 100, (uint64_t)i,
+					   TEXT(SHMTRACE_TEXT_MAX, 3, 1, 1), 3, 2);
+
+		memset(text, 'a' + i % 26, sizeof(text));
+		args_hold(p, &ev, 100, 0, (uint64_t)i);
+		assert_int_equal(args_on_arg(p, &st, &a, true), 0);
+		for (uint32_t off = 0; off < SHMTRACE_TEXT_MAX; off += SHMT_TEXT_CHUNK) {
+			struct shmt_record t = rec(SHMTRACE_KIND_TEXT, 100, (uint64_t)i, 0, 0, 0, 0);
+
+			shmt_text_put(&t, text + off, SHMTRACE_TEXT_MAX - off < SHMT_TEXT_CHUNK ?
+						      SHMTRACE_TEXT_MAX - off : SHMT_TEXT_CHUNK);
+			assert_int_equal(args_on_arg(p, &st, &t, true), 0);
+		}
+		assert_true(args_take(p));
+		kept[i] = p->a;
+	}
+	assert_true(st.tfd >= 0 && st.tfile > 0);
+	for (int i = 0; i < N; i += 97) {
+		size_t len;
+		const char *got = args_text(&st, &kept[i], 0, &len);
+
+		assert_non_null(got);
+		assert_int_equal(len, SHMTRACE_TEXT_MAX + strlen("\xe2\x80\xa6[cut 3 bytes]"));
+		memset(text, 'a' + i % 26, sizeof(text));
+		assert_memory_equal(got, text, SHMTRACE_TEXT_MAX);
+		assert_memory_equal(got + SHMTRACE_TEXT_MAX, "\xe2\x80\xa6[cut 3 bytes]", len - SHMTRACE_TEXT_MAX);
+	}
+	assert_int_equal(p->lost, 0);
+	args_store_free(&st);
+	free(p);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -385,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_full_ring_never_shows_part_of_a_text),
 		cmocka_unit_test(test_forged_texts_in_a_capture),
 		cmocka_unit_test(test_merged_rings_keep_text_bytes),
+		cmocka_unit_test(test_texts_beyond_memory),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

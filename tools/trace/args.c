@@ -221,7 +221,8 @@ const char *args_text(struct args_store *s, const struct ev_args *a, uint32_t i,
 	if (off < ARGS_TEXT_MEM) {
 		if (off > s->tlen || n > s->tlen - off)
 			return NULL;
-		memcpy(s->tgot, s->text + off, n);
+		if (n)	/* none kept yet: s->text may be NULL */
+			memcpy(s->tgot, s->text + off, n);
 	} else if (n && (s->tfd < 0 ||
 			 pread(s->tfd, s->tgot, n, (off_t)(off - ARGS_TEXT_MEM)) != (ssize_t)n)) {
 		return NULL;
