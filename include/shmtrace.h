@@ -55,7 +55,8 @@ enum shmtrace_kind {
 	SHMTRACE_KIND_COUNTER = 3,	/* dur holds an int64 value */
 	SHMTRACE_KIND_ARG = 4,		/* an argument of the record before it */
 	SHMTRACE_KIND_OPEN = 5,		/* a span still open when its thread died */
-	SHMTRACE_KIND_MAX = 5,
+	SHMTRACE_KIND_TEXT = 6,		/* bytes of the text argument before it */
+	SHMTRACE_KIND_MAX = 6,
 };
 
 /* What a ring may be made with (shmtrace_ring_create() refuses the rest
@@ -211,18 +212,31 @@ int shmtrace_instant(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t flow_i
 
 /*
  * Arguments: key/value pairs on a span or an instant, shown in the details
- * panel of Perfetto and DevTools (the export's "args"). A key is an
- * interned string id; a value is an int64 or an interned string id. Each
- * argument is one more 40-byte record, stored right after its event in the
- * thread's staging block and published with it by one store, so a crash
- * leaves the event with all its arguments or with none of them. At most
- * SHMTRACE_MAX_ARGS per event.
+ * panel of Perfetto and DevTools (the export's "args", OTLP attributes). A
+ * key is an interned string id; a value is an int64, an interned string
+ * id, or text. Each argument is one more 40-byte record, stored right after
+ * its event in the thread's staging block and published with it by one
+ * store, so a crash leaves the event with all its arguments or with none of
+ * them. At most SHMTRACE_MAX_ARGS per event.
+ *
+ * An interned string (SHMTRACE_ARG_STR) costs one record per use and stays
+ * in the ring's string table for the ring's life: for values that repeat
+ * (a status, a method). Text (SHMTRACE_ARG_TEXT) is copied into records of
+ * the event itself (20 bytes of text per 40-byte record) and takes nothing
+ * from the string table: for values of one request (a URL, a query, an
+ * error message). An event carries at most SHMTRACE_TEXT_MAX bytes of text,
+ * in one text argument or shared by several (in order, each getting what
+ * the ones before left); longer text is cut, before a UTF-8 character
+ * that would not fit, and the export shows the value ending in
+ * "…[cut N bytes]", N the bytes left out.
  */
 #define SHMTRACE_MAX_ARGS 4
+#define SHMTRACE_TEXT_MAX 1024
 
 enum shmtrace_arg_type {
 	SHMTRACE_ARG_INT = 1,		/* value is an int64 */
 	SHMTRACE_ARG_STR = 2,		/* value is an interned string id */
+	SHMTRACE_ARG_TEXT = 3,		/* value is a const char *, NUL-terminated text */
 };
 
 struct shmtrace_arg {
@@ -243,10 +257,20 @@ static inline struct shmtrace_arg shmtrace_arg_str(uint32_t key, uint32_t str_id
 	return a;
 }
 
+/* Text, read when the event is recorded: by shmtrace_span_args() and
+ * shmtrace_instant_args() during the call, by shmtrace_end() for an
+ * argument given to shmtrace_span_arg(), so it must stay valid and
+ * unchanged until the span ends. text NULL is refused (-EINVAL). */
+static inline struct shmtrace_arg shmtrace_arg_text(uint32_t key, const char *text)
+{
+	struct shmtrace_arg a = { key, SHMTRACE_ARG_TEXT, (uint64_t)(uintptr_t)text };
+	return a;
+}
+
 /*
  * shmtrace_span() and shmtrace_instant() with n arguments (n may be 0).
  * Return what those return, or -EINVAL (nothing recorded) when n exceeds
- * SHMTRACE_MAX_ARGS or an argument's type is unknown.
+ * SHMTRACE_MAX_ARGS, an argument's type is unknown or its text is NULL.
  */
 int shmtrace_span_args(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t start_ns,
 		       uint64_t end_ns, uint64_t flow_id, const struct shmtrace_arg *args,
@@ -286,7 +310,9 @@ int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32_t cat, u
 		   uint64_t flow_id);
 
 /* Adds an argument to an open span. -ENOSPC when it has SHMTRACE_MAX_ARGS
- * already (this one is not kept), -EINVAL for a bad type. */
+ * already (this one is not kept), -EINVAL for a bad type or NULL text. A
+ * text argument's text is read at shmtrace_end(): it must live until
+ * then. */
 int shmtrace_span_arg(struct shmtrace_open_span *sp, struct shmtrace_arg arg);
 
 /* Records the span (with its arguments) ending now and closes it. Call it
@@ -440,10 +466,14 @@ static inline uint32_t shmtrace_key_(shmtrace_t *t, struct shmtrace_key_site *si
  *   SHMTRACE_SCOPE_VAR(req, "rpc", "handle", flow);
  *   SHMTRACE_ARG_INT(req, "bytes", n);
  *   SHMTRACE_ARG_STR(req, "status", ok ? "ok" : "busy");
+ *   SHMTRACE_ARG_TEXT(req, "url", r->url);
  *
  * Keys (and string values, through the library's per-process cache) are
  * interned once; a key must be a string literal or otherwise outlive the
- * program. At most SHMTRACE_MAX_ARGS arguments per scope.
+ * program. A text value (SHMTRACE_ARG_TEXT: copied into the span's own
+ * records, nothing interned) is read when the scope ends, so it must live
+ * until then: a string of the request, not a buffer of an inner block.
+ * At most SHMTRACE_MAX_ARGS arguments per scope.
  */
 #define SHMTRACE_SCOPE_VAR(var, cat, name, flow)				\
 	static struct shmtrace_site SHMTRACE_CAT_(shmtrace_site_, var) =	\
@@ -463,6 +493,12 @@ static inline uint32_t shmtrace_key_(shmtrace_t *t, struct shmtrace_key_site *si
 		shmtrace_span_arg(&(var).sp, shmtrace_arg_str(			\
 			shmtrace_key_((var).sp.t, &shmtrace_k_),		\
 			shmtrace_intern((var).sp.t, (str))));			\
+} while (0)
+#define SHMTRACE_ARG_TEXT(var, key, text) do {					\
+	static struct shmtrace_key_site shmtrace_k_ = { (key), 0, 0 };		\
+	if (__builtin_expect((var).sp.t != NULL, 0))				\
+		shmtrace_span_arg(&(var).sp, shmtrace_arg_text(		\
+			shmtrace_key_((var).sp.t, &shmtrace_k_), (text)));	\
 } while (0)
 
 /* An instant or a counter on the default handle. */
@@ -492,6 +528,7 @@ static inline uint32_t shmtrace_key_(shmtrace_t *t, struct shmtrace_key_site *si
 #define SHMTRACE_SCOPE_VAR(var, cat, name, flow) do { } while (0)
 #define SHMTRACE_ARG_INT(var, key, value) do { } while (0)
 #define SHMTRACE_ARG_STR(var, key, str) do { } while (0)
+#define SHMTRACE_ARG_TEXT(var, key, text) do { } while (0)
 #define SHMTRACE_INSTANT(cat, name, flow) do { } while (0)
 #define SHMTRACE_COUNTER(cat, name, value) do { } while (0)
 #endif

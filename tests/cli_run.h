@@ -323,6 +323,23 @@ static inline void put_capture(const char *path, const struct cap_spec *c)
 	msgpack_sbuffer_destroy(&b);
 }
 
+/* A capture file at path of run run_id (its ring_id too, the ring named
+ * "ring<run_id>"): strings s, name slots th, records r, an END frame. */
+static inline void write_capture(const char *path, uint64_t run_id, const struct shmt_cap_string *s,
+				 size_t ns, const struct shmt_thread *th, size_t nth,
+				 const struct shmt_record *r, size_t n)
+{
+	struct cap_spec c = {
+		.h = { .version = SHMT_CAP_VERSION, .run_id = run_id, .ring_id = run_id,
+		       .ring_capacity = 4096, .realtime0 = 1700000000000000000ull, .mono0 = 1000,
+		       .started_ns = 1000 },
+		.str = s, .nstr = ns, .th = th, .nth = nth, .r = r, .nr = n,
+	};
+
+	snprintf(c.h.ring, sizeof(c.h.ring), "ring%llu", (unsigned long long)run_id);
+	put_capture(path, &c);
+}
+
 static inline int export_files(const char *out, const char *err, const char *f1, const char *f2)
 {
 	char *argv[] = { bin, "export", (char *)f1, (char *)f2, "-o", (char *)out, NULL };

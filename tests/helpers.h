@@ -44,6 +44,14 @@ static inline void small_cfg(struct shmtrace_ring_config *c, uint32_t cap, uint3
 	c->mode = mode;
 }
 
+/* Maps ring read-write, as a peer (or a crash) could leave it. */
+static inline void ring_view_rw(const char *ring, struct shmt_view *v)
+{
+	char err[256];
+
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, v, err, sizeof(err)), 0);
+}
+
 /* A whole file as a NUL-terminated string (the caller frees it). */
 static inline char *slurp(const char *path)
 {

@@ -3,7 +3,8 @@
  * test_export_e2e.c - `shmtrace export` end to end: processes exchanging
  * flow ids over pipes, killed (one inside a flush, holding the lock), then
  * the ring exported post-mortem and checked by the Chrome DevTools trace
- * engine (tests/devtools/check-trace.mjs); flows bound to the right slice.
+ * engine (tests/devtools/check-trace.mjs); flows bound to the right slice,
+ * and a flow of two categories bound under their list.
  */
 #include "cli_run.h"
 
@@ -337,12 +338,65 @@ static void test_flow_start_collisions(void **state)
 	check_collisions_devtools(out);
 }
 
+/*
+ * A flow whose records have two categories (the client's span in "cli",
+ * the server's in "srv"): its slices and flow events all carry "cli,srv",
+ * so DevTools binds the flow; a flow of one category and an event outside
+ * flows keep their own.
+ */
+static void test_flow_of_two_categories(void **state)
+{
+	static const struct shmt_cap_string str[] = { { 1, 3, "cli" }, { 2, 3, "srv" },
+						      { 3, 4, "call" }, { 4, 5, "serve" },
+						      { 5, 5, "alone" } };
+	const struct shmt_thread th[2] = { { .pid = 100, .tid = 100, .start_time = 5 },
+					   { .pid = 200, .tid = 201, .start_time = 6 } };
+	const struct { uint32_t pid; uint64_t ts, dur, flow; uint16_t name, cat; } sp[] = {
+		{ 100, 1000, 5000, 5, 3, 1 }, { 200, 2000, 1000, 5, 4, 2 },
+		{ 100, 9000, 5000, 6, 3, 1 }, { 200, 10000, 1000, 6, 4, 1 },
+		{ 200, 20000, 10, 0, 5, 2 },
+	};
+	struct shmt_record r[5];
+	const char *const expect[] = { "--expect-flows", "2", "--expect-flow-pids", "100,200",
+				       "--expect-flow-pids", "100,200", NULL };
+	char *argv[] = { bin, "export", (char *)tmp("cats.cap"), "-o", (char *)tmp("cats.json"),
+			 NULL };
+	char *json;
+	int rc;
+
+	(void)state;
+	for (int i = 0; i < 5; i++)
+		r[i] = (struct shmt_record){ .ts = sp[i].ts, .dur = sp[i].dur, .flow = sp[i].flow,
+					     .pid = sp[i].pid, .tid = th[i % 2].tid,
+					     .name = sp[i].name, .cat = sp[i].cat,
+					     .commit = SHMTRACE_KIND_SPAN };
+	r[4].tid = 201;
+	write_capture(tmp("cats.cap"), 7, str, 5, th, 2, r, 5);
+	assert_int_equal(run(NULL, tmp("cats.err"), argv), 0);
+	json = slurp(tmp("cats.json"));
+	assert_int_equal(count(json, "\"cat\":\"cli,srv\",\"name\":\"call\""), 1);
+	assert_int_equal(count(json, "\"cat\":\"cli,srv\",\"name\":\"serve\""), 1);
+	assert_int_equal(count(json, "\"name\":\"flow\",\"cat\":\"cli,srv\""), 2);
+	assert_int_equal(count(json, "\"cat\":\"cli\",\"name\":\"call\""), 1);
+	assert_int_equal(count(json, "\"cat\":\"cli\",\"name\":\"serve\""), 1);
+	assert_int_equal(count(json, "\"name\":\"flow\",\"cat\":\"cli\""), 2);
+	assert_int_equal(count(json, "\"cat\":\"srv\",\"name\":\"alone\""), 1);
+	free(json);
+	if (!have_devtools())
+		skip();
+	rc = check_trace(tmp("cats.json"), expect);
+	if (rc)
+		print_file(tmp("check.err"));
+	assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_flows_across_killed_processes),
 		cmocka_unit_test(test_killed_while_holding_lock),
 		cmocka_unit_test(test_flow_start_collisions),
+		cmocka_unit_test(test_flow_of_two_categories),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

@@ -343,14 +343,6 @@ static void test_args_hostile(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
-/* Maps the ring read-write, as a peer (or a crash) could leave it. */
-static void view_rw(const char *ring, struct shmt_view *v)
-{
-	char err[256];
-
-	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, v, err, sizeof(err)), 0);
-}
-
 /*
  * Argument records whose event is gone: a twin span (same thread, start
  * and name) right before a span whose slot is torn must not get its
@@ -381,7 +373,7 @@ static void test_args_cut(void **state)
 	assert_int_equal(shmtrace_flush(t), 0);
 	shmtrace_span_args(t, c, m, 5000, 6000, 0, a, 3);
 
-	view_rw(ring, &v);
+	ring_view_rw(ring, &v);
 	head = shmt_ring_head(&v);
 	assert_int_equal(head, 4);
 	/* the second twin's slot torn: its arguments follow the first twin */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_util.c - the util layer and the ring-name rule: the duration and
- * ISO time formatters (both styles at every unit boundary), the histogram's
- * buckets and quantiles, u64map, the external sort (runs merged in order,
+ * ISO time formatters (both styles at every unit boundary, a column's
+ * values in one unit), the histogram's buckets, quantiles and merging,
+ * u64map, the external sort (runs merged in order,
  * read again, a spill file in the order given, a temporary directory that
  * cannot be written), and shmt_ring_path().
  */
@@ -47,6 +48,28 @@ static void test_fmt_dur(void **state)
 	expect_dur(20000000000ull, FMT_DUR_LABEL, "20000.000 ms");
 }
 
+/* A column's unit is the one FMT_DUR_TABLE picks for a value, and every
+ * value of the column is written in it, however large or small. */
+static void test_fmt_dur_in(void **state)
+{
+	char buf[32];
+
+	(void)state;
+	assert_int_equal(fmt_dur_unit(0), FMT_NS);
+	assert_int_equal(fmt_dur_unit(9999), FMT_NS);
+	assert_int_equal(fmt_dur_unit(10000), FMT_US);
+	assert_int_equal(fmt_dur_unit(10000000), FMT_MS);
+	assert_int_equal(fmt_dur_unit(10000000000ull), FMT_S);
+	fmt_dur_in(buf, sizeof(buf), 1302527000, FMT_US);
+	assert_string_equal(buf, "1302527.000us");
+	fmt_dur_in(buf, sizeof(buf), 5983, FMT_MS);
+	assert_string_equal(buf, "0.006ms");
+	fmt_dur_in(buf, sizeof(buf), 16924000, FMT_NS);
+	assert_string_equal(buf, "16924000ns");
+	fmt_dur_in(buf, sizeof(buf), 0, FMT_S);
+	assert_string_equal(buf, "0.000s");
+}
+
 static void test_fmt_iso(void **state)
 {
 	char buf[64];
@@ -80,6 +103,27 @@ static void test_hist(void **state)
 		assert_true(lo <= v && v <= hi);
 		assert_true(hi - lo <= lo / 64 + 1);
 	}
+}
+
+/* Two histograms merged are the one that had all their values. */
+static void test_hist_merge(void **state)
+{
+	struct hist a, b, all;
+
+	(void)state;
+	hist_init(&a);
+	hist_init(&b);
+	hist_init(&all);
+	hist_merge(&a, &b);
+	assert_int_equal(a.count, 0);
+	for (uint64_t v = 1; v < 100000; v = v * 2 + 3) {
+		hist_add(v % 3 ? &a : &b, v);
+		hist_add(&all, v);
+	}
+	hist_merge(&a, &b);
+	assert_memory_equal(&a, &all, sizeof(all));
+	hist_merge(&b, &a);	/* into one with a larger min */
+	assert_int_equal(b.min, all.min);
 }
 
 static void test_u64map(void **state)
@@ -225,6 +269,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fmt_dur),
+		cmocka_unit_test(test_fmt_dur_in),
+		cmocka_unit_test(test_hist_merge),
 		cmocka_unit_test(test_fmt_iso),
 		cmocka_unit_test(test_hist),
 		cmocka_unit_test(test_u64map),

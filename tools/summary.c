@@ -20,8 +20,10 @@
 #include "term.h"
 
 struct row {
-	uint32_t pid;		/* as in the trace (after reuse remapping) */
+	uint32_t pid;		/* as in the trace (after reuse remapping); merged:
+				 * the lowest of its processes' */
 	uint32_t name;		/* string id */
+	uint32_t procs;		/* processes summed into it (--by-process-name) */
 	uint64_t unfinished;	/* spans open when their thread died (or now) */
 	struct hist h;
 };
@@ -37,15 +39,20 @@ struct summary {
 /* a command's help is its own text, whole: lines it shares with other
  * commands' help (the options) stay in it, so each reads in one piece */
 static const char summary_usage[] =
-	"Usage: shmtrace summary CAPTURE... [--json]\n"
-	"       shmtrace summary --ring NAME [--json]\n"
+	"Usage: shmtrace summary CAPTURE... [--by-process-name] [--json]\n"
+	"       shmtrace summary --ring NAME [--by-process-name] [--json]\n"
 	"Per process and span name: count, total, mean, p50, p99 and max duration,\n"
 	"sorted by total time. Percentiles come from a log-linear histogram and are\n"
-	"within 0.8% of the true value; count, total, mean and max are exact.\n"
+	"within 0.8% of the true value; count, total, mean and max are exact. Each\n"
+	"duration column is in one unit, the one its smallest non-zero value reads\n"
+	"best in (ns below 10 us, us below 10 ms, ms below 10 s, else s).\n"
 	"\n"
-	"  -r, --ring NAME  read the ring /dev/shm/NAME directly, read-only\n"
-	"      --json       print JSON instead of a table\n"
-	"  -h, --help       show this help\n";
+	"  -r, --ring NAME        read the ring /dev/shm/NAME directly, read-only\n"
+	"      --by-process-name  one row per process name and span name: the\n"
+	"                         processes of one name (a pool of workers) summed,\n"
+	"                         \"NAME (N processes)\"; unnamed ones stay apart\n"
+	"      --json             print JSON instead of a table\n"
+	"  -h, --help             show this help\n";
 
 static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
@@ -71,6 +78,7 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 			return -ENOMEM;
 		row->pid = pid;
 		row->name = r->name;
+		row->procs = 1;
 		row->unfinished = 0;
 		hist_init(&row->h);
 		s->rows[s->n++] = row;
@@ -93,34 +101,116 @@ static int cmp_row(const void *pa, const void *pb)
 	return a->name < b->name ? -1 : a->name > b->name;
 }
 
+/* The name processes are grouped under by --by-process-name: theirs, or
+ * NULL for a process without one (which stays apart). */
+static const char *group_name(const struct summary *s, uint32_t pid)
+{
+	const struct proc *p = procs_find(&s->ps, pid);
+
+	return p && p->pname[0] ? p->pname : NULL;
+}
+
+static int cmp_group(const void *pa, const void *pb, void *arg)
+{
+	const struct row *a = *(struct row *const *)pa, *b = *(struct row *const *)pb;
+	const char *na = group_name(arg, a->pid), *nb = group_name(arg, b->pid);
+	int c = strcmp(na ? na : "", nb ? nb : "");
+
+	if (c)
+		return c;
+	if (a->name != b->name)
+		return a->name < b->name ? -1 : 1;
+	return a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
+/* --by-process-name: the rows of processes with one name and one span
+ * name summed into the first of them (rows sorted by group, then pid). */
+static void merge_by_process_name(struct summary *s)
+{
+	size_t k = 0;
+
+	qsort_r(s->rows, s->n, sizeof(*s->rows), cmp_group, s);
+	for (size_t i = 0; i < s->n; i++) {
+		struct row *r = s->rows[i], *g = k ? s->rows[k - 1] : NULL;
+		const char *name = group_name(s, r->pid);
+
+		if (g && name && g->name == r->name && group_name(s, g->pid) &&
+		    !strcmp(group_name(s, g->pid), name)) {
+			hist_merge(&g->h, &r->h);
+			g->unfinished += r->unfinished;
+			g->procs++;
+			free(r);
+			continue;
+		}
+		s->rows[k++] = r;
+	}
+	s->n = k;
+}
+
+/* A row's process as shown: its name, "NAME (N processes)" when merged. */
+static void row_process(const struct summary *s, const struct row *r, char *buf, size_t len)
+{
+	if (r->procs > 1)
+		snprintf(buf, len, "%s (%u processes)", group_name(s, r->pid), r->procs);
+	else
+		procs_name(&s->ps, r->pid, buf, len);
+}
+
+/* The durations of row r: total, mean, p50, p99, max. */
+static void row_durs(const struct row *r, uint64_t d[5])
+{
+	d[0] = r->h.total;
+	d[1] = r->h.count ? r->h.total / r->h.count : 0;
+	d[2] = hist_quantile(&r->h, 0.5);
+	d[3] = hist_quantile(&r->h, 0.99);
+	d[4] = r->h.max;
+}
+
+/* Each duration column's unit: its smallest non-zero value's, so that no
+ * value of it reads as 0 and all of them compare at a glance. */
+static void column_units(const struct summary *s, enum fmt_unit unit[5])
+{
+	uint64_t min[5] = { 0 };
+
+	for (size_t i = 0; i < s->n; i++) {
+		uint64_t d[5];
+
+		row_durs(s->rows[i], d);
+		for (int c = 0; c < 5; c++)
+			if (d[c] && (!min[c] || d[c] < min[c]))
+				min[c] = d[c];
+	}
+	for (int c = 0; c < 5; c++)
+		unit[c] = fmt_dur_unit(min[c]);
+}
+
 static void print_table(struct summary *s)
 {
 	static const char *hdr[8] = { "PROCESS", "NAME", "COUNT", "TOTAL", "MEAN", "P50", "P99", "MAX" };
 	size_t w[8];
 	char (*cells)[8][160] = calloc(s->n ? s->n : 1, sizeof(*cells));
+	enum fmt_unit unit[5];
 
 	if (!cells)
 		return;
+	column_units(s, unit);
 	for (int c = 0; c < 8; c++)
 		w[c] = strlen(hdr[c]);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct row *r = s->rows[i];
 		size_t len;
 		const char *name = source_string(&s->src, r->name, &len);
-
-		char pname[128];
+		char pname[160];
+		uint64_t d[5];
 
 		/* names are untrusted bytes: print them escaped, never raw */
-		procs_name(&s->ps, r->pid, pname, sizeof(pname));
+		row_process(s, r, pname, sizeof(pname));
 		term_escape(pname, strlen(pname), cells[i][0], sizeof(cells[i][0]));
 		term_escape(name, len, cells[i][1], sizeof(cells[i][1]));
 		snprintf(cells[i][2], sizeof(cells[i][2]), "%llu", (unsigned long long)r->h.count);
-		fmt_dur(cells[i][3], sizeof(cells[i][3]), r->h.total, FMT_DUR_TABLE);
-		fmt_dur(cells[i][4], sizeof(cells[i][4]), r->h.count ? r->h.total / r->h.count : 0,
-			FMT_DUR_TABLE);
-		fmt_dur(cells[i][5], sizeof(cells[i][5]), hist_quantile(&r->h, 0.5), FMT_DUR_TABLE);
-		fmt_dur(cells[i][6], sizeof(cells[i][6]), hist_quantile(&r->h, 0.99), FMT_DUR_TABLE);
-		fmt_dur(cells[i][7], sizeof(cells[i][7]), r->h.max, FMT_DUR_TABLE);
+		row_durs(r, d);
+		for (int c = 0; c < 5; c++)
+			fmt_dur_in(cells[i][3 + c], sizeof(cells[i][3 + c]), d[c], unit[c]);
 		for (int c = 0; c < 8; c++)
 			if (strlen(cells[i][c]) > w[c])
 				w[c] = strlen(cells[i][c]);
@@ -148,12 +238,17 @@ static int print_json(struct summary *s)
 		size_t len;
 		const char *name = source_string(&s->src, r->name, &len);
 
-		procs_name(&s->ps, r->pid, pname, sizeof(pname));
+		if (r->procs > 1)
+			snprintf(pname, sizeof(pname), "%s", group_name(s, r->pid));
+		else
+			procs_name(&s->ps, r->pid, pname, sizeof(pname));
 		jw_puts(w, i ? ",\n{" : "\n{");
 		jw_puts(w, "\"pid\":");
 		jw_u64(w, r->pid);
 		jw_puts(w, ",\"process\":");
 		jw_cstr(w, pname);
+		jw_puts(w, ",\"processes\":");
+		jw_u64(w, r->procs);
 		jw_puts(w, ",\"name\":");
 		jw_str(w, name, len);
 		jw_puts(w, ",\"count\":");
@@ -181,6 +276,7 @@ static int print_json(struct summary *s)
 static const struct option summary_longopts[] = {
 	{ "ring", required_argument, NULL, 'r' },
 	{ "json", no_argument, NULL, 'j' },
+	{ "by-process-name", no_argument, NULL, 'p' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -191,7 +287,7 @@ int cmd_summary(int argc, char **argv)
 {
 	struct summary *s;
 	const char *ring = NULL;
-	bool json = false;
+	bool json = false, by_name = false;
 	char err[768];
 	int c, ret, rc = EXIT_RUNTIME;
 
@@ -201,6 +297,8 @@ int cmd_summary(int argc, char **argv)
 			ring = optarg;
 		else if (c == 'j')
 			json = true;
+		else if (c == 'p')
+			by_name = true;
 	}
 	if (c == CLI_OPT_EXIT)
 		return rc;
@@ -221,6 +319,8 @@ int cmd_summary(int argc, char **argv)
 		cli_runtime_error("summary", "%s", ret == -ENOMEM ? "out of memory" : err);
 		goto out_maps;
 	}
+	if (by_name)
+		merge_by_process_name(s);
 	qsort(s->rows, s->n, sizeof(*s->rows), cmp_row);
 	if (json) {
 		if ((ret = print_json(s)) < 0) {

@@ -50,6 +50,20 @@ void hist_add(struct hist *h, uint64_t v)
 	h->b[hist_bucket(v)]++;
 }
 
+void hist_merge(struct hist *h, const struct hist *src)
+{
+	if (!src->count)
+		return;
+	if (!h->count || src->min < h->min)
+		h->min = src->min;
+	if (src->max > h->max)
+		h->max = src->max;
+	h->count += src->count;
+	h->total += src->total;
+	for (uint32_t i = 0; i < HIST_BUCKETS; i++)
+		h->b[i] += src->b[i];
+}
+
 uint64_t hist_quantile(const struct hist *h, double q)
 {
 	uint64_t rank, seen = 0;

@@ -23,6 +23,8 @@ struct hist {
 
 void hist_init(struct hist *h);
 void hist_add(struct hist *h, uint64_t v);
+/* Adds every value src holds to h, as if each had been hist_add()ed. */
+void hist_merge(struct hist *h, const struct hist *src);
 /* The value at quantile q (0..1]: the smallest bucket holding the
  * ceil(q * count)-th smallest value. 0 when empty. */
 uint64_t hist_quantile(const struct hist *h, double q);

@@ -15,6 +15,7 @@
  * docs/DESIGN.md says why, and what this was measured against.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "producer.h"
 
@@ -23,41 +24,123 @@ static inline uint32_t remap_id(const struct shmt_att *a, uint32_t id)
 	return unlikely(a->remap != NULL) ? a->remap[id & (SHMT_HANDLE_IDS - 1)] : id;
 }
 
-/* Fills r[1..n] with the argument records of the event r[0]. */
-static void fill_args(const struct shmt_att *a, struct shmt_record *r, uint32_t *idx,
-		      const struct shmtrace_arg *args, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		struct shmt_record *d = &r[idx ? idx[i + 1] : i + 1];
-		uint64_t value = args[i].value;
+/*
+ * An event's arguments as the records that carry them: one record each,
+ * and after a text argument's record the records of its bytes (plan()).
+ */
+struct group {
+	const struct shmtrace_arg *args;
+	unsigned nargs;
+	unsigned nrec;				/* records after the event's own */
+	uint32_t len[SHMTRACE_MAX_ARGS];	/* a text argument's bytes kept */
+	uint64_t cut[SHMTRACE_MAX_ARGS];	/* ... and cut off (saturated) */
+};
 
-		if (args[i].type == SHMTRACE_ARG_STR)
-			value = remap_id(a, (uint32_t)value);
-		d->ts = r[idx ? idx[0] : 0].ts;
-		d->dur = value;
-		d->flow = SHMT_ARG_FLOW(args[i].type, i + 1, n);
-		d->pid = shmt_pid;
-		d->tid = shmt_tls_tid;
-		d->name = (uint16_t)remap_id(a, args[i].key);
-		d->cat = r[idx ? idx[0] : 0].name;
-		d->commit = SHMTRACE_KIND_ARG;
+/* Bytes of s[0..len) that fit in room: all, or room cut back to the start
+ * of a UTF-8 character that would not fit whole, so that the text and
+ * the export's cut marker after it stay valid UTF-8. */
+static uint32_t text_fit(const char *s, size_t len, uint32_t room)
+{
+	uint32_t k = room;
+
+	if (len <= room)
+		return (uint32_t)len;
+	for (int i = 0; i < 3 && k && ((unsigned char)s[k] & 0xc0) == 0x80; i++)
+		k--;
+	/* still inside a character: not UTF-8 here, cut where it falls */
+	return ((unsigned char)s[k] & 0xc0) == 0x80 ? room : k;
+}
+
+/* Checks n arguments and plans their records into g: each text argument
+ * keeps what the event's SHMTRACE_TEXT_MAX bytes have left for it. False
+ * for a bad argument (count, type, NULL text). */
+static bool plan(const struct shmtrace_arg *args, unsigned n, struct group *g)
+{
+	uint32_t room = SHMTRACE_TEXT_MAX;
+
+	if (n > SHMTRACE_MAX_ARGS || (n && !args))
+		return false;
+	g->args = args;
+	g->nargs = n;
+	g->nrec = n;
+	for (unsigned i = 0; i < n; i++) {
+		const char *text = (const char *)(uintptr_t)args[i].value;
+		size_t len;
+
+		if (args[i].type == SHMTRACE_ARG_INT || args[i].type == SHMTRACE_ARG_STR)
+			continue;
+		if (args[i].type != SHMTRACE_ARG_TEXT || !text)
+			return false;
+		len = strlen(text);
+		g->len[i] = text_fit(text, len, room);
+		g->cut[i] = len - g->len[i] < SHMT_TEXT_CUT_MAX ? len - g->len[i] : SHMT_TEXT_CUT_MAX;
+		room -= g->len[i];
+		g->nrec += SHMT_TEXT_RECORDS(g->len[i]);
+	}
+	return true;
+}
+
+/* The fields an argument or text record shares with its event ev. */
+static inline void attach_to(struct shmt_record *d, const struct shmt_record *ev, uint32_t kind)
+{
+	d->ts = ev->ts;
+	d->pid = ev->pid;
+	d->tid = ev->tid;
+	d->commit = kind;
+}
+
+/* Writes text[0..len) into the records from k on; returns the next k. */
+static uint64_t fill_text(struct shmt_record *recs, uint64_t mask, uint64_t k,
+			 const struct shmt_record *ev, const char *text, uint32_t len)
+{
+	for (uint32_t off = 0; off < len; off += SHMT_TEXT_CHUNK) {
+		struct shmt_record *d = &recs[k++ & mask];
+
+		attach_to(d, ev, SHMTRACE_KIND_TEXT);
+		shmt_text_put(d, text + off, len - off < SHMT_TEXT_CHUNK ? len - off : SHMT_TEXT_CHUNK);
+		/* a producer killed here leaves the group unpublished */
+		SHMT_HOOK("text");
+	}
+	return k;
+}
+
+/* Fills the records after the event in slot w of recs (mask: their
+ * number - 1) with g's arguments, each text argument's bytes after it. */
+static void fill_group(const struct shmt_att *a, struct shmt_record *recs, uint64_t mask,
+		       uint64_t w, const struct group *g)
+{
+	const struct shmt_record *ev = &recs[w & mask];
+	uint64_t k = w + 1;
+
+	for (unsigned i = 0; i < g->nargs; i++) {
+		const struct shmtrace_arg *x = &g->args[i];
+		struct shmt_record *d = &recs[k++ & mask];
+
+		attach_to(d, ev, SHMTRACE_KIND_ARG);
+		d->dur = x->type == SHMTRACE_ARG_STR ? remap_id(a, (uint32_t)x->value) :
+			 x->type == SHMTRACE_ARG_TEXT ? SHMT_TEXT_VALUE(g->len[i], g->cut[i]) :
+			 x->value;
+		d->flow = SHMT_ARG_FLOW(x->type, i + 1, g->nargs);
+		d->name = (uint16_t)remap_id(a, x->key);
+		d->cat = ev->name;
+		if (x->type == SHMTRACE_ARG_TEXT)
+			k = fill_text(recs, mask, k, ev, (const char *)(uintptr_t)x->value, g->len[i]);
 	}
 }
 
 /*
- * Stores one event and its n arguments in the slot's block as one group:
- * they are published by one release store of written, so whoever flushes
- * the block, and a reader of a dead thread's block, sees all of them or
- * none. sp, when not NULL, is the open span this record ends: its stack
- * entry is marked as closing before the store (see struct shmt_block).
- * The caller made room for 1 + nargs records.
+ * Stores one event and its group g (NULL: none) in the slot's block: they
+ * are published by one release store of written, so whoever flushes the
+ * block, and a reader of a dead thread's block, sees all of them or none.
+ * sp, when not NULL, is the open span this record ends: its stack entry
+ * is marked as closing before the store (see struct shmt_block). The
+ * caller made room for 1 + g->nrec records.
  */
 static inline void stage(struct shmt_tls_slot *s, const struct shmt_att *a, uint32_t kind,
 			 uint32_t cat, uint32_t name, uint64_t ts, uint64_t dur, uint64_t flow,
-			 const struct shmtrace_arg *args, unsigned nargs,
-			 const struct shmtrace_open_span *sp)
+			 const struct group *g, const struct shmtrace_open_span *sp)
 {
-	uint64_t w = s->written;
+	uint64_t w = s->written, n = 1 + (g ? g->nrec : 0);
 	struct shmt_record *r = &s->recs[w & s->mask];
 
 	r->ts = ts;
@@ -68,20 +151,15 @@ static inline void stage(struct shmt_tls_slot *s, const struct shmt_att *a, uint
 	r->name = (uint16_t)name;
 	r->cat = (uint16_t)cat;
 	r->commit = kind;
-	if (nargs) {
-		uint32_t idx[1 + SHMTRACE_MAX_ARGS];
-
-		for (unsigned i = 0; i <= nargs; i++)
-			idx[i] = (uint32_t)((w + i) & s->mask);
-		fill_args(a, s->recs, idx, args, nargs);
-	}
+	if (g)
+		fill_group(a, s->recs, s->mask, w, g);
 	if (sp && sp->block_ == (void *)s->b && sp->gen_ == shmt_fork_gen &&
 	    sp->depth_ < SHMT_OPEN_MAX)
-		store_relaxed(&s->b->open_closing, (w + 1 + nargs) << 8 | (sp->depth_ + 1));
+		store_relaxed(&s->b->open_closing, (w + n) << 8 | (sp->depth_ + 1));
 	/* pairs with the acquire load of written by whoever flushes the block;
 	 * orders open_closing before it too */
-	store_release(&s->b->written, w + 1 + nargs);
-	s->written = w + 1 + nargs;
+	store_release(&s->b->written, w + n);
+	s->written = w + n;
 }
 
 /*
@@ -92,11 +170,12 @@ static inline void stage(struct shmt_tls_slot *s, const struct shmt_att *a, uint
  */
 static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uint32_t cat,
 					       uint32_t name, uint64_t ts, uint64_t dur,
-					       uint64_t flow, const struct shmtrace_arg *args,
-					       unsigned nargs, const struct shmtrace_open_span *sp)
+					       uint64_t flow, const struct group *g,
+					       const struct shmtrace_open_span *sp)
 {
 	struct shmt_tls_slot *s = &shmt_tls[0];
 	struct shmt_att *a;
+	unsigned nrec = g ? g->nrec : 0;
 	int ret = 0;
 
 	if (unlikely(t == NULL))
@@ -111,7 +190,7 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
 			return -ENOENT;
 		if (unlikely(shmt_att_retired(a) && load_relaxed(&t->orphan))) {
 			/* nobody drains the removed ring: refused, said, counted */
-			fetch_add(&t->orphaned, 1 + nargs);
+			fetch_add(&t->orphaned, 1 + nrec);
 			return -ENOENT;
 		}
 	}
@@ -123,45 +202,47 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
 	if (unlikely(!shmt_slot_is(s, a))) {
 		/* no block yet: claimed now, or the record written under the
 		 * lock instead (one bounded wait either way) */
-		struct shmt_record d[1 + SHMTRACE_MAX_ARGS] = { {
+		struct shmt_record d[SHMT_BLOCK_RECORDS_MIN];	/* >= SHMT_GROUP_MAX */
+
+		d[0] = (struct shmt_record){
 			.ts = ts, .dur = dur, .flow = flow, .pid = shmt_pid, .tid = shmt_my_tid(),
 			.name = (uint16_t)name, .cat = (uint16_t)cat, .commit = kind,
-		} };
-
-		fill_args(a, d, NULL, args, nargs);
-		s = shmt_slot_slow(t, a, d, 1 + nargs, &ret);
+		};
+		if (g)
+			fill_group(a, d, SHMT_BLOCK_RECORDS_MIN - 1, 0, g);
+		s = shmt_slot_slow(t, a, d, 1 + nrec, &ret);
 		if (!s)
 			return ret;
 	}
 	/* soft <= limit: one compare guards both marks */
-	if (unlikely(s->written + nargs >= s->soft)) {
-		ret = shmt_make_room(t, a, s, nargs);
+	if (unlikely(s->written + nrec >= s->soft)) {
+		ret = shmt_make_room(t, a, s, nrec);
 		if (ret == -ETIMEDOUT) {
-			shmt_loss_lock_dropped(&a->v, 1 + nargs);
+			shmt_loss_lock_dropped(&a->v, 1 + nrec);
 			return ret;
 		}
 	}
-	stage(s, a, kind, cat, name, ts, dur, flow, args, nargs, sp);
+	stage(s, a, kind, cat, name, ts, dur, flow, g, sp);
 	/* this record is staged; -ENOSPC says the flush that made room for
 	 * it dropped earlier records of this thread */
 	return ret;
 }
 
 /*
- * Stages one event and its n arguments (see stage()). The fast path, a
+ * Stages one event and its group g (see stage()). The fast path, a
  * handle attached and not remapped, the thread's slot 0 its slot for that
  * attachment, the block below its flush mark and the ring not retired (a
  * word on a header line nobody writes while the ring lives), is a handful of loads and
  * compares and the stores of the record; everything else is emit_slow().
- * Constant arguments fold away for the plain calls.
+ * A constant NULL g folds away for the plain calls.
  */
 static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name,
-		       uint64_t ts, uint64_t dur, uint64_t flow,
-		       const struct shmtrace_arg *args, unsigned nargs,
+		       uint64_t ts, uint64_t dur, uint64_t flow, const struct group *g,
 		       const struct shmtrace_open_span *sp)
 {
 	struct shmt_tls_slot *s = &shmt_tls[0];
 	const struct shmt_att *a;
+	unsigned nrec = g ? g->nrec : 0;
 
 	if (likely(t != NULL)) {
 		/* pairs with the release store of cur in attach_locked() */
@@ -169,59 +250,53 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 		/* shmt_slot_is() written out: through the helper gcc 12 lays
 		 * this path out behind a taken branch (objdump of emit.o) */
 		if (likely(a != NULL && a->remap == NULL && s->id == a->id &&
-			   s->gen == shmt_fork_gen && s->written + nargs < s->soft &&
+			   s->gen == shmt_fork_gen && s->written + nrec < s->soft &&
 			   !shmt_att_retired(a))) {
-			stage(s, a, kind, cat, name, ts, dur, flow, args, nargs, sp);
+			stage(s, a, kind, cat, name, ts, dur, flow, g, sp);
 			return 0;
 		}
 	}
-	return emit_slow(t, kind, cat, name, ts, dur, flow, args, nargs, sp);
+	return emit_slow(t, kind, cat, name, ts, dur, flow, g, sp);
 }
 
 SHMT_API int shmtrace_span(shmtrace_t *t, uint32_t cat, uint32_t name,
 			   uint64_t start_ns, uint64_t end_ns, uint64_t flow_id)
 {
 	return emit(t, SHMTRACE_KIND_SPAN, cat, name, start_ns,
-		    end_ns > start_ns ? end_ns - start_ns : 0, flow_id, NULL, 0, NULL);
+		    end_ns > start_ns ? end_ns - start_ns : 0, flow_id, NULL, NULL);
 }
 
 SHMT_API int shmtrace_instant(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t flow_id)
 {
-	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmtrace_now(), 0, flow_id, NULL, 0, NULL);
+	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmtrace_now(), 0, flow_id, NULL, NULL);
 }
 
 SHMT_API int shmtrace_counter(shmtrace_t *t, uint32_t cat, uint32_t name, int64_t value)
 {
 	return emit(t, SHMTRACE_KIND_COUNTER, cat, name, shmtrace_now(), (uint64_t)value, 0,
-		    NULL, 0, NULL);
-}
-
-static bool args_ok(const struct shmtrace_arg *args, unsigned n)
-{
-	if (n > SHMTRACE_MAX_ARGS || (n && !args))
-		return false;
-	for (unsigned i = 0; i < n; i++)
-		if (args[i].type != SHMTRACE_ARG_INT && args[i].type != SHMTRACE_ARG_STR)
-			return false;
-	return true;
+		    NULL, NULL);
 }
 
 SHMT_API int shmtrace_span_args(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t start_ns,
 				uint64_t end_ns, uint64_t flow_id, const struct shmtrace_arg *args,
 				unsigned n)
 {
-	if (!args_ok(args, n))
+	struct group g;
+
+	if (!plan(args, n, &g))
 		return -EINVAL;
 	return emit(t, SHMTRACE_KIND_SPAN, cat, name, start_ns,
-		    end_ns > start_ns ? end_ns - start_ns : 0, flow_id, args, n, NULL);
+		    end_ns > start_ns ? end_ns - start_ns : 0, flow_id, &g, NULL);
 }
 
 SHMT_API int shmtrace_instant_args(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t flow_id,
 				   const struct shmtrace_arg *args, unsigned n)
 {
-	if (!args_ok(args, n))
+	struct group g;
+
+	if (!plan(args, n, &g))
 		return -EINVAL;
-	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmtrace_now(), 0, flow_id, args, n, NULL);
+	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmtrace_now(), 0, flow_id, &g, NULL);
 }
 
 /*
@@ -285,7 +360,8 @@ SHMT_API int shmtrace_span_arg(struct shmtrace_open_span *sp, struct shmtrace_ar
 {
 	if (!sp)
 		return -EINVAL;
-	if (arg.type != SHMTRACE_ARG_INT && arg.type != SHMTRACE_ARG_STR)
+	if (arg.type != SHMTRACE_ARG_INT && arg.type != SHMTRACE_ARG_STR &&
+	    (arg.type != SHMTRACE_ARG_TEXT || !arg.value))
 		return -EINVAL;
 	if (sp->nargs >= SHMTRACE_MAX_ARGS)
 		return -ENOSPC;
@@ -297,16 +373,19 @@ SHMT_API int shmtrace_end(struct shmtrace_open_span *sp)
 {
 	uint64_t end = shmtrace_now();
 	unsigned n = sp->nargs <= SHMTRACE_MAX_ARGS ? sp->nargs : SHMTRACE_MAX_ARGS;
+	struct group g;
 	int ret;
 
 	if (!sp->t)
 		return -EINVAL;
-	if (likely(n == 0))	/* the plain span's path, folded for no arguments */
+	/* the plain span's path, folded for no arguments; arguments were
+	 * checked as they were added (a caller that rewrote them loses them) */
+	if (likely(n == 0) || !plan(sp->args, n, &g))
 		ret = emit(sp->t, SHMTRACE_KIND_SPAN, sp->cat, sp->name, sp->start,
-			   end > sp->start ? end - sp->start : 0, sp->flow, NULL, 0, sp);
+			   end > sp->start ? end - sp->start : 0, sp->flow, NULL, sp);
 	else
 		ret = emit(sp->t, SHMTRACE_KIND_SPAN, sp->cat, sp->name, sp->start,
-			   end > sp->start ? end - sp->start : 0, sp->flow, sp->args, n, sp);
+			   end > sp->start ? end - sp->start : 0, sp->flow, &g, sp);
 	/* pop after the record is published: a thread killed in between is
 	 * seen closing (open_closing) and its span is not shown twice. Not
 	 * in a forked child: the block is its parent's. */

@@ -19,10 +19,11 @@
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
 #define SHMT_RING_MAJOR		1u
-#define SHMT_RING_MINOR		5u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
+#define SHMT_RING_MINOR		6u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
 					   3: staging blocks of 256 records;
 					   4: block size from the capacity;
-					   5: retired, lock_dropped, orphaned */
+					   5: retired, lock_dropped, orphaned;
+					   6: text arguments (record kind 6) */
 #define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
@@ -70,6 +71,13 @@ _Static_assert(sizeof(struct shmt_record) == SHMT_RECORD_SIZE, "records are 40 b
 static inline bool shmt_kind_valid(uint64_t kind)
 {
 	return kind >= SHMTRACE_KIND_SPAN && kind <= SHMTRACE_KIND_MAX;
+}
+
+/* Whether a record of this kind belongs to the event before it (an
+ * argument, or a text argument's bytes) rather than being an event. */
+static inline bool shmt_kind_attached(uint64_t kind)
+{
+	return kind == SHMTRACE_KIND_ARG || kind == SHMTRACE_KIND_TEXT;
 }
 
 /* Whether commit word c holds a finished record of ring sequence seq. */
@@ -339,6 +347,67 @@ static inline struct shmt_open *shmt_block_open(struct shmt_block *b, uint32_t i
 #define SHMT_ARG_TYPE(f)	((uint32_t)((f) & 0xffu))
 #define SHMT_ARG_INDEX(f)	((uint32_t)((f) >> 8 & 0xffu))
 #define SHMT_ARG_COUNT(f)	((uint32_t)((f) >> 16 & 0xffu))
+
+/*
+ * A text argument (type SHMTRACE_ARG_TEXT, minor 6) carries its text in
+ * the records right after its argument record, in the same group: dur
+ * says how many bytes follow (SHMT_TEXT_LEN, at most SHMTRACE_TEXT_MAX
+ * for all the event's text arguments together) and how many of the
+ * caller's were cut off (SHMT_TEXT_CUT, saturated), and the next
+ * SHMT_TEXT_RECORDS(len) records, of kind SHMTRACE_KIND_TEXT, hold the
+ * bytes: ts, pid and tid are the event's (so every filter and clock shift
+ * treats them as it treats the event), and dur, flow, name and cat hold
+ * SHMT_TEXT_CHUNK bytes in that order, each field little-endian, the last
+ * record's unused bytes zero. A reader attaches the text only when all its
+ * records follow with no slot skipped; else the argument is lost, never
+ * shown in part.
+ */
+#define SHMT_TEXT_CHUNK		20u
+#define SHMT_TEXT_RECORDS(len)	(((len) + SHMT_TEXT_CHUNK - 1) / SHMT_TEXT_CHUNK)
+#define SHMT_TEXT_CUT_MAX	((1ull << 48) - 1)
+#define SHMT_TEXT_VALUE(len, cut) ((uint64_t)(len) | (uint64_t)(cut) << 16)
+#define SHMT_TEXT_LEN(v)	((uint32_t)((v) & 0xffffu))
+#define SHMT_TEXT_CUT(v)	((uint64_t)(v) >> 16)
+
+/* The records of one event at most: itself, its arguments, and the text
+ * records of up to SHMTRACE_TEXT_MAX bytes over SHMTRACE_MAX_ARGS texts
+ * (each rounded up to whole records). It must fit the smallest staging
+ * block, since a group is staged whole. */
+#define SHMT_GROUP_MAX	(1u + SHMTRACE_MAX_ARGS + SHMTRACE_TEXT_MAX / SHMT_TEXT_CHUNK + \
+			 SHMTRACE_MAX_ARGS)
+_Static_assert(SHMT_GROUP_MAX <= SHMT_BLOCK_RECORDS_MIN, "an event's records fit a block");
+_Static_assert(SHMTRACE_TEXT_MAX <= 0xffffu, "a text's length fits SHMT_TEXT_LEN");
+
+/* Stores text[0..n) (n <= SHMT_TEXT_CHUNK) into text record r's payload. */
+static inline void shmt_text_put(struct shmt_record *r, const char *text, uint32_t n)
+{
+	uint8_t b[SHMT_TEXT_CHUNK] = { 0 };
+	uint64_t d = 0, f = 0;
+
+	for (uint32_t i = 0; i < n && i < SHMT_TEXT_CHUNK; i++)
+		b[i] = (uint8_t)text[i];
+	for (int i = 7; i >= 0; i--) {
+		d = d << 8 | b[i];
+		f = f << 8 | b[8 + i];
+	}
+	r->dur = d;
+	r->flow = f;
+	r->name = (uint16_t)(b[16] | b[17] << 8);
+	r->cat = (uint16_t)(b[18] | b[19] << 8);
+}
+
+/* The SHMT_TEXT_CHUNK payload bytes of text record r, into out. */
+static inline void shmt_text_get(const struct shmt_record *r, char *out)
+{
+	for (int i = 0; i < 8; i++) {
+		out[i] = (char)(r->dur >> (8 * i));
+		out[8 + i] = (char)(r->flow >> (8 * i));
+	}
+	out[16] = (char)r->name;
+	out[17] = (char)(r->name >> 8);
+	out[18] = (char)r->cat;
+	out[19] = (char)(r->cat >> 8);
+}
 
 #define SHMT_BLOCK_FREE		0u
 #define SHMT_BLOCK_OWNED	1u

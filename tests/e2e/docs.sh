@@ -4,7 +4,8 @@
 # `shmtrace --help` is listed, every option --help gives for a command (but
 # -h/--help, -V/--version) is in that command's lines, and every option the
 # list names is one --help gives. And the man pages render without a
-# warning from groff (a line that starts with a quote is a request).
+# warning from groff (a line that starts with a quote is a request), with
+# shmtrace(1)'s SYNOPSIS one paragraph a form.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -46,6 +47,20 @@ if command -v man >/dev/null; then
 		w=$(MANWIDTH=80 man --warnings -l "$m" 2>&1 >/dev/null) || true
 		[ -z "$w" ] || { echo "docs: $m: $w"; bad=1; }
 	done
+	# shmtrace(1)'s SYNOPSIS as rendered: each form (.SY) a paragraph of
+	# its own starting with the command, none run into another
+	syn=$(MANWIDTH=80 man -l docs/man/shmtrace.1 2>/dev/null | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p')
+	forms=$(grep -c '^\.SY' docs/man/shmtrace.1)
+	starts=$(grep -c -E '^ +shmtrace ' <<<"$syn" || true)
+	[ "$forms" = "$starts" ] ||
+		{ echo "docs: shmtrace(1) SYNOPSIS: $forms forms, $starts rendered"; bad=1; }
+	for c in $("$BUILD/shmtrace" --help | sed -n '/^Commands:/,/^$/p' | awk 'NF>1 {print $1}'); do
+		grep -q -E "^ +shmtrace $c( |\$)" <<<"$syn" ||
+			{ echo "docs: shmtrace(1) SYNOPSIS: no form of '$c' starts a line"; bad=1; }
+	done
 fi
+# the rule for a time without a unit is said once in shmtrace(1)
+n=$(grep -c 'a number without unit is seconds' docs/man/shmtrace.1 || true)
+[ "$n" = 1 ] || { echo "docs: shmtrace(1) says '(a number without unit is seconds)' $n times"; bad=1; }
 [ "$bad" = 0 ] || exit 1
 echo "docs: ok"

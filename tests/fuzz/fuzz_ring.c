@@ -6,8 +6,8 @@
  *
  * At start-up the harness makes a real ring with a small geometry (16
  * records, 8 strings, 4 name slots, 2 staging blocks: a 16 KiB segment)
- * in /dev/shm, writes spans, instants, counters, strings and names into it
- * with the producer library, leaves records staged in a block, copies the
+ * in /dev/shm, writes spans, instants, counters, arguments (text among
+ * them), strings and names into it with the producer library, leaves records staged in a block, copies the
  * segment as a template and removes the ring. The first input byte picks
  * how the rest becomes a segment image:
  *   0: the rest is the whole segment (its size is the file size);
@@ -97,15 +97,25 @@ static void make_template(void)
 
 			shmtrace_span_args(t, cat, nm, t0, t0 + 7, 0, a, 2);
 		}
+		if (i % 6 == 1) {
+			/* text over three records, then one that is cut */
+			struct shmtrace_arg a[2] = {
+				shmtrace_arg_text(nm, "a \"text\" \x01 over \xe2\x82\xac three records"),
+				shmtrace_arg_int(odd, i),
+			};
+
+			shmtrace_span_args(t, cat, odd, t0, t0 + 9, 0, a, 2);
+		}
 	}
 	shmtrace_flush(t);
 	/* these stay in the staging block, with two spans left open */
 	for (int i = 0; i < 5; i++)
 		shmtrace_span(t, cat, nm, 1000 + i, 2000 + i, 0);
 	{
-		struct shmtrace_arg a = shmtrace_arg_int(odd, 42);
+		struct shmtrace_arg a[2] = { shmtrace_arg_int(odd, 42),
+					     shmtrace_arg_text(nm, "staged text \xff\xc3 bytes") };
 
-		shmtrace_instant_args(t, cat, odd, 9, &a, 1);
+		shmtrace_instant_args(t, cat, odd, 9, a, 2);
 	}
 	shmtrace_begin(t, &open1, cat, nm, 5);
 	shmtrace_begin(t, &open2, cat, odd, 0);

@@ -7,8 +7,9 @@
  *   seed_producer RING N           attach to RING (made by the collector)
  *   seed_producer --create RING N  make RING with a small geometry first
  *
- * Writes N spans (with flows), instants and counters under names with
- * quotes, backslashes, control characters and invalid UTF-8; a forked
+ * Writes N spans (with flows, some with text arguments), instants and
+ * counters under names with quotes, backslashes, control characters and
+ * invalid UTF-8; a forked
  * child writes too and dies without closing, leaving staged records.
  */
 #include <signal.h>
@@ -40,6 +41,13 @@ static void work(shmtrace_t *t, int n, const char *tname)
 			shmtrace_instant(t, cat, ids[(i + 1) % 7], flow);
 		if (i % 5 == 0)
 			shmtrace_counter(t, cat2, ids[(i + 2) % 7], (int64_t)i * -1000);
+		if (i % 6 == 0) {
+			/* text arguments: their bytes in records of the event */
+			struct shmtrace_arg a[2] = { shmtrace_arg_text(ids[i % 7], names[(i + 3) % 7]),
+						     shmtrace_arg_int(ids[(i + 1) % 7], i) };
+
+			shmtrace_span_args(t, cat, ids[(i + 4) % 7], t0, t0 + 100, flow, a, 2);
+		}
 	}
 }
 

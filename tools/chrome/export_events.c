@@ -55,10 +55,16 @@ static void put_args(struct exporter *e, const struct ev_args *a, bool unfinishe
 			jw_puts(w, ",");
 		export_str_id(e, a->a[i].key);
 		jw_puts(w, ":");
-		if (a->a[i].type == SHMTRACE_ARG_STR)
+		if (a->a[i].type == SHMTRACE_ARG_STR) {
 			export_str_id(e, a->a[i].value <= UINT16_MAX ? (uint32_t)a->a[i].value : 0);
-		else
+		} else if (a->a[i].type == SHMTRACE_ARG_TEXT) {
+			size_t len;
+			const char *t = args_text(&e->fargs, a, i, &len);
+
+			jw_str(w, t ? t : "?", t ? len : 1);
+		} else {
 			jw_i64(w, (int64_t)a->a[i].value);
+		}
 	}
 	if (unfinished)
 		jw_puts(w, n ? ",\"unfinished\":true" : "\"unfinished\":true");
@@ -160,14 +166,12 @@ int export_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 
 	if (!export_wanted(e, r)) {
 		/* its arguments are not wanted either */
-		if (shmt_record_kind(r) != SHMTRACE_KIND_ARG && (ret = export_pending(e)) != 0)
+		if (!shmt_record_attached(r) && (ret = export_pending(e)) != 0)
 			return ret;
 		return 0;
 	}
-	if (shmt_record_kind(r) == SHMTRACE_KIND_ARG) {
-		args_on_arg(&e->pend, r, e->src->follows);
-		return 0;
-	}
+	if (shmt_record_attached(r))
+		return args_on_arg(&e->pend, &e->fargs, r, e->src->follows);
 	if ((ret = export_pending(e)) != 0)
 		return ret;
 	pid = hosts_outpid(&e->hosts, r->pid, start_time, r->ts);

@@ -117,7 +117,8 @@ static int on_rescan(void *ctx, const struct shmt_record *r, uint64_t start_time
 {
 	struct exporter *e = ctx;
 
-	if (!export_wanted(e, r) || (r->flow && shmt_record_kind(r) != SHMTRACE_KIND_COUNTER))
+	if (!export_wanted(e, r) || shmt_record_attached(r) ||
+	    (r->flow && shmt_record_kind(r) != SHMTRACE_KIND_COUNTER))
 		return 0;
 	return bind_seen(&e->bind, hosts_outpid(&e->hosts, r->pid, start_time, r->ts), r->tid, r->ts);
 }

@@ -152,6 +152,12 @@ static void put_args(struct otlp *o, struct obuf *b, const struct ev_args *a, ui
 		if (a->a[i].type == SHMTRACE_ARG_STR) {
 			ob_puts(b, "\"stringValue\":");
 			put_string(o, b, a->a[i].value <= UINT16_MAX ? (uint32_t)a->a[i].value : 0);
+		} else if (a->a[i].type == SHMTRACE_ARG_TEXT) {
+			size_t len;
+			const char *t = args_text(&o->args, a, i, &len);
+
+			ob_puts(b, "\"stringValue\":");
+			ob_str(b, t ? t : "?", t ? len : 1);
 		} else {
 			ob_puts(b, "\"intValue\":\"");
 			ob_int(b, a->a[i].value, (int64_t)a->a[i].value < 0);

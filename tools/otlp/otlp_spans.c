@@ -67,11 +67,9 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 
 	if (!wanted(o, r))
 		/* its arguments are not wanted either */
-		return shmt_record_kind(r) == SHMTRACE_KIND_ARG ? 0 : put_held(o);
-	if (shmt_record_kind(r) == SHMTRACE_KIND_ARG) {
-		args_on_arg(&o->held, r, o->s->follows);
-		return 0;
-	}
+		return shmt_record_attached(r) ? 0 : put_held(o);
+	if (shmt_record_attached(r))
+		return args_on_arg(&o->held, &o->args, r, o->s->follows);
 	ret = put_held(o);
 	if (ret < 0)
 		return ret;

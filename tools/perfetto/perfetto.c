@@ -54,11 +54,9 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 
 	if (!wanted(pf, r))
 		/* its arguments are not wanted either */
-		return kind == SHMTRACE_KIND_ARG ? 0 : take_pending(ps);
-	if (kind == SHMTRACE_KIND_ARG) {
-		args_on_arg(&pf->pend, r, pf->src->follows);
-		return 0;
-	}
+		return shmt_record_attached(r) ? 0 : take_pending(ps);
+	if (shmt_record_attached(r))
+		return args_on_arg(&pf->pend, &pf->texts, r, pf->src->follows);
 	if ((ret = take_pending(ps)) != 0)
 		return ret;
 	pid = hosts_outpid(&pf->hosts, r->pid, start_time, r->ts);
@@ -93,6 +91,7 @@ static int run_pass(struct pass *ps, char *err, size_t errlen)
 
 	memset(&pf->pend, 0, sizeof(pf->pend));
 	memset(&pf->pass, 0, sizeof(pf->pass));
+	args_store_free(&pf->texts);
 	open_free(&pf->open);
 	pf->open.last_end = 0;
 	u64map_free(&pf->seen);
@@ -218,6 +217,7 @@ static int run_export(struct pf *pf, FILE *out, char *err, size_t errlen)
 static void pf_free(struct pf *pf)
 {
 	plan_free(&pf->plan);
+	args_store_free(&pf->texts);
 	order_free(pf);
 	packet_free(pf);
 	open_free(&pf->open);
@@ -239,6 +239,7 @@ int perfetto_export(struct source *src, const struct pick *pk, struct cmd *c)
 	}
 	pf->src = src;
 	pf->pick = pk;
+	args_store_init(&pf->texts);
 	if ((rc = cmd_create(c)) != 0) {
 		pf_free(pf);
 		return rc;

@@ -111,6 +111,7 @@ struct pf {
 	struct pf_plan plan;
 	/* what a pass keeps, as the Chrome export does */
 	struct args_pend pend;
+	struct args_store texts;	/* the pass's text arguments (args.h) */
 	struct open_spans open;
 	struct u64map seen;	/* (pid << 32 | tid) -> the thread's last moment */
 	/* the second pass: tracks, interning, output */

@@ -230,16 +230,23 @@ static uint64_t counter_track(struct pf *pf, uint32_t pid, uint32_t cat, uint32_
 	return *u;
 }
 
-/* One argument as a debug annotation, its key interned. */
-static void put_arg(struct pf *pf, uint64_t key_iid, uint32_t type, uint64_t value)
+/* Argument i of a as a debug annotation, its key interned. */
+static void put_arg(struct pf *pf, uint64_t key_iid, const struct ev_args *a, uint32_t i)
 {
 	size_t da = pb_begin(&pf->out, TE_DEBUG_ANNOTATIONS);
+	uint64_t value = a->a[i].value;
 
 	pb_uint(&pf->out, DA_NAME_IID, key_iid);
-	if (type == SHMTRACE_ARG_STR)
+	if (a->a[i].type == SHMTRACE_ARG_STR) {
 		put_text(pf, DA_STRING_VALUE, value <= UINT16_MAX ? (uint32_t)value : 0);
-	else
+	} else if (a->a[i].type == SHMTRACE_ARG_TEXT) {
+		size_t len;
+		const char *t = args_text(&pf->texts, a, i, &len);
+
+		pb_string(&pf->out, DA_STRING_VALUE, t ? t : "?", t ? len : 1);
+	} else {
 		pb_uint(&pf->out, DA_INT_VALUE, value);	/* the int64's bits */
+	}
 	pb_end(&pf->out, da);
 }
 
@@ -288,7 +295,7 @@ void packet_event(struct pf *pf, uint64_t track, const struct pf_ev *ev)
 	te = pb_begin(b, PKT_TRACK_EVENT);
 	pb_uint(b, TE_CATEGORY_IIDS, iid[1]);
 	for (size_t i = 2; i < n; i++)
-		put_arg(pf, iid[i], ev->args.a[i - 2].type, ev->args.a[i - 2].value);
+		put_arg(pf, iid[i], &ev->args, (uint32_t)(i - 2));
 	if (ev->kind == SHMTRACE_KIND_OPEN) {
 		/* a span its thread never ended, as the Chrome export marks it */
 		size_t da = pb_begin(b, TE_DEBUG_ANNOTATIONS);

@@ -52,7 +52,8 @@ static int on_scan(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	uint64_t end = r->ts + (shmt_record_kind(r) == SHMTRACE_KIND_SPAN ? r->dur : 0);
 
 	(void)start_time;
-	if (!filter_pid(&g->flt, r->pid))
+	/* an argument's flow field is not a flow */
+	if (!filter_pid(&g->flt, r->pid) || shmt_record_attached(r))
 		return 0;
 	if (!g->any || r->ts < g->t0)
 		g->t0 = r->ts;

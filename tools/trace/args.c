@@ -4,7 +4,9 @@
  * at their thread's last moment, the same way for both exports.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -22,6 +24,32 @@ void args_hold(struct args_pend *p, const struct shmt_record *r, uint32_t pid, u
 	p->a.n = 0;
 	p->a.count = 0;
 	p->has = true;
+	p->twant = 0;
+	p->tlen = 0;
+}
+
+/* Keeps text t[0..len) in s, for the export's life: *off says where. */
+static int text_keep(struct args_store *s, const char *t, uint32_t len, uint64_t *off)
+{
+	if (s->tlen + len <= ARGS_TEXT_MEM) {
+		if (array_reserve_max(&s->text, &s->tcap, s->tlen + len, 1, 4096, ARGS_TEXT_MEM) < 0)
+			return -ENOMEM;
+		memcpy(s->text + s->tlen, t, len);
+		*off = s->tlen;
+		s->tlen += len;
+		return 0;
+	}
+	if (s->tfd < 0 && (s->tfd = extsort_tempfile()) < 0) {
+		int ret = s->tfd;
+
+		s->tfd = -1;
+		return ret;
+	}
+	if (pwrite(s->tfd, t, len, (off_t)s->tfile) != (ssize_t)len)
+		return errno ? -errno : -ENOSPC;
+	*off = ARGS_TEXT_MEM + s->tfile;
+	s->tfile += len;
+	return 0;
 }
 
 /*
@@ -29,17 +57,26 @@ void args_hold(struct args_pend *p, const struct shmt_record *r, uint32_t pid, u
  * sequence, which must be its owner (pid, tid, ts and name), and comes in
  * order 1..count. Anything else (its event lost to a torn slot, a lapped
  * one, a forgery) is counted and dropped: never attached to another event.
+ * A text argument waits for its text records (on_text()).
  */
-void args_on_arg(struct args_pend *p, const struct shmt_record *r, bool follows)
+static void on_arg(struct args_pend *p, const struct shmt_record *r, bool follows)
 {
 	const struct shmt_record *e = &p->r;
 	struct ev_args *a = &p->a;
 	uint32_t type = SHMT_ARG_TYPE(r->flow), i = SHMT_ARG_INDEX(r->flow);
 	uint32_t n = SHMT_ARG_COUNT(r->flow);
 
+	if (p->twant) {
+		/* the text before it is not whole: lost, and so is this one
+		 * (a->n did not count it, so the order check fails) */
+		p->lost++;
+		p->twant = 0;
+	}
 	if (!p->has || !follows || r->pid != e->pid || r->tid != e->tid || r->ts != e->ts ||
 	    r->cat != e->name || i != a->n + 1 || n > SHMTRACE_MAX_ARGS || i > n ||
-	    (a->n && n != a->count) || (type != SHMTRACE_ARG_INT && type != SHMTRACE_ARG_STR)) {
+	    (a->n && n != a->count) ||
+	    (type != SHMTRACE_ARG_INT && type != SHMTRACE_ARG_STR && type != SHMTRACE_ARG_TEXT) ||
+	    (type == SHMTRACE_ARG_TEXT && SHMT_TEXT_LEN(r->dur) > SHMTRACE_TEXT_MAX - p->tlen)) {
 		p->lost++;
 		return;
 	}
@@ -47,13 +84,65 @@ void args_on_arg(struct args_pend *p, const struct shmt_record *r, bool follows)
 	a->a[a->n].key = r->name;
 	a->a[a->n].type = type;
 	a->a[a->n].value = r->dur;
+	a->a[a->n].off = 0;
+	if (type == SHMTRACE_ARG_TEXT && SHMT_TEXT_LEN(r->dur)) {
+		p->twant = SHMT_TEXT_RECORDS(SHMT_TEXT_LEN(r->dur));
+		p->tstart = p->tlen;
+		return;
+	}
 	a->n++;
+}
+
+/* A text record: the next bytes of the text argument waiting for them,
+ * which is attached once they all came (kept in s). A text record with
+ * no argument waiting is of one already counted lost (or never
+ * attached), and is dropped. */
+static int on_text(struct args_pend *p, struct args_store *s, const struct shmt_record *r,
+		   bool follows)
+{
+	const struct shmt_record *e = &p->r;
+	struct ev_args *a = &p->a;
+	uint32_t len, have, k;
+	char chunk[SHMT_TEXT_CHUNK];
+
+	if (!p->twant)
+		return 0;
+	len = SHMT_TEXT_LEN(a->a[a->n].value);
+	have = p->tlen - p->tstart;
+	if (!p->has || !follows || r->pid != e->pid || r->tid != e->tid || r->ts != e->ts ||
+	    have >= len) {
+		p->lost++;
+		p->twant = 0;
+		return 0;
+	}
+	k = len - have < SHMT_TEXT_CHUNK ? len - have : SHMT_TEXT_CHUNK;
+	shmt_text_get(r, chunk);
+	memcpy(p->text + p->tlen, chunk, k);
+	p->tlen += k;
+	if (--p->twant)
+		return 0;
+	a->n++;
+	return text_keep(s, p->text + p->tstart, len, &a->a[a->n - 1].off);
+}
+
+int args_on_arg(struct args_pend *p, struct args_store *s, const struct shmt_record *r,
+		bool follows)
+{
+	if (shmt_record_kind(r) == SHMTRACE_KIND_TEXT)
+		return on_text(p, s, r, follows);
+	on_arg(p, r, follows);
+	return 0;
 }
 
 bool args_take(struct args_pend *p)
 {
 	if (!p->has)
 		return false;
+	if (p->twant) {
+		/* its text did not all come: never shown in part */
+		p->lost++;
+		p->twant = 0;
+	}
 	p->has = false;
 	p->args += p->a.n;
 	return true;
@@ -65,6 +154,10 @@ void args_store_init(struct args_store *s)
 	s->n = s->cap = 0;
 	s->fd = -1;
 	s->nfile = 0;
+	s->text = NULL;
+	s->tlen = s->tcap = 0;
+	s->tfd = -1;
+	s->tfile = 0;
 }
 
 int args_keep(struct args_store *s, const struct ev_args *a, uint32_t *idx)
@@ -110,9 +203,36 @@ const struct ev_args *args_get(struct args_store *s, uint32_t i)
 void args_store_free(struct args_store *s)
 {
 	free(s->v);
+	free(s->text);
 	if (s->fd >= 0)
 		close(s->fd);
+	if (s->tfd >= 0)
+		close(s->tfd);
 	args_store_init(s);
+}
+
+const char *args_text(struct args_store *s, const struct ev_args *a, uint32_t i, size_t *len)
+{
+	uint64_t off = a->a[i].off, cut = SHMT_TEXT_CUT(a->a[i].value);
+	uint32_t n = SHMT_TEXT_LEN(a->a[i].value);
+
+	if (n > SHMTRACE_TEXT_MAX)
+		return NULL;
+	if (off < ARGS_TEXT_MEM) {
+		if (off > s->tlen || n > s->tlen - off)
+			return NULL;
+		if (n)	/* none kept yet: s->text may be NULL */
+			memcpy(s->tgot, s->text + off, n);
+	} else if (n && (s->tfd < 0 ||
+			 pread(s->tfd, s->tgot, n, (off_t)(off - ARGS_TEXT_MEM)) != (ssize_t)n)) {
+		return NULL;
+	}
+	*len = n;
+	/* "…" (U+2026) in UTF-8: the producer cut before a whole character */
+	if (cut)
+		*len += (size_t)snprintf(s->tgot + n, sizeof(s->tgot) - n,
+					 "\xe2\x80\xa6" "[cut %llu bytes]", (unsigned long long)cut);
+	return s->tgot;
 }
 
 int open_note(struct open_spans *o, struct u64map *last, uint64_t key,

@@ -21,7 +21,9 @@ struct ev_args {
 	uint32_t n, count;		/* have, and the count the records say */
 	struct {
 		uint32_t key, type;
+		/* the int64, the string id, or a text's SHMT_TEXT_VALUE() */
 		uint64_t value;
+		uint64_t off;		/* a text: where its store keeps it */
 	} a[SHMTRACE_MAX_ARGS];
 };
 
@@ -37,6 +39,11 @@ struct args_pend {
 	struct ev_args a;
 	bool has;
 	uint64_t args, lost;		/* arguments handed over; dropped: no owner */
+	/* a text argument of the held event whose records are coming: how
+	 * many are still to come (0: none), and the event's text bytes so far
+	 * (all its text arguments carry SHMTRACE_TEXT_MAX together) */
+	uint32_t twant, tlen, tstart;
+	char text[SHMTRACE_TEXT_MAX];
 };
 
 /* Holds r (a span or an instant), with no arguments yet. The held one
@@ -44,26 +51,41 @@ struct args_pend {
 void args_hold(struct args_pend *p, const struct shmt_record *r, uint32_t pid, uint32_t ring,
 	       uint64_t seq);
 
+struct args_store;
+
 /*
- * r is an argument record (SHMTRACE_KIND_ARG); follows is the source's
- * word that it comes right after the record before it. It is attached to
- * the held event if it is that event's (pid, tid, ts and name) and the
- * next in order 1..count; else it is counted in p->lost and dropped: never
- * attached to another event.
+ * r is an argument record (SHMTRACE_KIND_ARG) or the text of one
+ * (SHMTRACE_KIND_TEXT, shmt_record_attached()); follows is the source's
+ * word that it comes right after the record before it. An argument is
+ * attached to the held event if it is that event's (pid, tid, ts and
+ * name) and the next in order 1..count, and a text argument once all its
+ * text records followed it (its text then kept in s, for the export's
+ * life); else it is counted in p->lost and dropped: never attached to
+ * another event, nor in part. Returns 0, or -errno when s could not keep
+ * a text (out of memory, or the temporary file).
  */
-void args_on_arg(struct args_pend *p, const struct shmt_record *r, bool follows);
+int args_on_arg(struct args_pend *p, struct args_store *s, const struct shmt_record *r,
+		bool follows);
 
 /* Takes the held event, now that no more of its arguments can come:
- * false when none is held. Counts its arguments in p->args. */
+ * false when none is held. Counts its arguments in p->args (and a text
+ * argument whose bytes did not all come in p->lost). */
 bool args_take(struct args_pend *p);
 
 /*
  * Arguments kept for events written later (those of flows), numbered
  * 1..n: the first ARGS_MEM bytes of them in memory, the rest in an
  * unlinked temporary file (util/extsort.h's), so that a trace's size
- * never decides the export's memory.
+ * never decides the export's memory. And the texts of every text
+ * argument, for the export's life (an event's arguments are copied and
+ * kept by value, so the texts they name stay where they are): the first
+ * ARGS_TEXT_MEM bytes in memory, the rest in a temporary file of their
+ * own.
  */
 #define ARGS_MEM (8u << 20)
+#define ARGS_TEXT_MEM (8u << 20)
+/* a text as exported: its bytes and the cut marker ("…[cut N bytes]") */
+#define ARGS_TEXT_OUT (SHMTRACE_TEXT_MAX + 40)
 
 struct args_store {
 	struct ev_args *v;
@@ -71,6 +93,11 @@ struct args_store {
 	int fd;			/* the rest, from v's capacity on; -1: none yet */
 	uint64_t nfile;
 	struct ev_args got;	/* args_get()'s answer from the file */
+	char *text;		/* texts at offsets below ARGS_TEXT_MEM */
+	size_t tlen, tcap;
+	int tfd;		/* texts from ARGS_TEXT_MEM on, -1: none yet */
+	uint64_t tfile;		/* bytes in tfd */
+	char tgot[ARGS_TEXT_OUT];	/* args_text()'s answer */
 };
 
 void args_store_init(struct args_store *s);
@@ -81,6 +108,11 @@ int args_keep(struct args_store *s, const struct ev_args *a, uint32_t *idx);
  * not be read); valid until the next call. */
 const struct ev_args *args_get(struct args_store *s, uint32_t i);
 void args_store_free(struct args_store *s);
+/* Text argument i of a (type SHMTRACE_ARG_TEXT) as exported: its bytes,
+ * then "…[cut N bytes]" when the producer cut N bytes off; its length in
+ * *len. NULL when the text cannot be read back. Valid until the next
+ * call. */
+const char *args_text(struct args_store *s, const struct ev_args *a, uint32_t i, size_t *len);
 
 /* An open span of a thread, exported after the pass at its thread's end. */
 struct open_ev {

@@ -35,4 +35,12 @@ static inline bool shmt_record_in_flow(const struct shmt_record *r)
 			   k == SHMTRACE_KIND_OPEN);
 }
 
+/* Whether r belongs to the event before it (an argument record, or the
+ * text of one) instead of being an event: every reader of events skips
+ * these, the exports attach them (args.h). */
+static inline bool shmt_record_attached(const struct shmt_record *r)
+{
+	return shmt_kind_attached(shmt_record_kind(r));
+}
+
 #endif

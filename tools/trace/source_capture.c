@@ -109,6 +109,19 @@ static int load_frame(struct source *s, struct source_run *run, const struct shm
 	}
 }
 
+/* The string ids of record r, ring's own, as map (of several rings'
+ * strings) numbers them: name and cat, and an interned string argument's
+ * value; a text record's fields are its bytes, not ids. */
+static void remap(const uint16_t *map, struct shmt_record *r)
+{
+	if (shmt_record_kind(r) == SHMTRACE_KIND_TEXT)
+		return;
+	r->name = map[r->name];
+	r->cat = map[r->cat];
+	if (shmt_record_kind(r) == SHMTRACE_KIND_ARG && SHMT_ARG_TYPE(r->flow) == SHMTRACE_ARG_STR)
+		r->dur = r->dur < CAP_MAX_STRINGS ? map[r->dur] : 0;
+}
+
 /* A pass: the records of a RECORDS frame not delivered yet. */
 static int deliver(struct source *s, struct source_run *run, const struct shmt_cap_frame *f,
 		   struct source_pass *p)
@@ -134,10 +147,8 @@ static int deliver(struct source *s, struct source_run *run, const struct shmt_c
 			run->bad++;
 			continue;
 		}
-		if (run->map) {
-			rec.name = run->map[rec.name];
-			rec.cat = run->map[rec.cat];
-		}
+		if (run->map)
+			remap(run->map, &rec);
 		rec.ts += run->shift;
 		s->records++;
 		run->records++;
