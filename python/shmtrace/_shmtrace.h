@@ -77,6 +77,9 @@ typedef struct {
 	uint32_t cat, name;
 	uint32_t nargs;
 	struct shmtrace_arg args[SHMTRACE_MAX_ARGS];
+	/* the str values of args, kept alive until the span is recorded: a
+	 * text argument's bytes are read then */
+	PyObject *vals[SHMTRACE_MAX_ARGS];
 	int active;
 } Span;
 
@@ -105,9 +108,12 @@ int pyst_get_flow(PyObject *o, uint64_t *flow);
 uint64_t pyst_current_flow(void);
 int pyst_event_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
 		    PyObject **a, uint64_t *flow);
-int pyst_arg_set(Tracer *tr, struct shmtrace_arg *args, uint32_t *n, PyObject *key,
+int pyst_arg_set(Tracer *tr, struct shmtrace_arg *args, PyObject **vals, uint32_t *n, PyObject *key,
 		 PyObject *value);
-int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, uint32_t *n);
+int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, PyObject **vals,
+		 uint32_t *n);
+/* Drops the references pyst_arg_set() kept in vals[0..SHMTRACE_MAX_ARGS). */
+void pyst_vals_clear(PyObject **vals);
 
 /* tracer.c */
 Tracer *pyst_tracer_new(shmtrace_t *t, int owned, PyObject *ring);

@@ -159,16 +159,21 @@ uint64_t pyst_current_flow(void)
 	return flow;
 }
 
-/* Adds key=value (a str, and an int or a str, interned) to the arguments
- * args[0..*n) of a record of tr, or replaces the value of that key: the
+/* Adds key=value (a str, and an int or a str) to the arguments args[0..*n)
+ * of a record of tr, or replaces the value of that key: the
  * library would keep both, and a viewer show one of them. With tracing
  * off (tr NULL or off) it only checks the types, as for names. Beyond SHMTRACE_MAX_ARGS keys the
  * argument is not kept and a RuntimeWarning says so: it is no reason to
- * change the traced program's control flow. Returns 0, or -1 with an
- * exception set. */
-int pyst_arg_set(Tracer *tr, struct shmtrace_arg *args, uint32_t *n, PyObject *key,
-		 PyObject *value)
+ * change the traced program's control flow. The key is interned; a str
+ * value is a text argument (SHMTRACE_ARG_TEXT: its bytes go with the
+ * record, not into the ring's string table, so per-request values such as
+ * URLs never use it up), its str kept in vals[i] until the record is
+ * written (pyst_vals_clear()). Returns 0, or -1 with an exception set. */
+int pyst_arg_set(Tracer *tr, struct shmtrace_arg *args, PyObject **vals, uint32_t *n,
+		 PyObject *key, PyObject *value)
 {
+	const char *text = NULL;
+	Py_ssize_t len;
 	struct shmtrace_arg a;
 	uint32_t i;
 	int ok;
@@ -185,7 +190,9 @@ int pyst_arg_set(Tracer *tr, struct shmtrace_arg *args, uint32_t *n, PyObject *k
 			return -1;	/* OverflowError: beyond an int64 */
 		a = shmtrace_arg_int(0, v);
 	} else if (PyUnicode_Check(value)) {
-		a = shmtrace_arg_str(0, 0);
+		if (!(text = pyst_utf8_of(value, "an argument's value", &len)))
+			return -1;
+		a = shmtrace_arg_text(0, text);
 	} else {
 		PyErr_Format(PyExc_TypeError, "argument %R must be int or str, not %.100s", key,
 			     Py_TYPE(value)->tp_name);
@@ -196,17 +203,13 @@ int pyst_arg_set(Tracer *tr, struct shmtrace_arg *args, uint32_t *n, PyObject *k
 	a.key = pyst_intern(tr, key, "an argument's key", &ok);
 	if (!ok)
 		return -1;
-	if (a.type == SHMTRACE_ARG_STR) {
-		a.value = pyst_intern(tr, value, "an argument's value", &ok);
-		if (!ok)
-			return -1;
-	}
 	for (i = 0; i < *n && args[i].key != a.key; i++)
 		;
 	if (i == SHMTRACE_MAX_ARGS)
 		return PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "argument %R not kept: a record "
 					"has at most %d arguments", key, SHMTRACE_MAX_ARGS);
 	args[i] = a;
+	Py_XSETREF(vals[i], text ? Py_NewRef(value) : NULL);
 	if (i == *n)
 		(*n)++;
 	return 0;
@@ -225,7 +228,14 @@ static int args_fit(Py_ssize_t size)
 /* The arguments of args= (a dict, or another mapping, of at most
  * SHMTRACE_MAX_ARGS keys, or None), into args[0..*n). Returns 0, or -1
  * with an exception set. */
-int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, uint32_t *n)
+void pyst_vals_clear(PyObject **vals)
+{
+	for (int i = 0; i < SHMTRACE_MAX_ARGS; i++)
+		Py_CLEAR(vals[i]);
+}
+
+int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, PyObject **vals,
+		 uint32_t *n)
 {
 	PyObject *items, *k, *v;
 	Py_ssize_t pos = 0;
@@ -239,7 +249,7 @@ int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, uint3
 		if (args_fit(PyDict_GET_SIZE(mapping)) < 0)
 			return -1;
 		while (ret == 0 && PyDict_Next(mapping, &pos, &k, &v))
-			ret = pyst_arg_set(tr, args, n, k, v);
+			ret = pyst_arg_set(tr, args, vals, n, k, v);
 		return ret;
 	}
 	items = PyMapping_Check(mapping) && !PySequence_Check(mapping) ?
@@ -257,7 +267,8 @@ int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, uint3
 			PyErr_SetString(PyExc_TypeError, "args.items() must give (key, value) pairs");
 			ret = -1;
 		} else {
-			ret = pyst_arg_set(tr, args, n, PyTuple_GET_ITEM(kv, 0), PyTuple_GET_ITEM(kv, 1));
+			ret = pyst_arg_set(tr, args, vals, n, PyTuple_GET_ITEM(kv, 0),
+					   PyTuple_GET_ITEM(kv, 1));
 		}
 	}
 	Py_DECREF(items);

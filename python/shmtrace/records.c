@@ -15,24 +15,30 @@ PYST_DOC(pyst_instant_doc,
 PyObject *pyst_instant(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
 	struct shmtrace_arg av[SHMTRACE_MAX_ARGS];
-	PyObject *a[4];
+	PyObject *a[4], *vals[SHMTRACE_MAX_ARGS] = { NULL };
 	uint32_t cat, name, n;
 	uint64_t flow;
+	int ret;
 
 	if (pyst_event_args("instant", args, nargs, kwnames, a, &flow) < 0)
 		return NULL;
 	if (!pyst_enabled(tr)) {
-		if (pyst_args_of(NULL, a[3], av, &n) < 0)
+		if (pyst_args_of(NULL, a[3], av, NULL, &n) < 0)
 			return NULL;
 		Py_RETURN_NONE;
 	}
 	if (pyst_intern_name_cat(tr, a[0], a[1], &name, &cat) < 0)
 		return NULL;
-	if (pyst_args_of(tr, a[3], av, &n) < 0)
+	ret = pyst_args_of(tr, a[3], av, vals, &n);
+	if (ret == 0) {
+		if (!a[2] || a[2] == Py_None)
+			flow = pyst_current_flow();
+		shmtrace_instant_args(tr->t, cat, name, flow, av, n);
+	}
+	/* the texts were read by the call */
+	pyst_vals_clear(vals);
+	if (ret < 0)
 		return NULL;
-	if (!a[2] || a[2] == Py_None)
-		flow = pyst_current_flow();
-	shmtrace_instant_args(tr->t, cat, name, flow, av, n);
 	Py_RETURN_NONE;
 }
 

@@ -5,6 +5,8 @@
  */
 #include "_shmtrace.h"
 
+#include <string.h>
+
 PyDoc_STRVAR(span_doc,
 "A span: what span() returns, a context manager.\n\n"
 "__enter__ opens it: from then on the ring shows it open, so that if the\n"
@@ -38,6 +40,7 @@ Span *pyst_span_alloc(void)
 	}
 	s->vectorcall = span_call;
 	s->nargs = 0;
+	memset(s->vals, 0, sizeof(s->vals));
 	s->stacks = NULL;
 	s->active = 0;
 	return s;
@@ -47,6 +50,7 @@ static void span_dealloc(Span *s)
 {
 	/* never exited: stays on the stack, as a C span never ended does */
 	pyst_open_drop(s);
+	pyst_vals_clear(s->vals);
 	Py_CLEAR(s->tr);
 	if (span_nfree < SPAN_FREE)
 		span_free[span_nfree++] = s;
@@ -79,6 +83,8 @@ static PyObject *span_exit(Span *s)
 			pyst_open_end(s, s->tr->t);
 		else
 			pyst_open_drop(s);
+		/* recorded: the texts were read */
+		pyst_vals_clear(s->vals);
 	}
 	Py_RETURN_NONE;
 }
@@ -90,9 +96,10 @@ PyDoc_STRVAR(span_set_doc,
 "Perfetto and DevTools (the export's \"args\", OTLP attributes): key a str,\n"
 "value an int (-2**63..2**63-1) or a str. A key set again takes the new\n"
 "value. Arguments are recorded with the span when it exits (a span the\n"
-"process died in shows none). str values are interned in the ring's\n"
-"string table, as names are: use them for values from a small set (a\n"
-"status, a method), ints for ids and sizes. A span has at most 4\n"
+"process died in shows none). A str value goes with the record, not into\n"
+"the ring's string table, so per-request values (a URL, a user id) are\n"
+"fine: at most 1024 bytes of UTF-8 per text and per record, a longer one\n"
+"exported cut with a marker. A span has at most 4\n"
 "arguments: a fifth key is not kept, and a RuntimeWarning says so.\n"
 "Raises TypeError for other types, OverflowError for an int out of range.");
 
@@ -103,7 +110,7 @@ static PyObject *span_set(Span *s, PyObject *const *args, Py_ssize_t nargs)
 		return NULL;
 	}
 	/* the shared no-op span has no tracer: the types are checked only */
-	if (pyst_arg_set(s->tr, s->args, &s->nargs, args[0], args[1]) < 0)
+	if (pyst_arg_set(s->tr, s->args, s->vals, &s->nargs, args[0], args[1]) < 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -221,7 +228,7 @@ PyObject *pyst_span(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObjec
 	if (!pyst_enabled(tr)) {
 		uint32_t n;
 
-		if (a[3] && pyst_args_of(NULL, a[3], NULL, &n) < 0)
+		if (a[3] && pyst_args_of(NULL, a[3], NULL, NULL, &n) < 0)
 			return NULL;
 		Py_INCREF(pyst_null_span);
 		return (PyObject *)pyst_null_span;
@@ -233,7 +240,7 @@ PyObject *pyst_span(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObjec
 		return NULL;
 	Py_INCREF(tr);
 	s->tr = tr;
-	if (a[3] && pyst_args_of(tr, a[3], s->args, &s->nargs) < 0) {
+	if (a[3] && pyst_args_of(tr, a[3], s->args, s->vals, &s->nargs) < 0) {
 		Py_DECREF(s);
 		return NULL;
 	}

@@ -3,7 +3,8 @@
 Span.set(), instant(args=)): int and str values reach the Chrome JSON's
 "args" and the OTLP attributes; a key set again takes its new value; more
 than a record holds is refused (args=) or warned about (set()); bad types
-raise, with tracing on and off alike."""
+raise, with tracing on and off alike; str values go with their records,
+so distinct per-request values never use up the ring's string table."""
 import json
 import os
 import types
@@ -37,6 +38,33 @@ def otlp_spans(path):
                                            {e["name"]: attrs(e["attributes"])
                                             for e in sp.get("events", [])})
     return out
+
+
+class TestTextValues(RingTest):
+    def strings_used(self):
+        st = json.loads(util.tool("stat", self.ring, "--json").stdout)
+        return st["strings"], st["string_bytes_used"]
+
+    def test_distinct_str_values_leave_the_string_table_alone(self):
+        t = self.t
+        with t.span("request", cat="rpc", args={"url": "/"}):  # name and key interned
+            pass
+        before = self.strings_used()
+        for i in range(2000):
+            with t.span("request", cat="rpc", args={"url": f"/items/{i}?q=\u00e9\"x"}):
+                pass
+        t.flush()
+        self.assertEqual(self.strings_used(), before)
+        urls = {e["args"]["url"] for e in util.spans(self.export(), "request")}
+        self.assertEqual(urls - {"/"}, {f"/items/{i}?q=\u00e9\"x" for i in range(2000)})
+
+    def test_long_str_value_is_cut_with_a_marker(self):
+        with self.t.span("big", args={"body": "\u00e9" * 2000}):
+            pass
+        body = util.spans(self.export(), "big")[0]["args"]["body"]
+        self.assertTrue(body.startswith("\u00e9" * 100))
+        self.assertIn("[cut ", body)
+        self.assertLessEqual(len(body.split("\u2026[cut")[0].encode()), 1024)
 
 
 class TestArgs(RingTest):
