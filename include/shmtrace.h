@@ -258,9 +258,10 @@ static inline struct shmtrace_arg shmtrace_arg_str(uint32_t key, uint32_t str_id
 }
 
 /* Text, read when the event is recorded: by shmtrace_span_args() and
- * shmtrace_instant_args() during the call, by shmtrace_end() for an
- * argument given to shmtrace_span_arg(), so it must stay valid and
- * unchanged until the span ends. text NULL is refused (-EINVAL). */
+ * shmtrace_instant_args() during the call; for an argument given to
+ * shmtrace_span_arg(), by it (for a crash inside the span) and again by
+ * shmtrace_end(), so it must stay valid and unchanged until the span
+ * ends. text NULL is refused (-EINVAL). */
 static inline struct shmtrace_arg shmtrace_arg_text(uint32_t key, const char *text)
 {
 	struct shmtrace_arg a = { key, SHMTRACE_ARG_TEXT, (uint64_t)(uintptr_t)text };
@@ -282,14 +283,15 @@ int shmtrace_instant_args(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t f
  * A span that is open: begun by shmtrace_begin(), recorded by shmtrace_end().
  * While it is open the thread's staging block (in the shared segment) says
  * so, with a few plain stores and no lock: if the process dies inside it,
- * `shmtrace export --ring` shows it as a slice from its start to the
- * thread's last recorded moment marked "unfinished": true, nested as it
- * was, and a running collector records it for the capture. Spans nest; a
- * thread's SHMTRACE_OPEN_MAX outermost open spans are tracked, deeper ones
- * are recorded at their end as usual but not shown if the thread dies in
- * them. Arguments added while it is open are recorded with it at its end
- * (an unfinished span has none). The struct lives in the caller's memory;
- * its fields are the library's.
+ * `shmtrace export --ring` shows it as a slice marked "unfinished": true,
+ * nested as it was, and a running collector records it for the capture,
+ * ending when it found the process dead (with no collector, the export
+ * ends it with the trace). Spans nest; a thread's SHMTRACE_OPEN_MAX
+ * outermost open spans are tracked, deeper ones are recorded at their end
+ * as usual but not shown if the thread dies in them. Arguments added while
+ * it is open are recorded with it at its end, and each is also staged when
+ * added (one record more), so an unfinished span has them. The struct
+ * lives in the caller's memory; its fields are the library's.
  */
 #define SHMTRACE_OPEN_MAX 4
 
@@ -309,10 +311,11 @@ struct shmtrace_open_span {
 int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32_t cat, uint32_t name,
 		   uint64_t flow_id);
 
-/* Adds an argument to an open span. -ENOSPC when it has SHMTRACE_MAX_ARGS
- * already (this one is not kept), -EINVAL for a bad type or NULL text. A
- * text argument's text is read at shmtrace_end(): it must live until
- * then. */
+/* Adds an argument to an open span, kept for its end and staged now in the
+ * thread's block (so that it survives a crash inside the span). -ENOSPC
+ * when it has SHMTRACE_MAX_ARGS already (this one is not kept), -EINVAL
+ * for a bad type or NULL text. A text argument's text is read now and
+ * again at shmtrace_end(): it must live until then. */
 int shmtrace_span_arg(struct shmtrace_open_span *sp, struct shmtrace_arg arg);
 
 /* Records the span (with its arguments) ending now and closes it. Call it
@@ -471,8 +474,9 @@ static inline uint32_t shmtrace_key_(shmtrace_t *t, struct shmtrace_key_site *si
  * Keys (and string values, through the library's per-process cache) are
  * interned once; a key must be a string literal or otherwise outlive the
  * program. A text value (SHMTRACE_ARG_TEXT: copied into the span's own
- * records, nothing interned) is read when the scope ends, so it must live
- * until then: a string of the request, not a buffer of an inner block.
+ * records, nothing interned) is read when it is added and when the scope
+ * ends, so it must live until then: a string of the request, not a buffer
+ * of an inner block.
  * At most SHMTRACE_MAX_ARGS arguments per scope.
  */
 #define SHMTRACE_SCOPE_VAR(var, cat, name, flow)				\

@@ -34,6 +34,10 @@ struct group {
 	unsigned nrec;				/* records after the event's own */
 	uint32_t len[SHMTRACE_MAX_ARGS];	/* a text argument's bytes kept */
 	uint64_t cut[SHMTRACE_MAX_ARGS];	/* ... and cut off (saturated) */
+	/* the event's own text, when the event is the argument record of an
+	 * open span's text argument (open_arg_stage()): its records first */
+	const char *text;
+	uint32_t tlen;
 };
 
 /* Bytes of s[0..len) that fit in room: all, or room cut back to the start
@@ -63,6 +67,8 @@ static bool plan(const struct shmtrace_arg *args, unsigned n, struct group *g)
 	g->args = args;
 	g->nargs = n;
 	g->nrec = n;
+	g->text = NULL;
+	g->tlen = 0;
 	for (unsigned i = 0; i < n; i++) {
 		const char *text = (const char *)(uintptr_t)args[i].value;
 		size_t len;
@@ -112,6 +118,8 @@ static void fill_group(const struct shmt_att *a, struct shmt_record *recs, uint6
 	const struct shmt_record *ev = &recs[w & mask];
 	uint64_t k = w + 1;
 
+	if (g->text)
+		k = fill_text(recs, mask, k, ev, g->text, g->tlen);
 	for (unsigned i = 0; i < g->nargs; i++) {
 		const struct shmtrace_arg *x = &g->args[i];
 		struct shmt_record *d = &recs[k++ & mask];
@@ -356,6 +364,47 @@ SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32
 	return 0;
 }
 
+/*
+ * Stages argument i (1-based) of the open span sp in the thread's block,
+ * as an argument record of its own (count 0, ring_format.h) and, for a
+ * text, its bytes after it (what the span's end will keep of them, after
+ * the texts before it), so that a crash before the span's end leaves it
+ * with the span's entry on the stack. Only while sp is on this thread's
+ * stack, in the block of its slot 0, in a ring that knows such records;
+ * otherwise the argument waits for the end, as it always does. Records
+ * staged as any: what the ring does with them is counted as for any.
+ */
+static void open_arg_stage(const struct shmtrace_open_span *sp, unsigned i)
+{
+	const struct shmtrace_arg *arg = &sp->args[i - 1];
+	struct shmt_tls_slot *s = &shmt_tls[0];
+	const struct shmt_att *a;
+	uint64_t value = arg->value;
+	struct group g = { 0 };	/* plan() sets what it reads; the analyzer cannot tell */
+
+	if (!sp->block_ || sp->block_ != (void *)s->b || sp->gen_ != shmt_fork_gen ||
+	    sp->depth_ >= SHMT_OPEN_MAX)
+		return;
+	/* pairs with the release store of cur in attach_locked() */
+	a = load_acquire(&sp->t->cur);
+	if (!a || a->v.minor < SHMT_MINOR_OPEN_ARGS || !shmt_slot_is(s, a) ||
+	    !plan(sp->args, i, &g))
+		return;
+	/* the key and the span's name are remapped by emit() as an event's
+	 * name and category are; a string value here, as fill_group() does */
+	if (arg->type == SHMTRACE_ARG_STR)
+		value = remap_id(a, (uint32_t)value);
+	if (arg->type == SHMTRACE_ARG_TEXT) {
+		value = SHMT_TEXT_VALUE(g.len[i - 1], g.cut[i - 1]);
+		g.text = (const char *)(uintptr_t)arg->value;
+		g.tlen = g.len[i - 1];
+	}
+	g.nargs = 0;
+	g.nrec = SHMT_TEXT_RECORDS(g.tlen);
+	emit(sp->t, SHMTRACE_KIND_ARG, sp->name, arg->key, sp->start, value,
+	     SHMT_OPEN_ARG_FLOW(arg->type, i, sp->depth_), g.nrec ? &g : NULL, NULL);
+}
+
 SHMT_API int shmtrace_span_arg(struct shmtrace_open_span *sp, struct shmtrace_arg arg)
 {
 	if (!sp)
@@ -366,6 +415,8 @@ SHMT_API int shmtrace_span_arg(struct shmtrace_open_span *sp, struct shmtrace_ar
 	if (sp->nargs >= SHMTRACE_MAX_ARGS)
 		return -ENOSPC;
 	sp->args[sp->nargs++] = arg;
+	/* and again with the span's record at its end, as any argument */
+	open_arg_stage(sp, sp->nargs);
 	return 0;
 }
 

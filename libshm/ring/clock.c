@@ -149,15 +149,30 @@ void shmt_clock_adopt(const struct shmt_clock *c)
 	__atomic_store_n(&g_clock.tsc_ok, 1, __ATOMIC_RELEASE);
 }
 
+/* The TSC value tsc in ns, by the conversion (mono0, tsc0, mult). */
+static inline uint64_t tsc_ns(uint64_t tsc, uint64_t mono0, uint64_t tsc0, uint32_t mult)
+{
+	int64_t d = (int64_t)(tsc - tsc0);
+
+	/* a read before tsc0 (another core, a little behind) stays monotonic */
+	if (unlikely(d < 0))
+		return mono0 - (uint64_t)(((unsigned __int128)(uint64_t)-d * mult) >> TSC_SHIFT);
+	return mono0 + (uint64_t)(((unsigned __int128)(uint64_t)d * mult) >> TSC_SHIFT);
+}
+
 SHMT_API uint64_t shmtrace_now(void)
 {
-	if (likely(__atomic_load_n(&g_clock.tsc_ok, __ATOMIC_ACQUIRE))) {
-		int64_t d = (int64_t)(read_tsc() - g_clock.tsc0);
+	if (likely(__atomic_load_n(&g_clock.tsc_ok, __ATOMIC_ACQUIRE)))
+		return tsc_ns(read_tsc(), g_clock.mono0, g_clock.tsc0, g_clock.mult);
+	return shmt_mono_ns();
+}
 
-		/* a read before tsc0 (another core, a little behind) stays monotonic */
-		if (unlikely(d < 0))
-			return g_clock.mono0 - (uint64_t)(((unsigned __int128)(uint64_t)-d * g_clock.mult) >> TSC_SHIFT);
-		return g_clock.mono0 + (uint64_t)(((unsigned __int128)(uint64_t)d * g_clock.mult) >> TSC_SHIFT);
-	}
+/* Now on the clock of the ring whose anchor is c: its own conversion, not
+ * the process's (which is the first TSC ring's), so that a time a reader
+ * or the collector notes is on the same clock as the ring's records. */
+uint64_t shmt_clock_now(const struct shmt_clock *c)
+{
+	if (c->tsc_ok && c->mult && c->shift == TSC_SHIFT)
+		return tsc_ns(read_tsc(), c->mono0, c->tsc0, c->mult);
 	return shmt_mono_ns();
 }

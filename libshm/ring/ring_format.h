@@ -19,11 +19,12 @@
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
 #define SHMT_RING_MAJOR		1u
-#define SHMT_RING_MINOR		6u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
+#define SHMT_RING_MINOR		7u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
 					   3: staging blocks of 256 records;
 					   4: block size from the capacity;
 					   5: retired, lock_dropped, orphaned;
-					   6: text arguments (record kind 6) */
+					   6: text arguments (record kind 6);
+					   7: arguments of open spans */
 #define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
@@ -299,6 +300,17 @@ static inline uint64_t shmt_open_flow_unpack(uint32_t f, uint64_t ring_id)
 }
 
 /*
+ * An open span as a record (SHMTRACE_KIND_OPEN), written into the ring by
+ * whoever adopts a dead thread's block: ts its start, dur the time from
+ * then to the moment the adopter found the thread dead (ring clock), or
+ * SHMT_OPEN_END_UNKNOWN (writers before minor 7, a death seen before the
+ * span's start, which only a wrong clock gives, or a post-mortem reader's
+ * record of a thread that died unseen), flow, name, cat, pid and tid as a
+ * span's.
+ */
+#define SHMT_OPEN_END_UNKNOWN	0u
+
+/*
  * A per-thread staging block. Its owner appends records without the lock:
  * it writes recs[written % n] and then release-stores written + 1. Whoever
  * holds the ring lock may move recs[taken % n .. written % n) into the ring
@@ -407,6 +419,33 @@ static inline void shmt_text_get(const struct shmt_record *r, char *out)
 	out[17] = (char)(r->name >> 8);
 	out[18] = (char)r->cat;
 	out[19] = (char)(r->cat >> 8);
+}
+
+/*
+ * An argument of an open span (minor 7): shmtrace_span_arg() stages it in
+ * the thread's block when it is added, as a group of its own, so that it
+ * survives a crash inside the span (the span's record at its end carries
+ * its arguments again, as any span's). An argument record whose count is
+ * 0: ts is the span's start, cat its name id, name the key's id, dur the
+ * value (a text's SHMT_TEXT_VALUE(), its text records right after it, in
+ * the same group), and flow SHMT_OPEN_ARG_FLOW(type, index, depth): index
+ * 1..4 as added, depth the span's entry on its thread's stack
+ * (0..SHMT_OPEN_MAX - 1). It belongs to no event: a reader keeps the last
+ * ones of each (thread, depth) and gives them to that thread's open span
+ * (kind 5) of the same start and name, if one comes. Rings before this
+ * minor never hold one (their readers would count it as an argument whose
+ * event was lost), so producers write them only into rings of
+ * SHMT_MINOR_OPEN_ARGS or later.
+ */
+#define SHMT_MINOR_OPEN_ARGS	7u
+#define SHMT_OPEN_ARG_FLOW(type, i, depth) \
+	((uint64_t)(type) | (uint64_t)(i) << 8 | (uint64_t)(depth) << 24)
+#define SHMT_OPEN_ARG_DEPTH(f)	((uint32_t)((f) >> 24 & 0xffu))
+
+/* Whether an argument record's flow word says it is an open span's. */
+static inline bool shmt_arg_of_open(uint64_t flow)
+{
+	return SHMT_ARG_COUNT(flow) == 0;
 }
 
 #define SHMT_BLOCK_FREE		0u

@@ -116,7 +116,8 @@ int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_r
 
 /* inflight.c: a thread's open spans (ring_format.h, struct shmt_block).
  * Copies block i's open spans, outermost first, as SHMTRACE_KIND_OPEN
- * records (dur 0) into out[SHMT_OPEN_MAX]; none unless it is owned. */
+ * records (dur SHMT_OPEN_END_UNKNOWN) into out[SHMT_OPEN_MAX]; none
+ * unless it is owned. */
 uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shmt_record *out);
 
 /* Runs fn(arg) with SIGBUS turned into a return of -EFAULT: a peer that

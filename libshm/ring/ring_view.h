@@ -166,6 +166,7 @@ static inline bool shmt_journal_published(const struct shmt_journal *j, uint64_t
 
 /* clock.c: reading the clock (shmtrace_now()) with a ring's parameters */
 void shmt_clock_adopt(const struct shmt_clock *c);
+uint64_t shmt_clock_now(const struct shmt_clock *c);
 uint64_t shmt_mono_ns(void);
 uint64_t shmt_realtime_ns(void);
 

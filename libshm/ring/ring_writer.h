@@ -44,6 +44,7 @@ void shmt_wake_collector(struct shmt_view *v);
 struct shmt_owner {
 	uint32_t pid, tid;
 	uint64_t start_time;
+	uint64_t seen;		/* ring clock when found dead: its open spans' end */
 };
 uint32_t shmt_find_dead_blocks(const struct shmt_view *v, struct shmt_owner *dead);
 uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead);
