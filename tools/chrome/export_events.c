@@ -189,7 +189,8 @@ int export_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 
 	switch (shmt_record_kind(r)) {
 	case SHMTRACE_KIND_OPEN:
-		return open_add(&e->open, r, pid, e->src->ring);
+		return open_add(&e->open, &e->fargs, r, pid, e->src->ring,
+				source_open_args(e->src));
 	case SHMTRACE_KIND_SPAN:
 	case SHMTRACE_KIND_INSTANT:
 		args_hold(&e->pend, r, pid, e->src->ring, 0);
@@ -199,16 +200,19 @@ int export_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	}
 }
 
-/* Open spans, after the pass: each ends at its thread's last recorded
- * moment (args.h), so the spans a thread died in nest as they were. */
+/* Open spans, after the pass, with the arguments they had: each ends
+ * where its thread was last seen in it, or with the trace (args.h), so
+ * the spans a thread died in nest as they were. */
 int export_open_spans(struct exporter *e)
 {
 	for (size_t i = 0; i < e->open.n; i++) {
 		struct shmt_record r = open_span_at(&e->open, &e->seen, i);
+		const struct ev_args *a = open_args(&e->open, i);
 		int ret;
 
 		e->unfinished++;
-		if ((ret = put_record(e, &r, e->open.v[i].pid, NULL, e->open.v[i].ring)) != 0)
+		e->pend.args += a ? a->n : 0;
+		if ((ret = put_record(e, &r, e->open.v[i].pid, a, e->open.v[i].ring)) != 0)
 			return ret;
 	}
 	return 0;

@@ -80,7 +80,8 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 		return ret;
 	if (shmt_record_kind(r) == SHMTRACE_KIND_OPEN)
 		/* numbered after the pass: the other spans keep their ids */
-		return open_add(&o->open, r, outpid, o->s->ring);
+		return open_add(&o->open, &o->args, r, outpid, o->s->ring,
+				source_open_args(o->s));
 	seq = ++o->seq;
 	if (shmt_record_kind(r) == SHMTRACE_KIND_COUNTER) {
 		o->counters++;
@@ -96,7 +97,8 @@ static int put_open(struct otlp *o)
 {
 	for (size_t i = o->open.n; i-- > 0;) {
 		struct shmt_record r = open_span_at(&o->open, &o->last, i);
-		int ret = put_node(o, &r, o->open.v[i].pid, o->open.v[i].ring, ++o->seq, NULL);
+		int ret = put_node(o, &r, o->open.v[i].pid, o->open.v[i].ring, ++o->seq,
+				   open_args(&o->open, i));
 
 		if (ret < 0)
 			return ret;

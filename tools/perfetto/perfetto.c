@@ -72,7 +72,8 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 			ps->verb);
 	switch (kind) {
 	case SHMTRACE_KIND_OPEN:
-		return open_add(&pf->open, r, pid, pf->src->ring);
+		return open_add(&pf->open, &pf->texts, r, pid, pf->src->ring,
+				source_open_args(pf->src));
 	case SHMTRACE_KIND_SPAN:
 	case SHMTRACE_KIND_INSTANT:
 		args_hold(&pf->pend, r, pid, pf->src->ring, 0);
@@ -83,7 +84,7 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 }
 
 /* One pass over the records, then the event held for its arguments and
- * the open spans, each ended at its thread's last moment (args.h). */
+ * the open spans with theirs, each ended where args.h says. */
 static int run_pass(struct pass *ps, char *err, size_t errlen)
 {
 	struct pf *pf = ps->pf;
@@ -103,8 +104,10 @@ static int run_pass(struct pass *ps, char *err, size_t errlen)
 		ret = take_pending(ps);
 	for (size_t i = 0; ret == 0 && i < pf->open.n; i++) {
 		struct shmt_record r = open_span_at(&pf->open, &pf->seen, i);
+		const struct ev_args *a = open_args(&pf->open, i);
 
-		ret = ps->event(pf, &r, pf->open.v[i].pid, pf->open.v[i].ring, NULL);
+		pf->pend.args += a ? a->n : 0;
+		ret = ps->event(pf, &r, pf->open.v[i].pid, pf->open.v[i].ring, a);
 	}
 	return ret;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * args.c - argument records attached to their event, and open spans ended
- * at their thread's last moment, the same way for both exports.
+ * args.c - argument records attached to their event, and open spans with
+ * their arguments and their end, the same way for every export.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -250,25 +250,52 @@ int open_note(struct open_spans *o, struct u64map *last, uint64_t key,
 	return 0;
 }
 
-int open_add(struct open_spans *o, const struct shmt_record *r, uint32_t pid, uint32_t ring)
+int open_add(struct open_spans *o, struct args_store *s, const struct shmt_record *r,
+	     uint32_t pid, uint32_t ring, const struct open_args *a)
 {
+	struct open_ev *e;
+
 	if (array_reserve(&o->v, &o->cap, o->n + 1, sizeof(*o->v), 16) < 0)
 		return -ENOMEM;
-	o->v[o->n].r = *r;
-	o->v[o->n].pid = pid;
-	o->v[o->n++].ring = ring;
+	e = &o->v[o->n++];
+	e->r = *r;
+	e->pid = pid;
+	e->ring = ring;
+	e->a.n = e->a.count = 0;
+	if (!a)
+		return 0;
+	e->a = a->a;
+	for (uint32_t i = 0; i < e->a.n; i++) {
+		uint32_t len = SHMT_TEXT_LEN(e->a.a[i].value);
+		int ret;
+
+		/* the source kept it whole, within SHMTRACE_TEXT_MAX */
+		if (e->a.a[i].type == SHMTRACE_ARG_TEXT &&
+		    (ret = text_keep(s, a->text + e->a.a[i].off, len, &e->a.a[i].off)) < 0)
+			return ret;
+	}
 	return 0;
 }
 
-/* So the spans a thread died in nest as they were. */
+/* Where it was last seen, or the trace's end; never before its thread's
+ * last moment, so the spans a thread died in nest as they were. */
 struct shmt_record open_span_at(const struct open_spans *o, const struct u64map *last, size_t i)
 {
 	struct shmt_record r = o->v[i].r;
 	const uint64_t *l = u64map_find(last, (uint64_t)o->v[i].pid << 32 | r.tid);
-	uint64_t end = l && *l >= r.ts ? *l : o->last_end;
+	/* a forged dur saturates rather than wraps */
+	uint64_t end = r.dur == SHMT_OPEN_END_UNKNOWN ? o->last_end :
+		       r.ts + r.dur < r.ts ? UINT64_MAX : r.ts + r.dur;
 
+	if (l && *l > end)
+		end = *l;
 	r.dur = end > r.ts ? end - r.ts : 0;
 	return r;
+}
+
+const struct ev_args *open_args(const struct open_spans *o, size_t i)
+{
+	return o->v[i].a.n ? &o->v[i].a : NULL;
 }
 
 void open_free(struct open_spans *o)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * args.h - what both exports (Chrome and OTLP) read after an event: its
- * argument records, attached only to their own event, and the open spans
- * of threads that never ended them, ended at their thread's last moment.
+ * args.h - what the exports (Chrome, OTLP, Perfetto) read after an event:
+ * its argument records, attached only to their own event, and the open
+ * spans of threads that never ended them, with the arguments they had and
+ * the end they are given.
  */
 #ifndef SHMTRACE_ARGS_H
 #define SHMTRACE_ARGS_H
@@ -114,18 +115,33 @@ void args_store_free(struct args_store *s);
  * call. */
 const char *args_text(struct args_store *s, const struct ev_args *a, uint32_t i, size_t *len);
 
-/* An open span of a thread, exported after the pass at its thread's end. */
+/* The arguments of an open span as the source hands them over
+ * (source_open_args()): a text argument's bytes are text[off .. off +
+ * SHMT_TEXT_LEN(value)). */
+struct open_args {
+	struct ev_args a;
+	const char *text;
+};
+
+/* An open span of a thread, exported after the pass. */
 struct open_ev {
 	struct shmt_record r;
 	uint32_t pid;			/* as written */
 	uint32_t ring;			/* the source's ring index */
+	struct ev_args a;		/* added while it was open (source_open_args()) */
 };
 
 /*
- * Open spans (SHMTRACE_KIND_OPEN records) and where each ends: at its
- * thread's last recorded moment (the end of its last span, the time of its
- * last instant or counter, or the start of a deeper open span), or the
- * trace's if the thread recorded nothing after the span began.
+ * Open spans (SHMTRACE_KIND_OPEN records) and where each ends. Its record
+ * says when its thread was last seen in it, when that is known: the
+ * moment the collector (or a producer adopting the block) found the
+ * thread dead, or a post-mortem reader found it alive (a dur not 0); it
+ * ends there, or at its thread's last recorded moment if that is later
+ * (so that the spans it holds stay inside it). Else, its thread dead at a
+ * moment nobody saw, it ends with the trace: the latest moment that any
+ * recorded event of the export reaches (a span's end, an instant, a
+ * counter, an open span's start), as Perfetto draws a slice that did not
+ * end. Either way the spans a thread died in nest as they were.
  */
 struct open_spans {
 	struct open_ev *v;
@@ -140,10 +156,14 @@ struct open_spans {
  */
 int open_note(struct open_spans *o, struct u64map *last, uint64_t key,
 	      const struct shmt_record *r);
-/* Keeps the open span r. Returns 0 or -ENOMEM. */
-int open_add(struct open_spans *o, const struct shmt_record *r, uint32_t pid, uint32_t ring);
+/* Keeps the open span r with its arguments a (may be NULL), their texts
+ * in s. Returns 0, -ENOMEM, or -errno when s could not keep a text. */
+int open_add(struct open_spans *o, struct args_store *s, const struct shmt_record *r,
+	     uint32_t pid, uint32_t ring, const struct open_args *a);
 /* Open span i as a span record ending where it ends (its dur set). */
 struct shmt_record open_span_at(const struct open_spans *o, const struct u64map *last, size_t i);
+/* Open span i's arguments, or NULL when it has none. */
+const struct ev_args *open_args(const struct open_spans *o, size_t i);
 void open_free(struct open_spans *o);
 
 #endif

@@ -137,6 +137,10 @@ int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, 
 
 	s->records = 0;
 	s->follows = false;
+	if ((ret = source_open_pass(s, &p.fn, &p.ctx)) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return ret;
+	}
 	ret = s->ops->pass(s, &p, err, errlen);
 	/* every pass sees the same torn records: count them once */
 	if (!s->passes++) {
@@ -169,6 +173,7 @@ void source_close(struct source *s)
 	/* a source that failed to open may have no back-end yet */
 	if (s->ops)
 		s->ops->close(s);
+	source_open_free(s);
 	source_table_free(s->str, s->slen, s->nstr);
 	free(s->thr);
 	free(s->thr_ring);

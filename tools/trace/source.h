@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "args.h"
 #include "ring_view.h"
 #include "loss.h"
 #include "record.h"
@@ -44,6 +45,7 @@ struct source_tables {
 };
 
 struct source_ops;
+struct source_open;
 
 struct source {
 	/* the back-end, source_ring.c or source_capture.c (source_int.h),
@@ -106,6 +108,8 @@ struct source {
 	 * staging block), so an argument record belongs to that one */
 	bool follows;
 	unsigned passes;
+	/* the arguments of open spans, kept as a pass goes (source_open.c) */
+	struct source_open *open;
 };
 
 /*
@@ -135,10 +139,21 @@ void source_close(struct source *s);
  */
 /* Records of kind SHMTRACE_KIND_ARG are handed over too, with s->follows
  * saying whether they may belong to the record before them; a ring's open
- * spans come as SHMTRACE_KIND_OPEN records after each block's records. */
+ * spans come as SHMTRACE_KIND_OPEN records after each block's records.
+ * The arguments of open spans (argument records of count 0) are not
+ * handed over: source_open_args() gives them with their span. */
 typedef int (*source_record_fn)(void *ctx, const struct shmt_record *r, uint64_t start_time);
 
 int source_records(struct source *s, source_record_fn fn, void *ctx, char *err, size_t errlen);
+
+/*
+ * While an open span (a record of kind SHMTRACE_KIND_OPEN) is handed over:
+ * the arguments its thread added while it was open (docs/FORMAT.md,
+ * arguments of open spans), or NULL when none came; a text argument's
+ * bytes are text[off .. off + SHMT_TEXT_LEN(value)). Valid during that
+ * call only.
+ */
+const struct open_args *source_open_args(const struct source *s);
 
 /* Adds ns (signed) to the timestamps of host's records, after the
  * wall-clock alignment; before the first pass. Returns 0, -ENOENT when

@@ -43,6 +43,12 @@ extern const struct source_ops source_capture_ops;
 void source_ring_from(struct source *s, uint64_t seq);
 void source_ring_seqs(const struct source *s, uint64_t *tail, uint64_t *head);
 
+/* source_open.c: a pass's records go through it first, which keeps the
+ * arguments of open spans out of the stream (source_open_args()): it
+ * puts its filter in *fn and *ctx, keeping theirs. 0 or -ENOMEM. */
+int source_open_pass(struct source *s, source_record_fn *fn, void **ctx);
+void source_open_free(struct source *s);
+
 /* A table of n string ids: str[id] text, slen[id] its length. */
 int source_table_alloc(char ***str, uint32_t **slen, uint32_t n);
 void source_table_free(char **str, uint32_t *slen, uint32_t n);
