@@ -35,7 +35,7 @@ run_one() {
 
 # the programs whose threads and processes share a ring (TSan), by name;
 # a name that is no test program fails the run
-THREADED=(test_ring test_ring_records test_ring_strings test_ring_mp test_ring_mp_share test_ring_attach test_ring_retire test_ring_create test_inflight_crash
+THREADED=(test_ring test_ring_records test_ring_strings test_ring_mp test_ring_mp_share test_ring_attach test_ring_retire test_ring_create test_inflight_crash test_unfinished
 	test_collector test_collector_output test_collector_lifecycle test_collector_signals test_hostile_ring)
 for n in "${THREADED[@]}"; do
 	[ -f "tests/$n.c" ] || { echo "run.sh: THREADED names $n, which is no test" >&2; exit 2; }

@@ -2,17 +2,19 @@
 /*
  * test_inflight_crash.c - the spans a process dies inside, and arguments on
  * events: a producer SIGKILLed in nested spans is exported post-mortem with
- * them open ("unfinished"), nested and nothing else changed; a collector
- * records them for its capture; arguments with hostile strings, the
- * maximum count, and argument records whose event was lost (never attached
- * to another one).
+ * them open ("unfinished"), nested, with the argument added to one while
+ * it was open, and nothing else changed; a collector records them for its
+ * capture, ending where it found the producer dead; arguments with hostile
+ * strings, the maximum count, and argument records whose event was lost
+ * (never attached to another one). How long an unfinished span lasts:
+ * test_unfinished.c.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "cli_run.h"
+#include "export_read.h"
 
 
 /* Exports the ring post-mortem and returns the JSON (the caller frees it). */
@@ -22,56 +24,6 @@ static char *export_ring_json(const char *ring)
 
 	assert_int_equal(run(NULL, tmp("t.err"), argv), 0);
 	return slurp(tmp("t.json"));
-}
-
-struct ev {
-	uint64_t ts, dur;	/* ns, from the exported microseconds */
-	const char *at;		/* the event's text, up to its closing brace */
-	size_t len;
-};
-
-static uint64_t parse_us(const char *p)
-{
-	unsigned long long us = 0, frac = 0;
-
-	assert_int_equal(sscanf(p, "%llu.%3llu", &us, &frac), 2);
-	return us * 1000 + frac;
-}
-
-/* The k-th event (0-based) whose "name" is name; false if there is none. */
-static bool find_event(const char *json, const char *name, int k, struct ev *out)
-{
-	char key[160];
-	const char *p = json;
-
-	snprintf(key, sizeof(key), "\"name\":\"%s\"", name);
-	while ((p = strstr(p, key))) {
-		const char *start = p, *end = strchr(p, '\n'), *q;
-
-		while (start > json && *start != '{')
-			start--;
-		/* a flow event or metadata has no "dur" */
-		q = strstr(start, "\"dur\":");
-		if (q && (!end || q < end) && k-- == 0) {
-			out->dur = parse_us(q + 6);
-			q = strstr(start, "\"ts\":");
-			out->ts = parse_us(q + 5);
-			out->at = start;
-			out->len = end ? (size_t)(end - start) : strlen(start);
-			return true;
-		}
-		p += strlen(key);
-	}
-	return false;
-}
-
-static bool ev_has(const struct ev *e, const char *s)
-{
-	char *t = strndup(e->at, e->len);
-	bool ok = strstr(t, s) != NULL;
-
-	free(t);
-	return ok;
 }
 
 static void make_ring(const char *ring, uint32_t capacity, uint32_t mode)
@@ -108,7 +60,7 @@ static void child_dies_nested(const char *ring, int extra, int ready)
 			SHMTRACE_SCOPE_FLOW("test", "middle", 0);
 
 			shmtrace_begin(t, &sp, shmtrace_intern(t, "test"), shmtrace_intern(t, "inner"), 0);
-			shmtrace_span_arg(&sp, shmtrace_arg_int(shmtrace_intern(t, "lost"), 1));
+			shmtrace_span_arg(&sp, shmtrace_arg_int(shmtrace_intern(t, "bytes"), 1));
 			{
 				SHMTRACE_SCOPE("test", "done");
 			}
@@ -147,9 +99,11 @@ static pid_t spawn_dying(const char *ring, int extra)
 	return kid;
 }
 
-/* outer, middle and inner open, nested, ending at the thread's last
- * recorded moment: where "done" ended, or where the last "deep" began. */
-static void check_nested(const char *json)
+/* outer, middle and inner open, nested, ending together: post-mortem at
+ * the trace's last recorded moment (where "done" ended, or where the last
+ * "deep" began: its thread was the only one), with a collector where it
+ * found the thread dead (seen_dead), which is no earlier. */
+static void check_nested(const char *json, bool seen_dead)
 {
 	struct ev outer, middle, inner, done, x;
 	uint64_t last;
@@ -162,13 +116,17 @@ static void check_nested(const char *json)
 	assert_false(find_event(json, "inner", 1, &x));
 	assert_true(ev_has(&outer, "\"args\":{\"unfinished\":true}"));
 	assert_true(ev_has(&middle, "\"args\":{\"unfinished\":true}"));
-	/* its argument was never recorded: an unfinished span has none */
-	assert_true(ev_has(&inner, "\"args\":{\"unfinished\":true}"));
+	/* the argument added while it was open */
+	assert_true(ev_has(&inner, "\"args\":{\"bytes\":1,\"unfinished\":true}"));
 	assert_false(ev_has(&done, "unfinished"));
 	assert_true(outer.ts <= middle.ts && middle.ts <= inner.ts && inner.ts <= done.ts);
 	last = done.ts + done.dur;
 	for (int k = 0; find_event(json, "deep", k, &x); k++)
 		last = x.ts;
+	if (seen_dead) {
+		assert_true(outer.ts + outer.dur >= last);
+		last = outer.ts + outer.dur;
+	}
 	assert_int_equal(outer.ts + outer.dur, last);
 	assert_int_equal(middle.ts + middle.dur, last);
 	assert_int_equal(inner.ts + inner.dur, last);
@@ -183,7 +141,7 @@ static void test_killed_in_nested_scope(void **state)
 	make_ring(ring, 4096, SHMTRACE_MODE_DISCARD);
 	spawn_dying(ring, 0);
 	json = export_ring_json(ring);
-	check_nested(json);
+	check_nested(json, false);
 	/* nothing else changed: the 100 spans before, "done", three open */
 	assert_int_equal(count(json, "\"name\":\"before\""), 100);
 	assert_int_equal(count(json, "\"ph\":\"X\""), 100 + 1 + 3);
@@ -213,7 +171,7 @@ static void test_depth_bound(void **state)
 	make_ring(ring, 4096, SHMTRACE_MODE_DISCARD);
 	spawn_dying(ring, 3);	/* outer, middle, inner, deep x3: 6 open */
 	json = export_ring_json(ring);
-	check_nested(json);
+	check_nested(json, false);
 	assert_int_equal(SHMTRACE_OPEN_MAX, SHMT_OPEN_MAX);
 	assert_true(find_event(json, "deep", 0, &x));
 	assert_true(ev_has(&x, "unfinished"));
@@ -245,7 +203,7 @@ static void test_collector_records_open_spans(void **state)
 		assert_int_equal(run(NULL, NULL, argv), 0);
 	}
 	json = slurp(tmp("c.json"));
-	check_nested(json);
+	check_nested(json, true);
 	assert_int_equal(count(json, "\"ph\":\"X\""), 100 + 1 + 3);
 	free(json);
 }

@@ -52,7 +52,7 @@ static void child_args_dies(const char *ring, int ready)
 			SHMTRACE_SCOPE_FLOW("test", "middle", 7);
 
 			shmtrace_begin(t, &sp, c, shmtrace_intern(t, "inner"), 0);
-			shmtrace_span_arg(&sp, shmtrace_arg_int(shmtrace_intern(t, "lost"), 1));
+			shmtrace_span_arg(&sp, shmtrace_arg_int(shmtrace_intern(t, "bytes"), 1));
 			{
 				SHMTRACE_SCOPE("test", "done");
 			}
@@ -187,8 +187,9 @@ static void check_open_spans(const char *cj, const char *oj, uint64_t off)
 		assert_non_null(strstr(sp, "\"status\":{\"code\":0}"));
 		assert_int_equal(field_u64(sp, "\"startTimeUnixNano\":\""), ts + off);
 		assert_int_equal(field_u64(sp, "\"endTimeUnixNano\":\""), end + off);
-		/* the argument added to inner was never recorded */
-		assert_null(strstr(sp, "shmtrace.arg.lost"));
+		/* the argument added to inner while it was open */
+		assert_true((strstr(sp, "{\"key\":\"shmtrace.arg.bytes\",\"value\":"
+				    "{\"intValue\":\"1\"}}") != NULL) == (i == 2));
 		if (i == 1) {
 			/* in flow 7: a child of outer, which encloses it, linked
 			 * to the step before it */

@@ -11,9 +11,7 @@
  * output through a symbolic link, a write that fails, options of another
  * format. The demo's capture and a ring read post-mortem: tests/e2e/perfetto.sh.
  */
-#include <limits.h>
-
-#include "cli_run.h"
+#include "export_read.h"
 
 enum { S_CAT = 1, S_A, S_B, S_C, S_I, S_J, S_Z, S_F, S_K1, S_K2, S_V, S_CTR, S_N };
 
@@ -82,33 +80,11 @@ static void make_capture(const char *path)
 	msgpack_sbuffer_destroy(&b);
 }
 
-static bool have_protoc(void)
-{
-	return system("protoc --version >/dev/null 2>&1") == 0 &&
-	       system("python3 --version >/dev/null 2>&1") == 0;
-}
-
-/* Exports the capture both ways with the options opts (the same for
- * both), decodes the Perfetto trace and compares them; the checker's
- * word ends up in tmp("check.out"). */
+/* Exports the capture t.cap both ways with the options opts and compares
+ * them (export_read.h). */
 static void compare(const char *opts, const char *expect)
 {
-	char cmd[1024], tool[PATH_MAX];
-
-	assert_non_null(realpath(bin, tool));
-	setenv("PF_TOOL", tool, 1);
-	setenv("PF_DIR", tmpdir, 1);
-	snprintf(cmd, sizeof(cmd),
-		 "d=\"$PF_DIR\" && \"$PF_TOOL\" export \"$d/t.cap\" %s -o \"$d/t.json\" 2>/dev/null && "
-		 "\"$PF_TOOL\" export \"$d/t.cap\" %s --format perfetto -o \"$d/t.pftrace\" 2>\"$d/t.err\" && "
-		 "protoc --decode=perfetto.Trace -I tests/perfetto tests/perfetto/perfetto_trace.proto "
-		 "<\"$d/t.pftrace\" >\"$d/t.txt\" && python3 tests/perfetto/check-perfetto.py "
-		 "\"$d/t.txt\" \"$d/t.json\" %s >\"$d/check.out\" 2>&1", opts, opts, expect);
-	if (system(cmd) != 0) {
-		if (access(tmp("check.out"), F_OK) == 0)
-			print_file(tmp("check.out"));
-		fail_msg("the Perfetto export with '%s' differs from the Chrome one", opts);
-	}
+	perfetto_compare("\"$d/t.cap\"", opts, expect);
 }
 
 static void test_nesting_as_chrome(void **state)

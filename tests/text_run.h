@@ -8,7 +8,7 @@
 #ifndef SHMTRACE_TEST_TEXT_RUN_H
 #define SHMTRACE_TEST_TEXT_RUN_H
 
-#include "cli_run.h"
+#include "export_read.h"
 
 /* Appends code point cp to out as UTF-8. */
 static inline size_t put_utf8(char *out, uint32_t cp)
@@ -111,29 +111,6 @@ static inline const char *next_event(const char *json, const char *name, size_t 
 		p--;
 	*pos = (size_t)(strchr(p, '\n') ? strchr(p, '\n') - json + 1 : (long)strlen(json));
 	return p;
-}
-
-/* Exports the capture files (NULL-terminated) to out, --format fmt
- * (NULL: Chrome JSON), and returns what it wrote (to free). */
-static inline char *export_caps(const char *const *caps, const char *fmt, const char *out)
-{
-	char *argv[16] = { bin, "export" };
-	int n = 2;
-
-	for (; *caps && n < 10; caps++)
-		argv[n++] = (char *)*caps;
-	if (fmt) {
-		argv[n++] = "--format";
-		argv[n++] = (char *)fmt;
-	}
-	argv[n++] = "-o";
-	argv[n++] = (char *)out;
-	argv[n] = NULL;
-	n = run(NULL, tmp("export.err"), argv);
-	if (n != 0)
-		print_file(tmp("export.err"));
-	assert_int_equal(n, 0);
-	return slurp(out);
 }
 
 /* Exports ring post-mortem to out and returns the JSON (to free). */

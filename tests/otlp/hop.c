@@ -11,7 +11,8 @@
  *       span outside any flow; and an instant outside any span
  *   otlp-hop RING args                   spans and instants with arguments
  *       (hostile strings, INT64_MIN/MAX, a key twice), a ring-local flow 7,
- *       then SIGKILLs itself inside outer > middle (flow 7) > inner
+ *       then SIGKILLs itself inside outer > middle (flow 7) > inner (an
+ *       argument added to inner while it is open)
  *
  * Ends with "done N" on stderr. Exit 0, 1 on an error, 2 on a usage error.
  */
