@@ -175,7 +175,7 @@ int export_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	if ((ret = export_pending(e)) != 0)
 		return ret;
 	pid = hosts_outpid(&e->hosts, r->pid, start_time, r->ts);
-	/* the thread's last recorded moment: where its open spans end */
+	/* the thread's last moment and the trace's, for open spans' ends (args.h) */
 	ret = open_note(&e->open, &e->seen, (uint64_t)pid << 32 | r->tid, r);
 	if (ret < 0)
 		return ret;

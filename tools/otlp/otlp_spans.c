@@ -74,7 +74,7 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	if (ret < 0)
 		return ret;
 	outpid = hosts_outpid(&o->hosts, r->pid, start_time, r->ts);
-	/* the thread's last recorded moment: where its open spans end */
+	/* the thread's last moment and the trace's, for open spans' ends (args.h) */
 	ret = open_note(&o->open, &o->last, (uint64_t)outpid << 32 | r->tid, r);
 	if (ret < 0)
 		return ret;

@@ -60,7 +60,7 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	if ((ret = take_pending(ps)) != 0)
 		return ret;
 	pid = hosts_outpid(&pf->hosts, r->pid, start_time, r->ts);
-	/* the thread's last recorded moment: where its open spans end */
+	/* the thread's last moment and the trace's, for open spans' ends (args.h) */
 	if ((ret = open_note(&pf->open, &pf->seen, (uint64_t)pid << 32 | r->tid, r)) < 0)
 		return ret;
 	if (!pf->records || r->ts < pf->first_ts)
