@@ -103,12 +103,10 @@ static int put_event(struct otlp *o, const struct shmt_record *r, uint32_t outpi
 
 	if (!p)
 		return -ENOMEM;
-	if (r->flow) {
-		struct flow_ev fe = {
-			.flow = r->flow, .ring = ring, .ts = r->ts, .dur = r->dur, .pid = outpid,
-			.tid = r->tid, .cat = r->cat, .name = r->name, .kind = shmt_record_kind(r), .seq = seq,
-		};
+	if (shmt_record_in_flow(r)) {
+		struct flow_ev fe = flow_ev_of(r, ring, outpid);
 
+		fe.seq = seq;
 		ret = args_keep(&o->fargs, a, &fe.args);
 		if (ret < 0)
 			return ret;
