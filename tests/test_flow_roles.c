@@ -7,7 +7,8 @@
  * capture, and read post-mortem from the ring (also with the client
  * killed while it waits: the role comes from its open span), exported to
  * Chrome JSON and checked by the DevTools engine: each request's arrows
- * go client -> server -> client, and the id used again is a second flow.
+ * go client -> server -> client, and the id used again is a second flow
+ * (in the SVG timeline too).
  */
 #include "cli_run.h"
 
@@ -158,6 +159,8 @@ static void test_wait_reply_through_the_collector(void **state)
 	const char *ring = test_ring_name("rolecol");
 	char *argv[] = { bin, "export", (char *)tmp("roles.cap"), "-o", (char *)tmp("roles.json"),
 			 NULL };
+	char *svg[] = { bin, "svg", (char *)tmp("roles.cap"), "-o", (char *)tmp("roles.svg"), NULL };
+	char *doc;
 	pid_t cpid, c, s;
 	int st;
 
@@ -169,6 +172,12 @@ static void test_wait_reply_through_the_collector(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_int_equal(run(NULL, tmp("roles.err"), argv), 0);
 	expect_round_trips(tmp("roles.json"), c, s);
+	/* the SVG timeline: two arrows a request, none from a reply to the
+	 * next request */
+	assert_int_equal(run(NULL, tmp("svg.err"), svg), 0);
+	doc = slurp(tmp("roles.svg"));
+	assert_int_equal(count(doc, "<path class=\"a\""), 2 * REQUESTS);
+	free(doc);
 	shmtrace_ring_unlink(ring);
 }
 
