@@ -172,19 +172,10 @@ static void test_wait_reply_post_mortem(void **state)
  * receives and ends the flow, and the server's step, after the end, is a
  * flow of its own (one record: no arrow).
  */
-static void test_client_killed_while_waiting(void **state)
+static void expect_killed_wait(const char *json_path, pid_t c)
 {
-	const char *ring = test_ring_name("rolekill");
-	struct shmtrace_ring_config cfg = { .capacity = 1024 };
-	char chain[64], *json;
-	pid_t c, s;
+	char chain[64], *json = slurp(json_path);
 
-	(void)state;
-	shmtrace_ring_unlink(ring);
-	assert_int_equal(shmtrace_ring_create(ring, &cfg), 0);
-	request_reply(ring, true, &c, &s);
-	assert_int_equal(export_ring(ring, tmp("kill.json"), tmp("kill.err")), 0);
-	json = slurp(tmp("kill.json"));
 	assert_int_equal(count(json, "\"unfinished\":true"), 1);
 	assert_int_equal(count(json, "\"receives\":true"), 1);
 	assert_int_equal(count(json, "\"name\":\"handle\""), 1);
@@ -192,7 +183,42 @@ static void test_client_killed_while_waiting(void **state)
 	assert_int_equal(count(json, "\"ph\":\"t\""), 0);
 	free(json);
 	snprintf(chain, sizeof(chain), "%d,%d", c, c);
-	expect_devtools(tmp("kill.json"), "1", chain);
+	expect_devtools(json_path, "1", chain);
+}
+
+static void test_client_killed_while_waiting(void **state)
+{
+	const char *ring = test_ring_name("rolekill");
+	struct shmtrace_ring_config cfg = { .capacity = 1024 };
+	pid_t c, s;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &cfg), 0);
+	request_reply(ring, true, &c, &s);
+	assert_int_equal(export_ring(ring, tmp("kill.json"), tmp("kill.err")), 0);
+	expect_killed_wait(tmp("kill.json"), c);
+	shmtrace_ring_unlink(ring);
+}
+
+/* The same through the collector, which adopts the dead client's block:
+ * the open span it writes into the ring keeps its role in the capture. */
+static void test_client_killed_while_waiting_collected(void **state)
+{
+	const char *ring = test_ring_name("rolekcol");
+	char *argv[] = { bin, "export", (char *)tmp("kill.cap"), "-o", (char *)tmp("kcol.json"),
+			 NULL };
+	pid_t cpid, c, s;
+	int st;
+
+	(void)state;
+	cpid = cli_collector_create(ring, tmp("kill.cap"));
+	request_reply(ring, true, &c, &s);
+	kill(cpid, SIGTERM);
+	waitpid(cpid, &st, 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(run(NULL, tmp("kcol.err"), argv), 0);
+	expect_killed_wait(tmp("kcol.json"), c);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -202,6 +228,7 @@ int main(void)
 		cmocka_unit_test(test_wait_reply_through_the_collector),
 		cmocka_unit_test(test_wait_reply_post_mortem),
 		cmocka_unit_test(test_client_killed_while_waiting),
+		cmocka_unit_test(test_client_killed_while_waiting_collected),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);
