@@ -188,7 +188,8 @@ uint64_t shmtrace_now(void);
 
 /*
  * Records a complete span [start_ns, end_ns). flow_id != 0 links spans of
- * one request across threads and processes into one flow.
+ * one request across threads and processes into one flow (an id below
+ * 2^53, maybe with the step's role: shmtrace_flow_recv() and _end()).
  *
  * These three calls return 0 when the record is staged (it survives the
  * process from then on). Records reach the ring half a block at a time
@@ -371,6 +372,67 @@ uint64_t shmtrace_flow_new(shmtrace_t *t);
  * id and its first span as a child of the header's parent span.
  */
 uint64_t shmtrace_flow_from_traceparent(shmtrace_t *t, const char *w3c);
+
+/*
+ * The role of a step in its flow. A flow is the records of one id in the
+ * order of their starts; a flow id given to any call that takes one
+ * (shmtrace_span(), _instant(), _begin(), their _args forms, the macros)
+ * may carry the role of the record it is given to, which changes where
+ * the record goes in its flow:
+ *
+ *   shmtrace_flow_recv(id)   the step receives: it is placed in its flow by
+ *                            its end, and the arrow arrives at its end. A
+ *                            client's "wait reply" span begins before the
+ *                            server handles the request and ends after: so
+ *                            marked, it comes after the server's step, and
+ *                            the arrows go client -> server -> client.
+ *   shmtrace_flow_end(id)    the step ends its flow: no later step joins it.
+ *                            A later record of the same id begins a new
+ *                            flow, so an id may be used again once ended.
+ *   shmtrace_flow_reply(id)  both: the step that gets the reply ends the
+ *                            request's flow.
+ *
+ * A step without a role is placed by its start, and its arrow arrives at
+ * its start and leaves from it: the step that sends. Roles are bits 53
+ * and 54 of the 64-bit flow argument, above every flow id (ids are below
+ * 2^53); shmtrace_flow_id() takes them off. Each returns 0 for 0 (no
+ * flow), so they can wrap any id. On an instant the receiving role changes
+ * nothing (its start is its end). Exporters older than the roles take an
+ * id with a role for another id: such a step forms a flow of its own.
+ *
+ *   // client                                    // server
+ *   uint64_t id = shmtrace_flow_new(t);           recv(fd, &req, ...);
+ *   shmtrace_span(t, c, n_send, t0, t1, id);      t0 = shmtrace_now();
+ *   send(fd, &req, ...);                          handle(&req);
+ *   shmtrace_begin(t, &sp, c, n_wait,             shmtrace_span(t, c, n_handle, t0,
+ *                  shmtrace_flow_reply(id));                    shmtrace_now(), req.flow);
+ *   recv(fd, &rep, ...);
+ *   shmtrace_end(&sp);
+ */
+#define SHMTRACE_FLOW_RECEIVES   (1ull << 53)
+#define SHMTRACE_FLOW_TERMINATES (1ull << 54)
+#define SHMTRACE_FLOW_ID_MASK    ((1ull << 53) - 1)
+
+/* The flow id of a flow argument, its role taken off. */
+static inline uint64_t shmtrace_flow_id(uint64_t flow)
+{
+	return flow & SHMTRACE_FLOW_ID_MASK;
+}
+
+static inline uint64_t shmtrace_flow_recv(uint64_t flow)
+{
+	return shmtrace_flow_id(flow) ? flow | SHMTRACE_FLOW_RECEIVES : 0;
+}
+
+static inline uint64_t shmtrace_flow_end(uint64_t flow)
+{
+	return shmtrace_flow_id(flow) ? flow | SHMTRACE_FLOW_TERMINATES : 0;
+}
+
+static inline uint64_t shmtrace_flow_reply(uint64_t flow)
+{
+	return shmtrace_flow_end(shmtrace_flow_recv(flow));
+}
 
 /* Returns a static string describing a -errno returned by this library. */
 const char *shmtrace_strerror(int err);

@@ -179,6 +179,35 @@ static inline int export_ring(const char *ring, const char *out, const char *err
 	return run(NULL, err, argv);
 }
 
+/* A flow id sent over a pipe to a process of the test. */
+static inline void send_flow(int fd, uint64_t f)
+{
+	assert_int_equal(write(fd, &f, sizeof(f)), (ssize_t)sizeof(f));
+}
+
+/* One received, in a child: it exits (3) when none comes. */
+static inline uint64_t recv_flow(int fd)
+{
+	uint64_t f = 0;
+
+	if (read(fd, &f, sizeof(f)) != (ssize_t)sizeof(f))
+		_exit(3);
+	return f;
+}
+
+/* One span of a flow in category "rpc", from now to at least a
+ * nanosecond later: recorded after the previous hop's span ended. */
+static inline void hop(shmtrace_t *t, const char *name, uint64_t flow)
+{
+	uint32_t cat = shmtrace_intern(t, "rpc");
+	uint32_t n = shmtrace_intern(t, name);
+	uint64_t t0 = shmtrace_now();
+
+	while (shmtrace_now() == t0)
+		;
+	shmtrace_span(t, cat, n, t0, shmtrace_now(), flow);
+}
+
 /* The DevTools engine is there, or installed from the lock file. */
 static inline bool have_devtools(void)
 {

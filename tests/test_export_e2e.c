@@ -14,32 +14,6 @@ struct pipes {
 	int ab[2], bc[2], ca[2];
 };
 
-static void send_flow(int fd, uint64_t f)
-{
-	assert_int_equal(write(fd, &f, sizeof(f)), (ssize_t)sizeof(f));
-}
-
-static uint64_t recv_flow(int fd)
-{
-	uint64_t f = 0;
-
-	if (read(fd, &f, sizeof(f)) != (ssize_t)sizeof(f))
-		_exit(3);
-	return f;
-}
-
-/* One span of the flow, recorded after the previous hop's span ended. */
-static void hop(shmtrace_t *t, const char *name, uint64_t flow)
-{
-	uint32_t cat = shmtrace_intern(t, "rpc");
-	uint32_t n = shmtrace_intern(t, name);
-	uint64_t t0 = shmtrace_now();
-
-	while (shmtrace_now() == t0)
-		;
-	shmtrace_span(t, cat, n, t0, shmtrace_now(), flow);
-}
-
 /* A child: names itself, then runs its part of two flows, then is killed
  * (no flush: its records live only in its staging block). */
 static pid_t child(shmtrace_t *t, struct pipes *p, char who)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_flows.c - assembling flow records into s/t/f chains: order, ids,
- * and which records bind; and moving flow slices off the starts of other
- * events of their thread (bind.c).
+ * which records bind, and the steps' roles (placed by their end, ending
+ * their flow); and moving flow slices off the starts of other events of
+ * their thread (bind.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,7 +34,7 @@ static int collect(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
 	/* the group is the whole flow, in order, and holds e */
 	assert_true(e >= group && e < group + n);
 	for (size_t i = 1; i < n; i++)
-		assert_true(group[i - 1].ts <= group[i].ts);
+		assert_true(flow_ev_at(&group[i - 1]) <= flow_ev_at(&group[i]));
 	if (!ph) {
 		/* a one-record flow: handed over, drawn as nothing */
 		assert_int_equal(n, 1);
@@ -374,6 +375,95 @@ static void test_bind_taken_starts_move(void **state)
 	bind_free(&b);
 }
 
+/* A span of pid (its thread too) in flow, with a role (SHMT_ROLE_*). */
+static void add_step(struct flows *f, uint64_t flow, uint32_t role, uint64_t ts, uint64_t dur,
+		     uint32_t pid)
+{
+	struct flow_ev e = { .flow = flow, .role = role, .ts = ts, .dur = dur, .pid = pid,
+			     .tid = pid, .cat = 7, .name = pid, .kind = SHMTRACE_KIND_SPAN };
+
+	assert_int_equal(flows_add(f, &e), 0);
+}
+
+/* A step that receives is placed by its end: the client's wait for the
+ * reply, begun before the server's step and ended after it, follows it. */
+static void test_receiving_step_placed_by_its_end(void **state)
+{
+	struct flows f;
+
+	(void)state;
+	flows_init(&f);
+	add_step(&f, 3, 0, 100, 10, 1);			/* send */
+	add_step(&f, 3, SHMT_ROLE_RECEIVES, 120, 500, 1);	/* wait reply, to 620 */
+	add_step(&f, 3, 0, 200, 100, 2);			/* handle */
+	add_step(&f, 3, 0, 610, 5, 3);				/* a step before its end */
+	assert_int_equal(run(&f), 1);
+	assert_int_equal(ngot, 4);
+	expect(0, 's', 1, 100, 1);
+	expect(1, 't', 1, 200, 2);
+	expect(2, 't', 1, 610, 3);
+	expect(3, 'f', 1, 120, 1);
+	flows_free(&f);
+}
+
+/* A terminating step ends its flow: the id's later records are the next
+ * flow, with an id of its own; a lone record after an end draws nothing. */
+static void test_terminating_step_ends_its_flow(void **state)
+{
+	struct flows f;
+
+	(void)state;
+	flows_init(&f);
+	add_step(&f, 3, 0, 100, 10, 1);
+	add_step(&f, 3, SHMT_ROLE_TERMINATES, 200, 10, 2);
+	add_step(&f, 3, 0, 300, 10, 1);
+	add_step(&f, 3, SHMT_ROLE_RECEIVES | SHMT_ROLE_TERMINATES, 310, 100, 1);
+	add_step(&f, 3, 0, 350, 10, 2);
+	add_step(&f, 3, 0, 500, 10, 1);
+	assert_int_equal(run(&f), 2);
+	assert_int_equal(ngot, 5);
+	expect(0, 's', 1, 100, 1);
+	expect(1, 'f', 1, 200, 2);
+	expect(2, 's', 3, 300, 1);
+	expect(3, 't', 3, 350, 2);
+	expect(4, 'f', 3, 310, 1);
+	assert_int_equal(nsingle, 1);
+	flows_free(&f);
+}
+
+/* What viewers get for a span that receives: the span outside its flow,
+ * and at its end an instant that is the step; nothing else is split. */
+static void test_receiving_span_split_for_viewers(void **state)
+{
+	struct shmt_record r = { .ts = 1000, .dur = 500, .flow = shmtrace_flow_reply(9), .pid = 5,
+				 .tid = 6, .name = 2, .cat = 3, .commit = SHMTRACE_KIND_SPAN };
+	struct shmt_record span, mark;
+	struct flow_ev fe;
+
+	(void)state;
+	assert_true(flow_split_receiving(&r, &span, &mark));
+	assert_true(span.ts == 1000 && span.dur == 500 && span.flow == 0 && span.name == 2);
+	assert_int_equal(shmt_record_kind(&span), SHMTRACE_KIND_SPAN);
+	assert_true(mark.ts == 1500 && mark.dur == 0 && mark.flow == r.flow && mark.tid == 6);
+	assert_int_equal(shmt_record_kind(&mark), SHMTRACE_KIND_INSTANT);
+	fe = flow_ev_of(&mark, 4, 77);
+	assert_true(fe.flow == 9 && fe.ring == 4 && fe.pid == 77);
+	assert_int_equal(fe.role, SHMT_ROLE_RECEIVES | SHMT_ROLE_TERMINATES);
+	r.commit = SHMTRACE_KIND_OPEN;		/* an unfinished one too */
+	assert_true(flow_split_receiving(&r, &span, &mark));
+	r.flow = shmtrace_flow_end(9);		/* a step that only ends */
+	assert_false(flow_split_receiving(&r, &span, &mark));
+	r.flow = shmtrace_flow_recv(9);		/* an instant: its start is its end */
+	r.commit = SHMTRACE_KIND_INSTANT;
+	assert_false(flow_split_receiving(&r, &span, &mark));
+	r.flow = SHMTRACE_FLOW_RECEIVES;	/* a role without an id: no flow */
+	r.commit = SHMTRACE_KIND_SPAN;
+	assert_false(flow_split_receiving(&r, &span, &mark));
+	assert_false(shmt_record_in_flow(&r));
+	assert_int_equal(shmtrace_flow_recv(0), 0);
+	assert_int_equal(shmtrace_flow_reply(0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +477,9 @@ int main(void)
 		cmocka_unit_test(test_many_flows),
 		cmocka_unit_test(test_bind_free_starts_need_no_second_read),
 		cmocka_unit_test(test_bind_taken_starts_move),
+		cmocka_unit_test(test_receiving_step_placed_by_its_end),
+		cmocka_unit_test(test_terminating_step_ends_its_flow),
+		cmocka_unit_test(test_receiving_span_split_for_viewers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,9 +5,9 @@
  * recorded innermost first; instants where a span begins and where it
  * ends; siblings sharing a boundary; a span of no length; a flow slice
  * that begins with its parent; records out of the order of their ends; an
- * open span beginning with its child), each compared with the Chrome
- * export of the same records by tests/perfetto/check-perfetto.py, also
- * under --pid and --from/--to; and how the command fails: a bad input, an
+ * open span beginning with its child; flows whose steps receive and end
+ * them), each compared with the Chrome export of the same records by
+ * tests/perfetto/check-perfetto.py, also under --pid and --from/--to; and how the command fails: a bad input, an
  * output through a symbolic link, a write that fails, options of another
  * format. The demo's capture and a ring read post-mortem: tests/e2e/perfetto.sh.
  */
@@ -23,7 +23,9 @@ enum { S_CAT = 1, S_A, S_B, S_C, S_I, S_J, S_Z, S_F, S_K1, S_K2, S_V, S_CTR, S_N
 	{ .ts = (ts_), .dur = (uint64_t)(value), .flow = SHMT_ARG_FLOW(type, i, n), .pid = 100, \
 	  .tid = 100, .name = (key), .cat = (ev), .commit = SHMTRACE_KIND_ARG }
 
-static void make_capture(const char *path)
+/* A capture of records r[0..n) of the threads "alpha"/"main" (100, 100)
+ * and "beta"/"io" (200, 201), with the strings of S_*. */
+static void put_records(const char *path, const struct shmt_record *r, size_t n)
 {
 	struct shmt_cap_header h = {
 		.part = 0, .run_id = 9, .ring_capacity = 1024,
@@ -37,6 +39,26 @@ static void make_capture(const char *path)
 	};
 	struct shmt_thread th[2] = { { .pid = 100, .tid = 100, .start_time = 5 },
 				     { .pid = 200, .tid = 201, .start_time = 6 } };
+	struct shmt_cap_end e = { .records = n, .end_ns = 90000 };
+	msgpack_sbuffer b;
+
+	snprintf(h.ring, sizeof(h.ring), "pfring");
+	strcpy(th[0].name, "main");
+	strcpy(th[0].pname, "alpha");
+	strcpy(th[1].name, "io");
+	strcpy(th[1].pname, "beta");
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, s, sizeof(s) / sizeof(s[0])), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, th, 2), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, r, n), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	put_file(path, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+}
+
+static void make_capture(const char *path)
+{
 	struct shmt_record r[] = {
 		/* three slices that begin together, recorded innermost first */
 		R(1000, 50, 0, 100, 100, S_C, SPAN), R(1000, 100, 0, 100, 100, S_B, SPAN),
@@ -62,22 +84,8 @@ static void make_capture(const char *path)
 		R(30000, 50, 0, 100, 100, S_C, SPAN), R(30000, 0, 0, 100, 100, S_A, OPEN),
 		R(30200, 0, 0, 100, 100, S_I, INSTANT),
 	};
-	struct shmt_cap_end e = { .records = sizeof(r) / sizeof(r[0]), .end_ns = 90000 };
-	msgpack_sbuffer b;
 
-	snprintf(h.ring, sizeof(h.ring), "pfring");
-	strcpy(th[0].name, "main");
-	strcpy(th[0].pname, "alpha");
-	strcpy(th[1].name, "io");
-	strcpy(th[1].pname, "beta");
-	msgpack_sbuffer_init(&b);
-	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
-	assert_int_equal(shmt_cap_put_strings(&b, s, sizeof(s) / sizeof(s[0])), 0);
-	assert_int_equal(shmt_cap_put_threads(&b, th, 2), 0);
-	assert_int_equal(shmt_cap_put_records(&b, 0, r, sizeof(r) / sizeof(r[0])), 0);
-	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
-	put_file(path, b.data, b.size);
-	msgpack_sbuffer_destroy(&b);
+	put_records(path, r, sizeof(r) / sizeof(r[0]));
 }
 
 /* Exports the capture t.cap both ways with the options opts and compares
@@ -103,6 +111,42 @@ static void test_nesting_as_chrome(void **state)
 	compare("--pid 200", "--expect-flows 1 --expect-unfinished 0");
 	compare("--pid 100", "--expect-flows 1 --expect-unfinished 1");
 	compare("--from 2us --to 9us", "--expect-flows 1 --expect-unfinished 0");
+}
+
+/*
+ * Flow roles: a request (a, pid 100) handled (hop, pid 200) whose wait
+ * for the reply (b) receives and ends the flow, twice with flow 5, the
+ * second wait ending where a span begins (the Chrome export moves its
+ * step); then flow 8, whose unfinished wait receives at its thread's last
+ * moment. Both exports draw each receiving span's step as an instant at
+ * its end, in the same flows; Perfetto ends each flow with
+ * terminating_flow_ids there.
+ */
+static void test_flow_roles_as_chrome(void **state)
+{
+	/* in the order of their ends, as a ring has them */
+	const struct shmt_record r[] = {
+		R(1000, 100, 5, 100, 100, S_A, SPAN), R(1500, 500, 5, 200, 201, S_F, SPAN),
+		R(1200, 1800, shmtrace_flow_reply(5), 100, 100, S_B, SPAN),
+		R(4000, 100, 5, 100, 100, S_A, SPAN), R(4500, 500, 5, 200, 201, S_F, SPAN),
+		R(4200, 1800, shmtrace_flow_reply(5), 100, 100, S_B, SPAN),
+		R(6000, 100, 0, 100, 100, S_C, SPAN),
+		R(7000, 100, 8, 100, 100, S_A, SPAN), R(7500, 100, 8, 200, 201, S_F, SPAN),
+		R(8000, 10, 0, 100, 100, S_C, SPAN),
+		R(7200, 0, shmtrace_flow_recv(8), 100, 100, S_B, OPEN),
+	};
+	char *json;
+
+	(void)state;
+	if (!have_protoc())
+		skip();
+	put_records(tmp("t.cap"), r, sizeof(r) / sizeof(r[0]));
+	compare("", "--expect-flows 3 --expect-unfinished 1");
+	expect_in(tmp("check.out"), "14 slices and instants, 3 flows");
+	json = slurp(tmp("t.json"));
+	assert_int_equal(count(json, "\"receives\":true"), 3);
+	assert_non_null(strstr(json, "\"flow_starts_moved\":1,"));
+	free(json);
 }
 
 /* The trace goes to stdout with -o -: the same bytes as to a file. */
@@ -179,6 +223,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nesting_as_chrome),
+		cmocka_unit_test(test_flow_roles_as_chrome),
 		cmocka_unit_test(test_stdout),
 		cmocka_unit_test(test_failures),
 	};

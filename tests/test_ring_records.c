@@ -30,7 +30,8 @@ static void test_records_round_trip(void **state)
 	assert_true(cat > 0 && nm > 0 && cat != nm);
 	assert_int_equal(shmtrace_intern(t, "cat"), cat);
 	assert_int_equal(shmtrace_span(t, cat, nm, 1000, 1500, 42), 0);
-	assert_int_equal(shmtrace_instant(t, cat, nm, 7), 0);
+	/* a role is recorded with the id, the field as given */
+	assert_int_equal(shmtrace_instant(t, cat, nm, shmtrace_flow_end(7)), 0);
 	assert_int_equal(shmtrace_counter(t, cat, nm, -5), 0);
 	/* staged, not yet in the ring, but already readable post-mortem */
 	ring_dump(name, &d);
@@ -49,7 +50,7 @@ static void test_records_round_trip(void **state)
 	assert_int_equal(d.recs[0].name, nm);
 	assert_int_equal(d.recs[0].cat, cat);
 	assert_int_equal(SHMT_COMMIT_KIND(d.recs[1].commit), SHMTRACE_KIND_INSTANT);
-	assert_int_equal(d.recs[1].flow, 7);
+	assert_true(d.recs[1].flow == (7 | SHMTRACE_FLOW_TERMINATES));
 	assert_int_equal(SHMT_COMMIT_KIND(d.recs[2].commit), SHMTRACE_KIND_COUNTER);
 	assert_int_equal((int64_t)d.recs[2].dur, -5);
 	free(d.recs);
@@ -283,7 +284,9 @@ static void test_clock_monotonic_and_flow_ids(void **state)
 	shmtrace_ring_unlink(name);
 }
 
-/* An open span keeps its flow id, ring-local or this ring's global one. */
+/* An open span keeps its flow id, ring-local or this ring's global one,
+ * and its role in the flow (a post-mortem export places and ends the flow
+ * by it). */
 static void test_open_span_keeps_flow(void **state)
 {
 	const char *name = test_ring_name("openflow");
@@ -304,15 +307,15 @@ static void test_open_span_keeps_flow(void **state)
 	global = shmtrace_flow_new(t);
 	assert_true(global > UINT32_MAX);	/* this ring's global series */
 	foreign = global ^ (1ull << 40);	/* another ring's prefix */
-	assert_int_equal(shmtrace_begin(t, &sp[0], cat, cat, global), 0);
+	assert_int_equal(shmtrace_begin(t, &sp[0], cat, cat, shmtrace_flow_reply(global)), 0);
 	assert_int_equal(shmtrace_begin(t, &sp[1], cat, cat, 77), 0);
-	assert_int_equal(shmtrace_begin(t, &sp[2], cat, cat, foreign), 0);
+	assert_int_equal(shmtrace_begin(t, &sp[2], cat, cat, shmtrace_flow_recv(foreign)), 0);
 	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
 	for (uint32_t i = 0; i < v.nblocks && !n; i++)
 		n = shmt_block_open_spans(&v, i, r);
 	assert_int_equal(n, 3);
-	assert_true(r[0].flow == global);
-	assert_int_equal(r[1].flow, 77);
+	assert_true(r[0].flow == shmtrace_flow_reply(global));
+	assert_int_equal(r[1].flow, 77);	/* no role, none read */
 	assert_int_equal(r[2].flow, 0);	/* not kept: 32 bits cannot hold it */
 	for (int i = 2; i >= 0; i--)
 		assert_int_equal(shmtrace_end(&sp[i]), 0);

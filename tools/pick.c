@@ -41,7 +41,8 @@ static bool wanted(const struct pick *p, const struct shmt_record *r, uint32_t r
 		return true;
 	/* a flow that the passes did not see (a ring written since) is
 	 * taken as starting at this record */
-	if (shmt_record_in_flow(r) && (first = flowmap_find(&p->flows, r->flow, ring)))
+	if (shmt_record_in_flow(r) &&
+	    (first = flowmap_find(&p->flows, shmtrace_flow_id(r->flow), ring)))
 		return in_piece(p, *first);
 	return selected(p, r) && in_piece(p, r->ts);
 }
@@ -95,7 +96,7 @@ static int on_flow(void *ctx, const struct shmt_record *r, uint64_t start_time)
 		note_start(q->p, r);
 	if (!shmt_record_in_flow(r) || !selected(q->p, r))
 		return 0;
-	first = flowmap_get(&q->p->flows, r->flow, q->src->ring, r->ts, NULL);
+	first = flowmap_get(&q->p->flows, shmtrace_flow_id(r->flow), q->src->ring, r->ts, NULL);
 	if (!first)
 		return -ENOMEM;
 	if (r->ts < *first)

@@ -355,6 +355,9 @@ SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32
 		store_relaxed(&e->cat, (uint16_t)remap_id(a, cat));
 		store_relaxed(&e->flow, flow_id ? shmt_open_flow_pack(flow_id, a->v.minor >= 1 ?
 					    load_relaxed(&a->v.h->ring_id) : 0) : 0);
+		/* before minor 7 this byte is padding, which readers ignore */
+		if (a->v.minor >= 7)
+			store_relaxed(&b->open_roles[d], (uint8_t)shmt_flow_role(flow_id));
 	}
 	/* pairs with the acquire load of open_depth by readers */
 	store_release(&b->open_depth, d + 1);

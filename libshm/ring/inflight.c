@@ -30,12 +30,16 @@ uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shm
 		n--;
 	for (uint32_t k = 0; k < n; k++) {
 		const struct shmt_open *e = shmt_block_open(b, k);
+		uint64_t role = v->minor >= 7 ? load_relaxed(&b->open_roles[k]) : 0;
 
 		memset(&out[k], 0, sizeof(out[k]));
 		out[k].ts = load_relaxed(&e->ts);
 		/* a peer rewriting ring_id only misplaces flows it could forge */
 		out[k].flow = shmt_open_flow_unpack(load_relaxed(&e->flow),
 						    load_relaxed(&v->h->ring_id));
+		if (out[k].flow)
+			out[k].flow |= (role & (SHMT_ROLE_RECEIVES | SHMT_ROLE_TERMINATES))
+				       << SHMT_ROLE_SHIFT;
 		out[k].name = load_relaxed(&e->name);
 		out[k].cat = load_relaxed(&e->cat);
 		out[k].pid = load_relaxed(&b->pid);

@@ -19,12 +19,13 @@
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
 #define SHMT_RING_MAJOR		1u
-#define SHMT_RING_MINOR		7u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
+#define SHMT_RING_MINOR		8u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
 					   3: staging blocks of 256 records;
 					   4: block size from the capacity;
 					   5: retired, lock_dropped, orphaned;
 					   6: text arguments (record kind 6);
-					   7: arguments of open spans */
+					   7: flow roles, open spans' roles;
+					   8: arguments of open spans */
 #define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
@@ -122,7 +123,26 @@ _Static_assert(sizeof(struct shmt_line) == 64, "a counter is one cache line");
  * counters of older libraries).
  */
 #define SHMT_FLOW_GLOBAL	(1ull << 52)
-#define SHMT_FLOW_MASK		((1ull << 53) - 1)
+#define SHMT_FLOW_MASK		SHMTRACE_FLOW_ID_MASK
+
+/*
+ * Minor 6: above the id, the role of the record in its flow (shmtrace.h's
+ * SHMTRACE_FLOW_RECEIVES, bit 53, and _TERMINATES, bit 54); bits 55..63
+ * are reserved, written 0 and ignored. The id is the field's low 53 bits
+ * (shmtrace_flow_id()), whatever the bits above hold; the role, as the
+ * tools read it, is SHMT_ROLE_* below.
+ */
+#define SHMT_ROLE_SHIFT		53
+#define SHMT_ROLE_RECEIVES	1u	/* placed by its end: the arrow arrives there */
+#define SHMT_ROLE_TERMINATES	2u	/* ends its flow: nothing after it joins */
+_Static_assert(SHMTRACE_FLOW_RECEIVES == (uint64_t)SHMT_ROLE_RECEIVES << SHMT_ROLE_SHIFT &&
+	       SHMTRACE_FLOW_TERMINATES == (uint64_t)SHMT_ROLE_TERMINATES << SHMT_ROLE_SHIFT &&
+	       SHMTRACE_FLOW_ID_MASK == (1ull << SHMT_ROLE_SHIFT) - 1, "shmtrace.h's roles");
+
+static inline uint32_t shmt_flow_role(uint64_t flow)
+{
+	return (uint32_t)(flow >> SHMT_ROLE_SHIFT) & (SHMT_ROLE_RECEIVES | SHMT_ROLE_TERMINATES);
+}
 
 /* The 20-bit prefix of a ring's global flow ids: its ring_id folded. */
 static inline uint64_t shmt_flow_prefix(uint64_t ring_id)
@@ -268,7 +288,8 @@ _Static_assert(sizeof(struct shmt_thread) == 96, "name slot is 96 bytes");
  * bits (shmt_open_flow_pack()): a ring-local id below 2^31 as it is, an id
  * of this ring's own global series (SHMT_FLOW_GLOBAL | prefix << 32 |
  * counter, counter below 2^31) as SHMT_OPEN_FLOW_OWN | counter; any other
- * id (from another ring or a traceparent) is not kept: 0.
+ * id (from another ring or a traceparent) is not kept: 0. Its role
+ * (minor 7) is in the block's open_roles[], by depth.
  */
 struct shmt_open {
 	uint64_t ts;		/* the span's start */
@@ -284,6 +305,8 @@ _Static_assert(sizeof(struct shmt_open) == 16, "an open span is 16 bytes");
 static inline uint32_t shmt_open_flow_pack(uint64_t flow, uint64_t ring_id)
 {
 	uint64_t own = SHMT_FLOW_GLOBAL | shmt_flow_prefix(ring_id) << 32;
+
+	flow = shmtrace_flow_id(flow);	/* the role is kept apart */
 
 	if (flow < SHMT_OPEN_FLOW_OWN)
 		return (uint32_t)flow;
@@ -303,7 +326,7 @@ static inline uint64_t shmt_open_flow_unpack(uint32_t f, uint64_t ring_id)
  * An open span as a record (SHMTRACE_KIND_OPEN), written into the ring by
  * whoever adopts a dead thread's block: ts its start, dur the time from
  * then to the moment the adopter found the thread dead (ring clock), or
- * SHMT_OPEN_END_UNKNOWN (writers before minor 7, a death seen before the
+ * SHMT_OPEN_END_UNKNOWN (writers before minor 8, a death seen before the
  * span's start, which only a wrong clock gives, or a post-mortem reader's
  * record of a thread that died unseen), flow, name, cat, pid and tid as a
  * span's.
@@ -323,7 +346,9 @@ static inline uint64_t shmt_open_flow_unpack(uint32_t f, uint64_t ring_id)
  * kept). open_closing is (written after the span's record << 8 | depth of
  * the span) while the owner is between publishing a span's record and
  * popping it: a reader whose block shows that written and that depth skips
- * the top entry, which is then in the records already.
+ * the top entry, which is then in the records already. Since minor 7,
+ * open_roles[d] is the flow role (SHMT_ROLE_*) of entry d, in what was
+ * padding too.
  */
 struct shmt_block {
 	uint32_t state;		/* SHMT_BLOCK_FREE / _OWNED; changed under lock */
@@ -334,7 +359,8 @@ struct shmt_block {
 	uint64_t written;	/* owner: records appended (release) */
 	uint64_t open_closing;	/* minor 2: see above */
 	struct shmt_open open0;	/* minor 2: the outermost open span */
-	uint8_t pad1[8];
+	uint8_t open_roles[SHMT_OPEN_MAX];	/* minor 7: their flow roles */
+	uint8_t pad1[4];
 	uint64_t taken;		/* lock holder: records moved to the ring */
 	struct shmt_open open1[SHMT_OPEN_MAX - 1];	/* minor 2: the next ones */
 	uint8_t pad2[8];
@@ -342,6 +368,7 @@ struct shmt_block {
 };
 _Static_assert(sizeof(struct shmt_block) == 128, "block header is two lines");
 _Static_assert(__builtin_offsetof(struct shmt_block, taken) == 64, "taken on its own line");
+_Static_assert(__builtin_offsetof(struct shmt_block, open_roles) == 56, "roles after open0");
 
 static inline struct shmt_open *shmt_block_open(struct shmt_block *b, uint32_t i)
 {
@@ -422,7 +449,7 @@ static inline void shmt_text_get(const struct shmt_record *r, char *out)
 }
 
 /*
- * An argument of an open span (minor 7): shmtrace_span_arg() stages it in
+ * An argument of an open span (minor 8): shmtrace_span_arg() stages it in
  * the thread's block when it is added, as a group of its own, so that it
  * survives a crash inside the span (the span's record at its end carries
  * its arguments again, as any span's). An argument record whose count is
@@ -437,7 +464,7 @@ static inline void shmt_text_get(const struct shmt_record *r, char *out)
  * event was lost), so producers write them only into rings of
  * SHMT_MINOR_OPEN_ARGS or later.
  */
-#define SHMT_MINOR_OPEN_ARGS	7u
+#define SHMT_MINOR_OPEN_ARGS	8u
 #define SHMT_OPEN_ARG_FLOW(type, i, depth) \
 	((uint64_t)(type) | (uint64_t)(i) << 8 | (uint64_t)(depth) << 24)
 #define SHMT_OPEN_ARG_DEPTH(f)	((uint32_t)((f) >> 24 & 0xffu))

@@ -15,6 +15,9 @@ with SHMTRACE_RING=<ring>, and::
     with shmtrace.flow(req.flow):               # the current flow: spans and
         handle(request)                         # instants inside default to it
 
+    with shmtrace.span("wait reply", flow=shmtrace.flow_reply(fid)):
+        reply = receive()                       # receives and ends the flow
+
     @shmtrace.traced(cat="rpc", flow=lambda req: req.flow)  # sync and async def
     async def fetch(req): ...
 
@@ -34,6 +37,9 @@ import inspect
 
 from ._shmtrace import (
     DEFAULT_CATEGORY,
+    FLOW_ID_MASK,
+    FLOW_RECEIVES,
+    FLOW_TERMINATES,
     LIBRARY_VERSION,
     Error,
     Span,
@@ -58,10 +64,11 @@ from ._shmtrace import (
 
 __version__ = LIBRARY_VERSION
 __all__ = [
-    "DEFAULT_CATEGORY", "Error", "Span", "Stats", "Tracer", "counter", "create_ring",
-    "current_flow", "flow", "flow_new", "flush", "get_default", "instant", "now", "open",
-    "set_default", "set_process_name", "set_thread_name", "span", "stats", "traced",
-    "unlink_ring",
+    "DEFAULT_CATEGORY", "FLOW_ID_MASK", "FLOW_RECEIVES", "FLOW_TERMINATES", "Error", "Span",
+    "Stats", "Tracer", "counter", "create_ring", "current_flow", "flow", "flow_end",
+    "flow_id", "flow_new", "flow_recv", "flow_reply", "flush", "get_default", "instant",
+    "now", "open", "set_default", "set_process_name", "set_thread_name", "span", "stats",
+    "traced", "unlink_ring",
 ]
 
 
@@ -75,6 +82,49 @@ def _check_flow(fid):
     if not 0 <= fid <= _FLOW_MAX:
         raise OverflowError("flow must be in 0..2**64-1")
     return fid
+
+
+def flow_recv(fid):
+    """fid marked for a step that receives: given as flow= to a span, the
+    span is placed in its flow by its end, and the arrow arrives there.
+
+        fid = shmtrace.flow_new()
+        with shmtrace.span("send", flow=fid):
+            send(request, fid)
+        with shmtrace.span("wait reply", flow=shmtrace.flow_recv(fid)):
+            reply = receive()       # begins before the server handles the
+                                    # request, ends after: comes after it
+
+    A step without a role is placed by its start (the step that sends).
+    Roles are bits above the id (FLOW_RECEIVES, FLOW_TERMINATES; ids are
+    below 2**53): flow_id() takes them off, and they combine with
+    flow_end(). 0 (no flow) stays 0. On an instant the role changes
+    nothing: its start is its end. The same as the C library's
+    shmtrace_flow_recv().
+    """
+    fid = _check_flow(fid)
+    return fid | FLOW_RECEIVES if fid & FLOW_ID_MASK else 0
+
+
+def flow_end(fid):
+    """fid marked for the step that ends its flow: no later step joins
+    it, and a later record with the same id begins a new flow (so an id
+    may be used again once its flow ended). 0 stays 0; combines with
+    flow_recv(). shmtrace_flow_end() in C.
+    """
+    fid = _check_flow(fid)
+    return fid | FLOW_TERMINATES if fid & FLOW_ID_MASK else 0
+
+
+def flow_reply(fid):
+    """flow_end(flow_recv(fid)): the step that gets the reply receives and
+    ends the request's flow, as a client's "wait reply" span does."""
+    return flow_end(flow_recv(fid))
+
+
+def flow_id(fid):
+    """The flow id of fid, its role (flow_recv(), flow_end()) taken off."""
+    return _check_flow(fid) & FLOW_ID_MASK
 
 
 def current_flow():

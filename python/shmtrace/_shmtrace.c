@@ -231,6 +231,17 @@ static PyObject *m_set_process_name(PyObject *m, PyObject *o) { (void)m; return 
 static PyObject *m_flush(PyObject *m, PyObject *Py_UNUSED(i)) { (void)m; return pyst_flush(pyst_dflt(), NULL); }
 static PyObject *m_stats(PyObject *m, PyObject *Py_UNUSED(i)) { (void)m; return pyst_stats(pyst_dflt(), NULL); }
 
+/* A module constant of 64 bits, as shmtrace.h has it (a long may hold
+ * fewer). */
+static int add_u64(PyObject *m, const char *name, unsigned long long v)
+{
+	PyObject *o = PyLong_FromUnsignedLongLong(v);
+	int ret = o ? PyModule_AddObjectRef(m, name, o) : -1;
+
+	Py_XDECREF(o);
+	return ret;
+}
+
 static PyMethodDef module_methods[] = {
 	{ "open", CAST(mod_open), FASTKW, open_doc },
 	{ "span", CAST(m_span), FASTKW, pyst_span_doc },
@@ -314,6 +325,11 @@ PyMODINIT_FUNC PyInit__shmtrace(void)
 	    PyModule_AddObjectRef(m, "Tracer", (PyObject *)&pyst_tracer_type) < 0 ||
 	    PyModule_AddObjectRef(m, "Stats", (PyObject *)&pyst_stats_type) < 0 ||
 	    PyModule_AddObjectRef(m, "flow_var", pyst_flow_var) < 0 ||
+	    /* the flow roles (shmtrace.h), which the package's flow_recv() and
+	     * flow_end() put on an id */
+	    add_u64(m, "FLOW_RECEIVES", SHMTRACE_FLOW_RECEIVES) < 0 ||
+	    add_u64(m, "FLOW_TERMINATES", SHMTRACE_FLOW_TERMINATES) < 0 ||
+	    add_u64(m, "FLOW_ID_MASK", SHMTRACE_FLOW_ID_MASK) < 0 ||
 	    PyModule_AddStringConstant(m, "DEFAULT_CATEGORY", DEFAULT_CAT) < 0 ||
 	    PyModule_AddStringConstant(m, "LIBRARY_VERSION", SHMTRACE_VERSION_STRING) < 0) {
 		Py_DECREF(m);

@@ -101,8 +101,11 @@ const threads = {};
 for (const [pid, byTid] of data.Meta.threadsInProcess)
 	for (const [tid, ev] of byTid)
 		threads[`${pid}:${tid}`] = nameOf(ev);
-// The engine lists a flow's events in trace-file order; report them in
-// time order, the order the arrows are drawn in.
+// The engine lists a flow's events in trace-file order and draws its
+// arrows (initiators) from each to the next in that order; the export
+// writes a flow's events in the flow's order, which is their time order
+// (a receiving step's event is the instant at its end): report them in
+// time order, so that a flow written out of it shows.
 const flows = data.Flows.flows.map((flow) => [...flow].sort((x, y) => x.ts - y.ts)
 	.map((e) => [e.pid, e.tid, e.ts, e.name]));
 

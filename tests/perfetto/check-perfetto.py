@@ -17,9 +17,9 @@ counter for counter and flow for flow, with the same process and thread
 names, loss instants and figures. The Chrome export moves a flow slice's
 start later when another event of its thread starts at the same time (its
 "flow_starts_moved"): such a slice matches on its end, with a start no
-earlier than the Perfetto one (an instant, whose end moves with its start,
-on a start a few ns later), and the nesting of both is computed from the
-Perfetto starts. Depth in the JSON is what the trace processor gives
+earlier than the Perfetto one (an instant, whose end moves with it, on
+its thread and name, a few ns later), and the nesting of both is
+computed from the Perfetto starts. Depth in the JSON is what the trace processor gives
 complete events: sorted by start, longer first, in file order after that.
 """
 import json
@@ -303,13 +303,13 @@ def match(ps, cs, moved_max):
     end, and the same start, or (a flow record's slice the Chrome export
     moved, as many as it says it moved) one a few ns later; what is left, by
     thread, name and start (spans that overlap come out of Perfetto with
-    other ends). Returns {id(chrome slice): perfetto slice}."""
+    other ends); then instants moved, by thread and name, a few ns later.
+    Returns {id(chrome slice): perfetto slice}."""
     pairs, moved, left = {}, 0, []
     for key in (lambda s: (s['pid'], s['tid'], s['name'], 'end', s['end']),
                 lambda s: (s['pid'], s['tid'], s['name'], 'start', s['start']),
-                # an instant (or a span of no length) moved later: its end
-                # moved with its start
-                lambda s: (s['pid'], s['tid'], s['name'], 'point', s['start'] == s['end'])):
+                lambda s: (s['pid'], s['tid'], s['name'],
+                           'point' if s['end'] == s['start'] else ('span', s['start']))):
         groups = defaultdict(list)
         for p in ps:
             groups[key(p)].append(p)
@@ -318,8 +318,7 @@ def match(ps, cs, moved_max):
             if id(c) in pairs:
                 continue
             g = [p for p in groups.get(key(c), []) if p['start'] == c['start'] or (
-                0 < c['start'] - p['start'] <= MOVE_MAX and (key(c)[3] == 'end' or (
-                    key(c)[3] == 'point' and key(c)[4])))]
+                0 < c['start'] - p['start'] <= MOVE_MAX and key(c)[3] in ('end', 'point'))]
             if not g:
                 left.append(c)
                 continue
@@ -347,13 +346,11 @@ def compare_slices(cs, pairs, bad):
             fail(f"{where}: category {p['cat']!r}, Chrome {c['cat']!r}")
         if p['args'] != c['args']:
             fail(f"{where}: arguments {p['args']}, Chrome {c['args']}")
-        # an instant the Chrome export moved has its end moved with it
-        point = c['start'] == c['end'] and p['start'] == p['end']
-        if (c['pid'], c['tid']) not in bad and p['end'] != c['end'] and not point:
+        if c['end'] == c['start'] and p['end'] == p['start']:
+            c['end'] = p['end']	# an instant: its end moved with its start
+        if (c['pid'], c['tid']) not in bad and p['end'] != c['end']:
             fail(f"{where}: ends at {p['end']}, in Chrome at {c['end']}")
         c['start'] = p['start']	# the nesting of both from the Perfetto starts
-        if point:
-            c['end'] = p['end']
     chrome_depths(cs)
     for c in cs:
         p = pairs[id(c)]

@@ -3,10 +3,13 @@
 default flow of spans and instants, kept in a ContextVar, so it follows
 `await`, asyncio tasks and contextvars.copy_context() into threads; and
 @traced's per-call flow, computed from each call's arguments, which joins
-the spans of a request into flows that the DevTools engine finds."""
+the spans of a request into flows that the DevTools engine finds; flow
+roles (flow_recv(), flow_end(), flow_reply()): a "wait reply" span that
+receives and ends the flow comes after the handling it waited for."""
 import asyncio
 import collections
 import contextvars
+import queue
 import threading
 
 import shmtrace
@@ -182,3 +185,56 @@ class TestTracedFlow(RingTest):
             with self.assertRaises(exc, msg=repr(bad)):
                 f()
         self.assertEqual(shmtrace.current_flow(), 0)
+
+
+class TestFlowRoles(RingTest):
+    def test_role_helpers(self):
+        fid = self.t.flow_new()
+        recv, term = shmtrace.FLOW_RECEIVES, shmtrace.FLOW_TERMINATES
+        self.assertEqual((recv, term, shmtrace.FLOW_ID_MASK), (1 << 53, 1 << 54, (1 << 53) - 1))
+        self.assertEqual(shmtrace.flow_recv(fid), fid | recv)
+        self.assertEqual(shmtrace.flow_end(fid), fid | term)
+        self.assertEqual(shmtrace.flow_reply(fid), fid | recv | term)
+        self.assertEqual(shmtrace.flow_end(shmtrace.flow_recv(fid)), shmtrace.flow_reply(fid))
+        self.assertEqual(shmtrace.flow_id(shmtrace.flow_reply(fid)), fid)
+        for helper in (shmtrace.flow_recv, shmtrace.flow_end, shmtrace.flow_reply):
+            self.assertEqual(helper(0), 0)  # no flow stays none
+            self.assertEqual(helper(recv), 0)  # a role without an id is none
+            for bad, exc in (("1", TypeError), (-1, OverflowError), (2 ** 64, OverflowError)):
+                with self.assertRaises(exc, msg=repr(bad)):
+                    helper(bad)
+        with self.t.span("s", flow=shmtrace.flow_reply(fid)) as s:
+            self.assertEqual(s.flow, fid | recv | term)  # recorded as given
+
+    def test_wait_reply_comes_back(self):
+        """A request and its reply, twice with one flow id: the server
+        thread handles inside the client's "wait reply" span, which
+        receives and ends the flow, so each flow goes send, handle, wait
+        reply, and the id's second use is a second flow."""
+        t = self.t
+        fid = t.flow_new()
+        requests, replies = queue.Queue(), queue.Queue()
+
+        def server():
+            while (f := requests.get()) is not None:
+                with t.span("handle", cat="rpc", flow=f):
+                    pass
+                replies.put(f)
+
+        th = threading.Thread(target=server)
+        th.start()
+        for _ in range(2):
+            with t.span("send", cat="rpc", flow=fid):
+                pass
+            with t.span("wait reply", cat="rpc", flow=shmtrace.flow_reply(fid)):
+                requests.put(fid)
+                replies.get()
+        requests.put(None)
+        th.join()
+        t.flush()
+        events, _, trace = util.export(self.tmp.name, "--ring", self.ring)
+        ends = [e for e in events if e.get("ph") == "i" and e["name"] == "wait reply"]
+        self.assertEqual([e["args"] for e in ends], [{"receives": True}] * 2)
+        seen = util.devtools(trace, "--expect-flows", "2")
+        for flow in seen["flows"]:
+            self.assertEqual([ev[3] for ev in flow], ["send", "handle", "wait reply"])

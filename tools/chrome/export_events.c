@@ -41,13 +41,16 @@ bool export_wanted(struct exporter *e, const struct shmt_record *r)
 }
 
 /* ,"args":{...} of a span or instant: its arguments, "unfinished":true
- * for a span its thread never ended. */
-static void put_args(struct exporter *e, const struct ev_args *a, bool unfinished)
+ * for a span its thread never ended, "receives":true for the step of a
+ * flow that receives (flow_split_receiving(): the instant at the end of a
+ * receiving span). */
+static void put_args(struct exporter *e, const struct ev_args *a, bool unfinished,
+		     bool receives)
 {
 	struct jw *w = e->w;
 	uint32_t n = a ? a->n : 0;
 
-	if (!n && !unfinished)
+	if (!n && !unfinished && !receives)
 		return;
 	jw_puts(w, ",\"args\":{");
 	for (uint32_t i = 0; i < n; i++) {
@@ -67,14 +70,16 @@ static void put_args(struct exporter *e, const struct ev_args *a, bool unfinishe
 		}
 	}
 	if (unfinished)
-		jw_puts(w, n ? ",\"unfinished\":true" : "\"unfinished\":true");
+		jw_puts(w, n++ ? ",\"unfinished\":true" : "\"unfinished\":true");
+	if (receives)
+		jw_puts(w, n ? ",\"receives\":true" : "\"receives\":true");
 	jw_puts(w, "}");
 }
 
 /* Writes one record as an event, under category cat[0..catlen). */
 void export_event(struct exporter *e, uint32_t kind, uint32_t pid, uint32_t tid, uint64_t ts,
 		      uint64_t dur, const char *cat, size_t catlen, uint32_t name,
-		      const struct ev_args *a)
+		      const struct ev_args *a, bool receives)
 {
 	struct jw *w = e->w;
 
@@ -107,7 +112,7 @@ void export_event(struct exporter *e, uint32_t kind, uint32_t pid, uint32_t tid,
 		jw_i64(w, (int64_t)dur);
 		jw_puts(w, "}");
 	} else {
-		put_args(e, a, kind == SHMTRACE_KIND_OPEN);
+		put_args(e, a, kind == SHMTRACE_KIND_OPEN, receives);
 	}
 	jw_puts(w, "}");
 }
@@ -120,32 +125,50 @@ void export_count_names(struct exporter *e, uint32_t name, uint32_t cat)
 		e->names_lost++;
 }
 
+bool export_streams(const struct shmt_record *r)
+{
+	return !shmt_record_attached(r) && (!shmt_record_in_flow(r) || flow_receiving_span(r));
+}
+
+/* Writes one record as it comes (export_streams()): where it starts is
+ * taken. */
+static int stream_record(struct exporter *e, const struct shmt_record *r, uint32_t pid,
+			 const struct ev_args *a)
+{
+	size_t len;
+	const char *cat = source_string(e->src, r->cat, &len);
+
+	export_count_names(e, r->name, r->cat);
+	bind_note(&e->bind, pid, r->tid, r->ts);
+	export_event(e, shmt_record_kind(r), pid, r->tid, r->ts, r->dur, cat, len, r->name, a,
+		     false);
+	return e->w->err;
+}
+
 /* Writes (or keeps for its flow) one span, instant or open span. */
 /* ring: the source's index of the ring r comes from (flow ids are per ring) */
 static int put_record(struct exporter *e, const struct shmt_record *r, uint32_t pid,
 		      const struct ev_args *a, uint32_t ring)
 {
-	if (r->flow && shmt_record_kind(r) != SHMTRACE_KIND_COUNTER) {
-		/* written with its flow at the end, when the flow's category is known */
-		struct flow_ev fe = {
-			.flow = r->flow, .ring = ring, .ts = r->ts, .dur = r->dur, .pid = pid, .tid = r->tid,
-			.cat = r->cat, .name = r->name, .kind = shmt_record_kind(r),
-		};
+	struct shmt_record span, mark;
+	struct flow_ev fe;
+	int ret;
 
-		int ret = args_keep(&e->fargs, a, &fe.args);
-
-		if (ret < 0)
+	if (flow_split_receiving(r, &span, &mark)) {
+		/* the span as it comes, its step an instant at its end */
+		if ((ret = stream_record(e, &span, pid, a)) != 0)
 			return ret;
-		return flows_add(&e->fl, &fe);
-	} else {
-		size_t len;
-		const char *cat = source_string(e->src, r->cat, &len);
-
-		export_count_names(e, r->name, r->cat);
-		bind_note(&e->bind, pid, r->tid, r->ts);
-		export_event(e, shmt_record_kind(r), pid, r->tid, r->ts, r->dur, cat, len, r->name, a);
+		r = &mark;
+		a = NULL;
+	} else if (!shmt_record_in_flow(r)) {
+		return stream_record(e, r, pid, a);
 	}
-	return e->w->err;
+	/* written with its flow at the end, when the flow's category is known */
+	fe = flow_ev_of(r, ring, pid);
+	ret = args_keep(&e->fargs, a, &fe.args);
+	if (ret < 0)
+		return ret;
+	return flows_add(&e->fl, &fe);
 }
 
 /* The held-back event, now that no more of its arguments can come. */

@@ -86,7 +86,7 @@ static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe,
 		cat = source_string(e->src, fe->cat, &len);
 	}
 	export_event(e, fe->kind, fe->pid, fe->tid, fe->ts, fe->dur, cat, len, fe->name,
-		  args_get(&e->fargs, fe->args));
+		     args_get(&e->fargs, fe->args), fe->role & SHMT_ROLE_RECEIVES);
 	if (!ph)
 		return w->err;
 	export_sep(e);
@@ -117,8 +117,7 @@ static int on_rescan(void *ctx, const struct shmt_record *r, uint64_t start_time
 {
 	struct exporter *e = ctx;
 
-	if (!export_wanted(e, r) || shmt_record_attached(r) ||
-	    (r->flow && shmt_record_kind(r) != SHMTRACE_KIND_COUNTER))
+	if (!export_wanted(e, r) || !export_streams(r))
 		return 0;
 	return bind_seen(&e->bind, hosts_outpid(&e->hosts, r->pid, start_time, r->ts), r->tid, r->ts);
 }

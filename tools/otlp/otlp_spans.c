@@ -37,12 +37,13 @@ static int put_node(struct otlp *o, const struct shmt_record *r, uint32_t outpid
 	};
 	int ret = args_keep(&o->args, a, &nd.args);
 
-	if (ret == 0 && r->flow) {
-		struct flow_ev fe = {
-			.flow = r->flow, .ring = ring, .ts = nd.k.ts, .dur = nd.k.dur, .pid = outpid,
-			.tid = r->tid, .cat = r->cat, .name = r->name, .kind = kind, .seq = seq,
-		};
+	if (ret == 0 && shmt_record_in_flow(r)) {
+		struct flow_ev fe = flow_ev_of(r, ring, outpid);
 
+		/* as the node has it: an instant's duration is 0 */
+		fe.ts = nd.k.ts;
+		fe.dur = nd.k.dur;
+		fe.seq = seq;
 		ret = flows_add(&o->fl, &fe);
 	}
 	return ret < 0 ? ret : extsort_add(o->nodes, &nd);

@@ -35,6 +35,22 @@ static bool wanted(struct pf *pf, const struct shmt_record *r)
 	return pick_record(pf->pick, r, pf->src->ring, &pf->pass);
 }
 
+/* A span, instant or open span to the pass: a receiving span as itself
+ * and the instant at its end that is its step (flows.h), as the Chrome
+ * export writes it. */
+static int thread_event(struct pass *ps, const struct shmt_record *r, uint32_t pid,
+			uint32_t ring, const struct ev_args *a)
+{
+	struct shmt_record span, mark;
+	int ret;
+
+	if (!flow_split_receiving(r, &span, &mark))
+		return ps->event(ps->pf, r, pid, ring, a);
+	if ((ret = ps->event(ps->pf, &span, pid, ring, a)) != 0)
+		return ret;
+	return ps->event(ps->pf, &mark, pid, ring, NULL);
+}
+
 /* The held-back span or instant, now that no more of its arguments can come. */
 static int take_pending(struct pass *ps)
 {
@@ -42,7 +58,7 @@ static int take_pending(struct pass *ps)
 
 	if (!args_take(p))
 		return 0;
-	return ps->event(ps->pf, &p->r, p->pid, p->ring, &p->a);
+	return thread_event(ps, &p->r, p->pid, p->ring, &p->a);
 }
 
 static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
@@ -107,7 +123,7 @@ static int run_pass(struct pass *ps, char *err, size_t errlen)
 		const struct ev_args *a = open_args(&pf->open, i);
 
 		pf->pend.args += a ? a->n : 0;
-		ret = ps->event(pf, &r, pf->open.v[i].pid, pf->open.v[i].ring, a);
+		ret = thread_event(ps, &r, pf->open.v[i].pid, pf->open.v[i].ring, a);
 	}
 	return ret;
 }
@@ -126,6 +142,7 @@ static void make_ev(struct pf_ev *ev, const struct shmt_record *r, const struct 
 	ev->n = n;
 	ev->cat = r->cat;
 	ev->name = r->name;
+	ev->receives = shmt_record_in_flow(r) && (shmt_flow_role(r->flow) & SHMT_ROLE_RECEIVES);
 	if (a)
 		ev->args = *a;
 }
@@ -137,7 +154,7 @@ static int plan_on_event(struct pf *pf, const struct shmt_record *r, uint32_t pi
 
 	(void)a;
 	make_ev(&ev, r, NULL, pf->plan.n++);
-	return plan_event(pf, &ev, pid, r->tid, r->flow, ring);
+	return plan_event(pf, &ev, r, pid, ring);
 }
 
 static int plan_on_counter(struct pf *pf, const struct shmt_record *r, uint32_t pid)
@@ -165,8 +182,8 @@ static int write_event(struct pf *pf, const struct shmt_record *r, uint32_t pid,
 
 	(void)ring;
 	make_ev(&ev, r, a, pf->n++);
-	if (r->flow)
-		plan_hop(pf, pf->kflow++, &ev, pid, r->tid, r->flow);
+	if (shmt_record_in_flow(r))
+		plan_hop(pf, pf->kflow++, &ev, pid, r->tid, shmtrace_flow_id(r->flow));
 	count_names(pf, r->name, r->cat);
 	pf->unfinished += ev.kind == SHMTRACE_KIND_OPEN;
 	th = packet_thread(pf, pid, r->tid);

@@ -49,6 +49,7 @@ struct pf_ev {
 	uint32_t flow_id;	/* the flow it is a hop of (the Chrome export's id), or 0 */
 	char ph;		/* 's', 't' or 'f' (the last hop), as flows.h says */
 	bool point;		/* no duration: written as one instant */
+	bool receives;		/* a step that receives (flows.h): said in its annotations */
 	struct ev_args args;
 };
 
@@ -141,8 +142,9 @@ enum pf_ns { PF_NS_NAME, PF_NS_CAT, PF_NS_ARG };
 /* ---- perfetto_plan.c: the first pass's plan ---- */
 int plan_init(struct pf_plan *p);
 void plan_free(struct pf_plan *p);
-/* A thread event of the first pass: a flow record kept, its time noted. */
-int plan_event(struct pf *pf, const struct pf_ev *ev, uint32_t pid, uint32_t tid, uint64_t flow,
+/* A thread event of the first pass (ev, of record r): a flow record kept,
+ * its time noted. */
+int plan_event(struct pf *pf, const struct pf_ev *ev, const struct shmt_record *r, uint32_t pid,
 	       uint32_t ring);
 /* After the first pass: the flows assembled, the ties made searchable. */
 int plan_done(struct pf_plan *p, uint64_t *nflows);
@@ -152,8 +154,9 @@ uint64_t plan_key(uint32_t pid, uint32_t tid, uint64_t ts);
  * number n seen first with it in the second pass (begin: it begins a
  * slice), the slices that begin with it. */
 bool plan_tie(const struct pf_plan *p, uint64_t key, uint64_t n, bool begin, uint32_t *expected);
-/* The flow id and hop of flow record k of the second pass (ph 0 and id 0
- * when it is a flow of one record, or not the first pass's record k). */
+/* The flow id and hop of flow record k of the second pass, of flow id
+ * flow (its role taken off) (ph 0 and id 0 when it is a flow of one
+ * record, or not the first pass's record k). */
 void plan_hop(struct pf *pf, uint64_t k, struct pf_ev *ev, uint32_t pid, uint32_t tid,
 	      uint64_t flow);
 

@@ -272,6 +272,16 @@ static void put_interned(struct pf *pf, const uint64_t *iid, const bool *isnew, 
 		pb_end(&pf->out, id);
 }
 
+/* A debug annotation name: true. */
+static void put_flag(struct obuf *b, const char *name)
+{
+	size_t da = pb_begin(b, TE_DEBUG_ANNOTATIONS);
+
+	pb_string(b, DA_NAME, name, strlen(name));
+	pb_uint(b, DA_BOOL_VALUE, 1);
+	pb_end(b, da);
+}
+
 void packet_event(struct pf *pf, uint64_t track, const struct pf_ev *ev)
 {
 	struct obuf *b = &pf->out;
@@ -296,14 +306,12 @@ void packet_event(struct pf *pf, uint64_t track, const struct pf_ev *ev)
 	pb_uint(b, TE_CATEGORY_IIDS, iid[1]);
 	for (size_t i = 2; i < n; i++)
 		put_arg(pf, iid[i], &ev->args, (uint32_t)(i - 2));
-	if (ev->kind == SHMTRACE_KIND_OPEN) {
-		/* a span its thread never ended, as the Chrome export marks it */
-		size_t da = pb_begin(b, TE_DEBUG_ANNOTATIONS);
-
-		pb_string(b, DA_NAME, "unfinished", 10);
-		pb_uint(b, DA_BOOL_VALUE, 1);
-		pb_end(b, da);
-	}
+	/* as the Chrome export marks them: a span its thread never ended, a
+	 * step of a flow that receives */
+	if (ev->kind == SHMTRACE_KIND_OPEN)
+		put_flag(b, "unfinished");
+	if (ev->receives)
+		put_flag(b, "receives");
 	pb_uint(b, TE_TYPE, ev->point ? PF_INSTANT : PF_SLICE_BEGIN);
 	pb_uint(b, TE_NAME_IID, iid[0]);
 	pb_uint(b, TE_TRACK_UUID, track);

@@ -79,23 +79,21 @@ static int note_time(struct pf_plan *p, uint32_t pid, uint32_t tid, uint64_t ts,
 	return 0;
 }
 
-int plan_event(struct pf *pf, const struct pf_ev *ev, uint32_t pid, uint32_t tid, uint64_t flow,
+int plan_event(struct pf *pf, const struct pf_ev *ev, const struct shmt_record *r, uint32_t pid,
 	       uint32_t ring)
 {
 	struct pf_plan *p = &pf->plan;
 
-	if (flow) {
+	if (shmt_record_in_flow(r)) {
 		/* as the Chrome export keeps it, in the same order */
-		struct flow_ev fe = {
-			.flow = flow, .ring = ring, .ts = ev->ts, .dur = ev->dur, .pid = pid,
-			.tid = tid, .cat = ev->cat, .name = ev->name, .kind = ev->kind,
-		};
-		int ret = flows_add(&p->fl, &fe);
+		struct flow_ev fe = flow_ev_of(r, ring, pid);
+		int ret;
 
-		if (ret < 0)
+		fe.dur = ev->dur;
+		if ((ret = flows_add(&p->fl, &fe)) < 0)
 			return ret;
 	}
-	return note_time(p, pid, tid, ev->ts, ev->n, !ev->point);
+	return note_time(p, pid, r->tid, ev->ts, ev->n, !ev->point);
 }
 
 static int cmp_hop(const void *a, const void *b)

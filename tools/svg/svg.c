@@ -60,8 +60,7 @@ static int on_scan(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	if (!g->any || end > g->tend)
 		g->tend = end;
 	g->any = true;
-	if (r->flow && shmt_record_kind(r) != SHMTRACE_KIND_COUNTER &&
-	    (!g->any_flow || r->ts < g->first_flow)) {
+	if (shmt_record_in_flow(r) && (!g->any_flow || r->ts < g->first_flow)) {
 		g->first_flow = r->ts;
 		g->any_flow = true;
 	}
@@ -91,10 +90,14 @@ static int on_keep(void *ctx, const struct shmt_record *r, uint64_t start_time)
 		return -ENOMEM;
 	it = &g->v[g->n++];
 	*it = (struct svg_item){
-		.ts = r->ts, .dur = r->dur, .flow = r->flow, .tid = r->tid, .name = r->name,
+		.ts = r->ts, .dur = r->dur, .tid = r->tid, .name = r->name,
 		.cat = r->cat, .kind = (uint8_t)kind, .ring = g->src.ring,
 		.pid = procs_outpid(&g->ps, r->pid, start_time, r->ts),
 	};
+	if (shmt_record_in_flow(r)) {
+		it->flow = shmtrace_flow_id(r->flow);
+		it->role = (uint8_t)shmt_flow_role(r->flow);
+	}
 	return 0;
 }
 static int run_svg(struct svg *g, char *err, size_t errlen)

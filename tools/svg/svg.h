@@ -16,12 +16,13 @@
 /* One record kept for drawing. */
 struct svg_item {
 	uint64_t ts, dur;	/* dur is a counter's value for counters */
-	uint64_t flow;
+	uint64_t flow;		/* its id (shmtrace_flow_id()), 0 = none */
 	uint32_t pid, tid;	/* pid as shown (after reuse remapping) */
 	uint32_t lane;		/* index of the row group it is drawn in */
 	uint16_t name, cat;
 	uint16_t depth;		/* nesting depth on its thread, 0 = outermost */
 	uint8_t kind;
+	uint8_t role;		/* its step's role in the flow (SHMT_ROLE_*) */
 	uint32_t ring;		/* the source's ring: flow ids are per ring */
 };
 

@@ -243,6 +243,21 @@ static void put_counter(struct svg *g, const struct lane *l)
 		"max %lld</text>\n", g->x1, g->x1 - 2, top + 8, (long long)l->vmax);
 }
 
+/* Where a slice is in its flow, and where its arrows meet it: its start,
+ * or its end when its step receives (flows.h). */
+static uint64_t flow_at(const struct svg_item *it)
+{
+	if (!(it->role & SHMT_ROLE_RECEIVES) || it->kind != SHMTRACE_KIND_SPAN)
+		return it->ts;
+	return it->ts + it->dur < it->ts ? UINT64_MAX : it->ts + it->dur;
+}
+
+/* Whether b, after a in the sorted slices, is a's next step. */
+static bool next_step(const struct svg_item *a, const struct svg_item *b)
+{
+	return a->flow == b->flow && a->ring == b->ring && !(a->role & SHMT_ROLE_TERMINATES);
+}
+
 static int cmp_flow_idx(const void *pa, const void *pb, void *ctx)
 {
 	const struct svg_item *v = ctx, *a = &v[*(const size_t *)pa], *b = &v[*(const size_t *)pb];
@@ -251,8 +266,8 @@ static int cmp_flow_idx(const void *pa, const void *pb, void *ctx)
 		return a->ring < b->ring ? -1 : 1;
 	if (a->flow != b->flow)
 		return a->flow < b->flow ? -1 : 1;
-	if (a->ts != b->ts)
-		return a->ts < b->ts ? -1 : 1;
+	if (flow_at(a) != flow_at(b))
+		return flow_at(a) < flow_at(b) ? -1 : 1;
 	if (a->pid != b->pid)
 		return a->pid < b->pid ? -1 : 1;
 	return a->tid < b->tid ? -1 : a->tid > b->tid;
@@ -272,13 +287,14 @@ static int sort_flows(struct svg *g)
 	qsort_r(g->fidx, g->nf, sizeof(*g->fidx), cmp_flow_idx, g->v);
 	g->narrows = 0;
 	for (size_t i = 1; i < g->nf; i++)
-		g->narrows += g->v[g->fidx[i - 1]].flow == g->v[g->fidx[i]].flow &&
-			      g->v[g->fidx[i - 1]].ring == g->v[g->fidx[i]].ring;
+		g->narrows += next_step(&g->v[g->fidx[i - 1]], &g->v[g->fidx[i]]);
 	return 0;
 }
 
 /* An arrow from the start of each slice of a flow to the start of the
- * next, as Perfetto binds them; slices outside the window are not drawn,
+ * next, as Perfetto binds them (the end of a slice whose step receives,
+ * where the exports put its step); none after a step that ends its flow;
+ * slices outside the window are not drawn,
  * so neither are their arrows. Past MAX_ARROWS they would hide everything
  * else (a zoomed-out window), so none are drawn and the title says so. */
 static void put_flows(struct svg *g)
@@ -290,10 +306,10 @@ static void put_flows(struct svg *g)
 		double xa, ya, xb, yb, dx;
 		unsigned c;
 
-		if (a->flow != b->flow || a->ring != b->ring)
+		if (!next_step(a, b))
 			continue;
-		xa = xof(g, a->ts);
-		xb = xof(g, b->ts);
+		xa = xof(g, flow_at(a));
+		xb = xof(g, flow_at(b));
 		ya = row_y(g, a) + ROW_H / 2;
 		yb = row_y(g, b) + ROW_H / 2;
 		/* leave the slice rightwards and enter the next from its left */

@@ -2,7 +2,7 @@
 /*
  * bind.h - moving flow-carrying slices off timestamps that other events of
  * their thread also start at, so that viewers bind each flow to its own
- * slice (the rule is in docs/FORMAT.md, "Flow binding in the export").
+ * slice (the rule is in docs/FORMAT.md, "One start per flow slice").
  */
 #ifndef SHMTRACE_BIND_H
 #define SHMTRACE_BIND_H

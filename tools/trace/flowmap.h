@@ -2,7 +2,9 @@
 /*
  * flowmap.h - a value per flow, a flow being what flows.c joins: a
  * ring-local id within its ring, or a global id in any ring
- * (flow_scope()). Exact: two flows never share an entry.
+ * (flow_scope()), its role taken off (shmtrace_flow_id()). Exact: two
+ * flows never share an entry; the flows of one id that a terminating
+ * step ends and the id begins again (flows.h) share one.
  */
 #ifndef SHMTRACE_FLOWMAP_H
 #define SHMTRACE_FLOWMAP_H

@@ -61,6 +61,46 @@ int flows_next(struct flows *f, struct flow_ev *e)
 	return f->s ? extsort_next(f->s, e) : 0;
 }
 
+struct flow_ev flow_ev_of(const struct shmt_record *r, uint32_t ring, uint32_t pid)
+{
+	return (struct flow_ev){
+		.flow = shmtrace_flow_id(r->flow), .ring = ring, .role = shmt_flow_role(r->flow),
+		.ts = r->ts, .dur = r->dur, .pid = pid, .tid = r->tid, .cat = r->cat,
+		.name = r->name, .kind = shmt_record_kind(r),
+	};
+}
+
+uint64_t flow_ev_at(const struct flow_ev *e)
+{
+	if (!(e->role & SHMT_ROLE_RECEIVES) || e->kind == SHMTRACE_KIND_INSTANT)
+		return e->ts;
+	return e->ts + e->dur < e->ts ? UINT64_MAX : e->ts + e->dur;
+}
+
+bool flow_receiving_span(const struct shmt_record *r)
+{
+	uint32_t k = shmt_record_kind(r);
+
+	/* whatever the length (an open span's is known only at the end):
+	 * the rescan of the Chrome export must find the records it split */
+	return shmt_record_in_flow(r) && (shmt_flow_role(r->flow) & SHMT_ROLE_RECEIVES) &&
+	       (k == SHMTRACE_KIND_SPAN || k == SHMTRACE_KIND_OPEN);
+}
+
+bool flow_split_receiving(const struct shmt_record *r, struct shmt_record *span,
+			  struct shmt_record *mark)
+{
+	if (!flow_receiving_span(r))
+		return false;
+	*span = *r;
+	span->flow = 0;
+	*mark = *r;
+	mark->ts = r->ts + r->dur < r->ts ? UINT64_MAX : r->ts + r->dur;
+	mark->dur = 0;
+	mark->commit = SHMTRACE_KIND_INSTANT;
+	return true;
+}
+
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
 
 /* The rings an id joins records of: its own, or all for a global id. */
@@ -79,7 +119,8 @@ static int cmp_ev(const void *pa, const void *pb)
 	const struct flow_ev *a = pa, *b = pb;
 	int c;
 
-	if ((c = CMP(scope(a), scope(b))) || (c = CMP(a->flow, b->flow)) || (c = CMP(a->ts, b->ts)) || (c = CMP(a->pid, b->pid)) ||
+	if ((c = CMP(scope(a), scope(b))) || (c = CMP(a->flow, b->flow)) ||
+	    (c = CMP(flow_ev_at(a), flow_ev_at(b))) || (c = CMP(a->pid, b->pid)) ||
 	    (c = CMP(a->tid, b->tid)))
 		return c;
 	/* ties of one thread as nest_cmp() breaks them: a hop that encloses
@@ -154,6 +195,11 @@ int flows_assemble(struct flows *f, flows_emit_fn emit, void *ctx, uint64_t *nfl
 		}
 		g[ng++] = e;
 		ret = 0;
+		/* nothing after it joins: the id's next record begins a flow */
+		if (e.role & SHMT_ROLE_TERMINATES) {
+			ret = emit_group(g, ng, emit, ctx, &nf);
+			ng = 0;
+		}
 	}
 	if (ret == 0 && ng)
 		ret = emit_group(g, ng, emit, ctx, &nf);

@@ -11,11 +11,13 @@
 #include <stdint.h>
 
 #include "extsort.h"
+#include "record.h"
 
 /* One record of a flow: exactly what its flow event must repeat to bind. */
 struct flow_ev {
-	uint64_t flow;		/* the producer's flow id ... */
+	uint64_t flow;		/* the producer's flow id, without its role ... */
 	uint32_t ring;		/* ... which means something only in its ring */
+	uint32_t role;		/* SHMT_ROLE_* of the record (flow_ev_of()) */
 	uint64_t ts;		/* ns, as the slice's ts was written */
 	uint64_t dur;		/* the slice's duration (written at assembly) */
 	uint32_t pid;		/* pid as written in the trace (after reuse remapping) */
@@ -41,6 +43,34 @@ struct flows {
 	uint64_t n;
 };
 
+/*
+ * The flow record of r (a span, instant or open span with a flow id) of
+ * the source's ring ring, pid as written: its flow id and its role apart.
+ * The caller's fields (order, args, seq) are 0.
+ */
+struct flow_ev flow_ev_of(const struct shmt_record *r, uint32_t ring, uint32_t pid);
+
+/* Where e is placed in its flow: its start, or its end when it receives
+ * (SHMT_ROLE_RECEIVES on a span). */
+uint64_t flow_ev_at(const struct flow_ev *e);
+
+/* Whether r is a receiving span: SHMT_ROLE_RECEIVES on a span or an open
+ * span in a flow, of any length. */
+bool flow_receiving_span(const struct shmt_record *r);
+
+/*
+ * What a viewer is given for a receiving span (flow_receiving_span()):
+ * the span without its flow (*span), and an
+ * instant at its end (*mark: same thread, name, category and flow field)
+ * that is its step. DevTools orders a flow's slices as it binds them and
+ * Perfetto points each arrow from the slice that begins first, so the
+ * step of a span that began before the steps it follows must be a slice
+ * that begins after them. Returns false (nothing written) for any other
+ * record.
+ */
+bool flow_split_receiving(const struct shmt_record *r, struct shmt_record *span,
+			  struct shmt_record *mark);
+
 /* Flows read back by flow (flows_assemble()'s order). */
 void flows_init(struct flows *f);
 /* Flows read back in the order of cmp (bind_resolve()'s, say, so that it
@@ -62,10 +92,12 @@ int flows_next(struct flows *f, struct flow_ev *e);
  * of other rings with the same id are other flows: such ids count from 1
  * in every ring), or the records of any ring with one global id (bit 52,
  * SHMT_FLOW_GLOBAL: random per ring, or carried on purpose from one ring
- * to another).
- * Sorts each flow by (ts, pid, tid, then as nest_cmp() breaks ties of one
- * thread: the longer span, spans before instants, arrival) and calls emit for every
- * record: for a flow of two or more records ph is 's' on the first, 't' on
+ * to another), in the order of (flow_ev_at(), pid, tid, then as nest_cmp()
+ * breaks ties of one thread: the longer span, spans before instants,
+ * arrival), up to and including a record that terminates
+ * (SHMT_ROLE_TERMINATES): the records after it with that id are the next
+ * flow. Calls emit for every record of each flow: for a flow of two or
+ * more records ph is 's' on the first, 't' on
  * the middle ones, 'f' on the last; a one-record flow draws nothing (ph 0,
  * id 0), its record is still handed over. group[0..n) is the whole flow
  * the record belongs to (DevTools groups flow events by category, so the

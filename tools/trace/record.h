@@ -24,15 +24,16 @@ static inline uint32_t shmt_record_kind(const struct shmt_record *r)
 
 /*
  * Whether r is a step of a flow, as the exports draw them: a span, an
- * instant or an open span with a flow id. A counter's flow id is not
- * drawn, and an argument record's flow field is its type and index.
+ * instant or an open span with a flow id (the flow field's low 53 bits:
+ * a role alone is no flow). A counter's flow id is not drawn, and an
+ * argument record's flow field is its type and index.
  */
 static inline bool shmt_record_in_flow(const struct shmt_record *r)
 {
 	uint32_t k = shmt_record_kind(r);
 
-	return r->flow && (k == SHMTRACE_KIND_SPAN || k == SHMTRACE_KIND_INSTANT ||
-			   k == SHMTRACE_KIND_OPEN);
+	return shmtrace_flow_id(r->flow) && (k == SHMTRACE_KIND_SPAN || k == SHMTRACE_KIND_INSTANT ||
+					     k == SHMTRACE_KIND_OPEN);
 }
 
 /* Whether r belongs to the event before it (an argument record, or the
