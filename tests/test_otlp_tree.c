@@ -19,7 +19,8 @@
 /* String ids: 1 "cat", then NAMES from 2. */
 static const char *const NAMES[] = { "R", "A0", "A1", "x", "y", "B0", "B1", "z", "S", "inner",
 				     "i", "deep", "lone", "P", "Q", "Z", "Zs", "Zi", "n", "top",
-				     "at_max", "beyond", "beyond2", "early", "late" };
+				     "at_max", "beyond", "beyond2", "early", "late", "ask", "reply",
+				     "ask2", "reply2" };
 #define NNAMES (sizeof(NAMES) / sizeof(NAMES[0]))
 
 static uint32_t id_of(const char *name)
@@ -316,6 +317,31 @@ static void test_from_cuts_the_tree(void **state)
 	free(j);
 }
 
+/* An id reused after a step that terminated its flow: two flows, two
+ * traces, each hop the child of the one before in its own. */
+static void test_reused_id_is_a_trace_of_its_own(void **state)
+{
+	const struct shmt_record r[] = {
+		span(1, "ask", 0, 100, 7), span(2, "reply", 200, 100, shmtrace_flow_end(7)),
+		span(1, "ask2", 1000, 100, 7), span(2, "reply2", 1200, 100, 7),
+	};
+	struct ospan ask, reply, ask2, reply2;
+	char *j;
+
+	(void)state;
+	capture("reuse.cap", r, 4);
+	j = export_otlp("reuse.cap", NULL, NULL);
+	ask = find(j, "ask");
+	reply = find(j, "reply");
+	ask2 = find(j, "ask2");
+	reply2 = find(j, "reply2");
+	child_of(&reply, &ask);
+	child_of(&reply2, &ask2);
+	assert_string_equal(ask2.parent, "");
+	assert_string_not_equal(ask.trace, ask2.trace);
+	free(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +350,7 @@ int main(void)
 		cmocka_unit_test(test_ties_make_no_circle),
 		cmocka_unit_test(test_nesting_deeper_than_followed),
 		cmocka_unit_test(test_from_cuts_the_tree),
+		cmocka_unit_test(test_reused_id_is_a_trace_of_its_own),
 	};
 
 	if (cli_setup_for("otlp-tree", false) < 0) {

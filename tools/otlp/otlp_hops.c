@@ -28,6 +28,21 @@ static void flow_begin(struct otlp *o, const struct flow_ev *group, size_t n)
 		}
 	}
 	otlp_flow_trace_id(o, group, &o->thi, &o->tlo);
+	/* the id's next flow after a terminating step (flows_assemble()
+	 * hands the flows of one id one after the other): a trace of its
+	 * own; the id's first flow keeps the id's trace, which every host's
+	 * export of it agrees on */
+	if (o->flows_seen && group[0].flow == o->last_flow &&
+	    flow_scope(group[0].flow, group[0].ring) == o->last_scope) {
+		o->reuse++;
+		o->thi ^= hash_splitmix64(o->reuse);
+		o->tlo ^= hash_splitmix64(o->reuse ^ 0x6e657874ull);
+	} else {
+		o->reuse = 0;
+	}
+	o->last_flow = group[0].flow;
+	o->last_scope = flow_scope(group[0].flow, group[0].ring);
+	o->flows_seen = true;
 }
 
 static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe,

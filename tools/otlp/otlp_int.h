@@ -177,6 +177,11 @@ struct otlp {
 	struct http_url url;
 	/* the flow being assembled: its trace, owner and last hop */
 	uint64_t thi, tlo, owner, prev;
+	/* the flow before it, and how many flows its id made before (an id
+	 * reused after a step that terminated its flow) */
+	uint64_t last_flow;
+	uint32_t last_scope, reuse;
+	bool flows_seen;
 	/* what happened */
 	uint64_t spans, events, counters, flows, names_lost;
 	uint64_t requests, spans_sent, requests_sent, retries_used, rejected;
