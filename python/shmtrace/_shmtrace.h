@@ -62,8 +62,11 @@ struct pyst_open_stacks;	/* open.c */
 /* One span of a `with`: begun by __enter__ (shmtrace_begin(): the thread's
  * open-span stack in the ring shows it until __exit__ records it), unless
  * open.c keeps it off that stack; then it is timed here and recorded at its
- * exit all the same. Its arguments are kept here, not in sp, so that
- * set() can replace a key's value, and are handed to the library at exit. */
+ * exit all the same. Its arguments are kept here, so that set() can replace
+ * a key's value; while it is on the ring's stack each key is also handed
+ * to the library when first given (shmtrace_span_arg(): staged at once,
+ * so a crash inside the span shows it), a later value of the key put in
+ * sp's copy for the end (open.c, pyst_open_arg()). */
 typedef struct {
 	PyObject_HEAD
 	vectorcallfunc vectorcall;	/* span_call: __enter__ and __exit__ */
@@ -76,6 +79,7 @@ typedef struct {
 	uint64_t flow;
 	uint32_t cat, name;
 	uint32_t nargs;
+	uint32_t handed;	/* args[0..handed) given to the library already */
 	struct shmtrace_arg args[SHMTRACE_MAX_ARGS];
 	/* the str values of args, kept alive until the span is recorded: a
 	 * text argument's bytes are read then */
@@ -109,9 +113,12 @@ uint64_t pyst_current_flow(void);
 int pyst_event_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
 		    PyObject **a, uint64_t *flow);
 int pyst_arg_set(Tracer *tr, struct shmtrace_arg *args, PyObject **vals, uint32_t *n, PyObject *key,
-		 PyObject *value);
+		 PyObject *value, uint32_t *at);
 int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, PyObject **vals,
 		 uint32_t *n);
+/* open.c: argument i of s was set (new or replaced): handed to the
+ * library now if s is on the ring's stack. */
+void pyst_open_arg(Span *s, uint32_t i);
 /* Drops the references pyst_arg_set() kept in vals[0..SHMTRACE_MAX_ARGS). */
 void pyst_vals_clear(PyObject **vals);
 

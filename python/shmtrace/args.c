@@ -168,9 +168,11 @@ uint64_t pyst_current_flow(void)
  * value is a text argument (SHMTRACE_ARG_TEXT: its bytes go with the
  * record, not into the ring's string table, so per-request values such as
  * URLs never use it up), its str kept in vals[i] until the record is
- * written (pyst_vals_clear()). Returns 0, or -1 with an exception set. */
+ * written (pyst_vals_clear()). *at (when not NULL) is the index it was
+ * put at, left as it was when it was not kept. Returns 0, or -1 with an
+ * exception set. */
 int pyst_arg_set(Tracer *tr, struct shmtrace_arg *args, PyObject **vals, uint32_t *n,
-		 PyObject *key, PyObject *value)
+		 PyObject *key, PyObject *value, uint32_t *at)
 {
 	const char *text = NULL;
 	Py_ssize_t len;
@@ -210,6 +212,8 @@ int pyst_arg_set(Tracer *tr, struct shmtrace_arg *args, PyObject **vals, uint32_
 					"has at most %d arguments", key, SHMTRACE_MAX_ARGS);
 	args[i] = a;
 	Py_XSETREF(vals[i], text ? Py_NewRef(value) : NULL);
+	if (at)
+		*at = i;
 	if (i == *n)
 		(*n)++;
 	return 0;
@@ -249,7 +253,7 @@ int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, PyObj
 		if (args_fit(PyDict_GET_SIZE(mapping)) < 0)
 			return -1;
 		while (ret == 0 && PyDict_Next(mapping, &pos, &k, &v))
-			ret = pyst_arg_set(tr, args, vals, n, k, v);
+			ret = pyst_arg_set(tr, args, vals, n, k, v, NULL);
 		return ret;
 	}
 	items = PyMapping_Check(mapping) && !PySequence_Check(mapping) ?
@@ -268,7 +272,7 @@ int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, PyObj
 			ret = -1;
 		} else {
 			ret = pyst_arg_set(tr, args, vals, n, PyTuple_GET_ITEM(kv, 0),
-					   PyTuple_GET_ITEM(kv, 1));
+					   PyTuple_GET_ITEM(kv, 1), NULL);
 		}
 	}
 	Py_DECREF(items);

@@ -144,6 +144,7 @@ void pyst_open_begin(Span *s, shmtrace_t *t)
 	}
 	shmtrace_begin(t, &s->sp, s->cat, s->name, s->flow);
 	s->start = s->sp.start;
+	s->handed = 0;
 	/* the library's fields, read only: whether it pushed the span (not
 	 * when there is no ring yet, or no staging block for the thread), and
 	 * at which depth */
@@ -158,6 +159,23 @@ void pyst_open_begin(Span *s, shmtrace_t *t)
 	m->refs++;
 	s->stacks = m;
 	s->stack = (uint32_t)i;
+	/* those of span(args=): staged now, as C's shmtrace_span_arg() does */
+	for (uint32_t k = 0; k < s->nargs; k++)
+		pyst_open_arg(s, k);
+}
+
+void pyst_open_arg(Span *s, uint32_t i)
+{
+	if (!s->stacks)
+		return;	/* not on the ring's stack: all go at exit */
+	if (i < s->handed) {
+		/* a key set again: the crash view keeps the first value, the
+		 * end the last (sp's copy, which shmtrace_end() writes) */
+		s->sp.args[i] = s->args[i];
+		return;
+	}
+	if (i == s->handed && shmtrace_span_arg(&s->sp, s->args[i]) == 0)
+		s->handed++;
 }
 
 void pyst_open_end(Span *s, shmtrace_t *t)
@@ -170,7 +188,7 @@ void pyst_open_end(Span *s, shmtrace_t *t)
 	 * alone says whether a deep span is still on the stack */
 	if (st && m->alive && st->t == t && st->depth > d &&
 	    (d >= SHMTRACE_OPEN_MAX || st->tok[d] == s->token)) {
-		for (uint32_t i = 0; i < s->nargs; i++)
+		for (uint32_t i = s->handed; i < s->nargs; i++)
 			shmtrace_span_arg(&s->sp, s->args[i]);
 		shmtrace_end(&s->sp);
 		st->depth = d;

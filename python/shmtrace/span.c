@@ -95,8 +95,8 @@ PyDoc_STRVAR(span_set_doc,
 "Gives the span the argument key=value, shown in the details panel of\n"
 "Perfetto and DevTools (the export's \"args\", OTLP attributes): key a str,\n"
 "value an int (-2**63..2**63-1) or a str. A key set again takes the new\n"
-"value. Arguments are recorded with the span when it exits (a span the\n"
-"process died in shows none). A str value goes with the record, not into\n"
+"value. Arguments are recorded with the span when it exits; a span the\n"
+"process dies in shows each key's first value. A str value goes with the record, not into\n"
 "the ring's string table, so per-request values (a URL, a user id) are\n"
 "fine: at most 1024 bytes of UTF-8 per text and per record, a longer one\n"
 "exported cut with a marker. A span has at most 4\n"
@@ -110,8 +110,12 @@ static PyObject *span_set(Span *s, PyObject *const *args, Py_ssize_t nargs)
 		return NULL;
 	}
 	/* the shared no-op span has no tracer: the types are checked only */
-	if (pyst_arg_set(s->tr, s->args, s->vals, &s->nargs, args[0], args[1]) < 0)
+	uint32_t at = UINT32_MAX;
+
+	if (pyst_arg_set(s->tr, s->args, s->vals, &s->nargs, args[0], args[1], &at) < 0)
 		return NULL;
+	if (s->active && at < s->nargs)
+		pyst_open_arg(s, at);
 	Py_RETURN_NONE;
 }
 

@@ -75,6 +75,26 @@ class KilledChild(unittest.TestCase):
         seen = util.devtools(trace, "--expect-process", "%d=victim" % pid)
         self.assertEqual(seen["processes"][str(pid)], "victim")
 
+    def test_killed_inside_keeps_the_arguments_given(self):
+        # args= at the span, set() inside it (a key set again: the crash
+        # shows its first value), a text
+        body = r"""
+def die_inside(*names):
+    with t.span("outer", cat="rpc", args={"req": 42}) as s:
+        s.set("url", "/items/7?q=\u00e9")
+        s.set("status", "started")
+        s.set("status", "later")
+        os.write(1, b"inside\n")
+        os.read(0, 1)
+        raise SystemExit("not killed")
+"""
+        events, _, meta, pid = self.kill_inside(body)
+        self.assertEqual(meta["unfinished"], 1)
+        outer, = self.unfinished(events, pid)
+        self.assertEqual(outer["name"], "outer")
+        self.assertEqual(outer["args"], {"req": 42, "url": "/items/7?q=\u00e9",
+                                         "status": "started", "unfinished": True})
+
     def test_spans_that_returned_are_not_shown_open(self):
         body = r"""
 for i in range(1000):  # more than a staging block: some flushed, some staged
