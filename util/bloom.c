@@ -27,12 +27,29 @@ void bloom_free(struct bloom *b)
 	b->lines = 0;
 }
 
-bool bloom_add(struct bloom *b, uint64_t hint, uint64_t key)
+/* The line of key near hint: key bits 0..5 choose it in the hint's group
+ * (bits 6.. choose the bits). */
+static uint64_t *line_of(const struct bloom *b, uint64_t hint, uint64_t key)
 {
-	/* key bits 0..5 choose the line in the hint's group, 6.. the bits */
 	size_t line = (size_t)((hash_fmix64(hint) * GROUP_LINES + (key & (GROUP_LINES - 1))) &
 			       (b->lines - 1));
-	uint64_t *l = &b->bits[line * 8];
+
+	return &b->bits[line * 8];
+}
+
+bool bloom_test(const struct bloom *b, uint64_t hint, uint64_t key)
+{
+	const uint64_t *l = line_of(b, hint, key);
+
+	for (int i = 0; i < BITS; i++)
+		if (!(l[BIT(key, i) / 64] & 1ull << (BIT(key, i) % 64)))
+			return false;
+	return true;
+}
+
+bool bloom_add(struct bloom *b, uint64_t hint, uint64_t key)
+{
+	uint64_t *l = line_of(b, hint, key);
 	bool maybe = true;
 
 	for (int i = 0; i < BITS; i++) {

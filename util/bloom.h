@@ -27,4 +27,7 @@ void bloom_free(struct bloom *b);
  * whether it may have been added before (false: certainly not). */
 bool bloom_add(struct bloom *b, uint64_t hint, uint64_t key);
 
+/* Whether key may have been added near hint (false: certainly not). */
+bool bloom_test(const struct bloom *b, uint64_t hint, uint64_t key);
+
 #endif

@@ -18,27 +18,20 @@
 #include <string.h>
 
 #include "bind.h"
+#include "bloom.h"
 #include "hash.h"
 
-#define BLOOM_LINES	(1u << 18)	/* 64-byte lines: 16 MiB */
-/*
- * The events of one thread within one window of viewer time go to one
- * group of lines, so that the events streamed one after the other touch
- * a few cache lines and not one random line of 8 MiB each (a cache miss
- * that was a third of the export's time). A thread's next window takes
- * the next group: a busy thread's windows tile the filter evenly instead
- * of piling up where random groups collide (which made the false "maybe"s
- * of a million-event trace a hundred times more frequent).
- */
-#define GROUP_LINES	8u		/* lines of one (thread, window) */
+#define NOTE_LINES	(1u << 18)	/* 64-byte lines: 16 MiB */
+/* The events of one thread within one window of viewer time are keys
+ * near one another (util/bloom.h's hint): those streamed one after the
+ * other touch a few cache lines, not one random line of 16 MiB each. */
 #define WINDOW_SHIFT	6		/* window: 64 us of viewer time */
 
-/* askbits: a Bloom filter of the asked keys, four bits a key in 2^askshift
- * bits: 16 bits a key, from 128 KiB (in a core's cache, which the
- * verification pass probes for every event) to 16 MiB */
-#define ASK_SHIFT_MIN	20
-#define ASK_SHIFT_MAX	27
-#define ASK_HASHES	4
+/* asked: a filter of the asked keys, 64 bytes for every 32 of them, from
+ * 128 KiB (in a core's cache, which the verification pass probes for
+ * every event) to 16 MiB */
+#define ASK_LINES_MIN	(1u << 11)
+#define ASK_LINES_MAX	(1u << 18)
 
 /* the sorts' memory: asked, answered, found */
 #define SORT_MEM	(8u << 20)
@@ -58,70 +51,39 @@ static double view_ts(uint64_t ts)
 	return (double)ts / 1000.0;
 }
 
-/* One 64-bit key per (pid, tid, viewer ts). Two keys that collide only
- * ever make a free timestamp look taken: a needless move, never a missed
- * collision. *line is where the filter keeps it. */
-static uint64_t key_at(const struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts,
-		       uint64_t **line)
+/* One 64-bit key per (pid, tid, viewer ts), and *hint, its thread and
+ * window. Two keys that collide only ever make a free timestamp look
+ * taken: a needless move, never a missed collision. */
+static uint64_t key_at(uint32_t pid, uint32_t tid, uint64_t ts, uint64_t *hint)
 {
 	double d = view_ts(ts);
-	uint64_t bits, thread = hash_fmix64(((uint64_t)pid << 32 | tid) ^ 0x9e3779b97f4a7c15ull), k, g;
+	uint64_t bits, thread = hash_fmix64(((uint64_t)pid << 32 | tid) ^ 0x9e3779b97f4a7c15ull);
 
 	memcpy(&bits, &d, sizeof(bits));
-	k = hash_fmix64(thread ^ bits);
 	/* d < 2^64 for every ts: the conversion is defined */
-	g = thread + ((uint64_t)d >> WINDOW_SHIFT);
-	*line = &b->bloom[((g * GROUP_LINES + (k & (GROUP_LINES - 1))) & (BLOOM_LINES - 1)) * 8];
-	return k;
+	*hint = thread + ((uint64_t)d >> WINDOW_SHIFT);
+	return hash_fmix64(thread ^ bits);
 }
 
 int bind_init(struct bind *b)
 {
 	memset(b, 0, sizeof(*b));
-	/* calloc'd pages stay untouched (and unmapped) until used */
-	b->bloom = calloc((size_t)BLOOM_LINES * 8, sizeof(*b->bloom));
-	return b->bloom ? 0 : -ENOMEM;
+	return bloom_init(&b->note, NOTE_LINES);
 }
 
 void bind_free(struct bind *b)
 {
-	free(b->bloom);
-	free(b->askbits);
+	bloom_free(&b->note);
+	bloom_free(&b->asked);
 	extsort_free(b->hits);
 	memset(b, 0, sizeof(*b));
 }
 
-/*
- * BITS bits of its 512-bit line per key (key bits 3.. : bits 0..2 chose
- * the line in its group). Six, not three: at a million events (8 per
- * line) they leave about one free timestamp in a million uncleared, so
- * such an export reads its input once.
- */
-#define BITS		6
-#define BIT(k, i)	((unsigned)((k) >> (3 + 9 * (i))) & 511u)
-
 void bind_note(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
 {
-	uint64_t *line, k = key_at(b, pid, tid, ts, &line);
+	uint64_t hint, k = key_at(pid, tid, ts, &hint);
 
-	for (int i = 0; i < BITS; i++)
-		line[BIT(k, i) / 64] |= 1ull << (BIT(k, i) % 64);
-}
-
-static bool maybe(const uint64_t *line, uint64_t k)
-{
-	for (int i = 0; i < BITS; i++)
-		if (!(line[BIT(k, i) / 64] & 1ull << (BIT(k, i) % 64)))
-			return false;
-	return true;
-}
-
-/* The bit of askbits that hash i of key k sets. */
-static uint64_t ask_bit(const struct bind *b, uint64_t k, int i)
-{
-	uint64_t h = i < 2 ? k : hash_fmix64(k ^ 0x5bd1e9955bd1e995ull);
-
-	return (h >> (i % 2 * 32)) & ((1ull << b->askshift) - 1);
+	bloom_add(&b->note, hint, k);
 }
 
 /* A timestamp of a thread: what is asked, answered and found. */
@@ -151,19 +113,13 @@ static int cmp_bkey(const void *a, const void *b)
 
 int bind_seen(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
 {
-	uint64_t *line, k = key_at(b, pid, tid, ts, &line);
+	uint64_t hint, k = key_at(pid, tid, ts, &hint);
 	struct bkey h = { .pid = pid, .tid = tid, .ts = ts };
 
 	/* a verification pass sees every event: most are not asked about,
 	 * and the filter of the asked keys says so */
-	if (!b->askbits || !b->hits)
+	if (!b->asked.bits || !b->hits || !bloom_test(&b->asked, hint, k))
 		return 0;
-	for (int i = 0; i < ASK_HASHES; i++) {
-		uint64_t bit = ask_bit(b, k, i);
-
-		if (!(b->askbits[bit / 64] & 1ull << (bit % 64)))
-			return 0;
-	}
 	return extsort_add(b->hits, &h);
 }
 
@@ -248,12 +204,12 @@ static long propose(struct bind *b, struct extsort *byth, struct answers *known,
 		if (same && view_ts(q.ts) <= view_ts(prev_start))
 			q.ts = next_view(prev_start);
 		for (;;) {
-			uint64_t *line, k = key_at(b, q.pid, q.tid, q.ts, &line), next;
+			uint64_t hint, k = key_at(q.pid, q.tid, q.ts, &hint), next;
 
 			if ((st = answer(known, &q)) < 0)
 				return st;
 			if (!st)
-				st = maybe(line, k) ? UNKNOWN : FREE;
+				st = bloom_test(&b->note, hint, k) ? UNKNOWN : FREE;
 			if (st == FREE)
 				break;
 			/* an unsettled timestamp counts as taken for now, so
@@ -353,26 +309,22 @@ static int verify(struct bind *b, struct extsort *asks, struct answers *known,
 		  bind_rescan_fn rescan, void *ctx)
 {
 	uint64_t n = extsort_count(asks);
+	size_t lines = ASK_LINES_MIN;
 	struct bkey q;
-	size_t words;
 	int ret;
 
 	b->passes++;
-	b->askshift = ASK_SHIFT_MIN;
-	while (b->askshift < ASK_SHIFT_MAX && (n << 4) > (1ull << b->askshift))
-		b->askshift++;
-	words = (1ull << b->askshift) / 64;
-	free(b->askbits);
-	if (!(b->askbits = malloc(words * sizeof(*b->askbits))))
+	while (lines < ASK_LINES_MAX && lines * 32 < n)
+		lines *= 2;
+	bloom_free(&b->asked);
+	if (bloom_init(&b->asked, lines) < 0)
 		return -ENOMEM;
-	memset(b->askbits, 0, words * sizeof(*b->askbits));
 	if ((ret = extsort_rewind(asks)) < 0)
 		return ret;
 	while ((ret = extsort_next(asks, &q)) > 0) {
-		uint64_t *line, k = key_at(b, q.pid, q.tid, q.ts, &line);
+		uint64_t hint, k = key_at(q.pid, q.tid, q.ts, &hint);
 
-		for (int i = 0; i < ASK_HASHES; i++)
-			b->askbits[ask_bit(b, k, i) / 64] |= 1ull << (ask_bit(b, k, i) % 64);
+		bloom_add(&b->asked, hint, k);
 	}
 	if (ret < 0)
 		return ret;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "flows.h"
+#include "bloom.h"
 #include "extsort.h"
 
 /*
@@ -24,9 +25,8 @@
  * (util/extsort.h), never one byte in memory per event or per flow record.
  */
 struct bind {
-	uint64_t *bloom;
-	uint64_t *askbits;	/* the asked keys, for a verification pass */
-	unsigned askshift;	/* askbits has 2^askshift bits */
+	struct bloom note;	/* the events written as they came */
+	struct bloom asked;	/* the asked keys, for a verification pass */
 	struct extsort *hits;	/* events a verification pass found asked */
 	unsigned passes;	/* verification passes made */
 	uint64_t moved;		/* flow records whose start moved */
