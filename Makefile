@@ -74,7 +74,10 @@ COL_SRC   := $(filter-out collector/main.c,$(wildcard collector/*.c))
 CLI_SRC   := $(filter-out tools/main.c,$(wildcard $(TOOLS_DIRS:%=%/*.c)))
 DEMO_SRC  := $(wildcard tools/demo/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c)
-BENCH_SRC := $(wildcard tests/bench/*.c)
+# each tests/bench/*.c is a program, but the files of cases linked into
+# bench_shmtrace (tests/bench/bench_shmtrace.h declares what they share)
+BENCH_CASES := tests/bench/bench_tail.c
+BENCH_SRC := $(filter-out $(BENCH_CASES),$(wildcard tests/bench/*.c))
 
 obj        = $(1:%.c=$(BUILD)/%.o)
 UTIL_OBJ  := $(call obj,$(UTIL_SRC))
@@ -117,6 +120,7 @@ $(BUILD)/tools/otlp/%.o:   INC := $(INC_format) -Itools/otlp
 $(BUILD)/tools/svg/%.o:    INC := $(INC_format) -Itools/svg
 $(BUILD)/tools/perfetto/%.o: INC := $(INC_format) -Itools/perfetto
 $(BUILD)/tools/demo/%.o:   INC := $(INC_demo)
+$(BUILD)/tests/bench/%.o:  INC := $(INC_tests)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -164,9 +168,10 @@ $(BUILD)/tests/%: tests/%.c $(INTERNAL)
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(CFLAGS) $(INC_tests) -MMD -MP -MF $@.d $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS) -lcmocka
 
+$(BUILD)/bench/bench_shmtrace: $(call obj,$(BENCH_CASES))
 $(BUILD)/bench/%: tests/bench/%.c $(INTERNAL)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $(INC_tests) -MMD -MP -MF $@.d $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(INC_tests) -MMD -MP -MF $@.d $(LDFLAGS) -o $@ $< $(filter %.o,$^) $(INTERNAL) $(LDLIBS)
 
 # Fails on an #include of a header from a layer above or beside the file's.
 check-layers:

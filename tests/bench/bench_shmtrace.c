@@ -13,6 +13,7 @@
  *   bench_shmtrace export    capture of BENCH_N spans (10 % in flows), then `shmtrace export`
  *                            (export-otlp, export-perfetto: with --format otlp, perfetto)
  *   bench_shmtrace export-big capture of BENCH_N spans, exported once in each format to /dev/null
+ *   bench_shmtrace oversub|frozen|threads  the producers' tail under stress (bench_tail.c)
  *
  * Environment: BENCH_N (events per run, per producer), BENCH_RUNS (measured
  * runs after one warm-up), BENCH_PREFIX (ring name prefix), BENCH_TMP
@@ -31,6 +32,7 @@
 #include <sys/wait.h>
 
 #include "bench/bench_common.h"
+#include "bench_shmtrace.h"
 #include "ring_writer.h"
 #include "ring_reader.h"
 #include "shmtrace.h"
@@ -40,31 +42,38 @@
 #define RING_CAP g_ring_cap
 
 static uint32_t g_ring_cap = 1u << 20;
-static uint64_t g_n, g_runs;
+static uint64_t g_n;
+uint64_t g_runs;
 static uint64_t g_rate;	/* BENCH_RATE: total spans/s to pace producers at; 0 = flat out */
 static const char *g_prefix, *g_tmp;
 
 /* ---------------------------------------------------------------- rings */
 
-static void ring_name(char *buf, size_t len, const char *what)
+void ring_name(char *buf, size_t len, const char *what)
 {
 	snprintf(buf, len, "%s%s", g_prefix, what);
 }
 
-static void ring_make(const char *name, uint32_t mode)
+void ring_make_cfg(const char *name, const struct shmtrace_ring_config *cfg)
 {
-	struct shmtrace_ring_config cfg = { .capacity = RING_CAP, .mode = mode };
 	int ret;
 
 	shmtrace_ring_unlink(name);
-	ret = shmtrace_ring_create(name, &cfg);
+	ret = shmtrace_ring_create(name, cfg);
 	if (ret < 0) {
 		fprintf(stderr, "bench: ring_create %s: %s\n", name, shmtrace_strerror(ret));
 		exit(2);
 	}
 }
 
-static shmtrace_t *ring_open(const char *name)
+void ring_make(const char *name, uint32_t mode)
+{
+	struct shmtrace_ring_config cfg = { .capacity = RING_CAP, .mode = mode };
+
+	ring_make_cfg(name, &cfg);
+}
+
+shmtrace_t *ring_open(const char *name)
 {
 	shmtrace_t *t;
 	int ret = shmtrace_open(name, &t);
@@ -77,10 +86,10 @@ static shmtrace_t *ring_open(const char *name)
 }
 
 /* A read-only look at the ring's counters, from the parent. */
-static struct shmt_view g_view;
+struct shmt_view g_view;
 static bool g_view_ok;
 
-static void view_open(const char *name)
+void view_open(const char *name)
 {
 	char err[256];
 
@@ -98,7 +107,7 @@ static uint64_t ring_tail(void) { return load_acquire(&g_view.h->tail.v); }
 static uint64_t ring_dropped(void) { return load_relaxed(&g_view.h->dropped.v); }
 
 /* Waits up to ms for the drainer to consume everything published. */
-static bool wait_drained(unsigned ms)
+bool wait_drained(unsigned ms)
 {
 	uint64_t end = bench_mono_ns() + (uint64_t)ms * 1000000ull;
 
@@ -111,16 +120,6 @@ static bool wait_drained(unsigned ms)
 }
 
 /* ------------------------------------------------------------- drainers */
-
-struct drainer {
-	pid_t pid;
-	bool collector;
-	char out[512];		/* capture file */
-	char log[512];		/* collector's stderr */
-	uint64_t spawned_ns, ready_ns;
-	struct rusage ru;
-	int status;
-};
 
 static volatile sig_atomic_t g_stop;
 static void on_term(int sig) { (void)sig; g_stop = 1; }
@@ -223,7 +222,7 @@ static bool collector_start(struct drainer *d, const char *name, const char *tag
 	return false;
 }
 
-static void drainer_start(struct drainer *d, const char *name, const char *tag)
+void drainer_start(struct drainer *d, const char *name, const char *tag)
 {
 	memset(d, 0, sizeof(*d));
 	if (collector_start(d, name, tag, 5000))
@@ -237,13 +236,13 @@ static void drainer_start(struct drainer *d, const char *name, const char *tag)
 	d->ready_ns = d->spawned_ns;
 }
 
-static const char *drainer_kind(const struct drainer *d)
+const char *drainer_kind(const struct drainer *d)
 {
 	return d->collector ? "collector" : "reader";
 }
 
 /* SIGTERM, then wait4 for its rusage. Returns the exit status. */
-static int drainer_stop(struct drainer *d)
+int drainer_stop(struct drainer *d)
 {
 	if (d->pid <= 0)
 		return -1;
@@ -263,14 +262,14 @@ static int drainer_stop(struct drainer *d)
  * files on /dev/shm and 1.3 to 1.5 GB/s without (docs/BENCHMARKS.md, under
  * Targets, says what this did and did not change inside `make bench`).
  */
-static void drainer_drop_capture(const struct drainer *d)
+void drainer_drop_capture(const struct drainer *d)
 {
 	if (d->collector)
 		unlink(d->out);
 }
 
 /* The collector's one-line summary (last line of its stderr). */
-static void collector_summary(const struct drainer *d, char *buf, size_t len)
+void collector_summary(const struct drainer *d, char *buf, size_t len)
 {
 	FILE *f = fopen(d->log, "r");
 	char line[1024];
@@ -1104,7 +1103,8 @@ int main(int argc, char **argv)
 	static char tmpdef[] = "/tmp";
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export|export-otlp|export-perfetto|export-big\n", argv[0]);
+		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export|export-otlp|export-perfetto|export-big"
+			"|oversub|frozen|threads\n", argv[0]);
 		return 2;
 	}
 	g_n = bench_env_u64("BENCH_N", 1000000);
@@ -1143,6 +1143,8 @@ int main(int argc, char **argv)
 		return case_export("perfetto");
 	if (!strcmp(argv[1], "export-big"))
 		return case_export_big();
+	if (!strcmp(argv[1], "oversub") || !strcmp(argv[1], "frozen") || !strcmp(argv[1], "threads"))
+		return case_tail(argv[1]);
 	fprintf(stderr, "unknown case %s\n", argv[1]);
 	return 2;
 }

@@ -27,6 +27,13 @@ else
 	N_LAT=1000000 N_DIS=200000000 N_EXPORT=10000000 EXPORT_RUNS=3 N_BIG=${BENCH_N_BIG:-100000000}
 fi
 RING_CAP=1048576
+# case 9, the producers' tail: runs of seconds each (a time, or freezes),
+# so fewer of them and no warm-up run (BENCH_TAIL_RUNS to choose)
+if [ "$QUICK" = 1 ]; then
+	TAIL_RUNS=1 N_OVER_MS=500 N_FREEZES=5 N_TSPANS=100
+else
+	TAIL_RUNS=${BENCH_TAIL_RUNS:-3} N_OVER_MS=3000 N_FREEZES=25 N_TSPANS=1000
+fi
 
 TMPD=$(mktemp -d /dev/shm/shmtbench-tmp.XXXXXX) || exit 1
 # LTTng's traces go to a disk-backed directory (page cache), as LTTng is
@@ -120,7 +127,8 @@ if [ "${BENCH_NO_LTTNG:-0}" = 1 ]; then
 elif ! lt_install liblttng-ust-dev lttng-tools; then
 	LT_WHY="LTTng-UST is not installed (needs liblttng-ust-dev lttng-tools; run as root, or: sudo apt-get install liblttng-ust-dev lttng-tools)"
 elif ! cc -O2 -g -march=native -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -Itests/bench/lttng \
-		-o "$LT" tests/bench/lttng/bench_lttng.c tests/bench/lttng/bench_tp.c -llttng-ust -ldl \
+		-o "$LT" tests/bench/lttng/bench_lttng.c tests/bench/lttng/bench_lttng_tail.c tests/bench/lttng/bench_tp.c \
+		-llttng-ust -ldl \
 		>"$TMPD/lttng-build.log" 2>&1; then
 	LT_WHY="the LTTng-UST benchmark did not build: $(head -n 3 "$TMPD/lttng-build.log" | tr '\n' ' ')"
 fi
@@ -159,7 +167,12 @@ lt_start() {
 lt_stop() {
 	local s="${PREFIX}$1"
 	lttng stop "$s" >/dev/null 2>&1
-	LT_DISCARDED=$(lttng list "$s" 2>/dev/null | sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+	# bit 63 of a count is no count (lttng-tools 2.13.9 printed 2^63 +
+	# the count after some stop/starts; bench_lttng.c, lt_checkpoint())
+	LT_DISCARDED=0
+	for n in $(lttng list "$s" 2>/dev/null | sed -n 's/.*Discarded events: *\([0-9]*\).*/\1/p'); do
+		LT_DISCARDED=$((LT_DISCARDED + (n & 0x7fffffffffffffff)))
+	done
 	lttng destroy "$s" >/dev/null 2>&1
 	SESSIONS=("${SESSIONS[@]/$s}")
 	LT_SIZE=$(du -sb "$LT_OUT/lt-$1" 2>/dev/null | cut -f1)
@@ -209,6 +222,15 @@ say "              new pages written to the same tmpfs alone (1 MB write()s): th
 say "              and \`shmtrace export --format perfetto\` of the same to a file"
 say "  6b large:   a capture of $N_BIG spans made the same way, exported once in each format to /dev/null:"
 say "              the rate and peak RSS at 10x case 6's size (memory flat if the RSS matches case 6's)"
+say "  9 tail:   every call timed alone (CLOCK_MONOTONIC before and after, both tracers), counted over 100 us, 1 ms,"
+say "              5 ms, 10 ms; counts per run, medians of $TAIL_RUNS runs (no warm-up run); slowest: of all runs;"
+say "              a ring and a collector per run; lost: ring counters over the timed part (LTTng: its channel's"
+say "              discarded events, lttng stop/list/start around the timed part)"
+say "  9a oversubscribed: 32 producer processes flat out for $N_OVER_MS ms on $(nproc) cores, the collector draining"
+say "  9b frozen peer: a producer flat out SIGSTOPped $N_FREEZES times for 200 ms (random gaps of 0-100 ms between);"
+say "              2 producers paced at 1 M spans/s each timed"
+say "  9c many threads: 1000 threads of one process, $N_TSPANS spans each once all are alive (a barrier); a ring"
+say "              of the default configuration (262144 records, 256 blocks, 1024 name slots)"
 say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
 say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed); each two-proc run starts once the warm-up is written out (lttng stop/start)"
 [ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
@@ -307,6 +329,17 @@ if [ -x "$PYTHON" ] && ls python/shmtrace/_shmtrace*.so >/dev/null 2>&1; then
 	S8=$(PYTHONPATH="$PWD/python" "$PYTHON" tests/bench/bench_python.py --runs "$SPAN_RUNS" \
 		--n "$([ "$QUICK" = 1 ] && echo 100000 || echo 1000000)" --prefix "${PREFIX}py-" | grep '^RESULT')
 fi
+
+# 9: the producers' tail under stress (tests/bench/bench_tail.c)
+say "running 9a oversubscribed..."
+S9A=$(shm_case oversub "$N_OVER_MS" "$TAIL_RUNS")
+L9A=$(lt_case oversub oversub "$N_OVER_MS" "$TAIL_RUNS")
+say "running 9b frozen peer..."
+S9B=$(shm_case frozen "$N_FREEZES" "$TAIL_RUNS")
+L9B=$(lt_case frozen frozen "$N_FREEZES" "$TAIL_RUNS")
+say "running 9c many threads..."
+S9C=$(shm_case threads "$N_TSPANS" "$TAIL_RUNS")
+L9C=$(lt_case threads threads "$N_TSPANS" "$TAIL_RUNS")
 
 # ------------------------------------------------------------------ table
 say ""
@@ -457,6 +490,40 @@ else
 	row "8 python" "skipped" "-" "" "make python first"
 fi
 
+# 9: measurements, no targets; "-" where a side did not run
+n9() { local v; v=$(field "$1" "$2"); printf '%s\n' "${v:--}"; }
+ms9() { awk -v x="$(field "$1" max_us)" 'BEGIN { if (x == "") print "-"; else printf "%.1f\n", x / 1000 }'; }
+pct9() { awk -v a="$(field "$1" lost)" -v b="$(field "$1" calls)" \
+	'BEGIN { if (a == "" || b <= 0) print "-"; else printf "%.1f %%\n", 100 * a / b }'; }
+if [ -n "$S9A$L9A" ]; then
+	v=$(field "$S9A" rate); l=$(field "$L9A" rate)
+	row "9a 32 procs, M spans/s" "$(fmt "$(mrate "$v")" 2)" "$(fmt "$(mrate "$l")" 2)" "$(ratio "$v" "$l")" \
+		"flat out, $N_OVER_MS ms a run, every call timed"
+	for k in 100us 1ms 10ms; do
+		row "9a calls over ${k%??} ${k#"${k%??}"}" "$(n9 "$S9A" over_$k)" "$(n9 "$L9A" over_$k)" "" \
+			"per run, of $(n9 "$S9A" calls) calls (LTTng: $(n9 "$L9A" calls))"
+	done
+	row "9a slowest call, ms" "$(ms9 "$S9A")" "$(ms9 "$L9A")" "" "of all runs"
+	row "9a records lost" "$(pct9 "$S9A")" "$(pct9 "$L9A")" "" \
+		"of the calls; shmtrace: $(n9 "$S9A" dropped) ring full, $(n9 "$S9A" lock_dropped) to lock timeouts"
+fi
+if [ -n "$S9B$L9B" ]; then
+	row "9b paced calls over 5 ms" "$(n9 "$S9B" over_5ms)" "$(n9 "$L9B" over_5ms)" "" \
+		"per run, 2 producers at 1 M/s; the third frozen $(n9 "$S9B" freezes) times in all, 200 ms each"
+	row "9b paced slowest call, ms" "$(ms9 "$S9B")" "$(ms9 "$L9B")" "" \
+		"frozen inside the ring lock: $(n9 "$S9B" in_lock) of $(n9 "$S9B" freezes) freezes"
+	row "9b records lost" "$(n9 "$S9B" lost)" "$(n9 "$L9B" lost)" "" \
+		"per run, all 3 producers; paced calls that dropped theirs: $(n9 "$S9B" errors)"
+fi
+if [ -n "$S9C$L9C" ]; then
+	row "9c 1000 threads, slowest call, ms" "$(ms9 "$S9C")" "$(ms9 "$L9C")" "" \
+		"$N_TSPANS spans each, the default ring: $(n9 "$S9C" capacity) records, $(n9 "$S9C" blocks) blocks"
+	row "9c calls over 5 ms" "$(n9 "$S9C" over_5ms)" "$(n9 "$L9C" over_5ms)" "" "per run"
+	row "9c records lost" "$(n9 "$S9C" lost)" "$(n9 "$L9C" lost)" "" \
+		"per run; shmtrace: $(n9 "$S9C" dropped) ring full, $(n9 "$S9C" lock_dropped) to lock timeouts"
+	row "9c thread names lost" "$(n9 "$S9C" names_dropped)" "-" "" "per run (names_dropped)"
+fi
+
 # 7: bytes per span on disk: case 6's capture (10 % of spans in flows)
 # against LTTng's trace of the same spans; case 5's capture too
 bpr=$(field "$S6" bytes_per_rec) bpr_from="case 6 capture, 10 % in flows"
@@ -481,7 +548,8 @@ s=$(qfield "$S6" summary); [ -n "$s" ] && say "collector summary (export):   $s"
 [ -n "$L2" ] && say "LTTng discarded events: span1 $(field "$L1" lt_discarded), two-proc $(field "$L2B" lt_discarded)/$(field "$L2" lt_discarded), latency $(field "$L3" lt_discarded)"
 say ""
 say "raw results:"
-for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8"; do [ -n "$r" ] && say "  $r"; done
+for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8" \
+	"$S9A" "$L9A" "$S9B" "$L9B" "$S9C" "$L9C"; do [ -n "$r" ] && say "  $r"; done
 [ -n "$BT_SECS" ] && say "  babeltrace2: $N_EXPORT events in $BT_SECS s, max RSS ${BT_RSS:-?} KiB"
 say "(saved to $RESULTS)"
 exit 0

@@ -13,6 +13,7 @@
  *   bench_lttng lat       per-call latency of the tracepoint, 2nd process running
  *   bench_lttng disabled  tracepoint with no session vs empty loop
  *   bench_lttng gen       BENCH_N events (10 % with a flow id), for sizes and babeltrace2
+ *   bench_lttng oversub|frozen|threads  the producers' tail under stress (bench_lttng_tail.c)
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,14 +21,16 @@
 #include <sys/wait.h>
 
 #include "../bench_common.h"
+#include "bench_lttng.h"
 #include "bench_tp.h"
 
-static uint64_t g_n, g_runs;
+static uint64_t g_n;
+uint64_t g_runs;
 
 /* warm-ups cover at least as many events as a shmtrace ring lap */
 #define WARM_MIN 1048576ull
 #define WARM_N (g_n > WARM_MIN ? g_n : WARM_MIN)
-static char *g_self;
+char *g_self;
 
 /* BENCH_LT_BARE: the tracepoint alone, timestamped by its own clock read
  * (no clock_gettime of ours): LTTng at its best, as in the earlier
@@ -98,22 +101,29 @@ static int mp_child(int ready, int go, int res)
 }
 
 /* children are exec'd, not forked, so that each registers with the session daemon */
-static pid_t spawn(const char *mode, int a, int b, int c)
+pid_t spawn_argv(char *argv[])
 {
 	pid_t pid = fork();
 
 	if (pid < 0)
 		bench_die("fork");
 	if (pid == 0) {
-		char sa[16], sb[16], sc[16];
-
-		snprintf(sa, sizeof(sa), "%d", a);
-		snprintf(sb, sizeof(sb), "%d", b);
-		snprintf(sc, sizeof(sc), "%d", c);
-		execl(g_self, g_self, mode, sa, sb, sc, (char *)NULL);
+		argv[0] = g_self;
+		execv(g_self, argv);
 		_exit(127);
 	}
 	return pid;
+}
+
+static pid_t spawn(const char *mode, int a, int b, int c)
+{
+	char sa[16], sb[16], sc[16];
+	char *argv[] = { NULL, (char *)mode, sa, sb, sc, NULL };
+
+	snprintf(sa, sizeof(sa), "%d", a);
+	snprintf(sb, sizeof(sb), "%d", b);
+	snprintf(sc, sizeof(sc), "%d", c);
+	return spawn_argv(argv);
 }
 
 /*
@@ -122,21 +132,43 @@ static pid_t spawn(const char *mode, int a, int b, int c)
  * measured producers would already run, halving their rate on 2 cores
  * (measured: 7 M/s against 13 M/s). `lttng stop` returns once the data
  * is out; `lttng start` resumes. BENCH_LT_SESSION names the session
- * (run.sh sets it); without it, a fixed pause as before.
+ * (run.sh sets it); without it, a fixed pause as before. Returns the
+ * events the session's channels discarded so far (`lttng list` while
+ * stopped), or -1 without a session.
  */
-static void settle(void)
+int64_t lt_checkpoint(void)
 {
 	const char *s = getenv("BENCH_LT_SESSION");
-	char cmd[512];
+	char cmd[512], line[512];
+	int64_t discarded = 0;
+	FILE *f;
 
 	if (!s || !*s) {
 		usleep(200 * 1000);
-		return;
+		return -1;
 	}
-	snprintf(cmd, sizeof(cmd), "lttng stop '%s' >/dev/null 2>&1 && lttng start '%s' >/dev/null 2>&1",
-		 s, s);
+	snprintf(cmd, sizeof(cmd), "lttng stop '%s' >/dev/null 2>&1", s);
 	if (system(cmd) != 0)
-		bench_die("lttng stop/start between warm-up and measurement failed");
+		bench_die("lttng stop between warm-up and measurement failed");
+	/* one "Discarded events: N" line per channel. N sometimes carries
+	 * bit 63 (lttng-tools 2.13.9 here, per-uid buffers: 2^63 + the
+	 * count after one stop/start, the count alone after the next, the
+	 * count growing underneath): the bit is no count, so it is cleared */
+	snprintf(cmd, sizeof(cmd), "lttng list '%s' 2>/dev/null", s);
+	f = popen(cmd, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *p = strstr(line, "Discarded events:");
+
+		if (p)
+			discarded += (int64_t)(strtoull(p + strlen("Discarded events:"), NULL, 10) &
+					       INT64_MAX);
+	}
+	if (!f || pclose(f) != 0)
+		bench_die("lttng list failed");
+	snprintf(cmd, sizeof(cmd), "lttng start '%s' >/dev/null 2>&1", s);
+	if (system(cmd) != 0)
+		bench_die("lttng start between warm-up and measurement failed");
+	return discarded;
 }
 
 static double mp_run(int nproc)
@@ -156,7 +188,7 @@ static double mp_run(int nproc)
 		pids[i] = spawn("mp2child", b.ready[1], b.go[0], res[1]);
 	close(res[1]);
 	bench_barrier_wait(&b, nproc);
-	settle();
+	lt_checkpoint();
 	bench_barrier_go(&b);
 	return bench_mp_collect(res[0], pids, nproc, g_n, NULL);
 }
@@ -315,7 +347,7 @@ static int case_gen(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s span1|mp2|lat|disabled|gen\n", argv[0]);
+		fprintf(stderr, "usage: %s span1|mp2|lat|disabled|gen|oversub|frozen|threads\n", argv[0]);
 		return 2;
 	}
 	g_self = argv[0];
@@ -328,6 +360,8 @@ int main(int argc, char **argv)
 		return mp_child(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(argv[1], "spin"))
 		return spin_child();
+	if (!strcmp(argv[1], "tailchild"))
+		return lt_tail_child(argc, argv);
 	if (!strcmp(argv[1], "span1"))
 		return case_span1();
 	if (!strcmp(argv[1], "mp2"))
@@ -338,6 +372,8 @@ int main(int argc, char **argv)
 		return case_disabled();
 	if (!strcmp(argv[1], "gen"))
 		return case_gen();
+	if (!strcmp(argv[1], "oversub") || !strcmp(argv[1], "frozen") || !strcmp(argv[1], "threads"))
+		return lt_tail_case(argv[1]);
 	fprintf(stderr, "unknown case %s\n", argv[1]);
 	return 2;
 }

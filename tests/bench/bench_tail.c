@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_tail.c - the shmtrace side of case 9 of `make bench`, the
+ * producers' tail under stress; linked into bench_shmtrace, which
+ * dispatches to it. tests/bench/bench_tail.h has the loops and runs both
+ * tracers share; tests/bench/lttng/bench_lttng_tail.c is LTTng's side.
+ *
+ *   bench_shmtrace oversub  BENCH_PROCS (32) producer processes flat out
+ *                           for BENCH_N ms (3000) each run
+ *   bench_shmtrace frozen   a producer flat out, frozen BENCH_N times (25)
+ *                           for BENCH_FREEZE_MS (200) each, beside two
+ *                           producers paced at BENCH_RATE (1 M) spans/s each
+ *   bench_shmtrace threads  BENCH_THREADS (1000) threads of one process,
+ *                           BENCH_N spans (1000) each, into a ring of the
+ *                           default configuration
+ *
+ * (the defaults: bench_tail_env()). BENCH_RUNS runs each, with no warm-up
+ * run (the producers of 9a and 9b warm up in each run), each into a ring
+ * of its own (the bench's 1M records but in 9c) with a collector of its
+ * own draining it. What the ring lost is its counters (libshm/ring/loss.h)
+ * over the run's timed part.
+ */
+#include <linux/futex.h>
+
+#include "bench_shmtrace.h"
+#include "bench_tail.h"
+#include "loss.h"
+
+/* the ring the producers of the case write to */
+static const char *g_ring;
+
+struct shm_producer {
+	shmtrace_t *t;
+	uint32_t cat, name;
+};
+
+static int shm_emit(void *ctx, uint64_t t0, uint64_t t1, uint64_t i)
+{
+	const struct shm_producer *p = ctx;
+
+	(void)i;
+	return shmtrace_span(p->t, p->cat, p->name, t0, t1, 0);
+}
+
+static void shm_producer_open(struct shm_producer *p)
+{
+	p->t = ring_open(g_ring);
+	p->cat = shmtrace_intern(p->t, "bench");
+	p->name = shmtrace_intern(p->t, "tail");
+}
+
+static pid_t shm_spawn(const struct bench_tail_role *role, struct bench_barrier *b, int res)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		bench_die("fork");
+	if (pid == 0) {
+		struct shm_producer p;
+		int ret;
+
+		shm_producer_open(&p);
+		ret = bench_tail_child(shm_emit, &p, role, b, res);
+		shmtrace_close(p.t);
+		_exit(ret);
+	}
+	return pid;
+}
+
+/* the ring's counters when the run's timed part began */
+static struct shmt_loss g_loss0;
+
+static void shm_ready(void)
+{
+	wait_drained(10000);
+	shmt_loss_read(&g_view, &g_loss0, false);
+}
+
+/* What the ring lost since g_loss0, once the collector has drained it. */
+static void loss_since(struct shmt_loss *d)
+{
+	struct shmt_loss now;
+
+	wait_drained(10000);
+	shmt_loss_read(&g_view, &now, false);
+	for (int k = 0; k < SHMT_LOSS_NKINDS; k++)
+		*shmt_loss_at(d, &shmt_loss_kinds[k]) = shmt_loss_get(&now, &shmt_loss_kinds[k]) -
+							 shmt_loss_get(&g_loss0, &shmt_loss_kinds[k]);
+}
+
+/* " lost=... dropped=... lock_dropped=... names_dropped=...": the median
+ * of each over the runs; lost is the records lost, all causes */
+static void print_losses(const struct shmt_loss *runs, int n)
+{
+	uint64_t v[BENCH_MAX_RUNS];
+
+	for (int r = 0; r < n; r++)
+		v[r] = shmt_loss_records(&runs[r]);
+	printf(" lost=%.0f", bench_median_u64(v, n));
+	for (int k = 0; k < SHMT_LOSS_NKINDS; k++) {
+		for (int r = 0; r < n; r++)
+			v[r] = shmt_loss_get(&runs[r], &shmt_loss_kinds[k]);
+		printf(" %s=%.0f", shmt_loss_kinds[k].name, bench_median_u64(v, n));
+	}
+}
+
+/* A stopped producer holds the ring lock: a robust mutex's futex word
+ * holds its owner's tid (a producer process here is one thread). */
+static bool shm_holds_lock(pid_t pid)
+{
+	unsigned lock = (unsigned)load_relaxed(&g_view.h->mutex.__data.__lock);
+
+	return (lock & FUTEX_TID_MASK) == (unsigned)pid;
+}
+
+/* 9c's threads write through a handle of this process */
+static struct shm_producer g_parent;
+
+static void *shm_open_parent(void)
+{
+	shm_producer_open(&g_parent);
+	return &g_parent;
+}
+
+static void shm_close_parent(void *ctx)
+{
+	shmtrace_close(((struct shm_producer *)ctx)->t);
+}
+
+static const struct bench_tail_side shm_side = {
+	shm_spawn, shm_ready, shm_holds_lock, shm_emit, shm_open_parent, shm_close_parent,
+};
+
+/*
+ * Case name's runs, each into a ring of its own (9c: of the default
+ * configuration; else the bench's) with a collector of its own, and its
+ * RESULT line: the calls, what the ring lost, the last collector's
+ * summary.
+ */
+int case_tail(const char *name)
+{
+	/* the defaults but for the mode: capacity, blocks, thread name slots */
+	const struct shmtrace_ring_config defaults = { .mode = SHMTRACE_MODE_DISCARD };
+	struct bench_tail_env e;
+	struct bench_tail tail[BENCH_MAX_RUNS];
+	struct shmt_loss lost[BENCH_MAX_RUNS];
+	struct bench_tail_freezes fz = { 0, 0 };
+	char ring[128], summary[1024] = "";
+	struct drainer d = { .pid = 0 };
+	int runs = (int)g_runs;
+
+	bench_tail_env(&e);
+	for (int r = 0; r < runs; r++) {
+		ring_name(ring, sizeof(ring), name);
+		if (!strcmp(name, "threads"))
+			ring_make_cfg(ring, &defaults);
+		else
+			ring_make(ring, SHMTRACE_MODE_DISCARD);
+		view_open(ring);
+		drainer_start(&d, ring, name);
+		g_ring = ring;
+		bench_tail_run(name, &shm_side, &e, r, &tail[r], &fz);
+		loss_since(&lost[r]);
+		drainer_stop(&d);
+		if (d.collector)
+			collector_summary(&d, summary, sizeof(summary));
+		drainer_drop_capture(&d);
+		shmtrace_ring_unlink(ring);
+	}
+	printf("RESULT %s runs=%d drainer=%s capacity=%u blocks=%u", name, runs, drainer_kind(&d), g_view.capacity,
+	       g_view.nblocks);
+	bench_tail_print_settings(name, &shm_side, &e, &fz);
+	bench_tail_print(tail, runs);
+	print_losses(lost, runs);
+	printf(" summary=\"%s\"\n", summary);
+	return 0;
+}
