@@ -66,12 +66,10 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
 	return 0;
 }
 
-bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)
+bool shmt_ring_reused(const struct shmt_view *v, uint64_t seq)
 {
 	const struct shmt_record *r = &v->records[seq & v->mask];
 
-	if (v->mode != SHMTRACE_MODE_OVERWRITE)
-		return false;	/* discard mode never reuses an unread slot */
 	for (int spin = 0; spin < 1000; spin++) {
 		uint64_t head = shmt_ring_head(v);
 		/* pairs with the release store of commit in put_record() */
@@ -90,6 +88,12 @@ bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)
 		cpu_relax();
 	}
 	return false;
+}
+
+bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)
+{
+	/* discard mode never reuses an unread slot */
+	return v->mode == SHMTRACE_MODE_OVERWRITE && shmt_ring_reused(v, seq);
 }
 
 int shmt_ring_read_range(const struct shmt_view *v, uint64_t from, uint64_t to, uint64_t counted,
@@ -174,14 +178,13 @@ int shmt_ring_thread(const struct shmt_view *v, uint32_t i, struct shmt_thread *
 	return 0;
 }
 
-int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
-			    struct shmt_block_info *info)
+int shmt_ring_block_copy(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
+			 struct shmt_block_info *info)
 {
 	const struct shmt_journal *j = &v->h->journal;
 	struct shmt_block *b;
 	const struct shmt_record *recs;
 	uint64_t w, k;
-	int n = 0;
 
 	memset(info, 0, sizeof(*info));
 	b = shmt_block_at(v, i);
@@ -208,17 +211,71 @@ int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_r
 	info->taken = k;
 	for (uint64_t s = k; s < w; s++) {
 		const struct shmt_record *r = &recs[s & (v->block_records - 1)];
-		uint32_t kind = SHMT_COMMIT_KIND(load_relaxed(&r->commit));
+		struct shmt_record *d = &out[s - k];
 
-		if (!shmt_kind_valid(kind)) {
+		d->ts = load_relaxed(&r->ts);
+		d->dur = load_relaxed(&r->dur);
+		d->flow = load_relaxed(&r->flow);
+		d->pid = load_relaxed(&r->pid);
+		d->tid = load_relaxed(&r->tid);
+		d->name = load_relaxed(&r->name);
+		d->cat = load_relaxed(&r->cat);
+		d->commit = SHMT_COMMIT_KIND(load_relaxed(&r->commit));
+	}
+	return (int)(w - k);
+}
+
+int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
+			    struct shmt_block_info *info)
+{
+	int n = shmt_ring_block_copy(v, i, out, info), k = 0;
+
+	for (int s = 0; s < n; s++) {
+		if (!shmt_kind_valid(out[s].commit)) {
 			info->skipped++;
 			continue;
 		}
-		memcpy(&out[n], r, sizeof(*r));
-		out[n].commit = kind;
-		n++;
+		out[k++] = out[s];
 	}
-	return n;
+	return k;
+}
+
+int shmt_ring_block_settled(const struct shmt_view *v, uint32_t i, uint64_t *below,
+			    uint64_t *head)
+{
+	const struct shmt_journal *j = &v->h->journal;
+	struct shmt_block *b = shmt_block_at(v, i);
+
+	if (!b)
+		return -ENOENT;
+	for (int spin = 0; spin < 100000; spin++) {
+		/* pairs with the flusher's release store of taken, which
+		 * follows its store of head */
+		uint64_t k = load_acquire(&b->taken), h = shmt_ring_head(v), cnt;
+		/* the journal is written before the head it publishes: seen
+		 * with any head that holds its flush */
+		bool mine = load_acquire(&j->active) && load_relaxed(&j->block) == i &&
+			    load_relaxed(&j->taken_before) == k;
+		uint64_t hb = load_relaxed(&j->head_before), cons = load_relaxed(&j->consumed);
+
+		cnt = load_relaxed(&j->count);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		/* a flush of the block ended in between: the journal may be
+		 * another's, and the head may not hold it */
+		if (load_acquire(&b->taken) != k) {
+			cpu_relax();
+			continue;
+		}
+		*head = h;
+		*below = k;
+		/* a flush of the block under way (its flusher holds the lock,
+		 * or died holding it) whose head is in h: its records are
+		 * in the ring below h, or were dropped and counted */
+		if (mine && (cnt ? hb + cnt <= h : true))
+			*below = k + cons;
+		return 0;
+	}
+	return -EAGAIN;
 }
 
 static __thread sigjmp_buf *guard_env;
