@@ -65,7 +65,8 @@ static uint64_t end_of(const struct shmt_record *r)
 										 : r->ts;
 }
 
-/* Slot seq read as r (NULL: not a finished record of its sequence). */
+/* Slot seq read as r (NULL: not a finished record of its sequence, torn,
+ * which the copy told apart from lapped). */
 static int take(struct snap *s, uint64_t seq, const struct shmt_record *r)
 {
 	int ret = 0;
@@ -74,10 +75,7 @@ static int take(struct snap *s, uint64_t seq, const struct shmt_record *r)
 		/* before the window: no record of it lost */
 		if (!s->started)
 			return 0;
-		if (shmt_ring_reused(s->v, seq))
-			s->info.overwritten++;
-		else
-			s->torn++;
+		s->torn++;
 		return run_end(s);
 	}
 	if (!s->started) {
@@ -88,7 +86,7 @@ static int take(struct snap *s, uint64_t seq, const struct shmt_record *r)
 		s->info.first_seq = seq;
 		s->first_ts = r->ts;
 	}
-	if (s->nrun == SNAP_CHUNK && (ret = run_end(s)) < 0)
+	if (s->nrun == SNAP_FRAME && (ret = run_end(s)) < 0)
 		return ret;
 	if (!s->nrun)
 		s->run_first = seq;
@@ -104,17 +102,16 @@ static int take(struct snap *s, uint64_t seq, const struct shmt_record *r)
 }
 
 /*
- * Slots [from, from + n), n at most SNAP_CHUNK, a pass at a time as the
- * writer stores them (ring_write.c): every commit word (acquire), then
- * every record, one fence, every commit word again. A slot whose two
- * words differ, or are not a finished record of its sequence, was being
- * written or is another lap's: not a record of the window.
+ * Slots [from, from + n), n at most SNAP_CHUNK, into buf, a pass at a
+ * time as the writer stores them (ring_write.c): every commit word
+ * (acquire), then every record, one fence, every commit word again. A
+ * slot whose two words differ, or are not a finished record of its
+ * sequence, was being written or is another lap's: ok[i] false.
  */
-static int copy_chunk(struct snap *s, uint64_t from, uint32_t n, struct shmt_record *buf)
+static void copy_chunk(const struct shmt_view *v, uint64_t from, uint32_t n,
+		       struct shmt_record *buf, uint8_t *ok)
 {
-	const struct shmt_view *v = s->v;
 	uint32_t c1[SNAP_CHUNK];
-	int ret = 0;
 
 	for (uint32_t i = 0; i < n; i++)
 		/* pairs with the release store of commit in put_records() */
@@ -132,27 +129,76 @@ static int copy_chunk(struct snap *s, uint64_t from, uint32_t n, struct shmt_rec
 	}
 	/* the copies complete before the second look at the commit words */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	for (uint32_t i = 0; i < n && !ret; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		uint32_t c2 = load_relaxed(&v->records[(from + i) & v->mask].commit);
-		bool ok = c1[i] == c2 && shmt_commit_is(c1[i], from + i);
 
+		ok[i] = c1[i] == c2 && shmt_commit_is(c1[i], from + i);
 		buf[i].commit = SHMT_COMMIT_KIND(c1[i]);
-		ret = take(s, from + i, ok ? &buf[i] : NULL);
 	}
-	return ret;
 }
 
-/* The slots from the oldest the ring can hold up to end. */
+/*
+ * The slots the ring held when the copy began, [from, end), copied into
+ * buf newest first, a chunk at a time, at the speed of memory: producers
+ * overwrite the oldest slots first, so the copy meets them there, at the
+ * first slot (from the top) that another lap took. Every slot below it is
+ * taken too (laps go in order): returns that slot + 1, from when none was.
+ * A slot that is no record and no other lap's is torn: ok 0.
+ */
+static uint64_t copy_back(const struct shmt_view *v, uint64_t from, uint64_t end,
+			  struct shmt_record *buf, uint8_t *ok)
+{
+	for (uint64_t hi = end; hi > from;) {
+		uint64_t lo = hi - from > SNAP_CHUNK ? hi - SNAP_CHUNK : from;
+
+		copy_chunk(v, lo, (uint32_t)(hi - lo), buf + (lo - from), ok + (lo - from));
+		for (uint64_t x = hi; x-- > lo;)
+			if (!ok[x - from] && shmt_ring_reused(v, x))
+				return x + 1;
+		hi = lo;
+	}
+	return from;
+}
+
+/* The first slot of [seq, end) holding an event, or end. */
+static uint64_t first_event(const struct shmt_record *buf, const uint8_t *ok, uint64_t from,
+			    uint64_t seq, uint64_t end)
+{
+	for (; seq < end; seq++)
+		if (ok[seq - from] && !shmt_kind_attached(buf[seq - from].commit))
+			return seq;
+	return end;
+}
+
+/*
+ * The window: the slots of [from, end) from the first whose record ends at
+ * or after since (all of them without since). Those the producers
+ * overwrote before the copy reached them are of the window when the first
+ * record after them is (nothing tells where it would have begun among
+ * them): then counted, and the window begins at from.
+ */
 static int copy_slots(struct snap *s, uint64_t end)
 {
-	struct shmt_record *buf = malloc(SNAP_CHUNK * sizeof(*buf));
-	uint64_t seq = end > s->v->capacity ? end - s->v->capacity : 0;
-	int ret = buf ? 0 : -ENOMEM;
+	uint64_t from = end > s->v->capacity ? end - s->v->capacity : 0, kept, ev;
+	struct shmt_record *buf = malloc((end - from ? end - from : 1) * sizeof(*buf));
+	uint8_t *ok = malloc(end - from ? end - from : 1);
+	int ret = buf && ok ? 0 : -ENOMEM;
 
-	for (; seq < end && !ret; seq += SNAP_CHUNK)
-		ret = copy_chunk(s, seq, end - seq < SNAP_CHUNK ? (uint32_t)(end - seq) : SNAP_CHUNK,
-				 buf);
+	if (!ret) {
+		kept = copy_back(s->v, from, end, buf, ok);
+		ev = first_event(buf, ok, from, kept, end);
+		if (kept > from && (!s->o->since_ns ||
+				    (ev < end && end_of(&buf[ev - from]) >= s->o->since_ns))) {
+			s->started = true;
+			s->info.first_seq = from;
+			s->first_ts = ev < end ? buf[ev - from].ts : 0;
+			s->info.overwritten = kept - from;
+		}
+		for (uint64_t seq = kept; seq < end && !ret; seq++)
+			ret = take(s, seq, ok[seq - from] ? &buf[seq - from] : NULL);
+	}
 	free(buf);
+	free(ok);
 	if (!ret)
 		ret = run_end(s);
 	if (!s->started)
@@ -200,17 +246,31 @@ static bool same(const struct shmt_record *a, const struct shmt_record *b)
 
 /*
  * Of block b's records not below b->below (the others are in the
- * window): how many a flush moved into the slots read after the block was
- * settled. A flush moves a block's records in order from its taken on, so
- * those are the first ones, found in order among its owner's records of
- * those slots (an open span the adopter of a dead block writes is none of
- * them).
+ * window): how many a flush moved into the window's slots after the block
+ * was settled. Flushes move a block's records in order from its taken on,
+ * into slots in order: of the below2 - below moved since, the last ones
+ * are its owner's in the slots past the window's end, the others in the
+ * window, whether the copy found them there or counted them overwritten.
+ * With another owner since (its thread ended, flushing all, and the block
+ * was taken again), the count is not known: the copies found in the
+ * window's slots are matched instead.
  */
 static uint32_t moved_since(const struct snap *s, const struct snap_block *b,
 			    const struct shmt_record *kept, uint32_t n)
 {
+	uint64_t moved = b->below2 - b->below, past = 0;
 	uint32_t j = 0;
 
+	if (b->same_owner) {
+		for (size_t i = 0; i < s->nafter; i++) {
+			const struct shmt_record *r = &s->after[i].r;
+
+			past += s->after[i].seq < b->head2 && r->pid == b->info.pid &&
+				r->tid == b->info.tid && r->commit != SHMTRACE_KIND_OPEN;
+		}
+		moved = moved > past ? moved - past : 0;
+		return moved < n ? (uint32_t)moved : n;
+	}
 	for (size_t i = 0; i < s->nlate && j < n; i++) {
 		const struct shmt_record *r = &s->late[i].r;
 
@@ -221,6 +281,40 @@ static uint32_t moved_since(const struct snap *s, const struct snap_block *b,
 			j++;
 	}
 	return j;
+}
+
+/* Each block settled again, and the slots published since the window's
+ * end read: what flushes moved after it. */
+static int settle_again(struct snap *s, uint64_t end)
+{
+	const struct shmt_view *v = s->v;
+	uint64_t top = end;
+
+	for (size_t i = 0; i < s->nblk; i++) {
+		struct snap_block *b = &s->blk[i];
+		const struct shmt_block *blk = shmt_block_at(v, b->idx);
+
+		if (!b->settled)
+			continue;
+		b->settled = shmt_ring_block_settled(v, b->idx, &b->below2, &b->head2) == 0 &&
+			     b->below2 >= b->below;
+		b->same_owner = blk && load_relaxed(&blk->pid) == b->info.pid &&
+				load_relaxed(&blk->tid) == b->info.tid &&
+				load_relaxed(&blk->start_time) == b->info.start_time;
+		if (b->settled && b->head2 > top)
+			top = b->head2;
+	}
+	for (uint64_t seq = end; seq < top; seq++) {
+		struct shmt_record r;
+
+		if (shmt_ring_read(v, seq, &r) < 0)
+			continue;
+		if (array_reserve(&s->after, &s->capafter, s->nafter + 1, sizeof(*s->after), 256) < 0)
+			return -ENOMEM;
+		r.commit = SHMT_COMMIT_KIND(r.commit);
+		s->after[s->nafter++] = (struct snap_late){ seq, r };
+	}
+	return 0;
 }
 
 /* Whether open span o of block b ended (its span) or was recorded by the
@@ -310,6 +404,8 @@ int snap_copy(struct snap *s)
 	end = shmt_ring_head(v);
 	if (!ret)
 		ret = copy_slots(s, end);
+	if (!ret)
+		ret = settle_again(s, end);
 	seq = end;
 	for (size_t i = 0; i < s->nblk && !ret; i++)
 		ret = block_put(s, &s->blk[i], &seq);
@@ -330,7 +426,9 @@ void snap_free(struct snap *s)
 	free(s->blk);
 	free(s->brecs);
 	free(s->late);
+	free(s->after);
 	s->blk = NULL;
 	s->brecs = NULL;
 	s->late = NULL;
+	s->after = NULL;
 }

@@ -12,6 +12,7 @@
 #include "snapshot.h"
 
 #define SNAP_CHUNK	4096u	/* slots copied per pass of the batched seqlock */
+#define SNAP_FRAME	1024u	/* records per frame: what a size bound cuts at once */
 
 /* Encoded frames of records, oldest first, each with the counts of what
  * the copy lost before it (so that leaving the oldest out for a size
@@ -40,6 +41,10 @@ struct snap_block {
 	uint64_t below;		/* block records below it are in the ring ... */
 	uint64_t head;		/* ... below this sequence */
 	bool settled;		/* false: flushes kept ending; its records count as lost */
+	/* settled again once the slots were copied: the records flushes
+	 * moved since are below2 - below, into slots below head2 */
+	uint64_t below2, head2;
+	bool same_owner;	/* the block's owner then was the copy's */
 	struct shmt_record open[SHMT_OPEN_MAX];
 	uint32_t nopen;
 };
@@ -62,6 +67,10 @@ struct snap {
 	uint64_t head_min;	/* the lowest head a block was settled against */
 	struct snap_late *late;
 	size_t nlate, caplate;
+	/* the slots published after the window's end by the second settling
+	 * of the blocks: the records flushes moved there */
+	struct snap_late *after;
+	size_t nafter, capafter;
 	struct snap_frames win;	/* the window's records */
 	struct snap_frames staged;	/* then the blocks' and the open spans */
 	uint64_t torn;		/* slots of the window not a finished record */
@@ -71,7 +80,7 @@ struct snap {
 	bool trigger_found;
 	uint64_t records;	/* in win and staged */
 	/* the run of consecutive records being framed */
-	struct shmt_record run[SNAP_CHUNK];
+	struct shmt_record run[SNAP_FRAME];
 	uint64_t run_first;
 	uint32_t nrun;
 };

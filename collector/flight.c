@@ -287,8 +287,9 @@ int flight_run(const char *ring, uint64_t poll_ns, const struct flight_opts *o, 
 		else
 			nap(f);
 	}
-	/* a trigger just before the stop is not lost for its --after */
-	if (f->p.on)
+	/* the triggers and deaths up to the stop are counted, and a request
+	 * just before it is not lost for its --after */
+	if (!f->failures && shmt_guarded(look, f) == 0 && f->p.on)
 		take(f);
 	if (!quiet)
 		say_summary(f);

@@ -66,6 +66,21 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
 	return 0;
 }
 
+/* Whether a flush under way (or cut short by its flusher's death) is
+ * writing the slot of seq for a later lap: its journal covers it. */
+static bool rewriting(const struct shmt_view *v, uint64_t seq)
+{
+	const struct shmt_journal *j = &v->h->journal;
+	uint64_t hb = load_relaxed(&j->head_before), n = load_relaxed(&j->count);
+
+	if (!load_acquire(&j->active) || n > v->capacity)
+		return false;
+	for (uint64_t lap = seq + v->capacity; lap < hb + n && lap >= seq; lap += v->capacity)
+		if (lap >= hb)
+			return true;
+	return false;
+}
+
 bool shmt_ring_reused(const struct shmt_view *v, uint64_t seq)
 {
 	const struct shmt_record *r = &v->records[seq & v->mask];
@@ -87,7 +102,7 @@ bool shmt_ring_reused(const struct shmt_view *v, uint64_t seq)
 		/* commit zeroed: a producer is rewriting the slot right now */
 		cpu_relax();
 	}
-	return false;
+	return rewriting(v, seq);
 }
 
 bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)
