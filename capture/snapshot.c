@@ -179,7 +179,7 @@ static int finish(struct snap *s, struct snap_read *g, uint64_t started_ns, cons
 			 sizeof(s->info.trigger));
 	/* where the window starts: at since, unless the ring (or the bound)
 	 * kept nothing so old */
-	s->info.from_ns = s->first_ts > o->since_ns ? s->first_ts : o->since_ns;
+	s->info.from_ns = s->first_ts > s->since ? s->first_ts : s->since;
 	loss_of(s, &g->loss, s->info.to_ns);
 	e.records = s->records;
 	e.end_ns = s->info.to_ns;

@@ -30,6 +30,10 @@ struct shmt_snap_opts {
 	/* the window: the records that end at or after this ring time (0:
 	 * all the ring holds) */
 	uint64_t since_ns;
+	/* or, when not 0: those that end at most keep_ns before the trigger
+	 * (the record the copy finds, see trigger_from_ns; else
+	 * info.trigger_ns) */
+	uint64_t keep_ns;
 	/* 0: no bound; else the oldest records of the window are left out
 	 * (counted in `cut`) until the file is at most this size, its names
 	 * and the records staged in blocks always whole */

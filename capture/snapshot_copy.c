@@ -80,7 +80,7 @@ static int take(struct snap *s, uint64_t seq, const struct shmt_record *r)
 	}
 	if (!s->started) {
 		/* the window begins with an event that ends in it */
-		if (shmt_kind_attached(r->commit) || end_of(r) < s->o->since_ns)
+		if (shmt_kind_attached(r->commit) || end_of(r) < s->since)
 			return 0;
 		s->started = true;
 		s->info.first_seq = seq;
@@ -171,6 +171,35 @@ static uint64_t first_event(const struct shmt_record *buf, const uint8_t *ok, ui
 }
 
 /*
+ * Where the window starts: since, or keep before the trigger, the first
+ * trigger record the copy holds (the slots', the blocks') at or after
+ * trigger_from_ns, else the time the caller was asked at.
+ */
+static void window_start(struct snap *s, const struct shmt_record *buf, const uint8_t *ok,
+			 uint64_t from, uint64_t end)
+{
+	const struct shmt_record *first = NULL;
+	uint64_t at = s->info.trigger_ns;
+
+	s->since = s->o->since_ns;
+	for (uint64_t seq = from; seq < end; seq++)
+		if (ok[seq - from] && buf[seq - from].commit == SHMTRACE_KIND_TRIGGER &&
+		    buf[seq - from].ts >= s->o->trigger_from_ns &&
+		    (!first || buf[seq - from].ts < first->ts))
+			first = &buf[seq - from];
+	for (size_t i = 0; i < s->nbrecs; i++)
+		if (s->brecs[i].commit == SHMTRACE_KIND_TRIGGER &&
+		    s->brecs[i].ts >= s->o->trigger_from_ns && (!first || s->brecs[i].ts < first->ts))
+			first = &s->brecs[i];
+	if (first && s->info.cause == SHMT_SNAP_TRIGGER) {
+		note_trigger(s, first);
+		at = first->ts;
+	}
+	if (s->o->keep_ns)
+		s->since = at > s->o->keep_ns ? at - s->o->keep_ns : 0;
+}
+
+/*
  * The window: the slots of [from, end) from the first whose record ends at
  * or after since (all of them without since). Those the producers
  * overwrote before the copy reached them are of the window when the first
@@ -187,8 +216,9 @@ static int copy_slots(struct snap *s, uint64_t end)
 	if (!ret) {
 		kept = copy_back(s->v, from, end, buf, ok);
 		ev = first_event(buf, ok, from, kept, end);
-		if (kept > from && (!s->o->since_ns ||
-				    (ev < end && end_of(&buf[ev - from]) >= s->o->since_ns))) {
+		window_start(s, buf, ok, from, end);
+		if (kept > from && (!s->since ||
+				    (ev < end && end_of(&buf[ev - from]) >= s->since))) {
 			s->started = true;
 			s->info.first_seq = from;
 			s->first_ts = ev < end ? buf[ev - from].ts : 0;

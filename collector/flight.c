@@ -46,7 +46,9 @@ struct flight {
 		uint64_t due_ns;		/* monotonic */
 	} p;
 	uint64_t suppressed;	/* requests not answered since the last snapshot */
-	uint64_t last_end_ns;	/* ring time the last snapshot's copy ended */
+	/* ring time the last snapshot's copy began: the triggers before it
+	 * were counted in it */
+	uint64_t last_start_ns;
 	uint64_t *times;	/* the last max_per_hour snapshots' (monotonic) */
 	uint32_t max, ntimes;
 	/* the run's figures, for the summary line */
@@ -148,15 +150,16 @@ static void take(struct flight *f)
 {
 	struct shmt_snap_opts so = {
 		.ring = f->ring, .max_bytes = f->o->max_bytes, .exclusive = true, .sync = true,
-		.trigger_from_ns = f->last_end_ns, .info = f->p.info,
+		.trigger_from_ns = f->last_start_ns, .info = f->p.info,
 	};
 	struct shmt_snap_result res;
 	char path[4096 + 256], err[768];
 	int ret = -EEXIST;
 
 	so.info.suppressed = f->suppressed;
-	if (f->o->keep_ns && so.info.trigger_ns > f->o->keep_ns)
-		so.since_ns = so.info.trigger_ns - f->o->keep_ns;
+	/* before the trigger's own record, when the copy finds it */
+	so.keep_ns = f->o->keep_ns;
+	f->last_start_ns = shmt_clock_now(&f->v.clock);
 	for (unsigned k = 0; ret == -EEXIST && k < 100; k++) {
 		snapshot_path(f, k, path, sizeof(path));
 		ret = shmt_snapshot_write(&f->v, path, &so, &res, err, sizeof(err));
@@ -170,7 +173,6 @@ static void take(struct flight *f)
 		return;
 	}
 	f->times[f->ntimes++ % f->max] = shmt_mono_ns();
-	f->last_end_ns = res.info.to_ns;
 	f->snaps++;
 	f->answered += res.info.triggers;
 	f->overwritten += res.info.overwritten;

@@ -61,8 +61,10 @@ const char *flight_check(const struct flight_opts *f, bool output, bool create, 
 	if (!f->dir)
 		return "--flight-recorder needs --snapshot-dir DIR";
 	if (stat(f->dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		int e = errno;
+
 		snprintf(bad, sizeof(bad), "--snapshot-dir '%.4000s': %s", f->dir,
-			 S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
+			 st.st_mode && !S_ISDIR(st.st_mode) ? "not a directory" : strerror(e));
 		return bad;
 	}
 	/* the window is the ring: only an overwrite ring keeps the newest */
