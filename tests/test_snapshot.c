@@ -368,6 +368,38 @@ static void test_export_shows_triggers_open_spans_and_the_window(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* A ring made before triggers (format 1.8): its readers would take the
+ * record kind for a torn slot, so none is written (-EOPNOTSUPP), and the
+ * header's reserved bytes are left alone. */
+static void test_no_trigger_into_a_ring_before_triggers(void **state)
+{
+	const char *ring = test_ring_name("snapold");
+	struct shmtrace_ring_config cfg;
+	struct ring_dump d;
+	struct shmt_view v;
+	shmtrace_t *t;
+
+	(void)state;
+	small_cfg(&cfg, 4096, SHMTRACE_MODE_OVERWRITE);
+	shmtrace_ring_unlink(ring);
+	assert_true(shmtrace_ring_create(ring, &cfg) >= 0);
+	ring_view_rw(ring, &v);
+	v.h->minor = SHMT_MINOR_TRIGGER - 1;
+	shmt_view_close(&v);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	assert_int_equal(shmtrace_trigger(t, "too old", 0), -EOPNOTSUPP);
+	assert_int_equal(shmtrace_flush(t), 0);
+	ring_dump(ring, &d);
+	assert_int_equal(d.n, 0);
+	free(d.recs);
+	ring_view_rw(ring, &v);
+	assert_int_equal(v.h->triggers.v, 0);
+	assert_int_equal(shmt_ring_triggers(&v), 0);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
 /* What it is given wrong: one line saying so, and the exit status. */
 static void test_bad_input_is_said_in_one_line(void **state)
 {
@@ -409,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_completes_with_the_lock_held_by_a_stopped_process),
 		cmocka_unit_test(test_last_and_max_size_bound_the_window),
 		cmocka_unit_test(test_export_shows_triggers_open_spans_and_the_window),
+		cmocka_unit_test(test_no_trigger_into_a_ring_before_triggers),
 		cmocka_unit_test(test_bad_input_is_said_in_one_line),
 	};
 
