@@ -209,6 +209,9 @@ say "              new pages written to the same tmpfs alone (1 MB write()s): th
 say "              and \`shmtrace export --format perfetto\` of the same to a file"
 say "  6b large:   a capture of $N_BIG spans made the same way, exported once in each format to /dev/null:"
 say "              the rate and peak RSS at 10x case 6's size (memory flat if the RSS matches case 6's)"
+say "  9 snapshot: \`shmtrace snapshot\`'s copy of a full overwrite ring of $RING_CAP records (no collector) into a"
+say "              capture on tmpfs, ms per M records; then case 3's timed span calls (no 2nd producer) into that"
+say "              ring, once alone and once with another process taking a snapshot every 100 ms"
 say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
 say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed); each two-proc run starts once the warm-up is written out (lttng stop/start)"
 [ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
@@ -298,6 +301,9 @@ if [ -z "$LT_WHY" ]; then
 	fi
 	rm -rf "$TMPD"/lt-*
 fi
+
+say "running 9 snapshot..."
+S9=$(shm_case snapshot "$N_LAT" "$RUNS")
 
 # 8: the Python binding (python/, `make python`): `with shmtrace.span()`
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -457,6 +463,15 @@ else
 	row "8 python" "skipped" "-" "" "make python first"
 fi
 
+if [ -n "$(field "$S9" ms_per_m)" ]; then
+	row "9 snapshot, ms per M records" "$(fmt "$(field "$S9" ms_per_m)" 1)" "-" "" \
+		"CPU $(fmt "$(field "$S9" cpu_ms_per_m)" 1) ms; a full overwrite ring of $(field "$S9" records) records"
+	row "9 span p99.9, a snapshot per 100 ms" "$(fmt "$(field "$S9" p999_on)" 1)" "-" "" \
+		"without: $(fmt "$(field "$S9" p999_off)" 1) ns; p99.99 $(fmt "$(field "$S9" p9999_on)" 1) against $(fmt "$(field "$S9" p9999_off)" 1) ns"
+else
+	row "9 snapshot" "skipped" "-" "" ""
+fi
+
 # 7: bytes per span on disk: case 6's capture (10 % of spans in flows)
 # against LTTng's trace of the same spans; case 5's capture too
 bpr=$(field "$S6" bytes_per_rec) bpr_from="case 6 capture, 10 % in flows"
@@ -481,7 +496,7 @@ s=$(qfield "$S6" summary); [ -n "$s" ] && say "collector summary (export):   $s"
 [ -n "$L2" ] && say "LTTng discarded events: span1 $(field "$L1" lt_discarded), two-proc $(field "$L2B" lt_discarded)/$(field "$L2" lt_discarded), latency $(field "$L3" lt_discarded)"
 say ""
 say "raw results:"
-for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8"; do [ -n "$r" ] && say "  $r"; done
+for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8" "$S9"; do [ -n "$r" ] && say "  $r"; done
 [ -n "$BT_SECS" ] && say "  babeltrace2: $N_EXPORT events in $BT_SECS s, max RSS ${BT_RSS:-?} KiB"
 say "(saved to $RESULTS)"
 exit 0
