@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "loss.h"
 #include "outfile.h"
 #include "snapshot_int.h"
@@ -92,14 +93,10 @@ static size_t cut_to_fit(struct snap *s, uint64_t max, uint64_t fixed)
  * capture of the ring must never take for duplicates of its own. */
 static uint64_t run_id_of(const struct shmt_view *v, const struct shmt_cap_snapshot *in)
 {
-	uint64_t h = 14695981039346656037ull;
-	uint64_t x[4] = { v->clock.realtime0, v->clock.mono0, in->end_seq,
-			  (uint64_t)getpid() << 32 ^ in->to_ns };
+	uint64_t h = hash_splitmix64(v->clock.realtime0 ^ hash_splitmix64(v->clock.mono0));
 
-	for (size_t i = 0; i < sizeof(x); i++) {
-		h ^= ((const uint8_t *)x)[i];
-		h *= 1099511628211ull;
-	}
+	h = hash_splitmix64(h ^ in->end_seq);
+	h = hash_splitmix64(h ^ ((uint64_t)getpid() << 32 ^ in->to_ns));
 	return h & ((1ull << 53) - 1);
 }
 

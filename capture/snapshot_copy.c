@@ -116,17 +116,8 @@ static void copy_chunk(const struct shmt_view *v, uint64_t from, uint32_t n,
 	for (uint32_t i = 0; i < n; i++)
 		/* pairs with the release store of commit in put_records() */
 		c1[i] = load_acquire(&v->records[(from + i) & v->mask].commit);
-	for (uint32_t i = 0; i < n; i++) {
-		const struct shmt_record *r = &v->records[(from + i) & v->mask];
-
-		buf[i].ts = load_relaxed(&r->ts);
-		buf[i].dur = load_relaxed(&r->dur);
-		buf[i].flow = load_relaxed(&r->flow);
-		buf[i].pid = load_relaxed(&r->pid);
-		buf[i].tid = load_relaxed(&r->tid);
-		buf[i].name = load_relaxed(&r->name);
-		buf[i].cat = load_relaxed(&r->cat);
-	}
+	for (uint32_t i = 0; i < n; i++)
+		shmt_record_fields(&buf[i], &v->records[(from + i) & v->mask]);
 	/* the copies complete before the second look at the commit words */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	for (uint32_t i = 0; i < n; i++) {
@@ -172,17 +163,18 @@ static uint64_t first_event(const struct shmt_record *buf, const uint8_t *ok, ui
 
 /*
  * Where the window starts: since, or keep before the trigger, the first
- * trigger record the copy holds (the slots', the blocks') at or after
- * trigger_from_ns, else the time the caller was asked at.
+ * trigger record the copy holds (the slots [kept, end) of buf, the
+ * blocks') at or after trigger_from_ns, else the time the caller was
+ * asked at.
  */
 static void window_start(struct snap *s, const struct shmt_record *buf, const uint8_t *ok,
-			 uint64_t from, uint64_t end)
+			 uint64_t from, uint64_t kept, uint64_t end)
 {
 	const struct shmt_record *first = NULL;
 	uint64_t at = s->info.trigger_ns;
 
 	s->since = s->o->since_ns;
-	for (uint64_t seq = from; seq < end; seq++)
+	for (uint64_t seq = kept; seq < end; seq++)
 		if (ok[seq - from] && buf[seq - from].commit == SHMTRACE_KIND_TRIGGER &&
 		    buf[seq - from].ts >= s->o->trigger_from_ns &&
 		    (!first || buf[seq - from].ts < first->ts))
@@ -209,14 +201,15 @@ static void window_start(struct snap *s, const struct shmt_record *buf, const ui
 static int copy_slots(struct snap *s, uint64_t end)
 {
 	uint64_t from = end > s->v->capacity ? end - s->v->capacity : 0, kept, ev;
-	struct shmt_record *buf = malloc((end - from ? end - from : 1) * sizeof(*buf));
-	uint8_t *ok = malloc(end - from ? end - from : 1);
+	/* calloc: the large ones come zeroed from mmap at no cost */
+	struct shmt_record *buf = calloc(end - from ? end - from : 1, sizeof(*buf));
+	uint8_t *ok = calloc(end - from ? end - from : 1, 1);
 	int ret = buf && ok ? 0 : -ENOMEM;
 
 	if (!ret) {
 		kept = copy_back(s->v, from, end, buf, ok);
 		ev = first_event(buf, ok, from, kept, end);
-		window_start(s, buf, ok, from, end);
+		window_start(s, buf, ok, from, kept, end);
 		if (kept > from && (!s->since ||
 				    (ev < end && end_of(&buf[ev - from]) >= s->since))) {
 			s->started = true;

@@ -40,10 +40,10 @@ struct flight_opts {
 /* their lines of --help */
 #define FLIGHT_HELP							\
 "      --flight-recorder    keep the ring (overwrite mode) as a flight recorder:\n" \
-"                           write no capture, but a snapshot of the ring into\n" \
-"                           --snapshot-dir when a program calls shmtrace_trigger(),\n" \
-"                           on SIGUSR1, or when a producer is found dead inside\n" \
-"                           spans; --output is then not given\n"	\
+"                           write no capture, but a snapshot of the ring into the\n" \
+"                           snapshot directory when a program calls\n"	\
+"                           shmtrace_trigger(), on SIGUSR1, or when a producer is\n" \
+"                           found dead inside spans; no --output then\n"	\
 "      --snapshot-dir DIR   where snapshots go, each a capture file named for its\n" \
 "                           ring, time and cause (never replacing a file)\n" \
 "      --keep DURATION      what a snapshot holds before its trigger (10s, 500ms;\n" \

@@ -113,6 +113,19 @@ static int watch(const char *dir)
 	return in;
 }
 
+/* The directory tmp(dir) made and watched (inotify, in *w), and the
+ * recorder started on ring into it, its stderr to tmp(dir.err). */
+static pid_t flight_into(const char *ring, const char *dir, int *w, const char *const *extra)
+{
+	char err[64];
+
+	snprintf(err, sizeof(err), "%s.err", dir);
+	mkdir(tmp(dir), 0700);
+	*w = watch(tmp(dir));
+	shmtrace_ring_unlink(ring);
+	return start_flight(ring, tmp(dir), tmp(err), extra);
+}
+
 /*
  * The producer of the trigger test: spans "tick" of thread "trigger-thread"
  * with an argument "i", their index, at full speed; after `after` of them,
@@ -206,10 +219,7 @@ static void test_trigger_snapshot_holds_the_keep_before_it(void **state)
 	uint32_t key;
 
 	(void)state;
-	mkdir(tmp("t1"), 0700);
-	w = watch(tmp("t1"));
-	shmtrace_ring_unlink(ring);
-	col = start_flight(ring, tmp("t1"), tmp("t1.err"), extra);
+	col = flight_into(ring, "t1", &w, extra);
 	assert_int_equal(pipe(out), 0);
 	assert_int_equal(pipe(in), 0);
 	prod = fork();
@@ -287,13 +297,11 @@ static void test_storm_writes_at_most_the_limit_and_counts_the_rest(void **state
 	const char *const extra[] = { "--max-per-hour", "3", NULL };
 	char paths[8][512], *err;
 	uint64_t total = 0;
-	int status, n;
+	int status, n, w;
 	pid_t col, prod;
 
 	(void)state;
-	mkdir(tmp("t2"), 0700);
-	shmtrace_ring_unlink(ring);
-	col = start_flight(ring, tmp("t2"), tmp("t2.err"), extra);
+	col = flight_into(ring, "t2", &w, extra);
 	prod = fork();
 	assert_true(prod >= 0);
 	if (prod == 0) {
@@ -325,6 +333,7 @@ static void test_storm_writes_at_most_the_limit_and_counts_the_rest(void **state
 	total += (uint64_t)number_before(err, "of them after the last snapshot");
 	assert_int_equal(total, 1000);
 	free(err);
+	close(w);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -343,10 +352,7 @@ static void test_death_inside_spans_snapshots_them_unfinished(void **state)
 	pid_t col, prod;
 
 	(void)state;
-	mkdir(tmp("t3"), 0700);
-	w = watch(tmp("t3"));
-	shmtrace_ring_unlink(ring);
-	col = start_flight(ring, tmp("t3"), tmp("t3.err"), NULL);
+	col = flight_into(ring, "t3", &w, NULL);
 	assert_int_equal(pipe(p), 0);
 	prod = fork();
 	assert_true(prod >= 0);
@@ -412,10 +418,7 @@ static void test_sigusr1_takes_a_snapshot(void **state)
 	int w;
 
 	(void)state;
-	mkdir(tmp("t4"), 0700);
-	w = watch(tmp("t4"));
-	shmtrace_ring_unlink(ring);
-	col = start_flight(ring, tmp("t4"), tmp("t4.err"), NULL);
+	col = flight_into(ring, "t4", &w, NULL);
 	assert_int_equal(shmtrace_open(ring, &t), 0);
 	assert_int_equal(shmtrace_instant(t, shmtrace_intern(t, "test"), shmtrace_intern(t, "mark"),
 					  0), 0);

@@ -30,6 +30,16 @@ static void snapshot(const char *ring, const char *path, const char *opt, const 
 	snap_read(path, s);
 }
 
+/* A fresh overwrite ring of cap records named ring. */
+static void overwrite_ring(const char *ring, uint32_t cap)
+{
+	struct shmtrace_ring_config cfg;
+
+	small_cfg(&cfg, cap, SHMTRACE_MODE_OVERWRITE);
+	shmtrace_ring_unlink(ring);
+	assert_true(shmtrace_ring_create(ring, &cfg) >= 0);
+}
+
 /* The file holds the window's slots less those the copy counted lost,
  * plus the blocks' records: the copy's accounting, exact. */
 static void assert_window_exact(const struct snap_file *s)
@@ -83,16 +93,14 @@ static void assert_slots_and_blocks_in_order(const struct snap_file *s, uint32_t
 static void test_one_producer_every_record_once_or_counted(void **state)
 {
 	const char *ring = test_ring_name("snap1");
-	struct shmtrace_ring_config cfg;
+	const uint32_t cap = 65536;
 	struct shmt_view v;
 	int ready, held = 0;
 	pid_t pid;
 
 	(void)state;
-	small_cfg(&cfg, 65536, SHMTRACE_MODE_OVERWRITE);
-	shmtrace_ring_unlink(ring);
-	assert_true(shmtrace_ring_create(ring, &cfg) >= 0);
-	pid = churn_start(ring, 1, (uint64_t)WRAPS * cfg.capacity, true, &ready);
+	overwrite_ring(ring, cap);
+	pid = churn_start(ring, 1, (uint64_t)WRAPS * cap, true, &ready);
 	ring_view_rw(ring, &v);
 	for (int k = 0; k < 8; k++) {
 		uint64_t tail = shmt_ring_tail(&v), head = shmt_ring_head(&v);
@@ -102,7 +110,7 @@ static void test_one_producer_every_record_once_or_counted(void **state)
 
 		snapshot(ring, tmp("one.cap"), NULL, NULL, s);
 		assert_window_exact(s);
-		assert_true(s->h.snapshot.end_seq >= (uint64_t)WRAPS * cfg.capacity);
+		assert_true(s->h.snapshot.end_seq >= (uint64_t)WRAPS * cap);
 		tick = snap_string(s, "tick");
 		snap_tally(s, (uint32_t)pid, snap_tid_of(s, (uint32_t)pid, tick), tick, true, &t);
 		/* a copy the producer lapped whole (the snapshot's process
@@ -138,15 +146,12 @@ static void test_one_producer_every_record_once_or_counted(void **state)
 static void test_blocks_flushed_during_the_copy_are_copied_once(void **state)
 {
 	const char *ring = test_ring_name("snap4");
-	struct shmtrace_ring_config cfg;
 	int ready;
 	pid_t pid;
 
 	(void)state;
-	small_cfg(&cfg, 4096, SHMTRACE_MODE_OVERWRITE);
-	shmtrace_ring_unlink(ring);
-	assert_true(shmtrace_ring_create(ring, &cfg) >= 0);
-	pid = churn_start(ring, 4, (uint64_t)WRAPS * cfg.capacity / 4, true, &ready);
+	overwrite_ring(ring, 4096);
+	pid = churn_start(ring, 4, (uint64_t)WRAPS * 4096 / 4, true, &ready);
 	for (int k = 0; k < 8; k++) {
 		struct snap_file *s = calloc(1, sizeof(*s));
 		uint32_t tids[8];
@@ -221,7 +226,7 @@ static pid_t stop_in_lock(const char *ring)
 static void test_completes_with_the_lock_held_by_a_stopped_process(void **state)
 {
 	const char *ring = test_ring_name("snaplock");
-	struct shmtrace_ring_config cfg;
+	const uint32_t cap = 16384;
 	struct shmt_loss before, after;
 	struct shmt_ring_status st0, st1;
 	struct snap_file *s = calloc(1, sizeof(*s));
@@ -230,10 +235,8 @@ static void test_completes_with_the_lock_held_by_a_stopped_process(void **state)
 	pid_t pid, owner;
 
 	(void)state;
-	small_cfg(&cfg, 16384, SHMTRACE_MODE_OVERWRITE);
-	shmtrace_ring_unlink(ring);
-	assert_true(shmtrace_ring_create(ring, &cfg) >= 0);
-	pid = churn_start(ring, 1, (uint64_t)WRAPS * cfg.capacity, true, &ready);
+	overwrite_ring(ring, cap);
+	pid = churn_start(ring, 1, (uint64_t)WRAPS * cap, true, &ready);
 	owner = stop_in_lock(ring);
 	ring_view_rw(ring, &v);
 	shmt_ring_status(&v, &st0);
@@ -279,16 +282,13 @@ static void spans_at(shmtrace_t *t, const char *name, uint64_t t0, uint64_t n)
 static void test_last_and_max_size_bound_the_window(void **state)
 {
 	const char *ring = test_ring_name("snaplast");
-	struct shmtrace_ring_config cfg;
 	struct snap_file *s = calloc(1, sizeof(*s));
 	uint32_t recent;
 	struct stat st;
 	shmtrace_t *t;
 
 	(void)state;
-	small_cfg(&cfg, 16384, SHMTRACE_MODE_OVERWRITE);
-	shmtrace_ring_unlink(ring);
-	assert_true(shmtrace_ring_create(ring, &cfg) >= 0);
+	overwrite_ring(ring, 16384);
 	assert_int_equal(shmtrace_open(ring, &t), 0);
 	spans_at(t, "old", shmtrace_now() - 10000000000ull, 1000);
 	spans_at(t, "recent", shmtrace_now() - 1000000ull, 9000);
@@ -326,7 +326,6 @@ static void test_last_and_max_size_bound_the_window(void **state)
 static void test_export_shows_triggers_open_spans_and_the_window(void **state)
 {
 	const char *ring = test_ring_name("snapexp");
-	struct shmtrace_ring_config cfg;
 	struct shmtrace_open_span sp;
 	char *argv[] = { bin, "export", (char *)tmp("exp.cap"), "-o", (char *)tmp("exp.json"),
 			 NULL };
@@ -334,9 +333,7 @@ static void test_export_shows_triggers_open_spans_and_the_window(void **state)
 	shmtrace_t *t;
 
 	(void)state;
-	small_cfg(&cfg, 16384, SHMTRACE_MODE_OVERWRITE);
-	shmtrace_ring_unlink(ring);
-	assert_true(shmtrace_ring_create(ring, &cfg) >= 0);
+	overwrite_ring(ring, 16384);
 	assert_int_equal(shmtrace_open(ring, &t), 0);
 	assert_int_equal(shmtrace_set_thread_name(t, "snapper"), 0);
 	spans_at(t, "before", shmtrace_now(), 100);
@@ -374,15 +371,12 @@ static void test_export_shows_triggers_open_spans_and_the_window(void **state)
 static void test_no_trigger_into_a_ring_before_triggers(void **state)
 {
 	const char *ring = test_ring_name("snapold");
-	struct shmtrace_ring_config cfg;
 	struct ring_dump d;
 	struct shmt_view v;
 	shmtrace_t *t;
 
 	(void)state;
-	small_cfg(&cfg, 4096, SHMTRACE_MODE_OVERWRITE);
-	shmtrace_ring_unlink(ring);
-	assert_true(shmtrace_ring_create(ring, &cfg) >= 0);
+	overwrite_ring(ring, 4096);
 	ring_view_rw(ring, &v);
 	v.h->minor = SHMT_MINOR_TRIGGER - 1;
 	shmt_view_close(&v);
@@ -412,12 +406,9 @@ static void test_bad_input_is_said_in_one_line(void **state)
 	char *two[] = { bin, "snapshot", (char *)ring, (char *)ring, "-o", (char *)tmp("x.cap"),
 			NULL };
 	char *link_out[] = { bin, "snapshot", (char *)ring, "-o", (char *)tmp("link.cap"), NULL };
-	struct shmtrace_ring_config cfg;
 
 	(void)state;
-	small_cfg(&cfg, 4096, SHMTRACE_MODE_OVERWRITE);
-	shmtrace_ring_unlink(ring);
-	assert_true(shmtrace_ring_create(ring, &cfg) >= 0);
+	overwrite_ring(ring, 4096);
 	run_says(2, no_out, "no output given", NULL);
 	run_says(1, no_ring, "shmtrace snapshot: ", NULL);
 	run_says(2, bad_last, "invalid duration 'soon' for --last", NULL);

@@ -50,13 +50,7 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
 
 	if (!shmt_commit_is(c1, seq))
 		return -EAGAIN;
-	out->ts = load_relaxed(&r->ts);
-	out->dur = load_relaxed(&r->dur);
-	out->flow = load_relaxed(&r->flow);
-	out->pid = load_relaxed(&r->pid);
-	out->tid = load_relaxed(&r->tid);
-	out->name = load_relaxed(&r->name);
-	out->cat = load_relaxed(&r->cat);
+	shmt_record_fields(out, r);
 	/* the copy must complete before the second look at commit (seqlock) */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	c2 = load_relaxed(&r->commit);
@@ -228,13 +222,7 @@ int shmt_ring_block_copy(const struct shmt_view *v, uint32_t i, struct shmt_reco
 		const struct shmt_record *r = &recs[s & (v->block_records - 1)];
 		struct shmt_record *d = &out[s - k];
 
-		d->ts = load_relaxed(&r->ts);
-		d->dur = load_relaxed(&r->dur);
-		d->flow = load_relaxed(&r->flow);
-		d->pid = load_relaxed(&r->pid);
-		d->tid = load_relaxed(&r->tid);
-		d->name = load_relaxed(&r->name);
-		d->cat = load_relaxed(&r->cat);
+		shmt_record_fields(d, r);
 		d->commit = SHMT_COMMIT_KIND(load_relaxed(&r->commit));
 	}
 	return (int)(w - k);
