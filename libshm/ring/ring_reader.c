@@ -66,13 +66,14 @@ static bool rewriting(const struct shmt_view *v, uint64_t seq)
 {
 	const struct shmt_journal *j = &v->h->journal;
 	uint64_t hb = load_relaxed(&j->head_before), n = load_relaxed(&j->count);
+	/* the one sequence of [hb, hb + n) (n at most a lap) in seq's slot */
+	uint64_t lap = hb + ((seq - hb) & v->mask);
 
 	if (!load_acquire(&j->active) || n > v->capacity)
 		return false;
-	for (uint64_t lap = seq + v->capacity; lap < hb + n && lap >= seq; lap += v->capacity)
-		if (lap >= hb)
-			return true;
-	return false;
+	/* a later lap's, within the flush (and no wrap: the journal is
+	 * untrusted) */
+	return lap - hb < n && lap >= hb && lap > seq && lap - seq >= v->capacity;
 }
 
 bool shmt_ring_reused(const struct shmt_view *v, uint64_t seq)
