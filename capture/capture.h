@@ -60,6 +60,8 @@ enum shmt_cap_type {
 #define SHMT_CAP_HEADER_MIN_FIELDS	13
 #define SHMT_CAP_HEADER_RING_ID		13	/* where each optional field is */
 #define SHMT_CAP_HEADER_MAX_FILES	14	/* then the four of struct shmt_cap_deleted */
+#define SHMT_CAP_HEADER_SNAPSHOT	19	/* a snapshot's fields (minor revision 2.2) */
+#define SHMT_CAP_SNAPSHOT_FIELDS	14	/* ... written only in a snapshot's header */
 #define SHMT_CAP_LIST_FIELDS		1	/* STRINGS, THREADS: one array */
 #define SHMT_CAP_STRING_ITEM_FIELDS	2	/* [id, bytes] */
 #define SHMT_CAP_THREAD_ITEM_FIELDS	7	/* [pid, tid, start, pidns, flags, thread, process] */
@@ -92,6 +94,42 @@ struct shmt_cap_deleted {
 	uint64_t to_ns;			/* ... and the last one ended */
 };
 
+/* Why a snapshot was taken: its header's cause (field 20). */
+enum shmt_snap_cause {
+	SHMT_SNAP_NONE = 0,	/* not a snapshot: a collector's capture */
+	SHMT_SNAP_TRIGGER = 1,	/* shmtrace_trigger() in a program */
+	SHMT_SNAP_COMMAND = 2,	/* `shmtrace snapshot` */
+	SHMT_SNAP_SIGNAL = 3,	/* SIGUSR1 to shmtrace-collector --flight-recorder */
+	SHMT_SNAP_DEATH = 4,	/* a producer found dead with spans open */
+};
+#define SHMT_SNAP_CAUSES	5
+
+/* The cause in one word ("trigger", "command", "signal", "death"; "none",
+ * and "unknown" for a cause of a newer writer). */
+const char *shmt_snap_cause_name(uint32_t cause);
+
+/*
+ * What a snapshot's header says of it (fields 20 to 33, minor revision
+ * 2.2): a copy of a live ring's records, made while producers wrote on,
+ * into a capture file of its own (docs/CAPTURE-FORMAT.md, "Snapshots").
+ * The window is ring sequences [first_seq, end_seq); the staging blocks'
+ * records and the open spans read with them follow it in the file,
+ * numbered from end_seq on.
+ */
+struct shmt_cap_snapshot {
+	uint32_t cause;			/* enum shmt_snap_cause; 0: no snapshot */
+	char trigger[SHMT_STRING_MAX + 1];	/* the trigger's name, or what died */
+	uint64_t trigger_ns;		/* ring time of the trigger (or the request) */
+	uint32_t trigger_pid, trigger_tid;	/* who triggered (0: nobody known) */
+	uint64_t first_seq, end_seq;	/* the window, in ring sequences */
+	uint64_t from_ns, to_ns;	/* ... and ring times: its start, the copy's end */
+	uint64_t overwritten;		/* records of the window overwritten during the copy */
+	uint64_t staged;		/* records after the window: blocks, open spans */
+	uint64_t triggers;		/* triggers this snapshot answers */
+	uint64_t suppressed;		/* triggers not answered (rate limit) since the last */
+	uint64_t cut;			/* records of the window left out for a size bound */
+};
+
 struct shmt_cap_header {
 	uint32_t version;		/* SHMT_CAP_VERSION */
 	uint32_t part;			/* 0 for the first file, n for FILE.n */
@@ -110,6 +148,7 @@ struct shmt_cap_header {
 	 * older collector) or the ring has none (ring format 1.0) */
 	uint64_t ring_id;
 	struct shmt_cap_deleted deleted;	/* trailing fields 15 to 19 */
+	struct shmt_cap_snapshot snapshot;	/* trailing fields 20 to 33 */
 };
 
 struct shmt_cap_string {
@@ -164,6 +203,13 @@ int shmt_cap_put_records_v1(msgpack_sbuffer *b, uint64_t first_seq, const struct
  */
 long shmt_cap_put_ring_records(msgpack_sbuffer *b, uint64_t first_seq,
 			       const struct shmt_record *slots, size_t n);
+/* capture_ring.c: ring v's strings from id *strings on and its name slots
+ * from *threads on, read from the ring, as STRINGS and THREADS frames
+ * (a damaged string entry is sent as ""), *strings and *threads moved
+ * past them: the tables a capture carries. Returns 0 or -ENOMEM. */
+struct shmt_view;
+int shmt_cap_put_ring_tables(msgpack_sbuffer *b, const struct shmt_view *v, uint32_t *strings,
+			     uint32_t *threads);
 int shmt_cap_put_loss(msgpack_sbuffer *b, const struct shmt_cap_loss *l);
 int shmt_cap_put_end(msgpack_sbuffer *b, const struct shmt_cap_end *e);
 

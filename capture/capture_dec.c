@@ -78,6 +78,47 @@ static int dec_deleted(const msgpack_object *v, size_t n, struct shmt_cap_delete
 	return 0;
 }
 
+const char *shmt_snap_cause_name(uint32_t cause)
+{
+	static const char *const names[SHMT_SNAP_CAUSES] = {
+		"none", "trigger", "command", "signal", "death",
+	};
+
+	return cause < SHMT_SNAP_CAUSES ? names[cause] : "unknown";
+}
+
+/* A snapshot's fields 20 to 33 (minor revision 2.2), as many as present:
+ * a newer writer may append more, and causes. */
+static int dec_snapshot(const msgpack_object *v, size_t n, struct shmt_cap_snapshot *sn,
+			const struct shmt_cap_ctx *c)
+{
+	static const char *const what[SHMT_CAP_SNAPSHOT_FIELDS] = {
+		NULL, NULL, "trigger_ns", "trigger_pid", "trigger_tid", "first_seq",
+		"end_seq", "from_ns", "to_ns", "snapshot overwritten", "staged", "triggers",
+		"suppressed", "cut",
+	};
+	uint64_t *u64[SHMT_CAP_SNAPSHOT_FIELDS] = {
+		NULL, NULL, &sn->trigger_ns, NULL, NULL, &sn->first_seq, &sn->end_seq,
+		&sn->from_ns, &sn->to_ns, &sn->overwritten, &sn->staged, &sn->triggers,
+		&sn->suppressed, &sn->cut,
+	};
+	const size_t at = SHMT_CAP_HEADER_SNAPSHOT;
+	int rc;
+
+	SHMT_CAP_GET(&v[at], UINT32_MAX, sn->cause, "snapshot cause");
+	if (n > at + 1 && (rc = get_name(&v[at + 1], sn->trigger, sizeof(sn->trigger),
+					 "snapshot trigger", c)))
+		return rc;
+	if (n > at + 3)
+		SHMT_CAP_GET(&v[at + 3], UINT32_MAX, sn->trigger_pid, "trigger_pid");
+	if (n > at + 4)
+		SHMT_CAP_GET(&v[at + 4], UINT32_MAX, sn->trigger_tid, "trigger_tid");
+	for (size_t i = 2; i < SHMT_CAP_SNAPSHOT_FIELDS && n > at + i; i++)
+		if (u64[i])
+			SHMT_CAP_GET(&v[at + i], UINT64_MAX, *u64[i], what[i]);
+	return 0;
+}
+
 static int dec_header(const msgpack_object *v, size_t n, struct shmt_cap_header *h,
 		      const struct shmt_cap_ctx *c)
 {
@@ -116,7 +157,9 @@ static int dec_header(const msgpack_object *v, size_t n, struct shmt_cap_header 
 	/* appended later: files of older collectors end before them */
 	if (n > SHMT_CAP_HEADER_RING_ID)
 		SHMT_CAP_GET(&v[SHMT_CAP_HEADER_RING_ID], UINT64_MAX, h->ring_id, "ring_id");
-	return n > SHMT_CAP_HEADER_MAX_FILES ? dec_deleted(v, n, &h->deleted, c) : 0;
+	if (n > SHMT_CAP_HEADER_MAX_FILES && (rc = dec_deleted(v, n, &h->deleted, c)))
+		return rc;
+	return n > SHMT_CAP_HEADER_SNAPSHOT ? dec_snapshot(v, n, &h->snapshot, c) : 0;
 }
 
 static int dec_string(const msgpack_object *e, void *items, uint32_t i, msgpack_zone *z,

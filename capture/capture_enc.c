@@ -81,7 +81,12 @@ int shmt_cap_put_header(msgpack_sbuffer *b, const struct shmt_cap_header *h)
 {
 	struct frame fr;
 
-	frame_begin(&fr, b, b->size, SHMT_CAP_HEADER, SHMT_CAP_HEADER_FIELDS);
+	const struct shmt_cap_snapshot *sn = &h->snapshot;
+
+	/* a snapshot's fields only in a snapshot's header: the collector's
+	 * captures keep the bytes they had */
+	frame_begin(&fr, b, b->size, SHMT_CAP_HEADER, SHMT_CAP_HEADER_FIELDS +
+		    (sn->cause ? SHMT_CAP_SNAPSHOT_FIELDS : 0));
 	put_str(&fr, SHMT_CAP_MAGIC, strlen(SHMT_CAP_MAGIC));
 	put_u64(&fr, SHMT_CAP_VERSION);
 	put_u64(&fr, h->part);
@@ -102,6 +107,22 @@ int shmt_cap_put_header(msgpack_sbuffer *b, const struct shmt_cap_header *h)
 	put_u64(&fr, h->deleted.records);
 	put_u64(&fr, h->deleted.from_ns);
 	put_u64(&fr, h->deleted.to_ns);
+	if (sn->cause) {
+		put_u64(&fr, sn->cause);
+		put_str(&fr, sn->trigger, strnlen(sn->trigger, sizeof(sn->trigger) - 1));
+		put_u64(&fr, sn->trigger_ns);
+		put_u64(&fr, sn->trigger_pid);
+		put_u64(&fr, sn->trigger_tid);
+		put_u64(&fr, sn->first_seq);
+		put_u64(&fr, sn->end_seq);
+		put_u64(&fr, sn->from_ns);
+		put_u64(&fr, sn->to_ns);
+		put_u64(&fr, sn->overwritten);
+		put_u64(&fr, sn->staged);
+		put_u64(&fr, sn->triggers);
+		put_u64(&fr, sn->suppressed);
+		put_u64(&fr, sn->cut);
+	}
 	return frame_end(&fr);
 }
 

@@ -8,7 +8,7 @@
  * The collector reads the ring without its lock (commit words and head,
  * ring_reader.c). It takes the lock only to move live threads' staging
  * blocks into the ring, briefly, and only after checking that the mutex
- * bytes are sane. The ring's tail advances only over records whose frame
+ * bytes are sane (hold.c). The ring's tail advances only over records whose frame
  * io_uring reported written; a collector killed at any point leaves every
  * unreleased record in the ring, and a reader drops the duplicates the
  * next collector writes by their sequence numbers.
@@ -20,18 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "drain_int.h"
-
-#define LOCK_WAIT_NS (50ull * 1000 * 1000)
-#define REAP_EVERY_NS (1000ull * 1000 * 1000)
 
 static uint64_t hash64(const void *p, size_t n, uint64_t h)
 {
@@ -42,30 +36,6 @@ static uint64_t hash64(const void *p, size_t n, uint64_t h)
 		h *= 1099511628211ull;
 	}
 	return h;
-}
-
-/* Opens a second descriptor on the ring only to hold an advisory lock:
- * two collectors on one ring would both advance its tail. Opened as every
- * ring is (shmt_ring_open_fd()), and only if it is the segment mapped. */
-static int claim_ring(struct drain *d)
-{
-	char err[256];
-	struct stat st;
-	int fd = shmt_ring_open_fd(d->o.ring, SHMT_OPEN_ANY_OWNER, &st, err, sizeof(err));
-
-	if (fd < 0)
-		return fd;
-	if ((uint64_t)st.st_dev != d->v.dev || (uint64_t)st.st_ino != d->v.ino) {
-		close(fd);
-		return -ESTALE;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
-
-		close(fd);
-		return e == EWOULDBLOCK ? -EBUSY : -e;
-	}
-	return fd;	/* kept open (and locked) until we exit */
 }
 
 struct drain *drain_new(void)
@@ -79,15 +49,10 @@ static void free_buffers(struct drain *d)
 	cw_free(d->w);
 	parts_free(d->parts);
 	free(d->scratch);
-	free(d->dead);
-	free(d->strings);
-	free(d->text);
+	hold_free(&d->hold);
 	d->w = NULL;
 	d->parts = NULL;
 	d->scratch = NULL;
-	d->dead = NULL;
-	d->strings = NULL;
-	d->text = NULL;
 }
 
 int drain_open(struct drain *d, const struct drain_opts *o)
@@ -102,7 +67,7 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 		snprintf(d->err, sizeof(d->err), "%s", err);
 		return ret;
 	}
-	ret = claim_ring(d);
+	ret = hold_init(&d->hold, &d->v, o->ring);
 	if (ret < 0) {
 		snprintf(d->err, sizeof(d->err), ret == -EBUSY ?
 			 "another collector is already draining ring '%s'" :
@@ -118,12 +83,9 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 	d->run_id = hash64(&d->v.clock.realtime0, 8, d->run_id);
 	d->run_id = hash64(&d->v.clock.mono0, 8, d->run_id) & ((1ull << 53) - 1);
 	d->scratch = calloc(DRAIN_BATCH, sizeof(*d->scratch));
-	d->dead = calloc(d->v.nblocks + 1, sizeof(*d->dead));
-	d->strings = calloc(DRAIN_STRINGS_BATCH, sizeof(*d->strings));
-	d->text = calloc(DRAIN_STRINGS_BATCH, sizeof(*d->text));
 	d->w = cw_new();
 	d->parts = parts_new(o->output, o->max_files);
-	ret = !d->scratch || !d->dead || !d->strings || !d->text || !d->w || !d->parts ? -ENOMEM :
+	ret = !d->scratch || !d->w || !d->parts ? -ENOMEM :
 	      drain_open_part(d);
 	if (ret < 0) {
 		free_buffers(d);
@@ -150,48 +112,6 @@ const char *drain_error(const struct drain *d)
 bool drain_part_failed(const struct drain *d)
 {
 	return d->part_failed;
-}
-
-static uint64_t now_ns(void)
-{
-	return shmt_mono_ns();
-}
-
-/* Moves live threads' staged records into the ring, under the lock, and
- * frees dead threads' blocks. Never blocks for long: a lock that is
- * insane or held too long is reported and skipped. */
-static void adopt_blocks(struct drain *d, bool final)
-{
-	uint64_t t0, held;
-	bool reap = final || now_ns() - d->last_reap_ns > REAP_EVERY_NS;
-
-	if (!shmt_mutex_sane(&d->v)) {
-		if (!d->lock_warned)
-			fprintf(stderr, "shmtrace-collector: warning: ring lock bytes are corrupt; "
-				"staged records of live threads cannot be collected\n");
-		d->lock_warned = true;
-		return;
-	}
-	/* who died is read from /proc before the lock, not under it */
-	if (reap) {
-		shmt_find_dead_blocks(&d->v, d->dead);
-		d->last_reap_ns = now_ns();
-	}
-	if (shmt_lock(&d->v, LOCK_WAIT_NS) < 0) {
-		if (!d->lock_warned)
-			fprintf(stderr, "shmtrace-collector: warning: ring lock held for over %llu ms "
-				"(owner stuck or gone); staged records of live threads wait\n",
-				LOCK_WAIT_NS / 1000000);
-		d->lock_warned = true;
-		return;
-	}
-	t0 = now_ns();
-	if (shmt_adopt_blocks_locked(&d->v, true, reap ? d->dead : NULL))
-		d->idle_ns = d->o.poll_ns;	/* producers are active */
-	held = now_ns() - t0;
-	shmt_unlock(&d->v);
-	if (held > d->st.lock_hold_max_ns)
-		d->st.lock_hold_max_ns = held;
 }
 
 /* Ends the part with e: the END frame written and fsynced, the ring's tail
@@ -256,7 +176,8 @@ long drain_pass(struct drain *d, bool final)
 	ret = check_output(d);
 	if (ret < 0)
 		return ret;
-	adopt_blocks(d, final);
+	if (hold_adopt(&d->hold, final))
+		d->idle_ns = d->o.poll_ns;	/* producers are active */
 	ret = drain_put_tables(d);
 	if (ret < 0)
 		return ret;
@@ -382,6 +303,7 @@ void drain_get_stats(const struct drain *d, bool failed, struct drain_stats *st)
 	if (d->done_parts > done)
 		done = d->done_parts;
 	*st = d->st;
+	st->lock_hold_max_ns = d->hold.lock_hold_max_ns;
 	if (d->parts) {
 		st->parts_deleted = parts_deleted(d->parts)->parts;
 		st->records_deleted = parts_deleted(d->parts)->records;

@@ -62,43 +62,11 @@ int drain_open_part(struct drain *d)
 }
 
 /* Appends frames for strings and name slots the capture does not have yet,
- * read from the ring a batch at a time. */
+ * read from the ring. */
 int drain_put_tables(struct drain *d)
 {
-	msgpack_sbuffer *b = cw_buffer(d->w);
-	uint32_t n = shmt_ring_nstrings(&d->v);
-	uint32_t nt = shmt_ring_nthreads(&d->v);
-	int ret;
-
-	for (uint32_t id = d->strings_sent; id < n; ) {
-		uint32_t k;
-
-		for (k = 0; k < DRAIN_STRINGS_BATCH && id < n; k++, id++) {
-			int len = shmt_ring_string(&d->v, id, d->text[k], sizeof(d->text[k]));
-
-			d->strings[k].id = id;
-			d->strings[k].len = len < 0 ? 0 : (uint32_t)len;	/* damaged: "" */
-			d->strings[k].s = d->text[k];
-		}
-		ret = shmt_cap_put_strings(b, d->strings, k);
-		if (ret < 0)
-			return ret;
-	}
-	if (n > d->strings_sent)
-		d->strings_sent = n;
-	for (uint32_t i = d->threads_sent; i < nt; ) {
-		struct shmt_thread t[DRAIN_THREADS_BATCH];
-		uint32_t k;
-
-		for (k = 0; k < DRAIN_THREADS_BATCH && i < nt; k++, i++)
-			shmt_ring_thread(&d->v, i, &t[k]);
-		ret = shmt_cap_put_threads(b, t, k);
-		if (ret < 0)
-			return ret;
-	}
-	if (nt > d->threads_sent)
-		d->threads_sent = nt;
-	return 0;
+	return shmt_cap_put_ring_tables(cw_buffer(d->w), &d->v, &d->strings_sent,
+					&d->threads_sent);
 }
 
 int drain_put_loss(struct drain *d, bool force)

@@ -13,6 +13,7 @@
 
 #include "capture.h"
 #include "drain.h"
+#include "hold.h"
 #include "ring_writer.h"
 #include "loss.h"
 #include "parts.h"
@@ -20,8 +21,6 @@
 #include "writer.h"
 
 #define DRAIN_CHECKPOINTS 64u	/* submissions whose skip counts wait for tail */
-#define DRAIN_STRINGS_BATCH 256u	/* strings read from the ring per frame */
-#define DRAIN_THREADS_BATCH 64u		/* name slots read from the ring per frame */
 
 struct drain {
 	struct drain_opts o;
@@ -37,13 +36,9 @@ struct drain {
 	uint64_t part_started_ns;	/* ring time the part began (its header's) */
 	struct parts *parts;		/* the parts ended, for --max-files */
 	struct shmt_loss loss_sent;	/* the counters of the last LOSS frame */
-	uint64_t last_reap_ns;
 	uint64_t idle_ns;	/* next nap; grows while nothing happens */
-	bool lock_warned;
 	struct shmt_record *scratch;	/* DRAIN_BATCH records */
-	struct shmt_owner *dead;	/* per block: owner found dead */
-	struct shmt_cap_string *strings;	/* DRAIN_STRINGS_BATCH ... */
-	char (*text)[SHMT_STRING_MAX + 1];	/* ... and their bytes */
+	struct hold hold;		/* the claim, blocks moved and adopted */
 	uint64_t start_seq;		/* ring sequence we started from */
 	uint64_t done_parts;		/* ... and written up to, in ended parts */
 	/*

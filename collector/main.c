@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "drain.h"
+#include "flight.h"
 #include "parse.h"
 #include "ring_config.h"
 #include "ring_reader.h"
@@ -131,7 +132,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: shmtrace-collector --ring NAME --output FILE [OPTION]...\n"
-"Drain a shmtrace ring into a capture file until SIGINT or SIGTERM.\n"
+"       shmtrace-collector --ring NAME --flight-recorder --snapshot-dir DIR [OPTION]...\n"
+"Drain a shmtrace ring into a capture file until SIGINT or SIGTERM, or keep\n"
+"it as a flight recorder, writing snapshots of it when something asks.\n"
 "\n"
 "  -r, --ring NAME          ring in /dev/shm to drain\n"
 "  -o, --output FILE        capture file to write (truncated if it exists; never\n"
@@ -155,6 +158,9 @@ static void usage(FILE *f)
 "  -q, --quiet              no summary line on exit\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
+"\n"
+"The flight recorder:\n"
+FLIGHT_HELP
 "\n"
 "The ring's configuration, with --create:\n"
 SHMT_RING_CFG_HELP
@@ -227,6 +233,7 @@ static long pass(struct drain *d, bool final)
 /* The command line, checked. */
 struct args {
 	struct drain_opts o;
+	struct flight_opts fl;
 	struct shmtrace_ring_config cfg;
 	bool create, keep, quiet, recreate;
 	uint64_t linger_ns;
@@ -236,9 +243,13 @@ struct args {
 /* The options together; returns -1 to go on, or the exit status. */
 static int check_args(struct args *a, const char *ready_arg)
 {
+	const char *fl = flight_check(&a->fl, a->o.output != NULL, a->create, a->cfg.mode);
+
 	if (!a->o.ring)
 		return usage_error("%s", "--ring NAME is required");
-	if (!a->o.output)
+	if (fl)
+		return usage_error("%s", fl);
+	if (!a->o.output && !a->fl.on)
 		return usage_error("%s", "--output FILE is required");
 	if (!a->create && shmt_ring_cfg_given(&a->cfg))
 		return usage_error("%s", "--capacity, --mode, --group, --strings, --string-bytes "
@@ -267,6 +278,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "output", required_argument, NULL, 'o' },
 		{ "create", no_argument, NULL, 'c' },
 		SHMT_RING_CFG_LONGOPTS,
+		FLIGHT_LONGOPTS,
 		{ "poll-interval", required_argument, NULL, 'p' },
 		{ "max-size", required_argument, NULL, 'S' },
 		{ "max-files", required_argument, NULL, 'F' },
@@ -292,6 +304,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	while ((c = getopt_long(argc, argv, "r:o:cp:qhV", opts, NULL)) != -1) {
 		int taken = shmt_ring_cfg_option(cfg, c, optarg, bad, sizeof(bad));
 
+		if (!taken)
+			taken = flight_option(&a->fl, c, optarg, bad, sizeof(bad));
 		if (taken < 0 || parse_num_opt(c, optarg, &v, bad, sizeof(bad)) < 0)
 			return usage_error("%s", bad);
 		if (taken)
@@ -575,6 +589,9 @@ int main(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	install_signals();
+	if (a.fl.on)
+		return a.create && flight_make_ring(a.o.ring, &a.cfg, a.recreate) < 0 ? 1 :
+		       flight_run(a.o.ring, a.o.poll_ns, &a.fl, a.quiet, a.ready_fd, stop_requested);
 	if (a.create && (created = make_ring(&a, &retired, rpath, sizeof(rpath))) < 0)
 		return 1;
 	d = drain_new();

@@ -56,7 +56,8 @@ enum shmtrace_kind {
 	SHMTRACE_KIND_ARG = 4,		/* an argument of the record before it */
 	SHMTRACE_KIND_OPEN = 5,		/* a span still open when its thread died */
 	SHMTRACE_KIND_TEXT = 6,		/* bytes of the text argument before it */
-	SHMTRACE_KIND_MAX = 6,
+	SHMTRACE_KIND_TRIGGER = 7,	/* shmtrace_trigger(): save the flight recorder's window */
+	SHMTRACE_KIND_MAX = 7,
 };
 
 /* What a ring may be made with (shmtrace_ring_create() refuses the rest
@@ -326,6 +327,24 @@ int shmtrace_end(struct shmtrace_open_span *sp);
 
 /* Records a counter's value now. */
 int shmtrace_counter(shmtrace_t *t, uint32_t cat, uint32_t name, int64_t value);
+
+/*
+ * Asks for the ring's recent past to be saved: records a trigger named
+ * name (interned as shmtrace_intern() does, cached after the first call)
+ * on the calling thread, now, and wakes whoever keeps the ring as a
+ * flight recorder (shmtrace-collector --flight-recorder), which then
+ * writes a snapshot file of what the ring holds from --keep before the
+ * trigger to --after it, and records on. The trigger shows in every
+ * export as an instant "trigger: NAME" of the calling thread. Costs an
+ * instant plus the cached name lookup and, when a recorder sleeps, one
+ * futex wake: cheap enough for the path that detects the rare event (a
+ * timeout, a bad reply). A recorder writes at most its --max-per-hour
+ * snapshots and counts the triggers beyond. flags: 0 (others are
+ * reserved). Returns what shmtrace_instant() returns, -EINVAL (t or name
+ * NULL, flags not 0), or -EOPNOTSUPP (nothing recorded) for a ring made
+ * by a shmtrace older than triggers (ring format 1.9).
+ */
+int shmtrace_trigger(shmtrace_t *t, const char *name, unsigned flags);
 
 /* Names the calling thread (and, from the main thread, the process) in the
  * trace. Without it the kernel's comm names are used. At most

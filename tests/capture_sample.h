@@ -115,7 +115,8 @@ static inline long decode_buf(const msgpack_sbuffer *b, struct shmt_cap_frame *f
 
 /* A header frame of the given version, by hand: its first `fields` fields
  * (13: those of the first collectors; 14: with ring_id; 19: with the
- * parts deleted for --max-files), then extra unknown fields. */
+ * parts deleted for --max-files; 33: with a snapshot's, all 0), then extra
+ * unknown fields. */
 static inline void put_header_fields(msgpack_sbuffer *b, uint64_t version, int fields, int extra)
 {
 	struct shmt_cap_header h = sample_header();
@@ -142,8 +143,15 @@ static inline void put_header_fields(msgpack_sbuffer *b, uint64_t version, int f
 	msgpack_pack_uint64(&pk, h.started_ns);
 	if (fields > SHMT_CAP_HEADER_RING_ID)
 		msgpack_pack_uint64(&pk, h.ring_id);
-	for (int i = SHMT_CAP_HEADER_MAX_FILES; i < fields; i++)
+	for (int i = SHMT_CAP_HEADER_MAX_FILES; i < fields && i < SHMT_CAP_HEADER_SNAPSHOT; i++)
 		msgpack_pack_uint64(&pk, deleted[i - SHMT_CAP_HEADER_MAX_FILES]);
+	/* a snapshot's fields (minor revision 2.2), as the sample's (none) */
+	for (int i = SHMT_CAP_HEADER_SNAPSHOT; i < fields; i++) {
+		if (i == SHMT_CAP_HEADER_SNAPSHOT + 1)
+			msgpack_pack_str_with_body(&pk, h.snapshot.trigger, strlen(h.snapshot.trigger));
+		else
+			msgpack_pack_uint64(&pk, 0);
+	}
 	for (int i = 0; i < extra; i++)	/* a newer minor's fields */
 		msgpack_pack_map(&pk, 0);
 	finish(b, start);
@@ -151,7 +159,7 @@ static inline void put_header_fields(msgpack_sbuffer *b, uint64_t version, int f
 
 static inline void put_header_version(msgpack_sbuffer *b, uint64_t version, int extra)
 {
-	put_header_fields(b, version, SHMT_CAP_HEADER_FIELDS, extra);
+	put_header_fields(b, version, SHMT_CAP_HEADER_SNAPSHOT + SHMT_CAP_SNAPSHOT_FIELDS, extra);
 }
 
 /* Every frame type once: HEADER STRINGS THREADS RECORDS LOSS END; with

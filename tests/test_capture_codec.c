@@ -153,6 +153,38 @@ static void test_header_without_trailing_fields_reads_them_0(void **state)
 	msgpack_sbuffer_destroy(&b);
 }
 
+/* A snapshot's header (minor revision 2.2) carries its fields 20 to 33
+ * and reads back as written; a collector's capture writes none of them,
+ * so its header keeps the bytes it had (21 elements: dc 00 15). */
+static void test_snapshot_header_round_trips(void **state)
+{
+	msgpack_zone *z = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+	struct shmt_cap_header h = sample_header();
+	struct shmt_cap_frame f;
+	msgpack_sbuffer b;
+
+	(void)state;
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_memory_equal(b.data, "\xdc\x00\x15\x01", 4);
+	msgpack_sbuffer_clear(&b);
+	h.snapshot = (struct shmt_cap_snapshot){
+		.cause = SHMT_SNAP_TRIGGER, .trigger_ns = 5, .trigger_pid = 6, .trigger_tid = 7,
+		.first_seq = 8, .end_seq = 9, .from_ns = 10, .to_ns = 11, .overwritten = 12,
+		.staged = 13, .triggers = 14, .suppressed = 15, .cut = 16,
+	};
+	strcpy(h.snapshot.trigger, "timeout \xe2\x9c\x93");
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_memory_equal(b.data, "\xdc\x00\x23\x01", 4);
+	assert_int_equal(decode_buf(&b, &f, z), (long)b.size);
+	assert_int_equal(f.type, SHMT_CAP_HEADER);
+	assert_memory_equal(&f.header, &h, sizeof(h));
+	assert_string_equal(shmt_snap_cause_name(f.header.snapshot.cause), "trigger");
+	assert_string_equal(shmt_snap_cause_name(99), "unknown");
+	msgpack_zone_free(z);
+	msgpack_sbuffer_destroy(&b);
+}
+
 /* Unknown trailing fields of a newer minor version are skipped. */
 static void test_unknown_trailing_fields_are_skipped(void **state)
 {
@@ -315,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_records_frame_of_wrong_size_or_kind_refused),
 		cmocka_unit_test(test_frames_with_valid_crc_but_wrong_content_refused),
 		cmocka_unit_test(test_header_without_trailing_fields_reads_them_0),
+		cmocka_unit_test(test_snapshot_header_round_trips),
 		/* version-1 frames (40-byte RECORDS) still decode */
 		cmocka_unit_test_setup_teardown(test_each_frame_type_round_trips_alone,
 						 v1_on, v1_off),

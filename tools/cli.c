@@ -90,53 +90,6 @@ int cli_getopt_flag(const struct cli_opts *o, int argc, char **argv, int flag, b
 	return c == CLI_OPT_EXIT ? CLI_OPT_EXIT : 0;
 }
 
-int parse_duration(const char *s, uint64_t *ns)
-{
-	static const struct {
-		const char *unit;
-		uint64_t mult;
-	} units[] = { { "", 1000000000ull }, { "s", 1000000000ull }, { "ms", 1000000ull },
-		      { "us", 1000ull }, { "ns", 1ull } };
-	uint64_t ip = 0, frac = 0, fdiv = 1;
-	const char *p = s;
-
-	if (!s || !*s)
-		return -EINVAL;
-	if (*p < '0' || *p > '9')
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (ip > (UINT64_MAX - 9) / 10)
-			return -EINVAL;
-		ip = ip * 10 + (uint64_t)(*p - '0');
-	}
-	if (*p == '.') {
-		p++;
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-		for (; *p >= '0' && *p <= '9'; p++) {
-			if (fdiv < 1000000000ull) {
-				frac = frac * 10 + (uint64_t)(*p - '0');
-				fdiv *= 10;
-			}
-		}
-	}
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(p, units[i].unit))
-			continue;
-		uint64_t part;
-
-		if (ip > UINT64_MAX / units[i].mult)
-			return -EINVAL;
-		/* the fraction too must not carry it past 2^64 - 1 */
-		part = frac * units[i].mult / fdiv;
-		if (ip * units[i].mult > UINT64_MAX - part)
-			return -EINVAL;
-		*ns = ip * units[i].mult + part;
-		return 0;
-	}
-	return -EINVAL;
-}
-
 int parse_pid(const char *s, uint32_t *pid)
 {
 	char *end;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli.h - what the subcommands of `shmtrace` share: exit codes, usage
- * errors, option parsing, time arguments, and telling a ring name from a
- * file.
+ * errors, option parsing, time arguments (parse.h's parse_duration()),
+ * and telling a ring name from a file.
  */
 #ifndef SHMTRACE_CLI_H
 #define SHMTRACE_CLI_H
@@ -10,6 +10,8 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "parse.h"
 
 #define EXIT_OK		0
 #define EXIT_RUNTIME	1
@@ -51,10 +53,6 @@ int cli_getopt(const struct cli_opts *o, int argc, char **argv, int *rc);
  * given. Returns 0, or CLI_OPT_EXIT (return *rc). */
 int cli_getopt_flag(const struct cli_opts *o, int argc, char **argv, int flag, bool *set, int *rc);
 
-/* Parses a duration: a decimal number with a unit s, ms, us or ns (no unit:
- * seconds), e.g. "1.5s", "200ms", "300us". Returns 0 or -EINVAL. */
-int parse_duration(const char *s, uint64_t *ns);
-
 /* Parses a pid (1..2^32-1). Returns 0 or -EINVAL. */
 int parse_pid(const char *s, uint32_t *pid);
 
@@ -86,13 +84,14 @@ bool filter_pid(const struct filter *f, uint32_t pid);
 bool is_ring_name(const char *arg);
 
 /* Sub-commands: create (create.c), export (export.c), ls and rm (ls.c),
- * stat, summary, and svg (tools/svg/). */
+ * snapshot, stat, summary, and svg (tools/svg/). */
 int cmd_create_ring(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 int cmd_svg(int argc, char **argv);
 
 #endif

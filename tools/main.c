@@ -18,6 +18,7 @@ static const char usage[] =
 	"  export   convert to Chrome Trace Event JSON (Perfetto, DevTools)\n"
 	"  ls       list the rings in /dev/shm: fill, producers, collector, age\n"
 	"  rm       remove rings that no process uses any more\n"
+	"  snapshot copy what a ring holds now into a capture file, producers writing on\n"
 	"  stat     show the state of a ring or a capture file\n"
 	"  summary  span statistics per process and name\n"
 	"  svg      draw a window of a trace as an SVG timeline\n"
@@ -34,7 +35,8 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*fn)(int argc, char **argv);
 	} cmds[] = { { "create", cmd_create_ring }, { "export", cmd_export }, { "ls", cmd_ls }, { "rm", cmd_rm },
-		    { "stat", cmd_stat }, { "summary", cmd_summary }, { "svg", cmd_svg } };
+		    { "snapshot", cmd_snapshot }, { "stat", cmd_stat }, { "summary", cmd_summary },
+		    { "svg", cmd_svg } };
 
 	if (argc < 2) {
 		fputs("shmtrace: no command given\nTry 'shmtrace --help'.\n", stderr);

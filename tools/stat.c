@@ -121,6 +121,7 @@ static void stat_ring_header(struct kv *o, const char *name, const struct shmt_v
 		.discard = v->mode == SHMTRACE_MODE_DISCARD,
 	});
 	kv_u64(o, "lock_recoveries", st.lock_recoveries);
+	kv_u64(o, "triggers", shmt_ring_triggers(v));
 	kv_u64(o, "strings", nstr ? nstr - 1 : 0);
 	kv_u64(o, "max_strings", v->max_strings);
 	kv_u64(o, "string_bytes_used", st.heap_used);
@@ -263,6 +264,35 @@ static void put_deleted(struct kv *o, const struct shmt_cap_header *h)
 	kv_str(o, "deleted_to", buf);
 }
 
+/* A snapshot's header fields (capture/snapshot.h): why, the window, what
+ * the copy lost; nothing for a collector's capture. */
+static void put_snapshot(struct kv *o, const struct shmt_cap_header *h)
+{
+	const struct shmt_cap_snapshot *sn = &h->snapshot;
+	char buf[64];
+
+	if (!sn->cause)
+		return;
+	kv_str(o, "snapshot", shmt_snap_cause_name(sn->cause));
+	kv_str(o, "trigger", sn->trigger);
+	kv_u64(o, "trigger_pid", sn->trigger_pid);
+	kv_u64(o, "trigger_tid", sn->trigger_tid);
+	/* ring times on the wall clock, wrapping as the exports do */
+	fmt_iso_ns(buf, sizeof(buf), h->realtime0 + (sn->trigger_ns - h->mono0));
+	kv_str(o, "triggered", buf);
+	kv_u64(o, "window_first_seq", sn->first_seq);
+	kv_u64(o, "window_end_seq", sn->end_seq);
+	fmt_iso_ns(buf, sizeof(buf), h->realtime0 + (sn->from_ns - h->mono0));
+	kv_str(o, "window_from", buf);
+	fmt_iso_ns(buf, sizeof(buf), h->realtime0 + (sn->to_ns - h->mono0));
+	kv_str(o, "window_to", buf);
+	kv_u64(o, "copy_overwritten", sn->overwritten);
+	kv_u64(o, "staged", sn->staged);
+	kv_u64(o, "triggers_answered", sn->triggers);
+	kv_u64(o, "triggers_suppressed", sn->suppressed);
+	kv_u64(o, "window_cut", sn->cut);
+}
+
 static void stat_capture_print(struct kv *o, const char *path, const struct shmt_cap_header *h,
 			       const struct cap_census *c)
 {
@@ -287,6 +317,7 @@ static void stat_capture_print(struct kv *o, const char *path, const struct shmt
 	kv_str(o, "wall_clock_anchor", buf);
 	kv_u64(o, "collector_pid", h->collector_pid);
 	put_deleted(o, h);
+	put_snapshot(o, h);
 	for (int t = SHMT_CAP_HEADER; t <= SHMT_CAP_END; t++) {
 		snprintf(buf, sizeof(buf), "%s_frames", names[t]);
 		kv_u64(o, buf, c->frames[t]);
@@ -350,8 +381,9 @@ static const char stat_usage[] =
 	"Shows a ring (when /dev/shm/NAME exists and NAME is not a path) or a\n"
 	"capture file: geometry, fill, counters, loss, producers (alive or dead),\n"
 	"clock, wall-clock anchor and the collector draining it (or none, and the\n"
-	"pid of one that died); for a capture: header, frames, records, loss\n"
-	"and whether it ended cleanly or was cut.\n"
+	"pid of one that died), triggers; for a capture: header (a snapshot's:\n"
+	"why, its window, what its copy lost), frames, records, loss and whether\n"
+	"it ended cleanly or was cut.\n"
 	"\n"
 	"      --json  print one JSON object\n"
 	"  -h, --help  show this help\n";

@@ -34,6 +34,7 @@ struct summary {
 	struct u64map idx;	/* (pid << 32 | name) -> row index */
 	struct row **rows;
 	size_t n, cap;
+	uint64_t triggers;	/* shmtrace_trigger() records, counted apart */
 };
 
 /* a command's help is its own text, whole: lines it shares with other
@@ -45,7 +46,8 @@ static const char summary_usage[] =
 	"sorted by total time. Percentiles come from a log-linear histogram and are\n"
 	"within 0.8% of the true value; count, total, mean and max are exact. Each\n"
 	"duration column is in one unit, the one its smallest non-zero value reads\n"
-	"best in (ns below 10 us, us below 10 ms, ms below 10 s, else s).\n"
+	"best in (ns below 10 us, us below 10 ms, ms below 10 s, else s). Then the\n"
+	"number of triggers (shmtrace_trigger()), when there are any.\n"
 	"\n"
 	"  -r, --ring NAME        read the ring /dev/shm/NAME directly, read-only\n"
 	"      --by-process-name  one row per process name and span name: the\n"
@@ -61,6 +63,7 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	uint64_t *v;
 	bool added;
 
+	s->triggers += shmt_record_kind(r) == SHMTRACE_KIND_TRIGGER;
 	if (shmt_record_kind(r) != SHMTRACE_KIND_SPAN && shmt_record_kind(r) != SHMTRACE_KIND_OPEN)
 		return 0;
 	pid = procs_outpid(&s->ps, r->pid, start_time, r->ts);
@@ -220,6 +223,9 @@ static void print_table(struct summary *s)
 	for (size_t i = 0; i < s->n; i++)
 		for (int c = 0; c < 8; c++)
 			printf(c < 2 ? "%-*s  " : c < 7 ? "%*s  " : "%*s\n", (int)w[c], cells[i][c]);
+	if (s->triggers)
+		printf("%llu trigger%s (shmtrace_trigger())\n", (unsigned long long)s->triggers,
+		       s->triggers == 1 ? "" : "s");
 	free(cells);
 }
 
@@ -267,7 +273,9 @@ static int print_json(struct summary *s)
 		jw_u64(w, r->unfinished);
 		jw_puts(w, "}");
 	}
-	jw_puts(w, "\n]}\n");
+	jw_puts(w, "\n],\"triggers\":");
+	jw_u64(w, s->triggers);
+	jw_puts(w, "}\n");
 	ret = jw_flush(w);
 	free(w);
 	return ret;

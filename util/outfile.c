@@ -175,14 +175,38 @@ int outfile_open(struct outfile *o, const char *path, enum outfile_how how, unsi
 	o->anon = -1;
 	o->path = path;
 	o->tmp = NULL;
+	o->excl = how == OUTFILE_NEW;
 	if (lstat(path, &st) == 0) {
 		if (refused_kind(st.st_mode))
 			return refuse(path, st.st_mode, err, errlen);
+		if (o->excl) {
+			snprintf(err, errlen, "'%.400s' exists", path);
+			return -EEXIST;
+		}
 		/* a device is written as it is, never replaced */
 		if (S_ISCHR(st.st_mode))
 			how = OUTFILE_IN_PLACE;
 	}
-	return how == OUTFILE_WHOLE ? open_tmp(o, err, errlen) : open_in_place(o, mode, err, errlen);
+	return how == OUTFILE_IN_PLACE ? open_in_place(o, mode, err, errlen) : open_tmp(o, err, errlen);
+}
+
+/* OUTFILE_NEW: the file named at the path only if it is free: a link,
+ * which never replaces (then the temporary's name goes). 0 or -errno. */
+static int name_new(struct outfile *o)
+{
+	char proc[64];
+	int ret = 0;
+
+	if (o->anon >= 0) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->anon);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, o->path, AT_SYMLINK_FOLLOW) < 0)
+			ret = -errno;
+	} else if (o->tmp && link(o->tmp, o->path) < 0) {
+		ret = -errno;
+	}
+	if (o->tmp)
+		unlink(o->tmp);
+	return ret;
 }
 
 int outfile_commit(struct outfile *o, char *err, size_t errlen)
@@ -194,6 +218,19 @@ int outfile_commit(struct outfile *o, char *err, size_t errlen)
 		snprintf(err, errlen, "writing '%.400s': %s", o->path, strerror(-ret));
 	}
 	o->fd = -1;
+	if (ret == 0 && o->excl) {
+		if ((ret = name_new(o)) == -EEXIST)
+			snprintf(err, errlen, "'%.400s' exists", o->path);
+		else if (ret < 0)
+			snprintf(err, errlen, "cannot name the output '%.400s': %s", o->path,
+				 strerror(-ret));
+		if (o->anon >= 0)
+			close(o->anon);
+		o->anon = -1;
+		free(o->tmp);
+		o->tmp = NULL;
+		return ret;
+	}
 	if (ret == 0 && o->anon >= 0 && (ret = at_tmp_name(o, link_anon)) < 0)
 		snprintf(err, errlen, "cannot name the output beside '%.400s': %s", o->path,
 			 strerror(-ret));

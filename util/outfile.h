@@ -14,7 +14,11 @@
  * (O_TMPFILE; a temporary file created exclusively beside it where the
  * file system has none), named beside it and renamed over the path by
  * outfile_commit(), so that a failed run leaves the path as it was and a
- * killed one leaves no file behind. A character device (/dev/null)
+ * killed one leaves no file behind. An output that must be new
+ * (OUTFILE_NEW: a flight recorder's snapshots, whose names must never
+ * replace an earlier one) is written as a whole one is and named at the
+ * path only if nothing is there, without a moment in which it could
+ * replace what is. A character device (/dev/null)
  * is written in place either way: no user can plant one.
  */
 #ifndef SHMTRACE_OUTFILE_H
@@ -25,6 +29,7 @@
 enum outfile_how {
 	OUTFILE_IN_PLACE,	/* opened at the path, truncated */
 	OUTFILE_WHOLE,		/* a temporary beside it, renamed over it */
+	OUTFILE_NEW,		/* a temporary beside it, named only if the path is free */
 };
 
 struct outfile {
@@ -32,6 +37,7 @@ struct outfile {
 	const char *path;	/* as given (not copied) */
 	char *tmp;		/* the temporary's name, or NULL */
 	int anon;		/* the unnamed file, kept open to name it; -1: none */
+	int excl;		/* OUTFILE_NEW: never replaces what is at the path */
 };
 
 /*
@@ -39,15 +45,17 @@ struct outfile {
  * the umask allows for a new file; mode passed for IN_PLACE). Returns 0,
  * or -errno with a one-line reason naming the path in err: "'PATH' is a
  * symbolic link: refusing to write through it" (-ELOOP), "'PATH' is a
- * FIFO, not a regular file: refusing to write to it" (-EINVAL), ...
+ * FIFO, not a regular file: refusing to write to it" (-EINVAL), "'PATH'
+ * exists" (-EEXIST, OUTFILE_NEW), ...
  */
 int outfile_open(struct outfile *o, const char *path, enum outfile_how how, unsigned mode,
 		 char *err, size_t errlen);
 
 /* Closes o->fd unless already closed (the caller may have closed it, e.g.
  * through fclose(), and set it to -1) and, for a temporary, renames it
- * over the path. Returns 0, or -errno with err set (the temporary is then
- * removed). */
+ * over the path (OUTFILE_NEW: links it there, -EEXIST when something took
+ * the path meanwhile). Returns 0, or -errno with err set (the temporary
+ * is then removed). */
 int outfile_commit(struct outfile *o, char *err, size_t errlen);
 
 /* Closes o->fd if open and removes the temporary, if any: the path stays

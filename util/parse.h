@@ -45,4 +45,9 @@ int parse_num(const char *s, const struct num_spec *spec, uint64_t *v, char *err
  */
 int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *v);
 
+/* Parses a duration: a decimal number with a unit s, ms, us or ns (no unit:
+ * seconds), e.g. "1.5s", "200ms", "300us", into ns. Returns 0 or -EINVAL
+ * (not such a duration, or one beyond 2^64 - 1 ns). */
+int parse_duration(const char *s, uint64_t *ns);
+
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * emit.c - the producer's hot path: the calls that record (spans,
- * instants, counters, with arguments, open spans) into the calling
+ * instants, counters, with arguments, open spans, triggers) into the calling
  * thread's staging block (stage.c claims and flushes it).
  *
  * Each thread owns a staging block in the shared segment and appends
@@ -446,6 +446,38 @@ SHMT_API int shmtrace_end(struct shmtrace_open_span *sp)
 	if (sp->block_ && sp->gen_ == shmt_fork_gen)
 		store_release(&((struct shmt_block *)sp->block_)->open_depth, sp->depth_);
 	sp->block_ = NULL;
+	return ret;
+}
+
+/*
+ * A trigger: an event of its own kind, staged as any (so it is in the
+ * thread's block, published, the moment this returns), then counted in
+ * the ring's header, which wakes a flight recorder sleeping on it. Its
+ * name is interned through the handle's cache, a lookup once it is known.
+ */
+SHMT_API int shmtrace_trigger(shmtrace_t *t, const char *name, unsigned flags)
+{
+	struct shmt_att *a;
+	uint32_t id;
+	int ret;
+
+	if (!t || !name || flags)
+		return -EINVAL;
+	a = shmt_attach_current(t);
+	if (!a)
+		return -ENOENT;
+	/* an older ring's readers take the kind for a torn record */
+	if (a->v.minor < SHMT_MINOR_TRIGGER)
+		return -EOPNOTSUPP;
+	id = shmtrace_intern(t, name);
+	ret = emit(t, SHMTRACE_KIND_TRIGGER, 0, id, shmtrace_now(), 0, 0, NULL, NULL);
+	/* staged (-ENOSPC: earlier records were dropped to make room) */
+	if (ret == 0 || ret == -ENOSPC) {
+		/* pairs with the release store of cur in attach_locked() */
+		a = load_acquire(&t->cur);
+		if (a)
+			shmt_trigger_note(&a->v);
+	}
 	return ret;
 }
 

@@ -181,6 +181,7 @@ SHMT_API const char *shmtrace_strerror(int err)
 	case -ETIMEDOUT: return "ring lock held too long (owner wedged); records dropped and counted";
 	case -ENOSPC: return "no space (ring, string table, or /dev/shm full)";
 	case -EXDEV: return "ring created in another pid namespace (set SHMTRACE_ALLOW_PIDNS=1 to attach anyway)";
+	case -EOPNOTSUPP: return "ring made by a shmtrace older than triggers (ring format 1.9)";
 	default: return strerror(err < 0 ? -err : err);
 	}
 }

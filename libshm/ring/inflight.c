@@ -48,3 +48,24 @@ uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shm
 	}
 	return n;
 }
+
+/*
+ * The open spans of a thread that is alive (by /proc, as the collector
+ * tells a dead one) last until now, as far as anyone knows: their end is
+ * the moment it was seen alive in them. A dead thread's are left without
+ * an end (SHMT_OPEN_END_UNKNOWN): when it died is not known, and the
+ * export ends them with the trace.
+ */
+uint32_t shmt_block_open_spans_seen(const struct shmt_view *v, uint32_t i,
+				    const struct shmt_block_info *info, struct shmt_record *out)
+{
+	uint32_t n = shmt_block_open_spans(v, i, out);
+	uint64_t now;
+
+	if (!n || !shmt_owner_alive(info->pid, info->tid, info->start_time))
+		return n;
+	now = shmt_clock_now(&v->clock);
+	for (uint32_t k = 0; k < n; k++)
+		out[k].dur = now > out[k].ts ? now - out[k].ts : SHMT_OPEN_END_UNKNOWN;
+	return n;
+}

@@ -19,13 +19,14 @@
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
 #define SHMT_RING_MAJOR		1u
-#define SHMT_RING_MINOR		8u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
+#define SHMT_RING_MINOR		9u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
 					   3: staging blocks of 256 records;
 					   4: block size from the capacity;
 					   5: retired, lock_dropped, orphaned;
 					   6: text arguments (record kind 6);
 					   7: flow roles, open spans' roles;
-					   8: arguments of open spans */
+					   8: arguments of open spans;
+					   9: triggers (record kind 7) */
 #define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
@@ -248,7 +249,12 @@ struct shmt_header {
 	/* minor 5 */
 	struct shmt_line lock_dropped;	/* records dropped after a lock timeout */
 	struct shmt_line orphaned;	/* records refused while the ring was removed */
-	uint8_t reserved2[SHMT_HEADER_SIZE - 512 - 14 * 64];
+	/* minor 9: shmtrace_trigger() calls, bumped after the trigger's
+	 * record is staged; its low 32 bits are a futex word a flight
+	 * recorder sleeps on, woken when trigger_waiting says one does */
+	struct shmt_line triggers;
+	struct shmt_line trigger_waiting;
+	uint8_t reserved2[SHMT_HEADER_SIZE - 512 - 16 * 64];
 };
 _Static_assert(sizeof(struct shmt_header) == SHMT_HEADER_SIZE, "header is one page");
 _Static_assert(sizeof(pthread_mutex_t) <= 64, "mutex fits its space");
@@ -474,6 +480,17 @@ static inline bool shmt_arg_of_open(uint64_t flow)
 {
 	return SHMT_ARG_COUNT(flow) == 0;
 }
+
+/*
+ * A trigger (kind SHMTRACE_KIND_TRIGGER, minor 9): shmtrace_trigger()
+ * asks whoever keeps the ring as a flight recorder to save what it holds.
+ * ts is when, name the trigger's name (an interned string id), pid and
+ * tid the caller's; dur, flow and cat are 0 (reserved). Staged and
+ * flushed as any record, then counted in the header's `triggers`.
+ * Producers write one only into rings of this minor or later, whose
+ * readers know the kind.
+ */
+#define SHMT_MINOR_TRIGGER	9u
 
 #define SHMT_BLOCK_FREE		0u
 #define SHMT_BLOCK_OWNED	1u

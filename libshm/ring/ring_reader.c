@@ -50,13 +50,7 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
 
 	if (!shmt_commit_is(c1, seq))
 		return -EAGAIN;
-	out->ts = load_relaxed(&r->ts);
-	out->dur = load_relaxed(&r->dur);
-	out->flow = load_relaxed(&r->flow);
-	out->pid = load_relaxed(&r->pid);
-	out->tid = load_relaxed(&r->tid);
-	out->name = load_relaxed(&r->name);
-	out->cat = load_relaxed(&r->cat);
+	shmt_record_fields(out, r);
 	/* the copy must complete before the second look at commit (seqlock) */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	c2 = load_relaxed(&r->commit);
@@ -66,12 +60,26 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
 	return 0;
 }
 
-bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)
+/* Whether a flush under way (or cut short by its flusher's death) is
+ * writing the slot of seq for a later lap: its journal covers it. */
+static bool rewriting(const struct shmt_view *v, uint64_t seq)
+{
+	const struct shmt_journal *j = &v->h->journal;
+	uint64_t hb = load_relaxed(&j->head_before), n = load_relaxed(&j->count);
+	/* the one sequence of [hb, hb + n) (n at most a lap) in seq's slot */
+	uint64_t lap = hb + ((seq - hb) & v->mask);
+
+	if (!load_acquire(&j->active) || n > v->capacity)
+		return false;
+	/* a later lap's, within the flush (and no wrap: the journal is
+	 * untrusted) */
+	return lap - hb < n && lap >= hb && lap > seq && lap - seq >= v->capacity;
+}
+
+bool shmt_ring_reused(const struct shmt_view *v, uint64_t seq)
 {
 	const struct shmt_record *r = &v->records[seq & v->mask];
 
-	if (v->mode != SHMTRACE_MODE_OVERWRITE)
-		return false;	/* discard mode never reuses an unread slot */
 	for (int spin = 0; spin < 1000; spin++) {
 		uint64_t head = shmt_ring_head(v);
 		/* pairs with the release store of commit in put_record() */
@@ -89,7 +97,13 @@ bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)
 		/* commit zeroed: a producer is rewriting the slot right now */
 		cpu_relax();
 	}
-	return false;
+	return rewriting(v, seq);
+}
+
+bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)
+{
+	/* discard mode never reuses an unread slot */
+	return v->mode == SHMTRACE_MODE_OVERWRITE && shmt_ring_reused(v, seq);
 }
 
 int shmt_ring_read_range(const struct shmt_view *v, uint64_t from, uint64_t to, uint64_t counted,
@@ -174,14 +188,13 @@ int shmt_ring_thread(const struct shmt_view *v, uint32_t i, struct shmt_thread *
 	return 0;
 }
 
-int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
-			    struct shmt_block_info *info)
+int shmt_ring_block_copy(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
+			 struct shmt_block_info *info)
 {
 	const struct shmt_journal *j = &v->h->journal;
 	struct shmt_block *b;
 	const struct shmt_record *recs;
 	uint64_t w, k;
-	int n = 0;
 
 	memset(info, 0, sizeof(*info));
 	b = shmt_block_at(v, i);
@@ -208,17 +221,65 @@ int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_r
 	info->taken = k;
 	for (uint64_t s = k; s < w; s++) {
 		const struct shmt_record *r = &recs[s & (v->block_records - 1)];
-		uint32_t kind = SHMT_COMMIT_KIND(load_relaxed(&r->commit));
+		struct shmt_record *d = &out[s - k];
 
-		if (!shmt_kind_valid(kind)) {
+		shmt_record_fields(d, r);
+		d->commit = SHMT_COMMIT_KIND(load_relaxed(&r->commit));
+	}
+	return (int)(w - k);
+}
+
+int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
+			    struct shmt_block_info *info)
+{
+	int n = shmt_ring_block_copy(v, i, out, info), k = 0;
+
+	for (int s = 0; s < n; s++) {
+		if (!shmt_kind_valid(out[s].commit)) {
 			info->skipped++;
 			continue;
 		}
-		memcpy(&out[n], r, sizeof(*r));
-		out[n].commit = kind;
-		n++;
+		out[k++] = out[s];
 	}
-	return n;
+	return k;
+}
+
+int shmt_ring_block_settled(const struct shmt_view *v, uint32_t i, uint64_t *below,
+			    uint64_t *head)
+{
+	const struct shmt_journal *j = &v->h->journal;
+	struct shmt_block *b = shmt_block_at(v, i);
+
+	if (!b)
+		return -ENOENT;
+	for (int spin = 0; spin < 100000; spin++) {
+		/* pairs with the flusher's release store of taken, which
+		 * follows its store of head */
+		uint64_t k = load_acquire(&b->taken), h = shmt_ring_head(v), cnt;
+		/* the journal is written before the head it publishes: seen
+		 * with any head that holds its flush */
+		bool mine = load_acquire(&j->active) && load_relaxed(&j->block) == i &&
+			    load_relaxed(&j->taken_before) == k;
+		uint64_t hb = load_relaxed(&j->head_before), cons = load_relaxed(&j->consumed);
+
+		cnt = load_relaxed(&j->count);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		/* a flush of the block ended in between: the journal may be
+		 * another's, and the head may not hold it */
+		if (load_acquire(&b->taken) != k) {
+			cpu_relax();
+			continue;
+		}
+		*head = h;
+		*below = k;
+		/* a flush of the block under way (its flusher holds the lock,
+		 * or died holding it) whose head is in h: its records are
+		 * in the ring below h, or were dropped and counted */
+		if (mine && (cnt ? hb + cnt <= h : true))
+			*below = k + cons;
+		return 0;
+	}
+	return -EAGAIN;
 }
 
 static __thread sigjmp_buf *guard_env;

@@ -53,6 +53,12 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
  * counts as torn: the sum of the two is exact either way. */
 bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq);
 
+/* The same test for any slot, read or not, in either mode: true if the
+ * slot was given to a later lap (a discard ring reuses the slots below
+ * its tail), which is what a copy of all the slots a ring holds (a
+ * snapshot) meets when producers write on during it. */
+bool shmt_ring_reused(const struct shmt_view *v, uint64_t seq);
+
 /* Slots a reader found without a finished record of their sequence. */
 struct shmt_ring_skips {
 	uint64_t lapped;	/* overwrite mode: lapped before read */
@@ -86,6 +92,10 @@ uint32_t shmt_ring_live_writers(const struct shmt_view *v);
  * may call it; untrusted numbers, clamped to the geometry. */
 uint64_t shmt_ring_undrained(const struct shmt_view *v);
 
+/* trigger.c: shmtrace_trigger() calls the ring has seen (0 in a ring
+ * before minor 9); acquire: their records are staged. */
+uint64_t shmt_ring_triggers(const struct shmt_view *v);
+
 /* Number of published strings, clamped to the table. */
 uint32_t shmt_ring_nstrings(const struct shmt_view *v);
 
@@ -114,11 +124,37 @@ struct shmt_block_info {
 int shmt_ring_block_pending(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
 			    struct shmt_block_info *info);
 
+/* The same, every record [info->taken, info->written) as it is: out[s -
+ * taken] is block record s, its commit reduced to the kind word (not
+ * checked: the caller does). Returns written - taken. For a reader that
+ * must know which block record each is (shmt_ring_block_settled()). */
+int shmt_ring_block_copy(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
+			 struct shmt_block_info *info);
+
+/*
+ * For a reader of a live ring, after it copied block i: the block's
+ * records below *below are in the ring below *head (or were dropped by a
+ * full discard ring, and counted), those from *below on are not, and
+ * were not reused since the copy (a slot is reused only once taken passes
+ * it). Read as one view of taken, head and a flush under way (the
+ * journal), retried while a flush of the block ends in between. Returns
+ * 0, -EAGAIN when flushes kept ending (the caller counts the block's
+ * records as lost), -ENOENT past the blocks.
+ */
+int shmt_ring_block_settled(const struct shmt_view *v, uint32_t i, uint64_t *below,
+			    uint64_t *head);
+
 /* inflight.c: a thread's open spans (ring_format.h, struct shmt_block).
  * Copies block i's open spans, outermost first, as SHMTRACE_KIND_OPEN
  * records (dur SHMT_OPEN_END_UNKNOWN) into out[SHMT_OPEN_MAX]; none
  * unless it is owned. */
 uint32_t shmt_block_open_spans(const struct shmt_view *v, uint32_t i, struct shmt_record *out);
+/* The same as a reader that read the block (info, from
+ * shmt_ring_block_pending() or _copy()) tells them: a live owner's last
+ * until now, as far as anyone knows; a dead one's are left without an
+ * end, since nobody saw when it died. */
+uint32_t shmt_block_open_spans_seen(const struct shmt_view *v, uint32_t i,
+				    const struct shmt_block_info *info, struct shmt_record *out);
 
 /* Runs fn(arg) with SIGBUS turned into a return of -EFAULT: a peer that
  * truncates the segment makes the reader fail cleanly. Not reentrant. */

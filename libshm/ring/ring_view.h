@@ -151,6 +151,20 @@ static inline struct shmt_record *shmt_block_recs(struct shmt_block *b)
 	return (struct shmt_record *)(b + 1);
 }
 
+/* Copies record s's fields, all but its commit word, into d, each loaded
+ * as a reader of a live segment loads them (relaxed: the commit word,
+ * read around them, says whether they are a record). */
+static inline void shmt_record_fields(struct shmt_record *d, const struct shmt_record *s)
+{
+	d->ts = load_relaxed(&s->ts);
+	d->dur = load_relaxed(&s->dur);
+	d->flow = load_relaxed(&s->flow);
+	d->pid = load_relaxed(&s->pid);
+	d->tid = load_relaxed(&s->tid);
+	d->name = load_relaxed(&s->name);
+	d->cat = load_relaxed(&s->cat);
+}
+
 /* A flush's journal, its flusher dead: true if the flush's records are in
  * the ring already (head stored), so that its block's taken must move past
  * them; false if the flush is to be undone. The one test of the repair

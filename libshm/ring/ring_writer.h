@@ -49,6 +49,13 @@ struct shmt_owner {
 uint32_t shmt_find_dead_blocks(const struct shmt_view *v, struct shmt_owner *dead);
 uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead);
 
+/* trigger.c: a trigger's record staged, counted in the header and the
+ * flight recorder sleeping on it woken (nothing in a ring before minor 9);
+ * and the recorder's sleep: until the count is no longer seen, timeout_ns
+ * pass or a signal comes (-EINTR), else 0. */
+void shmt_trigger_note(struct shmt_view *v);
+int shmt_trigger_wait(struct shmt_view *v, uint64_t seen, uint64_t timeout_ns);
+
 /* names.c; flags: SHMT_THREAD_* (ring_format.h) */
 int shmt_name_append_locked(struct shmt_view *v, uint32_t pid, uint32_t tid, uint64_t start,
 			    uint64_t pidns, uint32_t flags, const char *tname, const char *pname);

@@ -59,6 +59,7 @@ from ._shmtrace import (
     set_thread_name,
     span,
     stats,
+    trigger,
     unlink_ring,
 )
 
@@ -68,7 +69,7 @@ __all__ = [
     "Stats", "Tracer", "counter", "create_ring", "current_flow", "flow", "flow_end",
     "flow_id", "flow_new", "flow_recv", "flow_reply", "flush", "get_default", "instant",
     "now", "open", "set_default", "set_process_name", "set_thread_name", "span", "stats",
-    "traced", "unlink_ring",
+    "traced", "trigger", "unlink_ring",
 ]
 
 

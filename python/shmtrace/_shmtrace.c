@@ -225,6 +225,7 @@ static PyObject *mod_now(PyObject *m, PyObject *Py_UNUSED(i))
 static PyObject *m_span(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) { (void)m; return pyst_span(pyst_dflt(), a, n, k); }
 static PyObject *m_instant(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) { (void)m; return pyst_instant(pyst_dflt(), a, n, k); }
 static PyObject *m_counter(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) { (void)m; return pyst_counter(pyst_dflt(), a, n, k); }
+static PyObject *m_trigger(PyObject *m, PyObject *o) { (void)m; return pyst_trigger(pyst_dflt(), o); }
 static PyObject *m_flow_new(PyObject *m, PyObject *Py_UNUSED(i)) { (void)m; return pyst_flow_new(pyst_dflt(), NULL); }
 static PyObject *m_set_thread_name(PyObject *m, PyObject *o) { (void)m; return pyst_set_name(pyst_dflt(), o, 0); }
 static PyObject *m_set_process_name(PyObject *m, PyObject *o) { (void)m; return pyst_set_name(pyst_dflt(), o, 1); }
@@ -247,6 +248,7 @@ static PyMethodDef module_methods[] = {
 	{ "span", CAST(m_span), FASTKW, pyst_span_doc },
 	{ "instant", CAST(m_instant), FASTKW, pyst_instant_doc },
 	{ "counter", CAST(m_counter), FASTKW, pyst_counter_doc },
+	{ "trigger", CAST(m_trigger), METH_O, pyst_trigger_doc },
 	{ "flow_new", CAST(m_flow_new), METH_NOARGS, pyst_flow_new_doc },
 	{ "set_thread_name", CAST(m_set_thread_name), METH_O, pyst_set_thread_name_doc },
 	{ "set_process_name", CAST(m_set_process_name), METH_O, pyst_set_process_name_doc },

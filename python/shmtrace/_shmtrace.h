@@ -156,6 +156,7 @@ PyObject *pyst_span(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObjec
 /* records.c: the record calls, each a Tracer method as it stands */
 PyObject *pyst_instant(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *pyst_counter(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+PyObject *pyst_trigger(Tracer *tr, PyObject *arg);
 PyObject *pyst_flow_new(Tracer *tr, PyObject *unused);
 PyObject *pyst_set_name(Tracer *tr, PyObject *arg, int process);
 PyObject *pyst_set_thread_name(Tracer *tr, PyObject *arg);
@@ -163,7 +164,8 @@ PyObject *pyst_set_process_name(Tracer *tr, PyObject *arg);
 PyObject *pyst_flush(Tracer *tr, PyObject *unused);
 PyObject *pyst_stats(Tracer *tr, PyObject *unused);
 
-extern const char pyst_span_doc[], pyst_instant_doc[], pyst_counter_doc[], pyst_flow_new_doc[],
+extern const char pyst_span_doc[], pyst_instant_doc[], pyst_counter_doc[], pyst_trigger_doc[],
+	pyst_flow_new_doc[],
 	pyst_set_thread_name_doc[], pyst_set_process_name_doc[], pyst_flush_doc[], pyst_stats_doc[];
 
 #endif /* SHMTRACE_PY_SHMTRACE_H */

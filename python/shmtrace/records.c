@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * records.c - the other record calls of a tracer: instant, counter, flow ids,
+ * records.c - the other record calls of a tracer: instant, counter, trigger, flow ids,
  * thread and process names, flush, and stats() with its Stats type.
  */
 #include "_shmtrace.h"
@@ -71,6 +71,36 @@ PyObject *pyst_counter(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyOb
 	if (pyst_intern_name_cat(tr, a[0], a[2], &name, &cat) < 0)
 		return NULL;
 	shmtrace_counter(tr->t, cat, name, value);
+	Py_RETURN_NONE;
+}
+
+PYST_DOC(pyst_trigger_doc,
+"trigger(name) -> None\n"
+"--\n\n"
+"Asks for the ring's recent past to be saved: records a trigger named name\n"
+"now (an instant \"trigger: NAME\" of this thread in every export) and wakes\n"
+"shmtrace-collector --flight-recorder, which writes a snapshot of what the\n"
+"ring holds before it (--keep) and after it (--after) into a file of its\n"
+"own, at most --max-per-hour of them. As cheap as an instant: call it where\n"
+"the rare event is found (a timeout, a bad reply). Raises shmtrace.Error for\n"
+"a ring made by a shmtrace older than triggers; nothing when tracing is off.");
+
+PyObject *pyst_trigger(Tracer *tr, PyObject *arg)
+{
+	const char *u;
+	Py_ssize_t len;
+	int ret;
+
+	u = pyst_utf8_of(arg, "name", &len);
+	if (!u)
+		return NULL;
+	if (!pyst_enabled(tr))
+		Py_RETURN_NONE;
+	ret = shmtrace_trigger(tr->t, u, 0);
+	/* a ring too old to hold one: said, as nothing was recorded; other
+	 * failures are the ring's, counted there as for any record */
+	if (ret == -EOPNOTSUPP)
+		return pyst_raise(ret, NULL);
 	Py_RETURN_NONE;
 }
 

@@ -234,6 +234,7 @@ static PyMethodDef tracer_methods[] = {
 	{ "span", CAST(pyst_span), FASTKW, pyst_span_doc },
 	{ "instant", CAST(pyst_instant), FASTKW, pyst_instant_doc },
 	{ "counter", CAST(pyst_counter), FASTKW, pyst_counter_doc },
+	{ "trigger", CAST(pyst_trigger), METH_O, pyst_trigger_doc },
 	{ "flow_new", CAST(pyst_flow_new), METH_NOARGS, pyst_flow_new_doc },
 	{ "set_thread_name", CAST(pyst_set_thread_name), METH_O, pyst_set_thread_name_doc },
 	{ "set_process_name", CAST(pyst_set_process_name), METH_O, pyst_set_process_name_doc },
@@ -263,7 +264,7 @@ static PyMemberDef tracer_members[] = {
 
 PyDoc_STRVAR(tracer_doc,
 "A handle on one ring, from shmtrace.open(); its methods are those of\n"
-"the module (span, instant, counter, flow_new, set_thread_name,\n"
+"the module (span, instant, counter, trigger, flow_new, set_thread_name,\n"
 "set_process_name, flush, stats) on this ring. A context manager that\n"
 "closes it. It stays valid across fork(): the child records under its\n"
 "own pid.");

@@ -14,6 +14,8 @@
  *                            (export-otlp, export-perfetto: with --format otlp, perfetto)
  *   bench_shmtrace export-big capture of BENCH_N spans, exported once in each format to /dev/null
  *   bench_shmtrace oversub|frozen|threads  the producers' tail under stress (bench_tail.c)
+ *   bench_shmtrace snapshot  ms per M records of a snapshot of a full overwrite ring, and the
+ *                            span call's p99.9 with a snapshot every 100 ms against none
  *
  * Environment: BENCH_N (events per run, per producer), BENCH_RUNS (measured
  * runs after one warm-up), BENCH_PREFIX (ring name prefix), BENCH_TMP
@@ -36,6 +38,7 @@
 #include "ring_writer.h"
 #include "ring_reader.h"
 #include "shmtrace.h"
+#include "snapshot.h"
 
 /* records per ring: 1M, or BENCH_RING_CAP (a power of two) to see how
  * another size behaves, e.g. the default ring's 262144 in case 3 */
@@ -564,6 +567,37 @@ static int case_mp2(void)
 	return 0;
 }
 
+/* A ring lap of warm-up, then runs (and one warm-up run) of g_n span
+ * calls, each timed alone into lat, into l; paced (outside the timing)
+ * to a drainer, unless the ring has none (an overwrite ring). */
+static void lat_runs(shmtrace_t *t, uint32_t cat, uint32_t nm, uint64_t *lat,
+		     struct bench_lat *l, int runs, bool paced)
+{
+	for (uint64_t i = 0; i < RING_CAP; i++) {
+		uint64_t t0 = shmtrace_now();
+
+		if ((i & 1023) == 0 && paced)
+			pace(t);
+		shmtrace_span(t, cat, nm, t0, shmtrace_now(), 0);
+	}
+	for (int r = -1; r < runs; r++) {
+		for (uint64_t i = 0; i < g_n; i++) {
+			uint64_t t0, t1, a;
+
+			if ((i & 1023) == 0 && paced)
+				pace(t);	/* not timed */
+			t0 = shmtrace_now();
+			t1 = shmtrace_now();
+			a = bench_tsc_begin();
+
+			shmtrace_span(t, cat, nm, t0, t1, 0);
+			lat[i] = bench_tsc_end() - a;
+		}
+		if (r >= 0)	/* r < 0: warm-up */
+			bench_lat_run(l, r, lat, g_n);
+	}
+}
+
 static int case_lat(void)
 {
 	char name[128];
@@ -606,29 +640,7 @@ static int case_lat(void)
 	nm = shmtrace_intern(t, "lat");
 	bench_lat_init(&l);
 	ovh = bench_lat_overhead(&l, lat, g_n);
-	for (uint64_t i = 0; i < RING_CAP; i++) {
-		uint64_t t0 = shmtrace_now();
-
-		if ((i & 1023) == 0)
-			pace(t);
-		shmtrace_span(t, cat, nm, t0, shmtrace_now(), 0);
-	}
-	for (int r = -1; r < runs; r++) {
-		for (uint64_t i = 0; i < g_n; i++) {
-			uint64_t t0, t1, a;
-
-			if ((i & 1023) == 0)
-				pace(t);	/* not timed */
-			t0 = shmtrace_now();
-			t1 = shmtrace_now();
-			a = bench_tsc_begin();
-
-			shmtrace_span(t, cat, nm, t0, t1, 0);
-			lat[i] = bench_tsc_end() - a;
-		}
-		if (r >= 0)	/* r < 0: warm-up */
-			bench_lat_run(&l, r, lat, g_n);
-	}
+	lat_runs(t, cat, nm, lat, &l, runs, true);
 	*stop = 1;
 	waitpid(bg, NULL, 0);
 	shmtrace_close(t);
@@ -1098,13 +1110,100 @@ static int case_export_big(void)
 	return 0;
 }
 
+/* One snapshot of ring v into path: its records, and wall and CPU ms. */
+static uint64_t snapshot_once(const struct shmt_view *v, const char *ring, const char *path,
+			      double *ms, double *cpu_ms)
+{
+	struct shmt_snap_opts o = { .ring = ring, .info = { .cause = SHMT_SNAP_COMMAND } };
+	struct shmt_snap_result res;
+	uint64_t a = bench_mono_ns(), c = bench_cpu_ns();
+	char err[512];
+
+	if (shmt_snapshot_write(v, path, &o, &res, err, sizeof(err)) < 0)
+		bench_die(err);
+	*ms = (double)(bench_mono_ns() - a) / 1e6;
+	*cpu_ms = (double)(bench_cpu_ns() - c) / 1e6;
+	return res.records;
+}
+
+/*
+ * Snapshots of a flight recorder's ring (an overwrite ring, no collector):
+ * what one of a full ring of RING_CAP records costs (ms per M records,
+ * wall and CPU, written to BENCH_TMP), and the span call's latency (as in
+ * case 3, no second producer) with another process taking a snapshot
+ * every 100 ms, against the same without.
+ */
+static int case_snapshot(void)
+{
+	struct bench_lat off, on;
+	double ms[BENCH_MAX_RUNS], cpu[BENCH_MAX_RUNS];
+	uint64_t *lat = malloc(g_n * sizeof(*lat)), records = 0;
+	volatile int *stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char name[128], path[512], e[256];
+	struct shmt_view v;
+	int runs = (int)g_runs;
+	shmtrace_t *t;
+	uint32_t cat, nm;
+	pid_t snapper;
+
+	if (!lat || stop == MAP_FAILED)
+		bench_die("alloc");
+	ring_name(name, sizeof(name), "snap");
+	ring_make(name, SHMTRACE_MODE_OVERWRITE);
+	snprintf(path, sizeof(path), "%s/snapshot.cap", g_tmp);
+	fill_ring(name);
+	if (shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, e, sizeof(e)) < 0)
+		bench_die(e);
+	for (int r = -1; r < runs; r++) {
+		double w, c;
+
+		records = snapshot_once(&v, name, path, &w, &c);
+		if (r >= 0) {
+			ms[r] = w * 1e6 / (double)records;
+			cpu[r] = c * 1e6 / (double)records;
+		}
+	}
+	t = ring_open(name);
+	cat = shmtrace_intern(t, "bench");
+	nm = shmtrace_intern(t, "lat");
+	bench_lat_init(&off);
+	bench_lat_init(&on);
+	lat_runs(t, cat, nm, lat, &off, runs, false);
+	snapper = fork();
+	if (snapper == 0) {
+		struct timespec nap = { 0, 100 * 1000 * 1000 };
+		double w, c;
+
+		while (!*stop) {
+			snapshot_once(&v, name, path, &w, &c);
+			nanosleep(&nap, NULL);
+		}
+		_exit(0);
+	}
+	lat_runs(t, cat, nm, lat, &on, runs, false);
+	*stop = 1;
+	waitpid(snapper, NULL, 0);
+	shmtrace_close(t);
+	shmt_view_close(&v);
+	unlink(path);
+	printf("RESULT snapshot records=%llu ms_per_m=%.1f cpu_ms_per_m=%.1f p999_off=%.1f "
+	       "p999_on=%.1f p9999_off=%.1f p9999_on=%.1f runs=%d n=%llu\n",
+	       (unsigned long long)records, bench_median(ms, runs), bench_median(cpu, runs),
+	       bench_median(off.p999, runs), bench_median(on.p999, runs),
+	       bench_median(off.p9999, runs), bench_median(on.p9999, runs), runs,
+	       (unsigned long long)g_n);
+	shmtrace_ring_unlink(name);
+	free(lat);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static char tmpdef[] = "/tmp";
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export|export-otlp|export-perfetto|export-big"
-			"|oversub|frozen|threads\n", argv[0]);
+			"|oversub|frozen|threads|snapshot\n", argv[0]);
 		return 2;
 	}
 	g_n = bench_env_u64("BENCH_N", 1000000);
@@ -1145,6 +1244,8 @@ int main(int argc, char **argv)
 		return case_export_big();
 	if (!strcmp(argv[1], "oversub") || !strcmp(argv[1], "frozen") || !strcmp(argv[1], "threads"))
 		return case_tail(argv[1]);
+	if (!strcmp(argv[1], "snapshot"))
+		return case_snapshot();
 	fprintf(stderr, "unknown case %s\n", argv[1]);
 	return 2;
 }

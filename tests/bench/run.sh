@@ -231,6 +231,9 @@ say "  9b frozen peer: a producer flat out SIGSTOPped $N_FREEZES times for 200 m
 say "              2 producers paced at 1 M spans/s each timed"
 say "  9c many threads: 1000 threads of one process, $N_TSPANS spans each once all are alive (a barrier); a ring"
 say "              of the default configuration (262144 records, 256 blocks, 1024 name slots)"
+say "  10 snapshot: \`shmtrace snapshot\`'s copy of a full overwrite ring of $RING_CAP records (no collector) into a"
+say "              capture on tmpfs, ms per M records; then case 3's timed span calls (no 2nd producer) into that"
+say "              ring, once alone and once with another process taking a snapshot every 100 ms"
 say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
 say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed); each two-proc run starts once the warm-up is written out (lttng stop/start)"
 [ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
@@ -320,6 +323,9 @@ if [ -z "$LT_WHY" ]; then
 	fi
 	rm -rf "$TMPD"/lt-*
 fi
+
+say "running 10 snapshot..."
+S10=$(shm_case snapshot "$N_LAT" "$RUNS")
 
 # 8: the Python binding (python/, `make python`): `with shmtrace.span()`
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -523,6 +529,14 @@ if [ -n "$S9C$L9C" ]; then
 		"per run; shmtrace: $(n9 "$S9C" dropped) ring full, $(n9 "$S9C" lock_dropped) to lock timeouts"
 	row "9c thread names lost" "$(n9 "$S9C" names_dropped)" "-" "" "per run (names_dropped)"
 fi
+if [ -n "$(field "$S10" ms_per_m)" ]; then
+	row "10 snapshot, ms per M records" "$(fmt "$(field "$S10" ms_per_m)" 1)" "-" "" \
+		"CPU $(fmt "$(field "$S10" cpu_ms_per_m)" 1) ms; a full overwrite ring of $(field "$S10" records) records"
+	row "10 span p99.9, a snapshot per 100 ms" "$(fmt "$(field "$S10" p999_on)" 1)" "-" "" \
+		"without: $(fmt "$(field "$S10" p999_off)" 1) ns; p99.99 $(fmt "$(field "$S10" p9999_on)" 1) against $(fmt "$(field "$S10" p9999_off)" 1) ns"
+else
+	row "10 snapshot" "skipped" "-" "" ""
+fi
 
 # 7: bytes per span on disk: case 6's capture (10 % of spans in flows)
 # against LTTng's trace of the same spans; case 5's capture too
@@ -549,7 +563,7 @@ s=$(qfield "$S6" summary); [ -n "$s" ] && say "collector summary (export):   $s"
 say ""
 say "raw results:"
 for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8" \
-	"$S9A" "$L9A" "$S9B" "$L9B" "$S9C" "$L9C"; do [ -n "$r" ] && say "  $r"; done
+	"$S9A" "$L9A" "$S9B" "$L9B" "$S9C" "$L9C" "$S10"; do [ -n "$r" ] && say "  $r"; done
 [ -n "$BT_SECS" ] && say "  babeltrace2: $N_EXPORT events in $BT_SECS s, max RSS ${BT_RSS:-?} KiB"
 say "(saved to $RESULTS)"
 exit 0

@@ -47,6 +47,21 @@ class TestCalls(RingTest):
         ctr = {e["name"]: e["args"][e["name"]] for e in ev if e.get("ph") == "C"}
         self.assertEqual(ctr, {"depth": -42, "big": 2 ** 63 - 1})
 
+    def test_trigger(self):
+        # a trigger: an instant "trigger: NAME" of this thread, for a
+        # flight recorder to answer; as the module's call and the tracer's
+        self.t.trigger("slow reply")
+        with self.assertRaises(TypeError):
+            self.t.trigger(5)
+        with self.assertRaises(TypeError):
+            self.t.trigger()
+        ev = self.export()
+        trig = [e for e in ev if e.get("ph") == "i" and e["name"] == "trigger: slow reply"]
+        self.assertEqual(len(trig), 1)
+        self.assertEqual(trig[0]["args"], {"trigger": "slow reply"})
+        self.assertEqual(trig[0]["cat"], "shmtrace")
+        self.assertEqual(trig[0]["pid"], os.getpid())
+
     def test_exception_leaves_span_recorded(self):
         with self.assertRaises(KeyError):
             with self.t.span("failing"):
@@ -408,6 +423,7 @@ with s:
     with s:  # the no-op span nests
         pass
 assert shmtrace.instant("i") is None and shmtrace.counter("c", 1) is None
+assert shmtrace.trigger("t") is None
 assert shmtrace.flow_new() == 0 and shmtrace.stats() is None
 shmtrace.set_thread_name("t"); shmtrace.set_process_name("p"); shmtrace.flush()
 for bad in (lambda: shmtrace.span(1), lambda: shmtrace.counter("c", 1.5)):

@@ -181,6 +181,29 @@ int export_pending(struct exporter *e)
 	return put_record(e, &p->r, p->pid, &p->a, p->ring);
 }
 
+/* A trigger (shmtrace_trigger()): an instant "trigger: NAME" of its
+ * thread, its name in its args. */
+static int put_trigger(struct exporter *e, const struct shmt_record *r, uint32_t pid)
+{
+	char label[SOURCE_TRIGGER_LABEL_MAX];
+	size_t len, nlen;
+	const char *name = source_string(e->src, r->name, &nlen);
+
+	source_trigger_label(e->src, r, label, sizeof(label), &len);
+	export_count_names(e, r->name, r->name);
+	bind_note(&e->bind, pid, r->tid, r->ts);
+	e->triggers++;
+	export_sep(e);
+	jw_puts(e->w, "{\"ph\":\"i\",\"s\":\"t\",");
+	export_where(e->w, pid, r->tid, r->ts);
+	jw_puts(e->w, ",\"cat\":\"shmtrace\",\"name\":");
+	jw_str(e->w, label, len);
+	jw_puts(e->w, ",\"args\":{\"trigger\":");
+	jw_str(e->w, name, nlen);
+	jw_puts(e->w, "}}");
+	return e->w->err;
+}
+
 int export_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct exporter *e = ctx;
@@ -218,6 +241,8 @@ int export_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	case SHMTRACE_KIND_INSTANT:
 		args_hold(&e->pend, r, pid, e->src->ring, 0);
 		return 0;
+	case SHMTRACE_KIND_TRIGGER:
+		return put_trigger(e, r, pid);
 	default:
 		return put_record(e, r, pid, NULL, e->src->ring);
 	}

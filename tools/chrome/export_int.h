@@ -43,6 +43,7 @@ struct exporter {
 	struct args_store fargs;	/* arguments of flow records (flow_ev.args) */
 	struct open_spans open;		/* open spans (SHMTRACE_KIND_OPEN) */
 	uint64_t unfinished;		/* open spans exported */
+	uint64_t triggers;		/* triggers exported (shmtrace_trigger()) */
 	char *fcat;			/* the current flow's category list, or NULL */
 	size_t fcatlen;
 	bool any, sep;

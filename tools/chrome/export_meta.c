@@ -23,12 +23,28 @@ static void put_loss(void *ctx, const char *line)
 	jw_puts(e->w, "}");
 }
 
-/* Makes the losses impossible to miss: instants at the start of the trace. */
+/* A snapshot among the inputs, in words: an instant where it was
+ * triggered (source_snapshot_lines()). */
+static void put_snapshot(void *ctx, uint64_t ts, const char *line)
+{
+	struct exporter *e = ctx;
+
+	export_sep(e);
+	jw_puts(e->w, "{\"ph\":\"i\",\"s\":\"g\",");
+	export_where(e->w, 0, 0, ts);
+	jw_puts(e->w, ",\"cat\":\"shmtrace\",\"name\":");
+	jw_cstr(e->w, line);
+	jw_puts(e->w, "}");
+}
+
+/* Makes the losses impossible to miss: instants at the start of the trace
+ * (and a snapshot's, which says what its copy lost, where it was taken). */
 void export_loss(struct exporter *e)
 {
 	uint32_t zero = 0;
 
-	if (source_loss_lines(&e->src->loss, e->names_lost, put_loss, e)) {
+	if (source_loss_lines(&e->src->loss, e->names_lost, put_loss, e) +
+	    source_snapshot_lines(e->src, put_snapshot, e)) {
 		export_meta_event(e, 0, NULL, "process_name", "shmtrace (loss)", 0);
 		export_meta_event(e, 0, &zero, "thread_name", "loss", 0);
 	}
@@ -145,6 +161,45 @@ static void put_missing(struct exporter *e)
 	put_strings(e->w, "missing_why", s->missing_why, s->nmissing_why);
 }
 
+/* ,"snapshots":[{...}]: the snapshots among the inputs (a live ring's
+ * copy: why, its window, what the copy lost); nothing when none is. */
+static void put_snapshots(struct exporter *e)
+{
+	const struct source *s = e->src;
+	struct jw *w = e->w;
+
+	if (!s->nsnaps)
+		return;
+	jw_puts(w, ",\"snapshots\":[");
+	for (size_t i = 0; i < s->nsnaps; i++) {
+		const struct source_snapshot *sn = &s->snaps[i];
+
+		jw_puts(w, i ? ",{\"ring\":" : "{\"ring\":");
+		jw_cstr(w, sn->ring);
+		jw_puts(w, ",\"cause\":");
+		jw_cstr(w, sn->cause);
+		jw_puts(w, ",\"trigger\":");
+		jw_cstr(w, sn->trigger);
+		put_counts(w, (const struct count[]){
+			{ "trigger_ns", sn->trigger_ns },
+			{ "trigger_pid", sn->trigger_pid },
+			{ "trigger_tid", sn->trigger_tid },
+			{ "first_seq", sn->first_seq },
+			{ "end_seq", sn->end_seq },
+			{ "from_ns", sn->from_ns },
+			{ "to_ns", sn->to_ns },
+			{ "overwritten_during_copy", sn->overwritten },
+			{ "staged", sn->staged },
+			{ "triggers", sn->triggers },
+			{ "triggers_suppressed", sn->suppressed },
+			{ "cut", sn->cut },
+			{ NULL, 0 },
+		});
+		jw_puts(w, "}");
+	}
+	jw_puts(w, "]");
+}
+
 /* ,"piece":{...}: which piece of a split this is, and its window, in ns
  * relative to the earliest record (origin_ns, on the trace's clock) as
  * --from and --to take them; nothing when not split. */
@@ -223,9 +278,11 @@ void export_metadata(struct exporter *e)
 		{ "args", e->pend.args },
 		{ "args_lost", e->pend.lost },
 		{ "unfinished", e->unfinished },
+		{ "triggers", e->triggers },
 		{ NULL, 0 },
 	});
 	put_missing(e);
+	put_snapshots(e);
 	put_piece(e);
 	jw_puts(w, ",\"complete\":");
 	jw_puts(w, source_complete(e->src) ? "true" : "false");

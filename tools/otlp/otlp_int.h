@@ -69,6 +69,11 @@ struct node {
 	uint32_t cat, args;
 };
 
+/* The category of a trigger (shmtrace_trigger()), which goes through the
+ * walk as an instant: no string id is so large. Written as category
+ * "shmtrace", and its name as "trigger: NAME", as the other exports do. */
+#define OTLP_CAT_TRIGGER	0x10000u
+
 /*
  * What its flow gives a record of a flow (a hop), made when the flows are
  * assembled (otlp_hops.c) and sorted as the nodes are, so that the walk

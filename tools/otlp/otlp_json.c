@@ -66,6 +66,39 @@ static void put_string(struct otlp *o, struct obuf *b, uint32_t id)
 		b->oom = true;
 }
 
+/* A category: string id cat, or a trigger's. */
+static void put_cat(struct otlp *o, struct obuf *b, uint32_t cat)
+{
+	if (cat == OTLP_CAT_TRIGGER)
+		ob_puts(b, "\"shmtrace\"");
+	else
+		put_string(o, b, cat);
+}
+
+/* The JSON string of an event's name: string id name, or, for a
+ * trigger, "trigger: NAME" (in o->scratch). NULL: out of memory. */
+static const char *name_of(struct otlp *o, uint32_t name, uint32_t cat, size_t *len)
+{
+	struct shmt_record r = { .name = (uint16_t)name };
+	char label[SOURCE_TRIGGER_LABEL_MAX];
+	size_t n;
+
+	if (cat != OTLP_CAT_TRIGGER)
+		return jstr(o, name, len);
+	source_trigger_label(o->s, &r, label, sizeof(label), &n);
+	o->scratch.len = 0;
+	ob_str(&o->scratch, label, n);
+	*len = o->scratch.len;
+	return o->scratch.oom ? NULL : o->scratch.p;
+}
+
+/* Whether an event's name and category are strings of the trace. */
+static bool names_known(struct otlp *o, uint32_t name, uint32_t cat)
+{
+	return source_has_string(o->s, name) &&
+	       (cat == OTLP_CAT_TRIGGER || source_has_string(o->s, cat));
+}
+
 static void attr_key(struct obuf *b, const char *key)
 {
 	ob_puts(b, "{\"key\":\"");
@@ -110,7 +143,7 @@ static const struct obuf *frag_of(struct otlp *o, uint32_t outpid, uint32_t tid,
 	ob_raw(&f->text, ",", 1);
 	attr_key(&f->text, "shmtrace.category");
 	ob_puts(&f->text, "\"stringValue\":");
-	put_string(o, &f->text, cat);
+	put_cat(o, &f->text, cat);
 	ob_puts(&f->text, "}}");
 	if (f->text.oom)
 		return NULL;
@@ -173,14 +206,20 @@ static void put_events(struct otlp *o, struct obuf *b, const struct inst *ev, si
 	uint32_t dropped;
 
 	for (size_t i = 0; i < n; i++) {
+		size_t nlen;
+		const char *name = name_of(o, ev[i].name, ev[i].cat, &nlen);
+
 		ob_puts(b, i ? ",{\"timeUnixNano\":\"" : "{\"timeUnixNano\":\"");
 		ob_int(b, ev[i].ts + o->wall_off, false);
 		ob_puts(b, "\",\"name\":");
-		put_string(o, b, ev[i].name);
+		if (name)
+			ob_raw(b, name, nlen);
+		else
+			b->oom = true;
 		ob_puts(b, ",\"attributes\":[");
 		attr_key(b, "shmtrace.category");
 		ob_puts(b, "\"stringValue\":");
-		put_string(o, b, ev[i].cat);
+		put_cat(o, b, ev[i].cat);
 		ob_puts(b, "}}");
 		dropped = 0;
 		put_args(o, b, args_get(&o->args, ev[i].args), &dropped);
@@ -222,11 +261,11 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 	size_t nlen;
 	char *p;
 
-	if (!source_has_string(o->s, sp->name) || !source_has_string(o->s, sp->cat))
+	if (!names_known(o, sp->name, sp->cat))
 		o->names_lost++;
 	fr = frag_of(o, sp->outpid, sp->tid, sp->cat);
 	/* after frag_of(): both may use o->scratch */
-	name = fr ? jstr(o, sp->name, &nlen) : NULL;
+	name = fr ? name_of(o, sp->name, sp->cat, &nlen) : NULL;
 	if (!name || !ob_reserve(b, SPAN_FIXED_MAX + nlen + fr->len))
 		return -ENOMEM;
 	p = b->p + b->len;
@@ -296,7 +335,7 @@ static void put_scope_losses(struct otlp *o, struct obuf *b)
 	struct {
 		char key[48];
 		uint64_t v;
-	} c[SHMT_LOSS_NKINDS + 4] = { { "", 0 } };
+	} c[SHMT_LOSS_NKINDS + 6] = { { "", 0 } };
 	size_t n = 0;
 	bool any = false;
 
@@ -316,6 +355,15 @@ static void put_scope_losses(struct otlp *o, struct obuf *b)
 	c[n++].v = o->names_lost;
 	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.args_lost");
 	c[n++].v = o->held.lost;
+	/* snapshots among the inputs: what their copies lost, the triggers
+	 * their recorder did not answer */
+	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.snapshot.overwritten_during_copy");
+	snprintf(c[n + 1].key, sizeof(c[n + 1].key), "shmtrace.snapshot.triggers_suppressed");
+	for (size_t i = 0; i < o->s->nsnaps; i++) {
+		c[n].v += o->s->snaps[i].overwritten;
+		c[n + 1].v += o->s->snaps[i].suppressed;
+	}
+	n += 2;
 
 	ob_puts(b, ",\"attributes\":[");
 	for (size_t i = 0; i < n; i++) {

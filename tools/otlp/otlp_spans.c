@@ -21,7 +21,8 @@ static bool wanted(struct otlp *o, const struct shmt_record *r)
 }
 
 /*
- * One span, instant or open span (kind SHMTRACE_KIND_OPEN, its dur set)
+ * One span, instant, trigger (an instant of OTLP_CAT_TRIGGER) or open
+ * span (kind SHMTRACE_KIND_OPEN, its dur set)
  * of thread (outpid, r->tid), with its arguments a (or NULL), as a node;
  * a record of a flow is a hop of it as well. ring is the source's index of
  * its ring (flow ids are per ring).
@@ -30,10 +31,12 @@ static int put_node(struct otlp *o, const struct shmt_record *r, uint32_t outpid
 		    uint64_t seq, const struct ev_args *a)
 {
 	uint32_t kind = shmt_record_kind(r);
+	bool trigger = kind == SHMTRACE_KIND_TRIGGER;
 	struct node nd = {
-		.k = { .ts = r->ts, .dur = kind == SHMTRACE_KIND_INSTANT ? 0 : r->dur, .seq = seq,
-		       .pid = outpid, .tid = r->tid, .kind = kind, .user = r->name },
-		.cat = r->cat,
+		.k = { .ts = r->ts, .dur = kind == SHMTRACE_KIND_INSTANT || trigger ? 0 : r->dur,
+		       .seq = seq, .pid = outpid, .tid = r->tid,
+		       .kind = trigger ? SHMTRACE_KIND_INSTANT : kind, .user = r->name },
+		.cat = trigger ? OTLP_CAT_TRIGGER : r->cat,
 	};
 	int ret = args_keep(&o->args, a, &nd.args);
 

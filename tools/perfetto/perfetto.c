@@ -94,6 +94,9 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	case SHMTRACE_KIND_INSTANT:
 		args_hold(&pf->pend, r, pid, pf->src->ring, 0);
 		return 0;
+	case SHMTRACE_KIND_TRIGGER:
+		/* an instant of its thread, named for what it is */
+		return thread_event(ps, r, pid, pf->src->ring, NULL);
 	default:
 		return ps->counter(pf, r, pid);
 	}
@@ -184,8 +187,10 @@ static int write_event(struct pf *pf, const struct shmt_record *r, uint32_t pid,
 	make_ev(&ev, r, a, pf->n++);
 	if (shmt_record_in_flow(r))
 		plan_hop(pf, pf->kflow++, &ev, pid, r->tid, shmtrace_flow_id(r->flow));
-	count_names(pf, r->name, r->cat);
+	/* a trigger has no category: "shmtrace" is written */
+	count_names(pf, r->name, ev.kind == SHMTRACE_KIND_TRIGGER ? r->name : r->cat);
 	pf->unfinished += ev.kind == SHMTRACE_KIND_OPEN;
+	pf->triggers += ev.kind == SHMTRACE_KIND_TRIGGER;
 	th = packet_thread(pf, pid, r->tid);
 	if (!th)
 		return -ENOMEM;

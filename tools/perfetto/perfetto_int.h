@@ -45,7 +45,7 @@ struct pf_ev {
 	uint64_t ts, dur;
 	uint64_t n;		/* its number among the thread events of a pass */
 	uint32_t cat, name;
-	uint32_t kind;		/* SHMTRACE_KIND_SPAN, _INSTANT or _OPEN */
+	uint32_t kind;		/* SHMTRACE_KIND_SPAN, _INSTANT, _OPEN or _TRIGGER */
 	uint32_t flow_id;	/* the flow it is a hop of (the Chrome export's id), or 0 */
 	char ph;		/* 's', 't' or 'f' (the last hop), as flows.h says */
 	bool point;		/* no duration: written as one instant */
@@ -129,7 +129,7 @@ struct pf {
 	int werr;		/* the first write error (-errno) */
 	uint64_t n, kflow;	/* thread events, flow records put so far */
 	uint64_t first_ts, last_ts, records;
-	uint64_t names_lost, threads_unnamed, unfinished, flows;
+	uint64_t names_lost, threads_unnamed, unfinished, flows, triggers;
 	uint64_t forced;	/* events written before their time was settled */
 	uint64_t overlapping;	/* spans that begin inside another and end after it */
 	uint64_t hops_unmatched; /* flow records the second pass did not find */
@@ -191,6 +191,8 @@ struct pf_kv {
 	int64_t num;
 };
 void packet_self(struct pf *pf, const char *name, const struct pf_kv *kv);
+/* The same at ts. */
+void packet_self_at(struct pf *pf, uint64_t ts, const char *name, const struct pf_kv *kv);
 /* Writes what the buffer holds once it holds enough (all: everything).
  * Returns 0 or -errno (the first write error, or -ENOMEM). */
 int packet_flush(struct pf *pf, bool all);

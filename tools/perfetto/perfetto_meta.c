@@ -17,6 +17,12 @@ static void put_loss(void *ctx, const char *line)
 	packet_self(ctx, line, NULL);
 }
 
+/* A snapshot among the inputs in words, where it was triggered. */
+static void put_snapshot(void *ctx, uint64_t ts, const char *line)
+{
+	packet_self_at(ctx, ts, line, NULL);
+}
+
 #define NUM(k, v)	((struct pf_kv){ (k), NULL, (int64_t)(v) })
 #define STR(k, v)	((struct pf_kv){ (k), (v), 0 })
 #define MAX_KV		(SHMT_LOSS_NKINDS + 40)
@@ -63,6 +69,7 @@ static void put_figures(struct pf *pf)
 	kv[n++] = NUM("args", pf->pend.args);
 	kv[n++] = NUM("args_lost", pf->pend.lost);
 	kv[n++] = NUM("unfinished", pf->unfinished);
+	kv[n++] = NUM("triggers", pf->triggers);
 	kv[n++] = NUM("overlapping", pf->overlapping);
 	kv[n++] = NUM("complete", source_complete(s));
 	kv[n++] = NUM("trace_start_ns", pf->first_ts);
@@ -90,6 +97,7 @@ void meta_write(struct pf *pf)
 	count_unnamed(pf);
 
 	source_loss_lines(l, pf->names_lost, put_loss, pf);
+	source_snapshot_lines(pf->src, put_snapshot, pf);
 	put_figures(pf);
 	source_warn_lost(l);
 	source_warn_names(pf->src, pf->names_lost, pf->threads_unnamed);

@@ -282,6 +282,34 @@ static void put_flag(struct obuf *b, const char *name)
 	pb_end(b, da);
 }
 
+/* A packet of one TrackEvent without interned strings; returns the marks
+ * to close (pk, te). */
+static void plain_begin(struct pf *pf, uint64_t ts, size_t *pk, size_t *te)
+{
+	*pk = pb_begin(&pf->out, TRACE_PACKET);
+	pb_uint(&pf->out, PKT_TIMESTAMP, ts);
+	pb_uint(&pf->out, PKT_SEQUENCE_ID, PF_SEQ);
+	*te = pb_begin(&pf->out, PKT_TRACK_EVENT);
+}
+
+/* A trigger: an instant of its thread's track, named "trigger: NAME"
+ * (not interned: the name is made), category "shmtrace", as the Chrome
+ * export writes it. */
+static void packet_trigger(struct pf *pf, uint64_t track, const struct pf_ev *ev)
+{
+	struct shmt_record r = { .name = (uint16_t)ev->name };
+	char label[SOURCE_TRIGGER_LABEL_MAX];
+	size_t len, pk, te;
+
+	source_trigger_label(pf->src, &r, label, sizeof(label), &len);
+	plain_begin(pf, ev->ts, &pk, &te);
+	pb_string(&pf->out, TE_CATEGORIES, "shmtrace", 8);
+	pb_uint(&pf->out, TE_TYPE, PF_INSTANT);
+	pb_uint(&pf->out, TE_TRACK_UUID, track);
+	pb_string(&pf->out, TE_NAME, label, len);
+	end_both(pf, pk, te);
+}
+
 void packet_event(struct pf *pf, uint64_t track, const struct pf_ev *ev)
 {
 	struct obuf *b = &pf->out;
@@ -291,6 +319,10 @@ void packet_event(struct pf *pf, uint64_t track, const struct pf_ev *ev)
 	bool isnew[2 + SHMTRACE_MAX_ARGS];
 	size_t n = 2, pk, te;
 
+	if (ev->kind == SHMTRACE_KIND_TRIGGER) {
+		packet_trigger(pf, track, ev);
+		return;
+	}
 	iid[0] = iid_of(pf, ev->name);
 	iid[1] = iid_of(pf, ev->cat);
 	for (uint32_t i = 0; i < ev->args.n && i < SHMTRACE_MAX_ARGS; i++) {
@@ -323,16 +355,6 @@ void packet_event(struct pf *pf, uint64_t track, const struct pf_ev *ev)
 	pb_end(b, pk);
 }
 
-/* A packet of one TrackEvent without interned strings; returns the marks
- * to close (pk, te). */
-static void plain_begin(struct pf *pf, uint64_t ts, size_t *pk, size_t *te)
-{
-	*pk = pb_begin(&pf->out, TRACE_PACKET);
-	pb_uint(&pf->out, PKT_TIMESTAMP, ts);
-	pb_uint(&pf->out, PKT_SEQUENCE_ID, PF_SEQ);
-	*te = pb_begin(&pf->out, PKT_TRACK_EVENT);
-}
-
 void packet_end(struct pf *pf, uint64_t track, uint64_t ts)
 {
 	size_t pk, te;
@@ -361,10 +383,15 @@ int packet_counter(struct pf *pf, uint32_t pid, uint32_t cat, uint32_t name, uin
 
 void packet_self(struct pf *pf, const char *name, const struct pf_kv *kv)
 {
+	packet_self_at(pf, pf->first_ts, name, kv);
+}
+
+void packet_self_at(struct pf *pf, uint64_t ts, const char *name, const struct pf_kv *kv)
+{
 	struct obuf *b = &pf->out;
 	size_t pk, te;
 
-	plain_begin(pf, pf->first_ts, &pk, &te);
+	plain_begin(pf, ts, &pk, &te);
 	pb_string(b, TE_CATEGORIES, "shmtrace", 8);
 	for (; kv && kv->key; kv++) {
 		size_t da = pb_begin(b, TE_DEBUG_ANNOTATIONS);

@@ -99,6 +99,17 @@ const char *source_string(struct source *s, uint32_t id, size_t *len)
 	return s->str[id];
 }
 
+const char *source_trigger_label(struct source *s, const struct shmt_record *r, char *buf,
+				 size_t buflen, size_t *len)
+{
+	size_t n;
+	const char *name = source_string(s, r->name, &n);
+	int k = snprintf(buf, buflen, "trigger: %.*s", (int)n, name);
+
+	*len = k < 0 ? 0 : (size_t)k < buflen ? (size_t)k : buflen - 1;
+	return buf;
+}
+
 const char *source_kind(const struct source *s)
 {
 	return s->ops->kind;
@@ -177,6 +188,7 @@ void source_close(struct source *s)
 	source_table_free(s->str, s->slen, s->nstr);
 	free(s->thr);
 	free(s->thr_ring);
+	free(s->snaps);
 	free(s->host_of);
 	free(s->hosts);
 	for (size_t i = 0; i < s->nmissing_parts; i++)

@@ -47,6 +47,24 @@ struct source_tables {
 struct source_ops;
 struct source_open;
 
+/* A snapshot among the inputs: a live ring's copy, as its header tells
+ * it (docs/CAPTURE-FORMAT.md, "Snapshots"; the exports see no capture
+ * header, only this). Times are on the trace's clock. */
+struct source_snapshot {
+	uint32_t ring_index;		/* the source's ring (run) it is of */
+	char ring[256];
+	const char *cause;		/* "trigger", "command", "signal", "death", ... */
+	char trigger[SHMT_STRING_MAX + 1];	/* the trigger's name, or what died */
+	uint64_t trigger_ns;
+	uint32_t trigger_pid, trigger_tid;
+	uint64_t first_seq, end_seq;	/* the window, ring sequences ... */
+	uint64_t from_ns, to_ns;	/* ... and times */
+	uint64_t overwritten;		/* records of the window lost during the copy */
+	uint64_t staged;		/* records from staging blocks, open spans */
+	uint64_t triggers, suppressed;	/* triggers it answers; not answered (rate) */
+	uint64_t cut;			/* oldest records left out for a size bound */
+};
+
 struct source {
 	/* the back-end, source_ring.c or source_capture.c (source_int.h),
 	 * and its own state */
@@ -110,6 +128,9 @@ struct source {
 	unsigned passes;
 	/* the arguments of open spans, kept as a pass goes (source_open.c) */
 	struct source_open *open;
+	/* the snapshots among the capture inputs, in the inputs' order */
+	struct source_snapshot *snaps;
+	size_t nsnaps;
 };
 
 /*
@@ -178,6 +199,21 @@ bool source_complete(const struct source *s);
 
 /* The text of string id (len in *len): "?" for 0 and unknown ids. */
 const char *source_string(struct source *s, uint32_t id, size_t *len);
+/* The name a trigger record (SHMTRACE_KIND_TRIGGER) is exported under,
+ * "trigger: NAME", in buf (its length in *len), the same in every
+ * format. */
+const char *source_trigger_label(struct source *s, const struct shmt_record *r, char *buf,
+				 size_t buflen, size_t *len);
+/* The room source_trigger_label() needs. */
+#define SOURCE_TRIGGER_LABEL_MAX	(SHMT_STRING_MAX + 16)
+
+/* The snapshots among the inputs in words, one line each (when, by what,
+ * the window, what the copy lost, the triggers suppressed), as every
+ * export puts them into its trace: fn(ctx, ts, line), ts the snapshot's
+ * trigger time on the trace's clock. Returns how many. */
+typedef void (*source_snap_fn)(void *ctx, uint64_t ts, const char *line);
+size_t source_snapshot_lines(const struct source *s, source_snap_fn fn, void *ctx);
+
 /* Whether id names a string of the trace (not "?"). */
 bool source_has_string(const struct source *s, uint32_t id);
 /* Strings known and the bytes they take in the ring (one more each). */

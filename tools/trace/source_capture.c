@@ -263,6 +263,49 @@ static int add_to_run(struct source_capture *c, const struct source_file *f, cha
 	}
 	if (f->h.ring_id)
 		run->ring_id = f->h.ring_id;
+	if (f->h.snapshot.cause) {
+		const struct shmt_cap_snapshot *in = &f->h.snapshot;
+
+		run->snapshot = true;
+		run->snap_records = (in->end_seq > in->first_seq ? in->end_seq - in->first_seq : 0) +
+				    in->staged;
+	}
+	return 0;
+}
+
+/* The snapshots among the inputs, for the exports to tell (source.h),
+ * their times on the trace's clock as their records'. */
+static int note_snapshots(struct source *s, struct source_capture *c)
+{
+	for (size_t i = 0; i < c->nfiles; i++) {
+		const struct shmt_cap_snapshot *in = &c->files[i].h.snapshot;
+		const struct source_run *run = source_run_of(c, c->files[i].h.run_id);
+		struct source_snapshot *sn;
+
+		if (!in->cause)
+			continue;
+		sn = realloc(s->snaps, (s->nsnaps + 1) * sizeof(*sn));
+		if (!sn)
+			return -ENOMEM;
+		s->snaps = sn;
+		sn = &s->snaps[s->nsnaps++];
+		sn->ring_index = (uint32_t)(run - c->runs);
+		snprintf(sn->ring, sizeof(sn->ring), "%s", c->files[i].h.ring);
+		sn->cause = shmt_snap_cause_name(in->cause);
+		snprintf(sn->trigger, sizeof(sn->trigger), "%s", in->trigger);
+		sn->trigger_ns = in->trigger_ns + run->shift;
+		sn->trigger_pid = in->trigger_pid;
+		sn->trigger_tid = in->trigger_tid;
+		sn->first_seq = in->first_seq;
+		sn->end_seq = in->end_seq;
+		sn->from_ns = in->from_ns + run->shift;
+		sn->to_ns = in->to_ns + run->shift;
+		sn->overwritten = in->overwritten;
+		sn->staged = in->staged;
+		sn->triggers = in->triggers;
+		sn->suppressed = in->suppressed;
+		sn->cut = in->cut;
+	}
 	return 0;
 }
 
@@ -355,6 +398,10 @@ int source_open_files_ring(struct source *s, const char *ring, char *const *path
 	s->mode = h->ring_mode;
 	if ((ret = source_group_hosts(s, c, err, errlen)) < 0)
 		return ret;
+	if (note_snapshots(s, c) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < c->nfiles; i++)
 		if ((ret = read_file(s, &c->files[i], NULL, err, errlen)) < 0)
 			return ret;
@@ -408,13 +455,15 @@ static void reconcile(struct source *s)
 	for (size_t i = 0; i < c->nruns; i++) {
 		struct source_run *run = &c->runs[i];
 		uint64_t seen = run->records + run->bad + run->loss.torn, rest;
+		/* a snapshot vouches for its window and what it staged only */
+		uint64_t published = run->snapshot ? run->snap_records : run->published;
 
 		/* parts not among the inputs: their records, when known, are
 		 * neither lost nor a bug (source_parts.c) */
-		if (!run->published || !run->clean_last || run->missing_unknown ||
-		    seen + run->missing > run->published)
+		if (!published || !run->clean_last || run->missing_unknown ||
+		    seen + run->missing > published)
 			continue;
-		rest = run->published - seen - run->missing;
+		rest = published - seen - run->missing;
 		/* never below zero: a counter past what was published is
 		 * corrupt (cap_plausible()), not a count to take from */
 		if (run->loss.overwritten > rest)
@@ -483,6 +532,15 @@ static int cap_clock_offset(struct source *s, const char *host, int64_t ns)
 	for (size_t r = 0; r < c->nruns; r++)
 		if (!strcmp(s->hosts[s->host_of[r]], host))
 			c->runs[r].shift += (uint64_t)ns;
+	for (size_t i = 0; i < s->nsnaps; i++) {
+		struct source_snapshot *sn = &s->snaps[i];
+
+		if (strcmp(s->hosts[s->host_of[sn->ring_index]], host))
+			continue;
+		sn->trigger_ns += (uint64_t)ns;
+		sn->from_ns += (uint64_t)ns;
+		sn->to_ns += (uint64_t)ns;
+	}
 	return found ? 0 : -ENOENT;
 }
 

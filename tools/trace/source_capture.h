@@ -44,6 +44,10 @@ struct source_run {
 	uint64_t missing;
 	bool missing_unknown;
 	bool tail_covers;	/* the ring read with it holds all after it */
+	/* a snapshot (its header says so): what its file holds, the window
+	 * and the records staged, is all it vouches for, not the head */
+	bool snapshot;
+	uint64_t snap_records;
 	/* of the current pass */
 	uint64_t records;	/* distinct records delivered */
 	uint64_t bad;		/* records with an invalid kind */

@@ -175,25 +175,6 @@ static int one(void *arg, uint64_t seq, const struct shmt_record *r)
 	return ret;
 }
 
-/*
- * The open spans of a thread that is alive (by /proc, as the collector
- * tells a dead one) last until now, as far as anyone knows: their end is
- * the moment it was seen alive in them. A dead thread's are left without
- * an end (SHMT_OPEN_END_UNKNOWN): when it died is not known, and the
- * export ends them with the trace.
- */
-static void open_until_now(const struct shmt_view *v, const struct shmt_block_info *info,
-			   struct shmt_record *open, uint32_t n)
-{
-	uint64_t now;
-
-	if (!shmt_owner_alive(info->pid, info->tid, info->start_time))
-		return;
-	now = shmt_clock_now(&v->clock);
-	for (uint32_t i = 0; i < n; i++)
-		open[i].dur = now > open[i].ts ? now - open[i].ts : SHMT_OPEN_END_UNKNOWN;
-}
-
 /* Records staged by threads (dead or alive) not yet in the ring. */
 static int staged(struct source_pass *p)
 {
@@ -217,9 +198,7 @@ static int staged(struct source_pass *p)
 				return ret;
 		}
 		/* the spans its thread is in (or died in), outermost first */
-		nopen = shmt_block_open_spans(v, b, open);
-		if (nopen)
-			open_until_now(v, &info, open, nopen);
+		nopen = shmt_block_open_spans_seen(v, b, &info, open);
 		s->follows = false;
 		for (uint32_t i = 0; i < nopen; i++)
 			if ((ret = p->fn(p->ctx, &open[i], info.start_time)) != 0)

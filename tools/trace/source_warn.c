@@ -165,3 +165,41 @@ size_t source_loss_lines(const struct source_loss *l, uint64_t names_lost, sourc
 	}
 	return lines;
 }
+
+/* One snapshot in words, into line. */
+static void snapshot_line(const struct source_snapshot *sn, char *line, size_t len)
+{
+	char who[1200] = "";
+	int n = 0;
+
+	if (sn->trigger[0] && sn->trigger_pid)
+		snprintf(who, sizeof(who), " '%s' by pid %u tid %u", sn->trigger, sn->trigger_pid,
+			 sn->trigger_tid);
+	else if (sn->trigger[0])
+		snprintf(who, sizeof(who), " '%s'", sn->trigger);
+	else if (sn->trigger_pid)
+		snprintf(who, sizeof(who), " by pid %u", sn->trigger_pid);
+	n = snprintf(line, len, "shmtrace: snapshot of ring '%s' (%s%s): sequences %llu to %llu "
+		     "and %llu staged, %.6f s; %llu records of the window overwritten during the "
+		     "copy", sn->ring, sn->cause, who, (unsigned long long)sn->first_seq,
+		     (unsigned long long)sn->end_seq, (unsigned long long)sn->staged,
+		     (double)(sn->to_ns - sn->from_ns) / 1e9, (unsigned long long)sn->overwritten);
+	if (sn->suppressed && n > 0 && (size_t)n < len)
+		n += snprintf(line + n, len - (size_t)n, "; %llu triggers not answered (rate limit)",
+			      (unsigned long long)sn->suppressed);
+	if (sn->cut && n > 0 && (size_t)n < len)
+		snprintf(line + n, len - (size_t)n, "; the %llu oldest records left out (size bound)",
+			 (unsigned long long)sn->cut);
+}
+
+size_t source_snapshot_lines(const struct source *s, source_snap_fn fn, void *ctx)
+{
+	for (size_t i = 0; i < s->nsnaps; i++) {
+		const struct source_snapshot *sn = &s->snaps[i];
+		char line[1600];
+
+		snapshot_line(sn, line, sizeof(line));
+		fn(ctx, sn->trigger_ns ? sn->trigger_ns : sn->from_ns, line);
+	}
+	return s->nsnaps;
+}
