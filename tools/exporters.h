@@ -37,8 +37,9 @@ struct otlp_opts {
 	bool flows_only;		/* leave out spans that are in no flow */
 	size_t batch_bytes;		/* most bytes in one request */
 	unsigned retries;		/* attempts per request (HTTP) */
-	const struct pick *pick;	/* which records (pick.h) */
+	const struct pick *pick;	/* which records (pick.h); NULL: all */
 	bool progress;
+	bool protobuf;			/* requests as protobuf, not OTLP/JSON */
 };
 
 /* Exports src as OTLP to out (a file, "-" for stdout, or NULL with an

@@ -19,6 +19,7 @@ static const char usage[] =
 	"  ls       list the rings in /dev/shm: fill, producers, collector, age\n"
 	"  rm       remove rings that no process uses any more\n"
 	"  stat     show the state of a ring or a capture file\n"
+	"  stream   send a capture's spans to an OpenTelemetry endpoint, as it grows\n"
 	"  summary  span statistics per process and name\n"
 	"  svg      draw a window of a trace as an SVG timeline\n"
 	"\n"
@@ -34,7 +35,8 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*fn)(int argc, char **argv);
 	} cmds[] = { { "create", cmd_create_ring }, { "export", cmd_export }, { "ls", cmd_ls }, { "rm", cmd_rm },
-		    { "stat", cmd_stat }, { "summary", cmd_summary }, { "svg", cmd_svg } };
+		    { "stat", cmd_stat }, { "stream", cmd_stream }, { "summary", cmd_summary },
+		    { "svg", cmd_svg } };
 
 	if (argc < 2) {
 		fputs("shmtrace: no command given\nTry 'shmtrace --help'.\n", stderr);

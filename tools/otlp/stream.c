@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stream.c - `shmtrace stream`: a capture's spans to an OTLP/HTTP
+ * endpoint, following the capture as the collector writes it. The pass
+ * (tools/trace/source_follow.c) hands each record to the file export's
+ * reading (otlp_spans.c), whose events the model holds until their trees
+ * and flows are whole (stream_model.c) and sends through the export's
+ * own span model; the spans are sampled, encoded (protobuf or JSON) and
+ * cut into requests with the checkpoint of where the pass was
+ * (stream_ckpt.c), which the sender (stream_send.c) writes once the
+ * endpoint took the request. The capture is the queue: a slow endpoint
+ * makes the stream fall behind, never the collector, and the stream
+ * reads on from the capture; past --otlp-max-lag it skips ahead.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "source_follow.h"
+#include "stream_int.h"
+
+static volatile sig_atomic_t g_stop;
+
+bool stream_stopping(void)
+{
+	return g_stop;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void count(struct otlp_stream *st, uint64_t *c)
+{
+	pthread_mutex_lock(&st->cmu);
+	(*c)++;
+	pthread_mutex_unlock(&st->cmu);
+}
+
+void stream_status(struct otlp_stream *st, const char *state, bool force)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	struct stream_counts c;
+
+	if (!force && now - st->status_at < 1000000000ull)
+		return;
+	st->status_at = now;
+	pthread_mutex_lock(&st->cmu);
+	c = st->c;
+	pthread_mutex_unlock(&st->cmu);
+	stream_status_write(st, &c, state);
+}
+
+/* ------------------------------------------------------------- requests */
+
+/* The batch as a request body: protobuf or JSON, gzipped or not. */
+static int make_body(struct otlp_stream *st, struct obuf *out)
+{
+	struct otlp *o = st->o;
+	struct obuf *raw = st->so->gzip ? &st->req : out;
+	int ret = 0;
+
+	if (st->so->oo.protobuf) {
+		ret = otlp_pb_request(o, &st->pre, raw);
+	} else {
+		struct sink k = { .body = raw };
+
+		raw->len = 0;
+		otlp_put_request(o, &st->pre, &k);
+		if (k.oom)
+			ret = -ENOMEM;
+		else
+			raw->len--;	/* the line's end, for a file only */
+	}
+	if (ret == 0 && st->so->gzip)
+		ret = gz_compress(&st->gz, raw->p, raw->len, out);
+	return ret;
+}
+
+int stream_cut(struct otlp_stream *st, bool force)
+{
+	struct otlp *o = st->o;
+	struct qreq r;
+	int ret = 0;
+
+	if (!o->batch_spans && !force)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	if (o->batch_spans) {
+		ret = make_body(st, &r.body);
+		r.spans = o->batch_spans;
+		otlp_batch_reset(o);
+	}
+	if (ret == 0)
+		ret = ckpt_make(st, &r.ckpt);
+	if (ret < 0) {
+		ob_free(&r.body);
+		ob_free(&r.ckpt);
+		return ret;
+	}
+	r.backlog_done = source_follow_backlog_done(&st->src);
+	pthread_mutex_lock(&st->cmu);
+	r.at_cut = st->c;
+	pthread_mutex_unlock(&st->cmu);
+	st->cut_seq = st->next_seq;
+	st->cut_at = clock_ns(CLOCK_MONOTONIC);
+	return sender_push(st, &r);
+}
+
+static bool sampled(const struct otlp_stream *st, const struct span *sp)
+{
+	switch (st->so->sample) {
+	case SAMPLE_FLOWS:
+		return sp->in_flow;
+	case SAMPLE_RATIO:
+		/* by the trace id's low half, as OpenTelemetry's ratio sampler
+		 * does: every host keeps the same traces */
+		return sp->tlo < st->so->ratio_bound;
+	default:
+		return true;
+	}
+}
+
+int stream_span(struct otlp *o, const struct span *sp)
+{
+	struct otlp_stream *st = o->st;
+	int ret;
+
+	/* made and sent before the checkpoint this release resumes from */
+	if (st->in_win && st->win_made++ < st->win_skip)
+		return 0;
+	if (!sampled(st, sp)) {
+		count(st, &st->c.sampled_out);
+		return 0;
+	}
+	if (!o->batch_spans)
+		st->batch_t0 = clock_ns(CLOCK_MONOTONIC);
+	ret = otlp_encode_span(o, sp);
+	if (ret == 0 && (o->batch_spans >= st->so->batch_spans ||
+			 otlp_batch_full(o, st->so->batch_bytes)))
+		ret = stream_cut(st, false);
+	return ret;
+}
+
+/* --------------------------------------------------------------- events */
+
+int stream_hold_event(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint64_t seq,
+		      const struct ev_args *a)
+{
+	struct otlp_stream *st = o->st;
+	char text[SHMTRACE_TEXT_MAX];
+	struct open_args oa;
+	int ret = a && a->n ? args_texts_out(o->arrive, a, &oa, text) : 0;
+
+	/* its texts are copied: the store is for the next event */
+	args_store_clear(o->arrive);
+	if (ret < 0)
+		return ret;
+	return model_add(st, r, outpid, seq, a && a->n ? &oa : NULL, NULL);
+}
+
+int stream_hold_open(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint64_t seq,
+		     const struct open_args *a)
+{
+	return model_add(o->st, r, outpid, seq, a, NULL);
+}
+
+/* The names of processes and threads, when more came. */
+static int refresh_names(struct otlp_stream *st)
+{
+	struct otlp *o = st->o;
+
+	if (st->nthr_seen == st->src.nthr && !st->run_fresh)
+		return 0;
+	st->nthr_seen = st->src.nthr;
+	hosts_free(&o->hosts);
+	for (uint32_t i = 0; i < OTLP_FRAGS; i++)
+		o->frags[i].used = false;
+	return hosts_build(&o->hosts, &st->src);
+}
+
+/* The first record of a run: its ids, and the release a checkpoint was
+ * taken inside, sent first. */
+static int run_ready(struct otlp_stream *st)
+{
+	int ret;
+
+	if ((ret = refresh_names(st)) < 0 || !st->run_fresh)
+		return ret;
+	st->run_fresh = false;
+	otlp_set_run(st->o);
+	if (!st->resume_pending)
+		return 0;
+	st->resume_pending = false;
+	return model_resume_release(st);
+}
+
+/* --otlp-max-lag: whether r is passed over (counted). */
+static bool lagging(struct otlp_stream *st, const struct shmt_record *r)
+{
+	uint64_t end = r->ts + (shmt_record_kind(r) == SHMTRACE_KIND_SPAN ? r->dur : 0);
+	uint64_t wall = end + st->o->wall_off, now = clock_ns(CLOCK_REALTIME);
+
+	st->lag_ns = now > wall ? now - wall : 0;
+	if (!st->so->max_lag_ns)
+		return false;
+	if (!st->skipping && st->lag_ns > st->so->max_lag_ns) {
+		st->skipping = true;
+		fprintf(stderr, "shmtrace stream: %.1f s behind the capture (--otlp-max-lag %.0f): "
+			"skipping ahead, the records passed over counted\n",
+			(double)st->lag_ns / 1e9, (double)st->so->max_lag_ns / 1e9);
+	} else if (st->skipping && st->lag_ns < st->so->max_lag_ns / 2) {
+		st->skipping = false;
+	}
+	if (!st->skipping)
+		return false;
+	/* numbered all the same, so that the spans after keep their ids */
+	if (shmt_record_kind(r) == SHMTRACE_KIND_OPEN)
+		st->o->nopen++;
+	else if (!shmt_record_attached(r))
+		st->o->seq++;
+	count(st, &st->c.skipped);
+	return true;
+}
+
+/* Where the pass is, for the next checkpoint: from the event held back
+ * for its arguments, if any, else after rseq. */
+static void note_position(struct otlp_stream *st, uint64_t rseq, uint64_t pseq_before,
+			  bool attached)
+{
+	struct otlp *o = st->o;
+
+	st->last_rseq = rseq;
+	if (o->held.has) {
+		if (!attached) {
+			st->pend_seq = rseq;
+			st->pend_pseq = pseq_before;
+		}
+		st->next_seq = st->pend_seq;
+		st->pseq = st->pend_pseq;
+	} else {
+		st->next_seq = rseq + 1;
+		st->pseq = o->seq;
+	}
+	st->nopen = o->nopen;
+}
+
+static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
+{
+	struct otlp_stream *st = ctx;
+	struct otlp *o = st->o;
+	uint64_t rseq = source_follow_seq(&st->src), pseq = o->seq;
+	int ret;
+
+	if (stream_stopping())
+		return 1;
+	st->idle_since = clock_ns(CLOCK_MONOTONIC);
+	if ((ret = run_ready(st)) < 0)
+		return ret == -ECANCELED ? 1 : ret;
+	if (lagging(st, r)) {
+		if (!o->held.has)
+			note_position(st, rseq, pseq, true);
+		return 0;
+	}
+	ret = otlp_on_record(o, r, start_time);
+	if (ret < 0)
+		return ret;
+	note_position(st, rseq, pseq, shmt_record_attached(r));
+	ret = model_release(st, false);
+	if (ret == 0)
+		stream_status(st, "running", false);
+	return ret == -ECANCELED ? 1 : ret;
+}
+
+/* Takes the event held back for its arguments into the model: none more
+ * can come. */
+static int take_held(struct otlp_stream *st)
+{
+	int ret = otlp_take_held(st->o);
+
+	if (ret == 0 && st->last_rseq + 1 > st->next_seq) {
+		st->next_seq = st->last_rseq + 1;
+		st->pseq = st->o->seq;
+	}
+	return ret;
+}
+
+/* Nothing more in the capture for now. */
+static int on_idle(void *ctx)
+{
+	struct otlp_stream *st = ctx;
+	struct otlp *o = st->o;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	int ret = 0;
+
+	if (stream_stopping())
+		return 1;
+	st->lag_ns = 0;
+	/* a quiet capture: what is held has waited long enough */
+	if (now - st->idle_since >= st->so->hold_ns && (o->held.has || st->m.live) &&
+	    !st->run_fresh && (ret = take_held(st)) == 0)
+		ret = model_release(st, true);
+	if (ret == 0 && o->batch_spans && now - st->batch_t0 >= STREAM_FLUSH_NS)
+		ret = stream_cut(st, false);
+	/* the position alone, when records were passed over or sampled out */
+	else if (ret == 0 && !o->batch_spans && st->next_seq != st->cut_seq &&
+		 now - st->cut_at >= STREAM_FLUSH_NS)
+		ret = stream_cut(st, true);
+	stream_status(st, st->skipping ? "skipping" : "running", false);
+	return ret == -ECANCELED ? 1 : ret;
+}
+
+/* A run begins (run_id): after another in this pass, that one is sent
+ * whole; after a checkpoint of another ring, what it held is counted
+ * skipped (its names are not here). */
+static int on_run(void *ctx, uint64_t run_id)
+{
+	struct otlp_stream *st = ctx;
+	struct otlp *o = st->o;
+	int ret;
+
+	if (st->run_started && run_id != st->run_id) {
+		if ((ret = run_ready(st)) < 0 || (ret = take_held(st)) < 0 ||
+		    (ret = model_release(st, true)) < 0 || (ret = stream_cut(st, true)) < 0)
+			return ret;
+	} else if (st->have_run && run_id != st->run_id && st->m.live) {
+		st->c.skipped += st->m.live;
+		model_free(&st->m);
+	}
+	if (!st->have_run || run_id != st->run_id) {
+		/* numbers and flows from the start, as an export of it */
+		st->run_id = run_id;
+		st->next_seq = st->pseq = st->nopen = 0;
+		o->seq = o->nopen = 0;
+		o->open.last_end = 0;
+		u64map_free(&o->last);
+		u64map_init(&o->last);
+		otlp_carry_free(o->carry);
+		if (!(o->carry = otlp_carry_new()))
+			return -ENOMEM;
+		st->m.frontier = 0;
+		st->resume_pending = false;
+	}
+	st->have_run = st->run_started = st->run_fresh = true;
+	if (st->ckpt_exists)
+		return 0;
+	/* one now, so that a collector started again before the first answer
+	 * keeps the parts not sent */
+	st->ckpt_exists = true;
+	return stream_cut(st, true);
+}
+
+/* ------------------------------------------------------------------ run */
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+
+	/* no SA_RESTART: a wait for the lock or the endpoint sees it */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* The lock, the model, the checkpoint and the backlog: all before the
+ * collector may truncate the capture. Returns 0 or -errno with err set. */
+static int prepare(struct otlp_stream *st, char *err, size_t errlen)
+{
+	const struct stream_opts *so = st->so;
+	struct follow_opts fo = { .output = so->capture, .collector_pid = so->collector_pid,
+				  .follow = so->follow, .idle = on_idle, .run_begin = on_run,
+				  .ctx = st };
+	int ret;
+
+	stream_paths(so->capture, st->ckpt_path, st->status_path, st->lock_path,
+		     sizeof(st->ckpt_path));
+	if ((ret = stream_lock(st, err, errlen)) < 0 ||
+	    (ret = source_open_follow(&st->src, &fo, err, errlen)) < 0)
+		return ret;
+	st->o = otlp_new(&st->src, &so->oo);
+	if (!st->o || !(st->o->carry = otlp_carry_new())) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	st->o->st = st;
+	st->o->arrive = &st->arrive;
+	if ((ret = ckpt_load(st, err, errlen)) < 0)
+		return ret;
+	st->ckpt_exists = ret == 1;
+	st->o->seq = st->pseq;
+	st->o->nopen = st->nopen;
+	for (size_t i = 0; i < st->m.n; i++)
+		st->resume_pending |= st->m.v[i].live && st->m.v[i].inwin;
+	if ((ret = stream_backlog(st)) < 0) {
+		snprintf(err, errlen, "keeping the parts of %s not sent yet: %s", so->capture,
+			 strerror(-ret));
+		return ret;
+	}
+	source_follow_from(&st->src, st->backlog, st->nbacklog, st->run_id, st->next_seq);
+	return 0;
+}
+
+/* The capture ended: everything held goes, and the last checkpoint. */
+static int finish(struct otlp_stream *st)
+{
+	int ret = 0;
+
+	if (!st->run_started)
+		return stream_cut(st, true);
+	if ((ret = run_ready(st)) == 0 && (ret = take_held(st)) == 0 &&
+	    (ret = model_release(st, true)) == 0)
+		ret = stream_cut(st, true);
+	return ret;
+}
+
+static void say_ready(int fd)
+{
+	if (fd < 0)
+		return;
+	if (write(fd, "ready\n", 6) != 6)
+		fprintf(stderr, "shmtrace stream: warning: --ready-fd %d: %s\n", fd, strerror(errno));
+	close(fd);
+}
+
+/* What happened: on stderr, and on --status-fd for the collector. */
+static void say_done(struct otlp_stream *st, const char *state)
+{
+	struct stream_counts c;
+	char line[512];
+
+	pthread_mutex_lock(&st->cmu);
+	c = st->c;
+	pthread_mutex_unlock(&st->cmu);
+	stream_status(st, state, true);
+	stream_summary(st, &c, line, sizeof(line));
+	if (st->so->status_fd >= 0) {
+		dprintf(st->so->status_fd, "%s (%s)\n", line, state);
+		close(st->so->status_fd);
+	} else {
+		fprintf(stderr, "shmtrace stream: %s (%s)\n", line, state);
+	}
+}
+
+static void cleanup(struct otlp_stream *st)
+{
+	otlp_free(st->o);
+	source_close(&st->src);
+	model_free(&st->m);
+	args_store_free(&st->arrive);
+	gz_free(&st->gz);
+	ob_free(&st->req);
+	ob_free(&st->pre);
+	for (size_t i = 0; i < st->nbacklog; i++)
+		free(st->backlog[i]);
+	free(st->backlog);
+	if (st->lock_fd >= 0)
+		close(st->lock_fd);
+	pthread_mutex_destroy(&st->cmu);
+	free(st);
+}
+
+int stream_main(const struct stream_opts *so)
+{
+	struct otlp_stream *st = calloc(1, sizeof(*st));
+	char err[768] = "";
+	bool stopped;
+	int ret, rc = EXIT_OK;
+
+	if (!st)
+		return cli_runtime_error("stream", "out of memory");
+	install_signals();
+	st->so = so;
+	st->lock_fd = -1;
+	pthread_mutex_init(&st->cmu, NULL);
+	args_store_init(&st->arrive);
+	model_init(&st->m);
+	gz_init(&st->gz, 1);
+	if ((ret = prepare(st, err, sizeof(err))) < 0 || (ret = sender_start(st)) < 0) {
+		rc = cli_runtime_error("stream", "%s", err[0] ? err : strerror(-ret));
+		cleanup(st);
+		return rc;
+	}
+	say_ready(so->ready_fd);
+	st->idle_since = clock_ns(CLOCK_MONOTONIC);
+	stream_status(st, "running", true);
+	ret = source_records(&st->src, on_rec, st, err, sizeof(err));
+	stopped = ret > 0 || stream_stopping();
+	if (ret == 0 && !stopped && (ret = finish(st)) == -ECANCELED)
+		stopped = true;
+	sender_finish(st);
+	if (ret < 0 && ret != -ECANCELED)
+		rc = cli_runtime_error("stream", "%s", err[0] ? err : strerror(-ret));
+	if (st->s.failed)
+		rc = cli_runtime_error("stream", "%s", st->s.err);
+	say_done(st, rc ? "failed" : stopped ? "stopped" : "finished");
+	cleanup(st);
+	return rc;
+}

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stream_ckpt.c - the live stream's checkpoint, a file beside the capture
+ * (.NAME.otlp-checkpoint): where the pass is (the ring sequence to read
+ * on from, and the numbers of the records' spans then), what the model
+ * holds (its events, with their arguments; the flows it continues; each
+ * thread's last moment) and what the stream did. One is made as each
+ * request is cut, and written, replacing the last, once the endpoint
+ * took the request: a stream started again reads it and goes on exactly
+ * from there, so that no span is sent twice and none is missed. Written
+ * to a temporary, synced and renamed over the last one, then the folder
+ * synced: a crash leaves the old one or the new one, whole.
+ *
+ * The bytes are this machine's structs, behind a header that names the
+ * layout (version, sizes) and a checksum: the file never leaves the host
+ * whose capture it goes with.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "outfile.h"
+#include "stream_int.h"
+
+#define CKPT_MAGIC	"SHMTSTRM"
+#define CKPT_VERSION	1u
+
+struct ckpt_head {
+	char magic[8];
+	uint32_t version;
+	uint32_t sum;			/* FNV-1a of the bytes after the header */
+	uint32_t sizes[4];		/* of the structs, as a check of the layout */
+	uint64_t size;			/* of the whole file */
+	uint64_t run_id, ring_id, next_seq, pseq, nopen;
+	uint64_t last_end, frontier, win_skip, arr;
+	struct stream_counts c;
+	uint64_t nlast, ncarry, nsev;
+};
+
+/* A held event as written; its arguments, if any, follow it. */
+struct ckpt_sev {
+	struct shmt_record r;
+	uint64_t seq, arr;
+	uint32_t outpid;
+	uint8_t inwin, has_args;
+	uint16_t pad;
+};
+
+static const uint32_t sizes[4] = { sizeof(struct ckpt_sev), sizeof(struct carry_ent),
+				   sizeof(struct ev_args), sizeof(struct stream_counts) };
+
+int ckpt_make(struct otlp_stream *st, struct obuf *b)
+{
+	const struct stream_model *m = &st->m;
+	struct ckpt_head h = {
+		.magic = CKPT_MAGIC, .version = CKPT_VERSION, .run_id = st->run_id,
+		.ring_id = st->ring_id, .next_seq = st->next_seq, .pseq = st->pseq,
+		.nopen = st->nopen, .last_end = st->o->open.last_end, .frontier = m->frontier,
+		.win_skip = st->in_win ? st->win_made : st->resume_pending ? st->win_skip : 0,
+		.arr = m->arr,
+		.nlast = u64map_count(&st->o->last), .ncarry = otlp_carry_count(st->o->carry),
+		.nsev = m->live,
+	};
+	size_t pos = 0;
+	uint64_t key, *val;
+
+	memcpy(h.sizes, sizes, sizeof(sizes));
+	b->len = 0;
+	ob_raw(b, (const char *)&h, sizeof(h));
+	while (u64map_next(&st->o->last, &pos, &key, &val)) {
+		ob_raw(b, (const char *)&key, sizeof(key));
+		ob_raw(b, (const char *)val, sizeof(*val));
+	}
+	for (size_t i = 0; i < h.ncarry; i++)
+		ob_raw(b, (const char *)otlp_carry_at(st->o->carry, i), sizeof(struct carry_ent));
+	if (model_by_arrival(&st->m) < 0)
+		return -ENOMEM;
+	for (size_t k = 0; k < m->live; k++) {
+		const struct sev *e = &m->v[m->order[k]];
+		struct ckpt_sev c = { .r = e->r, .seq = e->seq, .arr = e->arr, .outpid = e->outpid,
+				      .inwin = (st->in_win || st->resume_pending) && e->inwin,
+				      .has_args = e->args != NULL };
+
+		ob_raw(b, (const char *)&c, sizeof(c));
+		if (e->args) {
+			ob_raw(b, (const char *)&e->args->a, sizeof(e->args->a));
+			ob_raw(b, (const char *)&e->args->tlen, sizeof(e->args->tlen));
+			ob_raw(b, e->args->text, e->args->tlen);
+		}
+	}
+	if (b->oom)
+		return -ENOMEM;
+	((struct ckpt_head *)b->p)->size = b->len;
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The folder of path synced, so that a rename in it lasts. */
+static int sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4200];
+	int fd, ret = 0;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+int ckpt_write(const char *path, struct obuf *b, const struct stream_counts *c)
+{
+	struct ckpt_head *h = (struct ckpt_head *)b->p;
+	struct outfile of;
+	char err[512];
+	int ret;
+
+	h->c = *c;
+	h->sum = fnv1a32(b->p + sizeof(*h), b->len - sizeof(*h));
+	ret = outfile_open(&of, path, OUTFILE_WHOLE, 0600, err, sizeof(err));
+	if (ret < 0)
+		return ret;
+	ret = write_all(of.fd, b->p, b->len);
+	if (ret == 0 && fsync(of.fd) < 0)
+		ret = -errno;
+	if (ret < 0) {
+		outfile_abort(&of);
+		return ret;
+	}
+	ret = outfile_commit(&of, err, sizeof(err));
+	return ret < 0 ? ret : sync_dir(path);
+}
+
+/* ---------------------------------------------------------------- load */
+
+struct rd {
+	const char *p;
+	size_t len, pos;
+};
+
+static const void *take(struct rd *r, size_t n)
+{
+	const void *p = r->p + r->pos;
+
+	if (n > r->len - r->pos)
+		return NULL;
+	r->pos += n;
+	return p;
+}
+
+/* The held events, into the model as they came (their components made
+ * again the same way). */
+static int load_events(struct otlp_stream *st, struct rd *r, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		const struct ckpt_sev *c = take(r, sizeof(*c));
+		struct open_args oa = { .text = NULL };
+		const uint32_t *tlen;
+		uint32_t at;
+		int ret;
+
+		if (!c)
+			return -EBADMSG;
+		if (c->has_args) {
+			const struct ev_args *a = take(r, sizeof(*a));
+
+			if (!a || !(tlen = take(r, sizeof(*tlen))) || !(oa.text = take(r, *tlen)))
+				return -EBADMSG;
+			oa.a = *a;
+		}
+		/* each keeps its arrival number */
+		st->m.arr = c->arr - 1;
+		ret = model_add(st, &c->r, c->outpid, c->seq, c->has_args ? &oa : NULL, &at);
+		if (ret < 0)
+			return ret;
+		st->m.v[at].inwin = c->inwin;
+	}
+	return 0;
+}
+
+static int load_tables(struct otlp_stream *st, struct rd *r, const struct ckpt_head *h)
+{
+	for (uint64_t i = 0; i < h->nlast; i++) {
+		const uint64_t *kv = take(r, 2 * sizeof(*kv));
+		uint64_t *v;
+
+		if (!kv)
+			return -EBADMSG;
+		if (!(v = u64map_get(&st->o->last, kv[0], 0, NULL)))
+			return -ENOMEM;
+		*v = kv[1];
+	}
+	for (uint64_t i = 0; i < h->ncarry; i++) {
+		const struct carry_ent *e = take(r, sizeof(*e));
+		int ret;
+
+		if (!e)
+			return -EBADMSG;
+		if ((ret = otlp_carry_put(st->o->carry, e)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int load(struct otlp_stream *st, const char *p, size_t len)
+{
+	struct rd r = { .p = p, .len = len };
+	const struct ckpt_head *h = take(&r, sizeof(*h));
+	int ret;
+
+	if (!h || memcmp(h->magic, CKPT_MAGIC, 8) || h->version != CKPT_VERSION ||
+	    memcmp(h->sizes, sizes, sizeof(sizes)) || h->size != len ||
+	    h->sum != fnv1a32(p + sizeof(*h), len - sizeof(*h)))
+		return -EBADMSG;
+	st->run_id = h->run_id;
+	st->ring_id = h->ring_id;
+	st->next_seq = h->next_seq;
+	st->pseq = h->pseq;
+	st->nopen = h->nopen;
+	st->o->open.last_end = h->last_end;
+	st->m.frontier = h->frontier;
+	st->win_skip = h->win_skip;
+	st->c = h->c;
+	st->have_run = true;
+	ret = load_tables(st, &r, h);
+	if (ret == 0)
+		ret = load_events(st, &r, h->nsev);
+	if (ret == 0)
+		st->m.arr = h->arr;
+	return ret;
+}
+
+int ckpt_load(struct otlp_stream *st, char *err, size_t errlen)
+{
+	int fd = open(st->ckpt_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct obuf b = { 0 };
+	char chunk[65536];
+	ssize_t n;
+	int ret;
+
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", st->ckpt_path, strerror(errno));
+		return ret;
+	}
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		ob_raw(&b, chunk, (size_t)n);
+	ret = n < 0 ? -errno : b.oom ? -ENOMEM : load(st, b.p, b.len);
+	close(fd);
+	ob_free(&b);
+	if (ret == -EBADMSG)
+		snprintf(err, errlen, "%s is not a checkpoint of this shmtrace, or is damaged",
+			 st->ckpt_path);
+	else if (ret < 0)
+		snprintf(err, errlen, "%s: %s", st->ckpt_path, strerror(-ret));
+	return ret < 0 ? ret : 1;
+}

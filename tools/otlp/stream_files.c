@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stream_files.c - the live stream's files beside the capture FILE, all
+ * named .FILE.otlp-* so that `shmtrace export FILE*` never takes them for
+ * parts: the checkpoint (stream_ckpt.c), the status that `shmtrace stat
+ * FILE` shows, the lock that keeps a second stream of FILE waiting, and
+ * the backlog: parts an earlier collector wrote that its stream had not
+ * sent, moved aside before a collector started again with the same
+ * --output truncates them, read first and removed once sent.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+
+#include "outfile.h"
+#include "source_follow.h"
+#include "stream_int.h"
+
+/* DIR/.BASE.what for capture DIR/BASE. */
+static void beside(const char *capture, const char *what, char *buf, size_t len)
+{
+	const char *slash = strrchr(capture, '/');
+	int dirlen = slash ? (int)(slash - capture) + 1 : 0;
+
+	snprintf(buf, len, "%.*s.%s.%s", dirlen, capture, capture + dirlen, what);
+}
+
+void stream_paths(const char *capture, char *ckpt, char *status, char *lock, size_t len)
+{
+	beside(capture, "otlp-checkpoint", ckpt, len);
+	beside(capture, "otlp-status", status, len);
+	beside(capture, "otlp-lock", lock, len);
+}
+
+int stream_lock(struct otlp_stream *st, char *err, size_t errlen)
+{
+	st->lock_fd = open(st->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (st->lock_fd < 0) {
+		snprintf(err, errlen, "%s: %s", st->lock_path, strerror(errno));
+		return -errno;
+	}
+	if (flock(st->lock_fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	/* the stream of a collector that was stopped may still be finishing
+	 * its request: its checkpoint is the one to go on from */
+	fprintf(stderr, "shmtrace stream: another stream of %s is running; waiting for it to "
+		"stop\n", st->so->capture);
+	while (flock(st->lock_fd, LOCK_EX) < 0)
+		if (errno != EINTR || stream_stopping()) {
+			snprintf(err, errlen, "%s: %s", st->lock_path,
+				 stream_stopping() ? "stopped while waiting" : strerror(errno));
+			return -EINTR;
+		}
+	return 0;
+}
+
+/* ------------------------------------------------------------- backlog */
+
+static int cmp_num(const void *a, const void *b)
+{
+	unsigned long x = strtoul(strrchr(*(char *const *)a, '.') + 1, NULL, 10);
+	unsigned long y = strtoul(strrchr(*(char *const *)b, '.') + 1, NULL, 10);
+
+	return x < y ? -1 : x > y;
+}
+
+/* The backlog files there, in order; the next number in *next. */
+static int list_backlog(struct otlp_stream *st, unsigned long *next)
+{
+	char prefix[4200], *dir, *base;
+	const char *slash;
+	struct dirent *e;
+	DIR *d;
+
+	beside(st->so->capture, "otlp-backlog.", prefix, sizeof(prefix));
+	slash = strrchr(prefix, '/');
+	dir = strndup(prefix, slash ? (size_t)(slash - prefix) + 1 : 0);
+	base = slash ? (char *)slash + 1 : prefix;
+	d = opendir(dir && *dir ? dir : ".");
+	*next = 0;
+	while (d && (e = readdir(d))) {
+		char *end, *path;
+		unsigned long k;
+
+		if (strncmp(e->d_name, base, strlen(base)))
+			continue;
+		k = strtoul(e->d_name + strlen(base), &end, 10);
+		if (*end || end == e->d_name + strlen(base))
+			continue;
+		if (k >= *next)
+			*next = k + 1;
+		if (array_reserve(&st->backlog, &st->backlog_cap, st->nbacklog + 1,
+				  sizeof(*st->backlog), 8) < 0 ||
+		    asprintf(&path, "%s%s", dir, e->d_name) < 0)
+			break;
+		st->backlog[st->nbacklog++] = path;
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	qsort(st->backlog, st->nbacklog, sizeof(*st->backlog), cmp_num);
+	return 0;
+}
+
+int stream_backlog(struct otlp_stream *st)
+{
+	char path[4200], to[4300];
+	unsigned long next;
+	uint32_t last, first;
+	int moved = 0;
+
+	list_backlog(st, &next);
+	/* only a collector's stream, going on from a checkpoint, keeps the
+	 * parts of the collector before it from the truncation */
+	if (!st->so->collector_pid || !st->have_run)
+		return 0;
+	last = source_part_scan(st->so->capture, 0, true);
+	/* from the newest down to the first one sent whole; then in order */
+	first = last + 1;
+	for (uint32_t p = last + 1; p-- > 0;) {
+		source_part_path(st->so->capture, p, path, sizeof(path));
+		if (source_part_unsent(path, st->run_id, st->so->collector_pid, st->next_seq) <= 0)
+			break;
+		first = p;
+	}
+	for (uint32_t p = first; p <= last; p++) {
+		char *keep;
+
+		source_part_path(st->so->capture, p, path, sizeof(path));
+		beside(st->so->capture, "otlp-backlog", to, sizeof(to));
+		snprintf(to + strlen(to), sizeof(to) - strlen(to), ".%lu", next++);
+		if (rename(path, to) < 0)
+			return -errno;
+		if (array_reserve(&st->backlog, &st->backlog_cap, st->nbacklog + 1,
+				  sizeof(*st->backlog), 8) < 0 || !(keep = strdup(to)))
+			return -ENOMEM;
+		st->backlog[st->nbacklog++] = keep;
+		moved++;
+	}
+	if (moved)
+		fprintf(stderr, "shmtrace stream: %d part%s of %s not sent yet kept aside (%s...) "
+			"until sent\n", moved, moved == 1 ? "" : "s", st->so->capture,
+			st->backlog[st->nbacklog - (size_t)moved]);
+	return 0;
+}
+
+/* -------------------------------------------------------------- status */
+
+void stream_summary(const struct otlp_stream *st, const struct stream_counts *c, char *buf,
+		    size_t len)
+{
+	snprintf(buf, len, "%llu spans sent to %s in %llu requests, %llu retried, %llu rejected, "
+		 "%llu records skipped, %llu spans sampled out, lag %.1f s",
+		 (unsigned long long)c->sent, st->so->endpoint, (unsigned long long)c->requests,
+		 (unsigned long long)c->retried, (unsigned long long)c->rejected,
+		 (unsigned long long)c->skipped, (unsigned long long)c->sampled_out,
+		 (double)st->lag_ns / 1e9);
+}
+
+int stream_status_write(const struct otlp_stream *st, const struct stream_counts *c,
+			const char *state)
+{
+	char buf[2048], err[512];
+	struct outfile of;
+	time_t now = time(NULL);
+	struct tm tm;
+	int n, ret;
+
+	gmtime_r(&now, &tm);
+	n = snprintf(buf, sizeof(buf),
+		     "endpoint %s\nstate %s\npid %d\nsent %llu\nrequests %llu\nretried %llu\n"
+		     "rejected %llu\nskipped %llu\nsampled_out %llu\nheld %llu\nlag_s %.3f\n"
+		     "updated %04d-%02d-%02dT%02d:%02d:%02dZ\n", st->so->endpoint, state,
+		     (int)getpid(), (unsigned long long)c->sent, (unsigned long long)c->requests,
+		     (unsigned long long)c->retried, (unsigned long long)c->rejected,
+		     (unsigned long long)c->skipped, (unsigned long long)c->sampled_out,
+		     (unsigned long long)st->m.live, (double)st->lag_ns / 1e9, tm.tm_year + 1900,
+		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	ret = outfile_open(&of, st->status_path, OUTFILE_WHOLE, 0644, err, sizeof(err));
+	if (ret < 0)
+		return ret;
+	if (write(of.fd, buf, (size_t)n) != n) {
+		outfile_abort(&of);
+		return -EIO;
+	}
+	return outfile_commit(&of, err, sizeof(err));
+}
