@@ -81,8 +81,7 @@ void pb_end_long(struct obuf *b, size_t mark)
 	pb_put_varint(b->p + mark, len);
 }
 
-/* A varint at *p: 1 with *v, or -EBADMSG. */
-static int get_varint(const char **p, size_t *n, uint64_t *v)
+int pb_get_varint(const char **p, size_t *n, uint64_t *v)
 {
 	*v = 0;
 	for (unsigned shift = 0; shift < 64; shift += 7) {
@@ -107,13 +106,13 @@ int pb_next(const char **p, size_t *n, uint32_t *field, unsigned *wire, uint64_t
 
 	if (!*n)
 		return 0;
-	if (get_varint(p, n, &key) < 0)
+	if (pb_get_varint(p, n, &key) < 0)
 		return -EBADMSG;
 	*field = (uint32_t)(key >> 3);
 	*wire = (unsigned)(key & 7);
 	switch (*wire) {
 	case PB_VARINT:
-		return get_varint(p, n, v);
+		return pb_get_varint(p, n, v);
 	case PB_I64:
 	case 5:		/* fixed32 */
 		k = *wire == PB_I64 ? 8 : 4;
@@ -126,7 +125,7 @@ int pb_next(const char **p, size_t *n, uint32_t *field, unsigned *wire, uint64_t
 		*n -= k;
 		return 1;
 	case PB_LEN:
-		if (get_varint(p, n, v) < 0 || *v > *n)
+		if (pb_get_varint(p, n, v) < 0 || *v > *n)
 			return -EBADMSG;
 		*data = *p;
 		*len = (size_t)*v;

@@ -105,6 +105,10 @@ static inline void pb_end(struct obuf *b, size_t mark)
 		pb_end_long(b, mark);
 }
 
+/* Reading: a varint at *p[0..*n), moving past it. Returns 1 with *v, or
+ * -EBADMSG (cut, or longer than 10 bytes). */
+int pb_get_varint(const char **p, size_t *n, uint64_t *v);
+
 /*
  * Reading: the next field of a message p[0..*n), moving p and *n past
  * it: its number and wire type, a varint's or fixed64's value in *v, a

@@ -158,10 +158,57 @@ int stream_span(struct otlp *o, const struct span *sp)
 
 /* --------------------------------------------------------------- events */
 
+/* Takes the event held back for its arguments into the model: none more
+ * can come. */
+static int take_held(struct otlp_stream *st)
+{
+	int ret = otlp_take_held(st->o);
+
+	if (ret == 0 && st->last_rseq + 1 > st->next_seq) {
+		st->next_seq = st->last_rseq + 1;
+		st->pseq = st->o->seq;
+	}
+	return ret;
+}
+
+/* Going on from a checkpoint: whether the event at rseq was held then
+ * (*inwin: in the release being sent); the others were sent. */
+static bool replay_keep(struct otlp_stream *st, uint64_t rseq, bool *inwin)
+{
+	*inwin = false;
+	if (!st->replaying)
+		return true;
+	while (st->rheld_pos < st->nrheld && st->rheld[st->rheld_pos] >> 1 < rseq) {
+		/* not read again: lost with a part deleted since */
+		count(st, &st->c.skipped);
+		st->rheld_pos++;
+	}
+	if (st->rheld_pos == st->nrheld || st->rheld[st->rheld_pos] >> 1 != rseq)
+		return false;
+	*inwin = st->rheld[st->rheld_pos++] & 1;
+	return true;
+}
+
+static int hold(struct otlp_stream *st, const struct shmt_record *r, uint32_t outpid,
+		uint64_t seq, const struct sev_pos *pos, const struct open_args *a)
+{
+	uint32_t at;
+	bool inwin;
+	int ret;
+
+	if (!replay_keep(st, pos->rseq, &inwin))
+		return 0;
+	ret = model_add(st, r, outpid, seq, pos, a, &at);
+	if (ret == 0)
+		st->m.v[at].inwin = inwin;
+	return ret;
+}
+
 int stream_hold_event(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint64_t seq,
 		      const struct ev_args *a)
 {
 	struct otlp_stream *st = o->st;
+	struct sev_pos pos = { .rseq = st->pend_seq, .pseq = st->pend_pseq, .nopen = o->nopen };
 	char text[SHMTRACE_TEXT_MAX];
 	struct open_args oa;
 	int ret = a && a->n ? args_texts_out(o->arrive, a, &oa, text) : 0;
@@ -170,13 +217,41 @@ int stream_hold_event(struct otlp *o, const struct shmt_record *r, uint32_t outp
 	args_store_clear(o->arrive);
 	if (ret < 0)
 		return ret;
-	return model_add(st, r, outpid, seq, a && a->n ? &oa : NULL, NULL);
+	return hold(st, r, outpid, seq, &pos, a && a->n ? &oa : NULL);
 }
 
 int stream_hold_open(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint64_t seq,
 		     const struct open_args *a)
 {
-	return model_add(o->st, r, outpid, seq, a, NULL);
+	struct otlp_stream *st = o->st;
+	struct sev_pos pos = { .rseq = source_follow_seq(&st->src), .pseq = o->seq,
+			       .nopen = OTLP_OPEN_SEQ - seq };
+
+	return hold(st, r, outpid, seq, &pos, a);
+}
+
+/* The replay is over (the capture reached where the checkpoint was, or
+ * has nothing more): the release it was taken inside goes first. */
+static int replay_end(struct otlp_stream *st)
+{
+	bool resume = false;
+	int ret;
+
+	if (!st->replaying)
+		return 0;
+	/* an event read again and held back for its arguments: they all came
+	 * before the checkpoint's place, as it was not held back then */
+	if ((ret = take_held(st)) < 0)
+		return ret;
+	st->replaying = false;
+	for (; st->rheld_pos < st->nrheld; st->rheld_pos++)
+		count(st, &st->c.skipped);
+	free(st->rheld);
+	st->rheld = NULL;
+	st->nrheld = st->rheld_pos = 0;
+	for (size_t i = 0; i < st->m.n; i++)
+		resume |= st->m.v[i].live && st->m.v[i].inwin;
+	return resume ? model_resume_release(st) : 0;
 }
 
 /* The names of processes and threads, when more came. */
@@ -193,8 +268,7 @@ static int refresh_names(struct otlp_stream *st)
 	return hosts_build(&o->hosts, &st->src);
 }
 
-/* The first record of a run: its ids, and the release a checkpoint was
- * taken inside, sent first. */
+/* The first record of a run: its ids. */
 static int run_ready(struct otlp_stream *st)
 {
 	int ret;
@@ -203,10 +277,7 @@ static int run_ready(struct otlp_stream *st)
 		return ret;
 	st->run_fresh = false;
 	otlp_set_run(st->o);
-	if (!st->resume_pending)
-		return 0;
-	st->resume_pending = false;
-	return model_resume_release(st);
+	return 0;
 }
 
 /* --otlp-max-lag: whether r is passed over (counted). */
@@ -269,9 +340,10 @@ static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	if (stream_stopping())
 		return 1;
 	st->idle_since = clock_ns(CLOCK_MONOTONIC);
-	if ((ret = run_ready(st)) < 0)
+	if ((ret = run_ready(st)) < 0 ||
+	    (st->replaying && rseq >= st->replay_to && (ret = replay_end(st)) < 0))
 		return ret == -ECANCELED ? 1 : ret;
-	if (lagging(st, r)) {
+	if (!st->replaying && lagging(st, r)) {
 		if (!o->held.has)
 			note_position(st, rseq, pseq, true);
 		return 0;
@@ -280,23 +352,13 @@ static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	if (ret < 0)
 		return ret;
 	note_position(st, rseq, pseq, shmt_record_attached(r));
+	/* read again up to where the checkpoint was: nothing to send yet */
+	if (st->replaying)
+		return 0;
 	ret = model_release(st, false);
 	if (ret == 0)
 		stream_status(st, "running", false);
 	return ret == -ECANCELED ? 1 : ret;
-}
-
-/* Takes the event held back for its arguments into the model: none more
- * can come. */
-static int take_held(struct otlp_stream *st)
-{
-	int ret = otlp_take_held(st->o);
-
-	if (ret == 0 && st->last_rseq + 1 > st->next_seq) {
-		st->next_seq = st->last_rseq + 1;
-		st->pseq = st->o->seq;
-	}
-	return ret;
 }
 
 /* Nothing more in the capture for now. */
@@ -310,6 +372,11 @@ static int on_idle(void *ctx)
 	if (stream_stopping())
 		return 1;
 	st->lag_ns = 0;
+	/* caught up short of the checkpoint: the rest went with a part */
+	if (st->replaying && !st->run_fresh && (ret = replay_end(st)) < 0)
+		return ret == -ECANCELED ? 1 : ret;
+	if (st->replaying)
+		return 0;
 	/* a quiet capture: what is held has waited long enough */
 	if (now - st->idle_since >= st->so->hold_ns && (o->held.has || st->m.live) &&
 	    !st->run_fresh && (ret = take_held(st)) == 0)
@@ -337,9 +404,11 @@ static int on_run(void *ctx, uint64_t run_id)
 		if ((ret = run_ready(st)) < 0 || (ret = take_held(st)) < 0 ||
 		    (ret = model_release(st, true)) < 0 || (ret = stream_cut(st, true)) < 0)
 			return ret;
-	} else if (st->have_run && run_id != st->run_id && st->m.live) {
-		st->c.skipped += st->m.live;
-		model_free(&st->m);
+	} else if (st->have_run && run_id != st->run_id && st->replaying) {
+		/* a checkpoint of another ring: what it held is not here */
+		st->c.skipped += st->nrheld;
+		st->nrheld = 0;
+		st->replaying = false;
 	}
 	if (!st->have_run || run_id != st->run_id) {
 		/* numbers and flows from the start, as an export of it */
@@ -353,7 +422,6 @@ static int on_run(void *ctx, uint64_t run_id)
 		if (!(o->carry = otlp_carry_new()))
 			return -ENOMEM;
 		st->m.frontier = 0;
-		st->resume_pending = false;
 	}
 	st->have_run = st->run_started = st->run_fresh = true;
 	if (st->ckpt_exists)
@@ -404,16 +472,15 @@ static int prepare(struct otlp_stream *st, char *err, size_t errlen)
 	if ((ret = ckpt_load(st, err, errlen)) < 0)
 		return ret;
 	st->ckpt_exists = ret == 1;
-	st->o->seq = st->pseq;
-	st->o->nopen = st->nopen;
-	for (size_t i = 0; i < st->m.n; i++)
-		st->resume_pending |= st->m.v[i].live && st->m.v[i].inwin;
+	/* the pass goes on from the oldest event held, numbered as then */
+	st->o->seq = st->from_pseq;
+	st->o->nopen = st->from_nopen;
 	if ((ret = stream_backlog(st)) < 0) {
 		snprintf(err, errlen, "keeping the parts of %s not sent yet: %s", so->capture,
 			 strerror(-ret));
 		return ret;
 	}
-	source_follow_from(&st->src, st->backlog, st->nbacklog, st->run_id, st->next_seq);
+	source_follow_from(&st->src, st->backlog, st->nbacklog, st->run_id, st->from_seq);
 	return 0;
 }
 
@@ -422,10 +489,11 @@ static int finish(struct otlp_stream *st)
 {
 	int ret = 0;
 
+	st->lag_ns = 0;
 	if (!st->run_started)
-		return stream_cut(st, true);
-	if ((ret = run_ready(st)) == 0 && (ret = take_held(st)) == 0 &&
-	    (ret = model_release(st, true)) == 0)
+		return st->replaying ? 0 : stream_cut(st, true);
+	if ((ret = run_ready(st)) == 0 && (ret = replay_end(st)) == 0 &&
+	    (ret = take_held(st)) == 0 && (ret = model_release(st, true)) == 0)
 		ret = stream_cut(st, true);
 	return ret;
 }
@@ -470,6 +538,7 @@ static void cleanup(struct otlp_stream *st)
 	for (size_t i = 0; i < st->nbacklog; i++)
 		free(st->backlog[i]);
 	free(st->backlog);
+	free(st->rheld);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd);
 	pthread_mutex_destroy(&st->cmu);

@@ -2,14 +2,17 @@
 /*
  * stream_ckpt.c - the live stream's checkpoint, a file beside the capture
  * (.NAME.otlp-checkpoint): where the pass is (the ring sequence to read
- * on from, and the numbers of the records' spans then), what the model
- * holds (its events, with their arguments; the flows it continues; each
- * thread's last moment) and what the stream did. One is made as each
- * request is cut, and written, replacing the last, once the endpoint
- * took the request: a stream started again reads it and goes on exactly
- * from there, so that no span is sent twice and none is missed. Written
- * to a temporary, synced and renamed over the last one, then the folder
- * synced: a crash leaves the old one or the new one, whole.
+ * on from, and the numbers the records' spans had then), which events the
+ * model holds (the oldest one's place, to read the capture again from
+ * there, and each one's ring sequence: the others since were sent), the
+ * flows it continues, each thread's last moment, and what the stream
+ * did. One is made as each request is cut, and written, replacing the
+ * last, once the endpoint took the request: a stream started again reads
+ * it and goes on exactly from there, so that no span is sent twice and
+ * none is missed. Written to a temporary, synced and renamed over the
+ * last one, then the folder synced: a crash leaves the old one or the new
+ * one, whole. It holds no event itself, so it stays small: the capture
+ * (and the backlog, stream_files.c) keeps them.
  *
  * The bytes are this machine's structs, behind a header that names the
  * layout (version, sizes) and a checksum: the file never leaves the host
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include "outfile.h"
+#include "pb.h"
 #include "stream_int.h"
 
 #define CKPT_MAGIC	"SHMTSTRM"
@@ -32,38 +36,51 @@ struct ckpt_head {
 	char magic[8];
 	uint32_t version;
 	uint32_t sum;			/* FNV-1a of the bytes after the header */
-	uint32_t sizes[4];		/* of the structs, as a check of the layout */
+	uint32_t sizes[2];		/* of the structs, as a check of the layout */
 	uint64_t size;			/* of the whole file */
-	uint64_t run_id, ring_id, next_seq, pseq, nopen;
-	uint64_t last_end, frontier, win_skip, arr;
+	uint64_t run_id, ring_id;
+	uint64_t next_seq, pseq, nopen;	/* where the pass is */
+	uint64_t from_seq, from_pseq, from_nopen;	/* the oldest event held */
+	uint64_t last_end, frontier, win_skip;
 	struct stream_counts c;
-	uint64_t nlast, ncarry, nsev;
+	uint64_t nlast, ncarry, nheld;
 };
 
-/* A held event as written; its arguments, if any, follow it. */
-struct ckpt_sev {
-	struct shmt_record r;
-	uint64_t seq, arr;
-	uint32_t outpid;
-	uint8_t inwin, has_args;
-	uint16_t pad;
+static const uint32_t sizes[2] = { sizeof(struct carry_ent), sizeof(struct stream_counts) };
+
+/* The events held: each one's ring sequence after the one before, << 1,
+ * and whether it is in the release being sent. */
+struct held_put {
+	struct otlp_stream *st;
+	struct obuf *b;
+	uint64_t prev;
 };
 
-static const uint32_t sizes[4] = { sizeof(struct ckpt_sev), sizeof(struct carry_ent),
-				   sizeof(struct ev_args), sizeof(struct stream_counts) };
+static int put_held(void *ctx, const struct sev *e)
+{
+	struct held_put *h = ctx;
+	bool inwin = h->st->in_win && e->inwin;
+
+	pb_varint(h->b, (e->pos.rseq - h->prev) << 1 | inwin);
+	h->prev = e->pos.rseq;
+	return 0;
+}
 
 int ckpt_make(struct otlp_stream *st, struct obuf *b)
 {
-	const struct stream_model *m = &st->m;
+	const struct sev *old = model_oldest(&st->m);
 	struct ckpt_head h = {
 		.magic = CKPT_MAGIC, .version = CKPT_VERSION, .run_id = st->run_id,
 		.ring_id = st->ring_id, .next_seq = st->next_seq, .pseq = st->pseq,
-		.nopen = st->nopen, .last_end = st->o->open.last_end, .frontier = m->frontier,
-		.win_skip = st->in_win ? st->win_made : st->resume_pending ? st->win_skip : 0,
-		.arr = m->arr,
+		.nopen = st->nopen, .from_seq = old ? old->pos.rseq : st->next_seq,
+		.from_pseq = old ? old->pos.pseq : st->pseq,
+		.from_nopen = old ? old->pos.nopen : st->nopen,
+		.last_end = st->o->open.last_end, .frontier = st->m.frontier,
+		.win_skip = st->in_win ? st->win_made : 0,
 		.nlast = u64map_count(&st->o->last), .ncarry = otlp_carry_count(st->o->carry),
-		.nsev = m->live,
+		.nheld = st->m.live,
 	};
+	struct held_put hp = { .st = st, .b = b, .prev = h.from_seq };
 	size_t pos = 0;
 	uint64_t key, *val;
 
@@ -76,27 +93,12 @@ int ckpt_make(struct otlp_stream *st, struct obuf *b)
 	}
 	for (size_t i = 0; i < h.ncarry; i++)
 		ob_raw(b, (const char *)otlp_carry_at(st->o->carry, i), sizeof(struct carry_ent));
-	if (model_by_arrival(&st->m) < 0)
-		return -ENOMEM;
-	for (size_t k = 0; k < m->live; k++) {
-		const struct sev *e = &m->v[m->order[k]];
-		struct ckpt_sev c = { .r = e->r, .seq = e->seq, .arr = e->arr, .outpid = e->outpid,
-				      .inwin = (st->in_win || st->resume_pending) && e->inwin,
-				      .has_args = e->args != NULL };
-
-		ob_raw(b, (const char *)&c, sizeof(c));
-		if (e->args) {
-			ob_raw(b, (const char *)&e->args->a, sizeof(e->args->a));
-			ob_raw(b, (const char *)&e->args->tlen, sizeof(e->args->tlen));
-			ob_raw(b, e->args->text, e->args->tlen);
-		}
-	}
+	model_each(&st->m, put_held, &hp);
 	if (b->oom)
 		return -ENOMEM;
 	((struct ckpt_head *)b->p)->size = b->len;
 	return 0;
 }
-
 static int write_all(int fd, const char *p, size_t n)
 {
 	while (n) {
@@ -169,36 +171,6 @@ static const void *take(struct rd *r, size_t n)
 	return p;
 }
 
-/* The held events, into the model as they came (their components made
- * again the same way). */
-static int load_events(struct otlp_stream *st, struct rd *r, uint64_t n)
-{
-	for (uint64_t i = 0; i < n; i++) {
-		const struct ckpt_sev *c = take(r, sizeof(*c));
-		struct open_args oa = { .text = NULL };
-		const uint32_t *tlen;
-		uint32_t at;
-		int ret;
-
-		if (!c)
-			return -EBADMSG;
-		if (c->has_args) {
-			const struct ev_args *a = take(r, sizeof(*a));
-
-			if (!a || !(tlen = take(r, sizeof(*tlen))) || !(oa.text = take(r, *tlen)))
-				return -EBADMSG;
-			oa.a = *a;
-		}
-		/* each keeps its arrival number */
-		st->m.arr = c->arr - 1;
-		ret = model_add(st, &c->r, c->outpid, c->seq, c->has_args ? &oa : NULL, &at);
-		if (ret < 0)
-			return ret;
-		st->m.v[at].inwin = c->inwin;
-	}
-	return 0;
-}
-
 static int load_tables(struct otlp_stream *st, struct rd *r, const struct ckpt_head *h)
 {
 	for (uint64_t i = 0; i < h->nlast; i++) {
@@ -223,6 +195,28 @@ static int load_tables(struct otlp_stream *st, struct rd *r, const struct ckpt_h
 	return 0;
 }
 
+/* The ring sequences of the events held, for the replay. */
+static int load_held(struct otlp_stream *st, struct rd *r, uint64_t n)
+{
+	const char *p = r->p + r->pos;
+	size_t left = r->len - r->pos;
+	uint64_t seq = st->from_seq, v;
+
+	/* a varint takes a byte at least */
+	if (n > left)
+		return -EBADMSG;
+	if (!(st->rheld = calloc(n ? n : 1, sizeof(*st->rheld))))
+		return -ENOMEM;
+	for (uint64_t i = 0; i < n; i++) {
+		if (pb_get_varint(&p, &left, &v) != 1 || (seq += v >> 1) >= st->replay_to)
+			return -EBADMSG;
+		st->rheld[i] = seq << 1 | (v & 1);
+	}
+	st->nrheld = n;
+	r->pos = r->len - left;
+	return 0;
+}
+
 static int load(struct otlp_stream *st, const char *p, size_t len)
 {
 	struct rd r = { .p = p, .len = len };
@@ -231,13 +225,16 @@ static int load(struct otlp_stream *st, const char *p, size_t len)
 
 	if (!h || memcmp(h->magic, CKPT_MAGIC, 8) || h->version != CKPT_VERSION ||
 	    memcmp(h->sizes, sizes, sizeof(sizes)) || h->size != len ||
-	    h->sum != fnv1a32(p + sizeof(*h), len - sizeof(*h)))
+	    h->sum != fnv1a32(p + sizeof(*h), len - sizeof(*h)) || h->from_seq > h->next_seq)
 		return -EBADMSG;
 	st->run_id = h->run_id;
 	st->ring_id = h->ring_id;
-	st->next_seq = h->next_seq;
+	st->next_seq = st->replay_to = h->next_seq;
 	st->pseq = h->pseq;
 	st->nopen = h->nopen;
+	st->from_seq = h->from_seq;
+	st->from_pseq = h->from_pseq;
+	st->from_nopen = h->from_nopen;
 	st->o->open.last_end = h->last_end;
 	st->m.frontier = h->frontier;
 	st->win_skip = h->win_skip;
@@ -245,9 +242,10 @@ static int load(struct otlp_stream *st, const char *p, size_t len)
 	st->have_run = true;
 	ret = load_tables(st, &r, h);
 	if (ret == 0)
-		ret = load_events(st, &r, h->nsev);
-	if (ret == 0)
-		st->m.arr = h->arr;
+		ret = load_held(st, &r, h->nheld);
+	if (ret == 0 && r.pos != len)
+		ret = -EBADMSG;
+	st->replaying = ret == 0 && st->from_seq < st->replay_to;
 	return ret;
 }
 

@@ -125,7 +125,7 @@ int stream_backlog(struct otlp_stream *st)
 	first = last + 1;
 	for (uint32_t p = last + 1; p-- > 0;) {
 		source_part_path(st->so->capture, p, path, sizeof(path));
-		if (source_part_unsent(path, st->run_id, st->so->collector_pid, st->next_seq) <= 0)
+		if (source_part_unsent(path, st->run_id, st->so->collector_pid, st->from_seq) <= 0)
 			break;
 		first = p;
 	}

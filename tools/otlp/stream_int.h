@@ -28,7 +28,7 @@ enum { SAMPLE_ALL, SAMPLE_FLOWS, SAMPLE_RATIO };
 #define STREAM_HOLD_NS		(5ull * 1000000000ull)
 #define STREAM_MAX_LAG_NS	(600ull * 1000000000ull)
 /* Events held at most: past it, the oldest release goes out as it is. */
-#define STREAM_HELD_MAX		16384u
+#define STREAM_HELD_MAX		262144u
 /* Requests made and not yet answered, at most (the send queue). */
 #define STREAM_QUEUE		4u
 /* A partial batch goes out once its first span is this old and the
@@ -76,8 +76,16 @@ struct sargs {
 
 /* A held event: a span, instant or open span waiting for its tree and
  * its flow to be whole. */
+/* Where in the capture an event is, and the pass's numbers before it:
+ * what a checkpoint needs to read it again. */
+struct sev_pos {
+	uint64_t rseq;			/* its ring sequence */
+	uint64_t pseq, nopen;		/* o->seq and o->nopen before it */
+};
+
 struct sev {
 	struct shmt_record r;		/* as it came (an open span's dur as recorded) */
+	struct sev_pos pos;
 	uint64_t seq;			/* its number, its span id */
 	uint64_t arr;			/* its arrival: 1, 2, ... */
 	uint64_t end;			/* ts + dur, saturated */
@@ -134,25 +142,26 @@ struct stream_model {
 	size_t nfl, flcap;
 	uint32_t *win;			/* the release being sent, by arrival */
 	size_t nwin, wincap;
-	uint32_t *order;		/* the events held, by arrival (model_by_arrival()) */
-	size_t ordercap;
 };
 
 struct otlp_stream;
 
 void model_init(struct stream_model *m);
 void model_free(struct stream_model *m);
-/* Holds event r (of outpid), numbered seq, with its arguments (or NULL);
- * its slot in *at (if not NULL). Returns 0 or -ENOMEM. */
+/* Holds event r (of outpid, at pos), numbered seq, with its arguments (or
+ * NULL); its slot in *at (if not NULL). Returns 0 or -ENOMEM. */
 int model_add(struct otlp_stream *st, const struct shmt_record *r, uint32_t outpid, uint64_t seq,
-	      const struct open_args *a, uint32_t *at);
-/* The live events' slots by arrival, in m->order[0 .. m->live). */
-int model_by_arrival(struct stream_model *m);
+	      const struct sev_pos *pos, const struct open_args *a, uint32_t *at);
+/* The oldest event held (arrival is ring order), or NULL. */
+const struct sev *model_oldest(struct stream_model *m);
+/* Calls fn for each event held, oldest first. */
+int model_each(struct stream_model *m, int (*fn)(void *ctx, const struct sev *e), void *ctx);
 /* Sends what is whole: the components no record can join any more within
  * the hold (all: everything held), and the oldest past STREAM_HELD_MAX. */
 int model_release(struct otlp_stream *st, bool all);
 /* Sends the release that a checkpoint was taken inside (the events marked
- * inwin, skipping the spans it says were sent), before anything else. */
+ * inwin, skipping the st->win_skip spans it says were sent), before
+ * anything else. */
 int model_resume_release(struct otlp_stream *st);
 
 /* ---------------------------------------------------------------- queue */
@@ -197,12 +206,20 @@ struct otlp_stream {
 	 * below it are in the model or sent), and the numbers then */
 	uint64_t run_id, ring_id, next_seq, pseq, nopen;
 	uint64_t pend_seq, pend_pseq;	/* the event held back for its arguments */
+	/* going on from a checkpoint: the records from the oldest event it
+	 * held up to next_seq (replay_to) are read again, and of them only the
+	 * events it held (rheld: ring sequence << 1 | in the release being
+	 * sent, in order) are held again; the others were sent */
+	bool replaying;
+	uint64_t from_seq, from_pseq, from_nopen, replay_to;
+	uint64_t *rheld;
+	size_t nrheld, rheld_pos;
 	uint64_t last_rseq;		/* the record handed over last */
 	uint64_t cut_seq, cut_at;	/* next_seq at the last cut, and when (mono) */
 	size_t nthr_seen;		/* name slots the hosts were built from */
 	/* a run known (from the checkpoint, or begun), begun in this pass,
 	 * not yet given a record; a checkpoint there, taken inside a release */
-	bool have_run, run_started, run_fresh, ckpt_exists, resume_pending;
+	bool have_run, run_started, run_fresh, ckpt_exists;
 	/* the release being sent: spans made, and made before a checkpoint
 	 * (sent already) to leave out */
 	uint64_t win_made, win_skip;

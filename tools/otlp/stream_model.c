@@ -46,7 +46,6 @@ void model_free(struct stream_model *m)
 	free(m->th);
 	free(m->fl);
 	free(m->win);
-	free(m->order);
 	u64map_free(&m->tmap);
 	u64map_free(&m->fmap);
 	model_init(m);
@@ -358,7 +357,7 @@ static struct sargs *args_copy(const struct open_args *a)
 }
 
 int model_add(struct otlp_stream *st, const struct shmt_record *r, uint32_t outpid, uint64_t seq,
-	      const struct open_args *a, uint32_t *at)
+	      const struct sev_pos *pos, const struct open_args *a, uint32_t *at)
 {
 	struct stream_model *m = &st->m;
 	uint64_t dur = shmt_record_kind(r) == SHMTRACE_KIND_INSTANT ? 0 : r->dur;
@@ -371,8 +370,8 @@ int model_add(struct otlp_stream *st, const struct shmt_record *r, uint32_t outp
 	if (ret < 0)
 		return ret;
 	e = &m->v[i];
-	*e = (struct sev){ .r = *r, .seq = seq, .arr = ++m->arr, .outpid = outpid, .up = i,
-			   .tail = i + 1, .size = 1, .live = true };
+	*e = (struct sev){ .r = *r, .pos = *pos, .seq = seq, .arr = ++m->arr, .outpid = outpid,
+			   .up = i, .tail = i + 1, .size = 1, .live = true };
 	e->end = e->cend = r->ts + dur < r->ts ? UINT64_MAX : r->ts + dur;
 	if (a && a->a.n && !(e->args = args_copy(a))) {
 		e->live = false;
@@ -482,17 +481,21 @@ static int walk_release(struct otlp_stream *st)
 	return ret;
 }
 
-int model_by_arrival(struct stream_model *m)
+const struct sev *model_oldest(struct stream_model *m)
 {
-	size_t k = 0;
+	while (m->fhead < m->ftail && !ref_ok(m, m->fifo[m->fhead % m->fcap]))
+		m->fhead++;
+	return m->fhead < m->ftail ? &m->v[m->fifo[m->fhead % m->fcap].i] : NULL;
+}
 
-	if (array_reserve(&m->order, &m->ordercap, m->live + 1, sizeof(*m->order), 256) < 0)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->n; i++)
-		if (m->v[i].live)
-			m->order[k++] = (uint32_t)i;
-	qsort_r(m->order, k, sizeof(*m->order), by_arrival, m);
-	return 0;
+int model_each(struct stream_model *m, int (*fn)(void *ctx, const struct sev *e), void *ctx)
+{
+	int ret = 0;
+
+	for (size_t k = m->fhead; k < m->ftail && ret == 0; k++)
+		if (ref_ok(m, m->fifo[k % m->fcap]))
+			ret = fn(ctx, &m->v[m->fifo[k % m->fcap].i]);
+	return ret;
 }
 
 /* Sends the release chosen, then forgets its events. */
