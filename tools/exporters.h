@@ -42,6 +42,11 @@ struct otlp_opts {
 	bool protobuf;			/* requests as protobuf, not OTLP/JSON */
 };
 
+struct kv;
+/* The live stream of capture (`shmtrace stream`), as its status file
+ * beside the capture says: keys stream_*, nothing when it has none. */
+void otlp_stream_stat(const char *capture, struct kv *o);
+
 /* Exports src as OTLP to out (a file, "-" for stdout, or NULL with an
  * endpoint) and/or to o->endpoint. Prints its errors and what was sent;
  * returns the exit code (EXIT_OK or EXIT_RUNTIME). */

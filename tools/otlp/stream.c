@@ -51,18 +51,40 @@ static void count(struct otlp_stream *st, uint64_t *c)
 	pthread_mutex_unlock(&st->cmu);
 }
 
-void stream_status(struct otlp_stream *st, const char *state, bool force)
+uint64_t stream_lag(const struct stream_live *l)
+{
+	uint64_t now = clock_ns(CLOCK_REALTIME);
+
+	return l->caught_up || !l->last_wall || now < l->last_wall ? 0 : now - l->last_wall;
+}
+
+void stream_publish(struct otlp_stream *st, const char *state)
+{
+	pthread_mutex_lock(&st->cmu);
+	st->live.last_wall = st->last_wall;
+	st->live.caught_up = st->caught_up;
+	st->live.held = st->m.live;
+	if (state)
+		st->live.state = state;
+	pthread_mutex_unlock(&st->cmu);
+}
+
+void stream_status(struct otlp_stream *st, bool force)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	struct stream_counts c;
+	struct stream_live l;
 
-	if (!force && now - st->status_at < 1000000000ull)
-		return;
-	st->status_at = now;
 	pthread_mutex_lock(&st->cmu);
+	if (!force && now - st->live.status_at < 1000000000ull) {
+		pthread_mutex_unlock(&st->cmu);
+		return;
+	}
+	st->live.status_at = now;
 	c = st->c;
+	l = st->live;
 	pthread_mutex_unlock(&st->cmu);
-	stream_status_write(st, &c, state);
+	stream_status_write(st, &c, &l);
 }
 
 /* ------------------------------------------------------------- requests */
@@ -118,6 +140,8 @@ int stream_cut(struct otlp_stream *st, bool force)
 	pthread_mutex_unlock(&st->cmu);
 	st->cut_seq = st->next_seq;
 	st->cut_at = clock_ns(CLOCK_MONOTONIC);
+	/* the sender shows it while the reader waits on the queue */
+	stream_publish(st, NULL);
 	return sender_push(st, &r);
 }
 
@@ -287,6 +311,8 @@ static bool lagging(struct otlp_stream *st, const struct shmt_record *r)
 	uint64_t wall = end + st->o->wall_off, now = clock_ns(CLOCK_REALTIME);
 
 	st->lag_ns = now > wall ? now - wall : 0;
+	st->last_wall = wall;
+	st->caught_up = false;
 	if (!st->so->max_lag_ns)
 		return false;
 	if (!st->skipping && st->lag_ns > st->so->max_lag_ns) {
@@ -356,8 +382,12 @@ static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	if (st->replaying)
 		return 0;
 	ret = model_release(st, false);
-	if (ret == 0)
-		stream_status(st, "running", false);
+	/* the reader's own clock: the sender's writes are under the lock */
+	if (ret == 0 && clock_ns(CLOCK_MONOTONIC) - st->status_at >= 1000000000ull) {
+		st->status_at = clock_ns(CLOCK_MONOTONIC);
+		stream_publish(st, st->skipping ? "skipping" : "running");
+		stream_status(st, false);
+	}
 	return ret == -ECANCELED ? 1 : ret;
 }
 
@@ -372,6 +402,7 @@ static int on_idle(void *ctx)
 	if (stream_stopping())
 		return 1;
 	st->lag_ns = 0;
+	st->caught_up = true;
 	/* caught up short of the checkpoint: the rest went with a part */
 	if (st->replaying && !st->run_fresh && (ret = replay_end(st)) < 0)
 		return ret == -ECANCELED ? 1 : ret;
@@ -387,7 +418,8 @@ static int on_idle(void *ctx)
 	else if (ret == 0 && !o->batch_spans && st->next_seq != st->cut_seq &&
 		 now - st->cut_at >= STREAM_FLUSH_NS)
 		ret = stream_cut(st, true);
-	stream_status(st, st->skipping ? "skipping" : "running", false);
+	stream_publish(st, st->skipping ? "skipping" : "running");
+	stream_status(st, false);
 	return ret == -ECANCELED ? 1 : ret;
 }
 
@@ -490,6 +522,7 @@ static int finish(struct otlp_stream *st)
 	int ret = 0;
 
 	st->lag_ns = 0;
+	st->caught_up = true;
 	if (!st->run_started)
 		return st->replaying ? 0 : stream_cut(st, true);
 	if ((ret = run_ready(st)) == 0 && (ret = replay_end(st)) == 0 &&
@@ -511,13 +544,16 @@ static void say_ready(int fd)
 static void say_done(struct otlp_stream *st, const char *state)
 {
 	struct stream_counts c;
+	struct stream_live l;
 	char line[512];
 
+	stream_publish(st, state);
+	stream_status(st, true);
 	pthread_mutex_lock(&st->cmu);
 	c = st->c;
+	l = st->live;
 	pthread_mutex_unlock(&st->cmu);
-	stream_status(st, state, true);
-	stream_summary(st, &c, line, sizeof(line));
+	stream_summary(st, &c, &l, line, sizeof(line));
 	if (st->so->status_fd >= 0) {
 		dprintf(st->so->status_fd, "%s (%s)\n", line, state);
 		close(st->so->status_fd);
@@ -568,7 +604,8 @@ int stream_main(const struct stream_opts *so)
 	}
 	say_ready(so->ready_fd);
 	st->idle_since = clock_ns(CLOCK_MONOTONIC);
-	stream_status(st, "running", true);
+	stream_publish(st, "running");
+	stream_status(st, true);
 	ret = source_records(&st->src, on_rec, st, err, sizeof(err));
 	stopped = ret > 0 || stream_stopping();
 	if (ret == 0 && !stopped && (ret = finish(st)) == -ECANCELED)

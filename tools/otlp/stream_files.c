@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <sys/file.h>
 
+#include "kv.h"
 #include "outfile.h"
 #include "source_follow.h"
 #include "stream_int.h"
@@ -152,19 +153,19 @@ int stream_backlog(struct otlp_stream *st)
 
 /* -------------------------------------------------------------- status */
 
-void stream_summary(const struct otlp_stream *st, const struct stream_counts *c, char *buf,
-		    size_t len)
+void stream_summary(const struct otlp_stream *st, const struct stream_counts *c,
+		    const struct stream_live *l, char *buf, size_t len)
 {
 	snprintf(buf, len, "%llu spans sent to %s in %llu requests, %llu retried, %llu rejected, "
 		 "%llu records skipped, %llu spans sampled out, lag %.1f s",
 		 (unsigned long long)c->sent, st->so->endpoint, (unsigned long long)c->requests,
 		 (unsigned long long)c->retried, (unsigned long long)c->rejected,
 		 (unsigned long long)c->skipped, (unsigned long long)c->sampled_out,
-		 (double)st->lag_ns / 1e9);
+		 (double)stream_lag(l) / 1e9);
 }
 
 int stream_status_write(const struct otlp_stream *st, const struct stream_counts *c,
-			const char *state)
+			const struct stream_live *l)
 {
 	char buf[2048], err[512];
 	struct outfile of;
@@ -176,12 +177,13 @@ int stream_status_write(const struct otlp_stream *st, const struct stream_counts
 	n = snprintf(buf, sizeof(buf),
 		     "endpoint %s\nstate %s\npid %d\nsent %llu\nrequests %llu\nretried %llu\n"
 		     "rejected %llu\nskipped %llu\nsampled_out %llu\nheld %llu\nlag_s %.3f\n"
-		     "updated %04d-%02d-%02dT%02d:%02d:%02dZ\n", st->so->endpoint, state,
-		     (int)getpid(), (unsigned long long)c->sent, (unsigned long long)c->requests,
-		     (unsigned long long)c->retried, (unsigned long long)c->rejected,
-		     (unsigned long long)c->skipped, (unsigned long long)c->sampled_out,
-		     (unsigned long long)st->m.live, (double)st->lag_ns / 1e9, tm.tm_year + 1900,
-		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+		     "updated %04d-%02d-%02dT%02d:%02d:%02dZ\n", st->so->endpoint,
+		     l->state ? l->state : "running", (int)getpid(), (unsigned long long)c->sent,
+		     (unsigned long long)c->requests, (unsigned long long)c->retried,
+		     (unsigned long long)c->rejected, (unsigned long long)c->skipped,
+		     (unsigned long long)c->sampled_out, (unsigned long long)l->held,
+		     (double)stream_lag(l) / 1e9, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		     tm.tm_hour, tm.tm_min, tm.tm_sec);
 	ret = outfile_open(&of, st->status_path, OUTFILE_WHOLE, 0644, err, sizeof(err));
 	if (ret < 0)
 		return ret;
@@ -190,4 +192,63 @@ int stream_status_write(const struct otlp_stream *st, const struct stream_counts
 		return -EIO;
 	}
 	return outfile_commit(&of, err, sizeof(err));
+}
+
+/* Whether the stream that wrote the status (pid) still runs. */
+static bool stream_alive(unsigned long pid)
+{
+	char path[64], comm[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%lu/comm", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = 0;
+	fclose(f);
+	return !strncmp(comm, "shmtrace", 8);
+}
+
+void otlp_stream_stat(const char *capture, struct kv *o)
+{
+	static const char *const nums[] = { "sent", "requests", "retried", "rejected", "skipped",
+					    "sampled_out", "held" };
+	char ckpt[4200], status[4200], lock[4200], line[512], key[64], val[448];
+	char state[96] = "", *eq;
+	unsigned long pid = 0;
+	FILE *f;
+
+	stream_paths(capture, ckpt, status, lock, sizeof(ckpt));
+	f = fopen(status, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		eq = strchr(line, ' ');
+		if (!eq || (size_t)(eq - line) >= sizeof(key))
+			continue;
+		snprintf(key, sizeof(key), "stream_%.*s", (int)(eq - line), line);
+		snprintf(val, sizeof(val), "%s", eq + 1);
+		if (!strcmp(key, "stream_pid")) {
+			pid = strtoul(val, NULL, 10);
+			continue;
+		}
+		if (!strcmp(key, "stream_state")) {
+			snprintf(state, sizeof(state), "%.80s", val);
+			/* a stream killed outright left "running" behind */
+			if (!strcmp(val, "running") && !stream_alive(pid))
+				snprintf(state, sizeof(state), "stopped (its process is gone)");
+			kv_str(o, key, state);
+			continue;
+		}
+		for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+			if (!strcmp(key + 7, nums[i])) {
+				kv_u64(o, key, strtoull(val, NULL, 10));
+				key[0] = 0;
+			}
+		if (key[0])
+			kv_str(o, key, val);
+	}
+	fclose(f);
 }

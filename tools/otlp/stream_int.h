@@ -228,16 +228,28 @@ struct otlp_stream {
 	uint64_t idle_since;		/* mono ns the capture last gave a record */
 	uint64_t status_at;		/* mono ns of the last status written */
 	bool skipping;			/* --otlp-max-lag: passing records over */
-	uint64_t lag_ns;
+	uint64_t lag_ns;		/* behind the record handed over last */
+	uint64_t last_wall;		/* its end, ns since the epoch */
+	bool caught_up;			/* nothing more in the capture for now */
+	pthread_mutex_t cmu;		/* what follows, shared with the sender */
 	struct stream_counts c;		/* what the checkpoints say, plus the live run */
-	pthread_mutex_t cmu;		/* c, shared with the sender */
+	struct stream_live {
+		uint64_t last_wall, held, status_at;
+		bool caught_up;
+		const char *state;
+	} live;				/* the reader's, as the status shows it */
 };
 
 /* stream.c */
 /* Cuts the batch: a request with its checkpoint, queued. */
 int stream_cut(struct otlp_stream *st, bool last);
+/* The reader's state (state: "running", "skipping", ...; NULL: as it
+ * was) for the status and the summary. */
+void stream_publish(struct otlp_stream *st, const char *state);
 /* Writes the status file now (force) or when a second has passed. */
-void stream_status(struct otlp_stream *st, const char *state, bool force);
+void stream_status(struct otlp_stream *st, bool force);
+/* How far behind the capture the stream is (ns), from live (under cmu). */
+uint64_t stream_lag(const struct stream_live *l);
 bool stream_stopping(void);
 /* Runs the stream so says. Prints its errors; returns the exit code. */
 int stream_main(const struct stream_opts *so);
@@ -253,11 +265,11 @@ int stream_lock(struct otlp_stream *st, char *err, size_t errlen);
  * Returns 0 or -errno. */
 int stream_backlog(struct otlp_stream *st);
 /* What was done, in one line. */
-void stream_summary(const struct otlp_stream *st, const struct stream_counts *c, char *buf,
-		    size_t len);
+void stream_summary(const struct otlp_stream *st, const struct stream_counts *c,
+		    const struct stream_live *l, char *buf, size_t len);
 /* The status file (`shmtrace stat CAPTURE`): 0 or -errno. */
 int stream_status_write(const struct otlp_stream *st, const struct stream_counts *c,
-			const char *state);
+			const struct stream_live *l);
 
 /* stream_ckpt.c: the checkpoint, a file beside the capture. */
 /* The model and the position as bytes, into b. Returns 0 or -ENOMEM. */

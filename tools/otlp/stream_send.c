@@ -83,7 +83,7 @@ static void count(struct otlp_stream *st, uint64_t *c, uint64_t n)
 
 /* An answer the endpoint gave: counted. */
 static void answered(struct otlp_stream *st, const struct qreq *r, const struct http_answer *a,
-		     uint64_t *said)
+		     uint64_t said[2])
 {
 	char msg[256];
 	uint64_t rej;
@@ -97,8 +97,8 @@ static void answered(struct otlp_stream *st, const struct qreq *r, const struct 
 		st->c.sent += r->spans - rej;
 		st->c.rejected += rej;
 		pthread_mutex_unlock(&st->cmu);
-		if (rej && mono_ns() - *said >= SAY_EVERY_NS) {
-			*said = mono_ns();
+		if (rej && mono_ns() - said[0] >= SAY_EVERY_NS) {
+			said[0] = mono_ns();
 			fprintf(stderr, "shmtrace stream: the endpoint rejected %llu of %llu spans "
 				"(partial success)%s%s\n", (unsigned long long)rej,
 				(unsigned long long)r->spans, msg[0] ? ": " : "", msg);
@@ -106,8 +106,8 @@ static void answered(struct otlp_stream *st, const struct qreq *r, const struct 
 		return;
 	}
 	count(st, &st->c.rejected, r->spans);
-	if (mono_ns() - *said >= SAY_EVERY_NS) {
-		*said = mono_ns();
+	if (mono_ns() - said[1] >= SAY_EVERY_NS) {
+		said[1] = mono_ns();
 		snprintf(msg, sizeof(msg), "%.*s", (int)strcspn(a->body, "\r\n"), a->body);
 		fprintf(stderr, "shmtrace stream: http://%s%s answered HTTP %d%s%s%s%s: %llu spans "
 			"rejected, not sent again\n", st->so->url.hostport, st->so->url.path,
@@ -125,7 +125,7 @@ static int send_one(struct otlp_stream *st, const struct qreq *r)
 							  : "application/json",
 				.cenc = so->gzip ? "gzip" : NULL, .body = r->body.p,
 				.len = r->body.len };
-	static uint64_t said_fail, said_answer;
+	static uint64_t said_fail, said_answer[2];
 	unsigned delay = BACKOFF_MIN_MS, wait;
 	struct http_answer *a = malloc(sizeof(*a));
 	char why[512];
@@ -168,7 +168,7 @@ static int send_one(struct otlp_stream *st, const struct qreq *r)
 			(unsigned long long)r->spans);
 		count(st, &st->c.rejected, r->spans);
 	} else {
-		answered(st, r, a, &said_answer);
+		answered(st, r, a, said_answer);
 	}
 	free(a);
 	return 0;
@@ -191,6 +191,7 @@ static int keep(struct otlp_stream *st, struct qreq *r)
 		return ret;
 	for (; st->backlog_removed < r->backlog_done; st->backlog_removed++)
 		unlink(st->backlog[st->backlog_removed]);
+	stream_status(st, false);
 	return 0;
 }
 
