@@ -16,14 +16,15 @@ request's answer is the next of --script, then 200:
            the request are not kept)
   503, 502, 504, 500, 400, 413  that status, nothing kept
   429      429 with Retry-After: 1
-  stall    reads the request, then waits until a line is written into the
-           FIFO DIR/release (the test's signal, no clock), then answers 200
+  stall    reads the request, then waits for a line in the FIFO DIR/release
+           (the test's signal, no clock), then answers 200
   close    closes the connection without answering
 
 DIR/log gets one line per request: "STATUS CONTENT-TYPE ENCODING SPANS".
 With --notify-after N, once the N-th request was answered 200 it writes a
-line into the FIFO DIR/notify. Prints its port once listening; SIGTERM
-stops it (the port refuses connections from then on).
+line into the FIFO DIR/notify. It holds both FIFOs (which the test makes)
+open from its start. Prints its port once listening; SIGTERM stops it
+(the port refuses connections from then on).
 """
 import gzip
 import http.server
@@ -213,6 +214,16 @@ class State:
         self.dir, self.script, self.notify_after = d, script, notify_after
         self.n = self.ok = 0
         self.lock = threading.Lock()
+        # both FIFOs held open from the start (read and write: opening
+        # never blocks), so that the test's side never waits on an open,
+        # and sees the end of notify if the receiver dies
+        self.release = os.open(os.path.join(d, 'release'), os.O_RDWR)
+        self.notify = os.open(os.path.join(d, 'notify'), os.O_RDWR)
+
+    def wait_release(self):
+        buf = b''
+        while not buf.endswith(b'\n'):
+            buf += os.read(self.release, 1)
 
     def log(self, line):
         with open(os.path.join(self.dir, 'log'), 'a') as f:
@@ -260,8 +271,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if act == 'stall':
-            with open(os.path.join(st.dir, 'release')) as f:
-                f.readline()
+            st.wait_release()
             act = '200'
         if act == '200' or act.startswith('p'):
             rej = int(act[1:]) if act.startswith('p') else 0
@@ -272,8 +282,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             st.log('200 %s %s %d %d' % (ctype, cenc, len(spans), rej))
             self.reply(200, ctype, answer_body(ctype, rej))
             if st.notify_after and ok == st.notify_after:
-                with open(os.path.join(st.dir, 'notify'), 'w') as f:
-                    f.write('%d\n' % ok)
+                os.write(st.notify, b'%d\n' % ok)
             return
         status = int(act)
         st.log('%d %s %s %d' % (status, ctype, cenc, len(spans)))
@@ -301,7 +310,8 @@ def main():
     srv.daemon_threads = True
     srv.state = State(d, script, notify)
     signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
-    print(srv.server_address[1], flush=True)
+    # one write: the test reads the line, and may close its end then
+    os.write(1, b'%d\n' % srv.server_address[1])
     srv.serve_forever()
 
 

@@ -417,8 +417,8 @@ int http_conn_post(struct http_conn *c, const struct http_req *r, struct http_an
 		if (ret >= 0)
 			break;
 		http_conn_close(c);
-		/* an idle connection the endpoint closed: once more, anew */
-		if (!reused || answered)
+		/* an idle connection the endpoint had closed: once more, anew */
+		if (!reused || answered || (ret != -ECONNRESET && ret != -EPIPE))
 			break;
 	}
 	if (ret == 1 && c->keep)

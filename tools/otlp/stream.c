@@ -489,6 +489,12 @@ static int prepare(struct otlp_stream *st, char *err, size_t errlen)
 				  .ctx = st };
 	int ret;
 
+	/* a capture that is not there now never comes, unless followed */
+	if (!so->follow && access(so->capture, R_OK) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", so->capture, strerror(errno));
+		return ret;
+	}
 	stream_paths(so->capture, st->ckpt_path, st->status_path, st->lock_path,
 		     sizeof(st->ckpt_path));
 	if ((ret = stream_lock(st, err, errlen)) < 0 ||

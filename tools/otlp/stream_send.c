@@ -139,7 +139,11 @@ static int send_one(struct otlp_stream *st, const struct qreq *r)
 			return -ECANCELED;
 		}
 		ret = http_conn_post(&st->s.conn, &req, a, why, sizeof(why));
-		if (!otlp_retryable(ret, ret < 0 ? 0 : a->status))
+		/* any failure to reach it is tried again (a name that did not
+		 * resolve, a network down, a signal); an answer that is not
+		 * HTTP, or a request that cannot be made, is not */
+		if (ret < 0 ? ret == -EPROTO || ret == -E2BIG || ret == -ENOMEM
+			    : !otlp_retryable(0, a->status))
 			break;
 		count(st, &st->c.retried, 1);
 		if (!failing || mono_ns() - said_fail >= SAY_EVERY_NS) {

@@ -313,8 +313,9 @@ static int open_next(struct source *s, struct follow *f, char *err, size_t errle
 			return open_next(s, f, err, errlen);
 		}
 	}
-	/* not there yet, or its header not whole yet */
-	if (ret == -ENOENT || ret == -EBADMSG || ret == -EPIPE)
+	/* not there yet, or its header not whole yet; without following,
+	 * a capture that is not there at all is an error */
+	if ((ret == -ENOENT || ret == -EBADMSG || ret == -EPIPE) && (f->o.follow || f->have_run))
 		return f->o.follow ? 0 : 2;
 	if (ret < 0) {
 		snprintf(err, errlen, "%s", why);
