@@ -352,6 +352,30 @@ static inline void expect_as_export(const struct receiver *r, const char *const 
 	assert_int_equal(rc, 0);
 }
 
+/* The connections the receiver's requests answered 200 came on (the
+ * client ports in its log), and how many requests those were. */
+static inline size_t receiver_connections(const struct receiver *r, size_t *requests)
+{
+	char *log = slurp(tmp2(r->dir, "log")), *p = log;
+	int ports[4096];
+	size_t n = 0;
+
+	*requests = 0;
+	while ((p = strstr(p, " port="))) {
+		int port = atoi(p + 6);
+		size_t i;
+
+		p += 6;
+		(*requests)++;
+		for (i = 0; i < n && ports[i] != port; i++)
+			;
+		if (i == n && n < 4096)
+			ports[n++] = port;
+	}
+	free(log);
+	return n;
+}
+
 /* A number the status file beside capture cap says (shmtrace stat). */
 static inline uint64_t stream_stat(const char *cap, const char *key)
 {

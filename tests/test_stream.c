@@ -137,6 +137,7 @@ static void test_stalled_endpoint_drops_nothing_and_the_stream_catches_up(void *
 	const char *more[] = { "--capacity", "8192", "--otlp-batch", "100", NULL };
 	char *argv[] = { bin, "stat", (char *)cap, NULL };
 	struct receiver r;
+	size_t requests;
 	char *s;
 	pid_t col;
 
@@ -162,6 +163,9 @@ static void test_stalled_endpoint_drops_nothing_and_the_stream_catches_up(void *
 	expect_in(tmp("stall.err"), " in 1 file, 0 dropped, 0 lost to lock timeouts");
 	expect_as_export(&r, caps, NULL);
 	assert_int_equal(stream_stat(cap, "sent"), 3000 * FLOW_RUN_SPANS);
+	/* 150 requests over the one connection kept open */
+	assert_int_equal(receiver_connections(&r, &requests), 1);
+	assert_int_equal(requests, 150);
 	receiver_stop(&r);
 	shmtrace_ring_unlink(ring);
 }

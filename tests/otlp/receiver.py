@@ -20,7 +20,9 @@ request's answer is the next of --script, then 200:
            (the test's signal, no clock), then answers 200
   close    closes the connection without answering
 
-DIR/log gets one line per request: "STATUS CONTENT-TYPE ENCODING SPANS".
+DIR/log gets one line per request: "STATUS CONTENT-TYPE ENCODING SPANS",
+and for those kept the spans rejected and the client's port (one port for
+the requests of one connection).
 With --notify-after N, once the N-th request was answered 200 it writes a
 line into the FIFO DIR/notify. It holds both FIFOs (which the test makes)
 open from its start. Prints its port once listening; SIGTERM stops it
@@ -279,7 +281,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 st.keep(spans[:len(spans) - rej])
                 st.ok += 1
                 ok = st.ok
-            st.log('200 %s %s %d %d' % (ctype, cenc, len(spans), rej))
+            st.log('200 %s %s %d %d port=%d' % (ctype, cenc, len(spans), rej,
+                                                self.client_address[1]))
             self.reply(200, ctype, answer_body(ctype, rej))
             if st.notify_after and ok == st.notify_after:
                 os.write(st.notify, b'%d\n' % ok)
