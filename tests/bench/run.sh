@@ -21,10 +21,11 @@ RESULTS=$PWD/$BUILD/bench-results.txt
 
 if [ "$QUICK" = 1 ]; then
 	RUNS=1 SPAN_RUNS=1 N_SPAN=100000 N_BURST=100000 N_MP=200000 N_LAT=50000 N_DIS=10000000
-	N_EXPORT=200000 EXPORT_RUNS=1 N_BIG=2000000
+	N_EXPORT=200000 EXPORT_RUNS=1 N_BIG=2000000 N_STREAM=100000
 else
 	RUNS=${BENCH_RUNS:-5} SPAN_RUNS=${BENCH_RUNS:-11} N_SPAN=500000 N_BURST=250000 N_MP=2000000
 	N_LAT=1000000 N_DIS=200000000 N_EXPORT=10000000 EXPORT_RUNS=3 N_BIG=${BENCH_N_BIG:-100000000}
+	N_STREAM=1000000
 fi
 RING_CAP=1048576
 
@@ -209,6 +210,10 @@ say "              new pages written to the same tmpfs alone (1 MB write()s): th
 say "              and \`shmtrace export --format perfetto\` of the same to a file"
 say "  6b large:   a capture of $N_BIG spans made the same way, exported once in each format to /dev/null:"
 say "              the rate and peak RSS at 10x case 6's size (memory flat if the RSS matches case 6's)"
+say "  9 stream:   \`shmtrace stream\` (what shmtrace-collector --otlp-endpoint runs) sending a capture of $N_STREAM"
+say "              spans (10 % in flows) whole to a loopback OTLP/HTTP sink that answers 200 at once, protobuf, gzip"
+say "              and none: spans/s and CPU per M spans; and the collector's drain of a ring holding $N_STREAM records"
+say "              with --otlp-endpoint (its stream reading beside it, on the same 2 cores) and without"
 say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
 say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed); each two-proc run starts once the warm-up is written out (lttng stop/start)"
 [ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
@@ -297,6 +302,15 @@ if [ -z "$LT_WHY" ]; then
 		fi
 	fi
 	rm -rf "$TMPD"/lt-*
+fi
+
+# 9: the live stream to OpenTelemetry
+S9=""
+if [ -x "$BENCH_DIR/bench_stream" ]; then
+	say "running 9 stream..."
+	S9=$(BENCH_N=$N_STREAM BENCH_RUNS=$RUNS timeout 900 "$BENCH_DIR/bench_stream" stream \
+		2>"$TMPD/shm-stream.err" | grep '^RESULT') ||
+		say "note: shmtrace stream case failed: $(tail -n 3 "$TMPD/shm-stream.err" | tr '\n' ' ')"
 fi
 
 # 8: the Python binding (python/, `make python`): `with shmtrace.span()`
@@ -457,6 +471,18 @@ else
 	row "8 python" "skipped" "-" "" "make python first"
 fi
 
+mfmt() { fmt "$(awk -v x="$1" 'BEGIN { if (x != "") print x / 1e6 }')" 2; }
+if [ -n "$(field "$S9" rate_gzip)" ]; then
+	row "9 stream gzip, M spans/s" "$(mfmt "$(field "$S9" rate_gzip)")" "-" "" "protobuf, to a loopback sink; case 5 drain: $(mfmt "$(field "$S5" rate)") M records/s"
+	row "9 stream gzip, CPU ms per M spans" "$(fmt "$(field "$S9" cpu_ms_per_m_gzip)" 1)" "-" "" "the stream process (its reader and sender)"
+	row "9 stream none, M spans/s" "$(mfmt "$(field "$S9" rate_none)")" "-" "" "without compression"
+	row "9 stream none, CPU ms per M spans" "$(fmt "$(field "$S9" cpu_ms_per_m_none)" 1)" "-" "" ""
+	row "9 drain, stream off, M records/s" "$(mfmt "$(field "$S9" drain_off)")" "-" "" "$(field "$S9" n) records, from the collector's start"
+	row "9 drain, stream on, M records/s" "$(mfmt "$(field "$S9" drain_on)")" "-" "" "the same with --otlp-endpoint: $(ratio "$(field "$S9" drain_on)" "$(field "$S9" drain_off)") of off"
+else
+	row "9 stream" "skipped" "-" "" "$(qfield "$S9" skipped)"
+fi
+
 # 7: bytes per span on disk: case 6's capture (10 % of spans in flows)
 # against LTTng's trace of the same spans; case 5's capture too
 bpr=$(field "$S6" bytes_per_rec) bpr_from="case 6 capture, 10 % in flows"
@@ -481,7 +507,7 @@ s=$(qfield "$S6" summary); [ -n "$s" ] && say "collector summary (export):   $s"
 [ -n "$L2" ] && say "LTTng discarded events: span1 $(field "$L1" lt_discarded), two-proc $(field "$L2B" lt_discarded)/$(field "$L2" lt_discarded), latency $(field "$L3" lt_discarded)"
 say ""
 say "raw results:"
-for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8"; do [ -n "$r" ] && say "  $r"; done
+for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8" "$S9"; do [ -n "$r" ] && say "  $r"; done
 [ -n "$BT_SECS" ] && say "  babeltrace2: $N_EXPORT events in $BT_SECS s, max RSS ${BT_RSS:-?} KiB"
 say "(saved to $RESULTS)"
 exit 0
