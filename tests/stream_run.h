@@ -216,7 +216,18 @@ static inline bool read_until(int fd, const char *path, const char *what)
  */
 #define FLOW_RUN_SPANS	5
 
-static inline void flow_client(shmtrace_t *t, int to, int from, int n)
+/* Waits while the ring holds more than half its capacity: producers that
+ * never outrun a drain that runs (a drain that stops makes this wait
+ * forever, and the test's guard ends it). */
+static inline void pace(shmtrace_t *t)
+{
+	struct shmtrace_stats st;
+
+	while (shmtrace_stats(t, &st) == 0 && st.head - st.tail > st.capacity / 2)
+		sched_yield();
+}
+
+static inline void flow_client(shmtrace_t *t, int to, int from, int n, bool paced)
 {
 	uint32_t cat = shmtrace_intern(t, "rpc"), req = shmtrace_intern(t, "request");
 	uint32_t send = shmtrace_intern(t, "send"), wait = shmtrace_intern(t, "wait reply");
@@ -230,6 +241,8 @@ static inline void flow_client(shmtrace_t *t, int to, int from, int n)
 		uint64_t f = shmtrace_flow_new(t), t0;
 
 		snprintf(url, sizeof(url), "/item/%d?x=%d", i, i * 7);
+		if (paced)
+			pace(t);
 		shmtrace_begin(t, &r, cat, req, 0);
 		shmtrace_span_arg(&r, shmtrace_arg_int(kid, i));
 		shmtrace_span_arg(&r, shmtrace_arg_text(kurl, url));
@@ -276,8 +289,9 @@ static inline void flow_server(shmtrace_t *t, int from, int to, int n)
 	}
 }
 
-/* Runs n requests in two processes on ring, and waits for them. */
-static inline void flow_run(const char *ring, int n)
+/* Runs n requests in two processes on ring, and waits for them; paced:
+ * the client never lets the ring fill past half. */
+static inline void flow_run_paced(const char *ring, int n, bool paced)
 {
 	int cs[2], sc[2], st;
 	pid_t p[2];
@@ -293,7 +307,7 @@ static inline void flow_run(const char *ring, int n)
 			if (shmtrace_open(ring, &t) < 0)
 				_exit(2);
 			if (k == 0)
-				flow_client(t, cs[1], sc[0], n);
+				flow_client(t, cs[1], sc[0], n, paced);
 			else
 				flow_server(t, cs[0], sc[1], n);
 			shmtrace_close(t);
@@ -308,6 +322,11 @@ static inline void flow_run(const char *ring, int n)
 	close(cs[1]);
 	close(sc[0]);
 	close(sc[1]);
+}
+
+static inline void flow_run(const char *ring, int n)
+{
+	flow_run_paced(ring, n, false);
 }
 
 /* ------------------------------------------------------------- checking */

@@ -132,7 +132,7 @@ static void test_endpoint_down_then_up_loses_nothing(void **state)
 static void test_stalled_endpoint_drops_nothing_and_the_stream_catches_up(void **state)
 {
 	const char *ring = test_ring_name("strstall");
-	char cap[512];
+	char cap[512], line[16];
 	const char *caps[] = { cap, NULL };
 	const char *more[] = { "--capacity", "8192", "--otlp-batch", "100", NULL };
 	char *argv[] = { bin, "stat", (char *)cap, NULL };
@@ -148,24 +148,28 @@ static void test_stalled_endpoint_drops_nothing_and_the_stream_catches_up(void *
 	/* the second request waits until the test lets it go */
 	receiver_start(&r, "recv-stall", "200,stall", 0, 0);
 	col = stream_collector(ring, cap, &r, tmp("stall.err"), more);
-	/* a ring of 8192 records takes 3000 requests' 18000 only if the
-	 * drain never waits for the endpoint */
-	flow_run(ring, 3000);
+	flow_run(ring, 40);
+	assert_true(read(r.notify, line, sizeof(line)) > 0);
+	assert_memory_equal(line, "stall\n", 6);
+	/* while the endpoint stalls: 3000 requests, 39000 records through a
+	 * ring of 8192, each written once the ring is half drained, so they
+	 * all get in only while the drain runs */
+	flow_run_paced(ring, 3000, true);
 	assert_int_equal(run(tmp("stall.stat"), NULL, argv), 0);
 	s = slurp(tmp("stall.stat"));
 	assert_non_null(strstr(s, "\ndropped:            0\n"));
 	assert_non_null(strstr(s, "\nlock_dropped:       0\n"));
 	free(s);
 	/* one request taken, the next one stalled */
-	assert_true(stream_stat(cap, "sent") <= 100);
+	assert_int_equal(stream_stat(cap, "sent"), 100);
 	receiver_release(&r);
 	stop_collector(col);
 	expect_in(tmp("stall.err"), " in 1 file, 0 dropped, 0 lost to lock timeouts");
 	expect_as_export(&r, caps, NULL);
-	assert_int_equal(stream_stat(cap, "sent"), 3000 * FLOW_RUN_SPANS);
-	/* 150 requests over the one connection kept open */
+	assert_int_equal(stream_stat(cap, "sent"), 3040 * FLOW_RUN_SPANS);
+	/* every request over the one connection kept open */
 	assert_int_equal(receiver_connections(&r, &requests), 1);
-	assert_int_equal(requests, 150);
+	assert_int_equal(requests, 3040 * FLOW_RUN_SPANS / 100);
 	receiver_stop(&r);
 	shmtrace_ring_unlink(ring);
 }

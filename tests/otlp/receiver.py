@@ -16,8 +16,9 @@ request's answer is the next of --script, then 200:
            the request are not kept)
   503, 502, 504, 500, 400, 413  that status, nothing kept
   429      429 with Retry-After: 1
-  stall    reads the request, then waits for a line in the FIFO DIR/release
-           (the test's signal, no clock), then answers 200
+  stall    reads the request, says "stall" in the FIFO DIR/notify, then
+           waits for a line in the FIFO DIR/release (the test's signal, no
+           clock), then answers 200
   close    closes the connection without answering
 
 DIR/log gets one line per request: "STATUS CONTENT-TYPE ENCODING SPANS",
@@ -32,7 +33,6 @@ import gzip
 import http.server
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -40,59 +40,8 @@ import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO = os.path.join(HERE, "trace.proto")
-FIELD = re.compile(r'^\s*([A-Za-z_0-9]+)(?::\s*(.*)| \{)$')
-SIMPLE = {'n': 10, 't': 9, 'r': 13, '"': 34, "'": 39, '\\': 92, 'a': 7, 'b': 8, 'f': 12,
-          'v': 11, '?': 63}
-
-
-def unquote(s):
-    """A text-format string literal (C escapes, octal bytes) as bytes."""
-    out, i = bytearray(), 1
-    while i < len(s) - 1:
-        c = s[i]
-        if c != '\\':
-            out += c.encode()
-            i += 1
-        elif s[i + 1] in SIMPLE:
-            out.append(SIMPLE[s[i + 1]])
-            i += 2
-        elif s[i + 1] == 'x':
-            m = re.match(r'[0-9a-fA-F]{1,2}', s[i + 2:])
-            out.append(int(m.group(0), 16))
-            i += 2 + len(m.group(0))
-        else:
-            m = re.match(r'[0-7]{1,3}', s[i + 1:])
-            out.append(int(m.group(0), 8))
-            i += 1 + len(m.group(0))
-    return bytes(out)
-
-
-def parse_text(text):
-    """protoc's text format as nested dicts of lists."""
-    root, stack = {}, []
-    cur = root
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        if line.strip() == '}':
-            cur = stack.pop()
-            continue
-        m = FIELD.match(line)
-        if not m:
-            raise ValueError("protoc text: " + line)
-        name, val = m.group(1), m.group(2)
-        if val is None:
-            child = {}
-            cur.setdefault(name, []).append(child)
-            stack.append(cur)
-            cur = child
-        elif val.startswith('"'):
-            cur.setdefault(name, []).append(unquote(val))
-        else:
-            cur.setdefault(name, []).append(val)
-    return root
-
-
+sys.path.insert(0, os.path.join(HERE, '..'))
+from protoc_text import parse, unquote  # noqa: E402
 def one(d, k, default=None):
     v = d.get(k)
     return v[0] if v else default
@@ -194,7 +143,8 @@ def protoc(args, data):
 def decode(body, ctype):
     if 'protobuf' in ctype:
         text = protoc(['--decode=opentelemetry.proto.ExportTraceServiceRequest'], body)
-        return pb_spans(parse_text(text.decode('utf-8', 'replace')))
+        return pb_spans(parse(text.decode('utf-8', 'replace').splitlines(),
+                              lambda raw: unquote(raw) if raw.startswith('"') else raw))
     return json_spans(json.loads(body))
 
 
@@ -273,6 +223,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if act == 'stall':
+            os.write(st.notify, b'stall\n')
             st.wait_release()
             act = '200'
         if act == '200' or act.startswith('p'):

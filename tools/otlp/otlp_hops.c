@@ -71,7 +71,7 @@ static int carry_forget(struct otlp_carry *c)
 	c->n = c->cap = 0;
 	u64map_free(&c->map);
 	u64map_init(&c->map);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; v && i < n; i++) {
 		int ret = v[i].used >= cut ? otlp_carry_put(c, &v[i]) : 0;
 
 		if (ret < 0) {

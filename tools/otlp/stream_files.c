@@ -20,6 +20,7 @@
 
 #include "kv.h"
 #include "outfile.h"
+#include "procs.h"
 #include "source_follow.h"
 #include "stream_int.h"
 
@@ -194,22 +195,6 @@ int stream_status_write(const struct otlp_stream *st, const struct stream_counts
 	return outfile_commit(&of, err, sizeof(err));
 }
 
-/* Whether the stream that wrote the status (pid) still runs. */
-static bool stream_alive(unsigned long pid)
-{
-	char path[64], comm[32] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%lu/comm", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (!fgets(comm, sizeof(comm), f))
-		comm[0] = 0;
-	fclose(f);
-	return !strncmp(comm, "shmtrace", 8);
-}
-
 void otlp_stream_stat(const char *capture, struct kv *o)
 {
 	static const char *const nums[] = { "sent", "requests", "retried", "rejected", "skipped",
@@ -237,7 +222,7 @@ void otlp_stream_stat(const char *capture, struct kv *o)
 		if (!strcmp(key, "stream_state")) {
 			snprintf(state, sizeof(state), "%.80s", val);
 			/* a stream killed outright left "running" behind */
-			if (!strcmp(val, "running") && !stream_alive(pid))
+			if (!strcmp(val, "running") && !procs_running_as((uint32_t)pid, "shmtrace"))
 				snprintf(state, sizeof(state), "stopped (its process is gone)");
 			kv_str(o, key, state);
 			continue;

@@ -322,7 +322,8 @@ static int fifo_push(struct stream_model *m, struct sref r)
 
 		if (!nf)
 			return -ENOMEM;
-		for (size_t k = m->fhead; k < m->ftail; k++)
+		/* empty at the first growth (fcap 0): nothing to move */
+		for (size_t k = m->fhead; m->fcap && k < m->ftail; k++)
 			nf[k - m->fhead] = m->fifo[k % m->fcap];
 		free(m->fifo);
 		m->fifo = nf;

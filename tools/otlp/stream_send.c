@@ -195,7 +195,8 @@ static int keep(struct otlp_stream *st, struct qreq *r)
 		return ret;
 	for (; st->backlog_removed < r->backlog_done; st->backlog_removed++)
 		unlink(st->backlog[st->backlog_removed]);
-	stream_status(st, false);
+	/* what the endpoint took, shown as soon as it is kept */
+	stream_status(st, true);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "procs.h"
 #include "source_capture.h"
 
 static struct source_capture *cap_of(const struct source *s)
@@ -41,21 +42,13 @@ struct source_run *source_run_of(struct source_capture *c, uint64_t run_id)
  * frame is then one being written, not one cut short. */
 static bool collector_writing(const struct shmt_cap_header *h)
 {
-	char host[sizeof(h->host)] = "", path[64], comm[32] = "";
-	FILE *f;
+	char host[sizeof(h->host)] = "";
 
 	if (!h->collector_pid || gethostname(host, sizeof(host) - 1) < 0 ||
 	    strncmp(host, h->host, sizeof(host)))
 		return false;
-	snprintf(path, sizeof(path), "/proc/%u/comm", h->collector_pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (!fgets(comm, sizeof(comm), f))
-		comm[0] = 0;
-	fclose(f);
 	/* the kernel cuts comm to 15 bytes: "shmtrace-collec" */
-	return !strncmp(comm, "shmtrace-collec", 15);
+	return procs_running_as(h->collector_pid, "shmtrace-collec");
 }
 
 /* The first read of a file: its strings, name slots and loss counters. */
