@@ -43,13 +43,14 @@ void streamer_init(struct streamer *s)
 
 int streamer_option(struct streamer *s, int c, const char *arg)
 {
-	static const char *const names[] = {
-		"--otlp-endpoint", "--service", "--otlp-header", "--otlp-protocol",
-		"--otlp-compression", "--otlp-sample", "--otlp-max-lag", "--otlp-hold",
-		"--otlp-batch",
-	};
+	/* passed on under the names the collector took them by */
+	static const struct option opts[] = { STREAMER_LONGOPTS };
+	static char names[sizeof(opts) / sizeof(opts[0])][32];
+	size_t i = 0;
 
-	if (c < STREAMER_OPT_FIRST || c >= STREAMER_OPT_LAST)
+	while (i < sizeof(opts) / sizeof(opts[0]) && opts[i].val != c)
+		i++;
+	if (i == sizeof(opts) / sizeof(opts[0]))
 		return 0;
 	/* room for the ones the collector adds */
 	if (s->argc + 2 > STREAMER_MAX_ARGS - 16) {
@@ -58,7 +59,8 @@ int streamer_option(struct streamer *s, int c, const char *arg)
 	}
 	if (c == STREAMER_OPT_ENDPOINT)
 		s->endpoint = arg;
-	s->argv[s->argc++] = names[c - STREAMER_OPT_FIRST];
+	snprintf(names[i], sizeof(names[i]), "--%s", opts[i].name);
+	s->argv[s->argc++] = names[i];
 	s->argv[s->argc++] = arg;
 	return 1;
 }

@@ -113,6 +113,7 @@ struct sthread {
 /* A flow's held steps: the flow going on, and the one a terminating
  * step ended (late steps placed before its end join it). */
 struct sflow {
+	uint64_t key;
 	struct sref cur, ended;
 	uint64_t end_at;
 };
@@ -134,12 +135,8 @@ struct stream_model {
 	size_t fhead, ftail, fcap;	/* a ring of fcap entries */
 	struct heap_ent *heap;		/* components by their latest end */
 	size_t nheap, heapcap;
-	struct u64map tmap;		/* thread -> 1 + index in th */
-	struct sthread *th;
-	size_t nth, thcap;
-	struct u64map fmap;		/* flow -> 1 + index in fl */
-	struct sflow *fl;
-	size_t nfl, flcap;
+	struct keyed threads;		/* (outpid << 32 | tid) -> struct sthread */
+	struct keyed flows;		/* flow id and scope -> struct sflow */
 	uint32_t *win;			/* the release being sent, by arrival */
 	size_t nwin, wincap;
 };

@@ -29,25 +29,23 @@
 void model_init(struct stream_model *m)
 {
 	memset(m, 0, sizeof(*m));
-	u64map_init(&m->tmap);
-	u64map_init(&m->fmap);
+	keyed_init(&m->threads, sizeof(struct sthread));
+	keyed_init(&m->flows, sizeof(struct sflow));
 }
 
 void model_free(struct stream_model *m)
 {
 	for (size_t i = 0; i < m->n; i++)
 		free(m->v[i].args);
-	for (size_t i = 0; i < m->nth; i++)
-		free(m->th[i].roots);
+	for (size_t i = 0; i < m->threads.n; i++)
+		free(((struct sthread *)keyed_at(&m->threads, i))->roots);
 	free(m->v);
 	free(m->free);
 	free(m->fifo);
 	free(m->heap);
-	free(m->th);
-	free(m->fl);
 	free(m->win);
-	u64map_free(&m->tmap);
-	u64map_free(&m->fmap);
+	keyed_free(&m->threads);
+	keyed_free(&m->flows);
 	model_init(m);
 }
 
@@ -140,24 +138,6 @@ static int unite(struct stream_model *m, uint32_t a, uint32_t b)
 
 /* ------------------------------------------------------ threads, flows */
 
-static struct sthread *thread_of(struct stream_model *m, uint64_t key)
-{
-	bool added;
-	uint64_t *v = u64map_get(&m->tmap, key, 0, &added);
-
-	if (!v)
-		return NULL;
-	if (added) {
-		if (array_reserve(&m->th, &m->thcap, m->nth + 1, sizeof(*m->th), 16) < 0) {
-			*v = 0;
-			return NULL;
-		}
-		memset(&m->th[m->nth], 0, sizeof(*m->th));
-		*v = ++m->nth;
-	}
-	return *v ? &m->th[*v - 1] : NULL;
-}
-
 /* Whether held event a encloses b on their thread (nest.h's rule, ties
  * either way: both end up in one component, the walk decides). */
 static bool encloses(const struct sev *a, const struct sev *b)
@@ -171,7 +151,8 @@ static bool encloses(const struct sev *a, const struct sev *b)
 static int nest(struct stream_model *m, uint32_t i)
 {
 	const struct sev *e = &m->v[i];
-	struct sthread *t = thread_of(m, (uint64_t)e->outpid << 32 | e->r.tid);
+	bool added;
+	struct sthread *t = keyed_get(&m->threads, (uint64_t)e->outpid << 32 | e->r.tid, &added);
 	int ret;
 
 	if (!t)
@@ -203,35 +184,20 @@ static int nest(struct stream_model *m, uint32_t i)
 	return 0;
 }
 
-static struct sflow *flow_of(struct stream_model *m, uint64_t key)
-{
-	bool added;
-	uint64_t *v = u64map_get(&m->fmap, key, 0, &added);
-
-	if (!v)
-		return NULL;
-	if (added) {
-		if (array_reserve(&m->fl, &m->flcap, m->nfl + 1, sizeof(*m->fl), 64) < 0) {
-			*v = 0;
-			return NULL;
-		}
-		memset(&m->fl[m->nfl], 0, sizeof(*m->fl));
-		*v = ++m->nfl;
-	}
-	return *v ? &m->fl[*v - 1] : NULL;
-}
-
 /* Step i of a flow, with the flow's other held steps. */
 static int join_flow(struct stream_model *m, uint32_t i)
 {
 	const struct sev *e = &m->v[i];
 	struct flow_ev fe = flow_ev_of(&e->r, 0, e->outpid);
 	uint64_t at = flow_ev_at(&fe);
-	struct sflow *f = flow_of(m, fe.flow | (uint64_t)(flow_scope(fe.flow, 0) & 0x7ff) << 53);
+	uint64_t key = fe.flow | (uint64_t)(flow_scope(fe.flow, 0) & 0x7ff) << 53;
+	bool added;
+	struct sflow *f = keyed_get(&m->flows, key, &added);
 	int ret = 0;
 
 	if (!f)
 		return -ENOMEM;
+	f->key = key;
 	/* a late step of the flow that ended */
 	if (ref_ok(m, f->ended) && at <= f->end_at)
 		return unite(m, f->ended.i, i);
@@ -250,29 +216,25 @@ static int join_flow(struct stream_model *m, uint32_t i)
 /* Keeps the flows that still hold a step, when most hold none. */
 static int flows_tidy(struct stream_model *m)
 {
-	struct u64map old = m->fmap;
-	size_t pos = 0, k = 0;
-	uint64_t key, *val;
+	struct keyed old = m->flows;
+	bool added;
 
-	if (m->nfl < 1024 || m->nfl < 2 * m->live)
+	if (old.n < 1024 || old.n < 2 * m->live)
 		return 0;
-	u64map_init(&m->fmap);
-	while (u64map_next(&old, &pos, &key, &val)) {
-		struct sflow f = m->fl[*val - 1];
-		uint64_t *v;
+	keyed_init(&m->flows, sizeof(struct sflow));
+	for (size_t i = 0; i < old.n; i++) {
+		const struct sflow *f = keyed_at(&old, i);
+		struct sflow *g;
 
-		if (!ref_ok(m, f.cur) && !ref_ok(m, f.ended))
+		if (!ref_ok(m, f->cur) && !ref_ok(m, f->ended))
 			continue;
-		if (!(v = u64map_get(&m->fmap, key, 0, NULL))) {
-			u64map_free(&old);
+		if (!(g = keyed_get(&m->flows, f->key, &added))) {
+			keyed_free(&old);
 			return -ENOMEM;
 		}
-		/* k never passes the entry read: in place */
-		m->fl[k] = f;
-		*v = ++k;
+		*g = *f;
 	}
-	u64map_free(&old);
-	m->nfl = k;
+	keyed_free(&old);
 	return 0;
 }
 

@@ -121,22 +121,16 @@ static int deliver(struct source *s, struct source_run *run, const struct shmt_c
 {
 	struct source_capture *c = cap_of(s);
 	uint64_t first = f->records.first_seq;
-	size_t i = 0;
+	size_t i;
 	int ret = 0;
 
 	if (f->type != SHMT_CAP_RECORDS)
 		return 0;
 	s->ring = (uint32_t)(run - c->runs);
-	/* a restarted collector may write a batch again */
-	if (run->next_seq > first)
-		i = run->next_seq - first < f->records.n ? run->next_seq - first : f->records.n;
-	for (; i < f->records.n && !ret; i++) {
+	for (i = source_new_from(run->next_seq, first, f->records.n); i < f->records.n && !ret; i++) {
 		struct shmt_record rec = f->records.v[i];
 
-		/* the one place a source sets it: what it hands out carries the kind alone */
-		rec.commit = shmt_record_kind(&rec);
-		if (!shmt_kind_valid(rec.commit)) {
-			p->skips.torn++;
+		if (!source_take(&rec, p)) {
 			run->bad++;
 			continue;
 		}

@@ -203,7 +203,7 @@ static int deliver(struct source *s, struct follow *f, const struct shmt_cap_fra
 		   struct source_pass *p)
 {
 	uint64_t first = fr->records.first_seq;
-	size_t i = 0;
+	size_t i;
 	int ret = 0;
 
 	if (f->gap) {
@@ -212,17 +212,11 @@ static int deliver(struct source *s, struct follow *f, const struct shmt_cap_fra
 			f->skipped += first - f->next_seq;
 		f->gap = false;
 	}
-	/* a restarted collector may write a batch again */
-	if (f->next_seq > first)
-		i = f->next_seq - first < fr->records.n ? f->next_seq - first : fr->records.n;
-	for (; i < fr->records.n && !ret; i++) {
+	for (i = source_new_from(f->next_seq, first, fr->records.n); i < fr->records.n && !ret; i++) {
 		struct shmt_record rec = fr->records.v[i];
 
-		rec.commit = shmt_record_kind(&rec);
-		if (!shmt_kind_valid(rec.commit)) {
-			p->skips.torn++;
+		if (!source_take(&rec, p))
 			continue;
-		}
 		s->records++;
 		s->follows = f->have_prev && f->prev_seq + 1 == first + i;
 		f->have_prev = true;
