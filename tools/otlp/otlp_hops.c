@@ -15,14 +15,19 @@
 /* ---------------------------------------------------------------- carry */
 
 /* At most this many flows are carried; beyond, the least recently met
- * half is forgotten (a flow continued after that starts a trace anew). */
-#define CARRY_MAX	65536u
+ * half is forgotten, and so is a flow whose last step is CARRY_AGE_NS
+ * older than the stream's records (a step of it, or the id's next flow,
+ * after that starts as the id's first flow would). What the checkpoint
+ * of every request holds: bounded, not the whole history. */
+#define CARRY_MAX	16384u
+#define CARRY_AGE_NS	(60ull * 1000000000ull)
 
 struct otlp_carry {
 	struct u64map map;		/* key -> 1 + index in v */
 	struct carry_ent *v;
 	size_t n, cap;
 	uint64_t clock;			/* uses so far, for forgetting */
+	size_t kept;			/* flows left by the last forgetting by age */
 	struct carry_ent *pend;		/* what the last otlp_hops() learnt */
 	size_t npend, pendcap;
 };
@@ -60,19 +65,18 @@ static struct carry_ent *carry_find(const struct otlp_carry *c, uint64_t key)
 	return i && *i ? &c->v[*i - 1] : NULL;
 }
 
-/* Keeps the newer half of the flows carried. */
-static int carry_forget(struct otlp_carry *c)
+/* Keeps the flows met since used and placed at or after at. */
+static int carry_forget(struct otlp_carry *c, uint64_t used, uint64_t at)
 {
 	struct carry_ent *v = c->v;
 	size_t n = c->n;
-	uint64_t cut = c->clock - CARRY_MAX / 2;
 
 	c->v = NULL;
 	c->n = c->cap = 0;
 	u64map_free(&c->map);
 	u64map_init(&c->map);
 	for (size_t i = 0; v && i < n; i++) {
-		int ret = v[i].used >= cut ? otlp_carry_put(c, &v[i]) : 0;
+		int ret = v[i].used >= used && v[i].at >= at ? otlp_carry_put(c, &v[i]) : 0;
 
 		if (ret < 0) {
 			free(v);
@@ -92,7 +96,7 @@ int otlp_carry_put(struct otlp_carry *c, const struct carry_ent *e)
 		*have = *e;
 		return 0;
 	}
-	if (c->n >= CARRY_MAX && carry_forget(c) < 0)
+	if (c->n >= CARRY_MAX && carry_forget(c, c->clock - CARRY_MAX / 2, 0) < 0)
 		return -ENOMEM;
 	if (array_reserve(&c->v, &c->cap, c->n + 1, sizeof(*c->v), 64) < 0 ||
 	    !(slot = u64map_get(&c->map, e->key, 0, NULL)))
@@ -104,13 +108,18 @@ int otlp_carry_put(struct otlp_carry *c, const struct carry_ent *e)
 	return 0;
 }
 
-int otlp_carry_commit(struct otlp_carry *c)
+int otlp_carry_commit(struct otlp_carry *c, uint64_t now)
 {
 	int ret = 0;
 
 	for (size_t i = 0; i < c->npend && ret == 0; i++)
 		ret = otlp_carry_put(c, &c->pend[i]);
 	c->npend = 0;
+	/* the old ones forgotten, when they may be many (amortised) */
+	if (ret == 0 && c->n >= 1024 && c->n >= 2 * c->kept && now > CARRY_AGE_NS) {
+		ret = carry_forget(c, 0, now - CARRY_AGE_NS);
+		c->kept = c->n;
+	}
 	return ret;
 }
 

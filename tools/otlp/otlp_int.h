@@ -363,8 +363,9 @@ struct carry_ent {
 struct otlp_carry *otlp_carry_new(void);
 void otlp_carry_free(struct otlp_carry *c);
 /* What the last otlp_hops() learnt: kept (once its release is sent
- * whole), or forgotten. Returns 0 or -ENOMEM. */
-int otlp_carry_commit(struct otlp_carry *c);
+ * whole; now: the latest time the records reach, to forget old flows),
+ * or forgotten. Returns 0 or -ENOMEM. */
+int otlp_carry_commit(struct otlp_carry *c, uint64_t now);
 void otlp_carry_drop(struct otlp_carry *c);
 /* The flows carried, for the stream's checkpoint, and one put back. */
 size_t otlp_carry_count(const struct otlp_carry *c);

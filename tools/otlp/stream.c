@@ -195,21 +195,26 @@ static int take_held(struct otlp_stream *st)
 	return ret;
 }
 
-/* Going on from a checkpoint: whether the event at rseq was held then
- * (*inwin: in the release being sent); the others were sent. */
-static bool replay_keep(struct otlp_stream *st, uint64_t rseq, bool *inwin)
+/* Going on from a checkpoint: whether the event numbered seq was held then
+ * (*inwin: in the release being sent); the others were sent. The events
+ * come again in the order of their numbers. */
+static bool replay_keep(struct otlp_stream *st, uint64_t seq, bool *inwin)
 {
+	bool open = seq > OTLP_OPEN_SEQ / 2;
+	uint64_t *v = open ? st->ropen : st->rheld, n = open ? OTLP_OPEN_SEQ - seq : seq;
+	size_t *at = open ? &st->ropen_pos : &st->rheld_pos, len = open ? st->nropen : st->nrheld;
+
 	*inwin = false;
 	if (!st->replaying)
 		return true;
-	while (st->rheld_pos < st->nrheld && st->rheld[st->rheld_pos] >> 1 < rseq) {
+	while (*at < len && v[*at] >> 1 < n) {
 		/* not read again: lost with a part deleted since */
 		count(st, &st->c.skipped);
-		st->rheld_pos++;
+		(*at)++;
 	}
-	if (st->rheld_pos == st->nrheld || st->rheld[st->rheld_pos] >> 1 != rseq)
+	if (*at == len || v[*at] >> 1 != n)
 		return false;
-	*inwin = st->rheld[st->rheld_pos++] & 1;
+	*inwin = v[(*at)++] & 1;
 	return true;
 }
 
@@ -220,7 +225,7 @@ static int hold(struct otlp_stream *st, const struct shmt_record *r, uint32_t ou
 	bool inwin;
 	int ret;
 
-	if (!replay_keep(st, pos->rseq, &inwin))
+	if (!replay_keep(st, seq, &inwin))
 		return 0;
 	ret = model_add(st, r, outpid, seq, pos, a, &at);
 	if (ret == 0)
@@ -270,9 +275,12 @@ static int replay_end(struct otlp_stream *st)
 	st->replaying = false;
 	for (; st->rheld_pos < st->nrheld; st->rheld_pos++)
 		count(st, &st->c.skipped);
+	for (; st->ropen_pos < st->nropen; st->ropen_pos++)
+		count(st, &st->c.skipped);
 	free(st->rheld);
-	st->rheld = NULL;
-	st->nrheld = st->rheld_pos = 0;
+	free(st->ropen);
+	st->rheld = st->ropen = NULL;
+	st->nrheld = st->rheld_pos = st->nropen = st->ropen_pos = 0;
 	for (size_t i = 0; i < st->m.n; i++)
 		resume |= st->m.v[i].live && st->m.v[i].inwin;
 	return resume ? model_resume_release(st) : 0;
@@ -304,17 +312,31 @@ static int run_ready(struct otlp_stream *st)
 	return 0;
 }
 
-/* --otlp-max-lag: whether r is passed over (counted). */
-static bool lagging(struct otlp_stream *st, const struct shmt_record *r)
+/* r passed over: counted, and numbered all the same, so that the spans
+ * after keep their ids. */
+static bool lag_skip(struct otlp_stream *st, const struct shmt_record *r)
+{
+	if (shmt_record_kind(r) == SHMTRACE_KIND_OPEN)
+		st->o->nopen++;
+	else if (!shmt_record_attached(r))
+		st->o->seq++;
+	count(st, &st->c.skipped);
+	return true;
+}
+
+/* --otlp-max-lag: whether r is passed over (counted); the clock is read
+ * when clocks says. */
+static bool lagging(struct otlp_stream *st, const struct shmt_record *r, bool clocks)
 {
 	uint64_t end = r->ts + (shmt_record_kind(r) == SHMTRACE_KIND_SPAN ? r->dur : 0);
-	uint64_t wall = end + st->o->wall_off, now = clock_ns(CLOCK_REALTIME);
+	uint64_t wall = end + st->o->wall_off, now;
 
-	st->lag_ns = now > wall ? now - wall : 0;
 	st->last_wall = wall;
 	st->caught_up = false;
-	if (!st->so->max_lag_ns)
-		return false;
+	if (!st->so->max_lag_ns || !clocks)
+		return st->skipping && lag_skip(st, r);
+	now = clock_ns(CLOCK_REALTIME);
+	st->lag_ns = now > wall ? now - wall : 0;
 	if (!st->skipping && st->lag_ns > st->so->max_lag_ns) {
 		st->skipping = true;
 		fprintf(stderr, "shmtrace stream: %.1f s behind the capture (--otlp-max-lag %.0f): "
@@ -323,15 +345,7 @@ static bool lagging(struct otlp_stream *st, const struct shmt_record *r)
 	} else if (st->skipping && st->lag_ns < st->so->max_lag_ns / 2) {
 		st->skipping = false;
 	}
-	if (!st->skipping)
-		return false;
-	/* numbered all the same, so that the spans after keep their ids */
-	if (shmt_record_kind(r) == SHMTRACE_KIND_OPEN)
-		st->o->nopen++;
-	else if (!shmt_record_attached(r))
-		st->o->seq++;
-	count(st, &st->c.skipped);
-	return true;
+	return st->skipping && lag_skip(st, r);
 }
 
 /* Where the pass is, for the next checkpoint: from the event held back
@@ -361,15 +375,21 @@ static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	struct otlp_stream *st = ctx;
 	struct otlp *o = st->o;
 	uint64_t rseq = source_follow_seq(&st->src), pseq = o->seq;
+	bool clocks;
 	int ret;
 
 	if (stream_stopping())
 		return 1;
-	st->idle_since = clock_ns(CLOCK_MONOTONIC);
+	/* the clocks once in 64 records: enough for seconds of lag and hold */
+	if ((clocks = !st->clock_left)) {
+		st->clock_left = 64;
+		st->idle_since = clock_ns(CLOCK_MONOTONIC);
+	}
+	st->clock_left--;
 	if ((ret = run_ready(st)) < 0 ||
 	    (st->replaying && rseq >= st->replay_to && (ret = replay_end(st)) < 0))
 		return ret == -ECANCELED ? 1 : ret;
-	if (!st->replaying && lagging(st, r)) {
+	if (!st->replaying && lagging(st, r, clocks)) {
 		if (!o->held.has)
 			note_position(st, rseq, pseq, true);
 		return 0;
@@ -383,8 +403,8 @@ static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
 		return 0;
 	ret = model_release(st, false);
 	/* the reader's own clock: the sender's writes are under the lock */
-	if (ret == 0 && clock_ns(CLOCK_MONOTONIC) - st->status_at >= 1000000000ull) {
-		st->status_at = clock_ns(CLOCK_MONOTONIC);
+	if (ret == 0 && clocks && st->idle_since - st->status_at >= 1000000000ull) {
+		st->status_at = st->idle_since;
 		stream_publish(st, st->skipping ? "skipping" : "running");
 		stream_status(st, false);
 	}
@@ -438,8 +458,8 @@ static int on_run(void *ctx, uint64_t run_id)
 			return ret;
 	} else if (st->have_run && run_id != st->run_id && st->replaying) {
 		/* a checkpoint of another ring: what it held is not here */
-		st->c.skipped += st->nrheld;
-		st->nrheld = 0;
+		st->c.skipped += st->nrheld + st->nropen;
+		st->nrheld = st->nropen = 0;
 		st->replaying = false;
 	}
 	if (!st->have_run || run_id != st->run_id) {
@@ -581,6 +601,7 @@ static void cleanup(struct otlp_stream *st)
 		free(st->backlog[i]);
 	free(st->backlog);
 	free(st->rheld);
+	free(st->ropen);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd);
 	pthread_mutex_destroy(&st->cmu);

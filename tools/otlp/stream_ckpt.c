@@ -43,26 +43,78 @@ struct ckpt_head {
 	uint64_t from_seq, from_pseq, from_nopen;	/* the oldest event held */
 	uint64_t last_end, frontier, win_skip;
 	struct stream_counts c;
-	uint64_t nlast, ncarry, nheld;
+	uint64_t nlast, ncarry, nheld, nruns, nopens;
 };
 
 static const uint32_t sizes[2] = { sizeof(struct carry_ent), sizeof(struct stream_counts) };
 
-/* The events held: each one's ring sequence after the one before, << 1,
- * and whether it is in the release being sent. */
+/*
+ * The events held, by their numbers (which a pass from the oldest one
+ * gives them again): the spans' and instants', in runs of consecutive
+ * numbers (a release holds long runs), each its distance from the last
+ * run's end and its length << 1 | in the release being sent; then the
+ * open spans' k (OTLP_OPEN_SEQ - k), each after the one before, << 1 |
+ * in the release.
+ */
 struct held_put {
-	struct otlp_stream *st;
 	struct obuf *b;
-	uint64_t prev;
+	uint64_t prev, start, len, n;	/* the run being made */
+	bool inwin;
 };
 
-static int put_held(void *ctx, const struct sev *e)
+static void flush_run(struct held_put *h)
 {
-	struct held_put *h = ctx;
-	bool inwin = h->st->in_win && e->inwin;
+	if (!h->len)
+		return;
+	pb_varint(h->b, h->start - h->prev);
+	pb_varint(h->b, h->len << 1 | h->inwin);
+	h->prev = h->start + h->len;
+	h->len = 0;
+	h->n++;
+}
 
-	pb_varint(h->b, (e->pos.rseq - h->prev) << 1 | inwin);
-	h->prev = e->pos.rseq;
+static void put_span(struct held_put *h, uint64_t seq, bool inwin)
+{
+	if (h->len && seq == h->start + h->len && inwin == h->inwin) {
+		h->len++;
+		return;
+	}
+	flush_run(h);
+	h->start = seq;
+	h->len = 1;
+	h->inwin = inwin;
+}
+
+/* The held events into b: *runs runs of spans, then *opens open spans
+ * (few: those of threads found dead), gathered in the one walk. */
+static int put_all_held(struct otlp_stream *st, struct obuf *b, uint64_t *runs, uint64_t *opens)
+{
+	struct held_put h = { .b = b };
+	uint64_t *ov = NULL, prev = 0;
+	size_t no = 0, ocap = 0, k = 0;
+	const struct sev *e;
+
+	while ((e = model_next(&st->m, &k))) {
+		bool inwin = st->in_win && e->inwin;
+
+		if (e->seq <= OTLP_OPEN_SEQ / 2) {
+			put_span(&h, e->seq, inwin);
+			continue;
+		}
+		if (array_reserve(&ov, &ocap, no + 1, sizeof(*ov), 16) < 0) {
+			free(ov);
+			return -ENOMEM;
+		}
+		ov[no++] = (OTLP_OPEN_SEQ - e->seq) << 1 | inwin;
+	}
+	flush_run(&h);
+	for (size_t i = 0; i < no; i++) {
+		pb_varint(b, ((ov[i] >> 1) - prev) << 1 | (ov[i] & 1));
+		prev = ov[i] >> 1;
+	}
+	free(ov);
+	*runs = h.n;
+	*opens = no;
 	return 0;
 }
 
@@ -80,7 +132,7 @@ int ckpt_make(struct otlp_stream *st, struct obuf *b)
 		.nlast = u64map_count(&st->o->last), .ncarry = otlp_carry_count(st->o->carry),
 		.nheld = st->m.live,
 	};
-	struct held_put hp = { .st = st, .b = b, .prev = h.from_seq };
+	struct ckpt_head *hp;
 	size_t pos = 0;
 	uint64_t key, *val;
 
@@ -93,10 +145,12 @@ int ckpt_make(struct otlp_stream *st, struct obuf *b)
 	}
 	for (size_t i = 0; i < h.ncarry; i++)
 		ob_raw(b, (const char *)otlp_carry_at(st->o->carry, i), sizeof(struct carry_ent));
-	model_each(&st->m, put_held, &hp);
-	if (b->oom)
+	if (put_all_held(st, b, &h.nruns, &h.nopens) < 0 || b->oom)
 		return -ENOMEM;
-	((struct ckpt_head *)b->p)->size = b->len;
+	hp = (struct ckpt_head *)b->p;
+	hp->size = b->len;
+	hp->nruns = h.nruns;
+	hp->nopens = h.nopens;
 	return 0;
 }
 static int write_all(int fd, const char *p, size_t n)
@@ -195,24 +249,39 @@ static int load_tables(struct otlp_stream *st, struct rd *r, const struct ckpt_h
 	return 0;
 }
 
-/* The ring sequences of the events held, for the replay. */
-static int load_held(struct otlp_stream *st, struct rd *r, uint64_t n)
+/* The numbers of the events held, for the replay: n of them in nruns
+ * runs, then nopens open spans. */
+static int load_held(struct otlp_stream *st, struct rd *r, const struct ckpt_head *h)
 {
 	const char *p = r->p + r->pos;
-	size_t left = r->len - r->pos;
-	uint64_t seq = st->from_seq, v;
+	size_t left = r->len - r->pos, k = 0;
+	uint64_t at = 0, gap, len;
 
-	/* a varint takes a byte at least */
-	if (n > left)
-		return -EBADMSG;
-	if (!(st->rheld = calloc(n ? n : 1, sizeof(*st->rheld))))
-		return -ENOMEM;
-	for (uint64_t i = 0; i < n; i++) {
-		if (pb_get_varint(&p, &left, &v) != 1 || (seq += v >> 1) >= st->replay_to)
+	/* a run or an open span takes two bytes or one at least */
+	if (h->nruns > left || h->nopens > left || h->nruns + h->nopens > h->nheld ||
+	    !(st->rheld = calloc(h->nheld + 1, sizeof(*st->rheld))) ||
+	    !(st->ropen = calloc(h->nopens + 1, sizeof(*st->ropen))))
+		return h->nruns > left || h->nopens > left ? -EBADMSG : -ENOMEM;
+	for (uint64_t i = 0; i < h->nruns; i++) {
+		if (pb_get_varint(&p, &left, &gap) != 1 || pb_get_varint(&p, &left, &len) != 1 ||
+		    !(len >> 1) || (len >> 1) > h->nheld - k)
 			return -EBADMSG;
-		st->rheld[i] = seq << 1 | (v & 1);
+		at += gap;
+		for (uint64_t j = 0; j < len >> 1; j++)
+			st->rheld[k++] = (at + j) << 1 | (len & 1);
+		at += len >> 1;
 	}
-	st->nrheld = n;
+	at = 0;
+	for (uint64_t i = 0; i < h->nopens; i++) {
+		if (pb_get_varint(&p, &left, &gap) != 1)
+			return -EBADMSG;
+		at += gap >> 1;
+		st->ropen[i] = at << 1 | (gap & 1);
+	}
+	if (k + h->nopens != h->nheld)
+		return -EBADMSG;
+	st->nrheld = k;
+	st->nropen = h->nopens;
 	r->pos = r->len - left;
 	return 0;
 }
@@ -242,7 +311,7 @@ static int load(struct otlp_stream *st, const char *p, size_t len)
 	st->have_run = true;
 	ret = load_tables(st, &r, h);
 	if (ret == 0)
-		ret = load_held(st, &r, h->nheld);
+		ret = load_held(st, &r, h);
 	if (ret == 0 && r.pos != len)
 		ret = -EBADMSG;
 	st->replaying = ret == 0 && st->from_seq < st->replay_to;

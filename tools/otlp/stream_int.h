@@ -151,8 +151,9 @@ int model_add(struct otlp_stream *st, const struct shmt_record *r, uint32_t outp
 	      const struct sev_pos *pos, const struct open_args *a, uint32_t *at);
 /* The oldest event held (arrival is ring order), or NULL. */
 const struct sev *model_oldest(struct stream_model *m);
-/* Calls fn for each event held, oldest first. */
-int model_each(struct stream_model *m, int (*fn)(void *ctx, const struct sev *e), void *ctx);
+/* The events held, oldest first: from *k = 0, each call the next one
+ * (moving *k past it), NULL after the last. */
+const struct sev *model_next(const struct stream_model *m, size_t *k);
 /* Sends what is whole: the components no record can join any more within
  * the hold (all: everything held), and the oldest past STREAM_HELD_MAX. */
 int model_release(struct otlp_stream *st, bool all);
@@ -205,12 +206,13 @@ struct otlp_stream {
 	uint64_t pend_seq, pend_pseq;	/* the event held back for its arguments */
 	/* going on from a checkpoint: the records from the oldest event it
 	 * held up to next_seq (replay_to) are read again, and of them only the
-	 * events it held (rheld: ring sequence << 1 | in the release being
-	 * sent, in order) are held again; the others were sent */
+	 * events it held are held again (by their numbers, in order, << 1 |
+	 * in the release being sent: rheld the spans' and instants', ropen the
+	 * k of the open spans'); the others were sent */
 	bool replaying;
 	uint64_t from_seq, from_pseq, from_nopen, replay_to;
-	uint64_t *rheld;
-	size_t nrheld, rheld_pos;
+	uint64_t *rheld, *ropen;
+	size_t nrheld, rheld_pos, nropen, ropen_pos;
 	uint64_t last_rseq;		/* the record handed over last */
 	uint64_t cut_seq, cut_at;	/* next_seq at the last cut, and when (mono) */
 	size_t nthr_seen;		/* name slots the hosts were built from */
@@ -224,6 +226,7 @@ struct otlp_stream {
 	uint64_t batch_t0;		/* when the batch's first span was made (mono) */
 	uint64_t idle_since;		/* mono ns the capture last gave a record */
 	uint64_t status_at;		/* mono ns of the last status written */
+	unsigned clock_left;		/* records before the clocks are read again */
 	bool skipping;			/* --otlp-max-lag: passing records over */
 	uint64_t lag_ns;		/* behind the record handed over last */
 	uint64_t last_wall;		/* its end, ns since the epoch */

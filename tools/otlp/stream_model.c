@@ -451,14 +451,14 @@ const struct sev *model_oldest(struct stream_model *m)
 	return m->fhead < m->ftail ? &m->v[m->fifo[m->fhead % m->fcap].i] : NULL;
 }
 
-int model_each(struct stream_model *m, int (*fn)(void *ctx, const struct sev *e), void *ctx)
+const struct sev *model_next(const struct stream_model *m, size_t *k)
 {
-	int ret = 0;
-
-	for (size_t k = m->fhead; k < m->ftail && ret == 0; k++)
-		if (ref_ok(m, m->fifo[k % m->fcap]))
-			ret = fn(ctx, &m->v[m->fifo[k % m->fcap].i]);
-	return ret;
+	if (*k < m->fhead)
+		*k = m->fhead;
+	for (; *k < m->ftail; (*k)++)
+		if (ref_ok(m, m->fifo[*k % m->fcap]))
+			return &m->v[m->fifo[(*k)++ % m->fcap].i];
+	return NULL;
 }
 
 /* Sends the release chosen, then forgets its events. */
@@ -477,7 +477,7 @@ static int send_release(struct otlp_stream *st)
 	st->win_skip = 0;
 	if (ret < 0)
 		return ret;
-	ret = otlp_carry_commit(st->o->carry);
+	ret = otlp_carry_commit(st->o->carry, m->frontier);
 	for (size_t k = 0; k < m->nwin; k++) {
 		struct sev *e = &m->v[m->win[k]];
 
