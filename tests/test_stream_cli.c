@@ -4,8 +4,9 @@
  * run again, it goes on from its checkpoint, sending nothing twice;
  * --otlp-sample keeps the flows' traces, or the same fraction of traces
  * on every run; records further behind than --otlp-max-lag are skipped
- * and counted; the collector starts its stream again when it stops; bad
- * options are one line and exit 2, from the stream or the collector.
+ * and counted; the collector starts its stream again when it stops; the
+ * spans a killed producer was inside go out unfinished; bad options are
+ * one line and exit 2, from the stream or the collector.
  */
 #include "stream_run.h"
 
@@ -246,6 +247,59 @@ static void test_collector_starts_its_stream_again(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* A producer killed inside two open spans, under a streaming collector:
+ * both go out unfinished, ending where the collector found it dead, as
+ * the export of the capture has them. */
+static void test_spans_of_a_killed_producer_go_out_unfinished(void **state)
+{
+	const char *ring = test_ring_name("strdead");
+	char cap[512], *spans;
+	const char *caps[] = { cap, NULL };
+	struct receiver r;
+	pid_t col, p;
+	int st;
+
+	(void)state;
+	if (!have_receiver())
+		skip();
+	snprintf(cap, sizeof(cap), "%s", tmp("dead.cap"));
+	receiver_start(&r, "recv-dead", NULL, 0, 0);
+	col = stream_collector(ring, cap, &r, tmp("dead.err"), NULL);
+	p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		struct shmtrace_open_span outer, inner;
+		shmtrace_t *t;
+		uint32_t cat, k;
+		uint64_t t0;
+
+		if (shmtrace_open(ring, &t) < 0)
+			_exit(2);
+		cat = shmtrace_intern(t, "job");
+		k = shmtrace_intern(t, "step");
+		shmtrace_begin(t, &outer, cat, shmtrace_intern(t, "outer"), 0);
+		shmtrace_begin(t, &inner, cat, shmtrace_intern(t, "inner"), 0);
+		shmtrace_span_arg(&inner, shmtrace_arg_int(k, 3));
+		t0 = shmtrace_now();
+		shmtrace_span(t, cat, shmtrace_intern(t, "done"), t0, shmtrace_now(), 0);
+		raise(SIGKILL);
+		_exit(1);
+	}
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFSIGNALED(st));
+	/* the collector's last pass adopts the dead thread's block */
+	kill(col, SIGTERM);
+	assert_int_equal(waitpid(col, &st, 0), col);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	expect_as_export(&r, caps, NULL);
+	spans = slurp(tmp2(r.dir, "spans.jsonl"));
+	assert_int_equal(count(spans, "\"shmtrace.unfinished\": true"), 2);
+	assert_int_equal(count(spans, "\"shmtrace.arg.step\": 3"), 1);
+	free(spans);
+	receiver_stop(&r);
+	shmtrace_ring_unlink(ring);
+}
+
 static void test_bad_options_say_one_line(void **state)
 {
 	const char *ring = test_ring_name("strbad");
@@ -292,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_sampling_keeps_flows_or_a_ratio_of_traces),
 		cmocka_unit_test(test_records_past_max_lag_are_skipped_and_counted),
 		cmocka_unit_test(test_collector_starts_its_stream_again),
+		cmocka_unit_test(test_spans_of_a_killed_producer_go_out_unfinished),
 		cmocka_unit_test(test_bad_options_say_one_line),
 	};
 

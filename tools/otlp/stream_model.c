@@ -415,6 +415,8 @@ static int walk_release(struct otlp_stream *st)
 	struct otlp *o = st->o;
 	int ret = 0;
 
+	/* the model made one for a pass; a release makes its own each time */
+	extsort_free(o->nodes);
 	o->nodes = extsort_new(sizeof(struct node), nest_cmp, NODES_MEM);
 	if (!o->nodes)
 		return -ENOMEM;
