@@ -3,14 +3,16 @@
  * stream.c - `shmtrace stream`: a capture's spans to an OTLP/HTTP
  * endpoint, following the capture as the collector writes it. The pass
  * (tools/trace/source_follow.c) hands each record to the file export's
- * reading (otlp_spans.c), whose events the model holds until their trees
- * and flows are whole (stream_model.c) and sends through the export's
- * own span model; the spans are sampled, encoded (protobuf or JSON) and
- * cut into requests with the checkpoint of where the pass was
- * (stream_ckpt.c), which the sender (stream_send.c) writes once the
- * endpoint took the request. The capture is the queue: a slow endpoint
- * makes the stream fall behind, never the collector, and the stream
- * reads on from the capture; past --otlp-max-lag it skips ahead.
+ * reading (otlp_spans.c), whose events are held (stream_hold.c) until
+ * their trees and flows are whole (stream_model.c) and sent through the
+ * export's own span model; the spans are sampled, encoded and cut into
+ * requests with the checkpoint of where the pass was (stream_batch.c,
+ * stream_ckpt.c), which the sender (stream_send.c) writes once the
+ * endpoint took the request. Here: the pass's callbacks (a record,
+ * nothing more for now, another run) and the run from start to end. The
+ * capture is the queue: a slow endpoint makes the stream fall behind,
+ * never the collector, and the stream reads on from the capture; past
+ * --otlp-max-lag it skips ahead.
  */
 #include <errno.h>
 #include <signal.h>
@@ -34,256 +36,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	g_stop = 1;
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void count(struct otlp_stream *st, uint64_t *c)
-{
-	pthread_mutex_lock(&st->cmu);
-	(*c)++;
-	pthread_mutex_unlock(&st->cmu);
-}
-
-uint64_t stream_lag(const struct stream_live *l)
-{
-	uint64_t now = clock_ns(CLOCK_REALTIME);
-
-	return l->caught_up || !l->last_wall || now < l->last_wall ? 0 : now - l->last_wall;
-}
-
-void stream_publish(struct otlp_stream *st, const char *state)
-{
-	pthread_mutex_lock(&st->cmu);
-	st->live.last_wall = st->last_wall;
-	st->live.caught_up = st->caught_up;
-	st->live.held = st->m.live;
-	if (state)
-		st->live.state = state;
-	pthread_mutex_unlock(&st->cmu);
-}
-
-void stream_status(struct otlp_stream *st, bool force)
-{
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
-	struct stream_counts c;
-	struct stream_live l;
-
-	pthread_mutex_lock(&st->cmu);
-	if (!force && now - st->live.status_at < 1000000000ull) {
-		pthread_mutex_unlock(&st->cmu);
-		return;
-	}
-	st->live.status_at = now;
-	c = st->c;
-	l = st->live;
-	pthread_mutex_unlock(&st->cmu);
-	stream_status_write(st, &c, &l);
-}
-
-/* ------------------------------------------------------------- requests */
-
-/* The batch as a request body: protobuf or JSON, gzipped or not. */
-static int make_body(struct otlp_stream *st, struct obuf *out)
-{
-	struct otlp *o = st->o;
-	struct obuf *raw = st->so->gzip ? &st->req : out;
-	int ret = 0;
-
-	if (st->so->oo.protobuf) {
-		ret = otlp_pb_request(o, &st->pre, raw);
-	} else {
-		struct sink k = { .body = raw };
-
-		raw->len = 0;
-		otlp_put_request(o, &st->pre, &k);
-		if (k.oom)
-			ret = -ENOMEM;
-		else
-			raw->len--;	/* the line's end, for a file only */
-	}
-	if (ret == 0 && st->so->gzip)
-		ret = gz_compress(&st->gz, raw->p, raw->len, out);
-	return ret;
-}
-
-int stream_cut(struct otlp_stream *st, bool force)
-{
-	struct otlp *o = st->o;
-	struct qreq r;
-	int ret = 0;
-
-	if (!o->batch_spans && !force)
-		return 0;
-	memset(&r, 0, sizeof(r));
-	if (o->batch_spans) {
-		ret = make_body(st, &r.body);
-		r.spans = o->batch_spans;
-		otlp_batch_reset(o);
-	}
-	if (ret == 0)
-		ret = ckpt_make(st, &r.ckpt);
-	if (ret < 0) {
-		ob_free(&r.body);
-		ob_free(&r.ckpt);
-		return ret;
-	}
-	r.backlog_done = source_follow_backlog_done(&st->src);
-	pthread_mutex_lock(&st->cmu);
-	r.at_cut = st->c;
-	pthread_mutex_unlock(&st->cmu);
-	st->cut_seq = st->next_seq;
-	st->cut_at = clock_ns(CLOCK_MONOTONIC);
-	/* the sender shows it while the reader waits on the queue */
-	stream_publish(st, NULL);
-	return sender_push(st, &r);
-}
-
-static bool sampled(const struct otlp_stream *st, const struct span *sp)
-{
-	switch (st->so->sample) {
-	case SAMPLE_FLOWS:
-		return sp->in_flow;
-	case SAMPLE_RATIO:
-		/* by the trace id's low half, as OpenTelemetry's ratio sampler
-		 * does: every host keeps the same traces */
-		return sp->tlo < st->so->ratio_bound;
-	default:
-		return true;
-	}
-}
-
-int stream_span(struct otlp *o, const struct span *sp)
-{
-	struct otlp_stream *st = o->st;
-	int ret;
-
-	/* made and sent before the checkpoint this release resumes from */
-	if (st->in_win && st->win_made++ < st->win_skip)
-		return 0;
-	if (!sampled(st, sp)) {
-		count(st, &st->c.sampled_out);
-		return 0;
-	}
-	if (!o->batch_spans)
-		st->batch_t0 = clock_ns(CLOCK_MONOTONIC);
-	ret = otlp_encode_span(o, sp);
-	if (ret == 0 && (o->batch_spans >= st->so->batch_spans ||
-			 otlp_batch_full(o, st->so->batch_bytes)))
-		ret = stream_cut(st, false);
-	return ret;
-}
-
-/* --------------------------------------------------------------- events */
-
-/* Takes the event held back for its arguments into the model: none more
- * can come. */
-static int take_held(struct otlp_stream *st)
-{
-	int ret = otlp_take_held(st->o);
-
-	if (ret == 0 && st->last_rseq + 1 > st->next_seq) {
-		st->next_seq = st->last_rseq + 1;
-		st->pseq = st->o->seq;
-	}
-	return ret;
-}
-
-/* Going on from a checkpoint: whether the event numbered seq was held then
- * (*inwin: in the release being sent); the others were sent. The events
- * come again in the order of their numbers. */
-static bool replay_keep(struct otlp_stream *st, uint64_t seq, bool *inwin)
-{
-	bool open = seq > OTLP_OPEN_SEQ / 2;
-	uint64_t *v = open ? st->ropen : st->rheld, n = open ? OTLP_OPEN_SEQ - seq : seq;
-	size_t *at = open ? &st->ropen_pos : &st->rheld_pos, len = open ? st->nropen : st->nrheld;
-
-	*inwin = false;
-	if (!st->replaying)
-		return true;
-	while (*at < len && v[*at] >> 1 < n) {
-		/* not read again: lost with a part deleted since */
-		count(st, &st->c.skipped);
-		(*at)++;
-	}
-	if (*at == len || v[*at] >> 1 != n)
-		return false;
-	*inwin = v[(*at)++] & 1;
-	return true;
-}
-
-static int hold(struct otlp_stream *st, const struct shmt_record *r, uint32_t outpid,
-		uint64_t seq, const struct sev_pos *pos, const struct open_args *a)
-{
-	uint32_t at;
-	bool inwin;
-	int ret;
-
-	if (!replay_keep(st, seq, &inwin))
-		return 0;
-	ret = model_add(st, r, outpid, seq, pos, a, &at);
-	if (ret == 0)
-		st->m.v[at].inwin = inwin;
-	return ret;
-}
-
-int stream_hold_event(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint64_t seq,
-		      const struct ev_args *a)
-{
-	struct otlp_stream *st = o->st;
-	struct sev_pos pos = { .rseq = st->pend_seq, .pseq = st->pend_pseq, .nopen = o->nopen };
-	char text[SHMTRACE_TEXT_MAX];
-	struct open_args oa;
-	int ret = a && a->n ? args_texts_out(o->arrive, a, &oa, text) : 0;
-
-	/* its texts are copied: the store is for the next event */
-	args_store_clear(o->arrive);
-	if (ret < 0)
-		return ret;
-	return hold(st, r, outpid, seq, &pos, a && a->n ? &oa : NULL);
-}
-
-int stream_hold_open(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint64_t seq,
-		     const struct open_args *a)
-{
-	struct otlp_stream *st = o->st;
-	struct sev_pos pos = { .rseq = source_follow_seq(&st->src), .pseq = o->seq,
-			       .nopen = OTLP_OPEN_SEQ - seq };
-
-	return hold(st, r, outpid, seq, &pos, a);
-}
-
-/* The replay is over (the capture reached where the checkpoint was, or
- * has nothing more): the release it was taken inside goes first. */
-static int replay_end(struct otlp_stream *st)
-{
-	bool resume = false;
-	int ret;
-
-	if (!st->replaying)
-		return 0;
-	/* an event read again and held back for its arguments: they all came
-	 * before the checkpoint's place, as it was not held back then */
-	if ((ret = take_held(st)) < 0)
-		return ret;
-	st->replaying = false;
-	for (; st->rheld_pos < st->nrheld; st->rheld_pos++)
-		count(st, &st->c.skipped);
-	for (; st->ropen_pos < st->nropen; st->ropen_pos++)
-		count(st, &st->c.skipped);
-	free(st->rheld);
-	free(st->ropen);
-	st->rheld = st->ropen = NULL;
-	st->nrheld = st->rheld_pos = st->nropen = st->ropen_pos = 0;
-	for (size_t i = 0; i < st->m.n; i++)
-		resume |= st->m.v[i].live && st->m.v[i].inwin;
-	return resume ? model_resume_release(st) : 0;
 }
 
 /* The names of processes and threads, when more came. */
@@ -320,7 +72,7 @@ static bool lag_skip(struct otlp_stream *st, const struct shmt_record *r)
 		st->o->nopen++;
 	else if (!shmt_record_attached(r))
 		st->o->seq++;
-	count(st, &st->c.skipped);
+	stream_count(st, &st->c.skipped, 1);
 	return true;
 }
 
@@ -335,7 +87,7 @@ static bool lagging(struct otlp_stream *st, const struct shmt_record *r, bool cl
 	st->caught_up = false;
 	if (!st->so->max_lag_ns || !clocks)
 		return st->skipping && lag_skip(st, r);
-	now = clock_ns(CLOCK_REALTIME);
+	now = stream_clock(CLOCK_REALTIME);
 	st->lag_ns = now > wall ? now - wall : 0;
 	if (!st->skipping && st->lag_ns > st->so->max_lag_ns) {
 		st->skipping = true;
@@ -383,11 +135,11 @@ static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	/* the clocks once in 64 records: enough for seconds of lag and hold */
 	if ((clocks = !st->clock_left)) {
 		st->clock_left = 64;
-		st->idle_since = clock_ns(CLOCK_MONOTONIC);
+		st->idle_since = stream_clock(CLOCK_MONOTONIC);
 	}
 	st->clock_left--;
 	if ((ret = run_ready(st)) < 0 ||
-	    (st->replaying && rseq >= st->replay_to && (ret = replay_end(st)) < 0))
+	    (st->replaying && rseq >= st->replay_to && (ret = stream_replay_end(st)) < 0))
 		return ret == -ECANCELED ? 1 : ret;
 	if (!st->replaying && lagging(st, r, clocks)) {
 		if (!o->held.has)
@@ -416,7 +168,7 @@ static int on_idle(void *ctx)
 {
 	struct otlp_stream *st = ctx;
 	struct otlp *o = st->o;
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = stream_clock(CLOCK_MONOTONIC);
 	int ret = 0;
 
 	if (stream_stopping())
@@ -424,13 +176,13 @@ static int on_idle(void *ctx)
 	st->lag_ns = 0;
 	st->caught_up = true;
 	/* caught up short of the checkpoint: the rest went with a part */
-	if (st->replaying && !st->run_fresh && (ret = replay_end(st)) < 0)
+	if (st->replaying && !st->run_fresh && (ret = stream_replay_end(st)) < 0)
 		return ret == -ECANCELED ? 1 : ret;
 	if (st->replaying)
 		return 0;
 	/* a quiet capture: what is held has waited long enough */
 	if (now - st->idle_since >= st->so->hold_ns && (o->held.has || st->m.live) &&
-	    !st->run_fresh && (ret = take_held(st)) == 0)
+	    !st->run_fresh && (ret = stream_take_held(st)) == 0)
 		ret = model_release(st, true);
 	if (ret == 0 && o->batch_spans && now - st->batch_t0 >= STREAM_FLUSH_NS)
 		ret = stream_cut(st, false);
@@ -453,7 +205,7 @@ static int on_run(void *ctx, uint64_t run_id)
 	int ret;
 
 	if (st->run_started && run_id != st->run_id) {
-		if ((ret = run_ready(st)) < 0 || (ret = take_held(st)) < 0 ||
+		if ((ret = run_ready(st)) < 0 || (ret = stream_take_held(st)) < 0 ||
 		    (ret = model_release(st, true)) < 0 || (ret = stream_cut(st, true)) < 0)
 			return ret;
 	} else if (st->have_run && run_id != st->run_id && st->replaying) {
@@ -551,8 +303,8 @@ static int finish(struct otlp_stream *st)
 	st->caught_up = true;
 	if (!st->run_started)
 		return st->replaying ? 0 : stream_cut(st, true);
-	if ((ret = run_ready(st)) == 0 && (ret = replay_end(st)) == 0 &&
-	    (ret = take_held(st)) == 0 && (ret = model_release(st, true)) == 0)
+	if ((ret = run_ready(st)) == 0 && (ret = stream_replay_end(st)) == 0 &&
+	    (ret = stream_take_held(st)) == 0 && (ret = model_release(st, true)) == 0)
 		ret = stream_cut(st, true);
 	return ret;
 }
@@ -630,7 +382,7 @@ int stream_main(const struct stream_opts *so)
 		return rc;
 	}
 	say_ready(so->ready_fd);
-	st->idle_since = clock_ns(CLOCK_MONOTONIC);
+	st->idle_since = stream_clock(CLOCK_MONOTONIC);
 	stream_publish(st, "running");
 	stream_status(st, true);
 	ret = source_records(&st->src, on_rec, st, err, sizeof(err));

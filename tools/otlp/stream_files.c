@@ -106,7 +106,8 @@ static int list_backlog(struct otlp_stream *st, unsigned long *next)
 	if (d)
 		closedir(d);
 	free(dir);
-	qsort(st->backlog, st->nbacklog, sizeof(*st->backlog), cmp_num);
+	if (st->nbacklog)
+		qsort(st->backlog, st->nbacklog, sizeof(*st->backlog), cmp_num);
 	return 0;
 }
 
@@ -153,6 +154,42 @@ int stream_backlog(struct otlp_stream *st)
 }
 
 /* -------------------------------------------------------------- status */
+
+uint64_t stream_lag(const struct stream_live *l)
+{
+	uint64_t now = stream_clock(CLOCK_REALTIME);
+
+	return l->caught_up || !l->last_wall || now < l->last_wall ? 0 : now - l->last_wall;
+}
+
+void stream_publish(struct otlp_stream *st, const char *state)
+{
+	pthread_mutex_lock(&st->cmu);
+	st->live.last_wall = st->last_wall;
+	st->live.caught_up = st->caught_up;
+	st->live.held = st->m.live;
+	if (state)
+		st->live.state = state;
+	pthread_mutex_unlock(&st->cmu);
+}
+
+void stream_status(struct otlp_stream *st, bool force)
+{
+	uint64_t now = stream_clock(CLOCK_MONOTONIC);
+	struct stream_counts c;
+	struct stream_live l;
+
+	pthread_mutex_lock(&st->cmu);
+	if (!force && now - st->live.status_at < 1000000000ull) {
+		pthread_mutex_unlock(&st->cmu);
+		return;
+	}
+	st->live.status_at = now;
+	c = st->c;
+	l = st->live;
+	pthread_mutex_unlock(&st->cmu);
+	stream_status_write(st, &c, &l);
+}
 
 void stream_summary(const struct otlp_stream *st, const struct stream_counts *c,
 		    const struct stream_live *l, char *buf, size_t len)

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "gz.h"
 #include "otlp_int.h"
@@ -240,7 +241,31 @@ struct otlp_stream {
 	} live;				/* the reader's, as the status shows it */
 };
 
-/* stream.c */
+static inline uint64_t stream_clock(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Adds n to count *c of st->c (the reader and the sender both count). */
+static inline void stream_count(struct otlp_stream *st, uint64_t *c, uint64_t n)
+{
+	pthread_mutex_lock(&st->cmu);
+	*c += n;
+	pthread_mutex_unlock(&st->cmu);
+}
+
+/* stream_hold.c */
+/* The event held back for its arguments taken into the model, none more
+ * coming; the pass's place moves past it. Returns 0 or -errno. */
+int stream_take_held(struct otlp_stream *st);
+/* The pass read again reached where the checkpoint was (or the capture
+ * has nothing more): the release it was taken inside goes first. */
+int stream_replay_end(struct otlp_stream *st);
+
+/* stream.c, stream_batch.c, stream_files.c */
 /* Cuts the batch: a request with its checkpoint, queued. */
 int stream_cut(struct otlp_stream *st, bool last);
 /* The reader's state (state: "running", "skipping", ...; NULL: as it

@@ -315,7 +315,8 @@ static struct sargs *args_copy(const struct open_args *a)
 		return NULL;
 	s->a = a->a;
 	s->tlen = tlen;
-	memcpy(s->text, a->text, tlen);
+	if (tlen)
+		memcpy(s->text, a->text, tlen);
 	return s;
 }
 

@@ -30,21 +30,13 @@
 /* a failure said once, then at most this often while it lasts */
 #define SAY_EVERY_NS		(60ull * 1000000000ull)
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* A random number for the jitter (xorshift64*, seeded per process). */
 static uint64_t jitter_rand(void)
 {
 	static __thread uint64_t x;
 
 	if (!x)
-		x = (mono_ns() ^ (uint64_t)getpid() << 32) | 1;
+		x = (stream_clock(CLOCK_MONOTONIC) ^ (uint64_t)getpid() << 32) | 1;
 	x ^= x >> 12;
 	x ^= x << 25;
 	x ^= x >> 27;
@@ -54,10 +46,10 @@ static uint64_t jitter_rand(void)
 /* Waits ms, or less when the stream stops: false then. */
 static bool nap(struct sender *s, unsigned ms)
 {
-	uint64_t until = mono_ns() + (uint64_t)ms * 1000000ull;
+	uint64_t until = stream_clock(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000ull;
 
 	while (!stream_stopping()) {
-		uint64_t now = mono_ns(), step = WAKE_MS * 1000000ull;
+		uint64_t now = stream_clock(CLOCK_MONOTONIC), step = WAKE_MS * 1000000ull;
 		struct timespec ts;
 
 		if (now >= until)
@@ -72,13 +64,6 @@ static bool nap(struct sender *s, unsigned ms)
 		pthread_mutex_unlock(&s->mu);
 	}
 	return false;
-}
-
-static void count(struct otlp_stream *st, uint64_t *c, uint64_t n)
-{
-	pthread_mutex_lock(&st->cmu);
-	*c += n;
-	pthread_mutex_unlock(&st->cmu);
 }
 
 /* An answer the endpoint gave: counted. */
@@ -97,17 +82,17 @@ static void answered(struct otlp_stream *st, const struct qreq *r, const struct 
 		st->c.sent += r->spans - rej;
 		st->c.rejected += rej;
 		pthread_mutex_unlock(&st->cmu);
-		if (rej && mono_ns() - said[0] >= SAY_EVERY_NS) {
-			said[0] = mono_ns();
+		if (rej && stream_clock(CLOCK_MONOTONIC) - said[0] >= SAY_EVERY_NS) {
+			said[0] = stream_clock(CLOCK_MONOTONIC);
 			fprintf(stderr, "shmtrace stream: the endpoint rejected %llu of %llu spans "
 				"(partial success)%s%s\n", (unsigned long long)rej,
 				(unsigned long long)r->spans, msg[0] ? ": " : "", msg);
 		}
 		return;
 	}
-	count(st, &st->c.rejected, r->spans);
-	if (mono_ns() - said[1] >= SAY_EVERY_NS) {
-		said[1] = mono_ns();
+	stream_count(st, &st->c.rejected, r->spans);
+	if (stream_clock(CLOCK_MONOTONIC) - said[1] >= SAY_EVERY_NS) {
+		said[1] = stream_clock(CLOCK_MONOTONIC);
 		snprintf(msg, sizeof(msg), "%.*s", (int)strcspn(a->body, "\r\n"), a->body);
 		fprintf(stderr, "shmtrace stream: http://%s%s answered HTTP %d%s%s%s%s: %llu spans "
 			"rejected, not sent again\n", st->so->url.hostport, st->so->url.path,
@@ -145,9 +130,9 @@ static int send_one(struct otlp_stream *st, const struct qreq *r)
 		if (ret < 0 ? ret == -EPROTO || ret == -E2BIG || ret == -ENOMEM
 			    : !otlp_retryable(0, a->status))
 			break;
-		count(st, &st->c.retried, 1);
-		if (!failing || mono_ns() - said_fail >= SAY_EVERY_NS) {
-			said_fail = mono_ns();
+		stream_count(st, &st->c.retried, 1);
+		if (!failing || stream_clock(CLOCK_MONOTONIC) - said_fail >= SAY_EVERY_NS) {
+			said_fail = stream_clock(CLOCK_MONOTONIC);
 			if (ret < 0)
 				fprintf(stderr, "shmtrace stream: %s; trying again\n", why);
 			else
@@ -170,7 +155,7 @@ static int send_one(struct otlp_stream *st, const struct qreq *r)
 		/* not HTTP, or a local error: the request cannot go as it is */
 		fprintf(stderr, "shmtrace stream: %s; %llu spans not sent\n", why,
 			(unsigned long long)r->spans);
-		count(st, &st->c.rejected, r->spans);
+		stream_count(st, &st->c.rejected, r->spans);
 	} else {
 		answered(st, r, a, said_answer);
 	}
