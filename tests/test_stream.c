@@ -149,7 +149,9 @@ static void test_stalled_endpoint_drops_nothing_and_the_stream_catches_up(void *
 	receiver_start(&r, "recv-stall", "200,stall", 0, 0);
 	col = stream_collector(ring, cap, &r, tmp("stall.err"), more);
 	flow_run(ring, 40);
+	alarm(300);	/* a hang guard: see receiver_wait() */
 	assert_true(read(r.notify, line, sizeof(line)) > 0);
+	alarm(0);
 	assert_memory_equal(line, "stall\n", 6);
 	/* while the endpoint stalls: 3000 requests, 39000 records through a
 	 * ring of 8192, each written once the ring is half drained, so they
