@@ -12,7 +12,7 @@ PYTHON    ?= /usr/bin/python3
 
 override CFLAGS += -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread -D_GNU_SOURCE \
 	-DSHMTRACE_VERSION='"$(VERSION)"'
-LDLIBS    := -luring -lmsgpackc -lpthread -lm
+LDLIBS    := -luring -lmsgpackc -lz -lpthread -lm
 
 # SAN=1: AddressSanitizer + UndefinedBehaviorSanitizer; TSAN=1: ThreadSanitizer.
 ifeq ($(SAN),1)
@@ -204,7 +204,7 @@ $(BUILD)/tests/py-c-hop: tests/python/c_hop.c $(STATIC)
 
 # Debian packages the build and the tests need; installed when root.
 DEB_PKGS := liburing-dev libmsgpack-dev libcmocka-dev pkg-config valgrind clang libclang-rt-14-dev \
-	python3-dev python3-setuptools python3-wheel python3-venv protobuf-compiler
+	python3-dev python3-setuptools python3-wheel python3-venv protobuf-compiler zlib1g-dev
 deps:
 	@bash tests/deps.sh $(DEB_PKGS)
 

@@ -262,6 +262,23 @@ int shmt_cap_open(const char *path, struct shmt_cap_reader **out, char *err, siz
  */
 int shmt_cap_next(struct shmt_cap_reader *r, struct shmt_cap_frame *f, char *err, size_t errlen);
 
+/*
+ * shmt_cap_next() for a file still being written (a stream following the
+ * live capture): a file that ends without its END frame, at a frame's
+ * boundary or inside one, has not been written that far yet: -EAGAIN,
+ * and the next call reads on from that frame. The collector has several
+ * writes in flight, which may complete out of order, so bytes past what
+ * is written may be a hole of zeros: a frame that does not decode is
+ * -EAGAIN too, read again from its start, until the file reaches
+ * SHMT_CAP_FOLLOW_SLACK bytes past it; then it is damage (-EBADMSG,
+ * sticky). Every other answer is shmt_cap_next()'s.
+ */
+#define SHMT_CAP_FOLLOW_SLACK	(64u << 20)
+int shmt_cap_follow(struct shmt_cap_reader *r, struct shmt_cap_frame *f, char *err, size_t errlen);
+
+/* The file offset of the next frame. */
+uint64_t shmt_cap_offset(const struct shmt_cap_reader *r);
+
 /* The header frame read by shmt_cap_open(). */
 const struct shmt_cap_header *shmt_cap_header_of(const struct shmt_cap_reader *r);
 

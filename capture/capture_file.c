@@ -2,7 +2,9 @@
 /*
  * capture_file.c - reads a capture file frame by frame through a bounded
  * buffer (shmt_cap_open/next/close), telling a clean END from a cut file
- * and keeping the first error for every later call.
+ * and keeping the first error for every later call; or follows one still
+ * being written (shmt_cap_follow()), whose end is only where the writer
+ * has got to.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "capture_dec.h"
 
@@ -235,6 +238,54 @@ failed:
 	r->error = rc;
 	snprintf(r->msg, sizeof(r->msg), "%s", err && errlen ? err : "capture read failed");
 	return rc;
+}
+
+/* Forgets the bytes read from the frame at r->base + r->start on, and
+ * reads them again next time: they may have been a hole the writer had
+ * not filled yet. */
+static int unread(struct shmt_cap_reader *r)
+{
+	uint64_t off = r->base + r->start;
+
+	if (lseek(r->fd, (off_t)off, SEEK_SET) < 0)
+		return -errno;
+	r->base = off;
+	r->start = r->end = 0;
+	r->eof = 0;
+	return 0;
+}
+
+/* Whether the file reaches SHMT_CAP_FOLLOW_SLACK bytes past off: a frame
+ * there that does not decode is damage, not a write still on its way. */
+static bool written_past(const struct shmt_cap_reader *r, uint64_t off)
+{
+	struct stat st;
+
+	return fstat(r->fd, &st) == 0 && (uint64_t)st.st_size >= off + SHMT_CAP_FOLLOW_SLACK;
+}
+
+int shmt_cap_follow(struct shmt_cap_reader *r, struct shmt_cap_frame *f, char *err, size_t errlen)
+{
+	uint64_t off;
+	int rc;
+
+	if (r->state != READING)
+		return shmt_cap_next(r, f, err, errlen);
+	off = r->base + r->start;
+	rc = shmt_cap_next(r, f, err, errlen);
+	if (rc != -EPIPE && (rc != -EBADMSG || written_past(r, off)))
+		return rc;
+	/* not written yet: from that frame again, next time */
+	r->state = READING;
+	if ((rc = unread(r)) < 0)
+		return seterr(err, errlen, rc, "reading capture at offset %llu: %s",
+			      (unsigned long long)off, strerror(-rc));
+	return -EAGAIN;
+}
+
+uint64_t shmt_cap_offset(const struct shmt_cap_reader *r)
+{
+	return r->base + r->start;
 }
 
 const struct shmt_cap_header *shmt_cap_header_of(const struct shmt_cap_reader *r)

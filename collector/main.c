@@ -17,6 +17,7 @@
 #include "parse.h"
 #include "ring_config.h"
 #include "ring_reader.h"
+#include "streamer.h"
 
 /* A second stop signal this soon after the first is the same one again:
  * GNU timeout, and a terminal's Ctrl-C, signal the collector and then its
@@ -153,8 +154,11 @@ static void usage(FILE *f)
 "                           left say which were deleted and how many records they held\n"
 "      --keep-ring          with --create, leave the ring in /dev/shm on exit\n"
 "      --linger SECONDS     after SIGINT or SIGTERM, go on draining while producers\n"
-"                           are attached, at most SECONDS (default 5; 0: stop now)\n"
+"                           are attached, at most SECONDS (default 5; 0: stop now);\n"
+"                           with --otlp-endpoint, as long again for the stream to\n"
+"                           send what the capture holds\n"
 "      --ready-fd FD        write \"ready\\n\" to FD and close it once draining\n"
+STREAMER_HELP
 "  -q, --quiet              no summary line on exit\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
@@ -238,6 +242,7 @@ struct args {
 	bool create, keep, quiet, recreate;
 	uint64_t linger_ns;
 	int ready_fd;
+	struct streamer stream;		/* --otlp-endpoint and the options it takes */
 };
 
 /* The options together; returns -1 to go on, or the exit status. */
@@ -264,6 +269,8 @@ static int check_args(struct args *a, const char *ready_arg)
 		return usage_error("%s", "--recreate needs --create");
 	if (a->o.max_files && !a->o.max_size)
 		return usage_error("%s", "--max-files needs --max-size (parts are made by rotation)");
+	if (a->stream.argc && !a->stream.endpoint)
+		return usage_error("%s", "--service and the --otlp-* options need --otlp-endpoint");
 	if (a->keep && !a->create)
 		fprintf(stderr, "shmtrace-collector: warning: --keep-ring has no effect without "
 			"--create (a ring the collector did not create is never removed)\n");
@@ -289,6 +296,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		STREAMER_LONGOPTS,
 		{ 0 }
 	};
 	struct shmtrace_ring_config *cfg = &a->cfg;
@@ -298,6 +306,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	int c;
 
 	memset(a, 0, sizeof(*a));
+	streamer_init(&a->stream);
 	a->o.poll_ns = 100ull * 1000 * 1000;
 	a->linger_ns = LINGER_DEFAULT_S * 1000000000ull;
 	a->ready_fd = -1;
@@ -308,8 +317,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 			taken = flight_option(&a->fl, c, optarg, bad, sizeof(bad));
 		if (taken < 0 || parse_num_opt(c, optarg, &v, bad, sizeof(bad)) < 0)
 			return usage_error("%s", bad);
-		if (taken)
+		if (taken || (taken = streamer_option(&a->stream, c, optarg)) > 0)
 			continue;
+		if (taken < 0)
+			return 2;
 		switch (c) {
 		case 'r': a->o.ring = optarg; break;
 		case 'o': a->o.output = optarg; break;
@@ -452,7 +463,8 @@ static int make_ring(struct args *a, struct drain **retired, char *path, size_t 
  * replacement retired, if any, is drained alongside and finished once no
  * thread is attached to it. Returns 0 or -errno.
  */
-static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, const char *rpath)
+static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, const char *rpath,
+	       struct streamer *stream)
 {
 	bool stopping = false;
 	uint64_t until = 0;
@@ -468,6 +480,7 @@ static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, cons
 		ret = pass(d, false);
 		if (ret < 0)
 			return (int)ret;
+		streamer_poll(stream);
 		if (*retired && (pass(*retired, false) < 0 || !drain_live_writers(*retired)))
 			finish_retired(retired, rpath);
 		if (ret == 0 && (stopping || !stop_requested()))
@@ -594,17 +607,21 @@ int main(int argc, char **argv)
 		       flight_run(a.o.ring, a.o.poll_ns, &a.fl, a.quiet, a.ready_fd, stop_requested);
 	if (a.create && (created = make_ring(&a, &retired, rpath, sizeof(rpath))) < 0)
 		return 1;
-	d = drain_new();
-	ret = d ? drain_open(d, &a.o) : -ENOMEM;
+	/* before the capture is opened, which truncates what it held */
+	status = a.stream.endpoint ? streamer_start(&a.stream, a.o.output) : 0;
+	d = status ? NULL : drain_new();
+	ret = status ? -ECANCELED : d ? drain_open(d, &a.o) : -ENOMEM;
 	if (ret < 0) {
-		fprintf(stderr, "shmtrace-collector: %s\n",
-			d && drain_error(d)[0] ? drain_error(d) : shmtrace_strerror(ret));
+		if (!status)
+			fprintf(stderr, "shmtrace-collector: %s\n",
+				d && drain_error(d)[0] ? drain_error(d) : shmtrace_strerror(ret));
+		streamer_finish(&a.stream, false, 0);
 		drain_free(d);
 		if (retired)
 			finish_retired(&retired, rpath);
 		if (a.create && created != SHMTRACE_ADOPTED)
 			shmtrace_ring_unlink(a.o.ring);
-		return 1;
+		return status ? status : 1;
 	}
 	if (created == SHMTRACE_ADOPTED)
 		fprintf(stderr, "shmtrace-collector: adopted ring '%s' as it was, with %llu records "
@@ -619,12 +636,16 @@ int main(int argc, char **argv)
 		close(a.ready_fd);
 	}
 	t0 = shmt_mono_ns();
-	ret = run(d, a.linger_ns, &retired, rpath);
+	ret = run(d, a.linger_ns, &retired, rpath, &a.stream);
 	status = ret < 0;
 	if (ret < 0)
 		say_error(d, &a.o, ret);
 	if (!a.quiet)
 		say_summary(d, ret < 0, t0);
+	/* the capture ended with its END frame only after a clean stop */
+	streamer_finish(&a.stream, ret == 0, a.linger_ns);
+	if (a.stream.endpoint && !a.quiet)
+		fprintf(stderr, "shmtrace-collector: stream: %s\n", a.stream.line);
 	if (ret == 0)	/* after an error the segment may be gone */
 		drain_warn_names(d);
 	g_drain = NULL;

@@ -3,8 +3,12 @@
  * test_pb.c - the protocol buffers wire format writer (util/pb.c) the
  * Perfetto export is made with: varints at their bounds, nested messages
  * whose length outgrows one byte, strings repaired as the JSON writer
- * repairs them; and the blocked Bloom filter (util/bloom.c) its plan uses.
+ * repairs them; what it writes read back field by field (pb_next(), the
+ * live stream's reader of an answer), cut messages refused; gzip
+ * (util/gz.c) round trips; and the blocked Bloom filter (util/bloom.c)
+ * the Perfetto export's plan uses.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +18,7 @@
 #include <cmocka.h>
 
 #include "bloom.h"
+#include "gz.h"
 #include "hash.h"
 #include "json_writer.h"
 #include "pb.h"
@@ -144,6 +149,77 @@ static void test_strings_repaired(void **state)
 	same_text("\xed\xa0\x80", 3, UTF8_REPLACEMENT UTF8_REPLACEMENT UTF8_REPLACEMENT);
 }
 
+/* Fields written read back as written; a message cut anywhere is no
+ * field, never a read past its end. */
+static void test_fields_read_back(void **state)
+{
+	struct obuf b = { 0 };
+	const char *p, *data = NULL;
+	size_t n, len = 0, m;
+	uint64_t v = 0;
+	uint32_t field;
+	unsigned wire;
+
+	(void)state;
+	pb_uint(&b, 1, 300);
+	m = pb_begin(&b, 2);
+	pb_string(&b, 1, "hello", 5);
+	pb_end(&b, m);
+	pb_fixed64(&b, 7, 0x1122334455667788ull);
+	p = b.p;
+	n = b.len;
+	assert_int_equal(pb_next(&p, &n, &field, &wire, &v, &data, &len), 1);
+	assert_true(field == 1 && wire == PB_VARINT && v == 300);
+	assert_int_equal(pb_next(&p, &n, &field, &wire, &v, &data, &len), 1);
+	assert_true(field == 2 && wire == PB_LEN && len == 7);
+	assert_memory_equal(data, "\x0a\x05hello", 7);
+	assert_int_equal(pb_next(&p, &n, &field, &wire, &v, &data, &len), 1);
+	assert_true(field == 7 && wire == PB_I64 && v == 0x1122334455667788ull);
+	assert_int_equal(pb_next(&p, &n, &field, &wire, &v, &data, &len), 0);
+	for (size_t cut = 1; cut < b.len; cut++) {
+		int ret = 1;
+
+		p = b.p;
+		n = cut;
+		while (ret == 1)
+			ret = pb_next(&p, &n, &field, &wire, &v, &data, &len);
+		/* a cut between two fields ends the message; inside one, damage */
+		assert_true(ret == 0 || ret == -EBADMSG);
+		assert_true(ret == -EBADMSG || cut == 3 || cut == 12);
+	}
+	ob_free(&b);
+}
+
+static void test_gzip_round_trip(void **state)
+{
+	struct obuf in = { 0 }, z = { 0 }, out = { 0 };
+	struct gz g;
+
+	(void)state;
+	gz_init(&g, 1);
+	for (int i = 0; i < 20000; i++)
+		ob_puts(&in, i % 7 ? "span " : "flow ");
+	/* twice through one compressor: it is set up once, reset after */
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(gz_compress(&g, in.p, in.len, &z), 0);
+		/* a gzip member: 1f 8b, deflate */
+		assert_memory_equal(z.p, "\x1f\x8b\x08", 3);
+		assert_true(z.len < in.len / 10);
+		out.len = 0;
+		assert_int_equal(gz_decompress(z.p, z.len, &out, in.len), 0);
+		assert_int_equal(out.len, in.len);
+		assert_memory_equal(out.p, in.p, in.len);
+	}
+	out.len = 0;
+	assert_int_equal(gz_decompress(z.p, z.len, &out, in.len - 1), -EFBIG);
+	out.len = 0;
+	assert_int_equal(gz_decompress(z.p, z.len / 2, &out, in.len), -EBADMSG);
+	gz_free(&g);
+	ob_free(&in);
+	ob_free(&z);
+	ob_free(&out);
+}
+
 static void test_bloom(void **state)
 {
 	struct bloom b;
@@ -166,6 +242,8 @@ int main(void)
 		cmocka_unit_test(test_varints),
 		cmocka_unit_test(test_nested_lengths),
 		cmocka_unit_test(test_strings_repaired),
+		cmocka_unit_test(test_fields_read_back),
+		cmocka_unit_test(test_gzip_round_trip),
 		cmocka_unit_test(test_bloom),
 	};
 

@@ -84,7 +84,7 @@ bool filter_pid(const struct filter *f, uint32_t pid);
 bool is_ring_name(const char *arg);
 
 /* Sub-commands: create (create.c), export (export.c), ls and rm (ls.c),
- * snapshot, stat, summary, and svg (tools/svg/). */
+ * snapshot, stat, summary, svg (tools/svg/) and stream (tools/otlp/). */
 int cmd_create_ring(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
@@ -93,5 +93,6 @@ int cmd_ls(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_svg(int argc, char **argv);
+int cmd_stream(int argc, char **argv);
 
 #endif

@@ -37,9 +37,15 @@ struct otlp_opts {
 	bool flows_only;		/* leave out spans that are in no flow */
 	size_t batch_bytes;		/* most bytes in one request */
 	unsigned retries;		/* attempts per request (HTTP) */
-	const struct pick *pick;	/* which records (pick.h) */
+	const struct pick *pick;	/* which records (pick.h); NULL: all */
 	bool progress;
+	bool protobuf;			/* requests as protobuf, not OTLP/JSON */
 };
+
+struct kv;
+/* The live stream of capture (`shmtrace stream`), as its status file
+ * beside the capture says: keys stream_*, nothing when it has none. */
+void otlp_stream_stat(const char *capture, struct kv *o);
 
 /* Exports src as OTLP to out (a file, "-" for stdout, or NULL with an
  * endpoint) and/or to o->endpoint. Prints its errors and what was sent;

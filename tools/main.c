@@ -20,6 +20,7 @@ static const char usage[] =
 	"  rm       remove rings that no process uses any more\n"
 	"  snapshot copy what a ring holds now into a capture file, producers writing on\n"
 	"  stat     show the state of a ring or a capture file\n"
+	"  stream   send a capture's spans to an OpenTelemetry endpoint, as it grows\n"
 	"  summary  span statistics per process and name\n"
 	"  svg      draw a window of a trace as an SVG timeline\n"
 	"\n"
@@ -35,7 +36,8 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*fn)(int argc, char **argv);
 	} cmds[] = { { "create", cmd_create_ring }, { "export", cmd_export }, { "ls", cmd_ls }, { "rm", cmd_rm },
-		    { "snapshot", cmd_snapshot }, { "stat", cmd_stat }, { "summary", cmd_summary },
+		    { "snapshot", cmd_snapshot }, { "stat", cmd_stat }, { "stream", cmd_stream },
+		    { "summary", cmd_summary },
 		    { "svg", cmd_svg } };
 
 	if (argc < 2) {

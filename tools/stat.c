@@ -13,6 +13,7 @@
 
 #include "capture.h"
 #include "cli.h"
+#include "exporters.h"
 #include "fmt.h"
 #include "json_writer.h"
 #include "kv.h"
@@ -367,6 +368,7 @@ static int stat_capture(const char *path, struct kv *o)
 	}
 	cap_count(r, c);
 	stat_capture_print(o, path, shmt_cap_header_of(r), c);
+	otlp_stream_stat(path, o);
 	shmt_cap_close(r);
 	free(c);
 	if ((ret = kv_end(o)) < 0)

@@ -2,6 +2,7 @@
 /*
  * pb.c - the protocol buffers wire format into an obuf (pb.h).
  */
+#include <errno.h>
 #include <string.h>
 
 #include "pb.h"
@@ -78,4 +79,60 @@ void pb_end_long(struct obuf *b, size_t mark)
 		b->len += n - 1;
 	}
 	pb_put_varint(b->p + mark, len);
+}
+
+int pb_get_varint(const char **p, size_t *n, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		unsigned char c;
+
+		if (!*n)
+			return -EBADMSG;
+		c = (unsigned char)*(*p)++;
+		(*n)--;
+		*v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return 1;
+	}
+	return -EBADMSG;
+}
+
+int pb_next(const char **p, size_t *n, uint32_t *field, unsigned *wire, uint64_t *v,
+	    const char **data, size_t *len)
+{
+	uint64_t key;
+	size_t k;
+
+	if (!*n)
+		return 0;
+	if (pb_get_varint(p, n, &key) < 0)
+		return -EBADMSG;
+	*field = (uint32_t)(key >> 3);
+	*wire = (unsigned)(key & 7);
+	switch (*wire) {
+	case PB_VARINT:
+		return pb_get_varint(p, n, v);
+	case PB_I64:
+	case 5:		/* fixed32 */
+		k = *wire == PB_I64 ? 8 : 4;
+		if (*n < k)
+			return -EBADMSG;
+		*v = 0;
+		for (size_t i = 0; i < k; i++)
+			*v |= (uint64_t)(unsigned char)(*p)[i] << (8 * i);
+		*p += k;
+		*n -= k;
+		return 1;
+	case PB_LEN:
+		if (pb_get_varint(p, n, v) < 0 || *v > *n)
+			return -EBADMSG;
+		*data = *p;
+		*len = (size_t)*v;
+		*p += *len;
+		*n -= *len;
+		return 1;
+	default:
+		return -EBADMSG;
+	}
 }

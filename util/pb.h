@@ -105,4 +105,18 @@ static inline void pb_end(struct obuf *b, size_t mark)
 		pb_end_long(b, mark);
 }
 
+/* Reading: a varint at *p[0..*n), moving past it. Returns 1 with *v, or
+ * -EBADMSG (cut, or longer than 10 bytes). */
+int pb_get_varint(const char **p, size_t *n, uint64_t *v);
+
+/*
+ * Reading: the next field of a message p[0..*n), moving p and *n past
+ * it: its number and wire type, a varint's or fixed64's value in *v, a
+ * length-delimited field's bytes in *data and *len (a fixed32's value in
+ * *v too). Returns 1, 0 at the end of the message, or -EBADMSG (cut, or a
+ * wire type it does not know).
+ */
+int pb_next(const char **p, size_t *n, uint32_t *field, unsigned *wire, uint64_t *v,
+	    const char **data, size_t *len);
+
 #endif

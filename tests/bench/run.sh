@@ -21,10 +21,11 @@ RESULTS=$PWD/$BUILD/bench-results.txt
 
 if [ "$QUICK" = 1 ]; then
 	RUNS=1 SPAN_RUNS=1 N_SPAN=100000 N_BURST=100000 N_MP=200000 N_LAT=50000 N_DIS=10000000
-	N_EXPORT=200000 EXPORT_RUNS=1 N_BIG=2000000
+	N_EXPORT=200000 EXPORT_RUNS=1 N_BIG=2000000 N_STREAM=100000
 else
 	RUNS=${BENCH_RUNS:-5} SPAN_RUNS=${BENCH_RUNS:-11} N_SPAN=500000 N_BURST=250000 N_MP=2000000
 	N_LAT=1000000 N_DIS=200000000 N_EXPORT=10000000 EXPORT_RUNS=3 N_BIG=${BENCH_N_BIG:-100000000}
+	N_STREAM=1000000
 fi
 RING_CAP=1048576
 # case 9, the producers' tail: runs of seconds each (a time, or freezes),
@@ -234,6 +235,10 @@ say "              of the default configuration (262144 records, 256 blocks, 102
 say "  10 snapshot: \`shmtrace snapshot\`'s copy of a full overwrite ring of $RING_CAP records (no collector) into a"
 say "              capture on tmpfs, ms per M records; then case 3's timed span calls (no 2nd producer) into that"
 say "              ring, once alone and once with another process taking a snapshot every 100 ms"
+say "  11 stream:  \`shmtrace stream\` (what shmtrace-collector --otlp-endpoint runs) sending a capture of $N_STREAM"
+say "              spans (10 % in flows) whole to a loopback OTLP/HTTP sink that answers 200 at once, protobuf, gzip"
+say "              and none: spans/s and CPU per M spans; and the collector's drain of a ring holding $N_STREAM records"
+say "              with --otlp-endpoint (its stream reading beside it, on the same 2 cores) and without"
 say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
 say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed); each two-proc run starts once the warm-up is written out (lttng stop/start)"
 [ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
@@ -326,6 +331,14 @@ fi
 
 say "running 10 snapshot..."
 S10=$(shm_case snapshot "$N_LAT" "$RUNS")
+# 11: the live stream to OpenTelemetry
+S11=""
+if [ -x "$BENCH_DIR/bench_stream" ]; then
+	say "running 11 stream..."
+	S11=$(BENCH_N=$N_STREAM BENCH_RUNS=$RUNS timeout 900 "$BENCH_DIR/bench_stream" stream \
+		2>"$TMPD/shm-stream.err" | grep '^RESULT') ||
+		say "note: shmtrace stream case failed: $(tail -n 3 "$TMPD/shm-stream.err" | tr '\n' ' ')"
+fi
 
 # 8: the Python binding (python/, `make python`): `with shmtrace.span()`
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -537,6 +550,17 @@ if [ -n "$(field "$S10" ms_per_m)" ]; then
 else
 	row "10 snapshot" "skipped" "-" "" ""
 fi
+mfmt() { fmt "$(awk -v x="$1" 'BEGIN { if (x != "") print x / 1e6 }')" 2; }
+if [ -n "$(field "$S11" rate_gzip)" ]; then
+	row "11 stream gzip, M spans/s" "$(mfmt "$(field "$S11" rate_gzip)")" "-" "" "protobuf, to a loopback sink; case 5 drain: $(mfmt "$(field "$S5" rate)") M records/s"
+	row "11 stream gzip, CPU ms per M spans" "$(fmt "$(field "$S11" cpu_ms_per_m_gzip)" 1)" "-" "" "the stream process (its reader and sender)"
+	row "11 stream none, M spans/s" "$(mfmt "$(field "$S11" rate_none)")" "-" "" "without compression"
+	row "11 stream none, CPU ms per M spans" "$(fmt "$(field "$S11" cpu_ms_per_m_none)" 1)" "-" "" ""
+	row "11 drain, stream off, M records/s" "$(mfmt "$(field "$S11" drain_off)")" "-" "" "$(field "$S11" n) records, from the collector's start"
+	row "11 drain, stream on, M records/s" "$(mfmt "$(field "$S11" drain_on)")" "-" "" "the same with --otlp-endpoint: $(ratio "$(field "$S11" drain_on)" "$(field "$S11" drain_off)") of off"
+else
+	row "11 stream" "skipped" "-" "" "$(qfield "$S11" skipped)"
+fi
 
 # 7: bytes per span on disk: case 6's capture (10 % of spans in flows)
 # against LTTng's trace of the same spans; case 5's capture too
@@ -563,7 +587,7 @@ s=$(qfield "$S6" summary); [ -n "$s" ] && say "collector summary (export):   $s"
 say ""
 say "raw results:"
 for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8" \
-	"$S9A" "$L9A" "$S9B" "$L9B" "$S9C" "$L9C" "$S10"; do [ -n "$r" ] && say "  $r"; done
+	"$S9A" "$L9A" "$S9B" "$L9B" "$S9C" "$L9C" "$S10" "$S11"; do [ -n "$r" ] && say "  $r"; done
 [ -n "$BT_SECS" ] && say "  babeltrace2: $N_EXPORT events in $BT_SECS s, max RSS ${BT_RSS:-?} KiB"
 say "(saved to $RESULTS)"
 exit 0

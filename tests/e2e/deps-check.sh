@@ -27,9 +27,9 @@ expect() {	# expect "what" "packages" make-args...
 
 for goal in all install lint build/shmtrace; do
 	PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH= \
-		expect "$goal without liburing and msgpack" "liburing-dev libmsgpack-dev" "$goal"
+		expect "$goal without liburing, msgpack and zlib" "liburing-dev libmsgpack-dev zlib1g-dev" "$goal"
 done
-expect "no pkg-config" "pkg-config liburing-dev libmsgpack-dev" PKG_CONFIG=/nonexistent/pkg-config all
+expect "no pkg-config" "pkg-config liburing-dev libmsgpack-dev zlib1g-dev" PKG_CONFIG=/nonexistent/pkg-config all
 expect "tests without cmocka" "libcmocka-dev" CC="cc -nostdinc" tests-bin
 # with everything there, nothing is said
 out=$(make --no-print-directory -n all 2>&1) || fail "make -n all failed: $out"

@@ -21,7 +21,7 @@ FLAGS=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -pthread
        "-DSHMTRACE_VERSION=\"fuzz\"" -Iinclude -Iutil -Ilibshm/ring -Ilibshm/lib -Icapture
        -Icollector -Itools -Itools/trace -Itools/chrome -Itools/otlp -Itools/svg -Itools/perfetto -Itests/fuzz)
-LIBS=(-luring -lmsgpackc -lm)
+LIBS=(-luring -lmsgpackc -lz -lm)
 LIB_SRC=(util/*.c libshm/ring/*.c libshm/lib/*.c capture/*.c)
 COL_SRC=($(ls collector/*.c | grep -v '^collector/main\.c$'))
 TOOL_SRC=($(ls tools/*.c tools/trace/*.c tools/chrome/*.c tools/otlp/*.c tools/svg/*.c tools/perfetto/*.c | grep -v '^tools/main\.c$'))

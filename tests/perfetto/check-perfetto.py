@@ -23,14 +23,17 @@ computed from the Perfetto starts. Depth in the JSON is what the trace processor
 complete events: sorted by start, longer first, in file order after that.
 """
 import json
+import os
 import re
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from protoc_text import parse, unquote  # noqa: E402
+
 # the Chrome export moves a flow slice by the fewest ns a viewer tells apart
 # (one, below 2^53 ns), once per event it collides with
 MOVE_MAX = 100
-FIELD = re.compile(r'^\s*([A-Za-z_0-9]+)(:\s*(.*)| \{)$')
 
 
 def fail(msg):
@@ -38,54 +41,17 @@ def fail(msg):
     sys.exit(1)
 
 
-def unquote(s):
-    """A text-format string literal (C escapes, octal bytes) as text."""
-    out, i = bytearray(), 1
-    simple = {'n': 10, 't': 9, 'r': 13, '"': 34, "'": 39, '\\': 92, 'a': 7, 'b': 8,
-              'f': 12, 'v': 11, '?': 63}
-    while i < len(s) - 1:
-        c = s[i]
-        if c != '\\':
-            out += c.encode()
-            i += 1
-        elif s[i + 1] in simple:
-            out.append(simple[s[i + 1]])
-            i += 2
-        elif s[i + 1] == 'x':
-            m = re.match(r'[0-9a-fA-F]{1,2}', s[i + 2:])
-            out.append(int(m.group(0), 16))
-            i += 2 + len(m.group(0))
-        else:
-            m = re.match(r'[0-7]{1,3}', s[i + 1:])
-            out.append(int(m.group(0), 8))
-            i += 1 + len(m.group(0))
-    return out.decode('utf-8')
-
-
 def parse_text(path):
     """protoc's text format: a dict per message, field -> list of values."""
-    root = defaultdict(list)
-    stack = [root]
+    def value(raw):
+        if raw.startswith('"'):
+            return unquote(raw).decode('utf-8')
+        return int(raw) if re.match(r'^-?\d+$', raw) else raw
     with open(path, encoding='utf-8') as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip('\n')
-            if line.strip() == '}':
-                stack.pop()
-                continue
-            m = FIELD.match(line)
-            if not m:
-                fail(f"{path}:{n}: cannot read '{line}'")
-            key = m.group(1)
-            if key.isdigit():
-                fail(f"{path}:{n}: field {key} is none of perfetto_trace.proto's")
-            if m.group(3) is None:
-                msg = defaultdict(list)
-                stack[-1][key].append(msg)
-                stack.append(msg)
-            else:
-                v = m.group(3)
-                stack[-1][key].append(unquote(v) if v.startswith('"') else
-                                      int(v) if re.match(r'^-?\d+$', v) else v)
+        try:
+            root = parse(f, value, named_only=True)
+        except ValueError as e:
+            fail(f"{path}:{e} (perfetto_trace.proto)")
     return root['packet']
 
 

@@ -2,13 +2,12 @@
 /*
  * http.c - a small HTTP/1.1 client over a socket, for OTLP/HTTP: the
  * exporter POSTs a few MB at a time to a collector on the same machine or
- * network, so one connection per request ("Connection: close") and no TLS
- * (docs/DESIGN.md says why this is not libcurl).
+ * network; the live stream keeps its connection open between requests.
+ * No TLS (docs/DESIGN.md says why this is not libcurl).
  */
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,98 +150,299 @@ static int send_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* Reads until the end of the headers and a piece of the body (or EOF). */
-static int parse_answer(const char *buf, size_t n, struct http_answer *a)
+/* An answer being read: bytes buf[pos..len) not yet parsed. */
+struct rd {
+	int fd;
+	char buf[16384];
+	size_t pos, len;
+	bool eof;
+};
+
+/* More bytes into r->buf (moving what is unread to the front). */
+static int rd_fill(struct rd *r)
 {
-	const char *hdr_end = memmem(buf, n, "\r\n\r\n", 4), *line, *body;
-	int major, minor, status;
-	bool chunked = false;
-	size_t blen;
+	ssize_t n;
 
-	if (sscanf(buf, "HTTP/%d.%d %d", &major, &minor, &status) != 3 || status < 100 ||
-	    status > 599)
+	if (r->pos) {
+		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+		r->len -= r->pos;
+		r->pos = 0;
+	}
+	if (r->len == sizeof(r->buf))
 		return -EPROTO;
-	a->status = status;
-	/* "HTTP/1.1 400 Bad Request": what follows the code, to the line's end */
-	line = strchr(buf, ' ');
-	line = line ? line + strspn(line, " ") : buf;
-	line += strspn(line, "0123456789");
-	line += strspn(line, " ");
-	snprintf(a->reason, sizeof(a->reason), "%.*s", (int)strcspn(line, "\r\n"), line);
-	if (!hdr_end)
-		return 0;
-	for (line = strstr(buf, "\r\n"); line && line < hdr_end; line = strstr(line + 2, "\r\n"))
-		if (!strncasecmp(line + 2, "Retry-After:", 12))
-			a->retry_after = (unsigned)strtoul(line + 14, NULL, 10);
-		else if (!strncasecmp(line + 2, "Transfer-Encoding:", 18) &&
-			 strstr(line + 20, "chunked") && strstr(line + 20, "chunked") < hdr_end)
-			chunked = true;
-	body = hdr_end + 4;
-	blen = n - (size_t)(body - buf);
-	if (chunked) {
-		/* the first chunk is enough to say why: "SIZE\r\nDATA" */
-		char *end;
-		unsigned long sz = strtoul(body, &end, 16);
-		const char *data = strstr(body, "\r\n");
+	do
+		n = recv(r->fd, r->buf + r->len, sizeof(r->buf) - r->len, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? -ETIMEDOUT : -errno;
+	if (n == 0)
+		r->eof = true;
+	r->len += (size_t)n;
+	return 0;
+}
 
-		if (data && end != body) {
-			data += 2;
-			blen = n - (size_t)(data - buf);
-			if (sz < blen)
-				blen = sz;
-			body = data;
+/* The next line (without its CRLF) at *line, NUL-terminated in place. */
+static int rd_line(struct rd *r, char **line)
+{
+	for (;;) {
+		char *nl = memmem(r->buf + r->pos, r->len - r->pos, "\r\n", 2);
+		int ret;
+
+		if (nl) {
+			*nl = 0;
+			*line = r->buf + r->pos;
+			r->pos = (size_t)(nl + 2 - r->buf);
+			return 0;
+		}
+		if (r->eof)
+			return -ECONNRESET;
+		if ((ret = rd_fill(r)) < 0)
+			return ret;
+	}
+}
+
+/* What the headers say of the body that follows. */
+struct head {
+	long long clen;		/* -1: none */
+	bool chunked, close;
+};
+
+static void parse_header(const char *h, struct http_answer *a, struct head *hd)
+{
+	const char *v = strchr(h, ':');
+
+	if (!v)
+		return;
+	v++;
+	v += strspn(v, " \t");
+	if (!strncasecmp(h, "Retry-After:", 12))
+		a->retry_after = (unsigned)strtoul(v, NULL, 10);
+	else if (!strncasecmp(h, "Content-Length:", 15))
+		hd->clen = strtoll(v, NULL, 10);
+	else if (!strncasecmp(h, "Transfer-Encoding:", 18))
+		hd->chunked = strcasestr(v, "chunked") != NULL;
+	else if (!strncasecmp(h, "Connection:", 11))
+		hd->close = strcasestr(v, "close") != NULL;
+	else if (!strncasecmp(h, "Content-Type:", 13))
+		snprintf(a->ctype, sizeof(a->ctype), "%s", v);
+}
+
+/* The status line and headers (a 1xx answer skipped). */
+static int read_head(struct rd *r, struct http_answer *a, struct head *hd)
+{
+	char *line;
+	int major, minor, status, ret;
+
+	do {
+		*hd = (struct head){ .clen = -1 };
+		if ((ret = rd_line(r, &line)) < 0)
+			return ret;
+		if (sscanf(line, "HTTP/%d.%d %d", &major, &minor, &status) != 3 || status < 100 ||
+		    status > 599)
+			return -EPROTO;
+		a->status = status;
+		/* "HTTP/1.1 400 Bad Request": what follows the code */
+		line = strchr(line, ' ');
+		line += strspn(line, " ");
+		line += strspn(line, "0123456789");
+		line += strspn(line, " ");
+		snprintf(a->reason, sizeof(a->reason), "%s", line);
+		while ((ret = rd_line(r, &line)) == 0 && *line)
+			parse_header(line, a, hd);
+		if (ret < 0)
+			return ret;
+		/* HTTP/1.0 closes unless told otherwise */
+		if (major == 1 && minor == 0)
+			hd->close = true;
+	} while (status < 200);
+	return 0;
+}
+
+/* n body bytes, kept while a->body has room. */
+static int read_bytes(struct rd *r, struct http_answer *a, unsigned long long n)
+{
+	int ret;
+
+	while (n) {
+		size_t k = r->len - r->pos;
+
+		if (!k) {
+			if (r->eof)
+				return -ECONNRESET;
+			if ((ret = rd_fill(r)) < 0)
+				return ret;
+			continue;
+		}
+		if (k > n)
+			k = (size_t)n;
+		if (a->body_len < HTTP_BODY_KEEP) {
+			size_t keep = HTTP_BODY_KEEP - a->body_len < k ? HTTP_BODY_KEEP - a->body_len : k;
+
+			memcpy(a->body + a->body_len, r->buf + r->pos, keep);
+			a->body_len += keep;
+		}
+		r->pos += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* A chunked body: "SIZE\r\nDATA\r\n"..., "0\r\n", trailers, "\r\n". */
+static int read_chunked(struct rd *r, struct http_answer *a)
+{
+	char *line;
+	int ret;
+
+	for (;;) {
+		unsigned long long n;
+
+		if ((ret = rd_line(r, &line)) < 0)
+			return ret;
+		n = strtoull(line, NULL, 16);
+		if (n == 0)
+			break;
+		if ((ret = read_bytes(r, a, n)) < 0 || (ret = rd_line(r, &line)) < 0)
+			return ret;
+	}
+	while ((ret = rd_line(r, &line)) == 0 && *line)
+		;
+	return ret;
+}
+
+/* The body as the headers delimit it: 1 when the connection can be used
+ * again, 0 when the body ends with it, or -errno. */
+static int read_body(struct rd *r, struct http_answer *a, const struct head *hd)
+{
+	int ret;
+
+	if (a->status == 204 || a->status == 304)
+		return !hd->close;
+	if (hd->chunked)
+		ret = read_chunked(r, a);
+	else if (hd->clen >= 0)
+		ret = read_bytes(r, a, (unsigned long long)hd->clen);
+	else {
+		/* to the end of the connection */
+		for (;;) {
+			read_bytes(r, a, r->len - r->pos);
+			if (r->eof)
+				return 0;
+			if ((ret = rd_fill(r)) < 0)
+				return ret;
 		}
 	}
-	snprintf(a->body, sizeof(a->body), "%.*s", (int)blen, body);
-	return 0;
+	return ret < 0 ? ret : !hd->close;
+}
+
+void http_conn_init(struct http_conn *c, const struct http_url *u, int timeout_ms, bool keep,
+		    const char *headers)
+{
+	memset(c, 0, sizeof(*c));
+	c->u = *u;
+	c->fd = -1;
+	c->timeout_ms = timeout_ms;
+	c->keep = keep;
+	c->headers = headers;
+}
+
+void http_conn_close(struct http_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+/* One attempt on c->fd: sends r and reads the answer. *answered says
+ * whether any byte of it came. */
+static int exchange(struct http_conn *c, const struct http_req *r, struct http_answer *a,
+		    bool *answered)
+{
+	char head[4096];
+	struct rd *rd = malloc(sizeof(*rd));
+	struct head hd;
+	int n, ret, sret;
+
+	*answered = false;
+	if (!rd)
+		return -ENOMEM;
+	n = snprintf(head, sizeof(head),
+		     "POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: shmtrace/" SHMTRACE_VERSION
+		     "\r\nContent-Type: %s\r\n%s%s%sContent-Length: %zu\r\n%s%s\r\n", c->u.path,
+		     c->u.hostport, r->ctype, r->cenc ? "Content-Encoding: " : "",
+		     r->cenc ? r->cenc : "", r->cenc ? "\r\n" : "", r->len,
+		     c->keep ? "" : "Connection: close\r\n", c->headers ? c->headers : "");
+	if (n < 0 || (size_t)n >= sizeof(head)) {
+		free(rd);
+		return -E2BIG;
+	}
+	sret = send_all(c->fd, head, (size_t)n);
+	if (sret == 0)
+		sret = send_all(c->fd, r->body, r->len);
+	/* an endpoint may answer (413, 400) and close before taking all:
+	 * read what it said even when sending failed */
+	rd->fd = c->fd;
+	rd->pos = rd->len = 0;
+	rd->eof = false;
+	ret = read_head(rd, a, &hd);
+	*answered = ret == 0 || rd->len > 0;
+	/* a body cut short still says what the status says; the
+	 * connection is not used again */
+	if (ret == 0 && (ret = read_body(rd, a, &hd)) < 0)
+		ret = 0;
+	free(rd);
+	if (ret < 0 && !*answered && sret < 0)
+		ret = sret;
+	a->body[a->body_len] = 0;
+	return ret;
+}
+
+int http_conn_post(struct http_conn *c, const struct http_req *r, struct http_answer *a, char *err,
+		   size_t errlen)
+{
+	bool reused, answered;
+	int ret;
+
+	for (;;) {
+		memset(a, 0, offsetof(struct http_answer, body));
+		a->body[0] = 0;
+		reused = c->fd >= 0;
+		if (!reused) {
+			ret = connect_to(&c->u, c->timeout_ms, err, errlen);
+			if (ret < 0)
+				return ret;
+			c->fd = ret;
+			c->connects++;
+		}
+		ret = exchange(c, r, a, &answered);
+		if (ret >= 0)
+			break;
+		http_conn_close(c);
+		/* an idle connection the endpoint had closed: once more, anew */
+		if (!reused || answered || (ret != -ECONNRESET && ret != -EPIPE))
+			break;
+	}
+	if (ret == 1 && c->keep)
+		return 0;
+	http_conn_close(c);
+	if (ret >= 0)
+		return 0;
+	if (ret == -EPROTO || answered)
+		snprintf(err, errlen, "%s did not answer in HTTP", c->u.hostport);
+	else
+		snprintf(err, errlen, "%s: %s before an answer", c->u.hostport,
+			 ret == -ETIMEDOUT ? "timed out" : strerror(-ret));
+	return answered ? -EPROTO : ret;
 }
 
 int http_post(const struct http_url *u, const char *body, size_t len, int timeout_ms,
 	      struct http_answer *a, char *err, size_t errlen)
 {
-	char head[1600], buf[4096];
-	size_t got = 0;
-	int fd, n, ret;
+	struct http_conn c;
+	struct http_req r = { .ctype = "application/json", .body = body, .len = len };
+	int ret;
 
-	memset(a, 0, sizeof(*a));
-	n = snprintf(head, sizeof(head),
-		     "POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: shmtrace/" SHMTRACE_VERSION
-		     "\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-		     "Connection: close\r\n\r\n", u->path, u->hostport, len);
-	fd = connect_to(u, timeout_ms, err, errlen);
-	if (fd < 0)
-		return fd;
-	ret = send_all(fd, head, (size_t)n);
-	if (ret == 0)
-		ret = send_all(fd, body, len);
-	/* an endpoint may answer (413, 400) and close before taking all:
-	 * read what it said even when sending failed */
-	for (;;) {
-		ssize_t r = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			if (r < 0 && !got)
-				ret = ret ? ret : errno == EAGAIN ? -ETIMEDOUT : -errno;
-			break;
-		}
-		got += (size_t)r;
-		buf[got] = 0;
-		if (got == sizeof(buf) - 1)
-			break;
-	}
-	close(fd);
-	if (got) {
-		buf[got] = 0;
-		if (parse_answer(buf, got, a) == 0)
-			return 0;
-		snprintf(err, errlen, "%s did not answer in HTTP", u->hostport);
-		return -EPROTO;
-	}
-	if (!ret)
-		ret = -ECONNRESET;
-	snprintf(err, errlen, "%s: %s before an answer", u->hostport,
-		 ret == -ETIMEDOUT ? "timed out" : strerror(-ret));
+	http_conn_init(&c, u, timeout_ms, false, NULL);
+	ret = http_conn_post(&c, &r, a, err, errlen);
+	http_conn_close(&c);
 	return ret;
 }

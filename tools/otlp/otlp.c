@@ -112,21 +112,68 @@ static int close_out(struct otlp *o, int ret, const char *out)
 	return ret;
 }
 
-/* Sets o up for src. Returns 0, or an exit code after saying why not. */
-static int setup(struct otlp *o, struct source *src, const struct otlp_opts *opts)
+struct otlp *otlp_new(struct source *src, const struct otlp_opts *opts)
 {
-	const char *rname;
-	uint64_t ring_id = 0, run_id = 0;
-	int ret;
+	struct otlp *o = calloc(1, sizeof(*o));
 
+	if (!o)
+		return NULL;
 	o->s = src;
 	o->o = opts;
 	o->fd = -1;
 	o->of.fd = -1;
 	flows_init(&o->fl);
 	args_store_init(&o->args);
+	o->arrive = &o->args;
 	keyed_init(&o->batch, sizeof(struct pbatch));
 	u64map_init(&o->last);
+	o->esc = calloc(src->nstr ? src->nstr : 1, sizeof(*o->esc));
+	o->frags = calloc(OTLP_FRAGS, sizeof(*o->frags));
+	o->nodes = extsort_new(sizeof(struct node), nest_cmp, NODES_MEM);
+	if (!o->esc || !o->frags || !o->nodes) {
+		otlp_free(o);
+		return NULL;
+	}
+	return o;
+}
+
+void otlp_set_run(struct otlp *o)
+{
+	const char *rname;
+	uint64_t ring_id = 0, run_id = 0;
+
+	/* ids differ between captures, and are the same on every export of one */
+	source_ring_info(o->s, 0, &rname, &ring_id, &run_id);
+	o->salt = hash_splitmix64(ring_id ^ hash_splitmix64(run_id ^ o->s->realtime0));
+	o->wall_off = o->s->realtime0 - o->s->mono0;
+}
+
+void otlp_free(struct otlp *o)
+{
+	if (!o)
+		return;
+	otlp_writer_finish(o);
+	outfile_abort(&o->of);
+	otlp_json_free(o);
+	otlp_batches_free(o);
+	extsort_free(o->nodes);
+	extsort_free(o->hops);
+	u64map_free(&o->last);
+	args_store_free(&o->args);
+	open_free(&o->open);
+	flows_free(&o->fl);
+	hosts_free(&o->hosts);
+	otlp_carry_free(o->carry);
+	free(o);
+}
+
+/* Sets o up for its source. Returns 0, or an exit code after saying why
+ * not. */
+static int setup(struct otlp *o)
+{
+	const struct otlp_opts *opts = o->o;
+	int ret;
+
 	if (opts->endpoint) {
 		ret = http_parse_url(opts->endpoint, "/v1/traces", &o->url, o->err, sizeof(o->err));
 		if (ret < 0) {
@@ -135,19 +182,13 @@ static int setup(struct otlp *o, struct source *src, const struct otlp_opts *opt
 		}
 		o->to_http = true;
 	}
-	ret = hosts_build(&o->hosts, src);
+	ret = hosts_build(&o->hosts, o->s);
 	if (ret == -E2BIG)
 		return cli_runtime_error("export", "the inputs come from %u hosts; at most %u can be "
-					 "merged", src->nhosts, HOSTS_MAX);
-	o->esc = calloc(src->nstr ? src->nstr : 1, sizeof(*o->esc));
-	o->frags = calloc(OTLP_FRAGS, sizeof(*o->frags));
-	o->nodes = extsort_new(sizeof(struct node), nest_cmp, NODES_MEM);
-	if (ret < 0 || !o->esc || !o->frags || !o->nodes)
+					 "merged", o->s->nhosts, HOSTS_MAX);
+	if (ret < 0)
 		return cli_runtime_error("export", "out of memory");
-	/* ids differ between captures, and are the same on every export of one */
-	source_ring_info(src, 0, &rname, &ring_id, &run_id);
-	o->salt = hash_splitmix64(ring_id ^ hash_splitmix64(run_id ^ src->realtime0));
-	o->wall_off = src->realtime0 - src->mono0;
+	otlp_set_run(o);
 	return 0;
 }
 
@@ -188,12 +229,12 @@ static int report(struct otlp *o, int ret)
 
 int otlp_export(struct source *src, const struct otlp_opts *opts, const char *out)
 {
-	struct otlp *o = calloc(1, sizeof(*o));
+	struct otlp *o = otlp_new(src, opts);
 	int ret, rc;
 
 	if (!o)
 		return cli_runtime_error("export", "out of memory");
-	rc = setup(o, src, opts);
+	rc = setup(o);
 	if (rc)
 		goto done;
 	ret = out ? open_out(o, out) : 0;
@@ -213,17 +254,6 @@ int otlp_export(struct source *src, const struct otlp_opts *opts, const char *ou
 	ret = close_out(o, ret, out);
 	rc = report(o, ret);
 done:
-	otlp_writer_finish(o);
-	outfile_abort(&o->of);
-	otlp_json_free(o);
-	otlp_batches_free(o);
-	extsort_free(o->nodes);
-	extsort_free(o->hops);
-	u64map_free(&o->last);
-	args_store_free(&o->args);
-	open_free(&o->open);
-	flows_free(&o->fl);
-	hosts_free(&o->hosts);
-	free(o);
+	otlp_free(o);
 	return rc;
 }

@@ -35,6 +35,13 @@
  * too. Under 1 MiB of stack. */
 #define OTLP_DEPTH_MAX	16384u
 
+/* Open spans are numbered apart from the other records, down from this
+ * (the k-th to arrive is OTLP_OPEN_SEQ - k), so that a span's number,
+ * which makes its id, is its place among the records alone: the same in
+ * the file export and in the stream, which cannot wait for the end of
+ * the pass to number them. */
+#define OTLP_OPEN_SEQ	(1ull << 62)
+
 /* The memory of the sorts (util/extsort.h) of the export's model: the
  * spans (struct node; with 4 MiB, an export of 10 M spans ran no slower
  * than with 16 and its peak RSS was 14 MB less), their flows' part (struct hop), the instants that are
@@ -151,6 +158,8 @@ struct sink {
 };
 
 struct otlp_writer;
+struct otlp_stream;
+struct otlp_carry;
 
 struct otlp {
 	struct source *s;
@@ -159,6 +168,9 @@ struct otlp {
 	struct flows fl;
 	struct args_pend held;		/* the last span or instant, and its arguments */
 	struct args_store args;		/* arguments of the nodes (node.args) */
+	/* where the held event's text arguments are kept as they come: args,
+	 * or the stream's store that it empties after each event */
+	struct args_store *arrive;
 	struct open_spans open;		/* open spans, exported after the pass */
 	struct u64map last;		/* (outpid << 32 | tid) -> its last moment */
 	struct extsort *nodes;		/* struct node, by nest_cmp() */
@@ -173,6 +185,11 @@ struct otlp {
 	struct obuf scratch;		/* an id's JSON text being made */
 	struct frag *frags;		/* [OTLP_FRAGS] */
 	uint64_t seq, salt, wall_off;
+	uint64_t nopen;			/* open spans numbered (the stream's) */
+	/* the live stream this model feeds (stream_*.c), NULL for the file
+	 * export; and the flows it continues from one release to the next */
+	struct otlp_stream *st;
+	struct otlp_carry *carry;
 	struct time_text time;		/* the upper digits of the last time */
 	struct pick_pass pass;		/* pick_record()'s for the pass */
 	int fd;				/* the output file, or -1 */
@@ -208,11 +225,18 @@ struct span {
 	uint64_t ts, dur, flow;
 	uint64_t thi, tlo, id, parent;
 	uint32_t args;			/* in o->args, 0: none */
+	bool in_flow;			/* its trace is a flow's */
 	uint32_t link;			/* LINK_*: to span lid of trace (lhi, llo) */
 	uint64_t lhi, llo, lid;
 	const struct inst *ev;
 	size_t nev;
 };
+
+/* otlp.c: the model of src made (NULL: out of memory), and freed. */
+struct otlp *otlp_new(struct source *src, const struct otlp_opts *opts);
+void otlp_free(struct otlp *o);
+/* The ids' salt and the wall clock of the source's run (ring 0). */
+void otlp_set_run(struct otlp *o);
 
 /* otlp.c: struct keyed. keyed_get() returns key's element (added says
  * whether it is new), NULL when out of memory; a pointer to an element
@@ -230,6 +254,43 @@ void otlp_flow_trace_id(struct otlp *o, const struct flow_ev *fe, uint64_t *hi, 
 bool otlp_is_traceparent(struct otlp *o, const struct flow_ev *fe, uint64_t *hi, uint64_t *lo,
 			 uint64_t *parent);
 
+/* otlp_attrs.c: what both encodings say, decided once. */
+/* Why a span links (Span.links' shmtrace.link), by LINK_*. */
+extern const char *const otlp_link_why[];
+/* A process's resource: service.name, host.name, process.pid and
+ * process.executable.name (NULL: not known). */
+struct otlp_resource {
+	char service[128];
+	const char *host, *pname;
+	uint32_t pid;
+};
+void otlp_resource_of(struct otlp *o, uint32_t outpid, struct otlp_resource *r);
+/* The scope's counters that are not zero (loss.h's kinds when they can
+ * be true, names_lost, args_lost), into c: how many. */
+struct otlp_counter {
+	char key[48];
+	uint64_t v;
+};
+#define OTLP_COUNTERS_MAX	(SHMT_LOSS_NKINDS + 6)
+size_t otlp_scope_counters(struct otlp *o, struct otlp_counter *c);
+/* Whether argument i of a is left out: a later one has its key (the last
+ * is kept, as a reader of the Chrome export's "args" object keeps it). */
+bool otlp_arg_repeated(struct otlp *o, const struct ev_args *a, uint32_t i);
+/* The text of an event's name: string id name, or for a trigger (category
+ * OTLP_CAT_TRIGGER) "trigger: NAME", made in buf[SOURCE_TRIGGER_LABEL_MAX]. */
+const char *otlp_event_name(struct otlp *o, uint32_t name, uint32_t cat, char *buf, size_t *len);
+/* The text of category cat: its string, or "shmtrace" for a trigger's. */
+const char *otlp_event_cat(struct otlp *o, uint32_t cat, size_t *len);
+/* Whether an event's name and category are strings of the trace. */
+bool otlp_names_known(struct otlp *o, uint32_t name, uint32_t cat);
+/* The attributes every span of thread (outpid, tid) in category cat
+ * starts with, made by make (in its encoding) once and kept in a small
+ * direct-mapped table. NULL: out of memory. */
+typedef void (*otlp_frag_fn)(struct otlp *o, struct obuf *b, const char *tname, uint32_t tid,
+			     uint32_t cat);
+const struct obuf *otlp_frag(struct otlp *o, uint32_t outpid, uint32_t tid, uint32_t cat,
+			     otlp_frag_fn make);
+
 /* otlp_text.c: ids and times as text. */
 /* Formatters writing at p, returning the end; the caller has made room
  * (16 bytes for otlp_time()'s upper digits, whatever their length). */
@@ -245,9 +306,30 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp);
 void otlp_put_resource(struct otlp *o, struct obuf *b, uint32_t outpid);
 void otlp_json_free(struct otlp *o);
 
+/* otlp_pb.c: the protobuf encoding. */
+/* Appends span sp to its process's part of the batch, as a Span. */
+int otlp_pb_span(struct otlp *o, struct pbatch *pb, const struct span *sp);
+/* The batch as one ExportTraceServiceRequest in body (pre: room for a
+ * process's resource and scope). Returns 0 or -ENOMEM. */
+int otlp_pb_request(struct otlp *o, struct obuf *pre, struct obuf *body);
+
 /* otlp_send.c: batches, written to the file and/or POSTed. */
-/* Adds span sp to the batch, delivering the batch when it is full. */
+/* Adds span sp to the batch, delivering the batch when it is full (the
+ * stream's: stream_span()). */
 int otlp_span(struct otlp *o, const struct span *sp);
+/* Adds span sp to the batch in the request's encoding (JSON or protobuf). */
+int otlp_encode_span(struct otlp *o, const struct span *sp);
+/* Whether the batch is as large as a request of bytes should be. */
+bool otlp_batch_full(const struct otlp *o, size_t bytes);
+/* Empties the batch; frees the buffers it no longer needs. */
+void otlp_batch_reset(struct otlp *o);
+/* The spans an answer of 2xx says the endpoint rejected (OTLP partial
+ * success, JSON or protobuf as its Content-Type says), its message in msg. */
+uint64_t otlp_partial_success(const struct http_answer *a, char *msg, size_t msglen);
+/* Whether a request that failed so (ret < 0: its -errno; else the HTTP
+ * status) is tried again, as the OTLP specification says: 429, 502, 503,
+ * 504, and connections refused, reset or timed out. */
+bool otlp_retryable(int ret, int status);
 /* Writes the batch as one request to the file and/or the endpoint. */
 int otlp_deliver(struct otlp *o);
 /* The batch as a request: each process's resource and scope made in pre,
@@ -274,11 +356,59 @@ int otlp_writer_finish(struct otlp *o);
  * nodes' order; the flows' memory freed. Returns 0 or -errno. */
 int otlp_hops(struct otlp *o);
 
+/*
+ * A flow as the stream's releases continue it (o->carry): a release
+ * assembles the flows of its own records, and a step that comes in a
+ * later release (its flow's other steps sent already) joins that flow's
+ * trace after its last hop, or begins the id's next flow after a
+ * terminating step.
+ */
+struct carry_ent {
+	uint64_t key;			/* the flow id and its scope */
+	uint64_t thi, tlo, owner;	/* its trace, and the owner of its spans */
+	uint64_t last;			/* the span id of its last hop */
+	uint64_t at;			/* where that hop is placed (flow_ev_at()) */
+	uint64_t used;			/* when it was last met, for forgetting */
+	uint32_t reuse;			/* flows of the id before it */
+	uint32_t terminated;		/* its last hop terminates it */
+};
+struct otlp_carry *otlp_carry_new(void);
+void otlp_carry_free(struct otlp_carry *c);
+/* What the last otlp_hops() learnt: kept (once its release is sent
+ * whole; now: the latest time the records reach, to forget old flows),
+ * or forgotten. Returns 0 or -ENOMEM. */
+int otlp_carry_commit(struct otlp_carry *c, uint64_t now);
+void otlp_carry_drop(struct otlp_carry *c);
+/* The flows carried, for the stream's checkpoint, and one put back. */
+size_t otlp_carry_count(const struct otlp_carry *c);
+const struct carry_ent *otlp_carry_at(const struct otlp_carry *c, size_t i);
+int otlp_carry_put(struct otlp_carry *c, const struct carry_ent *e);
+
 /* otlp_tree.c: the walks of the threads' trees, which write every span.
  * Returns 0 or -errno. */
 int otlp_tree(struct otlp *o);
 
 /* otlp_spans.c: records to nodes and hops; the whole pass. */
 int otlp_run(struct otlp *o);
+/* A record of the pass (a source_record_fn, ctx o). */
+int otlp_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time);
+/* The event held back for its arguments, taken now. Returns 0 or -errno. */
+int otlp_take_held(struct otlp *o);
+/* Span, instant, trigger or open span r (its dur set) of thread (outpid, r->tid),
+ * numbered seq, with its arguments a (or NULL, texts in o->args), as a
+ * node of the walk; a record of a flow a hop as well. ring is the
+ * source's index of its ring. Returns 0 or -errno. */
+int otlp_node(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint32_t ring,
+	      uint64_t seq, const struct ev_args *a);
+
+/* stream_model.c: the stream's events, held until their trees and flows
+ * are whole. An event with its arguments (texts in o->arrive), and an
+ * open span with those it had. Return 0 or -errno. */
+int stream_hold_event(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint64_t seq,
+		      const struct ev_args *a);
+int stream_hold_open(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint64_t seq,
+		     const struct open_args *a);
+/* A span the walk made, for the stream's batch (sampled, encoded). */
+int stream_span(struct otlp *o, const struct span *sp);
 
 #endif

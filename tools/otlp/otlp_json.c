@@ -66,37 +66,35 @@ static void put_string(struct otlp *o, struct obuf *b, uint32_t id)
 		b->oom = true;
 }
 
-/* A category: string id cat, or a trigger's. */
+/* A category: string id cat, or a trigger's (cached as jstr() caches). */
 static void put_cat(struct otlp *o, struct obuf *b, uint32_t cat)
 {
-	if (cat == OTLP_CAT_TRIGGER)
-		ob_puts(b, "\"shmtrace\"");
-	else
+	size_t n;
+	const char *t;
+
+	if (cat != OTLP_CAT_TRIGGER) {
 		put_string(o, b, cat);
+		return;
+	}
+	t = otlp_event_cat(o, cat, &n);
+	ob_str(b, t, n);
 }
 
 /* The JSON string of an event's name: string id name, or, for a
  * trigger, "trigger: NAME" (in o->scratch). NULL: out of memory. */
 static const char *name_of(struct otlp *o, uint32_t name, uint32_t cat, size_t *len)
 {
-	struct shmt_record r = { .name = (uint16_t)name };
 	char label[SOURCE_TRIGGER_LABEL_MAX];
+	const char *t;
 	size_t n;
 
 	if (cat != OTLP_CAT_TRIGGER)
 		return jstr(o, name, len);
-	source_trigger_label(o->s, &r, label, sizeof(label), &n);
+	t = otlp_event_name(o, name, cat, label, &n);
 	o->scratch.len = 0;
-	ob_str(&o->scratch, label, n);
+	ob_str(&o->scratch, t, n);
 	*len = o->scratch.len;
 	return o->scratch.oom ? NULL : o->scratch.p;
-}
-
-/* Whether an event's name and category are strings of the trace. */
-static bool names_known(struct otlp *o, uint32_t name, uint32_t cat)
-{
-	return source_has_string(o->s, name) &&
-	       (cat == OTLP_CAT_TRIGGER || source_has_string(o->s, cat));
 }
 
 static void attr_key(struct obuf *b, const char *key)
@@ -122,36 +120,20 @@ static void attr_cstr(struct obuf *b, const char *key, const char *v)
 	ob_puts(b, "}}");
 }
 
-/* The attributes every span of thread (outpid, tid) in category cat
- * begins with. NULL: out of memory. */
-static const struct obuf *frag_of(struct otlp *o, uint32_t outpid, uint32_t tid, uint32_t cat)
+/* The attributes every span of thread tid (named tname, or NULL) in
+ * category cat begins with (otlp_frag()). */
+static void frag_json(struct otlp *o, struct obuf *b, const char *tname, uint32_t tid, uint32_t cat)
 {
-	uint32_t h = (tid * 0x9e3779b1u + cat * 0x85ebca6bu + outpid) >> 24;
-	struct frag *f = &o->frags[h % OTLP_FRAGS];
-	const char *tn;
-
-	if (f->used && f->outpid == outpid && f->tid == tid && f->cat == cat)
-		return &f->text;
-	f->used = false;
-	f->text.len = 0;
-	attr_int(&f->text, "thread.id", tid);
-	tn = hosts_thread_name(&o->hosts, outpid, tid);
-	if (tn) {
-		ob_raw(&f->text, ",", 1);
-		attr_cstr(&f->text, "thread.name", tn);
+	attr_int(b, "thread.id", tid);
+	if (tname) {
+		ob_raw(b, ",", 1);
+		attr_cstr(b, "thread.name", tname);
 	}
-	ob_raw(&f->text, ",", 1);
-	attr_key(&f->text, "shmtrace.category");
-	ob_puts(&f->text, "\"stringValue\":");
-	put_cat(o, &f->text, cat);
-	ob_puts(&f->text, "}}");
-	if (f->text.oom)
-		return NULL;
-	f->outpid = outpid;
-	f->tid = tid;
-	f->cat = cat;
-	f->used = true;
-	return &f->text;
+	ob_raw(b, ",", 1);
+	attr_key(b, "shmtrace.category");
+	ob_puts(b, "\"stringValue\":");
+	put_cat(o, b, cat);
+	ob_puts(b, "}}");
 }
 
 /* ---------------------------------------------------------------- spans */
@@ -166,16 +148,10 @@ static const struct obuf *frag_of(struct otlp *o, uint32_t outpid, uint32_t tid,
 static void put_args(struct otlp *o, struct obuf *b, const struct ev_args *a, uint32_t *dropped)
 {
 	for (uint32_t i = 0; a && i < a->n; i++) {
-		size_t klen, olen;
+		size_t klen;
 		const char *key = source_string(o->s, a->a[i].key, &klen);
-		bool again = false;
 
-		for (uint32_t j = i + 1; j < a->n && !again; j++) {
-			const char *other = source_string(o->s, a->a[j].key, &olen);
-
-			again = olen == klen && !memcmp(other, key, klen);
-		}
-		if (again) {
+		if (otlp_arg_repeated(o, a, i)) {
 			(*dropped)++;
 			continue;
 		}
@@ -226,7 +202,7 @@ static void put_events(struct otlp *o, struct obuf *b, const struct inst *ev, si
 		ob_puts(b, "],\"droppedAttributesCount\":");
 		ob_int(b, dropped, false);
 		ob_puts(b, "}");
-		if (!source_has_string(o->s, ev[i].name))
+		if (!otlp_names_known(o, ev[i].name, ev[i].cat))
 			o->names_lost++;
 	}
 }
@@ -243,12 +219,9 @@ static char *put_link(char *p, const struct span *sp)
 	p = otlp_hex(p, sp->llo);
 	LIT(p, "\",\"spanId\":\"");
 	p = otlp_hex(p, sp->lid);
-	LIT(p, "\",\"attributes\":[{\"key\":\"shmtrace.link\",\"value\":{\"stringValue\":");
-	if (sp->link == LINK_PREV_HOP)
-		LIT(p, "\"previous_hop\"");
-	else
-		LIT(p, "\"enclosing_span\"");
-	LIT(p, "}}],\"droppedAttributesCount\":0}");
+	LIT(p, "\",\"attributes\":[{\"key\":\"shmtrace.link\",\"value\":{\"stringValue\":\"");
+	p = stpcpy(p, otlp_link_why[sp->link]);
+	LIT(p, "\"}}],\"droppedAttributesCount\":0}");
 	return p;
 }
 
@@ -261,9 +234,9 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 	size_t nlen;
 	char *p;
 
-	if (!names_known(o, sp->name, sp->cat))
+	if (!otlp_names_known(o, sp->name, sp->cat))
 		o->names_lost++;
-	fr = frag_of(o, sp->outpid, sp->tid, sp->cat);
+	fr = otlp_frag(o, sp->outpid, sp->tid, sp->cat, frag_json);
 	/* after frag_of(): both may use o->scratch */
 	name = fr ? name_of(o, sp->name, sp->cat, &nlen) : NULL;
 	if (!name || !ob_reserve(b, SPAN_FIXED_MAX + nlen + fr->len))
@@ -329,52 +302,17 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
  * when the batch is sent: torn records are counted at the end of a pass). */
 static void put_scope_losses(struct otlp *o, struct obuf *b)
 {
-	const struct source_loss *l = &o->s->loss;
-	/* "shmtrace." and loss.h's name for each kind, then the exporter's
-	 * own counts */
-	struct {
-		char key[48];
-		uint64_t v;
-	} c[SHMT_LOSS_NKINDS + 6] = { { "", 0 } };
-	size_t n = 0;
-	bool any = false;
-
-	/* counters that cannot be true are no counts: left out, and
-	 * shmtrace.counters_corrupt says so */
-	for (size_t i = 0; i < SHMT_LOSS_NKINDS && !l->corrupt; i++, n++) {
-		snprintf(c[n].key, sizeof(c[n].key), "shmtrace.%s", shmt_loss_kinds[i].name);
-		c[n].v = shmt_loss_get(&l->counters, &shmt_loss_kinds[i]);
-	}
-	if (!l->corrupt) {
-		snprintf(c[n].key, sizeof(c[n].key), "shmtrace.records_lost");
-		c[n++].v = shmt_loss_records(&l->counters);
-		snprintf(c[n].key, sizeof(c[n].key), "shmtrace.records_unaccounted");
-		c[n++].v = l->unaccounted;
-	}
-	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.names_lost");
-	c[n++].v = o->names_lost;
-	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.args_lost");
-	c[n++].v = o->held.lost;
-	/* snapshots among the inputs: what their copies lost, the triggers
-	 * their recorder did not answer */
-	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.snapshot.overwritten_during_copy");
-	snprintf(c[n + 1].key, sizeof(c[n + 1].key), "shmtrace.snapshot.triggers_suppressed");
-	for (size_t i = 0; i < o->s->nsnaps; i++) {
-		c[n].v += o->s->snaps[i].overwritten;
-		c[n + 1].v += o->s->snaps[i].suppressed;
-	}
-	n += 2;
+	struct otlp_counter c[OTLP_COUNTERS_MAX];
+	size_t n = otlp_scope_counters(o, c);
+	bool any = n > 0;
 
 	ob_puts(b, ",\"attributes\":[");
 	for (size_t i = 0; i < n; i++) {
-		if (!c[i].v)
-			continue;
-		if (any)
+		if (i)
 			ob_raw(b, ",", 1);
 		attr_int(b, c[i].key, c[i].v);
-		any = true;
 	}
-	if (l->corrupt) {
+	if (o->s->loss.corrupt) {
 		if (any)
 			ob_raw(b, ",", 1);
 		attr_key(b, "shmtrace.counters_corrupt");
@@ -392,26 +330,18 @@ static void put_scope_losses(struct otlp *o, struct obuf *b)
 
 void otlp_put_resource(struct otlp *o, struct obuf *b, uint32_t outpid)
 {
-	const struct proc *p = hosts_proc(&o->hosts, outpid);
-	uint32_t host = hosts_host_of(&o->hosts, outpid);
-	uint32_t pid = p ? p->pid : hosts_local(outpid) % PROCS_PID_STRIDE;
-	char name[128];
+	struct otlp_resource r;
 
-	if (p && p->pname[0] && p->nk <= 1)
-		snprintf(name, sizeof(name), "%s", p->pname);
-	else if (p && p->pname[0])
-		snprintf(name, sizeof(name), "%s (#%u)", p->pname, p->k);
-	else
-		snprintf(name, sizeof(name), "pid %u", pid);
+	otlp_resource_of(o, outpid, &r);
 	ob_puts(b, "{\"resource\":{\"attributes\":[");
-	attr_cstr(b, "service.name", o->o->service ? o->o->service : name);
+	attr_cstr(b, "service.name", r.service);
 	ob_raw(b, ",", 1);
-	attr_cstr(b, "host.name", hosts_name(&o->hosts, host));
+	attr_cstr(b, "host.name", r.host);
 	ob_raw(b, ",", 1);
-	attr_int(b, "process.pid", pid);
-	if (p && p->pname[0]) {
+	attr_int(b, "process.pid", r.pid);
+	if (r.pname) {
 		ob_raw(b, ",", 1);
-		attr_cstr(b, "process.executable.name", p->pname);
+		attr_cstr(b, "process.executable.name", r.pname);
 	}
 	ob_puts(b, "],\"droppedAttributesCount\":0},\"scopeSpans\":[{\"scope\":{\"name\":\"shmtrace\","
 		   "\"version\":\"" SHMTRACE_VERSION "\"");

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "otlp_int.h"
+#include "pb.h"
 
 #define HTTP_TIMEOUT_MS	10000
 #define BACKOFF_MIN_MS	100u
@@ -32,43 +33,64 @@ static struct pbatch *batch_of(struct otlp *o, uint32_t outpid)
 	return pb;
 }
 
-int otlp_span(struct otlp *o, const struct span *sp)
+int otlp_encode_span(struct otlp *o, const struct span *sp)
 {
-	struct pbatch *pb;
+	struct pbatch *pb = batch_of(o, sp->outpid);
 	size_t before;
 	int ret;
 
-	if (o->send_failed) {
-		/* not sent: counted, so that the error says how many */
-		o->spans++;
-		return 0;
-	}
-	pb = batch_of(o, sp->outpid);
 	if (!pb)
 		return -ENOMEM;
 	if (!pb->spans.cap)
 		otlp_writer_spare(o, &pb->spans);
 	before = pb->spans.len;
-	ret = otlp_put_span(o, pb, sp);
+	ret = o->o->protobuf ? otlp_pb_span(o, pb, sp) : otlp_put_span(o, pb, sp);
 	if (ret < 0)
 		return ret;
 	o->spans++;
 	o->events += sp->nev;
 	o->batch_spans++;
 	o->batch_len += pb->spans.len - before;
-	/* room for each process's resource and scope, a few hundred bytes */
-	if (o->batch_len + 1024ull * o->batch_procs >= o->o->batch_bytes - o->o->batch_bytes / 16)
-		return otlp_deliver(o);
 	return 0;
+}
+
+bool otlp_batch_full(const struct otlp *o, size_t bytes)
+{
+	/* room for each process's resource and scope, a few hundred bytes */
+	return o->batch_len + 1024ull * o->batch_procs >= bytes - bytes / 16;
+}
+
+int otlp_span(struct otlp *o, const struct span *sp)
+{
+	int ret;
+
+	if (o->st)
+		return stream_span(o, sp);
+	if (o->send_failed) {
+		/* not sent: counted, so that the error says how many */
+		o->spans++;
+		return 0;
+	}
+	ret = otlp_encode_span(o, sp);
+	if (ret == 0 && otlp_batch_full(o, o->o->batch_bytes))
+		return otlp_deliver(o);
+	return ret;
 }
 
 /* ---------------------------------------------------------------- http */
 
-/* Reads an OTLP partial success: {"partialSuccess":{"rejectedSpans":"N",...}}. */
-static uint64_t rejected_spans(const char *body)
+/* The partial success of a JSON answer:
+ * {"partialSuccess":{"rejectedSpans":"N","errorMessage":"..."}}. */
+static uint64_t partial_json(const char *body, char *msg, size_t msglen)
 {
-	const char *p = strstr(body, "\"rejectedSpans\"");
+	const char *p = strstr(body, "\"rejectedSpans\""), *m = strstr(body, "\"errorMessage\"");
 
+	if (m) {
+		m += strlen("\"errorMessage\"");
+		m += strspn(m, " \t:");
+		if (*m == '"')
+			snprintf(msg, msglen, "%.*s", (int)strcspn(m + 1, "\""), m + 1);
+	}
 	if (!p)
 		return 0;
 	p += strlen("\"rejectedSpans\"");
@@ -76,7 +98,40 @@ static uint64_t rejected_spans(const char *body)
 	return strtoull(p, NULL, 10);
 }
 
-static bool retryable(int ret, int status)
+/* The partial success of a protobuf answer: ExportTraceServiceResponse
+ * {partial_success 1: {rejected_spans 1, error_message 2}}. */
+static uint64_t partial_pb(const char *body, size_t len, char *msg, size_t msglen)
+{
+	const char *data, *p = body, *q;
+	size_t n = len, dlen, qn;
+	uint64_t v, rejected = 0;
+	uint32_t field;
+	unsigned wire;
+
+	while (pb_next(&p, &n, &field, &wire, &v, &data, &dlen) == 1) {
+		if (field != 1 || wire != PB_LEN)
+			continue;
+		q = data;
+		qn = dlen;
+		while (pb_next(&q, &qn, &field, &wire, &v, &data, &dlen) == 1) {
+			if (field == 1 && wire == PB_VARINT)
+				rejected = v;
+			else if (field == 2 && wire == PB_LEN)
+				snprintf(msg, msglen, "%.*s", (int)dlen, data);
+		}
+	}
+	return rejected;
+}
+
+uint64_t otlp_partial_success(const struct http_answer *a, char *msg, size_t msglen)
+{
+	msg[0] = 0;
+	if (strstr(a->ctype, "protobuf"))
+		return partial_pb(a->body, a->body_len, msg, msglen);
+	return partial_json(a->body, msg, msglen);
+}
+
+bool otlp_retryable(int ret, int status)
 {
 	if (ret < 0)
 		return ret == -ECONNREFUSED || ret == -ECONNRESET || ret == -ETIMEDOUT ||
@@ -104,10 +159,10 @@ static int post(struct otlp *o, const char *body, size_t len)
 	for (attempt = 1;; attempt++) {
 		ret = http_post(&o->url, body, len, HTTP_TIMEOUT_MS, &a, why, sizeof(why));
 		if (ret == 0 && a.status >= 200 && a.status < 300) {
-			o->rejected += rejected_spans(a.body);
+			o->rejected += otlp_partial_success(&a, why, sizeof(why));
 			return 0;
 		}
-		if (!retryable(ret, a.status) || attempt >= o->o->retries)
+		if (!otlp_retryable(ret, a.status) || attempt >= o->o->retries)
 			break;
 		o->retries_used++;
 		if (ret == 0 && a.retry_after) {
@@ -125,14 +180,14 @@ static int post(struct otlp *o, const char *body, size_t len)
 	/* the endpoint and why; report() adds what was sent and what was not */
 	if (ret < 0) {
 		snprintf(o->err, sizeof(o->err), "OTLP endpoint http://%.200s%.200s: %.280s%s",
-			 o->url.hostport, o->url.path, why, retryable(ret, 0) ? gave_up : "");
+			 o->url.hostport, o->url.path, why, otlp_retryable(ret, 0) ? gave_up : "");
 		return ret;
 	}
 	/* the first line of the body says why, for most collectors */
 	a.body[strcspn(a.body, "\r\n")] = 0;
 	snprintf(o->err, sizeof(o->err), "OTLP endpoint http://%.200s%.200s: HTTP %d%s%s%s%.200s%s",
 		 o->url.hostport, o->url.path, a.status, a.reason[0] ? " " : "", a.reason,
-		 a.body[0] ? ": " : "", a.body, retryable(0, a.status) ? gave_up : "");
+		 a.body[0] ? ": " : "", a.body, otlp_retryable(0, a.status) ? gave_up : "");
 	return -EPROTO;
 }
 
@@ -213,8 +268,7 @@ int otlp_write_all(int fd, struct iovec *v, size_t n)
 	return 0;
 }
 
-/* Empties the batch; frees the buffers it no longer needs. */
-static void batch_reset(struct otlp *o)
+void otlp_batch_reset(struct otlp *o)
 {
 	for (size_t i = 0; i < o->batch.n; i++) {
 		struct pbatch *pb = keyed_at(&o->batch, i);
@@ -271,7 +325,7 @@ int otlp_deliver(struct otlp *o)
 	}
 	if (ret < 0)
 		return ret;
-	batch_reset(o);
+	otlp_batch_reset(o);
 	return 0;
 }
 

@@ -14,21 +14,16 @@
 
 #include "otlp_int.h"
 
-/* Whether r is exported (pick.h: --pid, --from/--to, whole flows). */
+/* Whether r is exported (pick.h: --pid, --from/--to, whole flows; the
+ * stream takes every record). */
 static bool wanted(struct otlp *o, const struct shmt_record *r)
 {
-	return pick_record(o->o->pick, r, o->s->ring, &o->pass);
+	return !o->o->pick || pick_record(o->o->pick, r, o->s->ring, &o->pass);
 }
 
-/*
- * One span, instant, trigger (an instant of OTLP_CAT_TRIGGER) or open
- * span (kind SHMTRACE_KIND_OPEN, its dur set)
- * of thread (outpid, r->tid), with its arguments a (or NULL), as a node;
- * a record of a flow is a hop of it as well. ring is the source's index of
- * its ring (flow ids are per ring).
- */
-static int put_node(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint32_t ring,
-		    uint64_t seq, const struct ev_args *a)
+/* A trigger is a node as an instant of category OTLP_CAT_TRIGGER. */
+int otlp_node(struct otlp *o, const struct shmt_record *r, uint32_t outpid, uint32_t ring,
+	      uint64_t seq, const struct ev_args *a)
 {
 	uint32_t kind = shmt_record_kind(r);
 	bool trigger = kind == SHMTRACE_KIND_TRIGGER;
@@ -52,17 +47,26 @@ static int put_node(struct otlp *o, const struct shmt_record *r, uint32_t outpid
 	return ret < 0 ? ret : extsort_add(o->nodes, &nd);
 }
 
-/* The held-back span or instant, now that no more of its arguments can come. */
+/* The held-back span or instant, now that no more of its arguments can
+ * come: a node, or, streaming, held by the stream until its tree and
+ * flow are whole (stream_model.c). */
 static int put_held(struct otlp *o)
 {
 	struct args_pend *h = &o->held;
 
 	if (!args_take(h))
 		return 0;
-	return put_node(o, &h->r, h->pid, h->ring, h->seq, &h->a);
+	if (o->st)
+		return stream_hold_event(o, &h->r, h->pid, h->seq, &h->a);
+	return otlp_node(o, &h->r, h->pid, h->ring, h->seq, &h->a);
 }
 
-static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
+int otlp_take_held(struct otlp *o)
+{
+	return put_held(o);
+}
+
+int otlp_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct otlp *o = ctx;
 	uint32_t outpid;
@@ -73,7 +77,7 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 		/* its arguments are not wanted either */
 		return shmt_record_attached(r) ? 0 : put_held(o);
 	if (shmt_record_attached(r))
-		return args_on_arg(&o->held, &o->args, r, o->s->follows);
+		return args_on_arg(&o->held, o->arrive, r, o->s->follows);
 	ret = put_held(o);
 	if (ret < 0)
 		return ret;
@@ -82,8 +86,11 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 	ret = open_note(&o->open, &o->last, (uint64_t)outpid << 32 | r->tid, r);
 	if (ret < 0)
 		return ret;
+	/* numbered apart (OTLP_OPEN_SEQ): the other spans keep their ids */
+	if (shmt_record_kind(r) == SHMTRACE_KIND_OPEN && o->st)
+		return stream_hold_open(o, r, outpid, OTLP_OPEN_SEQ - o->nopen++,
+					source_open_args(o->s));
 	if (shmt_record_kind(r) == SHMTRACE_KIND_OPEN)
-		/* numbered after the pass: the other spans keep their ids */
 		return open_add(&o->open, &o->args, r, outpid, o->s->ring,
 				source_open_args(o->s));
 	seq = ++o->seq;
@@ -96,13 +103,14 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 }
 
 /* Open spans, after the pass, ending where the Chrome export ends them;
- * numbered innermost first. */
+ * numbered by arrival, down from OTLP_OPEN_SEQ (the stream numbers them
+ * so as they come). */
 static int put_open(struct otlp *o)
 {
 	for (size_t i = o->open.n; i-- > 0;) {
 		struct shmt_record r = open_span_at(&o->open, &o->last, i);
-		int ret = put_node(o, &r, o->open.v[i].pid, o->open.v[i].ring, ++o->seq,
-				   open_args(&o->open, i));
+		int ret = otlp_node(o, &r, o->open.v[i].pid, o->open.v[i].ring, OTLP_OPEN_SEQ - i,
+				    open_args(&o->open, i));
 
 		if (ret < 0)
 			return ret;
@@ -117,7 +125,7 @@ int otlp_run(struct otlp *o)
 
 	/* a ring's pass would put "ring 'NAME': Input/output error" over the
 	 * reason on_record() gave (a write that failed, say) */
-	ret = source_records(o->s, on_record, o, serr, sizeof(serr));
+	ret = source_records(o->s, otlp_on_record, o, serr, sizeof(serr));
 	if (ret < 0 && !o->err[0])
 		snprintf(o->err, sizeof(o->err), "%s", serr);
 	if (ret == 0)

@@ -40,6 +40,7 @@ struct ent2 {
 	struct nest_ent e;
 	uint64_t index, id, owner, thi, tlo;
 	uint32_t nev;
+	bool in_flow;
 };
 
 struct walk {
@@ -195,6 +196,7 @@ static void place_hop(struct walk *w, const struct ent2 *top, struct span *sp, u
 	sp->thi = h->thi;
 	sp->tlo = h->tlo;
 	sp->flow = h->flow;
+	sp->in_flow = true;
 	*owner = h->owner;
 	if (nested && top->owner == h->owner) {
 		sp->parent = top->id;
@@ -219,6 +221,7 @@ static int place(struct walk *w, const struct ent2 *top, uint64_t seq, struct sp
 		sp->thi = top->thi;
 		sp->tlo = top->tlo;
 		sp->parent = top->id;
+		sp->in_flow = top->in_flow;
 		*owner = top->owner;
 		return 0;
 	}
@@ -226,6 +229,7 @@ static int place(struct walk *w, const struct ent2 *top, uint64_t seq, struct sp
 		/* a root whose tree holds a hop: in that hop's trace */
 		sp->thi = w->nj.thi;
 		sp->tlo = w->nj.tlo;
+		sp->in_flow = true;
 		sp->parent = w->nj.prev;
 		*owner = w->nj.owner;
 		ret = extsort_next(w->joins, &w->nj);
@@ -270,7 +274,7 @@ static int second_node(struct walk *w)
 		sp.ev = w->ev;
 		if (e)
 			*e = (struct ent2){ .e = e->e, .index = w->index, .id = sp.id, .owner = owner,
-					    .thi = sp.thi, .tlo = sp.tlo };
+					    .thi = sp.thi, .tlo = sp.tlo, .in_flow = sp.in_flow };
 	}
 	if ((w->hop && w->h.skip) || (o->o->flows_only && !w->hop))
 		return 0;

@@ -211,6 +211,15 @@ void args_store_free(struct args_store *s)
 	args_store_init(s);
 }
 
+void args_store_clear(struct args_store *s)
+{
+	s->n = 0;
+	s->nfile = 0;
+	s->tlen = 0;
+	s->tfile = 0;
+	/* the files' bytes are written over from the start */
+}
+
 const char *args_text(struct args_store *s, const struct ev_args *a, uint32_t i, size_t *len)
 {
 	uint64_t off = a->a[i].off, cut = SHMT_TEXT_CUT(a->a[i].value);
@@ -250,6 +259,46 @@ int open_note(struct open_spans *o, struct u64map *last, uint64_t key,
 	return 0;
 }
 
+int args_keep_texts(struct args_store *s, const struct open_args *a, struct ev_args *out)
+{
+	*out = a->a;
+	for (uint32_t i = 0; i < out->n; i++) {
+		uint32_t len = SHMT_TEXT_LEN(out->a[i].value);
+		int ret;
+
+		/* kept whole, within SHMTRACE_TEXT_MAX */
+		if (out->a[i].type == SHMTRACE_ARG_TEXT &&
+		    (ret = text_keep(s, a->text + out->a[i].off, len, &out->a[i].off)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int args_texts_out(struct args_store *s, const struct ev_args *a, struct open_args *out,
+		   char *text)
+{
+	uint32_t used = 0;
+
+	out->a = *a;
+	out->text = text;
+	for (uint32_t i = 0; i < a->n; i++) {
+		size_t n;
+		const char *t;
+
+		if (a->a[i].type != SHMTRACE_ARG_TEXT)
+			continue;
+		/* its bytes, without the cut marker args_text() adds */
+		t = args_text(s, a, i, &n);
+		n = SHMT_TEXT_LEN(a->a[i].value);
+		if (!t || n > SHMTRACE_TEXT_MAX - used)
+			return -EIO;
+		memcpy(text + used, t, n);
+		out->a.a[i].off = used;
+		used += (uint32_t)n;
+	}
+	return 0;
+}
+
 int open_add(struct open_spans *o, struct args_store *s, const struct shmt_record *r,
 	     uint32_t pid, uint32_t ring, const struct open_args *a)
 {
@@ -262,35 +311,27 @@ int open_add(struct open_spans *o, struct args_store *s, const struct shmt_recor
 	e->pid = pid;
 	e->ring = ring;
 	e->a.n = e->a.count = 0;
-	if (!a)
-		return 0;
-	e->a = a->a;
-	for (uint32_t i = 0; i < e->a.n; i++) {
-		uint32_t len = SHMT_TEXT_LEN(e->a.a[i].value);
-		int ret;
-
-		/* the source kept it whole, within SHMTRACE_TEXT_MAX */
-		if (e->a.a[i].type == SHMTRACE_ARG_TEXT &&
-		    (ret = text_keep(s, a->text + e->a.a[i].off, len, &e->a.a[i].off)) < 0)
-			return ret;
-	}
-	return 0;
+	return a ? args_keep_texts(s, a, &e->a) : 0;
 }
 
-/* Where it was last seen, or the trace's end; never before its thread's
- * last moment, so the spans a thread died in nest as they were. */
-struct shmt_record open_span_at(const struct open_spans *o, const struct u64map *last, size_t i)
+struct shmt_record open_end(const struct shmt_record *open, uint32_t pid,
+			    const struct u64map *last, uint64_t last_end)
 {
-	struct shmt_record r = o->v[i].r;
-	const uint64_t *l = u64map_find(last, (uint64_t)o->v[i].pid << 32 | r.tid);
+	struct shmt_record r = *open;
+	const uint64_t *l = u64map_find(last, (uint64_t)pid << 32 | r.tid);
 	/* a forged dur saturates rather than wraps */
-	uint64_t end = r.dur == SHMT_OPEN_END_UNKNOWN ? o->last_end :
+	uint64_t end = r.dur == SHMT_OPEN_END_UNKNOWN ? last_end :
 		       r.ts + r.dur < r.ts ? UINT64_MAX : r.ts + r.dur;
 
 	if (l && *l > end)
 		end = *l;
 	r.dur = end > r.ts ? end - r.ts : 0;
 	return r;
+}
+
+struct shmt_record open_span_at(const struct open_spans *o, const struct u64map *last, size_t i)
+{
+	return open_end(&o->v[i].r, o->v[i].pid, last, o->last_end);
 }
 
 const struct ev_args *open_args(const struct open_spans *o, size_t i)

@@ -109,6 +109,8 @@ int args_keep(struct args_store *s, const struct ev_args *a, uint32_t *idx);
  * not be read); valid until the next call. */
 const struct ev_args *args_get(struct args_store *s, uint32_t i);
 void args_store_free(struct args_store *s);
+/* Forgets every argument and text kept, keeping the memory for more. */
+void args_store_clear(struct args_store *s);
 /* Text argument i of a (type SHMTRACE_ARG_TEXT) as exported: its bytes,
  * then "…[cut N bytes]" when the producer cut N bytes off; its length in
  * *len. NULL when the text cannot be read back. Valid until the next
@@ -122,6 +124,15 @@ struct open_args {
 	struct ev_args a;
 	const char *text;
 };
+
+/* a's arguments into *out, their texts kept in s (out's offsets then
+ * s's). Returns 0, -ENOMEM, or -errno when s could not keep a text. */
+int args_keep_texts(struct args_store *s, const struct open_args *a, struct ev_args *out);
+/* The other way: a's texts, kept in s, copied into text (room for
+ * SHMTRACE_TEXT_MAX bytes), *out pointing there. Returns 0, or -EIO when
+ * one cannot be read back. */
+int args_texts_out(struct args_store *s, const struct ev_args *a, struct open_args *out,
+		   char *text);
 
 /* An open span of a thread, exported after the pass. */
 struct open_ev {
@@ -162,6 +173,12 @@ int open_add(struct open_spans *o, struct args_store *s, const struct shmt_recor
 	     uint32_t pid, uint32_t ring, const struct open_args *a);
 /* Open span i as a span record ending where it ends (its dur set). */
 struct shmt_record open_span_at(const struct open_spans *o, const struct u64map *last, size_t i);
+/* Open span open of thread (pid as written, open->tid) as a span record
+ * ending where it ends: where it was last seen, else at last_end (the
+ * trace's last moment); never before its thread's last moment in last
+ * (open_note()), so the spans a thread died in nest as they were. */
+struct shmt_record open_end(const struct shmt_record *open, uint32_t pid,
+			    const struct u64map *last, uint64_t last_end);
 /* Open span i's arguments, or NULL when it has none. */
 const struct ev_args *open_args(const struct open_spans *o, size_t i);
 void open_free(struct open_spans *o);

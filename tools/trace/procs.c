@@ -186,3 +186,18 @@ const char *procs_thread_name(const struct procs *ps, uint32_t outpid, uint32_t 
 
 	return v && ps->slots[*v - 1].name[0] ? ps->slots[*v - 1].name : NULL;
 }
+
+bool procs_running_as(uint32_t pid, const char *comm)
+{
+	char path[64], have[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (!fgets(have, sizeof(have), f))
+		have[0] = 0;
+	fclose(f);
+	return !strncmp(have, comm, strlen(comm));
+}

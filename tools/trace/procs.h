@@ -7,6 +7,7 @@
 #ifndef SHMTRACE_PROCS_H
 #define SHMTRACE_PROCS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,10 @@ const struct proc *procs_find(const struct procs *ps, uint32_t outpid);
 /* Writes the process's display name into buf: "name", or "name (pid N, #k)"
  * for a reused pid, or "pid N" without a slot. */
 void procs_name(const struct procs *ps, uint32_t outpid, char *buf, size_t len);
+
+/* Whether process pid runs here now with a name (its comm, which the
+ * kernel cuts to 15 bytes) that begins with comm. */
+bool procs_running_as(uint32_t pid, const char *comm);
 
 /* The thread's name from its last slot, or NULL. */
 const char *procs_thread_name(const struct procs *ps, uint32_t outpid, uint32_t tid);

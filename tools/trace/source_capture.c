@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "procs.h"
 #include "source_capture.h"
 
 static struct source_capture *cap_of(const struct source *s)
@@ -41,21 +42,13 @@ struct source_run *source_run_of(struct source_capture *c, uint64_t run_id)
  * frame is then one being written, not one cut short. */
 static bool collector_writing(const struct shmt_cap_header *h)
 {
-	char host[sizeof(h->host)] = "", path[64], comm[32] = "";
-	FILE *f;
+	char host[sizeof(h->host)] = "";
 
 	if (!h->collector_pid || gethostname(host, sizeof(host) - 1) < 0 ||
 	    strncmp(host, h->host, sizeof(host)))
 		return false;
-	snprintf(path, sizeof(path), "/proc/%u/comm", h->collector_pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (!fgets(comm, sizeof(comm), f))
-		comm[0] = 0;
-	fclose(f);
 	/* the kernel cuts comm to 15 bytes: "shmtrace-collec" */
-	return !strncmp(comm, "shmtrace-collec", 15);
+	return procs_running_as(h->collector_pid, "shmtrace-collec");
 }
 
 /* The first read of a file: its strings, name slots and loss counters. */
@@ -128,22 +121,16 @@ static int deliver(struct source *s, struct source_run *run, const struct shmt_c
 {
 	struct source_capture *c = cap_of(s);
 	uint64_t first = f->records.first_seq;
-	size_t i = 0;
+	size_t i;
 	int ret = 0;
 
 	if (f->type != SHMT_CAP_RECORDS)
 		return 0;
 	s->ring = (uint32_t)(run - c->runs);
-	/* a restarted collector may write a batch again */
-	if (run->next_seq > first)
-		i = run->next_seq - first < f->records.n ? run->next_seq - first : f->records.n;
-	for (; i < f->records.n && !ret; i++) {
+	for (i = source_new_from(run->next_seq, first, f->records.n); i < f->records.n && !ret; i++) {
 		struct shmt_record rec = f->records.v[i];
 
-		/* the one place a source sets it: what it hands out carries the kind alone */
-		rec.commit = shmt_record_kind(&rec);
-		if (!shmt_kind_valid(rec.commit)) {
-			p->skips.torn++;
+		if (!source_take(&rec, p)) {
 			run->bad++;
 			continue;
 		}

@@ -70,6 +70,25 @@ struct source_capture {
 	struct source *tail;
 };
 
+/* The first record of a RECORDS frame (first_seq first, n of them) to
+ * hand over: those below next_seq were handed over already (a restarted
+ * collector may write a batch again). */
+static inline size_t source_new_from(uint64_t next_seq, uint64_t first, size_t n)
+{
+	return next_seq <= first ? 0 : next_seq - first < n ? next_seq - first : n;
+}
+
+/* rec as a source hands it over: its commit word the kind alone (the one
+ * place a source sets it); false, counted torn in p, when that is no kind. */
+static inline bool source_take(struct shmt_record *rec, struct source_pass *p)
+{
+	rec->commit = shmt_record_kind(rec);
+	if (shmt_kind_valid(rec->commit))
+		return true;
+	p->skips.torn++;
+	return false;
+}
+
 /* The run of run_id, or NULL. */
 struct source_run *source_run_of(struct source_capture *c, uint64_t run_id);
 

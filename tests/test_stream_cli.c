@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_stream_cli.c - `shmtrace stream` on captures: stopped part way and
+ * run again, it goes on from its checkpoint, sending nothing twice;
+ * --otlp-sample keeps the flows' traces, or the same fraction of traces
+ * on every run; records further behind than --otlp-max-lag are skipped
+ * and counted; the collector starts its stream again when it stops; the
+ * spans a killed producer was inside go out unfinished; bad options are
+ * one line and exit 2, from the stream or the collector.
+ */
+#include "stream_run.h"
+
+/* A capture of flow_run(n) and of solo spans in no flow, made by a
+ * collector without a stream. */
+static void flow_capture(const char *ring, const char *cap, int n, int solo)
+{
+	struct shmtrace_ring_config cfg = { .capacity = 1 << 16 };
+	pid_t col;
+	int st;
+
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &cfg), 0);
+	col = cli_collector(ring, cap);
+	flow_run(ring, n);
+	if (solo) {
+		shmtrace_t *t;
+		uint32_t name;
+
+		assert_int_equal(shmtrace_open(ring, &t), 0);
+		name = shmtrace_intern(t, "solo");
+		for (int i = 0; i < solo; i++) {
+			uint64_t t0 = shmtrace_now();
+
+			shmtrace_span(t, name, name, t0, t0 + 100, 0);
+		}
+		shmtrace_close(t);
+	}
+	kill(col, SIGTERM);
+	assert_int_equal(waitpid(col, &st, 0), col);
+	shmtrace_ring_unlink(ring);
+}
+
+static void copy(const char *from, const char *to)
+{
+	char cmd[1200];
+
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, to);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* `shmtrace stream cap --otlp-endpoint URL` and more (NULL-terminated):
+ * its exit status, stderr in err. */
+static int stream(const char *cap, const struct receiver *r, const char *err,
+		  const char *const *more)
+{
+	char url[64];
+	const char *argv[24] = { bin, "stream", cap, "--otlp-endpoint", url };
+	int n = 5;
+
+	endpoint_of(r, url, sizeof(url));
+	for (; more && *more && n < 22; more++)
+		argv[n++] = *more;
+	return run_for(NULL, err, (char *const *)argv, 120);
+}
+
+/* SIGTERM while the third request waits on the endpoint, which takes it
+ * then: run again, the stream sends the rest, each span once. */
+static void test_stopped_stream_goes_on_from_its_checkpoint(void **state)
+{
+	const char *ring = test_ring_name("strcp");
+	char cap[512], url[64];
+	const char *caps[] = { cap, NULL };
+	const char *argv[] = { bin, "stream", cap, "--otlp-endpoint", url, "--otlp-batch", "100",
+			       NULL };
+	const char *more[] = { "--otlp-batch", "100", NULL };
+	struct receiver r;
+	pid_t p;
+	int st;
+
+	(void)state;
+	if (!have_receiver())
+		skip();
+	snprintf(cap, sizeof(cap), "%s", tmp("cp.cap"));
+	flow_capture(ring, cap, 200, 0);
+	receiver_start(&r, "recv-cp", "200,200,stall", 2, 0);
+	endpoint_of(&r, url, sizeof(url));
+	p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		int e = open(tmp("cp1.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(e, 2);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	receiver_wait(&r);
+	kill(p, SIGTERM);
+	receiver_release(&r);
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	expect_in(tmp("cp1.err"), "(stopped)");
+	assert_true(stream_stat(cap, "sent") < 200 * FLOW_RUN_SPANS);
+	assert_int_equal(stream(cap, &r, tmp("cp2.err"), more), 0);
+	expect_in(tmp("cp2.err"), "(finished)");
+	expect_as_export(&r, caps, NULL);
+	assert_int_equal(stream_stat(cap, "sent"), 200 * FLOW_RUN_SPANS);
+	/* and again: nothing more to send */
+	assert_int_equal(stream(cap, &r, tmp("cp3.err"), more), 0);
+	assert_int_equal(stream_stat(cap, "sent"), 200 * FLOW_RUN_SPANS);
+	expect_as_export(&r, caps, NULL);
+	receiver_stop(&r);
+}
+
+static void test_sampling_keeps_flows_or_a_ratio_of_traces(void **state)
+{
+	const char *ring = test_ring_name("strsmp");
+	char cap[512], capf[512], capr[512];
+	const char *caps[] = { cap, NULL };
+	const char *flows[] = { "--otlp-sample", "flows", NULL };
+	const char *ratio[] = { "--otlp-sample", "ratio=0.5", NULL };
+	const char *cflows[] = { "--sample", "flows", NULL };
+	const char *cratio[] = { "--sample", "ratio=0.5", NULL };
+	struct receiver rf, rr;
+
+	(void)state;
+	if (!have_receiver())
+		skip();
+	snprintf(cap, sizeof(cap), "%s", tmp("smp.cap"));
+	snprintf(capf, sizeof(capf), "%s", tmp("smp-flows.cap"));
+	snprintf(capr, sizeof(capr), "%s", tmp("smp-ratio.cap"));
+	flow_capture(ring, cap, 100, 300);
+	copy(cap, capf);
+	copy(cap, capr);
+	receiver_start(&rf, "recv-flows", NULL, 0, 0);
+	receiver_start(&rr, "recv-ratio", NULL, 0, 0);
+	assert_int_equal(stream(capf, &rf, tmp("smpf.err"), flows), 0);
+	assert_int_equal(stream(capr, &rr, tmp("smpr.err"), ratio), 0);
+	expect_as_export(&rf, caps, cflows);
+	expect_as_export(&rr, caps, cratio);
+	assert_int_equal(stream_stat(capf, "sampled_out"), 300);
+	assert_int_equal(stream_stat(capf, "sent"), 100 * FLOW_RUN_SPANS);
+	receiver_stop(&rf);
+	receiver_stop(&rr);
+}
+
+/* A capture whose records are an hour old: past --otlp-max-lag 60 each is
+ * skipped and counted; with 0, none. */
+static void old_capture(const char *path, int n)
+{
+	struct timespec now;
+	struct shmt_cap_header h = { .run_id = 77, .ring_capacity = 4096, .mono0 = 1000,
+				     .collector_pid = 1 };
+	const struct shmt_cap_string s[] = { { 1, 3, "old" } };
+	struct shmt_cap_end e = { .records = (uint64_t)n };
+	msgpack_sbuffer b;
+	FILE *f;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	h.realtime0 = ((uint64_t)now.tv_sec - 3600) * 1000000000ull;
+	snprintf(h.host, sizeof(h.host), "old-host");
+	snprintf(h.ring, sizeof(h.ring), "old-ring");
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, s, 1), 0);
+	for (int i = 0; i < n; i++) {
+		struct shmt_record r = { .ts = 2000 + 1000 * (uint64_t)i, .dur = 500, .pid = 9,
+					 .tid = 9, .name = 1, .cat = 1,
+					 .commit = SHMTRACE_KIND_SPAN };
+
+		assert_int_equal(shmt_cap_put_records(&b, (uint64_t)i, &r, 1), 0);
+	}
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b.data, 1, b.size, f), b.size);
+	fclose(f);
+	msgpack_sbuffer_destroy(&b);
+}
+
+static void test_records_past_max_lag_are_skipped_and_counted(void **state)
+{
+	char cap[512], cap0[512];
+	const char *caps[] = { cap0, NULL };
+	const char *lag60[] = { "--otlp-max-lag", "60", NULL };
+	const char *lag0[] = { "--otlp-max-lag", "0", NULL };
+	const char *spans[] = { "--spans", "50", NULL };
+	struct receiver r, r0;
+
+	(void)state;
+	if (!have_receiver())
+		skip();
+	snprintf(cap, sizeof(cap), "%s", tmp("old.cap"));
+	snprintf(cap0, sizeof(cap0), "%s", tmp("old0.cap"));
+	old_capture(cap, 50);
+	copy(cap, cap0);
+	receiver_start(&r, "recv-lag", NULL, 0, 0);
+	receiver_start(&r0, "recv-lag0", NULL, 0, 0);
+	assert_int_equal(stream(cap, &r, tmp("lag.err"), lag60), 0);
+	expect_in(tmp("lag.err"), "behind the capture (--otlp-max-lag 60): skipping ahead");
+	assert_int_equal(stream_stat(cap, "skipped"), 50);
+	assert_int_equal(stream_stat(cap, "sent"), 0);
+	assert_int_equal(access(tmp2(r.dir, "spans.jsonl"), F_OK), -1);
+	assert_int_equal(stream(cap0, &r0, tmp("lag0.err"), lag0), 0);
+	assert_int_equal(stream_stat(cap0, "skipped"), 0);
+	expect_as_export(&r0, caps, spans);
+	receiver_stop(&r);
+	receiver_stop(&r0);
+}
+
+/* The collector's stream stops (SIGTERM, as a crash would make it end):
+ * the collector starts it again, and it goes on; each span once. */
+static void test_collector_starts_its_stream_again(void **state)
+{
+	const char *ring = test_ring_name("strre");
+	char cap[512], *status, *pid;
+	const char *caps[] = { cap, NULL };
+	const char *more[] = { "--otlp-batch", "100", NULL };
+	struct receiver r;
+	pid_t col;
+	int st, fd;
+
+	(void)state;
+	if (!have_receiver())
+		skip();
+	snprintf(cap, sizeof(cap), "%s", tmp("re.cap"));
+	receiver_start(&r, "recv-re", NULL, 1, 0);
+	col = stream_collector_to(ring, cap, &r, NULL, &fd, more);
+	flow_run(ring, 100);
+	receiver_wait(&r);
+	status = slurp(tmp(".re.cap.otlp-status"));
+	pid = strstr(status, "\npid ");
+	assert_non_null(pid);
+	kill((pid_t)atoi(pid + 5), SIGTERM);
+	free(status);
+	/* the collector says it starts it again */
+	assert_true(read_until(fd, tmp("re.err"), "; starting it again"));
+	flow_run(ring, 100);
+	kill(col, SIGTERM);
+	read_until(fd, tmp("re.err"), NULL);
+	close(fd);
+	assert_int_equal(waitpid(col, &st, 0), col);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	expect_in(tmp("re.err"), "(finished)");
+	expect_as_export(&r, caps, NULL);
+	assert_int_equal(stream_stat(cap, "sent"), 200 * FLOW_RUN_SPANS);
+	receiver_stop(&r);
+	shmtrace_ring_unlink(ring);
+}
+
+/* A producer killed inside two open spans, under a streaming collector:
+ * both go out unfinished, ending where the collector found it dead, as
+ * the export of the capture has them. */
+static void test_spans_of_a_killed_producer_go_out_unfinished(void **state)
+{
+	const char *ring = test_ring_name("strdead");
+	char cap[512], *spans;
+	const char *caps[] = { cap, NULL };
+	struct receiver r;
+	pid_t col, p;
+	int st;
+
+	(void)state;
+	if (!have_receiver())
+		skip();
+	snprintf(cap, sizeof(cap), "%s", tmp("dead.cap"));
+	receiver_start(&r, "recv-dead", NULL, 0, 0);
+	col = stream_collector(ring, cap, &r, tmp("dead.err"), NULL);
+	p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		struct shmtrace_open_span outer, inner;
+		shmtrace_t *t;
+		uint32_t cat, k;
+		uint64_t t0;
+
+		if (shmtrace_open(ring, &t) < 0)
+			_exit(2);
+		cat = shmtrace_intern(t, "job");
+		k = shmtrace_intern(t, "step");
+		shmtrace_begin(t, &outer, cat, shmtrace_intern(t, "outer"), 0);
+		shmtrace_begin(t, &inner, cat, shmtrace_intern(t, "inner"), 0);
+		shmtrace_span_arg(&inner, shmtrace_arg_int(k, 3));
+		t0 = shmtrace_now();
+		shmtrace_span(t, cat, shmtrace_intern(t, "done"), t0, shmtrace_now(), 0);
+		raise(SIGKILL);
+		_exit(1);
+	}
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFSIGNALED(st));
+	/* the collector's last pass adopts the dead thread's block */
+	kill(col, SIGTERM);
+	assert_int_equal(waitpid(col, &st, 0), col);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	expect_as_export(&r, caps, NULL);
+	spans = slurp(tmp2(r.dir, "spans.jsonl"));
+	assert_int_equal(count(spans, "\"shmtrace.unfinished\": true"), 2);
+	assert_int_equal(count(spans, "\"shmtrace.arg.step\": 3"), 1);
+	free(spans);
+	receiver_stop(&r);
+	shmtrace_ring_unlink(ring);
+}
+
+static void test_bad_options_say_one_line(void **state)
+{
+	const char *ring = test_ring_name("strbad");
+	char *const none[] = { bin, "stream", NULL };
+	char *const noep[] = { bin, "stream", "x.cap", NULL };
+	char *const ratio[] = { bin, "stream", "x.cap", "--otlp-endpoint", "http://h:1",
+				"--otlp-sample", "ratio=2", NULL };
+	char *const hdr[] = { bin, "stream", "x.cap", "--otlp-endpoint", "http://h:1",
+			      "--otlp-header", "Content-Type=text/plain", NULL };
+	char *const https[] = { bin, "stream", "x.cap", "--otlp-endpoint", "https://h", NULL };
+	char *const nocap[] = { bin, "stream", "/nonexistent/x.cap", "--otlp-endpoint",
+				"http://h:1", NULL };
+	char *const colsample[] = { collector_bin, "--ring", (char *)ring, "-o", "x.cap",
+				    "--otlp-sample", "flows", NULL };
+	char *const colproto[] = { collector_bin, "--ring", (char *)ring, "-o", (char *)tmp("bad.cap"),
+				   "--create", "--otlp-endpoint", "http://127.0.0.1:1",
+				   "--otlp-protocol", "xml", NULL };
+
+	(void)state;
+	run_says(2, none, "shmtrace stream: no capture given", NULL);
+	run_says(2, noep, "shmtrace stream: --otlp-endpoint URL is required", NULL);
+	run_says(2, ratio, "--otlp-sample 'ratio=2': need all, flows or ratio=R", NULL);
+	run_says(2, hdr, "--otlp-header 'Content-Type': the stream sets that header", NULL);
+	run_says(2, https, "only http:// endpoints are supported", NULL);
+	run_says(1, nocap, "shmtrace stream: /nonexistent/x.cap: No such file or directory", NULL);
+	run_says(2, colsample, "--service and the --otlp-* options need --otlp-endpoint", NULL);
+	/* the stream checks the options it is passed, before the capture is
+	 * opened or the ring kept */
+	run_says(2, colproto, "shmtrace stream: --otlp-protocol 'xml': protobuf or json", NULL);
+	assert_int_equal(access(tmp("bad.cap"), F_OK), -1);
+	assert_int_equal(shmtrace_ring_unlink(ring), -ENOENT);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return cli_setup_for("streamcli", true);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stopped_stream_goes_on_from_its_checkpoint),
+		cmocka_unit_test(test_sampling_keeps_flows_or_a_ratio_of_traces),
+		cmocka_unit_test(test_records_past_max_lag_are_skipped_and_counted),
+		cmocka_unit_test(test_collector_starts_its_stream_again),
+		cmocka_unit_test(test_spans_of_a_killed_producer_go_out_unfinished),
+		cmocka_unit_test(test_bad_options_say_one_line),
+	};
+
+	return cmocka_run_group_tests(tests, setup, cli_teardown);
+}
