@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_stream.c - case 9 of `make bench` (tests/bench/run.sh): the live
+ * bench_stream.c - case 11 of `make bench` (tests/bench/run.sh): the live
  * stream to OpenTelemetry (`shmtrace stream`, what `shmtrace-collector
  * --otlp-endpoint` runs), against a loopback OTLP/HTTP sink of this
  * program that takes every request and answers 200 at once.
