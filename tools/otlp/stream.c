@@ -132,12 +132,13 @@ static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
 
 	if (stream_stopping())
 		return 1;
-	/* the clocks once in 64 records: enough for seconds of lag and hold */
+	/* the clocks once in 64 records: enough for seconds of lag */
 	if ((clocks = !st->clock_left)) {
 		st->clock_left = 64;
 		st->idle_since = stream_clock(CLOCK_MONOTONIC);
 	}
 	st->clock_left--;
+	st->fresh = true;
 	if ((ret = run_ready(st)) < 0 ||
 	    (st->replaying && rseq >= st->replay_to && (ret = stream_replay_end(st)) < 0))
 		return ret == -ECANCELED ? 1 : ret;
@@ -173,6 +174,13 @@ static int on_idle(void *ctx)
 
 	if (stream_stopping())
 		return 1;
+	/* records came since the last time: quiet from now on, and the
+	 * clocks read at the next one */
+	if (st->fresh) {
+		st->idle_since = now;
+		st->fresh = false;
+		st->clock_left = 0;
+	}
 	st->lag_ns = 0;
 	st->caught_up = true;
 	/* caught up short of the checkpoint: the rest went with a part */

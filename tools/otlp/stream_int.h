@@ -226,6 +226,7 @@ struct otlp_stream {
 	bool in_win;
 	uint64_t batch_t0;		/* when the batch's first span was made (mono) */
 	uint64_t idle_since;		/* mono ns the capture last gave a record */
+	bool fresh;			/* records came since nothing more did */
 	uint64_t status_at;		/* mono ns of the last status written */
 	unsigned clock_left;		/* records before the clocks are read again */
 	bool skipping;			/* --otlp-max-lag: passing records over */
