@@ -211,6 +211,7 @@ long drain_pass(struct drain *d, bool final)
 				return ret;
 		}
 	}
+	d->behind = d->pos < head;
 	ret = drain_put_loss(d, false);
 	if (ret < 0)
 		return ret;
@@ -394,6 +395,11 @@ uint32_t drain_live_writers(const struct drain *d)
 uint32_t drain_mappers(const struct drain *d)
 {
 	return d->opened ? shmt_segment_mappers(d->v.dev, d->v.ino) : 0;
+}
+
+bool drain_behind(const struct drain *d)
+{
+	return d->behind;
 }
 
 uint64_t drain_undrained(const struct drain *d)

@@ -65,6 +65,10 @@ bool drain_part_failed(const struct drain *d);
  * number of records copied (0 = nothing to do), or -errno. */
 long drain_pass(struct drain *d, bool final);
 
+/* Whether the last pass stopped before all there was to copy (a pass
+ * copies at most 4 x DRAIN_BATCH records): the drain is behind. */
+bool drain_behind(const struct drain *d);
+
 /* Sleeps until producers wake us or poll_ns passes. */
 void drain_sleep(struct drain *d);
 

@@ -30,6 +30,7 @@ struct drain {
 	bool part_failed;	/* the last error: a capture part could not be opened */
 	uint64_t run_id;
 	uint64_t pos;		/* next ring sequence to copy */
+	bool behind;		/* the last pass did not copy all there was */
 	uint32_t strings_sent;	/* strings already in the capture part */
 	uint32_t threads_sent;
 	uint32_t part;

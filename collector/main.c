@@ -480,7 +480,7 @@ static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, cons
 		ret = pass(d, false);
 		if (ret < 0)
 			return (int)ret;
-		streamer_poll(stream);
+		streamer_poll(stream, drain_behind(d));
 		if (*retired && (pass(*retired, false) < 0 || !drain_live_writers(*retired)))
 			finish_retired(retired, rpath);
 		if (ret == 0 && (stopping || !stop_requested()))

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -25,6 +26,9 @@
 #define STOP_WAIT_NS		(30ull * 1000000000ull)
 #define BACKOFF_MIN_NS		(1000000000ull)
 #define BACKOFF_MAX_NS		(60ull * 1000000000ull)
+/* the stream's nice value: a busy host's CPU goes to the producers and
+ * the drain first */
+#define STREAM_NICE		19
 
 static uint64_t now_ns(void)
 {
@@ -38,6 +42,7 @@ void streamer_init(struct streamer *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->status_fd = -1;
+	s->pace_fd = -1;
 	s->backoff_ns = BACKOFF_MIN_NS;
 }
 
@@ -84,9 +89,9 @@ static int find_tool(struct streamer *s)
 /* In the child: the stream, in a process group of its own (a terminal's
  * Ctrl-C stops the collector, which lets the stream finish), told to stop
  * when the collector dies. */
-static void exec_stream(struct streamer *s, pid_t parent, int ready, int status)
+static void exec_stream(struct streamer *s, pid_t parent, int ready, int status, int pace_rd)
 {
-	char pid[16], rfd[16], sfd[16];
+	char pid[16], rfd[16], sfd[16], pfd[16];
 	const char *argv[STREAMER_MAX_ARGS + 16];
 	int n = 0;
 	sigset_t none;
@@ -95,11 +100,15 @@ static void exec_stream(struct streamer *s, pid_t parent, int ready, int status)
 	if (getppid() != parent)
 		_exit(0);
 	setpgid(0, 0);
+	/* the CPU the producers and the drain leave: the stream catches up
+	 * from the capture (a failure leaves it at the collector's) */
+	setpriority(PRIO_PROCESS, 0, STREAM_NICE);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	snprintf(pid, sizeof(pid), "%d", (int)parent);
 	snprintf(rfd, sizeof(rfd), "%d", ready);
 	snprintf(sfd, sizeof(sfd), "%d", status);
+	snprintf(pfd, sizeof(pfd), "%d", pace_rd);
 	argv[n++] = "shmtrace";
 	argv[n++] = "stream";
 	argv[n++] = s->output;
@@ -108,6 +117,8 @@ static void exec_stream(struct streamer *s, pid_t parent, int ready, int status)
 	argv[n++] = pid;
 	argv[n++] = "--status-fd";
 	argv[n++] = sfd;
+	argv[n++] = "--pace-fd";
+	argv[n++] = pfd;
 	if (ready >= 0) {
 		argv[n++] = "--ready-fd";
 		argv[n++] = rfd;
@@ -123,10 +134,11 @@ static void exec_stream(struct streamer *s, pid_t parent, int ready, int status)
 /* Forks the stream; with ready, a pipe it says "ready" on. */
 static int spawn(struct streamer *s, int *ready_rd)
 {
-	int rp[2] = { -1, -1 }, sp[2];
+	int rp[2] = { -1, -1 }, sp[2], pp[2];
 	pid_t parent = getpid();
 
-	if (pipe2(sp, O_CLOEXEC) < 0 || (ready_rd && pipe2(rp, O_CLOEXEC) < 0))
+	if (pipe2(sp, O_CLOEXEC) < 0 || pipe2(pp, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    (ready_rd && pipe2(rp, O_CLOEXEC) < 0))
 		return -errno;
 	s->pid = fork();
 	if (s->pid < 0) {
@@ -136,11 +148,15 @@ static int spawn(struct streamer *s, int *ready_rd)
 	if (s->pid == 0) {
 		/* the child's ends stay open across exec */
 		fcntl(sp[1], F_SETFD, 0);
+		fcntl(pp[0], F_SETFD, 0);
 		if (rp[1] >= 0)
 			fcntl(rp[1], F_SETFD, 0);
-		exec_stream(s, parent, rp[1], sp[1]);
+		exec_stream(s, parent, rp[1], sp[1], pp[0]);
 	}
 	close(sp[1]);
+	close(pp[0]);
+	s->pace_fd = pp[1];
+	s->paused = false;
 	if (rp[1] >= 0)
 		close(rp[1]);
 	s->status_fd = sp[0];
@@ -159,6 +175,9 @@ static void reaped(struct streamer *s, int st)
 	if (s->status_fd >= 0)
 		close(s->status_fd);
 	s->status_fd = -1;
+	if (s->pace_fd >= 0)
+		close(s->pace_fd);
+	s->pace_fd = -1;
 	if (n > 0) {
 		buf[n] = 0;
 		buf[strcspn(buf, "\n")] = 0;
@@ -207,12 +226,24 @@ int streamer_start(struct streamer *s, const char *output)
 	return 1;
 }
 
-void streamer_poll(struct streamer *s)
+/* 'p' on the pace pipe when the drain falls behind, 'g' when it caught
+ * up: the stream reads one at a time, and waits while the last is 'p'. A
+ * full pipe (a stream not reading) keeps the word for the next pass. */
+static void pace(struct streamer *s, bool behind)
+{
+	if (s->pace_fd < 0 || behind == s->paused)
+		return;
+	if (write(s->pace_fd, behind ? "p" : "g", 1) == 1)
+		s->paused = behind;
+}
+
+void streamer_poll(struct streamer *s, bool drain_behind)
 {
 	int st;
 
 	if (!s->endpoint)
 		return;
+	pace(s, drain_behind);
 	if (s->pid && waitpid(s->pid, &st, WNOHANG) == s->pid) {
 		reaped(s, st);
 		fprintf(stderr, "shmtrace-collector: %s; starting it again\n", s->line);
@@ -261,6 +292,7 @@ void streamer_finish(struct streamer *s, bool ended, uint64_t linger_ns)
 		spawn(s, NULL);
 	if (!s->pid)
 		return;
+	pace(s, false);
 	if (ended && wait_exit(s, linger_ns))
 		return;
 	kill(s->pid, SIGTERM);

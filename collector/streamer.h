@@ -63,9 +63,11 @@ struct streamer {
 	char tool[4096];			/* shmtrace, beside the collector */
 	pid_t pid;				/* running, or 0 */
 	int status_fd;				/* its closing line comes here, or -1 */
+	int pace_fd;				/* its --pace-fd's other end, or -1 */
 	uint64_t restart_at, backoff_ns;	/* when it may be started again */
 	char line[512];				/* its closing line */
 	bool failed;
+	bool paused;				/* told to wait: the drain is behind */
 };
 
 void streamer_init(struct streamer *s);
@@ -81,8 +83,11 @@ int streamer_option(struct streamer *s, int c, const char *arg);
 int streamer_start(struct streamer *s, const char *output);
 
 /* Between passes: starts the stream again, with a growing back-off, when
- * it died. */
-void streamer_poll(struct streamer *s);
+ * it died; tells it (its --pace-fd) to wait while the drain is behind and
+ * to read on once the drain caught up, so that on a busy host the
+ * capture, the truth, has the CPU first and the stream catches up from it
+ * after. */
+void streamer_poll(struct streamer *s, bool drain_behind);
 
 /* The capture ended (ended: with its END frame, which the stream reads to
  * finish): waits at most linger_ns for the stream to send what it holds,

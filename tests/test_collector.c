@@ -4,7 +4,8 @@
  * and the collector at once, every record in the capture exactly once or
  * counted; torn slots skipped and counted; a lock held by an owner nobody
  * sees die; rotation; threads opening and closing handles; exact overwrite
- * accounting; two drain sessions in one process.
+ * accounting; two drain sessions in one process; when the drain says it
+ * is behind.
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -430,6 +431,52 @@ static void test_two_sessions_in_one_process_keep_their_strings(void **state)
 	}
 }
 
+/*
+ * A pass copies at most 4 x DRAIN_BATCH records: with more published, the
+ * drain says it is behind (the live stream is paused then), and says so no
+ * more once a pass copied all there was.
+ */
+static void test_drain_behind_until_a_pass_copies_all_there_is(void **state)
+{
+	const char *ring = test_ring_name("behind");
+	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
+	struct drain_opts o = { .ring = ring, .poll_ns = 1000000 };
+	const uint32_t n = 8 * DRAIN_BATCH;
+	char out[256];
+	struct drain *d;
+	shmtrace_t *t;
+	uint32_t cat;
+	long got, total = 0;
+	int passes = 0;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	o.output = out;
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	cat = shmtrace_intern(t, "behind");
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(shmtrace_span(t, cat, cat, i, i + 1, 0), 0);
+	shmtrace_close(t);
+	d = drain_new();
+	assert_non_null(d);
+	assert_int_equal(drain_open(d, &o), 0);
+	assert_false(drain_behind(d));
+	got = drain_pass(d, false);
+	assert_int_equal(got, 4 * DRAIN_BATCH);
+	assert_true(drain_behind(d));
+	for (total = got; (got = drain_pass(d, false)) > 0; total += got, passes++)
+		assert_int_equal(drain_behind(d), total + got < n);
+	assert_int_equal(got, 0);
+	assert_false(drain_behind(d));
+	assert_true(passes >= 1);
+	assert_int_equal(total, n);
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -440,6 +487,7 @@ int main(void)
 		cmocka_unit_test(test_threads_closing_their_handles_lose_no_record),
 		cmocka_unit_test(test_overwrite_mode_accounts_every_record_under_load),
 		cmocka_unit_test(test_two_sessions_in_one_process_keep_their_strings),
+		cmocka_unit_test(test_drain_behind_until_a_pass_copies_all_there_is),
 	};
 
 	if (collector_bin_init() < 0)

@@ -4,10 +4,14 @@
  * run again, it goes on from its checkpoint, sending nothing twice;
  * --otlp-sample keeps the flows' traces, or the same fraction of traces
  * on every run; records further behind than --otlp-max-lag are skipped
- * and counted; the collector starts its stream again when it stops; the
+ * and counted; it waits while its collector's drain is behind; the
+ * collector starts its stream again when it stops; the
  * spans a killed producer was inside go out unfinished; bad options are
  * one line and exit 2, from the stream or the collector.
  */
+#include <poll.h>
+#include <sys/inotify.h>
+
 #include "stream_run.h"
 
 /* A capture of flow_run(n) and of solo spans in no flow, made by a
@@ -300,6 +304,94 @@ static void test_spans_of_a_killed_producer_go_out_unfinished(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* Waits, through inotify (a minute at most: a hang guard), until the
+ * stream's status file (written aside, then renamed) says "state WHAT". */
+static void wait_state(const char *status, const char *what)
+{
+	char dir[600], want[64], buf[1024];
+	int in = inotify_init1(IN_CLOEXEC);
+
+	snprintf(dir, sizeof(dir), "%s", status);
+	*strrchr(dir, '/') = 0;
+	snprintf(want, sizeof(want), "state %s\n", what);
+	assert_true(in >= 0);
+	assert_true(inotify_add_watch(in, dir, IN_MOVED_TO) >= 0);
+	for (;;) {
+		FILE *f = fopen(status, "re");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+		struct pollfd p = { .fd = in, .events = POLLIN };
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		if (strstr(buf, want))
+			break;
+		assert_int_equal(poll(&p, 1, 60000), 1);
+		assert_true(read(in, buf, sizeof(buf)) > 0);
+	}
+	close(in);
+}
+
+/*
+ * --pace-fd, the collector's word: at 'p' (its drain is behind) the
+ * stream waits before it sends anything, says "paused", and reads on at
+ * 'g', or when the collector's end of the pipe closes (it died), sending
+ * every span once either way.
+ */
+static void test_stream_waits_while_its_collector_says_behind(void **state)
+{
+	const char *ring = test_ring_name("strpace");
+	char cap[512], url[64], fd[16];
+	const char *caps[] = { cap, NULL };
+	const char *argv[] = { bin, "stream", cap, "--otlp-endpoint", url, "--pace-fd", fd, NULL };
+	struct receiver r;
+	int pp[2], st;
+	pid_t p;
+
+	(void)state;
+	if (!have_receiver())
+		skip();
+	snprintf(cap, sizeof(cap), "%s", tmp("pace.cap"));
+	flow_capture(ring, cap, 100, 0);
+	for (int by_close = 0; by_close < 2; by_close++) {
+		char ckpt[600];
+
+		snprintf(ckpt, sizeof(ckpt), "%s", tmp(".pace.cap.otlp-checkpoint"));
+		unlink(ckpt);
+		receiver_start(&r, by_close ? "recv-pace2" : "recv-pace1", NULL, 0, 0);
+		endpoint_of(&r, url, sizeof(url));
+		assert_int_equal(pipe(pp), 0);
+		assert_int_equal(write(pp[1], "p", 1), 1);
+		snprintf(fd, sizeof(fd), "%d", pp[0]);
+		p = fork();
+		assert_true(p >= 0);
+		if (p == 0) {
+			int e = open(tmp("pace.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+			dup2(e, 2);
+			close(pp[1]);
+			execv(bin, (char *const *)argv);
+			_exit(127);
+		}
+		close(pp[0]);
+		wait_state(tmp(".pace.cap.otlp-status"), "paused");
+		/* no request came: the receiver logs each */
+		assert_int_not_equal(access(tmp2(r.dir, "log"), F_OK), 0);
+		if (by_close)
+			close(pp[1]);
+		else
+			assert_int_equal(write(pp[1], "g", 1), 1);
+		assert_int_equal(waitpid(p, &st, 0), p);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		if (!by_close)
+			close(pp[1]);
+		expect_in(tmp("pace.err"), "(finished)");
+		expect_as_export(&r, caps, NULL);
+		assert_int_equal(stream_stat(cap, "sent"), 100 * FLOW_RUN_SPANS);
+		receiver_stop(&r);
+	}
+}
+
 static void test_bad_options_say_one_line(void **state)
 {
 	const char *ring = test_ring_name("strbad");
@@ -347,6 +439,7 @@ int main(void)
 		cmocka_unit_test(test_records_past_max_lag_are_skipped_and_counted),
 		cmocka_unit_test(test_collector_starts_its_stream_again),
 		cmocka_unit_test(test_spans_of_a_killed_producer_go_out_unfinished),
+		cmocka_unit_test(test_stream_waits_while_its_collector_says_behind),
 		cmocka_unit_test(test_bad_options_say_one_line),
 	};
 

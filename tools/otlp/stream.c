@@ -15,6 +15,8 @@
  * --otlp-max-lag it skips ahead.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +124,46 @@ static void note_position(struct otlp_stream *st, uint64_t rseq, uint64_t pseq_b
 	st->nopen = o->nopen;
 }
 
+/*
+ * The collector's word on --pace-fd, read once in 64 records: 'p' while
+ * its drain is behind, 'g' once it caught up. While the last word is 'p'
+ * the reader waits, so that a burst is captured at the drain's full rate
+ * and streamed from the capture after it; a stop, or the collector's end
+ * (the pipe's), ends the wait. The sender sends what is queued meanwhile;
+ * the status says "paused".
+ */
+static void pace(struct otlp_stream *st)
+{
+	struct pollfd p = { .fd = st->pace_fd, .events = POLLIN };
+	bool waited = false;
+	char b[64];
+	ssize_t n;
+
+	while (st->pace_fd >= 0) {
+		while ((n = read(st->pace_fd, b, sizeof(b))) > 0)
+			st->paused = b[n - 1] == 'p';
+		if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+			close(st->pace_fd);
+			st->pace_fd = -1;
+			st->paused = false;
+		}
+		if (!st->paused || stream_stopping())
+			break;
+		if (!waited) {
+			/* `shmtrace stat` says so */
+			stream_publish(st, "paused");
+			stream_status(st, true);
+			waited = true;
+		}
+		/* a signal (SIGTERM) ends it with EINTR */
+		poll(&p, 1, -1);
+	}
+	if (waited) {
+		stream_publish(st, st->skipping ? "skipping" : "running");
+		stream_status(st, true);
+	}
+}
+
 static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct otlp_stream *st = ctx;
@@ -134,6 +176,7 @@ static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
 		return 1;
 	/* the clocks once in 64 records: enough for seconds of lag */
 	if ((clocks = !st->clock_left)) {
+		pace(st);
 		st->clock_left = 64;
 		st->idle_since = stream_clock(CLOCK_MONOTONIC);
 	}
@@ -364,6 +407,8 @@ static void cleanup(struct otlp_stream *st)
 	free(st->ropen);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd);
+	if (st->pace_fd >= 0)
+		close(st->pace_fd);
 	pthread_mutex_destroy(&st->cmu);
 	free(st);
 }
@@ -380,6 +425,9 @@ int stream_main(const struct stream_opts *so)
 	install_signals();
 	st->so = so;
 	st->lock_fd = -1;
+	st->pace_fd = so->pace_fd;
+	if (st->pace_fd >= 0)
+		fcntl(st->pace_fd, F_SETFL, O_NONBLOCK);
 	pthread_mutex_init(&st->cmu, NULL);
 	args_store_init(&st->arrive);
 	model_init(&st->m);

@@ -3,7 +3,7 @@
  * stream_cmd.c - `shmtrace stream`, its command line: the options of the
  * live stream, which shmtrace-collector --otlp-endpoint passes on as they
  * were given (the one place they are checked), and those the collector
- * adds (--follow, --collector-pid, --ready-fd, --status-fd).
+ * adds (--follow, --collector-pid, --ready-fd, --status-fd, --pace-fd).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,19 +43,21 @@ static const char stream_usage[] =
 	"      --collector-pid PID  follow the parts this collector writes\n"
 	"      --ready-fd FD  write \"ready\\n\" to FD once the capture may be written\n"
 	"      --status-fd FD write the closing summary to FD instead of stderr\n"
+	"      --pace-fd FD   read on when FD last said 'g' (or ended), wait while it\n"
+	"                     last said 'p' (the collector's drain is behind)\n"
 	"  -h, --help         show this help\n"
 	"\n"
 	"Exit status: 0 when the capture was sent (or the stream stopped by SIGINT or\n"
 	"SIGTERM: run again, it goes on), 1 on a runtime error, 2 on a usage error.\n";
 
 enum { O_ENDPOINT = 256, O_SERVICE, O_HEADER, O_PROTOCOL, O_COMPRESSION, O_SAMPLE, O_MAX_LAG,
-       O_HOLD, O_BATCH, O_FOLLOW, O_COLLECTOR, O_READY, O_STATUS };
+       O_HOLD, O_BATCH, O_FOLLOW, O_COLLECTOR, O_READY, O_STATUS, O_PACE };
 
 static const struct num_spec lag_spec = { "--otlp-max-lag", 0, 86400 * 365, 0, "seconds" };
 static const struct num_spec hold_spec = { "--otlp-hold", 0, 3600, 0, "seconds" };
 static const struct num_spec batch_spec = { "--otlp-batch", 1, 65536, 0, "spans" };
 static const struct num_spec pid_spec = { "--collector-pid", 1, UINT32_MAX, 0, NULL };
-static const struct num_spec fd_spec = { "--ready-fd or --status-fd", 0, 1000000, 0, NULL };
+static const struct num_spec fd_spec = { "--ready-fd, --status-fd or --pace-fd", 0, 1000000, 0, NULL };
 
 /* Headers a request sets itself. */
 static bool own_header(const char *name, size_t n)
@@ -118,6 +120,20 @@ static int num(const struct num_spec *spec, const char *arg, uint64_t *v)
 							      : 0;
 }
 
+/* A descriptor given to read from. */
+static int in_fd(const char *arg, int *fd)
+{
+	uint64_t v;
+	int rc = num(&fd_spec, arg, &v);
+
+	if (rc)
+		return rc;
+	if (fcntl((int)v, F_GETFL) < 0 || (fcntl((int)v, F_GETFL) & O_ACCMODE) == O_WRONLY)
+		return cli_usage_error("stream", "descriptor %s is not open for reading", arg);
+	*fd = (int)v;
+	return 0;
+}
+
 /* A descriptor given to write to. */
 static int out_fd(const char *arg, int *fd)
 {
@@ -145,6 +161,7 @@ static int option(struct stream_opts *so, struct obuf *hdr, int c, const char *a
 	case O_SAMPLE: return parse_sample(so, arg);
 	case O_READY: return out_fd(arg, &so->ready_fd);
 	case O_STATUS: return out_fd(arg, &so->status_fd);
+	case O_PACE: return in_fd(arg, &so->pace_fd);
 	case O_PROTOCOL:
 		if (strcmp(arg, "protobuf") && strcmp(arg, "json"))
 			return cli_usage_error("stream", "--otlp-protocol '%s': protobuf or json", arg);
@@ -182,6 +199,7 @@ static int parse(int argc, char **argv, struct stream_opts *so, struct obuf *hdr
 		{ "collector-pid", required_argument, NULL, O_COLLECTOR },
 		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "status-fd", required_argument, NULL, O_STATUS },
+		{ "pace-fd", required_argument, NULL, O_PACE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -213,7 +231,7 @@ int cmd_stream(int argc, char **argv)
 	struct stream_opts so = {
 		.gzip = true, .sample = SAMPLE_ALL, .max_lag_ns = STREAM_MAX_LAG_NS,
 		.hold_ns = STREAM_HOLD_NS, .batch_spans = STREAM_BATCH_SPANS,
-		.batch_bytes = STREAM_BATCH_BYTES, .ready_fd = -1, .status_fd = -1,
+		.batch_bytes = STREAM_BATCH_BYTES, .ready_fd = -1, .status_fd = -1, .pace_fd = -1,
 		.oo = { .protobuf = true },
 	};
 	struct obuf hdr = { 0 };

@@ -49,7 +49,7 @@ struct stream_opts {
 	uint32_t batch_spans;
 	size_t batch_bytes;
 	uint32_t collector_pid;		/* its collector, 0: none */
-	int ready_fd, status_fd;	/* -1: none */
+	int ready_fd, status_fd, pace_fd;	/* -1: none */
 	struct otlp_opts oo;		/* the model's: service, protobuf */
 };
 
@@ -229,6 +229,8 @@ struct otlp_stream {
 	bool fresh;			/* records came since nothing more did */
 	uint64_t status_at;		/* mono ns of the last status written */
 	unsigned clock_left;		/* records before the clocks are read again */
+	int pace_fd;			/* --pace-fd, -1 once it ended */
+	bool paused;			/* it last said 'p' */
 	bool skipping;			/* --otlp-max-lag: passing records over */
 	uint64_t lag_ns;		/* behind the record handed over last */
 	uint64_t last_wall;		/* its end, ns since the epoch */
