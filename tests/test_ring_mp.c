@@ -4,7 +4,8 @@
  * killed inside the lock (the next taker recovers it, every returned record
  * found once, none torn), a lock whose dead owner the kernel cannot see,
  * and a busy lock never waited on below a full block. The rest of sharing
- * a ring between processes: test_ring_mp_share.c.
+ * a ring between processes: test_ring_mp_share.c. A holder stopped in the
+ * lock is given up on at once; one asleep in it is waited for.
  */
 #include <errno.h>
 #include <signal.h>
@@ -261,6 +262,115 @@ static void test_busy_lock_never_waited_on_below_full(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/* A process that takes ring name's lock, says so on held, then, with
+ * stop, stops itself (SIGSTOP) inside it, or else waits for a byte on
+ * release (asleep in read()) and lets go. */
+static pid_t hold_lock(const char *name, int held, int release, bool stop)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct shmt_view v;
+		char err[256], c;
+
+		if (shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)) < 0 ||
+		    shmt_lock(&v, 1000000000ull) < 0)
+			_exit(1);
+		if (write(held, "h", 1) != 1)
+			_exit(2);
+		if (stop)
+			raise(SIGSTOP);
+		else if (read(release, &c, 1) != 1)
+			_exit(3);
+		shmt_unlock(&v);
+		_exit(0);
+	}
+	return pid;
+}
+
+static int g_slices, g_release_fd;
+
+/* At the second slice of a wait that went on (the owner not stopped),
+ * the holder is let go. */
+static void slice_hook(const char *where)
+{
+	if (!strcmp(where, "lock-slice") && ++g_slices == 2)
+		assert_int_equal(write(g_release_fd, "r", 1), 1);
+}
+
+/*
+ * With a lock timeout of a minute, a full block's flush waits on a holder
+ * that is only asleep (descheduled, or in a system call) for as long as it
+ * holds the lock, and gets it: nothing dropped. A holder stopped inside
+ * the lock (SIGSTOP, a debugger) is given up on after a slice
+ * (SHMT_LOCK_STOPPED_NS), not the minute: dropped and counted. (The
+ * alarm is a hang guard: a wait of the whole minute fails the test.)
+ */
+static void test_stopped_holder_given_up_on_asleep_one_waited_for(void **state)
+{
+	const char *name = test_ring_name("stopped");
+	const struct shmtrace_ring_config cfg = { .capacity = 16384 };
+	const uint64_t block = shmt_block_records_for(cfg.capacity);
+	int held[2], release[2], status;
+	struct shmtrace_stats st;
+	shmtrace_t *t;
+	uint64_t ts = 0;
+	char c;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, &cfg), 0);
+	assert_int_equal(pipe(held), 0);
+	assert_int_equal(pipe(release), 0);
+	setenv("SHMTRACE_LOCK_TIMEOUT_MS", "60000", 1);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	unsetenv("SHMTRACE_LOCK_TIMEOUT_MS");
+	alarm(30);
+	/* the block claimed (under the lock), one record staged in it */
+	assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
+	ts++;
+
+	/* asleep in the lock: waited for past two slices, then had */
+	pid = hold_lock(name, held[1], release[0], false);
+	assert_int_equal(read(held[0], &c, 1), 1);
+	for (uint64_t i = 1; i < block; i++, ts++)
+		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
+	g_release_fd = release[1];
+	shmt_test_hook = slice_hook;
+	assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
+	ts++;
+	shmt_test_hook = NULL;
+	assert_int_equal(g_slices, 2);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(st.lock_timeouts, 0);
+	assert_int_equal(st.dropped, 0);
+
+	/* stopped in the lock: given up on, the record counted */
+	pid = hold_lock(name, held[1], release[0], true);
+	assert_int_equal(read(held[0], &c, 1), 1);
+	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(status));
+	/* the record of the call that waited is staged: the block full again */
+	for (uint64_t i = 1; i < block; i++, ts++)
+		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
+	assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), -ETIMEDOUT);
+	alarm(0);
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(st.lock_timeouts, 1);
+	assert_int_equal(st.dropped, 1);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	shmtrace_close(t);
+	close(held[0]);
+	close(held[1]);
+	close(release[0]);
+	close(release[1]);
+	shmtrace_ring_unlink(name);
+}
+
 /* SHMTRACE_LOCK_TIMEOUT_MS: whole milliseconds up to a minute; garbage,
  * a sign, a unit or a number whose nanoseconds overflow keep the default
  * (an overflow used to wrap to a timeout of almost nothing). */
@@ -298,6 +408,7 @@ int main(void)
 		cmocka_unit_test(test_kill_at_name_slot),
 		cmocka_unit_test(test_unmarked_dead_owner_is_bounded),
 		cmocka_unit_test(test_busy_lock_never_waited_on_below_full),
+		cmocka_unit_test(test_stopped_holder_given_up_on_asleep_one_waited_for),
 		cmocka_unit_test(test_lock_timeout_from_env),
 	};
 

@@ -10,8 +10,11 @@
  * a while only tries the lock instead of waiting on it.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ring_writer.h"
 
@@ -187,7 +190,84 @@ static int wait_sane(struct shmt_view *v, uint64_t timeout_ns, struct timespec *
 }
 
 /*
- * Takes the ring lock, waiting at most timeout_ns (0: only try). Repairs the
+ * Whether the lock's owner, the tid its futex word names, is stopped
+ * (SIGSTOP, a debugger: 'T' or 't' in /proc/TID/stat), so that it will
+ * not release the lock before someone continues it. A holder that is only
+ * descheduled ('R', 'S', 'D') will run again soon. A tid not found, or an
+ * owner in another pid namespace (the tid means another thread here), is
+ * not known to be stopped: the wait goes on to its timeout.
+ */
+static bool owner_stopped(const struct shmt_view *v)
+{
+	unsigned tid = (unsigned)load_relaxed(&v->h->mutex.__data.__lock) & 0x3fffffffu;
+	char path[48], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (!tid)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* "tid (comm) S ...": the name may hold ')' */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+/*
+ * Waits for the lock until the deadline, giving up early (ETIMEDOUT) once
+ * its owner is seen stopped, looked at every SHMT_LOCK_STOPPED_NS: a
+ * stopped holder costs the waiter that, not the timeout. Returns what
+ * pthread_mutex_clocklock() does.
+ */
+static int wait_lock(struct shmt_view *v, const struct timespec *deadline)
+{
+	pthread_mutex_t *m = &v->h->mutex;
+
+	for (;;) {
+		struct timespec slice;
+		int ret;
+
+		deadline_after(&slice, CLOCK_MONOTONIC, SHMT_LOCK_STOPPED_NS);
+		if (slice.tv_sec > deadline->tv_sec ||
+		    (slice.tv_sec == deadline->tv_sec && slice.tv_nsec > deadline->tv_nsec))
+			slice = *deadline;
+#if SHMT_TSAN
+		/* ThreadSanitizer intercepts neither clocklock nor, for
+		 * EOWNERDEAD, timedlock: under it, wait with trylock (whose
+		 * interceptor knows EOWNERDEAD) and short naps instead */
+		struct timespec nap = { 0, 20000 };
+
+		for (;;) {
+			nanosleep(&nap, NULL);
+			if (!shmt_mutex_sane(v))
+				return ETIMEDOUT;
+			ret = pthread_mutex_trylock(m);
+			if (ret != EBUSY)
+				break;
+			if (past(&slice)) {
+				ret = ETIMEDOUT;
+				break;
+			}
+		}
+#else
+		ret = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &slice);
+#endif
+		if (ret != ETIMEDOUT || past(deadline) || owner_stopped(v))
+			return ret;
+		SHMT_HOOK("lock-slice");
+	}
+}
+
+/*
+ * Takes the ring lock, waiting at most timeout_ns (0: only try), and less
+ * when its owner is stopped (wait_lock()). Repairs the
  * ring if the previous owner died. Returns 0, -ETIMEDOUT (counted in the
  * header), -EBUSY for a failed try, or -ENOTRECOVERABLE. Mutex bytes that
  * are not a sane robust mutex (shmt_mutex_sane()) are never handed to
@@ -212,29 +292,7 @@ int shmt_lock(struct shmt_view *v, uint64_t timeout_ns)
 	if (ret == EBUSY && timeout_ns) {
 		if (!deadline_set)
 			deadline_after(&ts, CLOCK_MONOTONIC, timeout_ns);
-#if SHMT_TSAN
-		/* ThreadSanitizer intercepts neither clocklock nor, for
-		 * EOWNERDEAD, timedlock: under it, wait with trylock (whose
-		 * interceptor knows EOWNERDEAD) and short naps instead */
-		struct timespec nap = { 0, 20000 };
-
-		for (;;) {
-			nanosleep(&nap, NULL);
-			if (!shmt_mutex_sane(v)) {
-				ret = ETIMEDOUT;
-				break;
-			}
-			ret = pthread_mutex_trylock(m);
-			if (ret != EBUSY)
-				break;
-			if (past(&ts)) {
-				ret = ETIMEDOUT;
-				break;
-			}
-		}
-#else
-		ret = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
-#endif
+		ret = wait_lock(v, &ts);
 	}
 	if (ret == EOWNERDEAD) {
 		shmt_repair(v);

@@ -23,7 +23,9 @@ int shmt_ring_unlink_view(const char *name, struct shmt_view *v);
 /* clock.c: the clock's parameters, measured when a ring is made */
 void shmt_clock_calibrate(struct shmt_clock *c, bool allow_tsc);
 
-/* lock.c: the ring's robust mutex. */
+/* lock.c: the ring's robust mutex. A wait whose owner is stopped (SIGSTOP,
+ * a debugger) gives up after SHMT_LOCK_STOPPED_NS, whatever its timeout. */
+#define SHMT_LOCK_STOPPED_NS	(2ull * 1000 * 1000)
 int shmt_lock(struct shmt_view *v, uint64_t timeout_ns);
 void shmt_unlock(struct shmt_view *v);
 bool shmt_mutex_sane(const struct shmt_view *v);
