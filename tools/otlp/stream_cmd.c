@@ -120,30 +120,18 @@ static int num(const struct num_spec *spec, const char *arg, uint64_t *v)
 							      : 0;
 }
 
-/* A descriptor given to read from. */
-static int in_fd(const char *arg, int *fd)
+/* A descriptor given to read from (write: to write to). */
+static int fd_arg(const char *arg, bool write, int *fd)
 {
 	uint64_t v;
-	int rc = num(&fd_spec, arg, &v);
+	int rc = num(&fd_spec, arg, &v), fl;
 
 	if (rc)
 		return rc;
-	if (fcntl((int)v, F_GETFL) < 0 || (fcntl((int)v, F_GETFL) & O_ACCMODE) == O_WRONLY)
-		return cli_usage_error("stream", "descriptor %s is not open for reading", arg);
-	*fd = (int)v;
-	return 0;
-}
-
-/* A descriptor given to write to. */
-static int out_fd(const char *arg, int *fd)
-{
-	uint64_t v;
-	int rc = num(&fd_spec, arg, &v);
-
-	if (rc)
-		return rc;
-	if (fcntl((int)v, F_GETFL) < 0 || (fcntl((int)v, F_GETFL) & O_ACCMODE) == O_RDONLY)
-		return cli_usage_error("stream", "descriptor %s is not open for writing", arg);
+	fl = fcntl((int)v, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) == (write ? O_RDONLY : O_WRONLY))
+		return cli_usage_error("stream", "descriptor %s is not open for %s", arg,
+				       write ? "writing" : "reading");
 	*fd = (int)v;
 	return 0;
 }
@@ -159,9 +147,9 @@ static int option(struct stream_opts *so, struct obuf *hdr, int c, const char *a
 	case O_HEADER: return add_header(hdr, arg);
 	case O_FOLLOW: so->follow = true; return 0;
 	case O_SAMPLE: return parse_sample(so, arg);
-	case O_READY: return out_fd(arg, &so->ready_fd);
-	case O_STATUS: return out_fd(arg, &so->status_fd);
-	case O_PACE: return in_fd(arg, &so->pace_fd);
+	case O_READY: return fd_arg(arg, true, &so->ready_fd);
+	case O_STATUS: return fd_arg(arg, true, &so->status_fd);
+	case O_PACE: return fd_arg(arg, false, &so->pace_fd);
 	case O_PROTOCOL:
 		if (strcmp(arg, "protobuf") && strcmp(arg, "json"))
 			return cli_usage_error("stream", "--otlp-protocol '%s': protobuf or json", arg);
