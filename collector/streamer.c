@@ -134,16 +134,22 @@ static void exec_stream(struct streamer *s, pid_t parent, int ready, int status,
 /* Forks the stream; with ready, a pipe it says "ready" on. */
 static int spawn(struct streamer *s, int *ready_rd)
 {
-	int rp[2] = { -1, -1 }, sp[2], pp[2];
+	int rp[2] = { -1, -1 }, sp[2] = { -1, -1 }, pp[2] = { -1, -1 }, ret;
 	pid_t parent = getpid();
 
 	if (pipe2(sp, O_CLOEXEC) < 0 || pipe2(pp, O_CLOEXEC | O_NONBLOCK) < 0 ||
-	    (ready_rd && pipe2(rp, O_CLOEXEC) < 0))
-		return -errno;
-	s->pid = fork();
-	if (s->pid < 0) {
+	    (ready_rd && pipe2(rp, O_CLOEXEC) < 0) || (s->pid = fork()) < 0) {
+		ret = -errno;
 		s->pid = 0;
-		return -errno;
+		for (int i = 0; i < 2; i++) {
+			if (rp[i] >= 0)
+				close(rp[i]);
+			if (sp[i] >= 0)
+				close(sp[i]);
+			if (pp[i] >= 0)
+				close(pp[i]);
+		}
+		return ret;
 	}
 	if (s->pid == 0) {
 		/* the child's ends stay open across exec */
