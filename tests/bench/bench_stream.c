@@ -288,8 +288,8 @@ static double drain_once(const char *ring, const char *url)
 /* The drain without the stream and with it (medians), in pairs, the
  * first of each pair taking turns, so that a drift of the machine over
  * the runs weighs on both alike: its rate varies by a fifth from run to
- * run on this machine (its capture's writes, the io_uring worker). */
-static void drain_rates(const char *ring, const char *url, double *off, double *on)
+ * run on this machine. Returns the pairs measured. */
+static int drain_rates(const char *ring, const char *url, double *off, double *on)
 {
 	double r_off[BENCH_MAX_RUNS], r_on[BENCH_MAX_RUNS];
 	int runs = (int)g_runs * 2 > BENCH_MAX_RUNS ? BENCH_MAX_RUNS : (int)g_runs * 2;
@@ -308,12 +308,14 @@ static void drain_rates(const char *ring, const char *url, double *off, double *
 	}
 	*off = bench_median(r_off, runs);
 	*on = bench_median(r_on, runs);
+	return runs;
 }
 
 static int case_stream(void)
 {
 	char ring[128], cap[600], log[600], url[64];
 	double rate_gz, cpu_gz, rate_raw, cpu_raw, drain_on, drain_off;
+	int drain_runs;
 	struct shmt_view v;
 	char err[256];
 	pid_t sink, col;
@@ -340,13 +342,12 @@ static int case_stream(void)
 	stream_rate(cap, url, true, &rate_gz, &cpu_gz);
 	stream_rate(cap, url, false, &rate_raw, &cpu_raw);
 	unlink(cap);
-	drain_rates(ring, url, &drain_off, &drain_on);
+	drain_runs = drain_rates(ring, url, &drain_off, &drain_on);
 	stop(sink);
 	printf("RESULT stream rate_gzip=%.0f cpu_ms_per_m_gzip=%.1f rate_none=%.0f "
 	       "cpu_ms_per_m_none=%.1f drain_off=%.0f drain_on=%.0f n=%llu runs=%d drain_n=%llu "
 	       "drain_runs=%d\n", rate_gz, cpu_gz, rate_raw, cpu_raw, drain_off, drain_on,
-	       (unsigned long long)g_n, (int)g_runs, DRAIN_N,
-	       (int)g_runs * 2 > BENCH_MAX_RUNS ? BENCH_MAX_RUNS : (int)g_runs * 2);
+	       (unsigned long long)g_n, (int)g_runs, DRAIN_N, drain_runs);
 	return 0;
 }
 
