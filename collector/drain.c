@@ -166,6 +166,32 @@ static int check_output(struct drain *d)
 	return ret;
 }
 
+/*
+ * A head no producer could have stored, said once a session: a forger
+ * who shifts head (and tail) by a multiple of 2^24 makes the slots match
+ * other sequences (the commit word holds 24 bits of one), which nothing
+ * in the ring tells from records; the jump itself is what is seen. back:
+ * it went below what was read, else past it by more than the slots.
+ */
+static void forged_head(struct drain *d, uint64_t head, bool back)
+{
+	if (d->head_forged_said)
+		return;
+	d->head_forged_said = true;
+	if (back)
+		fprintf(stderr, "shmtrace-collector: warning: ring '%s': its head went back from "
+			"%llu to %llu, which no producer does: its header is forged or damaged, and "
+			"records written from there on repeat sequences this capture holds (an "
+			"export drops them as doubles)\n", d->o.ring, (unsigned long long)d->pos,
+			(unsigned long long)head);
+	else
+		fprintf(stderr, "shmtrace-collector: warning: ring '%s': its head jumped from %llu "
+			"to %llu, more than its %u slots past what was read, which a discard ring "
+			"never allows: its header is forged or damaged, and records may be missing, "
+			"or captured twice under other sequences\n", d->o.ring,
+			(unsigned long long)d->pos, (unsigned long long)head, d->v.capacity);
+}
+
 long drain_pass(struct drain *d, bool final)
 {
 	long copied = 0, r;
@@ -183,12 +209,18 @@ long drain_pass(struct drain *d, bool final)
 		return ret;
 	head = shmt_ring_head(&d->v);
 	if (head < d->pos) {
-		/* a head that went backwards was forged or reset: follow it */
+		/* a head only grows: one that went back was forged. Followed,
+		 * since producers write from there; said, since the capture
+		 * then holds their records under sequences it has already
+		 * given to others, which a reader drops as doubles */
+		forged_head(d, head, true);
 		d->pos = head;
 	}
 	if (head - d->pos > d->v.capacity) {
 		/* lapped before we got to them (a peer moving tail past head
 		 * in discard mode is the only other way) */
+		if (d->v.mode == SHMTRACE_MODE_DISCARD)
+			forged_head(d, head, false);
 		d->skipped.lapped += head - d->v.capacity - d->pos;
 		d->pos = head - d->v.capacity;
 	}

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "hostile_run.h"
+#include "lifecycle_run.h"
 
 /*
  * Counters forged to values no run can have: reported as corrupt in
@@ -230,6 +231,117 @@ static void test_terminal_escapes_stripped(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* Stops a collector with SIGTERM, on which it drains what is left: it
+ * exits 0. */
+static void stop_collector(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGTERM);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/*
+ * A capture and its ring beyond it, with the ring's head and tail forged
+ * by the same multiple of 2^24: every slot still matches a sequence (the
+ * commit word holds 24 bits of one), now above the capture's, so its
+ * records pass for new ones. The export says the ring contradicts the
+ * captures, both ways: a tail past their end, a head behind it; and a
+ * collector's capture of it says its sequences jump past the first's.
+ */
+static void test_head_and_tail_shifted_together_said(void **state)
+{
+	const char *ring = test_ring_name("shift");
+	char cap[512], cerr[512];
+	char *exp[] = { bin, "export", cap, "--ring", (char *)ring, "-o", NULL, NULL };
+	char cap2[512];
+	char *exp2[] = { bin, "export", cap, cap2, "-o", NULL, NULL };
+	struct shmt_view v;
+	uint64_t tail, head;
+	char err[256];
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("shift.cap"));
+	snprintf(cerr, sizeof(cerr), "%s", tmp("shift-col.err"));
+	exp[6] = (char *)tmp("shift.json");
+	small_ring(ring, 4096, 1000);
+	stop_collector(start_collector(ring, cap, NULL, cerr, 0));
+	produce(ring, 500);
+	ring_seqs(ring, &tail, &head);
+	assert_int_equal(tail, 1000);
+	assert_int_equal(head, 1500);
+	/* as it is: the ring holds the 500 past the capture, nothing said */
+	assert_int_equal(run_guarded(NULL, tmp("shift.err"), exp), 0);
+	expect_not_in(tmp("shift.err"), "forged");
+	assert_int_equal(meta_u64(tmp("shift.json"), "records"), 1500);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	store_relaxed(&v.h->head.v, 500);
+	store_relaxed(&v.h->tail.v, 0);
+	assert_int_equal(run_guarded(NULL, tmp("shift.err"), exp), 0);
+	expect_in(tmp("shift.err"), "its head (500) is behind the end of the captures (1000)");
+	store_relaxed(&v.h->head.v, head + (1ull << 24));
+	store_relaxed(&v.h->tail.v, tail + (1ull << 24));
+	shmt_view_close(&v);
+	assert_int_equal(run_guarded(NULL, tmp("shift.err"), exp), 0);
+	expect_in(tmp("shift.err"), "is past the end of the captures (1000)");
+	expect_in(tmp("shift.err"), "may repeat records of the captures");
+	/* a collector started on it captures the 500 past the jump: the two
+	 * captures together say the sequences jump, which no discard ring
+	 * does */
+	snprintf(cap2, sizeof(cap2), "%s", tmp("shift2.cap"));
+	stop_collector(start_collector(ring, cap2, NULL, cerr, 0));
+	exp2[5] = (char *)tmp("shift2.json");
+	assert_int_equal(run_guarded(NULL, tmp("shift2.err"), exp2), 0);
+	expect_in(tmp("shift2.err"), "its sequences jump past 16777216 records");
+	expect_in(tmp("shift2.err"), "head and tail were forged");
+	figure("ring head and tail shifted by 2^24 past a capture", 3, 1500, 0, 0, 0, 0,
+	       "the export says the ring, or two captures, contradict the capture");
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * A head forged while a collector drains: sent back below what it read
+ * (the producers' next records then repeat captured sequences), or, in a
+ * discard ring, more than the ring's slots ahead (the slots then match
+ * sequences they are not of): the collector says so, once.
+ */
+static void test_forged_head_said_by_collector(void **state)
+{
+	const char *ring = test_ring_name("colhead");
+	struct {
+		uint64_t head;
+		const char *said;
+	} cases[] = {
+		{ 10, "its head went back from 1000 to 10" },
+		{ 1000 + (1ull << 24), "its head jumped from 1000 to 16778216" },
+	};
+	char cap[512], cerr[512];
+	struct shmt_view v;
+	char err[256];
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("colhead.cap"));
+	snprintf(cerr, sizeof(cerr), "%s", tmp("colhead.err"));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pid_t pid;
+
+		small_ring(ring, 4096, 1000);
+		pid = start_collector(ring, cap, NULL, cerr, 0);
+		wait_drained(ring);
+		assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+		store_relaxed(&v.h->head.v, cases[i].head);
+		shmt_view_close(&v);
+		/* its last pass, on SIGTERM, reads the head */
+		stop_collector(pid);
+		expect_in(cerr, cases[i].said);
+		expect_in(cerr, "forged or damaged");
+	}
+	figure("ring head forged under a collector (back, too far)", 2, 1000, 0, 0, 0, 0,
+	       "the collector says so");
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +349,8 @@ int main(void)
 		cmocka_unit_test(test_impossible_counters_through_collector),
 		cmocka_unit_test(test_terminal_escapes_stripped),
 		cmocka_unit_test(test_forged_head_said),
+		cmocka_unit_test(test_head_and_tail_shifted_together_said),
+		cmocka_unit_test(test_forged_head_said_by_collector),
 	};
 
 	if (cli_setup_for("hostile", true) < 0) {

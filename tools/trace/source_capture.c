@@ -456,8 +456,19 @@ static void reconcile(struct source *s)
 		if (run->loss.overwritten > rest)
 			s->loss.overwritten -= run->loss.overwritten - rest < s->loss.overwritten
 					       ? run->loss.overwritten - rest : s->loss.overwritten;
-		else if (rest > run->loss.overwritten)
+		else if (rest > run->loss.overwritten) {
 			s->loss.unaccounted += rest - run->loss.overwritten;
+			/* a ring loses nothing its counters miss: a capture is
+			 * missing, or a forger shifted head and tail together by
+			 * a multiple of 2^24, which keeps the slots matching (the
+			 * commit word holds 24 bits of sequence), and a restarted
+			 * collector captured them again past the jump */
+			source_warnx("ring '%s': its sequences jump past %llu records that no capture "
+				     "given holds and no counter counts: a capture of this run is "
+				     "missing, or its head and tail were forged (and then records "
+				     "may repeat)", run->ring,
+				     (unsigned long long)(rest - run->loss.overwritten));
+		}
 	}
 }
 

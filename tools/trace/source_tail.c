@@ -109,10 +109,17 @@ int source_tail_open(struct source *s, struct source_capture *c, const char *rin
 	return ret;
 }
 
-/* After the captures' first read: whether the ring holds everything from
+/*
+ * After the captures' first read: whether the ring holds everything from
  * where they end (its tail is not past their last record), so that a
  * capture cut short, or a part after the last that was never written,
- * lacks nothing the ring does not give. */
+ * lacks nothing the ring does not give. A collector moves the tail only
+ * over what its capture holds, and producers the head only forward, so
+ * tail <= end_seq <= head: a ring against that is said to be, since what
+ * tells its records from the captures' is their sequence. A forger who
+ * shifts head and tail by a multiple of 2^24 leaves the slots matching
+ * (the commit word holds 24 bits of sequence): this is where it shows.
+ */
 bool source_tail_covers(const struct source_capture *c, uint64_t end_seq)
 {
 	uint64_t tail, head;
@@ -120,6 +127,17 @@ bool source_tail_covers(const struct source_capture *c, uint64_t end_seq)
 	if (!c->tail)
 		return false;
 	source_ring_seqs(c->tail, &tail, &head);
+	if (head < end_seq)
+		source_warnx("ring '%s': its head (%llu) is behind the end of the captures (%llu), "
+			     "which no producer leaves it: its header is forged or damaged, and what "
+			     "it holds past the captures is not read", c->tail->name,
+			     (unsigned long long)head, (unsigned long long)end_seq);
+	else if (tail > end_seq)
+		source_warnx("ring '%s': its tail (%llu) is past the end of the captures (%llu): "
+			     "the records between are in none of the files given (a later part "
+			     "missing?), or its header is forged and what it holds may repeat "
+			     "records of the captures", c->tail->name, (unsigned long long)tail,
+			     (unsigned long long)end_seq);
 	return tail <= end_seq;
 }
 
