@@ -296,14 +296,24 @@ void drain_sleep(struct drain *d)
 int drain_finish(struct drain *d)
 {
 	struct shmt_cap_end e;
+	uint32_t left = UINT32_MAX;
 	long r;
 	int ret;
 
-	/* until a pass finds nothing: producers may still be flushing */
+	/* until a pass finds nothing: producers may still be flushing, and
+	 * handed-over blocks wait for room the capture's writes free */
 	do {
 		r = drain_pass(d, true);
 		if (r < 0)
 			return (int)r;
+		if (!r && d->hold.full_left && d->hold.full_left < left) {
+			left = d->hold.full_left;
+			ret = cw_drain(d->w);
+			if (ret < 0)
+				return ret;
+			drain_release_tail(d);
+			r = 1;
+		}
 	} while (r > 0);
 	ret = cw_drain(d->w);
 	if (ret < 0)

@@ -51,7 +51,8 @@ int hold_init(struct hold *h, struct shmt_view *v, const char *ring)
 	if (ret < 0)
 		return ret;
 	h->dead = calloc(v->nblocks + 1, sizeof(*h->dead));
-	return h->dead ? 0 : -ENOMEM;
+	h->order = calloc(v->nblocks + 1, sizeof(*h->order));
+	return h->dead && h->order ? 0 : -ENOMEM;
 }
 
 /* Which of the dead owners found died inside open spans. */
@@ -73,6 +74,7 @@ bool hold_adopt(struct hold *h, bool final)
 	struct shmt_view *v = h->v;
 	uint64_t t0, held;
 	bool reap = final || shmt_mono_ns() - h->last_reap_ns > REAP_EVERY_NS, moved;
+	uint32_t nfull;
 
 	h->died_open = 0;
 	if (!shmt_mutex_sane(v)) {
@@ -82,11 +84,14 @@ bool hold_adopt(struct hold *h, bool final)
 		h->lock_warned = true;
 		return false;
 	}
-	/* who died is read from /proc before the lock, not under it */
+	/* who died is read from /proc before the lock, not under it, and
+	 * the full blocks sorted */
 	if (reap) {
 		shmt_find_dead_blocks(v, h->dead);
+		shmt_reap_claims(v);
 		h->last_reap_ns = shmt_mono_ns();
 	}
+	nfull = shmt_full_blocks(v, h->order);
 	if (shmt_lock(v, LOCK_WAIT_NS) < 0) {
 		if (!h->lock_warned)
 			fprintf(stderr, "shmtrace-collector: warning: ring lock held for over %llu ms "
@@ -98,7 +103,9 @@ bool hold_adopt(struct hold *h, bool final)
 	if (reap)
 		note_died_open(h);
 	t0 = shmt_mono_ns();
-	moved = shmt_adopt_blocks_locked(v, true, reap ? h->dead : NULL) != 0;
+	/* a thread's full blocks before what it stages now: in order */
+	moved = shmt_flush_full_locked(v, h->order, nfull, v->capacity, &h->full_left) != 0;
+	moved |= shmt_adopt_blocks_locked(v, !h->full_left, reap ? h->dead : NULL) != 0;
 	held = shmt_mono_ns() - t0;
 	shmt_unlock(v);
 	if (held > h->lock_hold_max_ns)
@@ -109,5 +116,7 @@ bool hold_adopt(struct hold *h, bool final)
 void hold_free(struct hold *h)
 {
 	free(h->dead);
+	free(h->order);
 	h->dead = NULL;
+	h->order = NULL;
 }

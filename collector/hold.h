@@ -23,6 +23,8 @@ struct hold {
 	 * owner it found dead inside open spans, and the first such owner */
 	uint32_t died_open;
 	struct shmt_owner died;
+	uint32_t *order;		/* full blocks, oldest claim first */
+	uint32_t full_left;		/* full blocks the last hold_adopt() left */
 };
 
 /*
@@ -35,11 +37,14 @@ struct hold {
 int hold_init(struct hold *h, struct shmt_view *v, const char *ring);
 
 /*
- * Moves live threads' staged records into the ring under the lock, and,
- * once a second (or with final), adopts dead threads' blocks: their
- * records flushed, the spans they died in recorded, the blocks freed. A
- * lock whose bytes are insane or held too long is said once and skipped.
- * Returns whether any record moved (producers are active).
+ * Moves the blocks producers handed over (oldest first, while a discard
+ * ring has room for them: full_left says how many wait) and live
+ * threads' staged records into the ring under the lock, and, once a
+ * second (or with final), adopts dead threads' blocks: their records
+ * flushed, the spans they died in recorded, the blocks freed; and frees
+ * blocks whose claimer died. A lock whose bytes are insane or held too
+ * long is said once and skipped. Returns whether any record moved
+ * (producers are active).
  */
 bool hold_adopt(struct hold *h, bool final);
 

@@ -74,7 +74,7 @@ struct shmtrace_ring_config {
 	uint32_t max_strings;	/* interned strings; 0: 4096, at most 65535 */
 	uint32_t string_bytes;	/* bytes for their text; 0: 256 KiB */
 	uint32_t max_threads;	/* process/thread name slots; 0: 1024 */
-	uint32_t blocks;	/* per-thread staging blocks; 0: 256 */
+	uint32_t blocks;	/* per-thread staging blocks; 0: 1024 */
 	uint32_t flags;		/* SHMTRACE_CREATE_* */
 };
 
@@ -304,6 +304,7 @@ struct shmtrace_open_span {
 	uint32_t cat, name;
 	uint32_t depth_, gen_;
 	uint32_t nargs;
+	uint32_t tid_;			/* the thread that pushed it (was padding) */
 	struct shmtrace_arg args[SHMTRACE_MAX_ARGS];
 };
 

@@ -249,8 +249,26 @@ static inline void ring_seqs(const char *ring, uint64_t *tail, uint64_t *head)
 	shmt_view_close(&v);
 }
 
-/* Until the collector has drained the ring up to its head (nothing
- * signals that: the tail is polled), at most WAIT_SECONDS. */
+/* Records staged in ring's blocks, not yet in the ring. */
+static inline uint64_t ring_staged(const char *ring)
+{
+	struct shmt_view v;
+	uint64_t n = 0;
+	char err[256];
+
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	for (uint32_t i = 0; i < v.nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(&v, i);
+
+		n += load_acquire(&b->written) - load_relaxed(&b->taken);
+	}
+	shmt_view_close(&v);
+	return n;
+}
+
+/* Until the collector has drained the ring up to its head, and the
+ * blocks handed to it (nothing signals that: the tail is polled), at
+ * most WAIT_SECONDS. */
 static inline void wait_drained(const char *ring)
 {
 	struct timespec ms = { 0, 1000000 };
@@ -258,7 +276,7 @@ static inline void wait_drained(const char *ring)
 
 	for (int i = 0; i < WAIT_SECONDS * 1000; i++) {
 		ring_seqs(ring, &tail, &head);
-		if (tail == head)
+		if (tail == head && !ring_staged(ring))
 			return;
 		nanosleep(&ms, NULL);
 	}

@@ -146,7 +146,7 @@ static void die_in_flush(const char *where)
 static void test_killed_while_holding_lock(void **state)
 {
 	const char *ring = test_ring_name("explock");
-	struct shmtrace_ring_config cfg = { .capacity = 16384 };	/* blocks of 256 */
+	struct shmtrace_ring_config cfg = { .capacity = 65536 };	/* blocks of 256 */
 	shmtrace_t *t;
 	pid_t p1, p2;
 	char *json, *err;

@@ -140,7 +140,7 @@ static void test_refuses_foreign_segments(void **state)
 	}
 	assert_int_equal(shmtrace_open(name, &t), -EBADMSG);
 	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), -EBADMSG);
-	assert_int_equal(shmt_block_records_for(1024), 64);
+	assert_int_equal(shmt_block_records_for(1024, SHMT_RING_MINOR), 64);
 	assert_non_null(strstr(err, "block size 256 is not 64 records, as a ring of 1024 records has"));
 	shmtrace_ring_unlink(name);
 
@@ -158,11 +158,10 @@ static void test_refuses_foreign_segments(void **state)
 }
 
 /*
- * Ring format 1.4: a staging block holds 1/64 of the ring (64 to 4096
- * records), as the header says, and a thread moves nothing into the ring
- * until half its block is staged: in the default ring (256K records) and
- * larger ones the flush comes once per 2048 calls, rarer than the p99.9
- * call (docs/DESIGN.md).
+ * A staging block holds 1/256 of the ring, 64 to 1024 records (1/64, 64
+ * to 4096 before format 1.10), as the header says, and with no collector to hand full
+ * blocks to, a thread moves nothing into the ring until half its block is
+ * staged (docs/DESIGN.md).
  */
 static void test_block_grows_with_ring(void **state)
 {
@@ -170,13 +169,16 @@ static void test_block_grows_with_ring(void **state)
 	const char *name = test_ring_name("blocksize");
 
 	(void)state;
-	assert_int_equal(shmt_block_records_for(2), 64);
-	assert_int_equal(shmt_block_records_for(1u << 14), 256);
-	assert_int_equal(shmt_block_records_for(1u << 18), 4096);
-	assert_int_equal(shmt_block_records_for(SHMT_MAX_CAPACITY), 4096);
+	assert_int_equal(shmt_block_records_for(2, SHMT_RING_MINOR), 64);
+	assert_int_equal(shmt_block_records_for(1u << 14, SHMT_RING_MINOR), 64);
+	assert_int_equal(shmt_block_records_for(1u << 18, SHMT_RING_MINOR), 1024);
+	assert_int_equal(shmt_block_records_for(SHMT_MAX_CAPACITY, SHMT_RING_MINOR), 1024);
+	/* rings made before: their readers and producers keep their size */
+	assert_int_equal(shmt_block_records_for(1u << 14, 9), 256);
+	assert_int_equal(shmt_block_records_for(1u << 18, 9), 4096);
 	for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
 		struct shmtrace_ring_config c = { .capacity = caps[k] };
-		uint64_t block = shmt_block_records_for(caps[k]);
+		uint64_t block = shmt_block_records_for(caps[k], SHMT_RING_MINOR);
 		struct shmtrace_stats st;
 		struct shmt_view v;
 		char err[256];

@@ -147,7 +147,7 @@ static void test_span_whose_flush_dropped_returns_enospc(void **state)
 	 * block (32 of 64 in a ring of 1024) is staged; the last 32 were
 	 * dropped by shmtrace_flush() above, not by a span call */
 	assert_int_equal(st.dropped, 100000 - 1024);
-	assert_int_equal(enospc, (100000 - 1024 - 32) / (shmt_block_records_for(1024) / 2));
+	assert_int_equal(enospc, (100000 - 1024 - 32) / (shmt_block_records_for(1024, SHMT_RING_MINOR) / 2));
 	shmtrace_close(t);
 	shmtrace_ring_unlink(ring);
 }

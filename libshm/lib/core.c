@@ -52,10 +52,19 @@ int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a)
 	return ret;
 }
 
-/* Flushes and frees the block, unless the lock cannot be had in time. */
+/* Hands the block over (a collector drains a ring of minor 10), or
+ * flushes and frees it, unless the lock cannot be had in time. */
 void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
 {
-	if (shmt_producer_lock(t, a) == 0) {
+	/* the lock was never free when its thread tried to name itself */
+	if (s->unnamed)
+		fetch_add(&a->v.h->names_dropped.v, 1);
+	s->unnamed = false;
+	if (shmt_handoff_on(&a->v)) {
+		/* the collector flushes it after the thread's full blocks */
+		shmt_claimed_set(a, s->idx, false);
+		shmt_block_leave(&a->v, s->idx);
+	} else if (shmt_producer_lock(t, a) == 0) {
 		shmt_flush_block_locked(&a->v, s->idx);
 		store_release(&s->b->state, SHMT_BLOCK_FREE);
 		shmt_claimed_set(a, s->idx, false);

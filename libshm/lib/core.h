@@ -39,9 +39,9 @@ struct shmt_att {
 	uint64_t wedged_until;		/* after a lock timeout: trylock only */
 	uint64_t dead_scan_ns;		/* when a thread last read /proc for dead owners' blocks */
 	uint32_t slot_flags;		/* SHMT_THREAD_* for the name slots */
-	/* blocks claimed through this attachment, one bit each (changed
-	 * under the ring lock): close frees these and no others, so closing
-	 * one handle never touches what another handle's threads write */
+	/* blocks claimed through this attachment, one bit each (atomic):
+	 * close frees these and no others, so closing one handle never
+	 * touches what another handle's threads write */
 	uint64_t *claimed;
 	/* the handle's string ids -> this ring's, or NULL where they are the
 	 * same (the first attachment): ids a caller holds stay valid */
@@ -90,6 +90,7 @@ struct shmt_tls_slot {
 	uint64_t limit;			/* taken + block_records: full, must flush */
 	uint64_t soft;			/* <= limit: time to try a flush */
 	uint32_t mask;			/* the ring's block_records - 1 */
+	bool unnamed;			/* its name slot not appended yet (stage.c) */
 };
 
 /* the calling thread's slots, slot 0 the one the hot path (emit.c) checks */
@@ -122,20 +123,21 @@ static inline uint32_t shmt_my_tid(void)
 	return shmt_tls_tid;
 }
 
-/* The blocks claimed through a, one bit each (changed under the lock). */
+/* The blocks claimed through a, one bit each (changed by threads of the
+ * process with or without the lock: atomically). */
 static inline void shmt_claimed_set(struct shmt_att *a, uint32_t idx, bool on)
 {
 	uint64_t bit = 1ull << (idx % 64);
 
 	if (on)
-		a->claimed[idx / 64] |= bit;
+		__atomic_fetch_or(&a->claimed[idx / 64], bit, __ATOMIC_RELAXED);
 	else
-		a->claimed[idx / 64] &= ~bit;
+		__atomic_fetch_and(&a->claimed[idx / 64], ~bit, __ATOMIC_RELAXED);
 }
 
 static inline bool shmt_claimed_get(const struct shmt_att *a, uint32_t idx)
 {
-	return a->claimed[idx / 64] >> (idx % 64) & 1;
+	return load_relaxed(&a->claimed[idx / 64]) >> (idx % 64) & 1;
 }
 
 /* A new attachment id, never reused. */

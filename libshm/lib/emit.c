@@ -15,6 +15,7 @@
  * docs/DESIGN.md says why, and what this was measured against.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "producer.h"
@@ -136,6 +137,28 @@ static void fill_group(const struct shmt_att *a, struct shmt_record *recs, uint6
 	}
 }
 
+/* tid_ took padding: the struct's size and layout are the same */
+_Static_assert(sizeof(struct shmtrace_open_span) == 120 &&
+	       offsetof(struct shmtrace_open_span, args) == 56, "shmtrace.h's open span ABI");
+
+/*
+ * Whether open span sp's stack entry is in slot s's block (of attachment
+ * a): the block it was pushed on, or, pushed by this thread on a block of
+ * the same ring, the one the thread's full blocks handed its stack on to
+ * (handoff.c). A span ended by another thread than its own is popped on
+ * the block it was pushed on, while that thread still owns it.
+ */
+static inline bool stack_in(const struct shmtrace_open_span *sp, const struct shmt_att *a,
+			    const struct shmt_tls_slot *s)
+{
+	uintptr_t p = (uintptr_t)sp->block_, lo = (uintptr_t)a->v.blocks;
+
+	if (sp->block_ == (void *)s->b)
+		return true;
+	return sp->tid_ == shmt_tls_tid && p >= lo &&
+	       p < lo + (uint64_t)a->v.nblocks * a->v.block_size;
+}
+
 /*
  * Stores one event and its group g (NULL: none) in the slot's block: they
  * are published by one release store of written, so whoever flushes the
@@ -161,8 +184,8 @@ static inline void stage(struct shmt_tls_slot *s, const struct shmt_att *a, uint
 	r->commit = kind;
 	if (g)
 		fill_group(a, s->recs, s->mask, w, g);
-	if (sp && sp->block_ == (void *)s->b && sp->gen_ == shmt_fork_gen &&
-	    sp->depth_ < SHMT_OPEN_MAX)
+	if (sp && sp->block_ && sp->gen_ == shmt_fork_gen && sp->depth_ < SHMT_OPEN_MAX &&
+	    stack_in(sp, a, s))
 		store_relaxed(&s->b->open_closing, (w + n) << 8 | (sp->depth_ + 1));
 	/* pairs with the acquire load of written by whoever flushes the block;
 	 * orders open_closing before it too */
@@ -228,6 +251,11 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
 		if (ret == -ETIMEDOUT) {
 			shmt_loss_lock_dropped(&a->v, 1 + nrec);
 			return ret;
+		}
+		if (ret == -ENOBUFS) {
+			/* the ring and the blocks handed over are full */
+			fetch_add(&a->v.h->dropped.v, 1 + nrec);
+			return -ENOSPC;
 		}
 	}
 	stage(s, a, kind, cat, name, ts, dur, flow, g, sp);
@@ -328,6 +356,7 @@ SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32
 	sp->name = name;
 	sp->depth_ = 0;
 	sp->gen_ = 0;
+	sp->tid_ = 0;
 	sp->nargs = 0;
 	sp->start = shmtrace_now();
 	if (unlikely(t == NULL))
@@ -362,6 +391,7 @@ SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32
 	/* pairs with the acquire load of open_depth by readers */
 	store_release(&b->open_depth, d + 1);
 	sp->block_ = b;
+	sp->tid_ = shmt_tls_tid;
 	sp->depth_ = d;
 	sp->gen_ = shmt_fork_gen;
 	return 0;
@@ -385,12 +415,11 @@ static void open_arg_stage(const struct shmtrace_open_span *sp, unsigned i)
 	uint64_t value = arg->value;
 	struct group g = { 0 };	/* plan() sets what it reads; the analyzer cannot tell */
 
-	if (!sp->block_ || sp->block_ != (void *)s->b || sp->gen_ != shmt_fork_gen ||
-	    sp->depth_ >= SHMT_OPEN_MAX)
+	if (!sp->block_ || sp->gen_ != shmt_fork_gen || sp->depth_ >= SHMT_OPEN_MAX)
 		return;
 	/* pairs with the release store of cur in attach_locked() */
 	a = load_acquire(&sp->t->cur);
-	if (!a || a->v.minor < SHMT_MINOR_OPEN_ARGS || !shmt_slot_is(s, a) ||
+	if (!a || a->v.minor < SHMT_MINOR_OPEN_ARGS || !shmt_slot_is(s, a) || !stack_in(sp, a, s) ||
 	    !plan(sp->args, i, &g))
 		return;
 	/* the key and the span's name are remapped by emit() as an event's
@@ -423,6 +452,26 @@ SHMT_API int shmtrace_span_arg(struct shmtrace_open_span *sp, struct shmtrace_ar
 	return 0;
 }
 
+/*
+ * Pops open span sp off its thread's stack: in the block of this
+ * thread's slot that holds it (stack_in()), or, ended on another thread,
+ * in the block it was pushed on while its thread still owns that one (a
+ * block its thread handed over or left is another's to write).
+ */
+static void pop(const struct shmtrace_open_span *sp)
+{
+	struct shmt_block *b = sp->block_;
+
+	for (struct shmt_att *a = load_acquire(&sp->t->cur); a; a = a->prev)
+		for (int i = 0; i < SHMT_TLS_SLOTS; i++)
+			if (shmt_slot_is(&shmt_tls[i], a) && stack_in(sp, a, &shmt_tls[i])) {
+				store_release(&shmt_tls[i].b->open_depth, sp->depth_);
+				return;
+			}
+	if (load_relaxed(&b->state) == SHMT_BLOCK_OWNED && load_relaxed(&b->tid) == sp->tid_)
+		store_release(&b->open_depth, sp->depth_);
+}
+
 SHMT_API int shmtrace_end(struct shmtrace_open_span *sp)
 {
 	uint64_t end = shmtrace_now();
@@ -442,9 +491,10 @@ SHMT_API int shmtrace_end(struct shmtrace_open_span *sp)
 			   end > sp->start ? end - sp->start : 0, sp->flow, &g, sp);
 	/* pop after the record is published: a thread killed in between is
 	 * seen closing (open_closing) and its span is not shown twice. Not
-	 * in a forked child: the block is its parent's. */
+	 * in a forked child: the block is its parent's. The stack is in the
+	 * block the thread writes now (its full blocks handed it on). */
 	if (sp->block_ && sp->gen_ == shmt_fork_gen)
-		store_release(&((struct shmt_block *)sp->block_)->open_depth, sp->depth_);
+		pop(sp);
 	sp->block_ = NULL;
 	return ret;
 }
@@ -491,7 +541,10 @@ SHMT_API int shmtrace_flush(shmtrace_t *t)
 	if (!a)
 		return -ENOENT;
 	for (int i = 0; i < SHMT_TLS_SLOTS; i++)
-		if (shmt_slot_is(&shmt_tls[i], a))
-			return shmt_flush_slot(t, a, &shmt_tls[i], false);
+		if (shmt_slot_is(&shmt_tls[i], a)) {
+			int ret = shmt_flush_slot(t, a, &shmt_tls[i], false);
+
+			return ret == -ENOBUFS ? -ENOSPC : ret;
+		}
 	return 0;
 }

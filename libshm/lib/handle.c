@@ -82,7 +82,8 @@ SHMT_API int shmtrace_open_wait(const char *name, shmtrace_t **out)
 	return handle_open(name, true, out);
 }
 
-/* Flushes and frees the blocks claimed through a, then unmaps it. */
+/* Hands over (a collector draining a ring of minor 10), or flushes and
+ * frees, the blocks claimed through a, then unmaps it. */
 static void att_close(shmtrace_t *t, struct shmt_att *a)
 {
 	struct shmt_view *v = &a->v;
@@ -90,23 +91,38 @@ static void att_close(shmtrace_t *t, struct shmt_att *a)
 	/* the threads that wrote through this handle are done; blocks of
 	 * other handles of this process (other threads, other libraries) are
 	 * still being written */
-	if (shmt_producer_lock(t, a) == 0) {
+	bool handoff = shmt_handoff_on(v);
+
+	if (handoff || shmt_producer_lock(t, a) == 0) {
 		for (uint32_t i = 0; i < v->nblocks; i++) {
 			struct shmt_block *b = shmt_block_at(v, i);
 
 			if (!shmt_claimed_get(a, i) || load_relaxed(&b->state) != SHMT_BLOCK_OWNED ||
 			    load_relaxed(&b->pid) != shmt_pid || load_relaxed(&b->start_time) != shmt_start)
 				continue;
-			shmt_flush_block_locked(v, i);
-			store_release(&b->state, SHMT_BLOCK_FREE);
+			/* handed over: the collector flushes it after the full
+			 * blocks before it */
+			if (handoff) {
+				shmt_block_leave(v, i);
+			} else {
+				shmt_flush_block_locked(v, i);
+				store_release(&b->state, SHMT_BLOCK_FREE);
+			}
 			shmt_claimed_set(a, i, false);
 		}
-		shmt_unlock(v);
+		if (!handoff)
+			shmt_unlock(v);
 		shmt_wake_collector(v);
 	}
-	for (int i = 0; i < SHMT_TLS_SLOTS; i++)
-		if (shmt_tls[i].id == a->id)
-			shmt_tls[i].id = 0;
+	for (int i = 0; i < SHMT_TLS_SLOTS; i++) {
+		if (shmt_tls[i].id != a->id)
+			continue;
+		/* the lock was never free when this thread tried to name itself */
+		if (shmt_tls[i].unnamed)
+			fetch_add(&v->h->names_dropped.v, 1);
+		shmt_tls[i].unnamed = false;
+		shmt_tls[i].id = 0;
+	}
 	shmt_att_free(a);
 }
 

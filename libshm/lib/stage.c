@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stage.c - a thread's staging block: claiming one, and moving what it
- * holds into the ring under the ring lock (tried at half a block, waited
- * for only when the block is full); and writing under the lock directly
- * when a thread has no block.
+ * stage.c - a thread's staging block: claiming one, handing it over when
+ * full (minor 10, a collector draining) or moving what it holds into the
+ * ring under the ring lock (tried at half a block, waited for only when
+ * the block is full); and writing under the lock directly when a thread
+ * has no block.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,47 +21,59 @@
  */
 #define FLUSH_RETRY 16u
 
-/* Claims a free block for the calling thread. Lock held. Returns the
- * index, or -ENOSPC. */
+/* The calling thread as a block's owner. */
+static struct shmt_owner me(uint32_t tid)
+{
+	return (struct shmt_owner){ .pid = shmt_pid, .tid = tid, .start_time = shmt_start };
+}
+
+/* Claims a free block for the calling thread. Lock held (producers of
+ * minor 10 claim without it too: the claim is a compare-and-swap either
+ * way). Returns the index, or -ENOSPC. */
 static int claim_block_locked(struct shmt_att *a, uint32_t tid, const struct shmt_owner *dead)
 {
 	struct shmt_view *v = &a->v;
+	const struct shmt_owner o = me(tid);
 
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t i = 0; i < v->nblocks; i++) {
-			struct shmt_block *b = shmt_block_at(v, i);
+		int i = shmt_block_claim(v, &o, tid);
 
-			if (load_relaxed(&b->state) != SHMT_BLOCK_FREE)
-				continue;
-			if (load_relaxed(&b->written) != load_relaxed(&b->taken))
-				shmt_flush_block_locked(v, i);
-			/* read without the lock by those looking for dead owners */
-			store_relaxed(&b->pid, shmt_pid);
-			store_relaxed(&b->tid, tid);
-			store_relaxed(&b->start_time, shmt_start);
-			/* a dead owner's stack was recorded when it was adopted */
-			store_relaxed(&b->open_depth, 0);
-			store_relaxed(&b->open_closing, 0);
-			store_release(&b->state, SHMT_BLOCK_OWNED);
-			shmt_claimed_set(a, i, true);
-			return (int)i;
+		if (i >= 0) {
+			shmt_claimed_set(a, (uint32_t)i, true);
+			return i;
 		}
-		/* none free: take back those of threads that died */
-		if (!dead)
-			break;
+		/* none free: empty free blocks still holding records, and
+		 * take back those of threads that died */
 		shmt_adopt_blocks_locked(v, false, dead);
 	}
 	return -ENOSPC;
 }
 
-/* From the block's taken (the collector may have flushed it meanwhile):
- * where the block is full, and where to try a flush. */
-static void set_marks(struct shmt_tls_slot *s)
+/*
+ * From the block's taken (the collector may have flushed it meanwhile):
+ * where the block is full, and where to try a flush: at half the block,
+ * unless full blocks are handed over (then only the name, below, brings
+ * the thread back before the block is full).
+ */
+#define NAME_RETRY 64u
+static void set_marks(struct shmt_tls_slot *s, bool handoff)
 {
 	uint64_t taken = load_acquire(&s->b->taken);
 
 	s->limit = taken + s->mask + 1;
-	s->soft = taken + (s->mask + 1) / 2;
+	s->soft = handoff ? s->limit : taken + (s->mask + 1) / 2;
+	if (s->unnamed && s->written + NAME_RETRY < s->soft)
+		s->soft = s->written + NAME_RETRY;
+}
+
+/* Points slot s at block idx of attachment a. */
+static void slot_set(struct shmt_tls_slot *s, struct shmt_att *a, uint32_t idx)
+{
+	s->idx = idx;
+	s->b = shmt_block_at(&a->v, idx);
+	s->mask = a->v.block_records - 1;
+	s->recs = shmt_block_recs(s->b);
+	s->written = load_relaxed(&s->b->written);
 }
 
 /* The calling thread moved to attachment a: its blocks in the retired
@@ -127,6 +140,26 @@ static void name_lost(struct shmt_att *a)
 		return;
 	fetch_add(&a->v.h->names_dropped.v, 1);
 	set_named(a);
+}
+
+/* A thread that claimed its block without the lock names itself when the
+ * lock is free: tried on its first record, then every NAME_RETRY records
+ * (set_marks()); never waited for, so a crowd of new threads does not
+ * queue on the lock. Until then s->unnamed, which a release counts as a
+ * name lost (core.c). */
+static void name_try(struct shmt_att *a, struct shmt_tls_slot *s)
+{
+	if (named(a)) {
+		s->unnamed = false;
+		return;
+	}
+	if (shmt_lock(&a->v, 0) < 0) {
+		s->unnamed = true;
+		return;
+	}
+	name_once_locked(a, shmt_my_tid());
+	shmt_unlock(&a->v);
+	s->unnamed = false;
 }
 
 /* Whether some block looks free (read without the lock: a hint). */
@@ -205,6 +238,24 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 			break;
 		}
 	}
+	/* minor 10: a free block claimed without the lock, the name when the
+	 * lock is free (name_try()) */
+	if (s && a->v.minor >= SHMT_MINOR_HANDOFF) {
+		const struct shmt_owner o = me(tid);
+
+		idx = shmt_block_claim(&a->v, &o, tid);
+		if (idx >= 0) {
+			shmt_claimed_set(a, (uint32_t)idx, true);
+			s->id = a->id;
+			s->gen = shmt_fork_gen;
+			slot_set(s, a, (uint32_t)idx);
+			name_try(a, s);
+			set_marks(s, shmt_handoff_on(&a->v));
+			shmt_thread_watch();
+			release_retired(t, a);
+			return s;
+		}
+	}
 	/* all taken: find dead owners before the lock (it reads /proc), one
 	 * thread of the process at a time; claim_block_locked() adopts them */
 	if (s && !any_free_block(&a->v) && dead_scan_due(t, a)) {
@@ -236,53 +287,98 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 	shmt_unlock(&a->v);
 	s->id = a->id;
 	s->gen = shmt_fork_gen;
-	s->idx = (uint32_t)idx;
-	s->b = shmt_block_at(&a->v, (uint32_t)idx);
-	s->mask = a->v.block_records - 1;
-	s->recs = shmt_block_recs(s->b);
-	s->written = load_relaxed(&s->b->written);
-	set_marks(s);
+	s->unnamed = false;
+	slot_set(s, a, (uint32_t)idx);
+	set_marks(s, shmt_handoff_on(&a->v));
 	shmt_thread_watch();
 	release_retired(t, a);
 	return s;
 }
 
-/* Flushes the slot's block into the ring, waiting for the lock or (try)
- * only trying it. Returns 0, -ENOSPC if the ring was full and some of the
- * block's records were dropped (and counted), or another -errno (nothing
- * moved; -EBUSY: the try failed). Then, if it is time, looks whether the
- * ring's name now refers to another segment (the next record goes there). */
+/*
+ * Flushes the slot's block into the ring, waiting for the lock or (try)
+ * only trying it. Blocks handed over and not yet flushed go first, oldest
+ * claim first (handoff.c), so that none of a thread's records pass its
+ * older ones; when the ring has no room for all of those, the slot's own
+ * are left staged. Returns 0, -ENOSPC if the ring was full and some of
+ * the block's records were dropped (and counted), -ENOBUFS if the ring
+ * had no room for the blocks before them (nothing of the slot's moved),
+ * or another -errno (nothing moved; -EBUSY: the try failed). Then, if it
+ * is time, looks whether the ring's name now refers to another segment
+ * (the next record goes there).
+ */
 int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, bool try)
 {
+	struct shmt_view *v = &a->v;
+	uint32_t *order = NULL, n = 0, left = 0;
 	uint64_t pending, done;
-	int ret = try ? shmt_lock(&a->v, 0) : shmt_producer_lock(t, a);
+	int ret;
 
-	if (ret < 0)
+	/* read (and sorted) before the lock, not under it */
+	if (v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&v->h->full_blocks.v)) {
+		order = malloc(v->nblocks * sizeof(*order));
+		n = order ? shmt_full_blocks(v, order) : 0;
+	}
+	ret = try ? shmt_lock(v, 0) : shmt_producer_lock(t, a);
+	if (ret < 0) {
+		free(order);
 		return ret;
+	}
+	if (n)
+		shmt_flush_full_locked(v, order, n, UINT64_MAX, &left);
+	free(order);
 	pending = s->written - load_relaxed(&s->b->taken);
-	done = shmt_flush_block_locked(&a->v, s->idx);
-	shmt_unlock(&a->v);
-	shmt_wake_collector(&a->v);
-	set_marks(s);
+	done = left ? 0 : shmt_flush_block_locked(v, s->idx);
+	shmt_unlock(v);
+	shmt_wake_collector(v);
+	set_marks(s, shmt_handoff_on(v));
 	shmt_attach_current(t);
+	if (left)
+		return -ENOBUFS;
 	return pending <= s->mask + 1 && done < pending ? -ENOSPC : 0;
 }
 
 /*
- * Makes room for n records in the slot's block, off the hot path. Below the
- * full mark it only tries the lock: a busy lock costs this call nothing,
- * the records stay staged and the try comes again FLUSH_RETRY records on.
+ * Makes room for n records in the slot's block, off the hot path. While a
+ * collector drains a ring of minor 10, a full block is handed over and a
+ * free one taken, no lock, no copy (handoff.c); with none free, or no
+ * collector, the block is copied into the ring under the lock, as
+ * before: below the full mark the lock is only tried (a busy lock costs
+ * this call nothing, the records stay staged and the try comes again
+ * FLUSH_RETRY records on).
  * Returns 0 (room made), -ENOSPC (room made, earlier records dropped and
- * counted), or -ETIMEDOUT (no room: the caller drops and counts).
+ * counted), -ENOBUFS (no room: the ring is full of older blocks; the
+ * caller drops its records and counts them as a full ring's), or
+ * -ETIMEDOUT (no room: the lock; the caller drops and counts).
  */
 int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, unsigned n)
 {
 	uint64_t w = s->written;
+	bool handoff = shmt_handoff_on(&a->v);
 	int ret;
 
-	set_marks(s);
+	if (s->unnamed)
+		name_try(a, s);
+	set_marks(s, handoff);
 	if (w + n < s->soft)
-		return 0;	/* the collector flushed us */
+		return 0;	/* the collector flushed us, or the name was tried */
+	if (handoff && w + n < s->limit)
+		return 0;	/* only the name was due */
+	if (handoff) {
+		const struct shmt_owner o = me(shmt_my_tid());
+		int idx = shmt_block_handoff(&a->v, &o, s->idx);
+
+		if (idx >= 0) {
+			/* the old block is the collector's now, not this handle's */
+			shmt_claimed_set(a, s->idx, false);
+			shmt_claimed_set(a, (uint32_t)idx, true);
+			slot_set(s, a, (uint32_t)idx);
+			set_marks(s, handoff);
+			shmt_attach_current(t);
+			return 0;
+		}
+		/* no block free: the copy under the lock, as before */
+	}
 	if (w + n < s->limit) {
 		ret = shmt_flush_slot(t, a, s, true);
 		if (ret == 0 || ret == -ENOSPC)
@@ -291,5 +387,5 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 		return 0;
 	}
 	ret = shmt_flush_slot(t, a, s, false);
-	return ret == 0 || ret == -ENOSPC ? ret : -ETIMEDOUT;
+	return ret == 0 || ret == -ENOSPC || ret == -ENOBUFS ? ret : -ETIMEDOUT;
 }

@@ -62,16 +62,46 @@ uint32_t shmt_find_dead_blocks(const struct shmt_view *v, struct shmt_owner *dea
 }
 
 /*
+ * The oldest claim among the blocks handed over and not yet flushed
+ * (UINT64_MAX: none), read after the caller saw the blocks it means to
+ * flush owned. A thread's block becomes OWNED only after the one it
+ * handed over became FULL (handoff.c), so a block seen owned first and
+ * claimed after that oldest FULL one may have a FULL predecessor of its
+ * thread: flushed now, its records would come before older ones.
+ */
+static uint64_t oldest_full(const struct shmt_view *v)
+{
+	uint64_t min = UINT64_MAX;
+
+	if (v->minor < SHMT_MINOR_HANDOFF)
+		return min;
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(v, i);
+
+		if (load_acquire(&b->state) == SHMT_BLOCK_FULL && load_relaxed(&b->claim_no) < min)
+			min = load_relaxed(&b->claim_no);
+	}
+	return min;
+}
+
+/*
  * Flushes staging blocks. With all, every block's pending records are
  * flushed (the collector does this each poll so that an idle thread's few
  * records are not held back); free blocks are always emptied. Blocks named
  * in dead (from shmt_find_dead_blocks(), may be NULL) that still have the
- * same owner are flushed and freed. Lock held. Returns records published.
+ * same owner are flushed and freed. Full blocks are the collector's to
+ * flush in order (handoff.c), and an owned block waits for those claimed
+ * before it (oldest_full()). Lock held. Returns records published.
  */
 uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead)
 {
-	uint64_t done = 0;
+	uint64_t owned[SHMT_MAX_BLOCKS / 64] = { 0 }, done = 0, before;
 
+	/* pairs with the owner's release store of OWNED */
+	for (uint32_t i = 0; i < v->nblocks; i++)
+		if (load_acquire(&shmt_block_at(v, i)->state) == SHMT_BLOCK_OWNED)
+			owned[i / 64] |= 1ull << (i % 64);
+	before = oldest_full(v);
 	for (uint32_t i = 0; i < v->nblocks; i++) {
 		struct shmt_block *b = shmt_block_at(v, i);
 		uint32_t state = load_relaxed(&b->state);
@@ -81,6 +111,18 @@ uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct sh
 			    load_relaxed(&b->tid) == dead[i].tid &&
 			    load_relaxed(&b->start_time) == dead[i].start_time;
 
+		/* a full block is the collector's to flush, in claim order
+		 * (handoff.c); a claim under way has nothing */
+		if (SHMT_BLOCK_KIND(state) == SHMT_BLOCK_FULL ||
+		    SHMT_BLOCK_KIND(state) == SHMT_BLOCK_CLAIMING)
+			continue;
+		if (state == SHMT_BLOCK_OWNED && (!(owned[i / 64] >> (i % 64) & 1) ||
+		    (v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&b->claim_no) >= before)))
+			continue;	/* next time, after its thread's full blocks */
+		/* an owned block's records wait in it while a discard ring has
+		 * no room for them all: nothing is dropped that could wait */
+		if (state == SHMT_BLOCK_OWNED && pending && !shmt_ring_has_room(v, b))
+			continue;
 		if (pending && (all || gone || state != SHMT_BLOCK_OWNED))
 			done += shmt_flush_block_locked(v, i);
 		if (gone) {

@@ -73,6 +73,16 @@ bool shmt_owner_alive(uint32_t pid, uint32_t tid, uint64_t start_time)
 	return stat(path, &st) == 0;
 }
 
+bool shmt_tid_alive(uint32_t tid)
+{
+	char path[32];
+	struct stat st;
+
+	/* /proc/<tid> names any thread, though only processes are listed */
+	snprintf(path, sizeof(path), "/proc/%u", tid);
+	return tid && stat(path, &st) == 0;
+}
+
 /* Whether /proc/<pid>/maps lists a mapping of the file dev:ino. */
 static bool maps_file(const char *pid, uint64_t dev, uint64_t ino)
 {

@@ -23,7 +23,7 @@ static bool is_pow2(uint64_t x)
 
 /* Returns 0 and fills l, or -EINVAL if a parameter is out of range. */
 int shmt_layout_compute(uint32_t capacity, uint32_t max_strings, uint32_t string_bytes,
-			uint32_t max_threads, uint32_t nblocks, struct shmt_layout *l)
+			uint32_t max_threads, uint32_t nblocks, uint32_t minor, struct shmt_layout *l)
 {
 	uint64_t off = SHMT_HEADER_SIZE;
 	uint32_t slots = 16;
@@ -51,7 +51,7 @@ int shmt_layout_compute(uint32_t capacity, uint32_t max_strings, uint32_t string
 	off = ALIGN_UP(off + string_bytes, 64);
 	l->threads_off = off;
 	off = ALIGN_UP(off + sizeof(struct shmt_thread) * (uint64_t)max_threads, 64);
-	l->block_records = shmt_block_records_for(capacity);
+	l->block_records = shmt_block_records_for(capacity, minor);
 	l->block_size = sizeof(struct shmt_block) + (uint64_t)l->block_records * SHMT_RECORD_SIZE;
 	l->blocks_off = off;
 	off = ALIGN_UP(off + l->block_size * nblocks, 4096);
@@ -134,7 +134,7 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 	if (c->mode > SHMTRACE_MODE_OVERWRITE)
 		ERR(-EBADMSG, "unknown ring mode %u", c->mode);
 	if (shmt_layout_compute(c->capacity, c->max_strings, c->string_bytes, c->max_threads,
-				c->nblocks, &l) < 0)
+				c->nblocks, c->major == SHMT_RING_MAJOR ? c->minor : SHMT_RING_MINOR, &l) < 0)
 		ERR(-EBADMSG, "impossible geometry (capacity %u, strings %u, threads %u, blocks %u)",
 		    c->capacity, c->max_strings, c->max_threads, c->nblocks);
 	if (c->block_records != l.block_records)

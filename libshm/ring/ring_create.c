@@ -23,7 +23,7 @@ static int fill_config(const struct shmtrace_ring_config *in, struct shmtrace_ri
 	static const struct shmtrace_ring_config def = {
 		.capacity = 262144, .mode = SHMTRACE_MODE_DISCARD, .perm = 0600,
 		.max_strings = 4096, .string_bytes = 256 * 1024, .max_threads = 1024,
-		.blocks = 256, .flags = 0,
+		.blocks = SHMT_DEFAULT_BLOCKS, .flags = 0,
 	};
 
 	*c = in ? *in : def;
@@ -230,7 +230,7 @@ SHMT_API int shmtrace_ring_create(const char *name, const struct shmtrace_ring_c
 	if (ret < 0)
 		return ret;
 	ret = shmt_layout_compute(c.capacity, c.max_strings, c.string_bytes,
-				  c.max_threads, c.blocks, &l);
+				  c.max_threads, c.blocks, SHMT_RING_MINOR, &l);
 	if (ret < 0)
 		return ret;
 	if ((c.flags & (SHMTRACE_CREATE_ADOPT | SHMTRACE_CREATE_REPLACE)) &&

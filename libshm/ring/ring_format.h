@@ -19,14 +19,15 @@
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
 #define SHMT_RING_MAJOR		1u
-#define SHMT_RING_MINOR		9u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
+#define SHMT_RING_MINOR		10u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
 					   3: staging blocks of 256 records;
 					   4: block size from the capacity;
 					   5: retired, lock_dropped, orphaned;
 					   6: text arguments (record kind 6);
 					   7: flow roles, open spans' roles;
 					   8: arguments of open spans;
-					   9: triggers (record kind 7) */
+					   9: triggers (record kind 7);
+					   10: full blocks handed to the collector */
 #define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
 
 #define SHMT_HEADER_SIZE	4096u
@@ -91,20 +92,27 @@ static inline bool shmt_commit_is(uint32_t c, uint64_t seq)
 
 /*
  * Records per staging block for a ring of capacity records (a power of
- * two): 1/64 of the ring, within [64, 4096]. A thread tries to flush once
- * half its block is staged, so one call in block/2 pays for a flush: in a
- * ring of 256K records (the default) and more, one in 2048, rarer than the
- * p99.9 call (docs/DESIGN.md, "The span call's tail"); and a flush at the
- * half mark takes 1/128 of a ring of 4K records or more (below that, the
- * floor of 64 makes it 32 records).
+ * two) of format minor: 1/64 of the ring within [64, 4096] before minor
+ * 10, 1/256 within [64, 1024] since. Before minor 10 a thread tries to flush once half its
+ * block is staged, so one call in block/2 pays for a flush: in a ring of
+ * 256K records and more, one in 2048, rarer than the p99.9 call
+ * (docs/DESIGN.md, "The span call's tail"). Since minor 10 a full block is
+ * handed to the collector instead of copied (SHMT_BLOCK_FULL), a step of a
+ * few hundred nanoseconds, so blocks are smaller and four times as many
+ * (SHMT_DEFAULT_BLOCKS): a thread each among a thousand in the default
+ * ring, in the same memory.
  */
-static inline uint32_t shmt_block_records_for(uint32_t capacity)
+#define SHMT_MINOR_HANDOFF	10u
+#define SHMT_BLOCK_RECORDS_HANDOFF_MAX	1024u
+static inline uint32_t shmt_block_records_for(uint32_t capacity, uint32_t minor)
 {
-	uint32_t n = capacity / 64;
+	bool handoff = minor >= SHMT_MINOR_HANDOFF;
+	uint32_t n = capacity / (handoff ? 256 : 64);
+	uint32_t max = handoff ? SHMT_BLOCK_RECORDS_HANDOFF_MAX : SHMT_BLOCK_RECORDS_MAX;
 
-	return n < SHMT_BLOCK_RECORDS_MIN ? SHMT_BLOCK_RECORDS_MIN :
-	       n > SHMT_BLOCK_RECORDS_MAX ? SHMT_BLOCK_RECORDS_MAX : n;
+	return n < SHMT_BLOCK_RECORDS_MIN ? SHMT_BLOCK_RECORDS_MIN : n > max ? max : n;
 }
+#define SHMT_DEFAULT_BLOCKS	1024u	/* 256 before minor 10 */
 
 /* Ring-global counters that change under load: one cache line each, so
  * producers bumping `head` do not bounce the collector's `tail`. */
@@ -254,7 +262,11 @@ struct shmt_header {
 	 * recorder sleeps on, woken when trigger_waiting says one does */
 	struct shmt_line triggers;
 	struct shmt_line trigger_waiting;
-	uint8_t reserved2[SHMT_HEADER_SIZE - 512 - 16 * 64];
+	/* minor 10: blocks claimed so far (a claim's number orders a
+	 * thread's blocks), and blocks handed over and not yet freed */
+	struct shmt_line claim_seq;
+	struct shmt_line full_blocks;
+	uint8_t reserved2[SHMT_HEADER_SIZE - 512 - 18 * 64];
 };
 _Static_assert(sizeof(struct shmt_header) == SHMT_HEADER_SIZE, "header is one page");
 _Static_assert(sizeof(pthread_mutex_t) <= 64, "mutex fits its space");
@@ -369,7 +381,7 @@ struct shmt_block {
 	uint8_t pad1[4];
 	uint64_t taken;		/* lock holder: records moved to the ring */
 	struct shmt_open open1[SHMT_OPEN_MAX - 1];	/* minor 2: the next ones */
-	uint8_t pad2[8];
+	uint64_t claim_no;	/* minor 10: claim_seq when claimed; was padding */
 	/* struct shmt_record recs[block_records] follows */
 };
 _Static_assert(sizeof(struct shmt_block) == 128, "block header is two lines");
@@ -492,7 +504,25 @@ static inline bool shmt_arg_of_open(uint64_t flow)
  */
 #define SHMT_MINOR_TRIGGER	9u
 
+/*
+ * A block's state. FREE: nobody's, fully flushed (written == taken).
+ * OWNED: its owner (pid, tid, start_time) appends to it. FULL (minor 10):
+ * its owner handed it over when it filled, while a collector drains the
+ * ring: no one appends to it any more, the collector (under the lock)
+ * flushes what it holds and frees it; its stack of open spans moved to
+ * the owner's next block and is not read. CLAIMING (minor 10): a
+ * producer took it from FREE without the lock and is setting it up; the
+ * claimer's tid is in the bits above, so that the collector can free it
+ * again when that thread died in between. Changed from FREE by a
+ * compare-and-swap, from OWNED only by its owner or, once the owner is
+ * dead, under the lock; readers of a ring before minor 10 see FULL and
+ * CLAIMING as not owned, which is what they are.
+ */
 #define SHMT_BLOCK_FREE		0u
 #define SHMT_BLOCK_OWNED	1u
+#define SHMT_BLOCK_FULL		2u
+#define SHMT_BLOCK_CLAIMING	3u
+#define SHMT_BLOCK_KIND(state)	((state) & 0xffu)
+#define SHMT_BLOCK_CLAIMER(state) ((state) >> 8)
 
 #endif /* SHMTRACE_RING_FORMAT_H */

@@ -80,12 +80,12 @@ struct shmt_layout {
 	uint64_t strings_off, hash_off, heap_off, threads_off, blocks_off;
 	uint64_t block_size, records_off, size;
 	uint32_t hash_slots;
-	uint32_t block_records;	/* shmt_block_records_for(capacity) */
+	uint32_t block_records;	/* shmt_block_records_for(capacity, minor) */
 };
 
 /* ring.c */
 int shmt_layout_compute(uint32_t capacity, uint32_t max_strings, uint32_t string_bytes,
-			uint32_t max_threads, uint32_t nblocks, struct shmt_layout *l);
+			uint32_t max_threads, uint32_t nblocks, uint32_t minor, struct shmt_layout *l);
 #define SHMT_OPEN_WRITE		0x1	/* map read-write (producers, collector) */
 #define SHMT_OPEN_ANY_OWNER	0x2	/* skip the owner check (read-only tools) */
 struct stat;
@@ -188,6 +188,8 @@ uint64_t shmt_realtime_ns(void);
 uint64_t shmt_proc_start_time(uint32_t pid);	/* 0 if gone */
 uint64_t shmt_self_pidns(void);
 bool shmt_owner_alive(uint32_t pid, uint32_t tid, uint64_t start_time);
+/* Whether a thread of id tid exists (in our pid namespace). */
+bool shmt_tid_alive(uint32_t tid);
 /* Other processes that map the file dev:ino (a producer's open handle maps
  * its ring whether or not it has written yet), as far as /proc lets us
  * read their maps: our own user's processes, or all of them as root. */

@@ -51,6 +51,35 @@ struct shmt_owner {
 uint32_t shmt_find_dead_blocks(const struct shmt_view *v, struct shmt_owner *dead);
 uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead);
 
+/*
+ * handoff.c: blocks changing hands without the lock (ring_format.h,
+ * SHMT_BLOCK_FULL). shmt_block_claim() takes a free block for owner me,
+ * looking from block from on: its index, or -ENOSPC. shmt_block_handoff()
+ * takes one the same way, moves block old's stack of open spans to it
+ * and hands old over (FULL) for the collector to flush: the new index,
+ * or -ENOSPC with old untouched. shmt_block_leave(): the owner gives its
+ * block up: handed over if it holds records, else freed (no lock).
+ * shmt_handoff_on(): whether a producer hands blocks over in this ring
+ * (minor 10, a collector draining).
+ * The collector's side: shmt_full_blocks() lists the FULL blocks into
+ * order[nblocks], oldest claim first (no lock); shmt_flush_full_locked()
+ * flushes them in that order and frees them, at most about `most`
+ * records, stopping at the first a discard ring has no room for yet, and
+ * says in *left how many it did not reach; shmt_reap_claims() frees the
+ * blocks whose claimer died before it owned them (no lock).
+ */
+int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t from);
+int shmt_block_handoff(struct shmt_view *v, const struct shmt_owner *me, uint32_t old);
+void shmt_block_leave(struct shmt_view *v, uint32_t idx);
+bool shmt_handoff_on(const struct shmt_view *v);
+uint32_t shmt_full_blocks(const struct shmt_view *v, uint32_t *order);
+uint64_t shmt_flush_full_locked(struct shmt_view *v, const uint32_t *order, uint32_t n,
+				uint64_t most, uint32_t *left);
+uint32_t shmt_reap_claims(struct shmt_view *v);
+/* Whether block b's pending records fit the ring now (always, but in a
+ * discard ring): a flush that need not drop waits until they do. */
+bool shmt_ring_has_room(const struct shmt_view *v, struct shmt_block *b);
+
 /* trigger.c: a trigger's record staged, counted in the header and the
  * flight recorder sleeping on it woken (nothing in a ring before minor 9);
  * and the recorder's sleep: until the count is no longer seen, timeout_ns

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * handoff.c - staging blocks changing hands without the lock (minor 10):
+ * a producer claims a free block by a compare-and-swap, and, while a
+ * collector drains the ring, hands its block over when it is full instead
+ * of copying it into the ring under the lock; the collector flushes the
+ * full blocks, oldest claim first, and frees them. So a producer's call
+ * never copies records and never waits on another process while a
+ * collector keeps blocks free (docs/DESIGN.md, "Handing a full block
+ * over").
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring_reader.h"
+#include "ring_writer.h"
+
+/* Takes block i from FREE to CLAIMING by tid: 0, or -EAGAIN (not free). */
+static int claim_at(struct shmt_view *v, uint32_t i, uint32_t tid)
+{
+	struct shmt_block *b = shmt_block_at(v, i);
+	uint32_t free_ = SHMT_BLOCK_FREE;
+
+	if (!b || load_relaxed(&b->state) != SHMT_BLOCK_FREE ||
+	    load_relaxed(&b->written) != load_relaxed(&b->taken))
+		return -EAGAIN;	/* a free block still holding records: the collector's */
+	if (!__atomic_compare_exchange_n(&b->state, &free_, SHMT_BLOCK_CLAIMING | tid << 8, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return -EAGAIN;
+	return 0;
+}
+
+/* Sets up block i, CLAIMING by us, for owner me with the open-span stack
+ * of block from (NULL: an empty one); then, if from is given, hands from
+ * over (FULL); then makes i OWNED. A reader sees the stack on exactly one
+ * OWNED block, or, in the instant between, on none. */
+static void own(struct shmt_view *v, uint32_t i, const struct shmt_owner *me,
+		struct shmt_block *from)
+{
+	struct shmt_block *b = shmt_block_at(v, i);
+
+	store_relaxed(&b->pid, me->pid);
+	store_relaxed(&b->tid, me->tid);
+	store_relaxed(&b->start_time, me->start_time);
+	/* in a ring before minor 10 these words are reserved */
+	if (v->minor >= SHMT_MINOR_HANDOFF)
+		store_relaxed(&b->claim_no, fetch_add(&v->h->claim_seq.v, 1));
+	store_relaxed(&b->open_closing, 0);
+	if (from && v->minor >= 2) {
+		/* our own words: a peer that scribbled on them only hides spans */
+		uint32_t d = load_relaxed(&from->open_depth);
+
+		for (uint32_t k = 0; k < SHMT_OPEN_MAX; k++) {
+			*shmt_block_open(b, k) = *shmt_block_open(from, k);
+			b->open_roles[k] = from->open_roles[k];
+		}
+		store_relaxed(&b->open_depth, d);
+	} else {
+		store_relaxed(&b->open_depth, 0);
+	}
+	if (from) {
+		/* pairs with the collector's acquire load of the state: the
+		 * records it flushes are the owner's last */
+		store_release(&from->state, SHMT_BLOCK_FULL);
+		fetch_add(&v->h->full_blocks.v, 1);
+		SHMT_HOOK("handoff-full");
+	}
+	/* pairs with the acquire load of readers: the set-up is seen first */
+	store_release(&b->state, SHMT_BLOCK_OWNED);
+}
+
+bool shmt_ring_has_room(const struct shmt_view *v, struct shmt_block *b)
+{
+	uint64_t pending = load_acquire(&b->written) - load_relaxed(&b->taken);
+	uint64_t head = load_relaxed(&v->h->head.v), tail = load_acquire(&v->h->tail.v);
+
+	/* a count past a block or the ring (forged, or a ring smaller than
+	 * a block) is the flush's to bound: it moves what fits, counting the
+	 * rest, rather than waiting for room that never comes */
+	if (v->mode != SHMTRACE_MODE_DISCARD || pending > v->block_records ||
+	    pending > v->capacity || tail > head)
+		return true;
+	return head - tail + pending <= v->capacity;
+}
+
+int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t from)
+{
+	for (uint32_t k = 0; k < v->nblocks; k++) {
+		uint32_t i = (from + k) % v->nblocks;
+
+		if (claim_at(v, i, me->tid) == 0) {
+			own(v, i, me, NULL);
+			return (int)i;
+		}
+	}
+	return -ENOSPC;
+}
+
+int shmt_block_handoff(struct shmt_view *v, const struct shmt_owner *me, uint32_t old)
+{
+	struct shmt_block *ob = shmt_block_at(v, old);
+
+	if (!ob)
+		return -EINVAL;
+	for (uint32_t k = 1; k < v->nblocks; k++) {
+		uint32_t i = (old + k) % v->nblocks;
+
+		if (claim_at(v, i, me->tid) == 0) {
+			SHMT_HOOK("handoff-claimed");
+			own(v, i, me, ob);
+			shmt_wake_collector(v);
+			return (int)i;
+		}
+	}
+	return -ENOSPC;
+}
+
+void shmt_block_leave(struct shmt_view *v, uint32_t idx)
+{
+	struct shmt_block *b = shmt_block_at(v, idx);
+
+	if (!b)
+		return;
+	if (load_relaxed(&b->written) == load_relaxed(&b->taken)) {
+		store_release(&b->state, SHMT_BLOCK_FREE);
+		return;
+	}
+	/* pairs with the collector's acquire load of the state */
+	store_release(&b->state, SHMT_BLOCK_FULL);
+	fetch_add(&v->h->full_blocks.v, 1);
+	shmt_wake_collector(v);
+}
+
+bool shmt_handoff_on(const struct shmt_view *v)
+{
+	/* the word is the collector's; forged, it only makes producers hand
+	 * blocks over until none is free, then copy as before */
+	return v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&v->h->collector_pid.v) != 0;
+}
+
+struct by_claim {
+	uint64_t no;
+	uint32_t i;
+};
+
+static int cmp_claim(const void *a, const void *b)
+{
+	const struct by_claim *x = a, *y = b;
+
+	return x->no < y->no ? -1 : x->no > y->no;
+}
+
+uint32_t shmt_full_blocks(const struct shmt_view *v, uint32_t *order)
+{
+	struct by_claim *f = calloc(v->nblocks ? v->nblocks : 1, sizeof(*f));
+	uint32_t n = 0;
+
+	if (!f)
+		return 0;	/* none this pass: the next one tries again */
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(v, i);
+
+		if (load_acquire(&b->state) == SHMT_BLOCK_FULL)
+			f[n++] = (struct by_claim){ load_relaxed(&b->claim_no), i };
+	}
+	qsort(f, n, sizeof(*f), cmp_claim);
+	for (uint32_t k = 0; k < n; k++)
+		order[k] = f[k].i;
+	free(f);
+	return n;
+}
+
+uint64_t shmt_flush_full_locked(struct shmt_view *v, const uint32_t *order, uint32_t n,
+				uint64_t most, uint32_t *left)
+{
+	uint64_t done = 0;
+	uint32_t k;
+
+	for (k = 0; k < n; k++) {
+		struct shmt_block *b = shmt_block_at(v, order[k]);
+		uint64_t pending;
+
+		if (!b || load_acquire(&b->state) != SHMT_BLOCK_FULL)
+			continue;
+		/* pairs with the owner's release store of the state */
+		pending = load_acquire(&b->written) - load_relaxed(&b->taken);
+		/* a discard ring takes a block only whole, so that the pool
+		 * keeps what the ring has no room for yet, in order */
+		if (done + pending > most || !shmt_ring_has_room(v, b))
+			break;
+		done += shmt_flush_block_locked(v, order[k]);
+		store_release(&b->state, SHMT_BLOCK_FREE);
+		__atomic_fetch_sub(&v->h->full_blocks.v, 1, __ATOMIC_RELAXED);
+	}
+	*left = n - k;
+	return done;
+}
+
+uint32_t shmt_reap_claims(struct shmt_view *v)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(v, i);
+		uint32_t st = load_relaxed(&b->state);
+
+		if (SHMT_BLOCK_KIND(st) != SHMT_BLOCK_CLAIMING || shmt_tid_alive(SHMT_BLOCK_CLAIMER(st)))
+			continue;
+		/* the claimer died between its swap and OWNED: the block was
+		 * free, and holds nothing of its */
+		if (__atomic_compare_exchange_n(&b->state, &st, SHMT_BLOCK_FREE, false,
+						__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			n++;
+	}
+	return n;
+}

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_ring_handoff.c - full blocks handed to the collector instead of
+ * copied into the ring (format 1.10): every record captured once and in
+ * its thread's order; a thread's open spans moving with it from block to
+ * block; a producer killed at each step of a hand-over losing nothing and
+ * leaving no block the collector cannot free; copying as before when no
+ * block is free or the ring is older.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "collector_run.h"
+
+#define CAP 4096u	/* blocks of 64 records */
+
+static const char *g_kill_at;
+
+static void kill_hook(const char *where)
+{
+	if (g_kill_at && !strcmp(where, g_kill_at))
+		raise(SIGKILL);
+}
+
+/* Makes ring name (capacity CAP, nblocks blocks: 0 the default). */
+static void make_ring(const char *name, uint32_t nblocks)
+{
+	struct shmtrace_ring_config c = { .capacity = CAP, .blocks = nblocks };
+
+	shmtrace_ring_unlink(name);
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+}
+
+/* Says, as a collector does, that one drains the ring: producers then
+ * hand full blocks over; nobody frees them until a collector runs. */
+static void say_collector(const char *name, uint64_t pid)
+{
+	struct shmt_view v;
+
+	ring_view_rw(name, &v);
+	store_relaxed(&v.h->collector_pid.v, pid);
+	shmt_view_close(&v);
+}
+
+/* The ring's header counter at offset off. */
+static uint64_t header_word(const char *name, size_t off)
+{
+	struct shmt_view v;
+	uint64_t w;
+
+	ring_view_rw(name, &v);
+	w = load_relaxed((uint64_t *)((char *)v.h + off));
+	shmt_view_close(&v);
+	return w;
+}
+
+/* Blocks of ring name in each state kind (FREE, OWNED, FULL, CLAIMING). */
+static void block_states(const char *name, uint32_t n[4])
+{
+	struct shmt_view v;
+
+	ring_view_rw(name, &v);
+	memset(n, 0, 4 * sizeof(*n));
+	for (uint32_t i = 0; i < v.nblocks; i++)
+		n[SHMT_BLOCK_KIND(load_relaxed(&shmt_block_at(&v, i)->state)) & 3]++;
+	shmt_view_close(&v);
+}
+
+/*
+ * One producer writing 100 blocks' worth while the collector drains: it
+ * hands each full block over (claims counted in the header), the capture
+ * has every record once, in the order the thread wrote them, and once the
+ * collector stopped no block is left full.
+ */
+static void test_full_blocks_handed_over_in_order(void **state)
+{
+	const char *ring = test_ring_name("handoff");
+	const char *out = "/tmp/shmt-handoff.cap";
+	const uint64_t n = 6400;
+	struct shmt_cap_reader *r;
+	struct shmt_cap_frame f;
+	struct tally t = { 0 };
+	uint32_t st[4];
+	uint64_t last = 0;
+	char err[256];
+	pid_t col;
+
+	(void)state;
+	make_ring(ring, 0);
+	col = start_collector(ring, out, NULL, 0);
+	run_producers(ring, &t, 1, n);
+	wait_producers(&t);
+	assert_clean_exit(stop(col, SIGTERM));
+	/* a claim per block: the first, and one at each hand-over */
+	assert_true(header_word(ring, offsetof(struct shmt_header, claim_seq)) >= n / 64);
+	assert_int_equal(header_word(ring, offsetof(struct shmt_header, full_blocks)), 0);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL] + st[SHMT_BLOCK_CLAIMING] + st[SHMT_BLOCK_OWNED], 0);
+	read_capture(out, &t);
+	check_exactly_once(&t);
+	assert_int_equal(t.records, n);
+	assert_int_equal(t.dropped, 0);
+	/* in sequence order, the thread's records are in the order written */
+	assert_int_equal(shmt_cap_open(out, &r, err, sizeof(err)), 0);
+	while (shmt_cap_next(r, &f, err, sizeof(err)) == 1) {
+		if (f.type != SHMT_CAP_RECORDS)
+			continue;
+		for (size_t i = 0; i < f.records.n; i++) {
+			assert_true(f.records.v[i].ts >= last);
+			last = f.records.v[i].ts;
+		}
+	}
+	shmt_cap_close(r);
+	figure_row(true, "full blocks handed over to a draining collector", n / 64, n, n, 0, 0, 0,
+		   "every record once, in its thread's order");
+	tally_free(&t);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/* Open spans of ring name as a post-mortem reader finds them. */
+static uint32_t open_spans(const char *name)
+{
+	struct shmt_record open[SHMT_OPEN_MAX];
+	struct shmt_view v;
+	uint32_t n = 0;
+
+	ring_view_rw(name, &v);
+	for (uint32_t i = 0; i < v.nblocks; i++)
+		n += shmt_block_open_spans(&v, i, open);
+	shmt_view_close(&v);
+	return n;
+}
+
+/*
+ * A thread's stack of open spans goes with it from block to block: a
+ * span begun, then many blocks' worth of records, then ended, leaves no
+ * open span behind; one still open when its thread is killed is found
+ * once.
+ */
+static void test_open_span_moves_with_its_thread(void **state)
+{
+	const char *ring = test_ring_name("handoffopen");
+	int status;
+	pid_t pid;
+
+	(void)state;
+	for (int killed = 0; killed < 2; killed++) {
+		make_ring(ring, 0);
+		say_collector(ring, 1);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct shmtrace_open_span sp;
+			shmtrace_t *t;
+
+			if (shmtrace_open(ring, &t) < 0)
+				_exit(3);
+			shmtrace_begin(t, &sp, 1, 1, 0);
+			for (int i = 0; i < 5 * 64; i++)
+				shmtrace_span(t, 2, 2, (uint64_t)i, (uint64_t)i + 1, 0);
+			if (killed)
+				raise(SIGKILL);
+			shmtrace_end(&sp);
+			_exit(0);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(header_word(ring, offsetof(struct shmt_header, full_blocks)) >= 4);
+		assert_int_equal(open_spans(ring), killed ? 1 : 0);
+		shmtrace_ring_unlink(ring);
+	}
+}
+
+/*
+ * A producer killed at each step of a hand-over, the collector started
+ * after: every record whose call returned is captured once, none torn,
+ * and a block the dead thread was claiming is freed again.
+ */
+static void killed_in_handoff(const char *where)
+{
+	const char *ring = test_ring_name("handoffkill");
+	const char *out = "/tmp/shmt-handoffkill.cap";
+	const uint64_t n = 1000;
+	struct ring_dump d;
+	struct tally t = { 0 };
+	uint32_t st[4];
+	int status;
+	pid_t col;
+
+	make_ring(ring, 0);
+	say_collector(ring, 1);
+	tally_init(&t, 1, n);
+	t.pids[0] = (uint32_t)fork();
+	assert_true((pid_t)t.pids[0] >= 0);
+	if (t.pids[0] == 0) {
+		g_kill_at = where;
+		shmt_test_hook = kill_hook;
+		produce(ring, n);
+	}
+	assert_int_equal(waitpid((pid_t)t.pids[0], &status, 0), (pid_t)t.pids[0]);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	/* post-mortem: the 64 records of the first block at least, none torn */
+	ring_dump(ring, &d);
+	assert_int_equal(d.torn, 0);
+	assert_true(d.n >= 64);
+	free(d.recs);
+	block_states(ring, st);
+	/* the block it was taking: claimed, never owned */
+	assert_int_equal(st[SHMT_BLOCK_CLAIMING], 1);
+	say_collector(ring, 0);
+	col = start_collector(ring, out, NULL, 0);
+	assert_clean_exit(stop(col, SIGTERM));
+	read_capture(out, &t);
+	assert_int_equal(t.dup_seq, 0);
+	assert_int_equal(t.bad, 0);
+	assert_true(t.records >= 64);
+	for (uint64_t i = 0; i < t.records; i++)
+		assert_int_equal(t.seen[i], 1);	/* a prefix: the calls that returned */
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_OWNED] + st[SHMT_BLOCK_FULL] + st[SHMT_BLOCK_CLAIMING], 0);
+	figure_row(false, where[8] == 'c' ? "producer killed claiming its next block" :
+		   "producer killed handing its block over", 1, t.records, t.records, 0, 0, 0,
+		   "captured once, none torn; the block freed");
+	tally_free(&t);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+static void test_killed_claiming(void **s) { (void)s; killed_in_handoff("handoff-claimed"); }
+static void test_killed_handing_over(void **s) { (void)s; killed_in_handoff("handoff-full"); }
+
+/*
+ * With no block free (8 blocks, no collector freeing them) a thread
+ * copies its block into the ring under the lock as before: nothing lost
+ * that is not counted. A ring of format 1.9 is never handed blocks.
+ */
+static void test_copies_when_no_block_is_free_or_ring_is_older(void **state)
+{
+	const char *ring = test_ring_name("handoffdry");
+	const uint64_t n = 2000;
+	struct ring_dump d;
+	struct shmt_loss l;
+	uint32_t st[4];
+
+	(void)state;
+	for (int older = 0; older < 2; older++) {
+		struct tally t = { 0 };
+
+		make_ring(ring, 8);
+		say_collector(ring, 1);
+		if (older) {
+			struct shmt_view v;
+
+			ring_view_rw(ring, &v);
+			store_relaxed(&v.h->minor, 9);
+			shmt_view_close(&v);
+		}
+		run_producers(ring, &t, 1, n);
+		wait_producers(&t);
+		ring_dump(ring, &d);
+		ring_loss(ring, &l);
+		assert_int_equal(d.torn, 0);
+		assert_int_equal(d.n + l.dropped, n);
+		block_states(ring, st);
+		/* seven handed over, then copies; the last one left at close */
+		assert_int_equal(st[SHMT_BLOCK_FULL], older ? 0 : 8);
+		free(d.recs);
+		tally_free(&t);
+		shmtrace_ring_unlink(ring);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full_blocks_handed_over_in_order),
+		cmocka_unit_test(test_open_span_moves_with_its_thread),
+		cmocka_unit_test(test_killed_claiming),
+		cmocka_unit_test(test_killed_handing_over),
+		cmocka_unit_test(test_copies_when_no_block_is_free_or_ring_is_older),
+	};
+
+	if (collector_bin_init() < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
