@@ -277,7 +277,8 @@ void drain_sleep(struct drain *d)
 	store_relaxed(&h->collector_sleeping.v, 1);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* writes still in flight: wake for them rather than the timer */
-	if (shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 && cw_in_flight(d->w) == 0) {
+	if (shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 && cw_in_flight(d->w) == 0 &&
+	    !d->hold.full_left) {
 #if SHMT_TSAN
 		/* ThreadSanitizer runs a signal's handler only inside a call
 		 * it intercepts, which a raw futex is not: SIGTERM would wait

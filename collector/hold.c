@@ -16,6 +16,8 @@
 
 #define LOCK_WAIT_NS (50ull * 1000 * 1000)
 #define REAP_EVERY_NS (1000ull * 1000 * 1000)
+#define FLUSH_MOST (64u * 1024)	/* records of full blocks moved per hold */
+#define IDLE_EVERY_NS (10ull * 1000 * 1000)
 
 /* Opens a second descriptor on the ring only to hold an advisory lock.
  * Opened as every ring is (shmt_ring_open_fd()), and only if it is the
@@ -73,7 +75,7 @@ bool hold_adopt(struct hold *h, bool final)
 {
 	struct shmt_view *v = h->v;
 	uint64_t t0, held;
-	bool reap = final || shmt_mono_ns() - h->last_reap_ns > REAP_EVERY_NS, moved;
+	bool reap = final || shmt_mono_ns() - h->last_reap_ns > REAP_EVERY_NS, moved, idle;
 	uint32_t nfull;
 
 	h->died_open = 0;
@@ -91,7 +93,11 @@ bool hold_adopt(struct hold *h, bool final)
 		shmt_reap_claims(v);
 		h->last_reap_ns = shmt_mono_ns();
 	}
-	nfull = shmt_full_blocks(v, h->order);
+	/* each look reads every block's header: only when some are full,
+	 * and the owned ones' (idle threads' records) every IDLE_EVERY_NS
+	 * while full blocks keep coming, at every pass otherwise */
+	nfull = load_relaxed(&v->h->full_blocks.v) ? shmt_full_blocks(v, h->order) : 0;
+	idle = reap || !nfull || shmt_mono_ns() - h->last_idle_ns > IDLE_EVERY_NS;
 	if (shmt_lock(v, LOCK_WAIT_NS) < 0) {
 		if (!h->lock_warned)
 			fprintf(stderr, "shmtrace-collector: warning: ring lock held for over %llu ms "
@@ -103,9 +109,14 @@ bool hold_adopt(struct hold *h, bool final)
 	if (reap)
 		note_died_open(h);
 	t0 = shmt_mono_ns();
-	/* a thread's full blocks before what it stages now: in order */
-	moved = shmt_flush_full_locked(v, h->order, nfull, v->capacity, &h->full_left) != 0;
-	moved |= shmt_adopt_blocks_locked(v, !h->full_left, reap ? h->dead : NULL) != 0;
+	/* a thread's full blocks before what it stages now: in order, a
+	 * pass's worth at a time, so that the lock is held briefly and the
+	 * drain encodes in between */
+	moved = shmt_flush_full_locked(v, h->order, nfull, FLUSH_MOST, &h->full_left) != 0;
+	if (idle) {
+		moved |= shmt_adopt_blocks_locked(v, !h->full_left, reap ? h->dead : NULL) != 0;
+		h->last_idle_ns = shmt_mono_ns();
+	}
 	held = shmt_mono_ns() - t0;
 	shmt_unlock(v);
 	if (held > h->lock_hold_max_ns)

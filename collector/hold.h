@@ -17,6 +17,7 @@ struct hold {
 	struct shmt_view *v;
 	struct shmt_owner *dead;	/* per block: owner found dead */
 	uint64_t last_reap_ns;
+	uint64_t last_idle_ns;		/* owned blocks last flushed */
 	uint64_t lock_hold_max_ns;	/* the longest the lock was held */
 	bool lock_warned;
 	/* the last hold_adopt() that looked for the dead: blocks whose

@@ -61,6 +61,8 @@ static void atfork_child(void)
 			memset(a->claimed, 0, (a->v.nblocks + 63) / 64 * sizeof(uint64_t));
 }
 
+static int append_name_to(shmtrace_t *t, struct shmt_att *a, const char *tname);
+
 /* Frees this thread's blocks in every live ring when it exits. */
 static void thread_exit(void *arg)
 {
@@ -75,8 +77,21 @@ static void thread_exit(void *arg)
 			shmtrace_t *t = g_handles[j];
 
 			for (struct shmt_att *a = t ? t->cur : NULL; a; a = a->prev) {
-				if (a->id == s->id)
-					shmt_slot_release(t, a, s);
+				if (a->id != s->id)
+					continue;
+				/* the lock was never free when it tried to name
+				 * itself (stage.c): now it waits for it, once */
+				if (s->unnamed) {
+					char tname[SHMT_NAME_LEN];
+					int ret;
+
+					shmt_thread_name(tname);
+					ret = append_name_to(t, a, tname);
+					/* kept, or counted as the table's */
+					if (ret == 0 || ret == -ENOSPC)
+						s->unnamed = false;
+				}
+				shmt_slot_release(t, a, s);
 			}
 		}
 		s->id = 0;
@@ -137,23 +152,30 @@ void shmt_thread_name(char *buf)
 	buf[15] = 0;
 }
 
-static int append_name(shmtrace_t *t, const char *tname)
+/* Appends the calling thread's name slot to attachment a's ring, the
+ * lock waited for as a producer waits. */
+static int append_name_to(shmtrace_t *t, struct shmt_att *a, const char *tname)
 {
-	struct shmt_att *a;
-	int ret;
+	int ret = shmt_producer_lock(t, a);
 
-	if (!t)
-		return -EINVAL;
-	a = shmt_attach_current(t);
-	if (!a)
-		return -ENOENT;	/* kept: used when the ring appears */
-	ret = shmt_producer_lock(t, a);
 	if (ret < 0)
 		return ret;
 	ret = shmt_name_append_locked(&a->v, shmt_pid, shmt_my_tid(), shmt_start, shmt_pidns, a->slot_flags,
 				      tname, shmt_pname);
 	shmt_unlock(&a->v);
 	return ret;
+}
+
+static int append_name(shmtrace_t *t, const char *tname)
+{
+	struct shmt_att *a;
+
+	if (!t)
+		return -EINVAL;
+	a = shmt_attach_current(t);
+	if (!a)
+		return -ENOENT;	/* kept: used when the ring appears */
+	return append_name_to(t, a, tname);
 }
 
 SHMT_API int shmtrace_set_thread_name(shmtrace_t *t, const char *name)

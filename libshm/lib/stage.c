@@ -364,7 +364,10 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 		return 0;	/* the collector flushed us, or the name was tried */
 	if (handoff && w + n < s->limit)
 		return 0;	/* only the name was due */
-	if (handoff) {
+	/* an eighth of the blocks is kept for threads' first ones: a thread
+	 * whose collector stopped (or fell far behind) copies, as before,
+	 * rather than take every free block */
+	if (handoff && load_relaxed(&a->v.h->full_blocks.v) < a->v.nblocks - a->v.nblocks / 8) {
 		const struct shmt_owner o = me(shmt_my_tid());
 		int idx = shmt_block_handoff(&a->v, &o, s->idx);
 

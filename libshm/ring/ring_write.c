@@ -189,7 +189,7 @@ void shmt_wake_collector(struct shmt_view *v)
 		return;
 	used = load_relaxed(&h->head.v) - load_relaxed(&h->tail.v);
 	if (used < v->capacity / 4 && (v->minor < SHMT_MINOR_HANDOFF ||
-				       load_relaxed(&h->full_blocks.v) < v->nblocks / 8 + 1))
+				       load_relaxed(&h->full_blocks.v) < v->nblocks / 32 + 1))
 		return;
 	store_relaxed(&h->collector_sleeping.v, 0);
 	__atomic_fetch_add((uint32_t *)&h->wake_seq.v, 1, __ATOMIC_RELEASE);
