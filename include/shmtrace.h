@@ -359,7 +359,9 @@ int shmtrace_set_process_name(shmtrace_t *t, const char *name);
 /* Counters of the ring, as the collector and exporter see them. */
 struct shmtrace_stats {
 	uint64_t capacity;
-	uint64_t head;		/* records ever published into the ring */
+	uint64_t head;		/* records ever published into the ring, and those
+				 * of blocks handed to the collector (a block's
+				 * worth each) that it has not moved there yet */
 	uint64_t tail;		/* records the collector has consumed */
 	uint64_t dropped;	/* staged but never in the ring: ring full, lock
 				 * timeouts, refused while the ring was removed

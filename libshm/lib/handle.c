@@ -159,6 +159,13 @@ SHMT_API int shmtrace_stats(shmtrace_t *t, struct shmtrace_stats *st)
 	st->capacity = a->v.capacity;
 	st->head = load_acquire(&h->head.v);
 	st->tail = load_acquire(&h->tail.v);
+	/* blocks handed over (minor 10) wait for the collector as the ring's
+	 * records do: a caller pacing itself on head - tail counts them */
+	if (a->v.minor >= SHMT_MINOR_HANDOFF) {
+		uint64_t full = load_relaxed(&h->full_blocks.v);
+
+		st->head += (full < a->v.nblocks ? full : a->v.nblocks) * a->v.block_records;
+	}
 	shmt_loss_read(&a->v, &l, true);
 	/* the caller's view: every record its calls staged that the ring did
 	 * not get, whatever the cause (stat and the exports tell them apart) */
