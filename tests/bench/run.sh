@@ -435,7 +435,7 @@ for p in p50 p99 p999 p9999 max; do
 	case $p in
 	p99) t="<= 150 ns: $(check "$v" "<=" 150)" ;;
 	p999) t="<= 1 us: $(check "$v" "<=" 1000); stretch, <= LTTng's: $(check "$(awk -v a="$v" -v b="$l" 'BEGIN { if (a != "" && b != "") print a - b }')" "<=" 0)" ;;
-	p9999) t="(a flush: 1 call in 2048 moves its block into the ring)" ;;
+	p9999) t="(1 call in 1024 hands its full block over)" ;;
 	*) t="" ;;
 	esac
 	row "3 latency $p, ns (2nd proc running)" "$(fmt "$v" 1)" "$(fmt "$l" 1)" "$(ratio "$v" "$l")" "$t"
