@@ -231,13 +231,15 @@ static void test_killed_handing_over(void **s) { (void)s; killed_in_handoff("han
 
 /*
  * With no block free (8 blocks, no collector freeing them) a thread
- * copies its block into the ring under the lock as before: nothing lost
- * that is not counted. A ring of format 1.9 is never handed blocks.
+ * copies into the ring under the lock as before, the full blocks first;
+ * once the ring has no room for them either, its new records are dropped
+ * and counted as a full ring's: nothing lost that is not counted. A ring
+ * of format 1.9 is never handed blocks.
  */
 static void test_copies_when_no_block_is_free_or_ring_is_older(void **state)
 {
 	const char *ring = test_ring_name("handoffdry");
-	const uint64_t n = 2000;
+	const uint64_t n = 6000;	/* more than the ring (4096) and the blocks hold */
 	struct ring_dump d;
 	struct shmt_loss l;
 	uint32_t st[4];
@@ -260,6 +262,7 @@ static void test_copies_when_no_block_is_free_or_ring_is_older(void **state)
 		ring_dump(ring, &d);
 		ring_loss(ring, &l);
 		assert_int_equal(d.torn, 0);
+		assert_true(l.dropped > 0);
 		assert_int_equal(d.n + l.dropped, n);
 		block_states(ring, st);
 		/* seven handed over, then copies; the last one left at close */

@@ -56,10 +56,7 @@ int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a)
  * flushes and frees it, unless the lock cannot be had in time. */
 void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
 {
-	/* the lock was never free when its thread tried to name itself */
-	if (s->unnamed)
-		fetch_add(&a->v.h->names_dropped.v, 1);
-	s->unnamed = false;
+	shmt_slot_name_lost(a, s);
 	if (shmt_handoff_on(&a->v)) {
 		/* the collector flushes it after the thread's full blocks */
 		shmt_claimed_set(a, s->idx, false);

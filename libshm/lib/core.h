@@ -140,6 +140,15 @@ static inline bool shmt_claimed_get(const struct shmt_att *a, uint32_t idx)
 	return load_relaxed(&a->claimed[idx / 64]) >> (idx % 64) & 1;
 }
 
+/* Slot s is given up with its thread still unnamed (the lock was never
+ * had for it): counted in names_dropped, once. */
+static inline void shmt_slot_name_lost(struct shmt_att *a, struct shmt_tls_slot *s)
+{
+	if (s->unnamed)
+		fetch_add(&a->v.h->names_dropped.v, 1);
+	s->unnamed = false;
+}
+
 /* A new attachment id, never reused. */
 uint64_t shmt_next_att_id(void);
 /* Takes the ring lock for a producer, bounded (see core.c). */

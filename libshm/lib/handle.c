@@ -117,10 +117,8 @@ static void att_close(shmtrace_t *t, struct shmt_att *a)
 	for (int i = 0; i < SHMT_TLS_SLOTS; i++) {
 		if (shmt_tls[i].id != a->id)
 			continue;
-		/* the lock was never free when this thread tried to name itself */
-		if (shmt_tls[i].unnamed)
-			fetch_add(&v->h->names_dropped.v, 1);
-		shmt_tls[i].unnamed = false;
+		shmt_name_at_release(t, a, &shmt_tls[i]);
+		shmt_slot_name_lost(a, &shmt_tls[i]);
 		shmt_tls[i].id = 0;
 	}
 	shmt_att_free(a);

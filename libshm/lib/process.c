@@ -61,8 +61,6 @@ static void atfork_child(void)
 			memset(a->claimed, 0, (a->v.nblocks + 63) / 64 * sizeof(uint64_t));
 }
 
-static int append_name_to(shmtrace_t *t, struct shmt_att *a, const char *tname);
-
 /* Frees this thread's blocks in every live ring when it exits. */
 static void thread_exit(void *arg)
 {
@@ -79,18 +77,7 @@ static void thread_exit(void *arg)
 			for (struct shmt_att *a = t ? t->cur : NULL; a; a = a->prev) {
 				if (a->id != s->id)
 					continue;
-				/* the lock was never free when it tried to name
-				 * itself (stage.c): now it waits for it, once */
-				if (s->unnamed) {
-					char tname[SHMT_NAME_LEN];
-					int ret;
-
-					shmt_thread_name(tname);
-					ret = append_name_to(t, a, tname);
-					/* kept, or counted as the table's */
-					if (ret == 0 || ret == -ENOSPC)
-						s->unnamed = false;
-				}
+				shmt_name_at_release(t, a, s);
 				shmt_slot_release(t, a, s);
 			}
 		}
@@ -164,6 +151,20 @@ static int append_name_to(shmtrace_t *t, struct shmt_att *a, const char *tname)
 				      tname, shmt_pname);
 	shmt_unlock(&a->v);
 	return ret;
+}
+
+void shmt_name_at_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
+{
+	char tname[SHMT_NAME_LEN];
+	int ret;
+
+	if (!s->unnamed)
+		return;
+	shmt_thread_name(tname);
+	ret = append_name_to(t, a, tname);
+	/* kept, or counted as the table's */
+	if (ret == 0 || ret == -ENOSPC)
+		s->unnamed = false;
 }
 
 static int append_name(shmtrace_t *t, const char *tname)

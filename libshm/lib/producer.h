@@ -69,6 +69,10 @@ void shmt_registry_remove(shmtrace_t *t);
 void shmt_thread_watch(void);
 /* The calling thread's name: the one it set, else its comm. */
 void shmt_thread_name(char *buf);
+/* Before slot s of attachment a is given up: a thread that never found
+ * the lock free to name itself (stage.c) waits for it now, once, as a
+ * producer waits; what still fails is counted (shmt_slot_name_lost()). */
+void shmt_name_at_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s);
 
 /* stage.c: finds or makes the calling thread's slot for a (NULL: no block,
  * and r[0..n) were written under the lock instead, *ret saying how); makes
