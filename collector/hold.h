@@ -24,7 +24,7 @@ struct hold {
 	 * owner it found dead inside open spans, and the first such owner */
 	uint32_t died_open;
 	struct shmt_owner died;
-	uint32_t *order;		/* full blocks, oldest claim first */
+	struct shmt_full *order;	/* full blocks, oldest claim first */
 	uint32_t full_left;		/* full blocks the last hold_adopt() left */
 };
 

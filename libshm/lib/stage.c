@@ -310,7 +310,8 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, bool try)
 {
 	struct shmt_view *v = &a->v;
-	uint32_t *order = NULL, n = 0, left = 0;
+	struct shmt_full *order = NULL;
+	uint32_t n = 0, left = 0;
 	uint64_t pending, done;
 	int ret;
 

@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "ring_reader.h"
 #include "ring_writer.h"
@@ -139,57 +138,52 @@ bool shmt_handoff_on(const struct shmt_view *v)
 	return v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&v->h->collector_pid.v) != 0;
 }
 
-struct by_claim {
-	uint64_t no;
-	uint32_t i;
-};
-
 static int cmp_claim(const void *a, const void *b)
 {
-	const struct by_claim *x = a, *y = b;
+	const struct shmt_full *x = a, *y = b;
 
 	return x->no < y->no ? -1 : x->no > y->no;
 }
 
-uint32_t shmt_full_blocks(const struct shmt_view *v, uint32_t *order)
+uint32_t shmt_full_blocks(const struct shmt_view *v, struct shmt_full *order)
 {
-	struct by_claim *f = calloc(v->nblocks ? v->nblocks : 1, sizeof(*f));
 	uint32_t n = 0;
 
-	if (!f)
-		return 0;	/* none this pass: the next one tries again */
 	for (uint32_t i = 0; i < v->nblocks; i++) {
 		struct shmt_block *b = shmt_block_at(v, i);
 
+		/* pairs with the owner's release store of the state */
 		if (load_acquire(&b->state) == SHMT_BLOCK_FULL)
-			f[n++] = (struct by_claim){ load_relaxed(&b->claim_no), i };
+			order[n++] = (struct shmt_full){ load_relaxed(&b->claim_no), i };
 	}
-	qsort(f, n, sizeof(*f), cmp_claim);
-	for (uint32_t k = 0; k < n; k++)
-		order[k] = f[k].i;
-	free(f);
+	qsort(order, n, sizeof(*order), cmp_claim);
 	return n;
 }
 
-uint64_t shmt_flush_full_locked(struct shmt_view *v, const uint32_t *order, uint32_t n,
+uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *order, uint32_t n,
 				uint64_t most, uint32_t *left)
 {
 	uint64_t done = 0;
 	uint32_t k;
 
 	for (k = 0; k < n; k++) {
-		struct shmt_block *b = shmt_block_at(v, order[k]);
+		struct shmt_block *b = shmt_block_at(v, order[k].i);
 		uint64_t pending;
 
 		if (!b || load_acquire(&b->state) != SHMT_BLOCK_FULL)
 			continue;
+		/* full again in a later life since it was listed (freed and
+		 * claimed in between): its order is not the list's, so stop
+		 * here and let the next list place it */
+		if (load_relaxed(&b->claim_no) != order[k].no)
+			break;
 		/* pairs with the owner's release store of the state */
 		pending = load_acquire(&b->written) - load_relaxed(&b->taken);
 		/* a discard ring takes a block only whole, so that the pool
 		 * keeps what the ring has no room for yet, in order */
 		if (done + pending > most || !shmt_ring_has_room(v, b))
 			break;
-		done += shmt_flush_block_locked(v, order[k]);
+		done += shmt_flush_block_locked(v, order[k].i);
 		store_release(&b->state, SHMT_BLOCK_FREE);
 		__atomic_fetch_sub(&v->h->full_blocks.v, 1, __ATOMIC_RELAXED);
 	}

@@ -64,16 +64,21 @@ uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct sh
  * The collector's side: shmt_full_blocks() lists the FULL blocks into
  * order[nblocks], oldest claim first (no lock); shmt_flush_full_locked()
  * flushes them in that order and frees them, at most about `most`
- * records, stopping at the first a discard ring has no room for yet, and
- * says in *left how many it did not reach; shmt_reap_claims() frees the
+ * records, stopping at the first a discard ring has no room for yet, or
+ * that is full again in a later life than listed, and says in *left how
+ * many it did not reach; shmt_reap_claims() frees the
  * blocks whose claimer died before it owned them (no lock).
  */
 int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t from);
 int shmt_block_handoff(struct shmt_view *v, const struct shmt_owner *me, uint32_t old);
 void shmt_block_leave(struct shmt_view *v, uint32_t idx);
 bool shmt_handoff_on(const struct shmt_view *v);
-uint32_t shmt_full_blocks(const struct shmt_view *v, uint32_t *order);
-uint64_t shmt_flush_full_locked(struct shmt_view *v, const uint32_t *order, uint32_t n,
+struct shmt_full {
+	uint64_t no;		/* its claim_no when listed */
+	uint32_t i;		/* the block */
+};
+uint32_t shmt_full_blocks(const struct shmt_view *v, struct shmt_full *order);
+uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *order, uint32_t n,
 				uint64_t most, uint32_t *left);
 uint32_t shmt_reap_claims(struct shmt_view *v);
 /* Whether block b's pending records fit the ring now (always, but in a
