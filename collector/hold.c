@@ -96,7 +96,7 @@ bool hold_adopt(struct hold *h, bool final)
 	/* each look reads every block's header: only when some are full,
 	 * and the owned ones' (idle threads' records) every IDLE_EVERY_NS
 	 * while full blocks keep coming, at every pass otherwise */
-	nfull = load_relaxed(&v->h->full_blocks.v) ? shmt_full_blocks(v, h->order) : 0;
+	nfull = load_relaxed(&v->h->full_blocks.v) ? shmt_full_blocks(v, NULL, h->order) : 0;
 	idle = reap || !nfull || shmt_mono_ns() - h->last_idle_ns > IDLE_EVERY_NS;
 	if (shmt_lock(v, LOCK_WAIT_NS) < 0) {
 		if (!h->lock_warned)

@@ -5,8 +5,11 @@
  * its thread's order; a thread's open spans moving with it from block to
  * block; a producer killed at each step of a hand-over losing nothing and
  * leaving no block the collector cannot free; copying as before when no
- * block is free or the ring is older.
+ * block is free or the ring is older, a thread's own handed-over blocks
+ * first and no one else's; a full block the ring has no room for dropped
+ * at once, without the lock.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -273,6 +276,93 @@ static void test_copies_when_no_block_is_free_or_ring_is_older(void **state)
 	}
 }
 
+static uint32_t g_spans_per_thread;
+
+/* A thread of this process writing g_spans_per_thread spans, then exiting
+ * (its last block handed over as it goes). */
+static void *write_spans(void *arg)
+{
+	shmtrace_t *t = arg;
+
+	for (uint32_t i = 0; i < g_spans_per_thread; i++)
+		shmtrace_span(t, 0, 0, 1000 + i, 1001 + i, 0);
+	return NULL;
+}
+
+/*
+ * Thread B hands four blocks over and exits; thread A then hands three
+ * over (seven of eight are full) and copies at its next full block: its
+ * own three handed-over blocks and then its full one reach the ring, in
+ * order, while B's four stay full for the collector.
+ */
+static void test_copy_moves_only_the_threads_own_blocks(void **state)
+{
+	const char *ring = test_ring_name("handoffown");
+	struct shmt_view v;
+	shmtrace_t *t;
+	pthread_t b;
+	uint32_t st[4];
+	uint64_t head;
+
+	(void)state;
+	make_ring(ring, 8);
+	say_collector(ring, 1);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	g_spans_per_thread = 3 * 64 + 10;
+	assert_int_equal(pthread_create(&b, NULL, write_spans, t), 0);
+	assert_int_equal(pthread_join(b, NULL), 0);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL], 4);
+	for (uint32_t i = 0; i < 4 * 64 + 5; i++)
+		assert_int_equal(shmtrace_span(t, 0, 0, 5000 + i, 5001 + i, 0), 0);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL], 4);
+	ring_view_rw(ring, &v);
+	head = shmt_ring_head(&v);
+	assert_int_equal(head, 4 * 64);
+	for (uint64_t s = 0; s < head; s++) {
+		struct shmt_record r;
+
+		assert_int_equal(shmt_ring_read(&v, s, &r), 0);
+		assert_int_equal(r.tid, shmt_my_tid());
+		assert_int_equal(r.ts, 5000 + s);
+	}
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * The ring full and seven of eight blocks handed over, the lock held by
+ * an owner that never comes back: a call whose block is full drops its
+ * record at once and counts it as a full ring's, never waiting for the
+ * lock (no lock timeout, nothing counted lost to the lock).
+ */
+static void test_full_block_without_room_drops_without_the_lock(void **state)
+{
+	const char *ring = test_ring_name("handoffnoroom");
+	const uint32_t fill = CAP + 8 * 64;
+	struct shmt_loss before, after;
+	shmtrace_t *t;
+
+	(void)state;
+	make_ring(ring, 8);
+	say_collector(ring, 1);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint32_t i = 0; i < fill; i++)
+		shmtrace_span(t, 0, 0, i, i + 1, 0);
+	ring_loss(ring, &before);
+	ring_lock_by_unseen_dead_owner(ring);
+	for (uint32_t i = 0; i < 3 * 64; i++)
+		shmtrace_span(t, 0, 0, fill + i, fill + i + 1, 0);
+	ring_loss(ring, &after);
+	assert_true(after.dropped > before.dropped);
+	assert_int_equal(after.lock_dropped, 0);
+	assert_int_equal(after.lock_timeouts, 0);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -281,6 +371,8 @@ int main(void)
 		cmocka_unit_test(test_killed_claiming),
 		cmocka_unit_test(test_killed_handing_over),
 		cmocka_unit_test(test_copies_when_no_block_is_free_or_ring_is_older),
+		cmocka_unit_test(test_copy_moves_only_the_threads_own_blocks),
+		cmocka_unit_test(test_full_block_without_room_drops_without_the_lock),
 	};
 
 	if (collector_bin_init() < 0)

@@ -297,10 +297,10 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 
 /*
  * Flushes the slot's block into the ring, waiting for the lock or (try)
- * only trying it. Blocks handed over and not yet flushed go first, oldest
- * claim first (handoff.c), so that none of a thread's records pass its
- * older ones; when the ring has no room for all of those, the slot's own
- * are left staged. Returns 0, -ENOSPC if the ring was full and some of
+ * only trying it. The blocks this thread handed over and the collector
+ * has not flushed yet go first, oldest claim first (handoff.c), so that
+ * none of its records pass its older ones; when the ring has no room for
+ * all of those, the slot's own are left staged. Returns 0, -ENOSPC if the ring was full and some of
  * the block's records were dropped (and counted), -ENOBUFS if the ring
  * had no room for the blocks before them (nothing of the slot's moved),
  * or another -errno (nothing moved; -EBUSY: the try failed). Then, if it
@@ -315,10 +315,14 @@ int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, 
 	uint64_t pending, done;
 	int ret;
 
-	/* read (and sorted) before the lock, not under it */
+	/* this thread's own handed-over blocks, read (and sorted) before the
+	 * lock, not under it: only they must reach the ring before the
+	 * slot's records; other threads' wait for the collector */
 	if (v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&v->h->full_blocks.v)) {
+		const struct shmt_owner o = me(shmt_my_tid());
+
 		order = malloc(v->nblocks * sizeof(*order));
-		n = order ? shmt_full_blocks(v, order) : 0;
+		n = order ? shmt_full_blocks(v, &o, order) : 0;
 	}
 	ret = try ? shmt_lock(v, 0) : shmt_producer_lock(t, a);
 	if (ret < 0) {
@@ -383,6 +387,11 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 		}
 		/* no block free: the copy under the lock, as before */
 	}
+	/* a full block that a discard ring has no room for drops the call's
+	 * records at once (counted): no lock, no wait, while the collector
+	 * catches up */
+	if (handoff && w + n >= s->limit && !shmt_ring_has_room(&a->v, s->b))
+		return -ENOBUFS;
 	if (w + n < s->limit) {
 		ret = shmt_flush_slot(t, a, s, true);
 		if (ret == 0 || ret == -ENOSPC)

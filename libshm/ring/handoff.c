@@ -145,7 +145,14 @@ static int cmp_claim(const void *a, const void *b)
 	return x->no < y->no ? -1 : x->no > y->no;
 }
 
-uint32_t shmt_full_blocks(const struct shmt_view *v, struct shmt_full *order)
+/* Whether block b's owner words are of's (NULL: anyone's). */
+static bool owned_by(struct shmt_block *b, const struct shmt_owner *of)
+{
+	return !of || (load_relaxed(&b->pid) == of->pid && load_relaxed(&b->tid) == of->tid &&
+		       load_relaxed(&b->start_time) == of->start_time);
+}
+
+uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of, struct shmt_full *order)
 {
 	uint32_t n = 0;
 
@@ -153,7 +160,7 @@ uint32_t shmt_full_blocks(const struct shmt_view *v, struct shmt_full *order)
 		struct shmt_block *b = shmt_block_at(v, i);
 
 		/* pairs with the owner's release store of the state */
-		if (load_acquire(&b->state) == SHMT_BLOCK_FULL)
+		if (load_acquire(&b->state) == SHMT_BLOCK_FULL && owned_by(b, of))
 			order[n++] = (struct shmt_full){ load_relaxed(&b->claim_no), i };
 	}
 	qsort(order, n, sizeof(*order), cmp_claim);

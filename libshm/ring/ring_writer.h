@@ -62,7 +62,9 @@ uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct sh
  * shmt_handoff_on(): whether a producer hands blocks over in this ring
  * (minor 10, a collector draining).
  * The collector's side: shmt_full_blocks() lists the FULL blocks into
- * order[nblocks], oldest claim first (no lock); shmt_flush_full_locked()
+ * order[nblocks], oldest claim first (no lock): all, or those of owner
+ * `of` only (a producer about to copy its own block, whose records must
+ * not pass those it handed over); shmt_flush_full_locked()
  * flushes them in that order and frees them, at most about `most`
  * records, stopping at the first a discard ring has no room for yet, or
  * that is full again in a later life than listed, and says in *left how
@@ -77,7 +79,7 @@ struct shmt_full {
 	uint64_t no;		/* its claim_no when listed */
 	uint32_t i;		/* the block */
 };
-uint32_t shmt_full_blocks(const struct shmt_view *v, struct shmt_full *order);
+uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of, struct shmt_full *order);
 uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *order, uint32_t n,
 				uint64_t most, uint32_t *left);
 uint32_t shmt_reap_claims(struct shmt_view *v);
