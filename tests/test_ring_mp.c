@@ -3,11 +3,13 @@
  * test_ring_mp.c - many processes on one ring, and its lock: producers
  * killed inside the lock (the next taker recovers it, every returned record
  * found once, none torn), a lock whose dead owner the kernel cannot see,
- * and a busy lock never waited on below a full block. The rest of sharing
+ * and a busy lock never waited on before a thread's block and its spare
+ * are full, the spare flushed in order. The rest of sharing
  * a ring between processes: test_ring_mp_share.c. A holder stopped in the
  * lock is given up on at once; one asleep in it is waited for.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -171,17 +173,18 @@ static void test_unmarked_dead_owner_is_bounded(void **state)
 }
 
 /*
- * A producer never waits on a busy lock while its block has
- * room. A thread's block in a ring of 16384 records holds 256 (ring format
- * 1.4: 1/64 of the capacity); it tries the lock once 128 are staged and
- * waits only when all 256 are. With the lock
- * free, the 129th record finds 128 staged and moves them. Then another
- * process holds the lock: 255 more calls each return 0 at once (no timeout,
- * nothing dropped, nothing moved), and only the next, with the block full,
- * waits (and, the lock held past the handle's 20 ms, is dropped and
- * counted). Once the lock is free, every staged record reaches the ring.
+ * A producer never waits on a busy lock while its block or its spare has
+ * room. A thread tries the lock once half its block is staged; with the
+ * lock free, the record after that half finds it staged and moves it.
+ * Then another process holds the lock: the calls that fill the block
+ * return 0 at once (no timeout, nothing dropped, nothing moved); the next
+ * finds the block full and the lock busy, and goes on in a spare block,
+ * as do the calls after it until the spare is full too; only then does a
+ * call wait (and, the lock held past the handle's 20 ms, its record is
+ * dropped and counted). Once the lock is free, every staged record
+ * reaches the ring, in order.
  */
-static void test_busy_lock_never_waited_on_below_full(void **state)
+static void test_busy_lock_never_waited_on_before_the_spare_is_full(void **state)
 {
 	const char *name = test_ring_name("busy");
 	const struct shmtrace_ring_config cfg = { .capacity = 16384 };
@@ -230,13 +233,15 @@ static void test_busy_lock_never_waited_on_below_full(void **state)
 
 	assert_int_equal(write(go[1], "g", 1), 1);
 	assert_int_equal(read(held[0], &c, 1), 1);
-	for (; ts < half + block; ts++)
+	for (; ts < half + 2 * block; ts++)
 		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
 	assert_int_equal(shmtrace_stats(t, &st), 0);
 	assert_int_equal(st.lock_timeouts, 0);
 	assert_int_equal(st.dropped, 0);
-	assert_int_equal(st.head, half);	/* all staged, none moved */
-	/* the block is full: this one waits for the lock, and gives up */
+	/* all staged, none moved: the block handed over to the thread
+	 * itself, a block's worth in head (shmtrace_stats() counts it) */
+	assert_int_equal(st.head, half + block);
+	/* block and spare full: this one waits for the lock, and gives up */
 	assert_int_equal(shmtrace_span(t, 1, 1, 99999, 100000, 0), -ETIMEDOUT);
 	assert_int_equal(shmtrace_stats(t, &st), 0);
 	assert_int_equal(st.lock_timeouts, 1);
@@ -252,7 +257,7 @@ static void test_busy_lock_never_waited_on_below_full(void **state)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_int_equal(shmtrace_flush(t), 0);
 	ring_dump(name, &d);
-	assert_int_equal(d.n, half + block);
+	assert_int_equal(d.n, half + 2 * block);
 	for (size_t i = 0; i < d.n; i++)
 		assert_int_equal(d.recs[i].ts, i);
 	free(d.recs);
@@ -289,6 +294,103 @@ static pid_t hold_lock(const char *name, int held, int release, bool stop)
 		_exit(0);
 	}
 	return pid;
+}
+
+/* A thread that stages SPARE_SPANS spans through g_spare_t while the lock
+ * is held (its block fills, it goes on in a spare), says so on
+ * g_spare_fd[1], and exits once a byte comes on g_spare_fd[0]'s pair. */
+static shmtrace_t *g_spare_t;
+static int g_staged[2], g_exit[2];
+static uint64_t g_spare_spans;
+
+static void *spare_thread(void *arg)
+{
+	char c;
+
+	(void)arg;
+	for (uint64_t i = 0; i < g_spare_spans; i++)
+		assert_int_equal(shmtrace_span(g_spare_t, 1, 1, i, i + 1, 0), 0);
+	assert_int_equal(write(g_staged[1], "s", 1), 1);
+	assert_int_equal(read(g_exit[0], &c, 1), 1);
+	return NULL;
+}
+
+/* How many of ring name's blocks are full (handed over, not flushed). */
+static uint32_t full_blocks(const char *name)
+{
+	struct shmt_view v;
+	char err[256];
+	uint32_t n = 0;
+
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	for (uint32_t i = 0; i < v.nblocks; i++)
+		n += load_relaxed(&shmt_block_at(&v, i)->state) == SHMT_BLOCK_FULL;
+	shmt_view_close(&v);
+	return n;
+}
+
+/*
+ * No collector, the lock held: two threads each fill their block and go
+ * on in a spare (two blocks full). Once the lock is free, the thread that
+ * exits, and then the handle's close, flush each thread's full block
+ * before the block it went on in: every record in the ring, each
+ * thread's in the order written, no block left full.
+ */
+static void test_spare_flushed_before_its_successor_at_exit_and_close(void **state)
+{
+	const char *name = test_ring_name("spare");
+	const struct shmtrace_ring_config cfg = { .capacity = 16384 };
+	const uint64_t block = shmt_block_records_for(cfg.capacity, SHMT_RING_MINOR);
+	int held[2], release[2], status;
+	struct ring_dump d;
+	uint64_t last[2] = { 0, 0 };
+	uint32_t tids[2] = { 0, 0 };
+	pthread_t th;
+	pid_t pid;
+	char c;
+
+	(void)state;
+	g_spare_spans = block + 10;
+	assert_int_equal(shmtrace_ring_create(name, &cfg), 0);
+	assert_int_equal(pipe(held), 0);
+	assert_int_equal(pipe(release), 0);
+	assert_int_equal(pipe(g_staged), 0);
+	assert_int_equal(pipe(g_exit), 0);
+	assert_int_equal(shmtrace_open(name, &g_spare_t), 0);
+	pid = hold_lock(name, held[1], release[0], false);
+	assert_int_equal(read(held[0], &c, 1), 1);
+	assert_int_equal(pthread_create(&th, NULL, spare_thread, NULL), 0);
+	assert_int_equal(read(g_staged[0], &c, 1), 1);
+	for (uint64_t i = 0; i < g_spare_spans; i++)
+		assert_int_equal(shmtrace_span(g_spare_t, 1, 1, i, i + 1, 0), 0);
+	assert_int_equal(full_blocks(name), 2);
+
+	assert_int_equal(write(release[1], "r", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(write(g_exit[1], "x", 1), 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(full_blocks(name), 1);
+	shmtrace_close(g_spare_t);
+	assert_int_equal(full_blocks(name), 0);
+
+	ring_dump(name, &d);
+	assert_int_equal(d.n, 2 * g_spare_spans);
+	for (size_t i = 0; i < d.n; i++) {
+		int k = tids[0] == 0 || d.recs[i].tid == tids[0] ? 0 : 1;
+
+		tids[k] = d.recs[i].tid;
+		assert_true(d.recs[i].ts >= last[k]);
+		last[k] = d.recs[i].ts;
+	}
+	assert_true(tids[1] != 0);
+	free(d.recs);
+	for (int i = 0; i < 2; i++) {
+		close(held[i]);
+		close(release[i]);
+		close(g_staged[i]);
+		close(g_exit[i]);
+	}
+	shmtrace_ring_unlink(name);
 }
 
 static int g_slices, g_release_fd;
@@ -333,10 +435,11 @@ static void test_stopped_holder_given_up_on_asleep_one_waited_for(void **state)
 	assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
 	ts++;
 
-	/* asleep in the lock: waited for past two slices, then had */
+	/* asleep in the lock: once block and spare are full, waited for
+	 * past two slices, then had */
 	pid = hold_lock(name, held[1], release[0], false);
 	assert_int_equal(read(held[0], &c, 1), 1);
-	for (uint64_t i = 1; i < block; i++, ts++)
+	for (uint64_t i = 1; i < 2 * block; i++, ts++)
 		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
 	g_release_fd = release[1];
 	shmt_test_hook = slice_hook;
@@ -355,8 +458,9 @@ static void test_stopped_holder_given_up_on_asleep_one_waited_for(void **state)
 	assert_int_equal(read(held[0], &c, 1), 1);
 	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
 	assert_true(WIFSTOPPED(status));
-	/* the record of the call that waited is staged: the block full again */
-	for (uint64_t i = 1; i < block; i++, ts++)
+	/* the record of the call that waited is staged: block and a new
+	 * spare full again */
+	for (uint64_t i = 1; i < 2 * block; i++, ts++)
 		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
 	assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), -ETIMEDOUT);
 	alarm(0);
@@ -409,7 +513,8 @@ int main(void)
 		cmocka_unit_test(test_kill_at_intern),
 		cmocka_unit_test(test_kill_at_name_slot),
 		cmocka_unit_test(test_unmarked_dead_owner_is_bounded),
-		cmocka_unit_test(test_busy_lock_never_waited_on_below_full),
+		cmocka_unit_test(test_busy_lock_never_waited_on_before_the_spare_is_full),
+		cmocka_unit_test(test_spare_flushed_before_its_successor_at_exit_and_close),
 		cmocka_unit_test(test_stopped_holder_given_up_on_asleep_one_waited_for),
 		cmocka_unit_test(test_lock_timeout_from_env),
 	};

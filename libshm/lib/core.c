@@ -8,6 +8,7 @@
  * each other.
  */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "core.h"
 
@@ -33,7 +34,7 @@ uint64_t shmt_next_att_id(void)
 /* Takes the ring lock for a producer: bounded, and after a timeout only
  * tries for a while, so a wedged lock costs each call microseconds, not
  * the lock timeout. */
-int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a)
+int shmt_producer_lock(struct shmt_att *a, uint64_t wait_ns)
 {
 	uint64_t wedged = load_relaxed(&a->wedged_until);
 	int ret;
@@ -44,12 +45,23 @@ int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a)
 			fetch_add(&a->v.h->lock_timeouts.v, 1);
 		return ret;
 	}
-	ret = shmt_lock(&a->v, t->lock_timeout_ns);
+	ret = shmt_lock(&a->v, wait_ns);
 	if (ret == -ETIMEDOUT)
 		store_relaxed(&a->wedged_until, shmt_mono_ns() + WEDGE_NS);
 	else if (ret == 0 && wedged)
 		store_relaxed(&a->wedged_until, 0);
 	return ret;
+}
+
+uint32_t shmt_own_full(const struct shmt_view *v, bool all, struct shmt_full **order)
+{
+	const struct shmt_owner o = { .pid = shmt_pid, .tid = all ? 0 : shmt_my_tid(), .start_time = shmt_start };
+
+	*order = NULL;
+	if (v->minor < SHMT_MINOR_HANDOFF || !load_relaxed(&v->h->full_blocks.v))
+		return 0;
+	*order = malloc(v->nblocks * sizeof(**order));
+	return *order ? shmt_full_blocks(v, &o, *order) : 0;
 }
 
 /* Hands the block over (a collector drains a ring of minor 10), or
@@ -61,12 +73,26 @@ void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *
 		/* the collector flushes it after the thread's full blocks */
 		shmt_claimed_set(a, s->idx, false);
 		shmt_block_leave(&a->v, s->idx);
-	} else if (shmt_producer_lock(t, a) == 0) {
-		shmt_flush_block_locked(&a->v, s->idx);
-		store_release(&s->b->state, SHMT_BLOCK_FREE);
-		shmt_claimed_set(a, s->idx, false);
-		shmt_unlock(&a->v);
-		shmt_wake_collector(&a->v);
+	} else {
+		/* the blocks it handed over itself (a spare) go first */
+		struct shmt_full *order;
+		uint32_t n = shmt_own_full(&a->v, false, &order), left = 0;
+
+		if (shmt_producer_lock(a, t->lock_timeout_ns) == 0) {
+			if (n)
+				shmt_flush_full_locked(&a->v, order, n, UINT64_MAX, &left);
+			if (left) {
+				/* no room for those: this one waits after them */
+				shmt_block_leave(&a->v, s->idx);
+			} else {
+				shmt_flush_block_locked(&a->v, s->idx);
+				store_release(&s->b->state, SHMT_BLOCK_FREE);
+			}
+			shmt_claimed_set(a, s->idx, false);
+			shmt_unlock(&a->v);
+			shmt_wake_collector(&a->v);
+		}
+		free(order);
 	}
 	/* on a lock timeout the block stays owned: the collector adopts it
 	 * once it sees its owner dead */

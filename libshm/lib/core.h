@@ -24,7 +24,10 @@
 
 #define SHMT_TLS_SLOTS		4	/* rings a thread writes to without a lookup */
 #define SHMT_MAX_HANDLES	64	/* live handles per process */
-#define SHMT_LOCK_TIMEOUT_NS	(100ull * 1000 * 1000)	/* a flush waits at most this */
+#define SHMT_LOCK_TIMEOUT_NS	(100ull * 1000 * 1000)	/* interning, naming, closing wait at most this */
+/* a span call whose block and spare block are both full waits at most
+ * this for a busy lock, then drops and counts (stage.c) */
+#define SHMT_FULL_WAIT_NS	(2ull * 1000 * 1000)
 
 /*
  * One mapping of a ring by a handle. A handle writes into its current
@@ -58,6 +61,7 @@ struct shmtrace {
 	pthread_mutex_t local;		/* guards the intern cache and attaching */
 	struct intern_cache *cache;	/* string -> handle id */
 	uint64_t lock_timeout_ns;
+	uint64_t full_wait_ns;		/* a span call's wait (SHMT_FULL_WAIT_NS) */
 	uint64_t last_look_ns;		/* when it last looked at the name */
 	uint64_t retired_calls;		/* calls since then, its ring retired */
 	uint64_t retired_seen;		/* id of the attachment last seen retired */
@@ -91,6 +95,7 @@ struct shmt_tls_slot {
 	uint64_t soft;			/* <= limit: time to try a flush */
 	uint32_t mask;			/* the ring's block_records - 1 */
 	bool unnamed;			/* its name slot not appended yet (stage.c) */
+	bool spare;			/* a block of its own handed over, not yet flushed (stage.c) */
 };
 
 /* the calling thread's slots, slot 0 the one the hot path (emit.c) checks */
@@ -151,8 +156,14 @@ static inline void shmt_slot_name_lost(struct shmt_att *a, struct shmt_tls_slot 
 
 /* A new attachment id, never reused. */
 uint64_t shmt_next_att_id(void);
-/* Takes the ring lock for a producer, bounded (see core.c). */
-int shmt_producer_lock(shmtrace_t *t, struct shmt_att *a);
+/* Takes the ring lock for a producer, waiting at most wait_ns (see
+ * core.c): t->lock_timeout_ns, or a span call's t->full_wait_ns. */
+int shmt_producer_lock(struct shmt_att *a, uint64_t wait_ns);
+/* The blocks the calling thread (all: any thread of this
+ * process) handed over and nobody flushed yet, oldest claim first, in a
+ * new array *order that the caller frees (NULL: none); how many. Read
+ * before taking the lock, to flush under it before the thread's own. */
+uint32_t shmt_own_full(const struct shmt_view *v, bool all, struct shmt_full **order);
 /* Gives slot s's block back (its records into the ring, the block freed)
  * and forgets the slot. */
 void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s);

@@ -542,7 +542,7 @@ SHMT_API int shmtrace_flush(shmtrace_t *t)
 		return -ENOENT;
 	for (int i = 0; i < SHMT_TLS_SLOTS; i++)
 		if (shmt_slot_is(&shmt_tls[i], a)) {
-			int ret = shmt_flush_slot(t, a, &shmt_tls[i], false);
+			int ret = shmt_flush_slot(t, a, &shmt_tls[i], t->lock_timeout_ns);
 
 			return ret == -ENOBUFS ? -ENOSPC : ret;
 		}

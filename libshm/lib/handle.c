@@ -16,19 +16,23 @@
  * (0: only try the lock); anything else (a sign, a unit, a number that
  * would overflow the nanoseconds) leaves the default. */
 #define LOCK_TIMEOUT_MS_MAX 60000ull
-static uint64_t lock_timeout_from_env(void)
+/* SHMTRACE_LOCK_TIMEOUT_MS, whole milliseconds up to a minute, sets every
+ * wait of t's for the lock; unset or garbage, the defaults (core.h). */
+static void lock_timeouts_from_env(shmtrace_t *t)
 {
 	const char *ms = getenv("SHMTRACE_LOCK_TIMEOUT_MS");
 	unsigned long long v;
 	char *end;
 
+	t->lock_timeout_ns = SHMT_LOCK_TIMEOUT_NS;
+	t->full_wait_ns = SHMT_FULL_WAIT_NS;
 	if (!ms || *ms < '0' || *ms > '9')
-		return SHMT_LOCK_TIMEOUT_NS;
+		return;
 	errno = 0;
 	v = strtoull(ms, &end, 10);
 	if (errno || *end || v > LOCK_TIMEOUT_MS_MAX)
-		return SHMT_LOCK_TIMEOUT_NS;
-	return v * 1000000ull;
+		return;
+	t->lock_timeout_ns = t->full_wait_ns = v * 1000000ull;
 }
 
 static int handle_open(const char *name, bool wait, shmtrace_t **out)
@@ -47,7 +51,7 @@ static int handle_open(const char *name, bool wait, shmtrace_t **out)
 		return -ENOMEM;
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	pthread_mutex_init(&t->local, NULL);
-	t->lock_timeout_ns = lock_timeout_from_env();
+	lock_timeouts_from_env(t);
 	t->attach_attempts = 1;
 	ret = shmt_att_open(t, &t->cur);
 	if (ret < 0 && !(wait && ret == -ENOENT)) {
@@ -92,8 +96,14 @@ static void att_close(shmtrace_t *t, struct shmt_att *a)
 	 * other handles of this process (other threads, other libraries) are
 	 * still being written */
 	bool handoff = shmt_handoff_on(v);
+	/* copying: the blocks this process's threads handed over themselves
+	 * (spares) first, in order */
+	struct shmt_full *order = NULL;
+	uint32_t nfull = handoff ? 0 : shmt_own_full(v, true, &order), left = 0;
 
-	if (handoff || shmt_producer_lock(t, a) == 0) {
+	if (handoff || shmt_producer_lock(a, t->lock_timeout_ns) == 0) {
+		if (nfull)
+			shmt_flush_full_locked(v, order, nfull, UINT64_MAX, &left);
 		for (uint32_t i = 0; i < v->nblocks; i++) {
 			struct shmt_block *b = shmt_block_at(v, i);
 
@@ -102,7 +112,7 @@ static void att_close(shmtrace_t *t, struct shmt_att *a)
 				continue;
 			/* handed over: the collector flushes it after the full
 			 * blocks before it */
-			if (handoff) {
+			if (handoff || left) {
 				shmt_block_leave(v, i);
 			} else {
 				shmt_flush_block_locked(v, i);
@@ -114,6 +124,7 @@ static void att_close(shmtrace_t *t, struct shmt_att *a)
 			shmt_unlock(v);
 		shmt_wake_collector(v);
 	}
+	free(order);
 	for (int i = 0; i < SHMT_TLS_SLOTS; i++) {
 		if (shmt_tls[i].id != a->id)
 			continue;

@@ -41,7 +41,7 @@ SHMT_API uint32_t shmtrace_intern(shmtrace_t *t, const char *s)
 	}
 	/* the ring lock is taken with the local one held: lock order is
 	 * always local, then ring */
-	id = shmt_producer_lock(t, a);
+	id = shmt_producer_lock(a, t->lock_timeout_ns);
 	if (id == 0) {
 		id = shmt_intern_locked(&a->v, s, len);
 		shmt_unlock(&a->v);

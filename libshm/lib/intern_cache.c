@@ -115,7 +115,7 @@ int shmt_intern_remap(shmtrace_t *t, struct shmt_att *a)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < SHMT_HANDLE_IDS; i++)
 		a->remap[i] = (uint16_t)i;
-	ret = shmt_producer_lock(t, a);
+	ret = shmt_producer_lock(a, t->lock_timeout_ns);
 	if (ret < 0)
 		return ret;
 	for (uint32_t i = 0; c && i < c->nbuckets; i++) {

@@ -143,7 +143,7 @@ void shmt_thread_name(char *buf)
  * lock waited for as a producer waits. */
 static int append_name_to(shmtrace_t *t, struct shmt_att *a, const char *tname)
 {
-	int ret = shmt_producer_lock(t, a);
+	int ret = shmt_producer_lock(a, t->lock_timeout_ns);
 
 	if (ret < 0)
 		return ret;

@@ -77,10 +77,10 @@ void shmt_name_at_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slo
 /* stage.c: finds or makes the calling thread's slot for a (NULL: no block,
  * and r[0..n) were written under the lock instead, *ret saying how); makes
  * room for n more records; flushes the slot's block, waiting for the lock
- * or (try) only trying it. */
+ * at most wait_ns (0: only trying it). */
 struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 				     const struct shmt_record *r, unsigned n, int *ret);
 int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, unsigned n);
-int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, bool try);
+int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, uint64_t wait_ns);
 
 #endif /* SHMTRACE_PRODUCER_H */

@@ -248,6 +248,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 			shmt_claimed_set(a, (uint32_t)idx, true);
 			s->id = a->id;
 			s->gen = shmt_fork_gen;
+			s->spare = false;
 			slot_set(s, a, (uint32_t)idx);
 			name_try(a, s);
 			set_marks(s, shmt_handoff_on(&a->v));
@@ -263,7 +264,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 		if (dead)
 			shmt_find_dead_blocks(&a->v, dead);
 	}
-	if (shmt_producer_lock(t, a) < 0) {
+	if (shmt_producer_lock(a, t->full_wait_ns) < 0) {
 		/* -EBUSY from a wedged lock's try is a timeout too */
 		free(dead);
 		if (n) {
@@ -288,6 +289,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 	s->id = a->id;
 	s->gen = shmt_fork_gen;
 	s->unnamed = false;
+	s->spare = false;
 	slot_set(s, a, (uint32_t)idx);
 	set_marks(s, shmt_handoff_on(&a->v));
 	shmt_thread_watch();
@@ -296,35 +298,27 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 }
 
 /*
- * Flushes the slot's block into the ring, waiting for the lock or (try)
- * only trying it. The blocks this thread handed over and the collector
- * has not flushed yet go first, oldest claim first (handoff.c), so that
- * none of its records pass its older ones; when the ring has no room for
- * all of those, the slot's own are left staged. Returns 0, -ENOSPC if the ring was full and some of
- * the block's records were dropped (and counted), -ENOBUFS if the ring
+ * Flushes the slot's block into the ring, waiting for the lock at most
+ * wait_ns (0: only trying it). The blocks this thread handed over and
+ * nobody has flushed yet go first, oldest claim first (handoff.c), so
+ * that none of its records pass its older ones; other threads' wait for
+ * the collector. When the ring has no room for all of those, the slot's
+ * own are left staged. Returns 0, -ENOSPC if the ring was full and some
+ * of the block's records were dropped (and counted), -ENOBUFS if the ring
  * had no room for the blocks before them (nothing of the slot's moved),
  * or another -errno (nothing moved; -EBUSY: the try failed). Then, if it
  * is time, looks whether the ring's name now refers to another segment
  * (the next record goes there).
  */
-int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, bool try)
+int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, uint64_t wait_ns)
 {
 	struct shmt_view *v = &a->v;
-	struct shmt_full *order = NULL;
-	uint32_t n = 0, left = 0;
+	struct shmt_full *order;
+	uint32_t n = shmt_own_full(v, false, &order), left = 0;
 	uint64_t pending, done;
 	int ret;
 
-	/* this thread's own handed-over blocks, read (and sorted) before the
-	 * lock, not under it: only they must reach the ring before the
-	 * slot's records; other threads' wait for the collector */
-	if (v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&v->h->full_blocks.v)) {
-		const struct shmt_owner o = me(shmt_my_tid());
-
-		order = malloc(v->nblocks * sizeof(*order));
-		n = order ? shmt_full_blocks(v, &o, order) : 0;
-	}
-	ret = try ? shmt_lock(v, 0) : shmt_producer_lock(t, a);
+	ret = wait_ns ? shmt_producer_lock(a, wait_ns) : shmt_lock(v, 0);
 	if (ret < 0) {
 		free(order);
 		return ret;
@@ -336,11 +330,41 @@ int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, 
 	done = left ? 0 : shmt_flush_block_locked(v, s->idx);
 	shmt_unlock(v);
 	shmt_wake_collector(v);
+	if (!left)
+		s->spare = false;
 	set_marks(s, shmt_handoff_on(v));
 	shmt_attach_current(t);
 	if (left)
 		return -ENOBUFS;
 	return pending <= s->mask + 1 && done < pending ? -ENOSPC : 0;
+}
+
+/*
+ * Hands the slot's block over and goes on in a free block (handoff.c), no
+ * lock: while fewer than seven eighths of the blocks wait. An eighth is
+ * kept for threads' first ones, so that a thread whose collector stopped
+ * (or fell far behind) copies, as before, rather than take every free
+ * block. Returns whether it did.
+ */
+static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
+{
+	const struct shmt_owner o = me(shmt_my_tid());
+	int idx;
+
+	if (a->v.minor < SHMT_MINOR_HANDOFF ||
+	    load_relaxed(&a->v.h->full_blocks.v) >= a->v.nblocks - a->v.nblocks / 8)
+		return false;
+	idx = shmt_block_handoff(&a->v, &o, s->idx);
+	if (idx < 0)
+		return false;
+	/* the old block is the collector's (or this thread's next flush's)
+	 * now, not this handle's */
+	shmt_claimed_set(a, s->idx, false);
+	shmt_claimed_set(a, (uint32_t)idx, true);
+	slot_set(s, a, (uint32_t)idx);
+	set_marks(s, shmt_handoff_on(&a->v));
+	shmt_attach_current(t);
+	return true;
 }
 
 /*
@@ -350,7 +374,10 @@ int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, 
  * collector, the block is copied into the ring under the lock, as
  * before: below the full mark the lock is only tried (a busy lock costs
  * this call nothing, the records stay staged and the try comes again
- * FLUSH_RETRY records on).
+ * FLUSH_RETRY records on). A full block whose lock is busy is handed over
+ * to the thread itself: it goes on in a spare block and flushes both, in
+ * order, at its next flush. Only with that spare full too does the call
+ * wait for the lock, at most t->full_wait_ns (2 ms), and then drops.
  * Returns 0 (room made), -ENOSPC (room made, earlier records dropped and
  * counted), -ENOBUFS (no room: the ring is full of older blocks; the
  * caller drops its records and counts them as a full ring's), or
@@ -369,36 +396,26 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 		return 0;	/* the collector flushed us, or the name was tried */
 	if (handoff && w + n < s->limit)
 		return 0;	/* only the name was due */
-	/* an eighth of the blocks is kept for threads' first ones: a thread
-	 * whose collector stopped (or fell far behind) copies, as before,
-	 * rather than take every free block */
-	if (handoff && load_relaxed(&a->v.h->full_blocks.v) < a->v.nblocks - a->v.nblocks / 8) {
-		const struct shmt_owner o = me(shmt_my_tid());
-		int idx = shmt_block_handoff(&a->v, &o, s->idx);
-
-		if (idx >= 0) {
-			/* the old block is the collector's now, not this handle's */
-			shmt_claimed_set(a, s->idx, false);
-			shmt_claimed_set(a, (uint32_t)idx, true);
-			slot_set(s, a, (uint32_t)idx);
-			set_marks(s, handoff);
-			shmt_attach_current(t);
-			return 0;
-		}
-		/* no block free: the copy under the lock, as before */
-	}
+	if (handoff && hand_over(t, a, s))
+		return 0;
 	/* a full block that a discard ring has no room for drops the call's
 	 * records at once (counted): no lock, no wait, while the collector
 	 * catches up */
 	if (handoff && w + n >= s->limit && !shmt_ring_has_room(&a->v, s->b))
 		return -ENOBUFS;
 	if (w + n < s->limit) {
-		ret = shmt_flush_slot(t, a, s, true);
+		ret = shmt_flush_slot(t, a, s, 0);
 		if (ret == 0 || ret == -ENOSPC)
 			return ret;
 		s->soft = w + n + FLUSH_RETRY < s->limit ? w + n + FLUSH_RETRY : s->limit;
 		return 0;
 	}
-	ret = shmt_flush_slot(t, a, s, false);
+	ret = shmt_flush_slot(t, a, s, 0);
+	if (ret == -EBUSY && !s->spare && hand_over(t, a, s)) {
+		s->spare = true;
+		return 0;
+	}
+	if (ret == -EBUSY)
+		ret = shmt_flush_slot(t, a, s, t->full_wait_ns);
 	return ret == 0 || ret == -ENOSPC || ret == -ENOBUFS ? ret : -ETIMEDOUT;
 }

@@ -145,10 +145,11 @@ static int cmp_claim(const void *a, const void *b)
 	return x->no < y->no ? -1 : x->no > y->no;
 }
 
-/* Whether block b's owner words are of's (NULL: anyone's). */
+/* Whether block b's owner words are of's (NULL: anyone's; tid 0: any
+ * thread of its process). */
 static bool owned_by(struct shmt_block *b, const struct shmt_owner *of)
 {
-	return !of || (load_relaxed(&b->pid) == of->pid && load_relaxed(&b->tid) == of->tid &&
+	return !of || (load_relaxed(&b->pid) == of->pid && (!of->tid || load_relaxed(&b->tid) == of->tid) &&
 		       load_relaxed(&b->start_time) == of->start_time);
 }
 

@@ -63,8 +63,9 @@ uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct sh
  * (minor 10, a collector draining).
  * The collector's side: shmt_full_blocks() lists the FULL blocks into
  * order[nblocks], oldest claim first (no lock): all, or those of owner
- * `of` only (a producer about to copy its own block, whose records must
- * not pass those it handed over); shmt_flush_full_locked()
+ * `of` only (tid 0: of any thread of its process; a producer about to
+ * copy its own block, whose records must not pass those it handed over);
+ * shmt_flush_full_locked()
  * flushes them in that order and frees them, at most about `most`
  * records, stopping at the first a discard ring has no room for yet, or
  * that is full again in a later life than listed, and says in *left how
