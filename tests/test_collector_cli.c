@@ -2,8 +2,11 @@
 /*
  * test_collector_cli.c - shmtrace-collector's command line: bad options,
  * a missing ring, a ring of another version and an output it cannot write
- * each exit with a code and a message that says what is wrong.
+ * each exit with a code and a message that says what is wrong; the nice
+ * value it runs at.
  */
+#include <sys/resource.h>
+
 #include "collector_run.h"
 
 /* Runs the collector with args; returns its exit code and stderr's first line. */
@@ -54,6 +57,10 @@ static void test_bad_command_lines_exit_with_a_reason(void **state)
 				 "--capacity"), 2);
 	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", NULL), 1);
 	assert_non_null(strstr(line, "no ring named"));
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", "--nice"), 2);
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", "--nice=20"), 2);
+	assert_non_null(strstr(line, "-20 to 19"));
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", "--nice=-3x"), 2);
 	/* a ring of another version */
 	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
 	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
@@ -73,10 +80,57 @@ static void test_bad_command_lines_exit_with_a_reason(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* The nice value of process pid (/proc/PID/stat, field 19). */
+static int nice_of(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	int nice = 99;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	/* after the command's ")": state is field 3, nice field 19 */
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %d",
+				&nice), 1);
+	return nice;
+}
+
+/*
+ * The collector runs at nice -10 where it may lower its nice value (this
+ * test as root: CAP_SYS_NICE), else as started; --nice N sets N, which
+ * anyone may when N is above the nice value it was started at.
+ */
+static void test_collector_runs_at_its_nice_value(void **state)
+{
+	const char *ring = test_ring_name("nice");
+	const char *out = "/tmp/shmt-nice.cap";
+	const char *const five[] = { "--nice", "5", NULL };
+	int mine = getpriority(PRIO_PROCESS, 0);
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	pid = start_collector_args(ring, out, 0, NULL, NULL);
+	/* started at another nice value than 0, it keeps that one */
+	assert_int_equal(nice_of(pid), mine != 0 ? mine : geteuid() == 0 ? -10 : 0);
+	assert_clean_exit(stop(pid, SIGTERM));
+	pid = start_collector_args(ring, out, 0, NULL, five);
+	assert_int_equal(nice_of(pid), 5);
+	assert_clean_exit(stop(pid, SIGTERM));
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_command_lines_exit_with_a_reason),
+		cmocka_unit_test(test_collector_runs_at_its_nice_value),
 	};
 
 	if (collector_bin_init() < 0)

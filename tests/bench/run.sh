@@ -162,7 +162,17 @@ lt_start() {
 	SESSIONS+=("$s") &&
 	lttng enable-channel -u -s "$s" ch --subbuf-size=4M --num-subbuf=8 >/dev/null &&
 	lttng enable-event -u -s "$s" -c ch 'shmtbench:*' >/dev/null &&
-	lttng start "$s" >/dev/null
+	lttng start "$s" >/dev/null &&
+	lt_nice
+}
+# the consumer daemon's threads (nice is per thread) at the nice value
+# shmtrace-collector takes by default: both drains at the same priority
+lt_nice() {
+	local p t
+	for p in $(pgrep -x lttng-consumerd); do
+		for t in /proc/"$p"/task/*; do renice -n -10 -p "${t##*/}" >/dev/null 2>&1; done
+	done
+	return 0
 }
 # lt_stop NAME: stops (waits for the data), records discards and size
 lt_stop() {
@@ -241,7 +251,7 @@ say "              and none: spans/s and CPU per M spans; and the collector's dr
 say "              with --otlp-endpoint (its stream reading beside it, on the same 2 cores) and without, in pairs,"
 say "              from the collector's --ready-fd"
 say "  ring: $RING_CAP records x 40 bytes (40 MiB), discard mode; drainer: $DRAINER_NOTE"
-say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed); each two-proc run starts once the warm-up is written out (lttng stop/start)"
+say "  LTTng-UST: own provider, payload ts/dur/flow u64 + name/cat/kind u32, per-uid buffers, 1 channel 8 x 4 MiB sub-buffers, consumer writing to $LT_OUT (disk-backed), its threads at nice -10 as shmtrace-collector; each two-proc run starts once the warm-up is written out (lttng stop/start)"
 [ -n "$LT_WHY" ] && say "  LTTng-UST CANNOT RUN: $LT_WHY; shmtrace's own figures follow"
 say ""
 
