@@ -74,20 +74,16 @@ void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *
 		shmt_claimed_set(a, s->idx, false);
 		shmt_block_leave(&a->v, s->idx);
 	} else {
-		/* the blocks it handed over itself (a spare) go first */
+		/* the blocks it handed over itself (a spare) go first; what
+		 * the ring has no room for is dropped and counted */
 		struct shmt_full *order;
 		uint32_t n = shmt_own_full(&a->v, false, &order), left = 0;
 
 		if (shmt_producer_lock(a, t->lock_timeout_ns) == 0) {
 			if (n)
-				shmt_flush_full_locked(&a->v, order, n, UINT64_MAX, &left);
-			if (left) {
-				/* no room for those: this one waits after them */
-				shmt_block_leave(&a->v, s->idx);
-			} else {
-				shmt_flush_block_locked(&a->v, s->idx);
-				store_release(&s->b->state, SHMT_BLOCK_FREE);
-			}
+				shmt_flush_full_locked(&a->v, order, n, UINT64_MAX, false, &left);
+			shmt_flush_block_locked(&a->v, s->idx);
+			store_release(&s->b->state, SHMT_BLOCK_FREE);
 			shmt_claimed_set(a, s->idx, false);
 			shmt_unlock(&a->v);
 			shmt_wake_collector(&a->v);

@@ -97,13 +97,14 @@ static void att_close(shmtrace_t *t, struct shmt_att *a)
 	 * still being written */
 	bool handoff = shmt_handoff_on(v);
 	/* copying: the blocks this process's threads handed over themselves
-	 * (spares) first, in order */
+	 * (spares) first, in order; what the ring has no room for is dropped
+	 * and counted */
 	struct shmt_full *order = NULL;
 	uint32_t nfull = handoff ? 0 : shmt_own_full(v, true, &order), left = 0;
 
 	if (handoff || shmt_producer_lock(a, t->lock_timeout_ns) == 0) {
 		if (nfull)
-			shmt_flush_full_locked(v, order, nfull, UINT64_MAX, &left);
+			shmt_flush_full_locked(v, order, nfull, UINT64_MAX, false, &left);
 		for (uint32_t i = 0; i < v->nblocks; i++) {
 			struct shmt_block *b = shmt_block_at(v, i);
 
@@ -113,6 +114,8 @@ static void att_close(shmtrace_t *t, struct shmt_att *a)
 			/* handed over: the collector flushes it after the full
 			 * blocks before it */
 			if (handoff || left) {
+				/* (left: a block listed full was freed and full
+				 * again meanwhile; the collector orders them) */
 				shmt_block_leave(v, i);
 			} else {
 				shmt_flush_block_locked(v, i);

@@ -324,7 +324,7 @@ int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, 
 		return ret;
 	}
 	if (n)
-		shmt_flush_full_locked(v, order, n, UINT64_MAX, &left);
+		shmt_flush_full_locked(v, order, n, UINT64_MAX, true, &left);
 	free(order);
 	pending = s->written - load_relaxed(&s->b->taken);
 	done = left ? 0 : shmt_flush_block_locked(v, s->idx);

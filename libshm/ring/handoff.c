@@ -169,7 +169,7 @@ uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of
 }
 
 uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *order, uint32_t n,
-				uint64_t most, uint32_t *left)
+				uint64_t most, bool keep, uint32_t *left)
 {
 	uint64_t done = 0;
 	uint32_t k;
@@ -188,8 +188,10 @@ uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *ord
 		/* pairs with the owner's release store of the state */
 		pending = load_acquire(&b->written) - load_relaxed(&b->taken);
 		/* a discard ring takes a block only whole, so that the pool
-		 * keeps what the ring has no room for yet, in order */
-		if (done + pending > most || !shmt_ring_has_room(v, b))
+		 * keeps what the ring has no room for yet, in order (unless
+		 * the flush is the blocks' last: then what does not fit is
+		 * dropped and counted) */
+		if (done + pending > most || (keep && !shmt_ring_has_room(v, b)))
 			break;
 		done += shmt_flush_block_locked(v, order[k].i);
 		store_release(&b->state, SHMT_BLOCK_FREE);

@@ -67,9 +67,10 @@ uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct sh
  * copy its own block, whose records must not pass those it handed over);
  * shmt_flush_full_locked()
  * flushes them in that order and frees them, at most about `most`
- * records, stopping at the first a discard ring has no room for yet, or
- * that is full again in a later life than listed, and says in *left how
- * many it did not reach; shmt_reap_claims() frees the
+ * records, stopping at the first a discard ring has no room for yet
+ * (with keep; without, a thread's last flush, what does not fit is
+ * dropped and counted), or that is full again in a later life than
+ * listed, and says in *left how many it did not reach; shmt_reap_claims() frees the
  * blocks whose claimer died before it owned them (no lock).
  */
 int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t from);
@@ -82,7 +83,7 @@ struct shmt_full {
 };
 uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of, struct shmt_full *order);
 uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *order, uint32_t n,
-				uint64_t most, uint32_t *left);
+				uint64_t most, bool keep, uint32_t *left);
 uint32_t shmt_reap_claims(struct shmt_view *v);
 /* Whether block b's pending records fit the ring now (always, but in a
  * discard ring): a flush that need not drop waits until they do. */
