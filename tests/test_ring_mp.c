@@ -477,6 +477,56 @@ static void test_stopped_holder_given_up_on_asleep_one_waited_for(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/*
+ * A span call's short wait timing out (block and spare full, the lock
+ * held by a process asleep in it) makes the handle only try the lock for
+ * waits as short, not for longer ones: shmtrace_flush() after it still
+ * waits (slices go by), gets the lock once the holder lets go, and moves
+ * every staged record.
+ */
+static void test_short_timeout_leaves_long_waits_waiting(void **state)
+{
+	const char *name = test_ring_name("shortwait");
+	const struct shmtrace_ring_config cfg = { .capacity = 16384 };
+	const uint64_t block = shmt_block_records_for(cfg.capacity, SHMT_RING_MINOR);
+	int held[2], release[2], status;
+	struct shmtrace_stats st;
+	shmtrace_t *t;
+	uint64_t ts = 0;
+	char c;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, &cfg), 0);
+	assert_int_equal(pipe(held), 0);
+	assert_int_equal(pipe(release), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	alarm(30);
+	pid = hold_lock(name, held[1], release[0], false);
+	assert_int_equal(read(held[0], &c, 1), 1);
+	for (; ts < 2 * block; ts++)
+		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
+	assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), -ETIMEDOUT);
+
+	g_slices = 0;
+	g_release_fd = release[1];
+	shmt_test_hook = slice_hook;
+	assert_int_equal(shmtrace_flush(t), 0);
+	shmt_test_hook = NULL;
+	alarm(0);
+	assert_int_equal(g_slices, 2);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(st.head, 2 * block);
+	assert_int_equal(st.lock_timeouts, 1);
+	shmtrace_close(t);
+	for (int i = 0; i < 2; i++) {
+		close(held[i]);
+		close(release[i]);
+	}
+	shmtrace_ring_unlink(name);
+}
+
 /* SHMTRACE_LOCK_TIMEOUT_MS: whole milliseconds up to a minute; garbage,
  * a sign, a unit or a number whose nanoseconds overflow keep the default
  * (an overflow used to wrap to a timeout of almost nothing). */
@@ -516,6 +566,7 @@ int main(void)
 		cmocka_unit_test(test_busy_lock_never_waited_on_before_the_spare_is_full),
 		cmocka_unit_test(test_spare_flushed_before_its_successor_at_exit_and_close),
 		cmocka_unit_test(test_stopped_holder_given_up_on_asleep_one_waited_for),
+		cmocka_unit_test(test_short_timeout_leaves_long_waits_waiting),
 		cmocka_unit_test(test_lock_timeout_from_env),
 	};
 

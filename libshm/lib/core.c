@@ -33,23 +33,27 @@ uint64_t shmt_next_att_id(void)
 
 /* Takes the ring lock for a producer: bounded, and after a timeout only
  * tries for a while, so a wedged lock costs each call microseconds, not
- * the lock timeout. */
+ * the wait. Only waits as short as the one that timed out or shorter are
+ * cut to a try: a span call's 2 ms timing out says nothing of a thread's
+ * exit flush, which waits its 100 ms once. */
 int shmt_producer_lock(struct shmt_att *a, uint64_t wait_ns)
 {
 	uint64_t wedged = load_relaxed(&a->wedged_until);
 	int ret;
 
-	if (unlikely(wedged) && shmt_mono_ns() < wedged) {
+	if (unlikely(wedged) && shmt_mono_ns() < wedged && wait_ns <= load_relaxed(&a->wedged_wait)) {
 		ret = shmt_lock(&a->v, 0);
 		if (ret == -EBUSY)
 			fetch_add(&a->v.h->lock_timeouts.v, 1);
 		return ret;
 	}
 	ret = shmt_lock(&a->v, wait_ns);
-	if (ret == -ETIMEDOUT)
+	if (ret == -ETIMEDOUT) {
+		store_relaxed(&a->wedged_wait, wait_ns);
 		store_relaxed(&a->wedged_until, shmt_mono_ns() + WEDGE_NS);
-	else if (ret == 0 && wedged)
+	} else if (ret == 0 && wedged) {
 		store_relaxed(&a->wedged_until, 0);
+	}
 	return ret;
 }
 

@@ -40,6 +40,7 @@ struct shmt_att {
 	struct shmt_view v;
 	uint64_t id;			/* never reused; keys the thread caches */
 	uint64_t wedged_until;		/* after a lock timeout: trylock only */
+	uint64_t wedged_wait;		/* ... for waits no longer than the one that timed out */
 	uint64_t dead_scan_ns;		/* when a thread last read /proc for dead owners' blocks */
 	uint32_t slot_flags;		/* SHMT_THREAD_* for the name slots */
 	/* blocks claimed through this attachment, one bit each (atomic):
