@@ -112,7 +112,7 @@ bool hold_adopt(struct hold *h, bool final)
 	/* a thread's full blocks before what it stages now: in order, a
 	 * pass's worth at a time, so that the lock is held briefly and the
 	 * drain encodes in between */
-	moved = shmt_flush_full_locked(v, h->order, nfull, FLUSH_MOST, true, &h->full_left) != 0;
+	moved = shmt_flush_full_locked(v, h->order, nfull, FLUSH_MOST, SHMT_FLUSH_KEEP, &h->full_left) != 0;
 	if (idle) {
 		moved |= shmt_adopt_blocks_locked(v, !h->full_left, reap ? h->dead : NULL) != 0;
 		h->last_idle_ns = shmt_mono_ns();

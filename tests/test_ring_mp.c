@@ -393,6 +393,72 @@ static void test_spare_flushed_before_its_successor_at_exit_and_close(void **sta
 	shmtrace_ring_unlink(name);
 }
 
+/* A thread that writes one span through g_spare_t (claiming a block),
+ * says so on g_staged, and exits once g_exit is closed. */
+static void *one_span_then_wait(void *arg)
+{
+	char c;
+
+	(void)arg;
+	assert_int_equal(shmtrace_span(g_spare_t, 1, 1, 1, 2, 0), 0);
+	assert_int_equal(write(g_staged[1], "s", 1), 1);
+	assert_int_equal(read(g_exit[0], &c, 1), 0);
+	return NULL;
+}
+
+/*
+ * No collector, 8 blocks: this thread's spare stays full while it idles,
+ * and six other threads hold the other blocks. A new thread finding no
+ * free block flushes the full one into the ring (oldest claim first, as a
+ * collector would) and claims it, rather than write under the lock for
+ * want of a block while a spare nobody will flush holds one.
+ */
+static void test_full_spare_flushed_by_a_thread_without_a_block(void **state)
+{
+	const char *name = test_ring_name("sparefree");
+	const struct shmtrace_ring_config cfg = { .capacity = 4096, .blocks = 8 };
+	const uint64_t block = shmt_block_records_for(cfg.capacity, SHMT_RING_MINOR);
+	int held[2], release[2], status;
+	struct shmtrace_stats st;
+	pthread_t th[7];
+	pid_t pid;
+	char c;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, &cfg), 0);
+	assert_int_equal(pipe(held), 0);
+	assert_int_equal(pipe(release), 0);
+	assert_int_equal(pipe(g_staged), 0);
+	assert_int_equal(pipe(g_exit), 0);
+	assert_int_equal(shmtrace_open(name, &g_spare_t), 0);
+	pid = hold_lock(name, held[1], release[0], false);
+	assert_int_equal(read(held[0], &c, 1), 1);
+	for (uint64_t i = 0; i < block + 1; i++)
+		assert_int_equal(shmtrace_span(g_spare_t, 1, 1, i, i + 1, 0), 0);
+	assert_int_equal(full_blocks(name), 1);
+	assert_int_equal(write(release[1], "r", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	for (int k = 0; k < 7; k++) {
+		assert_int_equal(pthread_create(&th[k], NULL, one_span_then_wait, NULL), 0);
+		assert_int_equal(read(g_staged[0], &c, 1), 1);
+	}
+	/* the seventh found none free: the spare went into the ring */
+	assert_int_equal(full_blocks(name), 0);
+	assert_int_equal(shmtrace_stats(g_spare_t, &st), 0);
+	assert_int_equal(st.head, block);
+	close(g_exit[1]);
+	for (int k = 0; k < 7; k++)
+		assert_int_equal(pthread_join(th[k], NULL), 0);
+	shmtrace_close(g_spare_t);
+	close(g_exit[0]);
+	for (int i = 0; i < 2; i++) {
+		close(held[i]);
+		close(release[i]);
+		close(g_staged[i]);
+	}
+	shmtrace_ring_unlink(name);
+}
+
 static int g_slices, g_release_fd;
 
 /* At the second slice of a wait that went on (the owner not stopped),
@@ -565,6 +631,7 @@ int main(void)
 		cmocka_unit_test(test_unmarked_dead_owner_is_bounded),
 		cmocka_unit_test(test_busy_lock_never_waited_on_before_the_spare_is_full),
 		cmocka_unit_test(test_spare_flushed_before_its_successor_at_exit_and_close),
+		cmocka_unit_test(test_full_spare_flushed_by_a_thread_without_a_block),
 		cmocka_unit_test(test_stopped_holder_given_up_on_asleep_one_waited_for),
 		cmocka_unit_test(test_short_timeout_leaves_long_waits_waiting),
 		cmocka_unit_test(test_lock_timeout_from_env),

@@ -85,7 +85,7 @@ void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *
 
 		if (shmt_producer_lock(a, t->lock_timeout_ns) == 0) {
 			if (n)
-				shmt_flush_full_locked(&a->v, order, n, UINT64_MAX, false, &left);
+				shmt_flush_full_locked(&a->v, order, n, UINT64_MAX, SHMT_FLUSH_OWN, &left);
 			shmt_flush_block_locked(&a->v, s->idx);
 			store_release(&s->b->state, SHMT_BLOCK_FREE);
 			shmt_claimed_set(a, s->idx, false);

@@ -104,7 +104,7 @@ static void att_close(shmtrace_t *t, struct shmt_att *a)
 
 	if (handoff || shmt_producer_lock(a, t->lock_timeout_ns) == 0) {
 		if (nfull)
-			shmt_flush_full_locked(v, order, nfull, UINT64_MAX, false, &left);
+			shmt_flush_full_locked(v, order, nfull, UINT64_MAX, SHMT_FLUSH_OWN, &left);
 		for (uint32_t i = 0; i < v->nblocks; i++) {
 			struct shmt_block *b = shmt_block_at(v, i);
 

@@ -27,6 +27,23 @@ static struct shmt_owner me(uint32_t tid)
 	return (struct shmt_owner){ .pid = shmt_pid, .tid = tid, .start_time = shmt_start };
 }
 
+/* Every full block into the ring, oldest claim first, as a collector
+ * would (what a discard ring has no room for waits). Lock held. */
+static void flush_all_full_locked(struct shmt_view *v)
+{
+	struct shmt_full *order;
+	uint32_t n, left;
+
+	if (v->minor < SHMT_MINOR_HANDOFF || !load_relaxed(&v->h->full_blocks.v))
+		return;
+	order = malloc(v->nblocks * sizeof(*order));
+	if (!order)
+		return;
+	n = shmt_full_blocks(v, NULL, order);
+	shmt_flush_full_locked(v, order, n, UINT64_MAX, SHMT_FLUSH_KEEP, &left);
+	free(order);
+}
+
 /* Claims a free block for the calling thread. Lock held (producers of
  * minor 10 claim without it too: the claim is a compare-and-swap either
  * way). Returns the index, or -ENOSPC. */
@@ -42,8 +59,13 @@ static int claim_block_locked(struct shmt_att *a, uint32_t tid, const struct shm
 			shmt_claimed_set(a, (uint32_t)i, true);
 			return i;
 		}
-		/* none free: empty free blocks still holding records, and
-		 * take back those of threads that died */
+		/* none free: with no collector, full blocks (spares whose
+		 * thread went idle or died) flushed in claim order, which
+		 * also lets the owned blocks claimed after them be adopted;
+		 * empty free blocks still holding records, and take back
+		 * those of threads that died */
+		if (pass == 0 && !shmt_handoff_on(v))
+			flush_all_full_locked(v);
 		shmt_adopt_blocks_locked(v, false, dead);
 	}
 	return -ENOSPC;
@@ -324,7 +346,7 @@ int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, 
 		return ret;
 	}
 	if (n)
-		shmt_flush_full_locked(v, order, n, UINT64_MAX, true, &left);
+		shmt_flush_full_locked(v, order, n, UINT64_MAX, SHMT_FLUSH_KEEP | SHMT_FLUSH_OWN, &left);
 	free(order);
 	pending = s->written - load_relaxed(&s->b->taken);
 	done = left ? 0 : shmt_flush_block_locked(v, s->idx);

@@ -59,10 +59,12 @@ static void own(struct shmt_view *v, uint32_t i, const struct shmt_owner *me,
 		store_relaxed(&b->open_depth, 0);
 	}
 	if (from) {
+		/* counted first: full_blocks is never below the blocks in
+		 * state FULL, so a reader that sees it 0 may skip the look */
+		fetch_add(&v->h->full_blocks.v, 1);
 		/* pairs with the collector's acquire load of the state: the
 		 * records it flushes are the owner's last */
 		store_release(&from->state, SHMT_BLOCK_FULL);
-		fetch_add(&v->h->full_blocks.v, 1);
 		SHMT_HOOK("handoff-full");
 	}
 	/* pairs with the acquire load of readers: the set-up is seen first */
@@ -125,9 +127,10 @@ void shmt_block_leave(struct shmt_view *v, uint32_t idx)
 		store_release(&b->state, SHMT_BLOCK_FREE);
 		return;
 	}
-	/* pairs with the collector's acquire load of the state */
-	store_release(&b->state, SHMT_BLOCK_FULL);
+	/* counted first, as in own(); the state pairs with the collector's
+	 * acquire load */
 	fetch_add(&v->h->full_blocks.v, 1);
+	store_release(&b->state, SHMT_BLOCK_FULL);
 	shmt_wake_collector(v);
 }
 
@@ -160,16 +163,27 @@ uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of
 	for (uint32_t i = 0; i < v->nblocks; i++) {
 		struct shmt_block *b = shmt_block_at(v, i);
 
+		uint64_t no;
+
 		/* pairs with the owner's release store of the state */
-		if (load_acquire(&b->state) == SHMT_BLOCK_FULL && owned_by(b, of))
-			order[n++] = (struct shmt_full){ load_relaxed(&b->claim_no), i };
+		if (load_acquire(&b->state) != SHMT_BLOCK_FULL)
+			continue;
+		no = load_relaxed(&b->claim_no);
+		if (!owned_by(b, of))
+			continue;
+		/* an owner read in one life and a claim in the next would
+		 * list another thread's block as of's: the same life twice */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (of && (load_relaxed(&b->state) != SHMT_BLOCK_FULL || load_relaxed(&b->claim_no) != no))
+			continue;
+		order[n++] = (struct shmt_full){ no, i };
 	}
 	qsort(order, n, sizeof(*order), cmp_claim);
 	return n;
 }
 
 uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *order, uint32_t n,
-				uint64_t most, bool keep, uint32_t *left)
+				uint64_t most, unsigned flags, uint32_t *left)
 {
 	uint64_t done = 0;
 	uint32_t k;
@@ -182,16 +196,20 @@ uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *ord
 			continue;
 		/* full again in a later life since it was listed (freed and
 		 * claimed in between): its order is not the list's, so stop
-		 * here and let the next list place it */
-		if (load_relaxed(&b->claim_no) != order[k].no)
+		 * here and let the next list place it; in a list of one
+		 * owner's blocks it is another thread's now, and skipped */
+		if (load_relaxed(&b->claim_no) != order[k].no) {
+			if (flags & SHMT_FLUSH_OWN)
+				continue;
 			break;
+		}
 		/* pairs with the owner's release store of the state */
 		pending = load_acquire(&b->written) - load_relaxed(&b->taken);
 		/* a discard ring takes a block only whole, so that the pool
 		 * keeps what the ring has no room for yet, in order (unless
 		 * the flush is the blocks' last: then what does not fit is
 		 * dropped and counted) */
-		if (done + pending > most || (keep && !shmt_ring_has_room(v, b)))
+		if (done + pending > most || ((flags & SHMT_FLUSH_KEEP) && !shmt_ring_has_room(v, b)))
 			break;
 		done += shmt_flush_block_locked(v, order[k].i);
 		store_release(&b->state, SHMT_BLOCK_FREE);

@@ -68,9 +68,10 @@ uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct sh
  * shmt_flush_full_locked()
  * flushes them in that order and frees them, at most about `most`
  * records, stopping at the first a discard ring has no room for yet
- * (with keep; without, a thread's last flush, what does not fit is
+ * (SHMT_FLUSH_KEEP; without, a thread's last flush, what does not fit is
  * dropped and counted), or that is full again in a later life than
- * listed, and says in *left how many it did not reach; shmt_reap_claims() frees the
+ * listed (SHMT_FLUSH_OWN, a list of one owner's: skipping it), and says
+ * in *left how many it did not reach; shmt_reap_claims() frees the
  * blocks whose claimer died before it owned them (no lock).
  */
 int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t from);
@@ -82,8 +83,10 @@ struct shmt_full {
 	uint32_t i;		/* the block */
 };
 uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of, struct shmt_full *order);
+#define SHMT_FLUSH_KEEP	1u	/* keep what a discard ring has no room for yet */
+#define SHMT_FLUSH_OWN	2u	/* the list is one owner's (shmt_full_blocks(of)) */
 uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *order, uint32_t n,
-				uint64_t most, bool keep, uint32_t *left);
+				uint64_t most, unsigned flags, uint32_t *left);
 uint32_t shmt_reap_claims(struct shmt_view *v);
 /* Whether block b's pending records fit the ring now (always, but in a
  * discard ring): a flush that need not drop waits until they do. */
