@@ -109,6 +109,7 @@ struct tally {
 	uint64_t max_seq;
 	uint64_t records, dup_seq, bad;
 	uint64_t dropped;	/* dropped, lock_dropped, orphaned: the latest loss frame */
+	uint64_t lock_dropped;	/* of them, lost to the lock's bound */
 	uint64_t torn;		/* the latest loss frame */
 	int clean_ends, cut_ends;
 };
@@ -135,6 +136,8 @@ static inline void read_capture(const char *path, struct tally *t)
 		if (f.type == SHMT_CAP_LOSS &&
 		    f.loss.dropped + f.loss.lock_dropped + f.loss.orphaned > t->dropped)
 			t->dropped = f.loss.dropped + f.loss.lock_dropped + f.loss.orphaned;
+		if (f.type == SHMT_CAP_LOSS && f.loss.lock_dropped > t->lock_dropped)
+			t->lock_dropped = f.loss.lock_dropped;
 		if (f.type == SHMT_CAP_LOSS && f.loss.torn > t->torn)
 			t->torn = f.loss.torn;
 		if (f.type != SHMT_CAP_RECORDS)

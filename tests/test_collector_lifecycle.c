@@ -119,9 +119,13 @@ static void wait_phase(const struct phases *ph, const struct tally *t, uint32_t 
 /*
  * A collector stopped and started again with the same command while
  * producers write, four times: the new one adopts the ring the old one
- * left, so every record is in one of the captures exactly once, none
- * dropped, from the producers that opened the ring and from one writing
+ * left, so every record is in one of the captures exactly once or
+ * counted, from the producers that opened the ring and from one writing
  * through a handle it inherited across fork() and never opened itself.
+ * None is dropped for want of room; while no collector runs, producers
+ * copy under the lock, and one whose block and spare are full while
+ * another holds it past the span call's bound (2 ms) drops its record
+ * and counts it (the sanitizer builds, slower, do).
  */
 static void test_restart_adopts_ring(void **state)
 {
@@ -169,9 +173,7 @@ static void test_restart_adopts_ring(void **state)
 	}
 	check_exactly_once(&t);
 	assert_int_equal(t.records + t.dropped, NPROD * per);
-#if !SHMT_TSAN	/* where a lock can be held long enough to time out */
-	assert_int_equal(t.dropped, 0);
-#endif
+	assert_int_equal(t.dropped, t.lock_dropped);
 	figure_acct("collector restarted under load (4 times; a forked handle)", PHASES,
 		    NPROD * per, t.records, t.dropped, 0, NPROD * per - t.records - t.dropped,
 		    "--create adopts the ring the last collector left");
