@@ -57,15 +57,16 @@ int shmt_producer_lock(struct shmt_att *a, uint64_t wait_ns)
 	return ret;
 }
 
-uint32_t shmt_own_full(const struct shmt_view *v, bool all, struct shmt_full **order)
+uint32_t shmt_full_list(const struct shmt_view *v, enum shmt_whose whose, struct shmt_full **order)
 {
-	const struct shmt_owner o = { .pid = shmt_pid, .tid = all ? 0 : shmt_my_tid(), .start_time = shmt_start };
+	const struct shmt_owner o = { .pid = shmt_pid, .tid = whose == SHMT_FULL_MINE ? shmt_my_tid() : 0,
+				      .start_time = shmt_start };
 
 	*order = NULL;
 	if (v->minor < SHMT_MINOR_HANDOFF || !load_relaxed(&v->h->full_blocks.v))
 		return 0;
 	*order = malloc(v->nblocks * sizeof(**order));
-	return *order ? shmt_full_blocks(v, &o, *order) : 0;
+	return *order ? shmt_full_blocks(v, whose == SHMT_FULL_ANY ? NULL : &o, *order) : 0;
 }
 
 /* Hands the block over (a collector drains a ring of minor 10), or
@@ -81,7 +82,7 @@ void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *
 		/* the blocks it handed over itself (a spare) go first; what
 		 * the ring has no room for is dropped and counted */
 		struct shmt_full *order;
-		uint32_t n = shmt_own_full(&a->v, false, &order), left = 0;
+		uint32_t n = shmt_full_list(&a->v, SHMT_FULL_MINE, &order), left;
 
 		if (shmt_producer_lock(a, t->lock_timeout_ns) == 0) {
 			if (n)

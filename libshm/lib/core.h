@@ -160,11 +160,13 @@ uint64_t shmt_next_att_id(void);
 /* Takes the ring lock for a producer, waiting at most wait_ns (see
  * core.c): t->lock_timeout_ns, or a span call's t->full_wait_ns. */
 int shmt_producer_lock(struct shmt_att *a, uint64_t wait_ns);
-/* The blocks the calling thread (all: any thread of this
- * process) handed over and nobody flushed yet, oldest claim first, in a
+/* The full blocks (handed over, not flushed yet) of the calling thread,
+ * of any thread of this process, or of anyone, oldest claim first, in a
  * new array *order that the caller frees (NULL: none); how many. Read
- * before taking the lock, to flush under it before the thread's own. */
-uint32_t shmt_own_full(const struct shmt_view *v, bool all, struct shmt_full **order);
+ * without the lock: a thread lists its own before taking it, to flush
+ * them under it before the block it holds. */
+enum shmt_whose { SHMT_FULL_MINE, SHMT_FULL_PROCESS, SHMT_FULL_ANY };
+uint32_t shmt_full_list(const struct shmt_view *v, enum shmt_whose whose, struct shmt_full **order);
 /* Gives slot s's block back (its records into the ring, the block freed)
  * and forgets the slot. */
 void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s);

@@ -100,7 +100,7 @@ static void att_close(shmtrace_t *t, struct shmt_att *a)
 	 * (spares) first, in order; what the ring has no room for is dropped
 	 * and counted */
 	struct shmt_full *order = NULL;
-	uint32_t nfull = handoff ? 0 : shmt_own_full(v, true, &order), left = 0;
+	uint32_t nfull = handoff ? 0 : shmt_full_list(v, SHMT_FULL_PROCESS, &order), left;
 
 	if (handoff || shmt_producer_lock(a, t->lock_timeout_ns) == 0) {
 		if (nfull)
@@ -113,9 +113,7 @@ static void att_close(shmtrace_t *t, struct shmt_att *a)
 				continue;
 			/* handed over: the collector flushes it after the full
 			 * blocks before it */
-			if (handoff || left) {
-				/* (left: a block listed full was freed and full
-				 * again meanwhile; the collector orders them) */
+			if (handoff) {
 				shmt_block_leave(v, i);
 			} else {
 				shmt_flush_block_locked(v, i);

@@ -32,15 +32,10 @@ static struct shmt_owner me(uint32_t tid)
 static void flush_all_full_locked(struct shmt_view *v)
 {
 	struct shmt_full *order;
-	uint32_t n, left;
+	uint32_t left, n = shmt_full_list(v, SHMT_FULL_ANY, &order);
 
-	if (v->minor < SHMT_MINOR_HANDOFF || !load_relaxed(&v->h->full_blocks.v))
-		return;
-	order = malloc(v->nblocks * sizeof(*order));
-	if (!order)
-		return;
-	n = shmt_full_blocks(v, NULL, order);
-	shmt_flush_full_locked(v, order, n, UINT64_MAX, SHMT_FLUSH_KEEP, &left);
+	if (n)
+		shmt_flush_full_locked(v, order, n, UINT64_MAX, SHMT_FLUSH_KEEP, &left);
 	free(order);
 }
 
@@ -355,7 +350,7 @@ int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, 
 {
 	struct shmt_view *v = &a->v;
 	struct shmt_full *order;
-	uint32_t n = shmt_own_full(v, false, &order), left = 0;
+	uint32_t n = shmt_full_list(v, SHMT_FULL_MINE, &order), left = 0;
 	uint64_t pending, done;
 	int ret;
 
@@ -443,7 +438,7 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 	/* a full block that a discard ring has no room for drops the call's
 	 * records at once (counted): no lock, no wait, while the collector
 	 * catches up */
-	if (handoff && w + n >= s->limit && !shmt_ring_has_room(&a->v, s->b))
+	if (handoff && !shmt_ring_has_room(&a->v, s->b))
 		return -ENOBUFS;
 	if (w + n < s->limit) {
 		ret = shmt_flush_slot(t, a, s, 0);
@@ -453,7 +448,8 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 		return 0;
 	}
 	ret = shmt_flush_slot(t, a, s, 0);
-	if (ret == -EBUSY && !s->spare && spare_ok(a) && hand_over(t, a, s)) {
+	/* (with a collector, hand_over() was tried above) */
+	if (ret == -EBUSY && !handoff && !s->spare && spare_ok(a) && hand_over(t, a, s)) {
 		s->spare = true;
 		return 0;
 	}
