@@ -192,6 +192,23 @@ static void forged_head(struct drain *d, uint64_t head, bool back)
 			(unsigned long long)d->pos, (unsigned long long)head, d->v.capacity);
 }
 
+/*
+ * The nap after a pass that found at least a block's worth of records:
+ * short, so that under load the collector comes on its own timer, a
+ * little at a time, rather than when a producer's call finds blocks piling
+ * up and wakes it. A woken collector (nice -10) preempts the task on the
+ * CPU it lands on, and when that is the waker, the waker's span call lasts
+ * the whole drain pass (case 3 of `make bench`: the p99.99 call, in
+ * docs/BENCHMARKS.md). A trickle of records keeps the poll interval, so
+ * that tracing left on costs a few wake-ups a second.
+ */
+#define DRAIN_BUSY_NAP_NS (1000ull * 1000)
+static void set_nap(struct drain *d, long copied)
+{
+	if (copied >= (long)d->v.block_records && d->o.poll_ns > DRAIN_BUSY_NAP_NS)
+		d->idle_ns = DRAIN_BUSY_NAP_NS;
+}
+
 long drain_pass(struct drain *d, bool final)
 {
 	long copied = 0, r;
@@ -244,6 +261,7 @@ long drain_pass(struct drain *d, bool final)
 		}
 	}
 	d->behind = d->pos < head;
+	set_nap(d, copied);
 	ret = drain_put_loss(d, false);
 	if (ret < 0)
 		return ret;

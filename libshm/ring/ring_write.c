@@ -177,9 +177,11 @@ int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r)
 	return done ? 0 : -ENOSPC;
 }
 
-/* Wakes a sleeping collector once the ring is a quarter full, or an
- * eighth of the blocks are handed over (minor 10). The futex is the low 32
- * bits of wake_seq (little-endian), shared across processes. */
+/* Wakes a sleeping collector once the ring is a quarter full, or a
+ * quarter of the blocks are handed over (minor 10): a backstop, since a
+ * collector under load comes every millisecond on its own (drain.c), and a
+ * wake-up from inside a span call can preempt that very call. The futex is
+ * the low 32 bits of wake_seq (little-endian), shared across processes. */
 void shmt_wake_collector(struct shmt_view *v)
 {
 	struct shmt_header *h = v->h;
@@ -189,7 +191,7 @@ void shmt_wake_collector(struct shmt_view *v)
 		return;
 	used = load_relaxed(&h->head.v) - load_relaxed(&h->tail.v);
 	if (used < v->capacity / 4 && (v->minor < SHMT_MINOR_HANDOFF ||
-				       load_relaxed(&h->full_blocks.v) < v->nblocks / 32 + 1))
+				       load_relaxed(&h->full_blocks.v) < v->nblocks / 4 + 1))
 		return;
 	store_relaxed(&h->collector_sleeping.v, 0);
 	__atomic_fetch_add((uint32_t *)&h->wake_seq.v, 1, __ATOMIC_RELEASE);
