@@ -3,11 +3,38 @@
  * test_collector_cli.c - shmtrace-collector's command line: bad options,
  * a missing ring, a ring of another version and an output it cannot write
  * each exit with a code and a message that says what is wrong; the nice
- * value it runs at.
+ * value it runs at, and what it says when the system refuses one.
  */
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 
 #include "collector_run.h"
+
+/* run_cli()'s child is refused a lower nice value: RLIMIT_NICE 0, and no
+ * CAP_SYS_NICE after the exec, even as root (the bounding set). */
+static bool g_refuse_nice;
+
+static int refuse_nice(void)
+{
+	const struct rlimit none = { 0, 0 };
+
+	if (setrlimit(RLIMIT_NICE, &none) < 0)
+		return -1;
+	/* not root: the capability was never had (nor may the set change) */
+	return prctl(PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0) == 0 || geteuid() != 0 ? 0 : -1;
+}
+
+/* Whether refuse_nice() can work here (a container may forbid the drop). */
+static bool can_refuse_nice(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(refuse_nice() == 0 ? 0 : 1);
+	return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
 
 /* Runs the collector with args; returns its exit code and stderr's first line. */
 static int run_cli(char *line, size_t len, const char *a1, const char *a2, const char *a3,
@@ -22,6 +49,8 @@ static int run_cli(char *line, size_t len, const char *a1, const char *a2, const
 	if (pid == 0) {
 		dup2(p[1], 2);
 		close(p[0]);
+		if (g_refuse_nice && refuse_nice() < 0)
+			_exit(126);
 		execl(g_bin, "shmtrace-collector", a1, a2, a3, a4, a5, (char *)NULL);
 		_exit(127);
 	}
@@ -126,11 +155,38 @@ static void test_collector_runs_at_its_nice_value(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * Refused the nice value: --nice N says so in one warning line and goes on
+ * at the value it was started at; the default (-10) is a wish, and its
+ * refusal says nothing. Both then stop at the missing ring, as without.
+ */
+static void test_refused_nice_value_warns_only_when_asked_for(void **state)
+{
+	const char *ring = test_ring_name("nice-refused");
+	int mine = getpriority(PRIO_PROCESS, 0);
+	char line[1024], want[128];
+
+	(void)state;
+	if (!can_refuse_nice())
+		skip();
+	g_refuse_nice = true;
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", "--nice=-5"), 1);
+	snprintf(want, sizeof(want), "shmtrace-collector: warning: --nice -5: Permission denied; "
+		 "running at nice %d\n", mine);
+	assert_memory_equal(line, want, strlen(want));
+	assert_non_null(strstr(line + strlen(want), "no ring named"));
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", NULL), 1);
+	assert_null(strstr(line, "warning"));
+	assert_non_null(strstr(line, "no ring named"));
+	g_refuse_nice = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_command_lines_exit_with_a_reason),
 		cmocka_unit_test(test_collector_runs_at_its_nice_value),
+		cmocka_unit_test(test_refused_nice_value_warns_only_when_asked_for),
 	};
 
 	if (collector_bin_init() < 0)
