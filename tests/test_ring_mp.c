@@ -593,6 +593,66 @@ static void test_short_timeout_leaves_long_waits_waiting(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/* Counts the slices of a wait that went on (the owner not stopped). */
+static void count_slices_hook(const char *where)
+{
+	if (!strcmp(where, "lock-slice"))
+		g_slices++;
+}
+
+/*
+ * An overwrite ring (a flight recorder) gives a thread no spare, but the
+ * same short bound: with its block full and the lock held by a process
+ * asleep in it, a span call waits SHMT_FULL_WAIT_NS, within the first
+ * slice of a wait (a bound of the lock timeout's 100 ms would go through
+ * about fifty), then drops its record and counts it to the lock. Once the
+ * holder lets go, the staged block moves whole.
+ */
+static void test_overwrite_ring_span_call_waits_the_short_bound(void **state)
+{
+	const char *name = test_ring_name("owshort");
+	const struct shmtrace_ring_config cfg = { .capacity = 16384, .mode = SHMTRACE_MODE_OVERWRITE };
+	const uint64_t block = shmt_block_records_for(cfg.capacity, SHMT_RING_MINOR);
+	int held[2], release[2], status;
+	struct shmtrace_stats st;
+	struct shmt_loss l;
+	shmtrace_t *t;
+	uint64_t ts = 0;
+	char c;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, &cfg), 0);
+	assert_int_equal(pipe(held), 0);
+	assert_int_equal(pipe(release), 0);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	alarm(30);
+	pid = hold_lock(name, held[1], release[0], false);
+	assert_int_equal(read(held[0], &c, 1), 1);
+	for (; ts < block; ts++)
+		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
+	g_slices = 0;
+	shmt_test_hook = count_slices_hook;
+	assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), -ETIMEDOUT);
+	shmt_test_hook = NULL;
+	assert_int_equal(g_slices, 0);
+	ring_loss(name, &l);
+	assert_int_equal(l.lock_dropped, 1);
+
+	assert_int_equal(write(release[1], "r", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	alarm(0);
+	assert_int_equal(shmtrace_flush(t), 0);
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(st.head, block);
+	shmtrace_close(t);
+	for (int i = 0; i < 2; i++) {
+		close(held[i]);
+		close(release[i]);
+	}
+	shmtrace_ring_unlink(name);
+}
+
 /* SHMTRACE_LOCK_TIMEOUT_MS: whole milliseconds up to a minute; garbage,
  * a sign, a unit or a number whose nanoseconds overflow keep the default
  * (an overflow used to wrap to a timeout of almost nothing). */
@@ -634,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_full_spare_flushed_by_a_thread_without_a_block),
 		cmocka_unit_test(test_stopped_holder_given_up_on_asleep_one_waited_for),
 		cmocka_unit_test(test_short_timeout_leaves_long_waits_waiting),
+		cmocka_unit_test(test_overwrite_ring_span_call_waits_the_short_bound),
 		cmocka_unit_test(test_lock_timeout_from_env),
 	};
 

@@ -40,22 +40,17 @@ static void flush_all_full_locked(struct shmt_view *v)
 }
 
 /*
- * How long a span call waits for the lock once it has no room left: the
- * short bound in a discard ring, where it has a spare first. In an
- * overwrite ring (a flight recorder) a thread takes no spare and waits the
- * handle's lock timeout, as before the spare: `shmtrace snapshot` copies
- * a live ring counting each record once against the owned blocks it
- * settles, and a full block flushed during its copy would be counted
- * twice (tests/test_snapshot.c caught it).
+ * Whether a thread whose block is full while the lock is busy may go on in
+ * a spare: in a discard ring. Not in an overwrite ring (a flight
+ * recorder): `shmtrace snapshot` copies a live ring counting a thread's
+ * records that flushes move during the copy against the blocks it copied,
+ * and a full block flushed together with a spare claimed during the copy
+ * would be counted twice (tests/test_snapshot.c caught it). There the call
+ * waits at once, for the same short bound.
  */
 static bool spare_ok(const struct shmt_att *a)
 {
 	return a->v.mode == SHMTRACE_MODE_DISCARD;
-}
-
-static uint64_t span_wait(const shmtrace_t *t, const struct shmt_att *a)
-{
-	return spare_ok(a) ? t->full_wait_ns : t->lock_timeout_ns;
 }
 
 /* Claims a free block for the calling thread. Lock held (producers of
@@ -300,7 +295,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 		if (dead)
 			shmt_find_dead_blocks(&a->v, dead);
 	}
-	if (shmt_producer_lock(a, span_wait(t, a)) < 0) {
+	if (shmt_producer_lock(a, t->full_wait_ns) < 0) {
 		/* -EBUSY from a wedged lock's try is a timeout too */
 		free(dead);
 		if (n) {
@@ -414,7 +409,7 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
  * to the thread itself: it goes on in a spare block and flushes both, in
  * order, at its next flush. Only with that spare full too does the call
  * wait for the lock, at most t->full_wait_ns (2 ms), and then drops (an
- * overwrite ring: no spare, and the lock timeout; span_wait()).
+ * overwrite ring takes no spare: spare_ok()).
  * Returns 0 (room made), -ENOSPC (room made, earlier records dropped and
  * counted), -ENOBUFS (no room: the ring is full of older blocks; the
  * caller drops its records and counts them as a full ring's), or
@@ -454,6 +449,6 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 		return 0;
 	}
 	if (ret == -EBUSY)
-		ret = shmt_flush_slot(t, a, s, span_wait(t, a));
+		ret = shmt_flush_slot(t, a, s, t->full_wait_ns);
 	return ret == 0 || ret == -ENOSPC || ret == -ENOBUFS ? ret : -ETIMEDOUT;
 }
