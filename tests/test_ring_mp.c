@@ -543,6 +543,44 @@ static void test_stopped_holder_given_up_on_asleep_one_waited_for(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/* A ring whose lock a process holds, asleep in it (hold_lock()), and a
+ * handle of this process on it. */
+struct held_ring {
+	const char *name;
+	int held[2], release[2];
+	pid_t holder;
+	shmtrace_t *t;
+};
+
+/* Makes ring name with cfg, opens it, and returns once the holder has
+ * its lock; a hang guard of 30 s is set (held_ring_end() clears it). */
+static void held_ring_start(struct held_ring *h, const char *name, const struct shmtrace_ring_config *cfg)
+{
+	char c;
+
+	h->name = name;
+	assert_int_equal(shmtrace_ring_create(name, cfg), 0);
+	assert_int_equal(pipe(h->held), 0);
+	assert_int_equal(pipe(h->release), 0);
+	assert_int_equal(shmtrace_open(name, &h->t), 0);
+	alarm(30);
+	h->holder = hold_lock(name, h->held[1], h->release[0], false);
+	assert_int_equal(read(h->held[0], &c, 1), 1);
+}
+
+/* The holder gone (let go, and reaped by the caller): closes the handle
+ * and the pipes, and removes the ring. */
+static void held_ring_end(struct held_ring *h)
+{
+	alarm(0);
+	shmtrace_close(h->t);
+	for (int i = 0; i < 2; i++) {
+		close(h->held[i]);
+		close(h->release[i]);
+	}
+	shmtrace_ring_unlink(h->name);
+}
+
 /*
  * A span call's short wait timing out (block and spare full, the lock
  * held by a process asleep in it) makes the handle only try the lock for
@@ -552,45 +590,30 @@ static void test_stopped_holder_given_up_on_asleep_one_waited_for(void **state)
  */
 static void test_short_timeout_leaves_long_waits_waiting(void **state)
 {
-	const char *name = test_ring_name("shortwait");
 	const struct shmtrace_ring_config cfg = { .capacity = 16384 };
 	const uint64_t block = shmt_block_records_for(cfg.capacity, SHMT_RING_MINOR);
-	int held[2], release[2], status;
 	struct shmtrace_stats st;
-	shmtrace_t *t;
+	struct held_ring h;
 	uint64_t ts = 0;
-	char c;
-	pid_t pid;
+	int status;
 
 	(void)state;
-	assert_int_equal(shmtrace_ring_create(name, &cfg), 0);
-	assert_int_equal(pipe(held), 0);
-	assert_int_equal(pipe(release), 0);
-	assert_int_equal(shmtrace_open(name, &t), 0);
-	alarm(30);
-	pid = hold_lock(name, held[1], release[0], false);
-	assert_int_equal(read(held[0], &c, 1), 1);
+	held_ring_start(&h, test_ring_name("shortwait"), &cfg);
 	for (; ts < 2 * block; ts++)
-		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
-	assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), -ETIMEDOUT);
+		assert_int_equal(shmtrace_span(h.t, 1, 1, ts, ts + 1, 0), 0);
+	assert_int_equal(shmtrace_span(h.t, 1, 1, ts, ts + 1, 0), -ETIMEDOUT);
 
 	g_slices = 0;
-	g_release_fd = release[1];
+	g_release_fd = h.release[1];
 	shmt_test_hook = slice_hook;
-	assert_int_equal(shmtrace_flush(t), 0);
+	assert_int_equal(shmtrace_flush(h.t), 0);
 	shmt_test_hook = NULL;
-	alarm(0);
 	assert_int_equal(g_slices, 2);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(waitpid(h.holder, &status, 0), h.holder);
+	assert_int_equal(shmtrace_stats(h.t, &st), 0);
 	assert_int_equal(st.head, 2 * block);
 	assert_int_equal(st.lock_timeouts, 1);
-	shmtrace_close(t);
-	for (int i = 0; i < 2; i++) {
-		close(held[i]);
-		close(release[i]);
-	}
-	shmtrace_ring_unlink(name);
+	held_ring_end(&h);
 }
 
 /* Counts the slices of a wait that went on (the owner not stopped). */
@@ -610,47 +633,32 @@ static void count_slices_hook(const char *where)
  */
 static void test_overwrite_ring_span_call_waits_the_short_bound(void **state)
 {
-	const char *name = test_ring_name("owshort");
 	const struct shmtrace_ring_config cfg = { .capacity = 16384, .mode = SHMTRACE_MODE_OVERWRITE };
 	const uint64_t block = shmt_block_records_for(cfg.capacity, SHMT_RING_MINOR);
-	int held[2], release[2], status;
 	struct shmtrace_stats st;
+	struct held_ring h;
 	struct shmt_loss l;
-	shmtrace_t *t;
 	uint64_t ts = 0;
-	char c;
-	pid_t pid;
+	int status;
 
 	(void)state;
-	assert_int_equal(shmtrace_ring_create(name, &cfg), 0);
-	assert_int_equal(pipe(held), 0);
-	assert_int_equal(pipe(release), 0);
-	assert_int_equal(shmtrace_open(name, &t), 0);
-	alarm(30);
-	pid = hold_lock(name, held[1], release[0], false);
-	assert_int_equal(read(held[0], &c, 1), 1);
+	held_ring_start(&h, test_ring_name("owshort"), &cfg);
 	for (; ts < block; ts++)
-		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
+		assert_int_equal(shmtrace_span(h.t, 1, 1, ts, ts + 1, 0), 0);
 	g_slices = 0;
 	shmt_test_hook = count_slices_hook;
-	assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), -ETIMEDOUT);
+	assert_int_equal(shmtrace_span(h.t, 1, 1, ts, ts + 1, 0), -ETIMEDOUT);
 	shmt_test_hook = NULL;
 	assert_int_equal(g_slices, 0);
-	ring_loss(name, &l);
+	ring_loss(h.name, &l);
 	assert_int_equal(l.lock_dropped, 1);
 
-	assert_int_equal(write(release[1], "r", 1), 1);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	alarm(0);
-	assert_int_equal(shmtrace_flush(t), 0);
-	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(write(h.release[1], "r", 1), 1);
+	assert_int_equal(waitpid(h.holder, &status, 0), h.holder);
+	assert_int_equal(shmtrace_flush(h.t), 0);
+	assert_int_equal(shmtrace_stats(h.t, &st), 0);
 	assert_int_equal(st.head, block);
-	shmtrace_close(t);
-	for (int i = 0; i < 2; i++) {
-		close(held[i]);
-		close(release[i]);
-	}
-	shmtrace_ring_unlink(name);
+	held_ring_end(&h);
 }
 
 /* SHMTRACE_LOCK_TIMEOUT_MS: whole milliseconds up to a minute; garbage,
