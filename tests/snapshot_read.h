@@ -203,7 +203,7 @@ static void *churn_run(void *arg)
  * "tick" (category "test") at full speed, each dur its index in its
  * thread, and flow index * 7 + 1 with flows, until killed; once each
  * thread has written wrap records it writes a byte to *ready (a pipe,
- * read end returned there).
+ * read end returned there). Its calls wait for the lock, up to a minute.
  */
 static inline pid_t churn_start(const char *ring, int n, uint64_t wrap, bool flows, int *ready)
 {
@@ -221,6 +221,10 @@ static inline pid_t churn_start(const char *ring, int n, uint64_t wrap, bool flo
 		/* a failed assertion must not leave a producer behind */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(p[0]);
+		/* every record in the ring, or the copy's to count: a thread
+		 * waits for the lock however long a sanitizer-slowed peer's
+		 * flush holds it, never drops at the span call's 2 ms */
+		setenv("SHMTRACE_LOCK_TIMEOUT_MS", "60000", 1);
 		if (shmtrace_open(ring, &t) < 0)
 			_exit(3);
 		shmtrace_set_process_name(t, "churn");
