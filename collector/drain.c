@@ -193,25 +193,33 @@ static void forged_head(struct drain *d, uint64_t head, bool back)
 }
 
 /*
- * The nap after a pass that found at least a block's worth of records:
- * short, so that under load the collector comes on its own timer, a
- * little at a time, rather than when a producer's call finds blocks piling
- * up and wakes it. A woken collector (nice -10) preempts the task on the
- * CPU it lands on, and when that is the waker, the waker's span call lasts
- * the whole drain pass (case 3 of `make bench`: the p99.99 call, in
- * docs/BENCHMARKS.md). A trickle of records keeps the poll interval, so
- * that tracing left on costs a few wake-ups a second.
+ * The next nap, once a pass is done. After a pass that found a block's
+ * worth of records or more: 1 ms (or the poll interval, if shorter), so
+ * that under load the collector comes on its own timer, a little at a
+ * time, rather than when a producer's call finds blocks piling up and
+ * wakes it. A woken collector (nice -10) preempts the task on the CPU it
+ * lands on, and when that is the waker, the waker's span call lasts the
+ * whole drain pass (case 3 of `make bench`: the p99.99 call, in
+ * docs/BENCHMARKS.md). After a pass that found less, twice the last nap,
+ * up to the poll interval: a trickle of records, tracing left on, costs a
+ * few wake-ups a second. A pass that found nothing leaves the nap to
+ * drain_sleep(), which doubles it.
  */
 #define DRAIN_BUSY_NAP_NS (1000ull * 1000)
-static void set_nap(struct drain *d, long copied)
+static void set_nap(struct drain *d, bool active, long copied)
 {
-	if (copied >= (long)d->v.block_records && d->o.poll_ns > DRAIN_BUSY_NAP_NS)
-		d->idle_ns = DRAIN_BUSY_NAP_NS;
+	uint64_t poll = d->o.poll_ns;
+
+	if (copied >= (long)d->v.block_records)
+		d->idle_ns = poll < DRAIN_BUSY_NAP_NS ? poll : DRAIN_BUSY_NAP_NS;
+	else if (active)
+		d->idle_ns = d->idle_ns && d->idle_ns < poll / 2 ? d->idle_ns * 2 : poll;
 }
 
 long drain_pass(struct drain *d, bool final)
 {
 	long copied = 0, r;
+	bool active;
 	uint64_t head;
 	int ret;
 
@@ -219,8 +227,7 @@ long drain_pass(struct drain *d, bool final)
 	ret = check_output(d);
 	if (ret < 0)
 		return ret;
-	if (hold_adopt(&d->hold, final))
-		d->idle_ns = d->o.poll_ns;	/* producers are active */
+	active = hold_adopt(&d->hold, final);	/* producers' blocks moved */
 	ret = drain_put_tables(d);
 	if (ret < 0)
 		return ret;
@@ -241,8 +248,7 @@ long drain_pass(struct drain *d, bool final)
 		d->skipped.lapped += head - d->v.capacity - d->pos;
 		d->pos = head - d->v.capacity;
 	}
-	if (d->pos < head)
-		d->idle_ns = d->o.poll_ns;
+	active |= d->pos < head;
 	while (d->pos < head && copied < 4 * (long)DRAIN_BATCH) {
 		r = drain_copy_records(d, head);
 		if (r < 0)
@@ -261,7 +267,7 @@ long drain_pass(struct drain *d, bool final)
 		}
 	}
 	d->behind = d->pos < head;
-	set_nap(d, copied);
+	set_nap(d, active, copied);
 	ret = drain_put_loss(d, false);
 	if (ret < 0)
 		return ret;
@@ -293,10 +299,13 @@ void drain_sleep(struct drain *d)
 	d->idle_ns = nap * 2 < most ? nap * 2 : most;
 
 	store_relaxed(&h->collector_sleeping.v, 1);
+	/* pairs with the producers' look at collector_sleeping after their
+	 * stores: either they see it set and wake us, or we see here what
+	 * they would have woken us for (and records read but not yet
+	 * written: wait for those rather than the timer) */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	/* writes still in flight: wake for them rather than the timer */
-	if (shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 && cw_in_flight(d->w) == 0 &&
-	    !d->hold.full_left) {
+	if (!shmt_wake_due(&d->v) && shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 &&
+	    cw_in_flight(d->w) == 0 && !d->hold.full_left) {
 #if SHMT_TSAN
 		/* ThreadSanitizer runs a signal's handler only inside a call
 		 * it intercepts, which a raw futex is not: SIGTERM would wait

@@ -479,6 +479,62 @@ static void test_drain_behind_until_a_pass_copies_all_there_is(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* Waits (at most 20 s) until the ring's tail reaches n: the collector
+ * has drained every record written. Returns the tail. */
+static uint64_t wait_tail(shmtrace_t *t, uint64_t n)
+{
+	struct shmtrace_stats st = { 0 };
+
+	for (int i = 0; i < 20000; i++) {
+		assert_int_equal(shmtrace_stats(t, &st), 0);
+		if (st.tail >= n)
+			break;
+		usleep(1000);
+	}
+	return st.tail;
+}
+
+/*
+ * A collector whose pass found a block's worth of records or more comes
+ * back after a millisecond, not after its poll interval (a minute here):
+ * producers wake it once a quarter of the blocks are handed over; a few
+ * blocks more after that, too few to wake it, are drained all the same, in
+ * well under the minute.
+ */
+static void test_busy_collector_comes_back_before_its_poll_interval(void **state)
+{
+	const char *ring = test_ring_name("busynap");
+	const struct shmtrace_ring_config c = { .capacity = 16384, .blocks = 64 };
+	const uint64_t block = shmt_block_records_for(c.capacity, SHMT_RING_MINOR);
+	const char *const minute[] = { "--poll-interval", "60000", NULL };
+	/* the wake-up at a quarter of the blocks and a part; then a few */
+	const uint64_t n = (c.blocks / 4 + 1) * block + block / 2, more = 4 * block;
+	const char *out = "/tmp/shmt-busynap.cap";
+	uint64_t tail;
+	shmtrace_t *t;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	pid = start_collector_args(ring, out, 0, NULL, minute);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	tail = wait_tail(t, n);
+	if (tail == n) {
+		for (uint64_t i = n; i < n + more; i++)
+			assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+		tail = wait_tail(t, n + more) - more;
+	}
+	/* closed and stopped before the verdict, so that a failure leaves
+	 * no collector behind (with no writer left it does not linger) */
+	shmtrace_close(t);
+	assert_clean_exit(stop(pid, SIGTERM));
+	assert_int_equal(tail, n);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -490,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_overwrite_mode_accounts_every_record_under_load),
 		cmocka_unit_test(test_two_sessions_in_one_process_keep_their_strings),
 		cmocka_unit_test(test_drain_behind_until_a_pass_copies_all_there_is),
+		cmocka_unit_test(test_busy_collector_comes_back_before_its_poll_interval),
 	};
 
 	if (collector_bin_init() < 0)

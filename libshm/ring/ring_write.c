@@ -177,21 +177,29 @@ int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r)
 	return done ? 0 : -ENOSPC;
 }
 
-/* Wakes a sleeping collector once the ring is a quarter full, or a
- * quarter of the blocks are handed over (minor 10): a backstop, since a
- * collector under load comes every millisecond on its own (drain.c), and a
- * wake-up from inside a span call can preempt that very call. The futex is
- * the low 32 bits of wake_seq (little-endian), shared across processes. */
+/* Whether producers wake a sleeping collector: the ring a quarter full,
+ * or a quarter of the blocks handed over (minor 10). A backstop, since a
+ * collector under load comes every millisecond on its own (drain.c), and
+ * a wake-up from inside a span call can preempt that very call. */
+bool shmt_wake_due(const struct shmt_view *v)
+{
+	const struct shmt_header *h = v->h;
+
+	return load_relaxed(&h->head.v) - load_relaxed(&h->tail.v) >= v->capacity / 4 ||
+	       (v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&h->full_blocks.v) > v->nblocks / 4);
+}
+
+/* Wakes a sleeping collector when shmt_wake_due(). The futex is the low
+ * 32 bits of wake_seq (little-endian), shared across processes. */
 void shmt_wake_collector(struct shmt_view *v)
 {
 	struct shmt_header *h = v->h;
-	uint64_t used;
 
-	if (!load_relaxed(&h->collector_sleeping.v))
-		return;
-	used = load_relaxed(&h->head.v) - load_relaxed(&h->tail.v);
-	if (used < v->capacity / 4 && (v->minor < SHMT_MINOR_HANDOFF ||
-				       load_relaxed(&h->full_blocks.v) < v->nblocks / 4 + 1))
+	/* pairs with the collector's fence in drain_sleep(): our head,
+	 * full_blocks and state stores before our look at its flag (one in
+	 * a block's worth of calls) */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!load_relaxed(&h->collector_sleeping.v) || !shmt_wake_due(v))
 		return;
 	store_relaxed(&h->collector_sleeping.v, 0);
 	__atomic_fetch_add((uint32_t *)&h->wake_seq.v, 1, __ATOMIC_RELEASE);

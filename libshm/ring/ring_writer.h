@@ -38,6 +38,7 @@ extern void (*shmt_test_hook)(const char *where);
 /* ring_write.c: moving records into the ring; caller holds the lock. */
 uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx);
 int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r);
+bool shmt_wake_due(const struct shmt_view *v);
 void shmt_wake_collector(struct shmt_view *v);
 
 /* adopt.c: a dead thread's block taken back (by a producer that needs a
