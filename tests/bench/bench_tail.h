@@ -398,7 +398,7 @@ struct bench_tail_thread {
 	bench_tail_emit_fn emit;
 	void *ctx;
 	struct bench_tail_role role;
-	pthread_barrier_t *start;
+	pthread_barrier_t *start, *end;
 	struct bench_tail t;
 };
 
@@ -412,38 +412,46 @@ static inline void *bench_tail_thread_main(void *arg)
 	pthread_setname_np(pthread_self(), name);
 	pthread_barrier_wait(x->start);
 	bench_tail_loop(x->emit, x->ctx, &x->role, &x->t);
+	pthread_barrier_wait(x->end);
 	return NULL;
 }
 
 /*
  * 9c, one run: nthreads threads of this process, each count calls of emit
  * once all of them are alive (a barrier); 256 KiB stacks. *out: all their
- * calls.
+ * calls. The threads wait at a second barrier once their calls are timed,
+ * and this thread with them, so that it wakes only once all are done:
+ * joining them in turn, it was woken by every exit while the others ran,
+ * and took the CPU from a timed call (the same for every tracer).
  */
 static inline void bench_tail_threads(bench_tail_emit_fn emit, void *ctx, int nthreads, uint64_t count,
 				      struct bench_tail *out)
 {
 	struct bench_tail_thread *x = calloc((size_t)nthreads, sizeof(*x));
-	pthread_barrier_t start;
+	pthread_barrier_t start, end;
 	pthread_attr_t attr;
 
 	if (!x || nthreads < 1 || pthread_barrier_init(&start, NULL, (unsigned)nthreads) ||
+	    pthread_barrier_init(&end, NULL, (unsigned)nthreads + 1) ||
 	    pthread_attr_init(&attr) || pthread_attr_setstacksize(&attr, 256 * 1024))
 		bench_die("threads: setup");
 	for (int i = 0; i < nthreads; i++) {
 		x[i] = (struct bench_tail_thread){ .idx = i, .emit = emit, .ctx = ctx,
-						   .role = { .count = count, .idx = i }, .start = &start };
+						   .role = { .count = count, .idx = i }, .start = &start,
+						   .end = &end };
 		errno = pthread_create(&x[i].th, &attr, bench_tail_thread_main, &x[i]);
 		if (errno)
 			bench_die("pthread_create");
 	}
 	memset(out, 0, sizeof(*out));
+	pthread_barrier_wait(&end);
 	for (int i = 0; i < nthreads; i++) {
 		pthread_join(x[i].th, NULL);
 		bench_tail_merge(out, &x[i].t);
 	}
 	pthread_attr_destroy(&attr);
 	pthread_barrier_destroy(&start);
+	pthread_barrier_destroy(&end);
 	free(x);
 }
 
