@@ -275,8 +275,14 @@ static inline void wait_drained(const char *ring)
 	uint64_t tail, head;
 
 	for (int i = 0; i < WAIT_SECONDS * 1000; i++) {
+		/* the blocks first: a flush moves records from a block into
+		 * the ring, so blocks seen empty and then a head seen drained
+		 * hold everything; the other way round, a flush in between
+		 * hid a block's records from both looks */
+		bool empty = !ring_staged(ring);
+
 		ring_seqs(ring, &tail, &head);
-		if (tail == head && !ring_staged(ring))
+		if (empty && tail == head)
 			return;
 		nanosleep(&ms, NULL);
 	}
