@@ -296,6 +296,44 @@ static pid_t hold_lock(const char *name, int held, int release, bool stop)
 	return pid;
 }
 
+/* A ring whose lock a process holds, asleep in it (hold_lock()), and a
+ * handle of this process on it. */
+struct held_ring {
+	const char *name;
+	int held[2], release[2];
+	pid_t holder;
+	shmtrace_t *t;
+};
+
+/* Makes ring name with cfg, opens it, and returns once the holder has
+ * its lock; a hang guard of 30 s is set (held_ring_end() clears it). */
+static void held_ring_start(struct held_ring *h, const char *name, const struct shmtrace_ring_config *cfg)
+{
+	char c;
+
+	h->name = name;
+	assert_int_equal(shmtrace_ring_create(name, cfg), 0);
+	assert_int_equal(pipe(h->held), 0);
+	assert_int_equal(pipe(h->release), 0);
+	assert_int_equal(shmtrace_open(name, &h->t), 0);
+	alarm(30);
+	h->holder = hold_lock(name, h->held[1], h->release[0], false);
+	assert_int_equal(read(h->held[0], &c, 1), 1);
+}
+
+/* The holder gone (let go, and reaped by the caller) and the handle
+ * closed (by the caller, whose test it may be): closes the pipes and
+ * removes the ring. */
+static void held_ring_end(struct held_ring *h)
+{
+	alarm(0);
+	for (int i = 0; i < 2; i++) {
+		close(h->held[i]);
+		close(h->release[i]);
+	}
+	shmtrace_ring_unlink(h->name);
+}
+
 /* A thread that stages SPARE_SPANS spans through g_spare_t while the lock
  * is held (its block fills, it goes on in a spare), says so on
  * g_spare_fd[1], and exits once a byte comes on g_spare_fd[0]'s pair. */
@@ -338,42 +376,37 @@ static uint32_t full_blocks(const char *name)
  */
 static void test_spare_flushed_before_its_successor_at_exit_and_close(void **state)
 {
-	const char *name = test_ring_name("spare");
 	const struct shmtrace_ring_config cfg = { .capacity = 16384 };
 	const uint64_t block = shmt_block_records_for(cfg.capacity, SHMT_RING_MINOR);
-	int held[2], release[2], status;
+	struct held_ring h;
 	struct ring_dump d;
 	uint64_t last[2] = { 0, 0 };
 	uint32_t tids[2] = { 0, 0 };
 	pthread_t th;
-	pid_t pid;
+	int status;
 	char c;
 
 	(void)state;
 	g_spare_spans = block + 10;
-	assert_int_equal(shmtrace_ring_create(name, &cfg), 0);
-	assert_int_equal(pipe(held), 0);
-	assert_int_equal(pipe(release), 0);
 	assert_int_equal(pipe(g_staged), 0);
 	assert_int_equal(pipe(g_exit), 0);
-	assert_int_equal(shmtrace_open(name, &g_spare_t), 0);
-	pid = hold_lock(name, held[1], release[0], false);
-	assert_int_equal(read(held[0], &c, 1), 1);
+	held_ring_start(&h, test_ring_name("spare"), &cfg);
+	g_spare_t = h.t;
 	assert_int_equal(pthread_create(&th, NULL, spare_thread, NULL), 0);
 	assert_int_equal(read(g_staged[0], &c, 1), 1);
 	for (uint64_t i = 0; i < g_spare_spans; i++)
 		assert_int_equal(shmtrace_span(g_spare_t, 1, 1, i, i + 1, 0), 0);
-	assert_int_equal(full_blocks(name), 2);
+	assert_int_equal(full_blocks(h.name), 2);
 
-	assert_int_equal(write(release[1], "r", 1), 1);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(write(h.release[1], "r", 1), 1);
+	assert_int_equal(waitpid(h.holder, &status, 0), h.holder);
 	assert_int_equal(write(g_exit[1], "x", 1), 1);
 	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_int_equal(full_blocks(name), 1);
+	assert_int_equal(full_blocks(h.name), 1);
 	shmtrace_close(g_spare_t);
-	assert_int_equal(full_blocks(name), 0);
+	assert_int_equal(full_blocks(h.name), 0);
 
-	ring_dump(name, &d);
+	ring_dump(h.name, &d);
 	assert_int_equal(d.n, 2 * g_spare_spans);
 	for (size_t i = 0; i < d.n; i++) {
 		int k = tids[0] == 0 || d.recs[i].tid == tids[0] ? 0 : 1;
@@ -385,12 +418,10 @@ static void test_spare_flushed_before_its_successor_at_exit_and_close(void **sta
 	assert_true(tids[1] != 0);
 	free(d.recs);
 	for (int i = 0; i < 2; i++) {
-		close(held[i]);
-		close(release[i]);
 		close(g_staged[i]);
 		close(g_exit[i]);
 	}
-	shmtrace_ring_unlink(name);
+	held_ring_end(&h);
 }
 
 /* A thread that writes one span through g_spare_t (claiming a block),
@@ -415,35 +446,30 @@ static void *one_span_then_wait(void *arg)
  */
 static void test_full_spare_flushed_by_a_thread_without_a_block(void **state)
 {
-	const char *name = test_ring_name("sparefree");
 	const struct shmtrace_ring_config cfg = { .capacity = 4096, .blocks = 8 };
 	const uint64_t block = shmt_block_records_for(cfg.capacity, SHMT_RING_MINOR);
-	int held[2], release[2], status;
 	struct shmtrace_stats st;
+	struct held_ring h;
 	pthread_t th[7];
-	pid_t pid;
+	int status;
 	char c;
 
 	(void)state;
-	assert_int_equal(shmtrace_ring_create(name, &cfg), 0);
-	assert_int_equal(pipe(held), 0);
-	assert_int_equal(pipe(release), 0);
 	assert_int_equal(pipe(g_staged), 0);
 	assert_int_equal(pipe(g_exit), 0);
-	assert_int_equal(shmtrace_open(name, &g_spare_t), 0);
-	pid = hold_lock(name, held[1], release[0], false);
-	assert_int_equal(read(held[0], &c, 1), 1);
+	held_ring_start(&h, test_ring_name("sparefree"), &cfg);
+	g_spare_t = h.t;
 	for (uint64_t i = 0; i < block + 1; i++)
 		assert_int_equal(shmtrace_span(g_spare_t, 1, 1, i, i + 1, 0), 0);
-	assert_int_equal(full_blocks(name), 1);
-	assert_int_equal(write(release[1], "r", 1), 1);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(full_blocks(h.name), 1);
+	assert_int_equal(write(h.release[1], "r", 1), 1);
+	assert_int_equal(waitpid(h.holder, &status, 0), h.holder);
 	for (int k = 0; k < 7; k++) {
 		assert_int_equal(pthread_create(&th[k], NULL, one_span_then_wait, NULL), 0);
 		assert_int_equal(read(g_staged[0], &c, 1), 1);
 	}
 	/* the seventh found none free: the spare went into the ring */
-	assert_int_equal(full_blocks(name), 0);
+	assert_int_equal(full_blocks(h.name), 0);
 	assert_int_equal(shmtrace_stats(g_spare_t, &st), 0);
 	assert_int_equal(st.head, block);
 	close(g_exit[1]);
@@ -451,12 +477,9 @@ static void test_full_spare_flushed_by_a_thread_without_a_block(void **state)
 		assert_int_equal(pthread_join(th[k], NULL), 0);
 	shmtrace_close(g_spare_t);
 	close(g_exit[0]);
-	for (int i = 0; i < 2; i++) {
-		close(held[i]);
-		close(release[i]);
+	for (int i = 0; i < 2; i++)
 		close(g_staged[i]);
-	}
-	shmtrace_ring_unlink(name);
+	held_ring_end(&h);
 }
 
 static int g_slices, g_release_fd;
@@ -543,44 +566,6 @@ static void test_stopped_holder_given_up_on_asleep_one_waited_for(void **state)
 	shmtrace_ring_unlink(name);
 }
 
-/* A ring whose lock a process holds, asleep in it (hold_lock()), and a
- * handle of this process on it. */
-struct held_ring {
-	const char *name;
-	int held[2], release[2];
-	pid_t holder;
-	shmtrace_t *t;
-};
-
-/* Makes ring name with cfg, opens it, and returns once the holder has
- * its lock; a hang guard of 30 s is set (held_ring_end() clears it). */
-static void held_ring_start(struct held_ring *h, const char *name, const struct shmtrace_ring_config *cfg)
-{
-	char c;
-
-	h->name = name;
-	assert_int_equal(shmtrace_ring_create(name, cfg), 0);
-	assert_int_equal(pipe(h->held), 0);
-	assert_int_equal(pipe(h->release), 0);
-	assert_int_equal(shmtrace_open(name, &h->t), 0);
-	alarm(30);
-	h->holder = hold_lock(name, h->held[1], h->release[0], false);
-	assert_int_equal(read(h->held[0], &c, 1), 1);
-}
-
-/* The holder gone (let go, and reaped by the caller): closes the handle
- * and the pipes, and removes the ring. */
-static void held_ring_end(struct held_ring *h)
-{
-	alarm(0);
-	shmtrace_close(h->t);
-	for (int i = 0; i < 2; i++) {
-		close(h->held[i]);
-		close(h->release[i]);
-	}
-	shmtrace_ring_unlink(h->name);
-}
-
 /*
  * A span call's short wait timing out (block and spare full, the lock
  * held by a process asleep in it) makes the handle only try the lock for
@@ -613,6 +598,7 @@ static void test_short_timeout_leaves_long_waits_waiting(void **state)
 	assert_int_equal(shmtrace_stats(h.t, &st), 0);
 	assert_int_equal(st.head, 2 * block);
 	assert_int_equal(st.lock_timeouts, 1);
+	shmtrace_close(h.t);
 	held_ring_end(&h);
 }
 
@@ -658,6 +644,7 @@ static void test_overwrite_ring_span_call_waits_the_short_bound(void **state)
 	assert_int_equal(shmtrace_flush(h.t), 0);
 	assert_int_equal(shmtrace_stats(h.t, &st), 0);
 	assert_int_equal(st.head, block);
+	shmtrace_close(h.t);
 	held_ring_end(&h);
 }
 
