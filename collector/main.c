@@ -255,9 +255,10 @@ struct args {
  * The collector runs at nice -10 by default. It is the ring's one drain:
  * with more runnable producers than cores, a collector at the producers'
  * priority got 1/33 of the CPU beside 32 flat-out producers on 2 cores,
- * and about two thirds of their records were dropped; at -10, 0.1 %
- * (`make bench`'s case 9a, docs/BENCHMARKS.md). It sleeps when the ring is idle, so the
- * priority costs the producers only the CPU the drain needs. Lowering a
+ * and about two thirds of their records were dropped; at -10 it keeps up
+ * with most of them (`make bench`'s case 9a, docs/BENCHMARKS.md). It
+ * sleeps when the ring is idle, so the priority costs the producers only
+ * the CPU the drain needs. Lowering a
  * nice value needs CAP_SYS_NICE or RLIMIT_NICE: where the system refuses,
  * the default stays silent (a warning only for --nice given), and a
  * collector started at another nice value than 0 (`nice -n 5

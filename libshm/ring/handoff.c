@@ -162,7 +162,6 @@ uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of
 
 	for (uint32_t i = 0; i < v->nblocks; i++) {
 		struct shmt_block *b = shmt_block_at(v, i);
-
 		uint64_t no;
 
 		/* pairs with the owner's release store of the state */
