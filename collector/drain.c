@@ -216,22 +216,12 @@ static void set_nap(struct drain *d, bool active, long copied)
 		d->idle_ns = d->idle_ns && d->idle_ns < poll / 2 ? d->idle_ns * 2 : poll;
 }
 
-long drain_pass(struct drain *d, bool final)
+/* Copies what is published, up to the pass's budget: *copied so far. */
+static int copy_published(struct drain *d, long *copied)
 {
-	long copied = 0, r;
-	bool active;
-	uint64_t head;
+	uint64_t head = shmt_ring_head(&d->v);
 	int ret;
 
-	/* once a pass: before anything more is copied or released */
-	ret = check_output(d);
-	if (ret < 0)
-		return ret;
-	active = hold_adopt(&d->hold, final);	/* producers' blocks moved */
-	ret = drain_put_tables(d);
-	if (ret < 0)
-		return ret;
-	head = shmt_ring_head(&d->v);
 	if (head < d->pos) {
 		/* a head only grows: one that went back was forged. Followed,
 		 * since producers write from there; said, since the capture
@@ -248,12 +238,12 @@ long drain_pass(struct drain *d, bool final)
 		d->skipped.lapped += head - d->v.capacity - d->pos;
 		d->pos = head - d->v.capacity;
 	}
-	active |= d->pos < head;
-	while (d->pos < head && copied < 4 * (long)DRAIN_BATCH) {
-		r = drain_copy_records(d, head);
+	while (d->pos < head && *copied < 4 * (long)DRAIN_BATCH) {
+		long r = drain_copy_records(d, head);
+
 		if (r < 0)
-			return r;
-		copied += r;
+			return (int)r;
+		*copied += r;
 		if (d->o.max_size && cw_offset(d->w) + cw_buffer(d->w)->size >= d->o.max_size) {
 			/* rotate before the part grows past the bound by more
 			 * than the batch just copied */
@@ -267,6 +257,37 @@ long drain_pass(struct drain *d, bool final)
 		}
 	}
 	d->behind = d->pos < head;
+	return 0;
+}
+
+long drain_pass(struct drain *d, bool final)
+{
+	long copied = 0;
+	bool active;
+	int ret;
+
+	/* once a pass: before anything more is copied or released */
+	ret = check_output(d);
+	if (ret < 0)
+		return ret;
+	/* producers' blocks moved a few at a time, and what they moved
+	 * encoded before the next hold of the lock, so that a producer
+	 * waiting for it gets it in between */
+	active = hold_adopt(&d->hold, final);
+	for (;;) {
+		ret = drain_put_tables(d);
+		if (ret < 0)
+			return ret;
+		active |= d->pos < shmt_ring_head(&d->v);
+		ret = copy_published(d, &copied);
+		if (ret < 0)
+			return ret;
+		/* a pass that copied its fill moves no more: the next one
+		 * comes at once (drain_sleep() sees blocks waiting) */
+		if (!hold_pending(&d->hold) || copied >= 4 * (long)DRAIN_BATCH)
+			break;
+		active |= hold_next(&d->hold);
+	}
 	set_nap(d, active, copied);
 	ret = drain_put_loss(d, false);
 	if (ret < 0)
@@ -375,6 +396,8 @@ void drain_get_stats(const struct drain *d, bool failed, struct drain_stats *st)
 		done = d->done_parts;
 	*st = d->st;
 	st->lock_hold_max_ns = d->hold.lock_hold_max_ns;
+	st->lock_holds = d->hold.lock_holds;
+	st->lock_holds_long = d->hold.lock_holds_long;
 	if (d->parts) {
 		st->parts_deleted = parts_deleted(d->parts)->parts;
 		st->records_deleted = parts_deleted(d->parts)->records;

@@ -28,6 +28,7 @@ struct drain_stats {
 	uint64_t torn;		/* slots skipped: not a finished record */
 	uint64_t lapped;	/* slots lapped before we read them (overwrite) */
 	uint64_t lock_hold_max_ns;
+	uint64_t lock_holds, lock_holds_long;	/* hold.h's */
 	uint32_t parts;
 	/* parts deleted for --max-files (each, or given up on: the
 	 * collector said which on stderr), and the records they held */

@@ -113,6 +113,8 @@ static int look(void *arg)
 	uint64_t n;
 
 	hold_adopt(&f->hold, false);
+	while (hold_pending(&f->hold))
+		hold_next(&f->hold);
 	if (f->hold.died_open) {
 		char what[96];
 
@@ -197,12 +199,14 @@ static void say_summary(const struct flight *f)
 	fprintf(stderr, "shmtrace-collector: flight recorder of ring '%s': %llu snapshot%s in '%s' "
 		"(%llu records, %llu triggers answered, %llu requests not answered for "
 		"--max-per-hour %u, %llu of them after the last snapshot), %llu records "
-		"overwritten during copies, %llu snapshots not written, longest lock hold %.1f us\n",
+		"overwritten during copies, %llu snapshots not written, longest lock hold %.1f us "
+		"(%llu of %llu over %llu us)\n",
 		f->ring, (unsigned long long)f->snaps, f->snaps == 1 ? "" : "s", f->o->dir,
 		(unsigned long long)f->records, (unsigned long long)f->answered,
 		(unsigned long long)f->suppressed_total, f->max,
 		(unsigned long long)f->suppressed, (unsigned long long)f->overwritten,
-		(unsigned long long)f->failures, (double)f->hold.lock_hold_max_ns / 1000.0);
+		(unsigned long long)f->failures, (double)f->hold.lock_hold_max_ns / 1000.0,
+		(unsigned long long)f->hold.lock_holds_long, (unsigned long long)f->hold.lock_holds, HOLD_LONG_NS / 1000);
 }
 
 /* Maps and claims the ring, refusing one that is no flight recorder's. */

@@ -19,14 +19,33 @@ struct hold {
 	uint64_t last_reap_ns;
 	uint64_t last_idle_ns;		/* owned blocks last flushed */
 	uint64_t lock_hold_max_ns;	/* the longest the lock was held */
+	uint64_t lock_holds, lock_holds_long;	/* holds, and those over HOLD_LONG_NS */
 	bool lock_warned;
 	/* the last hold_adopt() that looked for the dead: blocks whose
 	 * owner it found dead inside open spans, and the first such owner */
 	uint32_t died_open;
 	struct shmt_owner died;
 	struct shmt_full *order;	/* full blocks, oldest claim first */
-	uint32_t full_left;		/* full blocks the last hold_adopt() left */
+	uint32_t full_left;		/* full blocks listed and not yet reached */
+	/* the pass under way (hold_adopt(), then hold_next()): order[next ..
+	 * nfull) are still to move, moved records of them moved so far; the
+	 * owned blocks are looked at from idle_next on while idle_due (a look
+	 * a pass cut short goes on in the next) */
+	uint32_t nfull, next;
+	uint64_t moved;
+	bool full_stuck;		/* a hold moved none: no room, or relisting */
+	bool idle_due, reaped;
+	uint32_t idle_next;
 };
+
+/* Records one hold of the lock moves into the ring at most (a block more
+ * when one block is larger): a few blocks, tens of microseconds of copy,
+ * so that a producer waiting for the lock (for a string, a name slot, a
+ * block when none is free) waits that long, not a pass's worth. */
+#define HOLD_MOST 4096u
+/* A hold longer than this was more than its copy (the collector was
+ * preempted inside it, most likely): counted for the summary line. */
+#define HOLD_LONG_NS (100ull * 1000)
 
 /*
  * Claims ring (mapped in v) for this collector: an advisory lock on a
@@ -38,16 +57,22 @@ struct hold {
 int hold_init(struct hold *h, struct shmt_view *v, const char *ring);
 
 /*
- * Moves the blocks producers handed over (oldest first, while a discard
- * ring has room for them: full_left says how many wait) and live
- * threads' staged records into the ring under the lock, and, once a
+ * A pass over the ring's blocks, in holds of the lock of at most
+ * HOLD_MOST records each: hold_adopt() begins it and makes its first
+ * hold, hold_next() makes each next one while hold_pending() says one is
+ * due (the drain encodes in between, when waiters may take the lock).
+ * A pass moves the blocks producers handed over (oldest first, while a
+ * discard ring has room for them, up to 64K records: full_left says how
+ * many wait) and live threads' staged records into the ring, and, once a
  * second (or with final), adopts dead threads' blocks: their records
  * flushed, the spans they died in recorded, the blocks freed; and frees
  * blocks whose claimer died. A lock whose bytes are insane or held too
- * long is said once and skipped. Returns whether any record moved
- * (producers are active).
+ * long is said once and ends the pass. Each returns whether any record
+ * moved (producers are active).
  */
 bool hold_adopt(struct hold *h, bool final);
+bool hold_pending(const struct hold *h);
+bool hold_next(struct hold *h);
 
 void hold_free(struct hold *h);
 

@@ -15,6 +15,7 @@
 
 #include "drain.h"
 #include "flight.h"
+#include "hold.h"
 #include "parse.h"
 #include "ring_config.h"
 #include "ring_reader.h"
@@ -584,22 +585,24 @@ static void say_summary(const struct drain *d, bool failed, uint64_t t0)
 	if (st.ring_corrupt) {
 		fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %s, "
 			"loss counters corrupt (%s): not reported, %llu torn, "
-			"%.2f s, %.0f records/s, longest lock hold %.1f us\n",
+			"%.2f s, %.0f records/s, longest lock hold %.1f us (%llu of %llu over %llu us)\n",
 			(unsigned long long)st.records, (unsigned long long)st.bytes,
 			files, st.ring_corrupt_why,
 			(unsigned long long)st.torn, secs, secs > 0 ? (double)st.records / secs : 0.0,
-			(double)st.lock_hold_max_ns / 1000.0);
+			(double)st.lock_hold_max_ns / 1000.0, (unsigned long long)st.lock_holds_long,
+			(unsigned long long)st.lock_holds, HOLD_LONG_NS / 1000);
 		return;
 	}
 	fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %s, "
 		"%llu dropped, %llu lost to lock timeouts, %llu overwritten, %llu torn, "
-		"%.2f s, %.0f records/s, longest lock hold %.1f us\n",
+		"%.2f s, %.0f records/s, longest lock hold %.1f us (%llu of %llu over %llu us)\n",
 		(unsigned long long)st.records, (unsigned long long)st.bytes,
 		files,
 		(unsigned long long)st.ring.dropped, (unsigned long long)st.ring.lock_dropped,
 		(unsigned long long)st.ring.overwritten,
 		(unsigned long long)st.torn, secs, secs > 0 ? (double)st.records / secs : 0.0,
-		(double)st.lock_hold_max_ns / 1000.0);
+		(double)st.lock_hold_max_ns / 1000.0, (unsigned long long)st.lock_holds_long,
+		(unsigned long long)st.lock_holds, HOLD_LONG_NS / 1000);
 }
 
 /*

@@ -5,7 +5,7 @@
  * counted; torn slots skipped and counted; a lock held by an owner nobody
  * sees die; rotation; threads opening and closing handles; exact overwrite
  * accounting; two drain sessions in one process; when the drain says it
- * is behind.
+ * is behind; the lock held for a few blocks at a time.
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,6 +14,7 @@
 
 #include "collector_run.h"
 #include "drain.h"
+#include "hold.h"
 #include "source.h"
 
 static void test_every_record_exactly_once(void **state)
@@ -479,6 +480,156 @@ static void test_drain_behind_until_a_pass_copies_all_there_is(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* What the test hook saw at each end of a hold of the lock: the ring's
+ * head then, and the most one hold moved it. */
+static struct {
+	struct shmt_view v;
+	uint64_t head, step_max;
+	unsigned holds;
+} seen_holds;
+
+static void note_hold(const char *where)
+{
+	uint64_t head;
+
+	if (strcmp(where, "collector-hold") != 0)
+		return;
+	head = shmt_ring_head(&seen_holds.v);
+	if (head - seen_holds.head > seen_holds.step_max)
+		seen_holds.step_max = head - seen_holds.head;
+	seen_holds.head = head;
+	seen_holds.holds++;
+}
+
+/* A ring of 1 << 18 records (blocks of 1024) and a drain session on it,
+ * which makes producers hand their full blocks over. */
+static struct drain *drain_on_new_ring(const char *ring, char out[256])
+{
+	const struct shmtrace_ring_config c = { .capacity = 1 << 18 };
+	struct drain_opts o = { .ring = ring, .output = out, .poll_ns = 1000000 };
+	struct drain *d;
+
+	snprintf(out, 256, "/tmp/%s.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	d = drain_new();
+	assert_non_null(d);
+	assert_int_equal(drain_open(d, &o), 0);
+	return d;
+}
+
+/* One pass of d over ring, each hold of the lock seen by note_hold():
+ * returns what the pass copied. */
+static long pass_seeing_holds(struct drain *d, const char *ring)
+{
+	char err[256];
+	long got;
+
+	memset(&seen_holds, 0, sizeof(seen_holds));
+	assert_int_equal(shmt_view_open(ring, 0, &seen_holds.v, err, sizeof(err)), 0);
+	seen_holds.head = shmt_ring_head(&seen_holds.v);
+	shmt_test_hook = note_hold;
+	got = drain_pass(d, false);
+	shmt_test_hook = NULL;
+	shmt_view_close(&seen_holds.v);
+	print_message("%u holds, at most %llu records each\n", seen_holds.holds,
+		      (unsigned long long)seen_holds.step_max);
+	return got;
+}
+
+static void drain_end(struct drain *d, const char *ring, const char *out)
+{
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * The blocks producers hand over are moved into the ring a few at a
+ * time: no hold of the lock moves more than HOLD_MOST records, and still
+ * one pass moves and copies all of them, the thread's partly filled block
+ * after its full ones.
+ */
+static void test_each_hold_of_the_lock_moves_a_few_blocks(void **state)
+{
+	const char *ring = test_ring_name("holds");
+	const uint64_t block = shmt_block_records_for(1 << 18, SHMT_RING_MINOR);
+	const uint64_t n = 24 * block + 100;
+	struct shmtrace_stats st;
+	char out[256];
+	struct drain *d = drain_on_new_ring(ring, out);
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	/* nothing in the ring yet: the handed-over blocks count in head */
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(st.head, 24 * block);
+	assert_int_equal(pass_seeing_holds(d, ring), n);
+	assert_true(seen_holds.step_max <= HOLD_MOST);
+	assert_true(seen_holds.holds >= 24 * block / HOLD_MOST);
+	shmtrace_close(t);
+	drain_end(d, ring, out);
+}
+
+struct idle_writer {
+	const char *ring;
+	uint64_t n;
+	pthread_barrier_t *staged, *done;
+};
+
+/* Stages n records in its own block and keeps it until told. */
+static void *stage_and_wait(void *arg)
+{
+	struct idle_writer *w = arg;
+	shmtrace_t *t;
+
+	assert_int_equal(shmtrace_open(w->ring, &t), 0);
+	for (uint64_t i = 0; i < w->n; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	pthread_barrier_wait(w->staged);
+	pthread_barrier_wait(w->done);
+	shmtrace_close(t);
+	return NULL;
+}
+
+/*
+ * Records idle threads left in their blocks are moved a few blocks at a
+ * time too: a hold moves at most HOLD_MOST records and the block that
+ * crosses it, and one pass moves them all.
+ */
+static void test_idle_threads_blocks_are_moved_a_few_at_a_time(void **state)
+{
+	enum { THREADS = 8 };
+	const char *ring = test_ring_name("idleholds");
+	const uint64_t block = shmt_block_records_for(1 << 18, SHMT_RING_MINOR);
+	struct idle_writer w[THREADS];
+	pthread_barrier_t staged, done;
+	pthread_t th[THREADS];
+	char out[256];
+	struct drain *d = drain_on_new_ring(ring, out);
+
+	(void)state;
+	pthread_barrier_init(&staged, NULL, THREADS + 1);
+	pthread_barrier_init(&done, NULL, THREADS + 1);
+	for (int i = 0; i < THREADS; i++) {
+		w[i] = (struct idle_writer){ ring, block - block / 8, &staged, &done };
+		assert_int_equal(pthread_create(&th[i], NULL, stage_and_wait, &w[i]), 0);
+	}
+	pthread_barrier_wait(&staged);
+	assert_int_equal(pass_seeing_holds(d, ring), THREADS * w[0].n);
+	assert_true(seen_holds.step_max <= HOLD_MOST + block);
+	assert_true(seen_holds.holds >= 2);
+	pthread_barrier_wait(&done);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&staged);
+	pthread_barrier_destroy(&done);
+	drain_end(d, ring, out);
+}
+
 /* Waits (at most 20 s) until the ring's tail reaches n: the collector
  * has drained every record written. Returns the tail. */
 static uint64_t wait_tail(shmtrace_t *t, uint64_t n)
@@ -547,6 +698,8 @@ int main(void)
 		cmocka_unit_test(test_two_sessions_in_one_process_keep_their_strings),
 		cmocka_unit_test(test_drain_behind_until_a_pass_copies_all_there_is),
 		cmocka_unit_test(test_busy_collector_comes_back_before_its_poll_interval),
+		cmocka_unit_test(test_each_hold_of_the_lock_moves_a_few_blocks),
+		cmocka_unit_test(test_idle_threads_blocks_are_moved_a_few_at_a_time),
 	};
 
 	if (collector_bin_init() < 0)

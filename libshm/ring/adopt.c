@@ -91,18 +91,24 @@ static uint64_t oldest_full(const struct shmt_view *v)
  * in dead (from shmt_find_dead_blocks(), may be NULL) that still have the
  * same owner are flushed and freed. Full blocks are the collector's to
  * flush in order (handoff.c), and an owned block waits for those claimed
- * before it (oldest_full()). Lock held. Returns records published.
+ * before it (oldest_full()). The look starts at block *from (from NULL:
+ * at 0) and stops after the block that brings what it moved to most or
+ * beyond, so that one hold of the lock copies a bounded amount; *from
+ * then names the next block to look at, nblocks once every block was.
+ * Lock held. Returns records published.
  */
-uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead)
+uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead,
+				  uint64_t most, uint32_t *from)
 {
 	uint64_t owned[SHMT_MAX_BLOCKS / 64] = { 0 }, done = 0, before;
+	uint32_t i = from ? *from : 0;
 
 	/* pairs with the owner's release store of OWNED */
-	for (uint32_t i = 0; i < v->nblocks; i++)
-		if (load_acquire(&shmt_block_at(v, i)->state) == SHMT_BLOCK_OWNED)
-			owned[i / 64] |= 1ull << (i % 64);
+	for (uint32_t k = 0; k < v->nblocks; k++)
+		if (load_acquire(&shmt_block_at(v, k)->state) == SHMT_BLOCK_OWNED)
+			owned[k / 64] |= 1ull << (k % 64);
 	before = oldest_full(v);
-	for (uint32_t i = 0; i < v->nblocks; i++) {
+	for (; i < v->nblocks && done < most; i++) {
 		struct shmt_block *b = shmt_block_at(v, i);
 		uint32_t state = load_relaxed(&b->state);
 		bool pending = load_acquire(&b->written) != load_relaxed(&b->taken);
@@ -131,5 +137,7 @@ uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct sh
 			store_release(&b->state, SHMT_BLOCK_FREE);
 		}
 	}
+	if (from)
+		*from = i;
 	return done;
 }

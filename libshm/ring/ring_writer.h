@@ -43,14 +43,17 @@ void shmt_wake_collector(struct shmt_view *v);
 
 /* adopt.c: a dead thread's block taken back (by a producer that needs a
  * block, or by the collector): found without the lock, then, under it,
- * its records flushed, its open spans recorded, the block freed. */
+ * its records flushed, its open spans recorded, the block freed; a look
+ * at the blocks from *from on that stops once about `most` records moved
+ * (from NULL and most UINT64_MAX: every block, in one hold). */
 struct shmt_owner {
 	uint32_t pid, tid;
 	uint64_t start_time;
 	uint64_t seen;		/* ring clock when found dead: its open spans' end */
 };
 uint32_t shmt_find_dead_blocks(const struct shmt_view *v, struct shmt_owner *dead);
-uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead);
+uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead,
+				  uint64_t most, uint32_t *from);
 
 /*
  * handoff.c: blocks changing hands without the lock (ring_format.h,
