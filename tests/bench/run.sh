@@ -439,6 +439,12 @@ for P in "${PACED[@]}"; do
 done
 [ -n "$best" ] && row "2 highest paced rate, 0 dropped" "$(fmt "$(mrate "$best")" 2)" "" "" \
 	"achieved (asked $(mrate "$best_want") M/s), 0 dropped in every run; >= 24: $(check "$(mrate "$best")" ">=" 24), goal 30: $(check "$(mrate "$best")" ">=" 30)"
+# the collector's holds of the ring lock in the sustained run: its
+# summary line's "longest lock hold X us (N of M over 100 us)"
+s=$(qfield "$S2" summary)
+hl=$(printf '%s\n' "$s" | sed -n 's/.*longest lock hold \([0-9.]*\) us (\([0-9]*\) of \([0-9]*\) over.*/\1 \2 \3/p')
+[ -n "$hl" ] && row "2 collector: lock holds over 100 us" "$(echo $hl | cut -d' ' -f2)" "" "" \
+	"of $(echo $hl | cut -d' ' -f3) holds, the longest $(echo $hl | cut -d' ' -f1) us (sustained run): each a few blocks' copy, longer when preempted"
 
 for p in p50 p99 p999 p9999 max; do
 	v=$(field "$S3" $p); l=$(field "$L3" $p)
