@@ -203,6 +203,11 @@ int shmt_cap_put_records_v1(msgpack_sbuffer *b, uint64_t first_seq, const struct
  */
 long shmt_cap_put_ring_records(msgpack_sbuffer *b, uint64_t first_seq,
 			       const struct shmt_record *slots, size_t n);
+/* The same from a staging block's records read in place (ring format 2.0:
+ * the collector's full blocks), whose commit words hold the kind: stops
+ * before the first of no kind this format defines. */
+long shmt_cap_put_block_records(msgpack_sbuffer *b, uint64_t first_seq,
+				const struct shmt_record *recs, size_t n);
 /* capture_ring.c: ring v's strings from id *strings on and its name slots
  * from *threads on, read from the ring, as STRINGS and THREADS frames
  * (a damaged string entry is sent as ""), *strings and *threads moved

@@ -282,7 +282,7 @@ static long put_packed_frame(msgpack_sbuffer *b, size_t i, size_t k, const void 
 {
 	const struct records_arg *a = arg;
 
-	return shmt_cap_put_packed(b, a->first_seq + i, a->r + i, k, false);
+	return shmt_cap_put_packed(b, a->first_seq + i, a->r + i, k, SHMT_PACK_NONE);
 }
 
 /* Records r[0..n) checked, then as frames of the kind put encodes. */

@@ -36,14 +36,16 @@ static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
 }
 
 /*
- * Encodes r[0..n) into p. With ring set, r are ring slots whose commit
- * words hold (sequence & 0xffffff) << 8 | kind, read once each (another
- * process may be writing them), and encoding stops before the first one
- * that is not a finished record of first_seq + i. Returns the records
- * encoded; *end is where they end.
+ * Encodes r[0..n) into p. With check PACK_RING, r are ring slots whose
+ * commit words hold (sequence & 0xffffff) << 8 | kind, read once each
+ * (another process may be writing them), and encoding stops before the
+ * first one that is not a finished record of first_seq + i; with
+ * PACK_KIND, records of a staging block (commit: the kind), read once
+ * each, and it stops before the first of no kind this format defines.
+ * Returns the records encoded; *end is where they end.
  */
 static size_t pack_body(uint8_t *p, const struct shmt_record *r, size_t n,
-			uint64_t first_seq, bool ring, uint8_t **end)
+			uint64_t first_seq, enum shmt_pack_check check, uint8_t **end)
 {
 	uint64_t prev_ts = 0;
 	uint32_t pid = 0, tid = 0;
@@ -57,7 +59,9 @@ static size_t pack_body(uint8_t *p, const struct shmt_record *r, size_t n,
 
 		memcpy(&x, &r[i], sizeof(x));
 		kind = SHMT_COMMIT_KIND(x.commit);
-		if (ring && !shmt_commit_is(x.commit, first_seq + i))
+		if (check == SHMT_PACK_RING && !shmt_commit_is(x.commit, first_seq + i))
+			break;
+		if (check == SHMT_PACK_KIND && !shmt_kind_valid(kind))
 			break;
 		thread = i == 0 || x.pid != pid || x.tid != tid;
 		tag = (uint64_t)kind << 2 | (uint64_t)(x.flow != 0) << 1 | thread;
@@ -112,7 +116,7 @@ static int packed_room(msgpack_sbuffer *b, size_t n)
 /* One PACKED frame of at most SHMT_CAP_SPLIT_RECORDS records, appended to
  * b. Returns the records in it (0: none, b unchanged) or -ENOMEM. */
 long shmt_cap_put_packed(msgpack_sbuffer *b, uint64_t first_seq, const struct shmt_record *r,
-			 size_t n, bool ring)
+			 size_t n, enum shmt_pack_check check)
 {
 	uint8_t *start, *p, *body, *end;
 	size_t k, len;
@@ -132,7 +136,7 @@ long shmt_cap_put_packed(msgpack_sbuffer *b, uint64_t first_seq, const struct sh
 		p += 8;
 	}
 	body = p + 10;
-	k = pack_body(body, r, n, first_seq, ring, &end);
+	k = pack_body(body, r, n, first_seq, check, &end);
 	if (!k)
 		return 0;
 	len = (size_t)(end - body);
@@ -155,5 +159,15 @@ long shmt_cap_put_ring_records(msgpack_sbuffer *b, uint64_t first_seq,
 		n = SHMT_CAP_SPLIT_RECORDS;
 	if (n && first_seq + n < first_seq)
 		n = UINT64_MAX - first_seq;	/* the sequences of a frame never wrap */
-	return n ? shmt_cap_put_packed(b, first_seq, slots, n, true) : 0;
+	return n ? shmt_cap_put_packed(b, first_seq, slots, n, SHMT_PACK_RING) : 0;
+}
+
+long shmt_cap_put_block_records(msgpack_sbuffer *b, uint64_t first_seq,
+				const struct shmt_record *recs, size_t n)
+{
+	if (n > SHMT_CAP_SPLIT_RECORDS)
+		n = SHMT_CAP_SPLIT_RECORDS;
+	if (n && first_seq + n < first_seq)
+		n = UINT64_MAX - first_seq;
+	return n ? shmt_cap_put_packed(b, first_seq, recs, n, SHMT_PACK_KIND) : 0;
 }

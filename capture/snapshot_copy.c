@@ -151,6 +151,36 @@ static uint64_t copy_back(const struct shmt_view *v, uint64_t from, uint64_t end
 	return from;
 }
 
+/*
+ * Ring format 2.0: the sequences of [kept, end) that extents hold (full
+ * blocks a collector sequenced in place) read from their blocks into
+ * buf. Those of a discard ring below its tail that neither a slot nor an
+ * extent holds any more were written out by its collector and their
+ * blocks freed: like slots another lap took, they end the window below
+ * them. Returns where the window may begin.
+ */
+static uint64_t copy_extents(const struct shmt_view *v, uint64_t from, uint64_t kept,
+			     uint64_t end, struct shmt_record *buf, uint8_t *ok)
+{
+	struct shmt_extent *ext;
+	uint64_t tail = shmt_ring_tail(v);
+	uint32_t n;
+
+	if (v->minor < SHMT_MINOR_IN_PLACE || v->mode != SHMTRACE_MODE_DISCARD ||
+	    !(ext = malloc(v->nblocks * sizeof(*ext))))
+		return kept;
+	n = shmt_ring_extents(v, kept, end, ext, v->nblocks);
+	for (uint32_t i = 0; i < n; i++)
+		for (uint64_t seq = ext[i].seq; seq < ext[i].seq + ext[i].n && seq < end; seq++)
+			if (seq >= kept && !ok[seq - from])
+				ok[seq - from] = shmt_extent_read(v, &ext[i], seq, &buf[seq - from]) == 0;
+	free(ext);
+	for (uint64_t seq = tail < end ? tail : end; seq > kept; seq--)
+		if (!ok[seq - 1 - from])
+			return seq;
+	return kept;
+}
+
 /* The first slot of [seq, end) holding an event, or end. */
 static uint64_t first_event(const struct shmt_record *buf, const uint8_t *ok, uint64_t from,
 			    uint64_t seq, uint64_t end)
@@ -208,6 +238,7 @@ static int copy_slots(struct snap *s, uint64_t end)
 
 	if (!ret) {
 		kept = copy_back(s->v, from, end, buf, ok);
+		kept = copy_extents(s->v, from, kept, end, buf, ok);
 		ev = first_event(buf, ok, from, kept, end);
 		window_start(s, buf, ok, from, kept, end);
 		if (kept > from && (!s->since ||
@@ -306,11 +337,25 @@ static uint32_t moved_since(const struct snap *s, const struct snap_block *b,
 	return j;
 }
 
+/* A record published after the window's end, kept (NULL: none there). */
+static int note_after(void *arg, uint64_t seq, const struct shmt_record *r)
+{
+	struct snap *s = arg;
+
+	if (!r)
+		return 0;
+	if (array_reserve(&s->after, &s->capafter, s->nafter + 1, sizeof(*s->after), 256) < 0)
+		return -ENOMEM;
+	s->after[s->nafter++] = (struct snap_late){ seq, *r };
+	return 0;
+}
+
 /* Each block settled again, and the slots published since the window's
  * end read: what flushes moved after it. */
 static int settle_again(struct snap *s, uint64_t end)
 {
 	const struct shmt_view *v = s->v;
+	struct shmt_ring_skips skips = { 0 };
 	uint64_t top = end;
 
 	for (size_t i = 0; i < s->nblk; i++) {
@@ -327,17 +372,7 @@ static int settle_again(struct snap *s, uint64_t end)
 		if (b->settled && b->head2 > top)
 			top = b->head2;
 	}
-	for (uint64_t seq = end; seq < top; seq++) {
-		struct shmt_record r;
-
-		if (shmt_ring_read(v, seq, &r) < 0)
-			continue;
-		if (array_reserve(&s->after, &s->capafter, s->nafter + 1, sizeof(*s->after), 256) < 0)
-			return -ENOMEM;
-		r.commit = SHMT_COMMIT_KIND(r.commit);
-		s->after[s->nafter++] = (struct snap_late){ seq, r };
-	}
-	return 0;
+	return shmt_ring_read_range(v, end, top, UINT64_MAX, &skips, note_after, s);
 }
 
 /* Whether open span o of block b ended (its span) or was recorded by the

@@ -99,6 +99,7 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 		(void)*(volatile const uint8_t *)((const uint8_t *)d->v.records + off);
 	d->pos = load_acquire(&d->v.h->tail.v);
 	d->start_seq = d->pos;
+	hold_in_place(&d->hold, d->pos);
 	store_relaxed(&d->v.h->collector_pid.v, (uint64_t)getpid());
 	d->opened = true;
 	return 0;

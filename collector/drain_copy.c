@@ -8,6 +8,33 @@
 #include "drain_int.h"
 
 /*
+ * Ring format 2.0: records of a full block sequenced in place, encoded
+ * from the block, up to the end of its ring of records (the rest next
+ * time); a record of no known kind (forged) ends the frame before it, and
+ * one first is left to the slow path (0), which counts it.
+ */
+static long copy_extent(struct drain *d, const struct shmt_full *e)
+{
+	struct shmt_block *b = shmt_block_at(&d->v, e->i);
+	uint64_t off = d->pos - e->seq, n = e->n - off;
+	uint64_t at = (e->taken + off) & (d->v.block_records - 1);
+	long k;
+
+	if (!b)
+		return 0;
+	if (at + n > d->v.block_records)
+		n = d->v.block_records - at;
+	if (n > DRAIN_BATCH)
+		n = DRAIN_BATCH;
+	k = shmt_cap_put_block_records(cw_buffer(d->w), d->pos, &shmt_block_recs(b)[at], n);
+	if (k <= 0)
+		return k;
+	d->pos += (uint64_t)k;
+	d->st.records += (uint64_t)k;
+	return k;
+}
+
+/*
  * Discard mode's fast path: slots in [tail, head) are never written again
  * until the tail passes them (head's acquire load orders their contents
  * before us), so they are encoded straight from the ring into the frame,
@@ -17,9 +44,15 @@
  */
 static long copy_records_fast(struct drain *d, uint64_t head)
 {
-	uint64_t n = head - d->pos, slot = d->pos & d->v.mask;
+	const struct shmt_full *e = d->hold.in_place ? hold_extent(&d->hold, d->pos) : NULL;
+	uint64_t n, slot = d->pos & d->v.mask;
 	long k;
 
+	if (e && e->seq <= d->pos)
+		return copy_extent(d, e);
+	if (e && e->seq < head)
+		head = e->seq;	/* the slots up to the next extent */
+	n = head - d->pos;
 	if (n > DRAIN_BATCH)
 		n = DRAIN_BATCH;
 	if (slot + n > d->v.capacity)
@@ -132,4 +165,6 @@ void drain_release_tail(struct drain *d)
 	 * below it may be reused */
 	if (done > load_relaxed(&h->tail.v))
 		store_release(&h->tail.v, done);
+	/* and the blocks sequenced in place below it freed */
+	hold_release(&d->hold, done);
 }

@@ -54,7 +54,8 @@ int hold_init(struct hold *h, struct shmt_view *v, const char *ring)
 		return ret;
 	h->dead = calloc(v->nblocks + 1, sizeof(*h->dead));
 	h->order = calloc(v->nblocks + 1, sizeof(*h->order));
-	return h->dead && h->order ? 0 : -ENOMEM;
+	h->ext = calloc(v->nblocks + 1, sizeof(*h->ext));
+	return h->dead && h->order && h->ext ? 0 : -ENOMEM;
 }
 
 /* Which of the dead owners found died inside open spans. */
@@ -69,6 +70,26 @@ static void note_died_open(struct hold *h)
 		if (!h->died_open++)
 			h->died = h->dead[i];
 	}
+}
+
+/* Keeps extent e (in sequence order after those kept). */
+static void keep_extent(struct hold *h, const struct shmt_full *e)
+{
+	if (h->ext_n < h->v->nblocks)
+		h->ext[(h->ext_first + h->ext_n++) % h->v->nblocks] = *e;
+}
+
+/* Frees extent e's block: taken first, so that a reader of the block
+ * that sees it free sees it empty. Only a block still that extent. */
+static void free_extent(struct shmt_view *v, const struct shmt_full *e)
+{
+	struct shmt_block *b = shmt_block_at(v, e->i);
+
+	if (!b || load_acquire(&b->state) != SHMT_BLOCK_SEQUENCED || load_relaxed(&b->seq0) != e->seq ||
+	    load_relaxed(&b->taken) != e->taken)
+		return;
+	store_release(&b->taken, e->taken + e->n);
+	store_release(&b->state, SHMT_BLOCK_FREE);
 }
 
 bool hold_pending(const struct hold *h)
@@ -109,7 +130,11 @@ static bool hold_once(struct hold *h, bool first)
 		/* a thread's full blocks before what it stages now: in order,
 		 * a few at a time */
 		done = shmt_flush_full_locked(v, h->order + h->next, h->nfull - h->next,
-					      most < HOLD_MOST ? most : HOLD_MOST, SHMT_FLUSH_KEEP, &left);
+					      most < HOLD_MOST ? most : HOLD_MOST,
+					      SHMT_FLUSH_KEEP | (h->in_place ? SHMT_FLUSH_IN_PLACE : 0), &left);
+		for (uint32_t k = h->next; k < h->nfull - left; k++)
+			if (h->order[k].seq != UINT64_MAX)
+				keep_extent(h, &h->order[k]);
 		h->next = h->nfull - left;
 		h->moved += done;
 		/* stopped before any: the ring has no room, or the block is
@@ -183,6 +208,70 @@ void hold_free(struct hold *h)
 {
 	free(h->dead);
 	free(h->order);
+	free(h->ext);
 	h->dead = NULL;
 	h->order = NULL;
+	h->ext = NULL;
+}
+
+void hold_in_place(struct hold *h, uint64_t tail)
+{
+	struct shmt_view *v = h->v;
+	struct shmt_extent *e = calloc(v->nblocks + 1, sizeof(*e));
+	uint32_t n;
+
+	h->in_place = v->minor >= SHMT_MINOR_IN_PLACE && v->mode == SHMTRACE_MODE_DISCARD;
+	if (!h->in_place || !e) {
+		free(e);
+		return;
+	}
+	n = shmt_ring_extents(v, 0, UINT64_MAX, e, v->nblocks);
+	for (uint32_t k = 0; k < n; k++) {
+		struct shmt_full f = { .no = e[k].claim_no, .i = e[k].block, .n = e[k].n,
+				       .seq = e[k].seq, .taken = e[k].taken };
+
+		keep_extent(h, &f);
+	}
+	free(e);
+	hold_release(h, tail);
+}
+
+const struct shmt_full *hold_extent(const struct hold *h, uint64_t seq)
+{
+	for (uint32_t k = 0; k < h->ext_n; k++) {
+		const struct shmt_full *e = &h->ext[(h->ext_first + k) % h->v->nblocks];
+
+		if (e->seq + e->n > seq)
+			return e;
+	}
+	return NULL;
+}
+
+/*
+ * Whether extent e may be freed: written out (below tail), and either a
+ * ring's worth of sequences behind the head, where a slot of the ring
+ * would have been reused too, or one of more than a quarter of the blocks
+ * kept, which producers need more. Until then the ring holds its records
+ * as its slots hold theirs, for a reader of the ring as it is (a
+ * post-mortem export, a snapshot).
+ */
+static bool releasable(const struct hold *h, const struct shmt_full *e, uint64_t tail)
+{
+	uint64_t end = e->seq + e->n;
+
+	return end <= tail && (end + h->v->capacity <= shmt_ring_head(h->v) ||
+			       h->ext_n > h->v->nblocks / 4);
+}
+
+void hold_release(struct hold *h, uint64_t tail)
+{
+	while (h->ext_n) {
+		const struct shmt_full *e = &h->ext[h->ext_first];
+
+		if (!releasable(h, e, tail))
+			break;
+		free_extent(h->v, e);
+		h->ext_first = (h->ext_first + 1) % h->v->nblocks;
+		h->ext_n--;
+	}
 }

@@ -36,6 +36,13 @@ struct hold {
 	bool full_stuck;		/* a hold moved none: no room, or relisting */
 	bool idle_due, reaped;
 	uint32_t idle_next;
+	/* ring format 2.0, a discard ring drained into a capture: full blocks
+	 * sequenced where they are (SHMT_FLUSH_IN_PLACE), kept in sequence
+	 * order, ext[(ext_first + k) % nblocks] for k < ext_n, until the
+	 * tail passes them */
+	bool in_place;
+	struct shmt_full *ext;
+	uint32_t ext_first, ext_n;
 };
 
 /* Records one hold of the lock moves into the ring at most (a block more
@@ -73,6 +80,21 @@ int hold_init(struct hold *h, struct shmt_view *v, const char *ring);
 bool hold_adopt(struct hold *h, bool final);
 bool hold_pending(const struct hold *h);
 bool hold_next(struct hold *h);
+
+/*
+ * Ring format 2.0: a drain into a capture has full blocks sequenced in
+ * place instead of copied into the ring (a discard ring's; an overwrite
+ * ring's are copied, as its slots may be lapped). hold_in_place() turns
+ * that on, taking over the blocks a collector before it left sequenced.
+ * hold_extent() is the extent holding sequence seq, or the first after
+ * it (NULL: none); hold_release() frees the blocks whose records are all
+ * below tail (written out) and that the ring need keep no longer: a
+ * ring's worth of sequences behind its head, as its slots would be
+ * reused, or beyond a quarter of its blocks.
+ */
+void hold_in_place(struct hold *h, uint64_t tail);
+const struct shmt_full *hold_extent(const struct hold *h, uint64_t seq);
+void hold_release(struct hold *h, uint64_t tail);
 
 void hold_free(struct hold *h);
 

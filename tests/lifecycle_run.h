@@ -259,8 +259,11 @@ static inline uint64_t ring_staged(const char *ring)
 	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
 	for (uint32_t i = 0; i < v.nblocks; i++) {
 		struct shmt_block *b = shmt_block_at(&v, i);
+		uint64_t w = load_acquire(&b->written), k = load_relaxed(&b->taken);
 
-		n += load_acquire(&b->written) - load_relaxed(&b->taken);
+		/* a block sequenced in place holds the ring's records (2.0) */
+		if (load_relaxed(&b->state) != SHMT_BLOCK_SEQUENCED || !shmt_block_sequenced(&v, b, w, k))
+			n += w - k;
 	}
 	shmt_view_close(&v);
 	return n;

@@ -7,13 +7,16 @@
  * leaving no block the collector cannot free; copying as before when no
  * block is free or the ring is older, a thread's own handed-over blocks
  * first and no one else's; a full block the ring has no room for dropped
- * at once, without the lock.
+ * at once, without the lock; since format 2.0, full blocks read in place
+ * by the collector, copied into no slot, and a collector killed while it
+ * sequences one losing and doubling nothing.
  */
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include "collector_run.h"
+#include "drain.h"
 
 #define CAP 4096u	/* blocks of 64 records */
 
@@ -57,15 +60,19 @@ static uint64_t header_word(const char *name, size_t off)
 	return w;
 }
 
-/* Blocks of ring name in each state kind (FREE, OWNED, FULL, CLAIMING). */
-static void block_states(const char *name, uint32_t n[4])
+/* Blocks of ring name in each state kind (FREE, OWNED, FULL, CLAIMING,
+ * SEQUENCED; any other counts as FREE). */
+static void block_states(const char *name, uint32_t n[5])
 {
 	struct shmt_view v;
 
 	ring_view_rw(name, &v);
-	memset(n, 0, 4 * sizeof(*n));
-	for (uint32_t i = 0; i < v.nblocks; i++)
-		n[SHMT_BLOCK_KIND(load_relaxed(&shmt_block_at(&v, i)->state)) & 3]++;
+	memset(n, 0, 5 * sizeof(*n));
+	for (uint32_t i = 0; i < v.nblocks; i++) {
+		uint32_t k = SHMT_BLOCK_KIND(load_relaxed(&shmt_block_at(&v, i)->state));
+
+		n[k < 5 ? k : 0]++;
+	}
 	shmt_view_close(&v);
 }
 
@@ -83,7 +90,7 @@ static void test_full_blocks_handed_over_in_order(void **state)
 	struct shmt_cap_reader *r;
 	struct shmt_cap_frame f;
 	struct tally t = { 0 };
-	uint32_t st[4];
+	uint32_t st[5];
 	uint64_t last = 0;
 	char err[256];
 	pid_t col;
@@ -191,7 +198,7 @@ static void killed_in_handoff(const char *where)
 	const uint64_t n = 1000;
 	struct ring_dump d;
 	struct tally t = { 0 };
-	uint32_t st[4];
+	uint32_t st[5];
 	int status;
 	pid_t col;
 
@@ -237,6 +244,151 @@ static void killed_in_handoff(const char *where)
 static void test_killed_claiming(void **s) { (void)s; killed_in_handoff("handoff-claimed"); }
 static void test_killed_handing_over(void **s) { (void)s; killed_in_handoff("handoff-full"); }
 
+/* A drain session in this process on ring, into out: producers hand
+ * their full blocks over to it. */
+static struct drain *drain_here(const char *ring, const char *out)
+{
+	struct drain_opts o = { .ring = ring, .output = out, .poll_ns = 1000000 };
+	struct drain *d = drain_new();
+
+	assert_non_null(d);
+	assert_int_equal(drain_open(d, &o), 0);
+	return d;
+}
+
+/* A producer process writing n records (tally's producer 0), waited for. */
+static void produce_all(const char *ring, struct tally *t, uint64_t n)
+{
+	pid_t p;
+
+	tally_init(t, 1, n);
+	p = fork();
+	assert_true(p >= 0);
+	if (p == 0)
+		produce(ring, n);
+	t->pids[0] = (uint32_t)p;
+	wait_producers(t);
+}
+
+/*
+ * Format 2.0: the collector copies no record of a full block into the
+ * ring: every slot stays as it was (never written, here), while the
+ * capture has every record once. Written out, the blocks still hold them
+ * for a reader of the ring, as its slots would (less than a ring's worth
+ * came after them): a post-mortem read finds them all, none torn.
+ */
+static void test_full_blocks_read_in_place(void **state)
+{
+	const char *ring = test_ring_name("inplace");
+	const char *out = "/tmp/shmt-inplace.cap";
+	const uint64_t n = 10 * 64 + 5;
+	struct tally t = { 0 };
+	struct ring_dump dump;
+	struct shmt_view v;
+	struct drain *d;
+	uint32_t st[5];
+	uint64_t written = 0;
+
+	(void)state;
+	make_ring(ring, 0);
+	d = drain_here(ring, out);
+	produce_all(ring, &t, n);	/* its last block handed over at close */
+	while (drain_pass(d, false) > 0)
+		;
+	ring_view_rw(ring, &v);
+	assert_int_equal(shmt_ring_head(&v), n);
+	for (uint32_t i = 0; i < v.capacity; i++)
+		written += load_relaxed(&v.records[i].commit) != 0;
+	shmt_view_close(&v);
+	assert_int_equal(written, 0);
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	read_capture(out, &t);
+	check_exactly_once(&t);
+	assert_int_equal(t.records, n);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL] + st[SHMT_BLOCK_OWNED], 0);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], (n + 63) / 64);
+	ring_dump(ring, &dump);
+	assert_int_equal(dump.torn, 0);
+	assert_int_equal(dump.n, n);
+	free(dump.recs);
+	tally_free(&t);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * A collector killed while it sequences a full block in place, holding
+ * the lock: after the block's state, before the head (the repair gives it
+ * back to the full blocks), or after the head (its sequences stand). A
+ * post-mortem read finds every record once, none torn; the next collector
+ * captures every record once and leaves no block behind.
+ */
+static void killed_sequencing(const char *where)
+{
+	const char *ring = test_ring_name("inplacekill");
+	const char *dead_out = "/tmp/shmt-inplacekill-dead.cap", *out = "/tmp/shmt-inplacekill.cap";
+	const uint64_t n = 10 * 64 + 5;
+	struct ring_dump dump;
+	struct tally t = { 0 };
+	uint32_t st[5];
+	int status;
+	pid_t col, prod;
+
+	make_ring(ring, 0);
+	col = fork();
+	assert_true(col >= 0);
+	if (col == 0) {
+		struct drain *d = drain_here(ring, dead_out);
+
+		prod = fork();
+		if (prod == 0)
+			produce(ring, n);
+		if (prod < 0 || waitpid(prod, &status, 0) != prod)
+			_exit(6);
+		g_kill_at = where;
+		shmt_test_hook = kill_hook;
+		drain_pass(d, false);
+		_exit(5);	/* not reached: killed in the pass */
+	}
+	assert_int_equal(waitpid(col, &status, 0), col);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ring_dump(ring, &dump);
+	assert_int_equal(dump.torn, 0);
+	assert_int_equal(dump.n, n);
+	col = start_collector(ring, out, NULL, 0);
+	assert_clean_exit(stop(col, SIGTERM));
+	tally_init(&t, 1, n);
+	t.pids[0] = dump.recs[0].pid;	/* the producer, gone */
+	free(dump.recs);
+	read_capture(out, &t);
+	assert_int_equal(t.dup_seq, 0);
+	assert_int_equal(t.records, n);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_OWNED] + st[SHMT_BLOCK_FULL] + st[SHMT_BLOCK_CLAIMING], 0);
+	figure_row(false, strcmp(where, "sequence-state") == 0 ?
+		   "collector killed sequencing a block, before the head" :
+		   "collector killed sequencing a block, after the head", 1, n, t.records, 0, 0, 0,
+		   "captured once, none torn; no block left");
+	tally_free(&t);
+	unlink(out);
+	unlink(dead_out);
+	shmtrace_ring_unlink(ring);
+}
+
+static void test_collector_killed_sequencing_before_head(void **s)
+{
+	(void)s;
+	killed_sequencing("sequence-state");
+}
+
+static void test_collector_killed_sequencing_after_head(void **s)
+{
+	(void)s;
+	killed_sequencing("sequence-head");
+}
+
 /*
  * With no block free (8 blocks, no collector freeing them) a thread
  * copies into the ring under the lock as before, the full blocks first;
@@ -250,7 +402,7 @@ static void test_copies_when_no_block_is_free_or_ring_is_older(void **state)
 	const uint64_t n = 6000;	/* more than the ring (4096) and the blocks hold */
 	struct ring_dump d;
 	struct shmt_loss l;
-	uint32_t st[4];
+	uint32_t st[5];
 
 	(void)state;
 	for (int older = 0; older < 2; older++) {
@@ -262,6 +414,7 @@ static void test_copies_when_no_block_is_free_or_ring_is_older(void **state)
 			struct shmt_view v;
 
 			ring_view_rw(ring, &v);
+			store_relaxed(&v.h->major, 1);	/* format 1.9 */
 			store_relaxed(&v.h->minor, 9);
 			shmt_view_close(&v);
 		}
@@ -306,7 +459,7 @@ static void test_copy_moves_only_the_threads_own_blocks(void **state)
 	struct shmt_view v;
 	shmtrace_t *t;
 	pthread_t b;
-	uint32_t st[4];
+	uint32_t st[5];
 	uint64_t head;
 
 	(void)state;
@@ -378,6 +531,9 @@ int main(void)
 		cmocka_unit_test(test_copies_when_no_block_is_free_or_ring_is_older),
 		cmocka_unit_test(test_copy_moves_only_the_threads_own_blocks),
 		cmocka_unit_test(test_full_block_without_room_drops_without_the_lock),
+		cmocka_unit_test(test_full_blocks_read_in_place),
+		cmocka_unit_test(test_collector_killed_sequencing_before_head),
+		cmocka_unit_test(test_collector_killed_sequencing_after_head),
 	};
 
 	if (collector_bin_init() < 0)

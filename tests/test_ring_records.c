@@ -3,7 +3,8 @@
  * test_ring_records.c - records through the ring, in one process: they
  * read back as written, a full ring keeps the first (discard) or the last
  * (overwrite) and counts the rest, a call whose flush found the ring full
- * says so, unfinished slots are refused, a thread's exit flushes, the
+ * says so, unfinished slots are refused, extents (format 2.0) are read
+ * only as the geometry and the head allow, a thread's exit flushes, the
  * scope macros and the default handle, the clock and flow ids, and open
  * spans keep their flow.
  */
@@ -180,6 +181,84 @@ static void test_reader_refuses_unfinished_slots(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/* Counts what a range read hands over: records, and slots skipped. */
+static int count_read(void *arg, uint64_t seq, const struct shmt_record *r)
+{
+	uint64_t *n = arg;
+
+	(void)seq;
+	n[r ? 0 : 1]++;
+	return 0;
+}
+
+/* Makes block i of v SEQUENCED at seq0, holding n records (kind kind,
+ * ts 0, 1, ...) from taken 0. */
+static void forge_extent(struct shmt_view *v, uint32_t i, uint64_t seq0, uint64_t n, uint32_t kind)
+{
+	struct shmt_block *b = shmt_block_at(v, i);
+
+	for (uint64_t k = 0; k < n && k < v->block_records; k++)
+		shmt_block_recs(b)[k] = (struct shmt_record){ .ts = k, .pid = 1, .tid = 1, .commit = kind };
+	b->taken = 0;
+	b->written = n;
+	b->seq0 = seq0;
+	b->claim_no = 7 + i;
+	b->state = SHMT_BLOCK_SEQUENCED;
+}
+
+/*
+ * Format 2.0's extents, forged in every way a peer could: an extent
+ * overlapping another, one longer than a block, one past the head, one of
+ * records of no known kind. Readers take the ring's geometry and the head
+ * for the truth: the first of two overlapping extents is read, the others
+ * are not extents (one past the head is pending, as a full block's), a
+ * record of no kind is skipped, and a block freed since it was listed is
+ * read as no record.
+ */
+static void test_reader_checks_extents(void **state)
+{
+	const char *name = test_ring_name("extents");
+	struct shmt_extent e[8];
+	struct shmt_block_info bi;
+	struct shmt_ring_skips skips = { 0 };
+	struct shmt_record r, *pend;
+	struct shmt_view v;
+	uint64_t got[2] = { 0, 0 };
+	char err[256];
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	pend = calloc(v.block_records, sizeof(*pend));
+	assert_non_null(pend);
+	v.h->head.v = 200;
+	forge_extent(&v, 0, 100, 50, SHMTRACE_KIND_SPAN);
+	forge_extent(&v, 1, 120, 30, SHMTRACE_KIND_SPAN);		/* overlaps 0 */
+	forge_extent(&v, 2, 0, v.block_records + 1, SHMTRACE_KIND_SPAN);	/* past a block */
+	forge_extent(&v, 3, 190, 20, SHMTRACE_KIND_SPAN);		/* past the head */
+	forge_extent(&v, 4, 150, 10, 200);				/* no known kind */
+	assert_int_equal(shmt_ring_extents(&v, 0, 200, e, 8), 2);
+	assert_true(e[0].seq == 100 && e[0].block == 0 && e[0].n == 50);
+	assert_true(e[1].seq == 150 && e[1].block == 4 && e[1].n == 10);
+	assert_int_equal(shmt_ring_read(&v, 125, &r), 0);
+	assert_int_equal(r.ts, 25);
+	assert_int_equal(r.commit, SHMT_COMMIT(125, SHMTRACE_KIND_SPAN));
+	assert_int_equal(shmt_ring_read(&v, 155, &r), -EAGAIN);
+	assert_int_equal(shmt_ring_read_range(&v, 100, 160, 0, &skips, count_read, got), 0);
+	assert_int_equal(got[0], 50);
+	assert_int_equal(got[1], 10);
+	assert_int_equal(skips.torn, 10);
+	/* block 3's records are not the ring's yet: pending, as a full block's */
+	assert_int_equal(shmt_ring_block_pending(&v, 3, pend, &bi), 20);
+	assert_int_equal(shmt_ring_block_pending(&v, 0, pend, &bi), 0);
+	/* freed since it was listed */
+	shmt_block_at(&v, 0)->state = SHMT_BLOCK_FREE;
+	assert_int_equal(shmt_extent_read(&v, &e[0], 110, &r), -EAGAIN);
+	free(pend);
+	shmt_view_close(&v);
+	shmtrace_ring_unlink(name);
+}
+
 static void *thread_body(void *arg)
 {
 	shmtrace_t *t = arg;
@@ -332,6 +411,7 @@ int main(void)
 		cmocka_unit_test(test_full_overwrite_ring_keeps_the_last_counts_the_rest),
 		cmocka_unit_test(test_span_whose_flush_dropped_returns_enospc),
 		cmocka_unit_test(test_reader_refuses_unfinished_slots),
+		cmocka_unit_test(test_reader_checks_extents),
 		cmocka_unit_test(test_thread_exit_flushes),
 		cmocka_unit_test(test_scope_macros_record_through_the_default_handle),
 		cmocka_unit_test(test_clock_monotonic_and_flow_ids),

@@ -378,6 +378,7 @@ static void test_no_trigger_into_a_ring_before_triggers(void **state)
 	(void)state;
 	overwrite_ring(ring, 4096);
 	ring_view_rw(ring, &v);
+	v.h->major = 1;	/* a format 1.x minor */
 	v.h->minor = SHMT_MINOR_TRIGGER - 1;
 	shmt_view_close(&v);
 	assert_int_equal(shmtrace_open(ring, &t), 0);

@@ -118,9 +118,11 @@ uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct sh
 			    load_relaxed(&b->start_time) == dead[i].start_time;
 
 		/* a full block is the collector's to flush, in claim order
-		 * (handoff.c); a claim under way has nothing */
+		 * (handoff.c), and a sequenced one its to free; a claim under
+		 * way has nothing */
 		if (SHMT_BLOCK_KIND(state) == SHMT_BLOCK_FULL ||
-		    SHMT_BLOCK_KIND(state) == SHMT_BLOCK_CLAIMING)
+		    SHMT_BLOCK_KIND(state) == SHMT_BLOCK_CLAIMING ||
+		    SHMT_BLOCK_KIND(state) == SHMT_BLOCK_SEQUENCED)
 			continue;
 		if (state == SHMT_BLOCK_OWNED && (!(owned[i / 64] >> (i % 64) & 1) ||
 		    (v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&b->claim_no) >= before)))

@@ -175,13 +175,13 @@ uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (of && (load_relaxed(&b->state) != SHMT_BLOCK_FULL || load_relaxed(&b->claim_no) != no))
 			continue;
-		order[n++] = (struct shmt_full){ no, i };
+		order[n++] = (struct shmt_full){ .no = no, .i = i, .seq = UINT64_MAX };
 	}
 	qsort(order, n, sizeof(*order), cmp_claim);
 	return n;
 }
 
-uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *order, uint32_t n,
+uint64_t shmt_flush_full_locked(struct shmt_view *v, struct shmt_full *order, uint32_t n,
 				uint64_t most, unsigned flags, uint32_t *left)
 {
 	uint64_t done = 0;
@@ -210,8 +210,14 @@ uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *ord
 		 * dropped and counted) */
 		if (done + pending > most || ((flags & SHMT_FLUSH_KEEP) && !shmt_ring_has_room(v, b)))
 			break;
-		done += shmt_flush_block_locked(v, order[k].i);
-		store_release(&b->state, SHMT_BLOCK_FREE);
+		if (flags & SHMT_FLUSH_IN_PLACE) {
+			order[k].taken = load_relaxed(&b->taken);
+			order[k].n = (uint32_t)shmt_sequence_block_locked(v, order[k].i, &order[k].seq);
+			done += order[k].n;
+		} else {
+			done += shmt_flush_block_locked(v, order[k].i);
+			store_release(&b->state, SHMT_BLOCK_FREE);
+		}
 		__atomic_fetch_sub(&v->h->full_blocks.v, 1, __ATOMIC_RELAXED);
 	}
 	*left = n - k;

@@ -104,7 +104,13 @@ void shmt_repair(struct shmt_view *v)
 	if (j->active) {
 		if (!shmt_journal_published(j, load_relaxed(&h->head.v))) {
 			/* undo: nothing of it was published; the block keeps its records */
+			struct shmt_block *b = shmt_block_at(v, j->block);
+
 			store_release(&h->head.v, j->head_before);
+			/* a block sequenced in place is full again */
+			if (j->in_place && b && load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED &&
+			    load_relaxed(&b->seq0) == j->head_before)
+				store_release(&b->state, SHMT_BLOCK_FULL);
 		} else {
 			/* stage 1 here: died between storing head and the stage */
 			if (j->stage <= 2)

@@ -113,6 +113,7 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 		       char *err, size_t errlen)
 {
 	struct shmt_layout l;
+	uint32_t level;
 
 	if (file_size < SHMT_HEADER_SIZE)
 		ERR(-EBADMSG, "segment is %llu bytes, smaller than a ring header",
@@ -122,9 +123,14 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 	if (c->major != SHMT_RING_MAJOR && c->compat > SHMT_RING_MAJOR)
 		ERR(-EPROTO, "ring format version %u needs a newer shmtrace (this one reads version %u)",
 		    c->major, SHMT_RING_MAJOR);
-	if (c->major < SHMT_RING_COMPAT)
+	if (c->major < SHMT_RING_OLDEST)
 		ERR(-EPROTO, "ring format version %u is too old (oldest readable: %u)",
-		    c->major, SHMT_RING_COMPAT);
+		    c->major, SHMT_RING_OLDEST);
+	/* the level (ring_format.h): a newer major that says we can read
+	 * it is read as ours */
+	level = c->major == 1 ? c->minor : c->major == 2 ? SHMT_LEVEL_MAJOR2 + c->minor : SHMT_RING_MINOR;
+	if (level > SHMT_RING_MINOR)
+		level = SHMT_RING_MINOR;
 	if (c->header_size != SHMT_HEADER_SIZE || c->record_size != SHMT_RECORD_SIZE)
 		ERR(-EBADMSG, "header size %u or record size %u is not 4096/40",
 		    c->header_size, c->record_size);
@@ -134,7 +140,7 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 	if (c->mode > SHMTRACE_MODE_OVERWRITE)
 		ERR(-EBADMSG, "unknown ring mode %u", c->mode);
 	if (shmt_layout_compute(c->capacity, c->max_strings, c->string_bytes, c->max_threads,
-				c->nblocks, c->major == SHMT_RING_MAJOR ? c->minor : SHMT_RING_MINOR, &l) < 0)
+				c->nblocks, level, &l) < 0)
 		ERR(-EBADMSG, "impossible geometry (capacity %u, strings %u, threads %u, blocks %u)",
 		    c->capacity, c->max_strings, c->max_threads, c->nblocks);
 	if (c->block_records != l.block_records)
@@ -148,7 +154,7 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 		ERR(-EBADMSG, "region offsets do not match the ring's geometry");
 
 	v->major = c->major;
-	v->minor = c->minor;
+	v->minor = level;
 	v->capacity = c->capacity;
 	v->mask = c->capacity - 1;
 	v->mode = c->mode;

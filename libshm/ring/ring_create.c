@@ -108,7 +108,7 @@ static void header_init(struct shmt_header *h, const struct shmtrace_ring_config
 {
 	memset(h, 0, sizeof(*h));
 	h->major = SHMT_RING_MAJOR;
-	h->minor = SHMT_RING_MINOR;
+	h->minor = SHMT_RING_MINOR - SHMT_LEVEL_MAJOR2;
 	h->compat = SHMT_RING_COMPAT;
 	h->header_size = SHMT_HEADER_SIZE;
 	h->record_size = SHMT_RECORD_SIZE;

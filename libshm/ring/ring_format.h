@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ring_format.h - the layout of a shmtrace ring in shared memory (version 1).
+ * ring_format.h - the layout of a shmtrace ring in shared memory (version 2,
+ * and what readers keep of version 1).
  *
  * Specified in docs/FORMAT.md; this file and that page change together.
  * Everything here lives in a segment that any local process able to open it
@@ -18,8 +19,16 @@
 #include "shmtrace.h"
 
 #define SHMT_RING_MAGIC		0x474e495254484d53ull	/* "SMHTRING" little-endian */
-#define SHMT_RING_MAJOR		1u
-#define SHMT_RING_MINOR		10u	/* 1: ring_id, torn, strings_dropped; 2: open spans, args;
+#define SHMT_RING_MAJOR		2u
+/*
+ * The format level: major 1's minors are levels 0 to 10, and major 2's
+ * minor m is level SHMT_LEVEL_MAJOR2 + m. A view's `minor` holds the
+ * level (shmt_view_validate()), so that every test of a feature is one
+ * compare whatever the major; the header holds the minor of its major.
+ */
+#define SHMT_LEVEL_MAJOR2	11u
+#define SHMT_RING_MINOR		11u	/* the level this code writes: 2.0. Levels:
+					   1: ring_id, torn, strings_dropped; 2: open spans, args;
 					   3: staging blocks of 256 records;
 					   4: block size from the capacity;
 					   5: retired, lock_dropped, orphaned;
@@ -27,8 +36,12 @@
 					   7: flow roles, open spans' roles;
 					   8: arguments of open spans;
 					   9: triggers (record kind 7);
-					   10: full blocks handed to the collector */
-#define SHMT_RING_COMPAT	1u	/* oldest major a reader must understand */
+					   10: full blocks handed to the collector;
+					   11 (2.0): full blocks read in place */
+#define SHMT_RING_COMPAT	2u	/* oldest major a reader must understand
+					   to read what this code writes */
+#define SHMT_RING_OLDEST	1u	/* oldest major this code reads */
+#define SHMT_MINOR_IN_PLACE	11u
 
 #define SHMT_HEADER_SIZE	4096u
 #define SHMT_RECORD_SIZE	40u
@@ -174,7 +187,10 @@ _Static_assert(sizeof(struct shmt_clock) == 40, "clock block is 40 bytes");
 /*
  * A flush of a staging block into the ring, journalled so that whoever
  * recovers the lock after its owner died can finish or undo it exactly:
- * stage 1 = writing records, 2 = head stored, 3 = drops counted.
+ * stage 1 = writing records, 2 = head stored, 3 = drops counted. Since
+ * 2.0 the collector's sequencing of a full block in place (in_place 1:
+ * count is the block's records, none is copied) is journalled the same
+ * way; its undo also gives the block back its state FULL.
  */
 struct shmt_journal {
 	uint32_t active;	/* 1 while a flush is in progress */
@@ -186,7 +202,9 @@ struct shmt_journal {
 	uint64_t count;		/* records written into the ring */
 	uint64_t consumed;	/* block records consumed (written + dropped) */
 	uint64_t ndrop;		/* records dropped, ring full */
-	uint64_t overwrote;	/* unused since minor 1 (written 0) */
+	uint64_t in_place;	/* 2.0: 1 when the "flush" gave a full block's
+				 * records their sequences in place (written
+				 * 0, and unused, from 1.1 to 1.10) */
 };
 _Static_assert(sizeof(struct shmt_journal) == 64, "journal is 64 bytes");
 
@@ -375,7 +393,10 @@ struct shmt_block {
 	uint32_t open_depth;	/* minor 2: spans open (release); was padding */
 	uint64_t start_time;	/* owner's process start time */
 	uint64_t written;	/* owner: records appended (release) */
-	uint64_t open_closing;	/* minor 2: see above */
+	union {
+		uint64_t open_closing;	/* minor 2: see above */
+		uint64_t seq0;		/* 2.0, SEQUENCED: its records' first sequence */
+	};
 	struct shmt_open open0;	/* minor 2: the outermost open span */
 	uint8_t open_roles[SHMT_OPEN_MAX];	/* minor 7: their flow roles */
 	uint8_t pad1[4];
@@ -517,11 +538,24 @@ static inline bool shmt_arg_of_open(uint64_t flow)
  * compare-and-swap, from OWNED only by its owner or, once the owner is
  * dead, under the lock; readers of a ring before minor 10 see FULL and
  * CLAIMING as not owned, which is what they are.
+ *
+ * SEQUENCED (2.0): a FULL block whose records [taken, written) the
+ * collector gave the ring sequences [seq0, seq0 + written - taken)
+ * without copying them: the ring's slots of those sequences hold
+ * nothing of them, a reader reads them in the block (an extent:
+ * shmt_ring_extents()). Made from FULL under the lock (the journal's
+ * in_place), published by the head as any flush; freed by the
+ * collector alone, without the lock (taken set to written first), once
+ * its tail passed them and the ring need not keep them: its head a
+ * ring's worth past them, where a slot would be reused, or more than a
+ * quarter of the blocks sequenced. Its stack of open spans was moved, as a FULL
+ * block's, and seq0 takes its open_closing word.
  */
 #define SHMT_BLOCK_FREE		0u
 #define SHMT_BLOCK_OWNED	1u
 #define SHMT_BLOCK_FULL		2u
 #define SHMT_BLOCK_CLAIMING	3u
+#define SHMT_BLOCK_SEQUENCED	4u
 #define SHMT_BLOCK_KIND(state)	((state) & 0xffu)
 #define SHMT_BLOCK_CLAIMER(state) ((state) >> 8)
 

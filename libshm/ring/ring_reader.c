@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ring_reader.h"
@@ -42,7 +43,78 @@ uint64_t shmt_ring_collector_pid(const struct shmt_view *v)
 	return load_relaxed(&v->h->collector_pid.v);
 }
 
-int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *out)
+bool shmt_block_sequenced(const struct shmt_view *v, const struct shmt_block *b, uint64_t w,
+			  uint64_t k)
+{
+	uint64_t s = load_relaxed(&b->seq0);
+
+	/* only a discard ring's collector sequences blocks in place */
+	return v->minor >= SHMT_MINOR_IN_PLACE && v->mode == SHMTRACE_MODE_DISCARD && w > k &&
+	       w - k <= v->block_records &&
+	       s + (w - k) > s && s + (w - k) <= shmt_ring_head(v);
+}
+
+static int cmp_extent(const void *a, const void *b)
+{
+	const struct shmt_extent *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+uint32_t shmt_ring_extents(const struct shmt_view *v, uint64_t from, uint64_t to,
+			   struct shmt_extent *out, uint32_t max)
+{
+	uint32_t n = 0, kept = 0;
+
+	if (v->minor < SHMT_MINOR_IN_PLACE || v->mode != SHMTRACE_MODE_DISCARD)
+		return 0;
+	for (uint32_t i = 0; i < v->nblocks && n < max; i++) {
+		const struct shmt_block *b = shmt_block_at(v, i);
+		uint64_t w, k, s;
+
+		/* pairs with the sequencer's release store: seq0 first */
+		if (load_acquire(&b->state) != SHMT_BLOCK_SEQUENCED)
+			continue;
+		w = load_relaxed(&b->written);
+		k = load_relaxed(&b->taken);
+		s = load_relaxed(&b->seq0);
+		if (!shmt_block_sequenced(v, b, w, k) || s >= to || s + (w - k) <= from)
+			continue;
+		out[n++] = (struct shmt_extent){ .seq = s, .taken = k, .claim_no = load_relaxed(&b->claim_no),
+						 .block = i, .n = (uint32_t)(w - k) };
+	}
+	qsort(out, n, sizeof(*out), cmp_extent);
+	for (uint32_t i = 0; i < n; i++)
+		if (!kept || out[i].seq >= out[kept - 1].seq + out[kept - 1].n)
+			out[kept++] = out[i];
+	return kept;
+}
+
+int shmt_extent_read(const struct shmt_view *v, const struct shmt_extent *e, uint64_t seq,
+		     struct shmt_record *out)
+{
+	const struct shmt_block *b = shmt_block_at(v, e->block);
+	const struct shmt_record *r;
+
+	if (!b || seq < e->seq || seq - e->seq >= e->n)
+		return -EAGAIN;
+	r = &shmt_block_recs((struct shmt_block *)b)[(e->taken + (seq - e->seq)) & (v->block_records - 1)];
+	/* a seqlock on the block: the collector frees it (taken, then the
+	 * state) only after its tail passed the extent */
+	if (load_acquire(&b->state) != SHMT_BLOCK_SEQUENCED || load_relaxed(&b->seq0) != e->seq ||
+	    load_relaxed(&b->taken) != e->taken || load_relaxed(&b->claim_no) != e->claim_no)
+		return -EAGAIN;
+	shmt_record_fields(out, r);
+	out->commit = SHMT_COMMIT_KIND(load_relaxed(&r->commit));
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (load_relaxed(&b->state) != SHMT_BLOCK_SEQUENCED || load_relaxed(&b->seq0) != e->seq ||
+	    load_relaxed(&b->taken) != e->taken || !shmt_kind_valid(out->commit))
+		return -EAGAIN;
+	return 0;
+}
+
+/* A slot's record of sequence seq, from the slot only. */
+static int read_slot(const struct shmt_view *v, uint64_t seq, struct shmt_record *out)
 {
 	const struct shmt_record *r = &v->records[seq & v->mask];
 	/* pairs with the release store of commit in put_record() */
@@ -57,6 +129,19 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
 	if (c2 != c1)
 		return -EAGAIN;
 	out->commit = c1;
+	return 0;
+}
+
+int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *out)
+{
+	struct shmt_extent e;
+
+	if (read_slot(v, seq, out) == 0)
+		return 0;
+	if (shmt_ring_extents(v, seq, seq + 1, &e, 1) != 1 || shmt_extent_read(v, &e, seq, out) < 0)
+		return -EAGAIN;
+	/* as a slot's: the commit word with the sequence */
+	out->commit = SHMT_COMMIT(seq, out->commit);
 	return 0;
 }
 
@@ -109,11 +194,27 @@ bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)
 int shmt_ring_read_range(const struct shmt_view *v, uint64_t from, uint64_t to, uint64_t counted,
 			 struct shmt_ring_skips *skips, shmt_ring_record_fn fn, void *arg)
 {
+	struct shmt_extent *ext = NULL;
+	uint32_t next = 0, next_ext = 0;
 	struct shmt_record r;
-	int ret;
+	int ret = 0;
 
+	if (v->minor >= SHMT_MINOR_IN_PLACE && v->mode == SHMTRACE_MODE_DISCARD && from < to) {
+		ext = malloc(v->nblocks * sizeof(*ext));
+		if (!ext)
+			return -ENOMEM;
+		next_ext = shmt_ring_extents(v, from, to, ext, v->nblocks);
+	}
 	for (uint64_t seq = from; seq < to; seq++) {
-		if (shmt_ring_read(v, seq, &r) == 0) {
+		int got;
+
+		while (next < next_ext && ext[next].seq + ext[next].n <= seq)
+			next++;
+		if (next < next_ext && ext[next].seq <= seq)
+			got = shmt_extent_read(v, &ext[next], seq, &r);
+		else
+			got = read_slot(v, seq, &r);
+		if (got == 0) {
 			r.commit = SHMT_COMMIT_KIND(r.commit);
 			ret = fn(arg, seq, &r);
 		} else {
@@ -127,9 +228,10 @@ int shmt_ring_read_range(const struct shmt_view *v, uint64_t from, uint64_t to, 
 			ret = fn(arg, seq, NULL);
 		}
 		if (ret != 0)
-			return ret;
+			break;
 	}
-	return 0;
+	free(ext);
+	return ret;
 }
 
 uint64_t shmt_ring_unread_below(const struct shmt_view *v, uint64_t from)
@@ -213,6 +315,9 @@ int shmt_ring_block_copy(const struct shmt_view *v, uint32_t i, struct shmt_reco
 	if (load_relaxed(&j->active) && load_relaxed(&j->block) == i &&
 	    shmt_journal_published(j, load_relaxed(&v->h->head.v)))
 		k = load_relaxed(&j->taken_before) + load_relaxed(&j->consumed);
+	/* sequenced in place: its records are the ring's (extents) */
+	if (info->state == SHMT_BLOCK_SEQUENCED && shmt_block_sequenced(v, b, w, k))
+		k = w;
 	if (k > w)
 		k = w;
 	if (w - k > v->block_records)
@@ -256,6 +361,9 @@ int shmt_ring_block_settled(const struct shmt_view *v, uint32_t i, uint64_t *bel
 		/* pairs with the flusher's release store of taken, which
 		 * follows its store of head */
 		uint64_t k = load_acquire(&b->taken), h = shmt_ring_head(v), cnt;
+		/* sequenced in place, below h: all of it is the ring's */
+		bool sequenced = load_acquire(&b->state) == SHMT_BLOCK_SEQUENCED &&
+				 shmt_block_sequenced(v, b, load_relaxed(&b->written), k);
 		/* the journal is written before the head it publishes: seen
 		 * with any head that holds its flush */
 		bool mine = load_acquire(&j->active) && load_relaxed(&j->block) == i &&
@@ -277,6 +385,8 @@ int shmt_ring_block_settled(const struct shmt_view *v, uint32_t i, uint64_t *bel
 		 * in the ring below h, or were dropped and counted */
 		if (mine && (cnt ? hb + cnt <= h : true))
 			*below = k + cons;
+		if (sequenced)
+			*below = load_relaxed(&b->written);
 		return 0;
 	}
 	return -EAGAIN;
@@ -345,6 +455,9 @@ uint64_t shmt_ring_undrained(const struct shmt_view *v)
 		struct shmt_block *b = shmt_block_at(v, i);
 		uint64_t w = load_acquire(&b->written), t = load_relaxed(&b->taken);
 
+		/* a sequenced block's are counted in head already */
+		if (load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED && shmt_block_sequenced(v, b, w, t))
+			continue;
 		n += w > t && w - t <= v->block_records ? w - t : 0;
 	}
 	return n;

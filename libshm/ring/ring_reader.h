@@ -43,8 +43,38 @@ uint64_t shmt_ring_collector_pid(const struct shmt_view *v);
 
 /* Reads record seq into out. Returns 0, or -EAGAIN if the slot does not
  * hold a finished record of that sequence (never written, half-written
- * by a producer that died, or overwritten in the meantime). */
+ * by a producer that died, or overwritten in the meantime). In a 2.0
+ * ring a record of an extent (below) is read in its block: a look at
+ * every block's header, for a reader of a few records; a reader of a
+ * range reads it with shmt_ring_read_range(). */
 int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *out);
+
+/*
+ * Ring format 2.0: a full block the collector gave sequences where it is
+ * (ring_format.h, SHMT_BLOCK_SEQUENCED): sequences [seq, seq + n) are
+ * block `block`'s records from `taken` on (modulo its size), not the
+ * ring's slots. shmt_ring_extents() lists those of sequences in [from,
+ * to) that are published (below head), as their blocks say now, sorted,
+ * at most max (one that overlaps one before it is forged: left out), and
+ * returns how many (none in a ring before 2.0, nor in an overwrite ring,
+ * whose blocks are copied); shmt_extent_read() reads
+ * extent e's record of sequence seq as shmt_ring_read() reads a slot (0,
+ * or -EAGAIN: the block is no longer that extent, freed once the
+ * collector's tail passed it, or the record is of no known kind).
+ */
+struct shmt_extent {
+	uint64_t seq, taken, claim_no;
+	uint32_t block, n;
+};
+uint32_t shmt_ring_extents(const struct shmt_view *v, uint64_t from, uint64_t to,
+			   struct shmt_extent *out, uint32_t max);
+int shmt_extent_read(const struct shmt_view *v, const struct shmt_extent *e, uint64_t seq,
+		     struct shmt_record *out);
+/* Whether block b, SEQUENCED with written w and taken k, is published:
+ * its records are the ring's below head (else its sequencer died before
+ * it stored head, and its records are pending as a full block's). */
+bool shmt_block_sequenced(const struct shmt_view *v, const struct shmt_block *b, uint64_t w,
+			  uint64_t k);
 
 /* After shmt_ring_read() failed on seq (below head): true if the slot was
  * lapped (overwrite mode: the head passed seq + capacity, or the slot holds

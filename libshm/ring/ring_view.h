@@ -71,7 +71,7 @@ struct shmt_view {
 	struct shmt_thread *threads;
 	uint8_t *blocks;
 	struct shmt_clock clock;
-	uint16_t major, minor;
+	uint16_t major, minor;	/* minor: the format level (ring_format.h) */
 	uint64_t dev, ino;	/* the segment's identity (fstat at open) */
 };
 

@@ -117,7 +117,7 @@ static uint64_t publish_locked(struct shmt_view *v, uint32_t block, const struct
 	j->count = fit;
 	j->consumed = consumed;
 	j->ndrop = n - fit;
-	j->overwrote = 0;	/* unused since format 1.1 */
+	j->in_place = 0;
 	j->active = 1;
 	SHMT_HOOK("flush-begin");
 	put_records(v, head, src, k, mask, fit);
@@ -165,6 +165,62 @@ uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx)
 	store_release(&b->taken, w);
 	v->h->journal.active = 0;
 	return done;
+}
+
+/*
+ * Gives full block idx's pending records the ring's next sequences where
+ * they are (2.0: the collector's, lock held): the block becomes SEQUENCED
+ * with seq0 the first, head moves past them, and no record is copied, so
+ * the lock is held for a few stores whatever the block holds. A block
+ * whose records do not all fit a discard ring, or that holds more than a
+ * block (forged counts), is moved by a copy as before and freed. Returns
+ * the records published; *seq0 is their first sequence when they stay in
+ * place, else UINT64_MAX.
+ */
+uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t *seq0)
+{
+	struct shmt_block *b = shmt_block_at(v, idx);
+	struct shmt_header *h = v->h;
+	struct shmt_journal *j = &h->journal;
+	uint64_t w, k, head, done;
+
+	*seq0 = UINT64_MAX;
+	if (!b)
+		return 0;
+	/* pairs with the owner's release store of written */
+	w = load_acquire(&b->written);
+	k = load_relaxed(&b->taken);
+	head = load_relaxed(&h->head.v);
+	if (w > k && (w - k > v->block_records || plan(v, head, w - k) < w - k)) {
+		done = shmt_flush_block_locked(v, idx);
+		store_release(&b->state, SHMT_BLOCK_FREE);
+		return done;
+	}
+	if (w <= k) {
+		/* nothing in it (or counts only a forger makes) */
+		store_release(&b->state, SHMT_BLOCK_FREE);
+		return 0;
+	}
+	j->stage = 1;
+	j->block = idx;
+	j->head_before = head;
+	j->taken_before = k;
+	j->count = w - k;
+	j->consumed = 0;	/* a repair that finishes it leaves taken */
+	j->ndrop = 0;
+	j->in_place = 1;
+	j->active = 1;
+	store_relaxed(&b->seq0, head);
+	/* pairs with readers' acquire load of the state: seq0 first */
+	store_release(&b->state, SHMT_BLOCK_SEQUENCED);
+	SHMT_HOOK("sequence-state");
+	/* pairs with readers' acquire load of head */
+	store_release(&h->head.v, head + (w - k));
+	SHMT_HOOK("sequence-head");
+	j->stage = 3;
+	j->active = 0;
+	*seq0 = head;
+	return w - k;
 }
 
 /* Writes one record straight into the ring (no staging block available).

@@ -37,6 +37,7 @@ extern void (*shmt_test_hook)(const char *where);
 
 /* ring_write.c: moving records into the ring; caller holds the lock. */
 uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx);
+uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t *seq0);
 int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r);
 bool shmt_wake_due(const struct shmt_view *v);
 void shmt_wake_collector(struct shmt_view *v);
@@ -75,7 +76,11 @@ uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct sh
  * (SHMT_FLUSH_KEEP; without, a thread's last flush, what does not fit is
  * dropped and counted), or that is full again in a later life than
  * listed (SHMT_FLUSH_OWN, a list of one owner's: skipping it), and says
- * in *left how many it did not reach; shmt_reap_claims() frees the
+ * in *left how many it did not reach; with SHMT_FLUSH_IN_PLACE (the
+ * collector of a 2.0 discard ring) it moves none: it sequences each
+ * where it is (shmt_sequence_block_locked(), which order[k] then
+ * describes) and leaves it SEQUENCED, for the collector to encode in
+ * place and free once its tail passed it; shmt_reap_claims() frees the
  * blocks whose claimer died before it owned them (no lock).
  */
 int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t from);
@@ -85,11 +90,17 @@ bool shmt_handoff_on(const struct shmt_view *v);
 struct shmt_full {
 	uint64_t no;		/* its claim_no when listed */
 	uint32_t i;		/* the block */
+	/* SHMT_FLUSH_IN_PLACE: set by the flush to where its records now
+	 * are: sequences [seq, seq + n), block records from taken on
+	 * (seq UINT64_MAX: copied, or not reached) */
+	uint32_t n;
+	uint64_t seq, taken;
 };
 uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of, struct shmt_full *order);
 #define SHMT_FLUSH_KEEP	1u	/* keep what a discard ring has no room for yet */
 #define SHMT_FLUSH_OWN	2u	/* the list is one owner's (shmt_full_blocks(of)) */
-uint64_t shmt_flush_full_locked(struct shmt_view *v, const struct shmt_full *order, uint32_t n,
+#define SHMT_FLUSH_IN_PLACE 4u	/* the collector's, 2.0: sequence blocks, copy none */
+uint64_t shmt_flush_full_locked(struct shmt_view *v, struct shmt_full *order, uint32_t n,
 				uint64_t most, unsigned flags, uint32_t *left);
 uint32_t shmt_reap_claims(struct shmt_view *v);
 /* Whether block b's pending records fit the ring now (always, but in a

@@ -74,7 +74,8 @@ static void check_seqs(const struct source *s, const struct shmt_view *v)
 		used++;
 		match += seq < head && shmt_commit_is(c, seq);
 	}
-	if (used && !match)
+	/* (in a 2.0 ring, sequences below head may all be in blocks) */
+	if (used && !match && !shmt_ring_extents(v, lo, head, &(struct shmt_extent){ 0 }, 1))
 		source_warnx("ring '%s': none of the %llu records in its slots is of a sequence "
 			     "below its head (%llu): its head is forged or damaged, and they are "
 			     "not exported", s->name, (unsigned long long)used,
