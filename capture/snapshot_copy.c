@@ -167,7 +167,7 @@ static uint64_t copy_extents(const struct shmt_view *v, uint64_t from, uint64_t 
 	uint32_t n;
 
 	if (v->minor < SHMT_MINOR_IN_PLACE || v->mode != SHMTRACE_MODE_DISCARD ||
-	    !(ext = malloc(v->nblocks * sizeof(*ext))))
+	    !(ext = malloc((v->nblocks + 1) * sizeof(*ext))))
 		return kept;
 	n = shmt_ring_extents(v, kept, end, ext, v->nblocks);
 	for (uint32_t i = 0; i < n; i++)

@@ -80,8 +80,9 @@ uint32_t shmt_ring_extents(const struct shmt_view *v, uint64_t from, uint64_t to
 		s = load_relaxed(&b->seq0);
 		if (!shmt_block_sequenced(v, b, w, k) || s >= to || s + (w - k) <= from)
 			continue;
-		out[n++] = (struct shmt_extent){ .seq = s, .taken = k, .claim_no = load_relaxed(&b->claim_no),
-						 .block = i, .n = (uint32_t)(w - k) };
+		out[n] = (struct shmt_extent){ .seq = s, .taken = k, .claim_no = load_relaxed(&b->claim_no),
+					       .block = i, .n = (uint32_t)(w - k) };
+		n++;
 	}
 	qsort(out, n, sizeof(*out), cmp_extent);
 	for (uint32_t i = 0; i < n; i++)
@@ -200,7 +201,7 @@ int shmt_ring_read_range(const struct shmt_view *v, uint64_t from, uint64_t to, 
 	int ret = 0;
 
 	if (v->minor >= SHMT_MINOR_IN_PLACE && v->mode == SHMTRACE_MODE_DISCARD && from < to) {
-		ext = malloc(v->nblocks * sizeof(*ext));
+		ext = malloc((v->nblocks + 1) * sizeof(*ext));
 		if (!ext)
 			return -ENOMEM;
 		next_ext = shmt_ring_extents(v, from, to, ext, v->nblocks);
