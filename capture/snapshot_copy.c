@@ -129,56 +129,70 @@ static void copy_chunk(const struct shmt_view *v, uint64_t from, uint32_t n,
 }
 
 /*
+ * Ring format 2.0, a discard ring: the extents of [from, end) (full
+ * blocks a collector sequenced in place), sorted, and its tail read after
+ * they were listed (a collector frees an extent's block only once its
+ * tail passed it, so a freed one is below this tail).
+ */
+struct copy_ext {
+	struct shmt_extent *e;
+	uint32_t n;
+	bool on;
+	uint64_t tail;
+};
+
+static int extents_of(const struct shmt_view *v, uint64_t from, uint64_t end, struct copy_ext *ce)
+{
+	memset(ce, 0, sizeof(*ce));
+	if (v->minor < SHMT_MINOR_IN_PLACE || v->mode != SHMTRACE_MODE_DISCARD)
+		return 0;
+	ce->e = malloc((v->nblocks + 1) * sizeof(*ce->e));
+	if (!ce->e)
+		return -ENOMEM;
+	ce->on = true;
+	ce->n = shmt_ring_extents(v, from, end, ce->e, v->nblocks);
+	ce->tail = shmt_ring_tail(v);
+	return 0;
+}
+
+/*
  * The slots the ring held when the copy began, [from, end), copied into
  * buf newest first, a chunk at a time, at the speed of memory: producers
  * overwrite the oldest slots first, so the copy meets them there, at the
  * first slot (from the top) that another lap took. Every slot below it is
  * taken too (laps go in order): returns that slot + 1, from when none was.
- * A slot that is no record and no other lap's is torn: ok 0.
+ * A slot that is no record and no other lap's is torn: ok 0. The
+ * sequences of extents are read from their blocks; one whose block was
+ * freed, or, in a 2.0 discard ring, one below the tail that neither a slot
+ * nor an extent holds, was written out by the collector and let go, as a
+ * lapped slot is: the window ends above it too.
  */
 static uint64_t copy_back(const struct shmt_view *v, uint64_t from, uint64_t end,
-			  struct shmt_record *buf, uint8_t *ok)
+			  struct shmt_record *buf, uint8_t *ok, const struct copy_ext *ce)
 {
+	uint32_t k = ce->n;
+
 	for (uint64_t hi = end; hi > from;) {
 		uint64_t lo = hi - from > SNAP_CHUNK ? hi - SNAP_CHUNK : from;
 
 		copy_chunk(v, lo, (uint32_t)(hi - lo), buf + (lo - from), ok + (lo - from));
-		for (uint64_t x = hi; x-- > lo;)
-			if (!ok[x - from] && shmt_ring_reused(v, x))
+		for (uint64_t x = hi; x-- > lo;) {
+			if (ok[x - from])
+				continue;
+			while (k && ce->e[k - 1].seq > x)
+				k--;
+			if (k && x - ce->e[k - 1].seq < ce->e[k - 1].n) {
+				if (shmt_extent_read(v, &ce->e[k - 1], x, &buf[x - from]) < 0)
+					return x + 1;
+				ok[x - from] = 1;
+				continue;
+			}
+			if ((ce->on && x < ce->tail) || shmt_ring_reused(v, x))
 				return x + 1;
+		}
 		hi = lo;
 	}
 	return from;
-}
-
-/*
- * Ring format 2.0: the sequences of [kept, end) that extents hold (full
- * blocks a collector sequenced in place) read from their blocks into
- * buf. Those of a discard ring below its tail that neither a slot nor an
- * extent holds any more were written out by its collector and their
- * blocks freed: like slots another lap took, they end the window below
- * them. Returns where the window may begin.
- */
-static uint64_t copy_extents(const struct shmt_view *v, uint64_t from, uint64_t kept,
-			     uint64_t end, struct shmt_record *buf, uint8_t *ok)
-{
-	struct shmt_extent *ext;
-	uint64_t tail = shmt_ring_tail(v);
-	uint32_t n;
-
-	if (v->minor < SHMT_MINOR_IN_PLACE || v->mode != SHMTRACE_MODE_DISCARD ||
-	    !(ext = malloc((v->nblocks + 1) * sizeof(*ext))))
-		return kept;
-	n = shmt_ring_extents(v, kept, end, ext, v->nblocks);
-	for (uint32_t i = 0; i < n; i++)
-		for (uint64_t seq = ext[i].seq; seq < ext[i].seq + ext[i].n && seq < end; seq++)
-			if (seq >= kept && !ok[seq - from])
-				ok[seq - from] = shmt_extent_read(v, &ext[i], seq, &buf[seq - from]) == 0;
-	free(ext);
-	for (uint64_t seq = tail < end ? tail : end; seq > kept; seq--)
-		if (!ok[seq - 1 - from])
-			return seq;
-	return kept;
 }
 
 /* The first slot of [seq, end) holding an event, or end. */
@@ -235,10 +249,13 @@ static int copy_slots(struct snap *s, uint64_t end)
 	struct shmt_record *buf = calloc(end - from ? end - from : 1, sizeof(*buf));
 	uint8_t *ok = calloc(end - from ? end - from : 1, 1);
 	int ret = buf && ok ? 0 : -ENOMEM;
+	struct copy_ext ce = { 0 };
 
+	if (!ret)
+		ret = extents_of(s->v, from, end, &ce);
 	if (!ret) {
-		kept = copy_back(s->v, from, end, buf, ok);
-		kept = copy_extents(s->v, from, kept, end, buf, ok);
+		kept = copy_back(s->v, from, end, buf, ok, &ce);
+		free(ce.e);
 		ev = first_event(buf, ok, from, kept, end);
 		window_start(s, buf, ok, from, kept, end);
 		if (kept > from && (!s->since ||

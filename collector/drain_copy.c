@@ -13,10 +13,14 @@
  * time); a record of no known kind (forged) ends the frame before it, and
  * one first is left to the slow path (0), which counts it.
  */
-static long copy_extent(struct drain *d, const struct shmt_full *e)
+static long copy_extent(struct drain *d, const struct shmt_full *e, uint64_t head)
 {
 	struct shmt_block *b = shmt_block_at(&d->v, e->i);
 	uint64_t off = d->pos - e->seq, n = e->n - off;
+
+	/* a head forged back below an extent: only what it publishes */
+	if (n > head - d->pos)
+		n = head - d->pos;
 	uint64_t at = (e->taken + off) & (d->v.block_records - 1);
 	long k;
 
@@ -49,7 +53,7 @@ static long copy_records_fast(struct drain *d, uint64_t head)
 	long k;
 
 	if (e && e->seq <= d->pos)
-		return copy_extent(d, e);
+		return copy_extent(d, e, head);
 	if (e && e->seq < head)
 		head = e->seq;	/* the slots up to the next extent */
 	n = head - d->pos;

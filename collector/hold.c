@@ -225,6 +225,15 @@ void hold_in_place(struct hold *h, uint64_t tail)
 		free(e);
 		return;
 	}
+	/* a collector killed between the two stores of a free leaves a
+	 * block sequenced with nothing in it: no extent, nobody's */
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(v, i);
+
+		if (load_acquire(&b->state) == SHMT_BLOCK_SEQUENCED &&
+		    load_relaxed(&b->written) == load_relaxed(&b->taken))
+			store_release(&b->state, SHMT_BLOCK_FREE);
+	}
 	n = shmt_ring_extents(v, 0, UINT64_MAX, e, v->nblocks);
 	for (uint32_t k = 0; k < n; k++) {
 		struct shmt_full f = { .no = e[k].claim_no, .i = e[k].block, .n = e[k].n,
@@ -265,7 +274,8 @@ static bool releasable(const struct hold *h, const struct shmt_full *e, uint64_t
 
 void hold_release(struct hold *h, uint64_t tail)
 {
-	while (h->ext_n) {
+	/* (ext_n is at most nblocks, which a valid ring never has 0 of) */
+	while (h->ext_n && h->v->nblocks) {
 		const struct shmt_full *e = &h->ext[h->ext_first];
 
 		if (!releasable(h, e, tail))

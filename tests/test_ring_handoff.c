@@ -8,8 +8,9 @@
  * block is free or the ring is older, a thread's own handed-over blocks
  * first and no one else's; a full block the ring has no room for dropped
  * at once, without the lock; since format 2.0, full blocks read in place
- * by the collector, copied into no slot, and a collector killed while it
- * sequences one losing and doubling nothing.
+ * by the collector, copied into no slot, kept for a snapshot as slots
+ * would be, and a collector killed while it sequences one losing and
+ * doubling nothing.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -17,6 +18,8 @@
 
 #include "collector_run.h"
 #include "drain.h"
+#include "snapshot.h"
+#include "snapshot_read.h"
 
 #define CAP 4096u	/* blocks of 64 records */
 
@@ -319,6 +322,55 @@ static void test_full_blocks_read_in_place(void **state)
 }
 
 /*
+ * A snapshot of a drained 2.0 discard ring: the blocks the collector
+ * still keeps are read in place, the sequences whose blocks it let go
+ * (more than a quarter of the 16 blocks were sequenced) are counted
+ * overwritten, as lapped slots are, and nothing is torn or doubled.
+ */
+static void test_snapshot_reads_the_blocks_kept_in_place(void **state)
+{
+	const char *ring = test_ring_name("inplacesnap");
+	const char *out = "/tmp/shmt-inplacesnap.cap", *path = "/tmp/shmt-inplacesnap.snap";
+	const uint64_t n = 10 * 64;
+	struct shmt_snap_opts o = { .ring = ring, .info = { .cause = SHMT_SNAP_COMMAND } };
+	struct shmt_snap_result res;
+	struct snap_file *s = calloc(1, sizeof(*s));
+	struct tally t = { 0 };
+	struct shmt_view v;
+	struct drain *d;
+	uint32_t st[5];
+	char err[256];
+
+	(void)state;
+	assert_non_null(s);
+	make_ring(ring, 16);
+	d = drain_here(ring, out);
+	produce_all(ring, &t, n);
+	while (drain_pass(d, false) > 0)
+		;
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 16 / 4);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	unlink(path);
+	assert_int_equal(shmt_snapshot_write(&v, path, &o, &res, err, sizeof(err)), 0);
+	shmt_view_close(&v);
+	snap_read(path, s);
+	assert_int_equal(s->n, 4 * 64);
+	assert_int_equal(s->h.snapshot.overwritten, n - 4 * 64);
+	assert_int_equal(s->loss.torn, 0);
+	for (size_t i = 0; i < s->n; i++)
+		assert_int_equal(s->seq[i], n - 4 * 64 + i);
+	snap_free(s);
+	free(s);
+	tally_free(&t);
+	unlink(path);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
  * A collector killed while it sequences a full block in place, holding
  * the lock: after the block's state, before the head (the repair gives it
  * back to the full blocks), or after the head (its sequences stand). A
@@ -367,13 +419,45 @@ static void killed_sequencing(const char *where)
 	assert_int_equal(t.records, n);
 	block_states(ring, st);
 	assert_int_equal(st[SHMT_BLOCK_OWNED] + st[SHMT_BLOCK_FULL] + st[SHMT_BLOCK_CLAIMING], 0);
+	/* the repair or the sequencing took each block off the count once */
+	assert_int_equal(header_word(ring, offsetof(struct shmt_header, full_blocks)), 0);
 	figure_row(false, strcmp(where, "sequence-state") == 0 ?
 		   "collector killed sequencing a block, before the head" :
 		   "collector killed sequencing a block, after the head", 1, n, t.records, 0, 0, 0,
-		   "captured once, none torn; no block left");
+		   "captured once, none torn; no block left full");
 	tally_free(&t);
 	unlink(out);
 	unlink(dead_out);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * A collector killed between the two stores that free a block leaves it
+ * sequenced with nothing in it, an extent of nothing: the next collector
+ * frees it when it starts, so that producers can claim it.
+ */
+static void test_block_half_freed_is_freed_by_the_next_collector(void **state)
+{
+	const char *ring = test_ring_name("inplacehalf");
+	const char *out = "/tmp/shmt-inplacehalf.cap";
+	struct shmt_view v;
+	struct drain *d;
+	uint32_t st[5];
+
+	(void)state;
+	make_ring(ring, 16);
+	ring_view_rw(ring, &v);
+	shmt_block_at(&v, 3)->written = shmt_block_at(&v, 3)->taken = 64;
+	shmt_block_at(&v, 3)->state = SHMT_BLOCK_SEQUENCED;
+	shmt_view_close(&v);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 1);
+	d = drain_here(ring, out);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 0);
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	unlink(out);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -532,6 +616,8 @@ int main(void)
 		cmocka_unit_test(test_copy_moves_only_the_threads_own_blocks),
 		cmocka_unit_test(test_full_block_without_room_drops_without_the_lock),
 		cmocka_unit_test(test_full_blocks_read_in_place),
+		cmocka_unit_test(test_snapshot_reads_the_blocks_kept_in_place),
+		cmocka_unit_test(test_block_half_freed_is_freed_by_the_next_collector),
 		cmocka_unit_test(test_collector_killed_sequencing_before_head),
 		cmocka_unit_test(test_collector_killed_sequencing_after_head),
 	};

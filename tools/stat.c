@@ -107,8 +107,7 @@ static void stat_ring_header(struct kv *o, const char *name, const struct shmt_v
 	nthr = shmt_ring_nthreads(v);
 	nstr = shmt_ring_nstrings(v);
 	kv_str(o, "ring", name);
-	snprintf(buf, sizeof(buf), "%u.%u", v->major,
-		 v->major >= 2 ? v->minor - SHMT_LEVEL_MAJOR2 : v->minor);
+	snprintf(buf, sizeof(buf), "%u.%u", v->major, v->header_minor);
 	kv_str(o, "format", buf);
 	kv_u64(o, "capacity", v->capacity);
 	kv_str(o, "mode", mode_name(v->mode));

@@ -211,14 +211,15 @@ uint64_t shmt_flush_full_locked(struct shmt_view *v, struct shmt_full *order, ui
 		if (done + pending > most || ((flags & SHMT_FLUSH_KEEP) && !shmt_ring_has_room(v, b)))
 			break;
 		if (flags & SHMT_FLUSH_IN_PLACE) {
+			/* it takes the block off full_blocks */
 			order[k].taken = load_relaxed(&b->taken);
 			order[k].n = (uint32_t)shmt_sequence_block_locked(v, order[k].i, &order[k].seq);
 			done += order[k].n;
 		} else {
 			done += shmt_flush_block_locked(v, order[k].i);
 			store_release(&b->state, SHMT_BLOCK_FREE);
+			__atomic_fetch_sub(&v->h->full_blocks.v, 1, __ATOMIC_RELAXED);
 		}
-		__atomic_fetch_sub(&v->h->full_blocks.v, 1, __ATOMIC_RELAXED);
 	}
 	*left = n - k;
 	return done;

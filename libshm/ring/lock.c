@@ -117,8 +117,14 @@ void shmt_repair(struct shmt_view *v)
 				fetch_add(&h->dropped.v, j->ndrop);
 			struct shmt_block *b = shmt_block_at(v, j->block);
 
-			if (b)
+			/* sequenced in place: the block is the ring's as it is;
+			 * only full_blocks still counts it */
+			if (j->in_place) {
+				if (j->stage <= 2)
+					__atomic_fetch_sub(&h->full_blocks.v, 1, __ATOMIC_RELAXED);
+			} else if (b) {
 				store_release(&b->taken, j->taken_before + j->consumed);
+			}
 		}
 		j->active = 0;
 	}

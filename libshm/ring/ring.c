@@ -128,7 +128,8 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 		    c->major, SHMT_RING_OLDEST);
 	/* the level (ring_format.h): a newer major that says we can read
 	 * it is read as ours */
-	level = c->major == 1 ? c->minor : c->major == 2 ? SHMT_LEVEL_MAJOR2 + c->minor : SHMT_RING_MINOR;
+	level = c->major == 1 ? (c->minor < SHMT_LEVEL_MAJOR2 ? c->minor : SHMT_LEVEL_MAJOR2 - 1) :
+		c->major == 2 ? SHMT_LEVEL_MAJOR2 + c->minor : SHMT_RING_MINOR;
 	if (level > SHMT_RING_MINOR)
 		level = SHMT_RING_MINOR;
 	if (c->header_size != SHMT_HEADER_SIZE || c->record_size != SHMT_RECORD_SIZE)
@@ -155,6 +156,7 @@ int shmt_view_validate(struct shmt_view *v, const struct shmt_header *c, uint64_
 
 	v->major = c->major;
 	v->minor = level;
+	v->header_minor = c->minor;
 	v->capacity = c->capacity;
 	v->mask = c->capacity - 1;
 	v->mode = c->mode;

@@ -78,6 +78,11 @@ uint32_t shmt_ring_extents(const struct shmt_view *v, uint64_t from, uint64_t to
 		w = load_relaxed(&b->written);
 		k = load_relaxed(&b->taken);
 		s = load_relaxed(&b->seq0);
+		/* freed and claimed again while read: not one extent's words */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (load_relaxed(&b->state) != SHMT_BLOCK_SEQUENCED || load_relaxed(&b->seq0) != s ||
+		    load_relaxed(&b->taken) != k)
+			continue;
 		if (!shmt_block_sequenced(v, b, w, k) || s >= to || s + (w - k) <= from)
 			continue;
 		out[n] = (struct shmt_extent){ .seq = s, .taken = k, .claim_no = load_relaxed(&b->claim_no),

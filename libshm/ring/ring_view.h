@@ -72,6 +72,7 @@ struct shmt_view {
 	uint8_t *blocks;
 	struct shmt_clock clock;
 	uint16_t major, minor;	/* minor: the format level (ring_format.h) */
+	uint16_t header_minor;	/* the header's own minor, for display */
 	uint64_t dev, ino;	/* the segment's identity (fstat at open) */
 };
 

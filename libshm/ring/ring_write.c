@@ -191,15 +191,13 @@ uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t 
 	w = load_acquire(&b->written);
 	k = load_relaxed(&b->taken);
 	head = load_relaxed(&h->head.v);
-	if (w > k && (w - k > v->block_records || plan(v, head, w - k) < w - k)) {
+	if (w <= k || w - k > v->block_records || plan(v, head, w - k) < w - k) {
+		/* nothing in it, or counts only a forger makes, or no room:
+		 * moved (or dropped and counted) as a full block always was */
 		done = shmt_flush_block_locked(v, idx);
 		store_release(&b->state, SHMT_BLOCK_FREE);
+		__atomic_fetch_sub(&h->full_blocks.v, 1, __ATOMIC_RELAXED);
 		return done;
-	}
-	if (w <= k) {
-		/* nothing in it (or counts only a forger makes) */
-		store_release(&b->state, SHMT_BLOCK_FREE);
-		return 0;
 	}
 	j->stage = 1;
 	j->block = idx;
@@ -217,7 +215,11 @@ uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t 
 	/* pairs with readers' acquire load of head */
 	store_release(&h->head.v, head + (w - k));
 	SHMT_HOOK("sequence-head");
+	/* stage 3 first: a repair of stage 2 or less takes the block off
+	 * full_blocks itself, so a death between the two leaves it one too
+	 * high (a look at the blocks for nothing), never too low */
 	j->stage = 3;
+	__atomic_fetch_sub(&h->full_blocks.v, 1, __ATOMIC_RELAXED);
 	j->active = 0;
 	*seq0 = head;
 	return w - k;
