@@ -17,15 +17,14 @@ static long copy_extent(struct drain *d, const struct shmt_full *e, uint64_t hea
 {
 	struct shmt_block *b = shmt_block_at(&d->v, e->i);
 	uint64_t off = d->pos - e->seq, n = e->n - off;
-
-	/* a head forged back below an extent: only what it publishes */
-	if (n > head - d->pos)
-		n = head - d->pos;
 	uint64_t at = (e->taken + off) & (d->v.block_records - 1);
 	long k;
 
 	if (!b)
 		return 0;
+	/* a head forged back below an extent: only what it publishes */
+	if (n > head - d->pos)
+		n = head - d->pos;
 	if (at + n > d->v.block_records)
 		n = d->v.block_records - at;
 	if (n > DRAIN_BATCH)

@@ -85,8 +85,7 @@ static void free_extent(struct shmt_view *v, const struct shmt_full *e)
 {
 	struct shmt_block *b = shmt_block_at(v, e->i);
 
-	if (!b || load_acquire(&b->state) != SHMT_BLOCK_SEQUENCED || load_relaxed(&b->seq0) != e->seq ||
-	    load_relaxed(&b->taken) != e->taken)
+	if (!b || !shmt_block_is_extent(b, e->seq, e->taken))
 		return;
 	store_release(&b->taken, e->taken + e->n);
 	store_release(&b->state, SHMT_BLOCK_FREE);

@@ -80,8 +80,7 @@ uint32_t shmt_ring_extents(const struct shmt_view *v, uint64_t from, uint64_t to
 		s = load_relaxed(&b->seq0);
 		/* freed and claimed again while read: not one extent's words */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (load_relaxed(&b->state) != SHMT_BLOCK_SEQUENCED || load_relaxed(&b->seq0) != s ||
-		    load_relaxed(&b->taken) != k)
+		if (!shmt_block_is_extent(b, s, k))
 			continue;
 		if (!shmt_block_sequenced(v, b, w, k) || s >= to || s + (w - k) <= from)
 			continue;
@@ -106,15 +105,15 @@ int shmt_extent_read(const struct shmt_view *v, const struct shmt_extent *e, uin
 		return -EAGAIN;
 	r = &shmt_block_recs((struct shmt_block *)b)[(e->taken + (seq - e->seq)) & (v->block_records - 1)];
 	/* a seqlock on the block: the collector frees it (taken, then the
-	 * state) only after its tail passed the extent */
-	if (load_acquire(&b->state) != SHMT_BLOCK_SEQUENCED || load_relaxed(&b->seq0) != e->seq ||
-	    load_relaxed(&b->taken) != e->taken || load_relaxed(&b->claim_no) != e->claim_no)
+	 * state) only after its tail passed the extent; its words are read
+	 * before the record (acquire), and again after it */
+	if (!shmt_block_is_extent(b, e->seq, e->taken) || load_relaxed(&b->claim_no) != e->claim_no)
 		return -EAGAIN;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	shmt_record_fields(out, r);
 	out->commit = SHMT_COMMIT_KIND(load_relaxed(&r->commit));
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (load_relaxed(&b->state) != SHMT_BLOCK_SEQUENCED || load_relaxed(&b->seq0) != e->seq ||
-	    load_relaxed(&b->taken) != e->taken || !shmt_kind_valid(out->commit))
+	if (!shmt_block_is_extent(b, e->seq, e->taken) || !shmt_kind_valid(out->commit))
 		return -EAGAIN;
 	return 0;
 }

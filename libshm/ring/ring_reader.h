@@ -70,6 +70,15 @@ uint32_t shmt_ring_extents(const struct shmt_view *v, uint64_t from, uint64_t to
 			   struct shmt_extent *out, uint32_t max);
 int shmt_extent_read(const struct shmt_view *v, const struct shmt_extent *e, uint64_t seq,
 		     struct shmt_record *out);
+/* Whether block b is still the extent whose records start at block record
+ * taken and sequence seq0: SEQUENCED with those words (the collector sets
+ * taken, then the state, when it frees it). */
+static inline bool shmt_block_is_extent(const struct shmt_block *b, uint64_t seq0, uint64_t taken)
+{
+	return load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED && load_relaxed(&b->seq0) == seq0 &&
+	       load_relaxed(&b->taken) == taken;
+}
+
 /* Whether block b, SEQUENCED with written w and taken k, is published:
  * its records are the ring's below head (else its sequencer died before
  * it stored head, and its records are pending as a full block's). */
