@@ -55,7 +55,8 @@ int hold_init(struct hold *h, struct shmt_view *v, const char *ring)
 	h->dead = calloc(v->nblocks + 1, sizeof(*h->dead));
 	h->order = calloc(v->nblocks + 1, sizeof(*h->order));
 	h->ext = calloc(v->nblocks + 1, sizeof(*h->ext));
-	return h->dead && h->order && h->ext ? 0 : -ENOMEM;
+	h->staged = calloc(v->nblocks + 1, sizeof(*h->staged));
+	return h->dead && h->order && h->ext && h->staged ? 0 : -ENOMEM;
 }
 
 /* Which of the dead owners found died inside open spans. */
@@ -109,7 +110,16 @@ static bool hold_once(struct hold *h, bool first)
 {
 	struct shmt_view *v = h->v;
 	uint64_t t0, held, done = 0;
+	bool full = h->next < h->nfull && h->moved < FLUSH_MOST && !h->full_stuck;
 
+	if (!full && h->idle_due && !h->listed) {
+		/* the blocks with staged records, each block's header read
+		 * here and not under the lock; after the full blocks, which
+		 * an owned block may have to wait for (adopt.c) */
+		h->nstaged = shmt_staged_blocks(v, h->reaped ? h->dead : NULL, h->staged);
+		h->idle_next = 0;
+		h->listed = true;
+	}
 	if (shmt_lock(v, LOCK_WAIT_NS) < 0) {
 		if (!h->lock_warned)
 			fprintf(stderr, "shmtrace-collector: warning: ring lock held for over %llu ms "
@@ -122,7 +132,7 @@ static bool hold_once(struct hold *h, bool first)
 	if (first && h->reaped)
 		note_died_open(h);
 	t0 = shmt_mono_ns();
-	if (h->next < h->nfull && h->moved < FLUSH_MOST && !h->full_stuck) {
+	if (full) {
 		uint64_t most = FLUSH_MOST - h->moved;
 		uint32_t left;
 
@@ -142,9 +152,9 @@ static bool hold_once(struct hold *h, bool first)
 	} else if (h->idle_due) {
 		/* what waits in owned blocks, once the full ones are moved
 		 * (only dead threads' while some wait) */
-		done = shmt_adopt_blocks_locked(v, h->next >= h->nfull, h->reaped ? h->dead : NULL,
-						HOLD_MOST, &h->idle_next);
-		if (h->idle_next >= v->nblocks) {
+		done = shmt_adopt_listed_locked(v, h->staged, h->nstaged, h->next >= h->nfull,
+						h->reaped ? h->dead : NULL, HOLD_MOST, &h->idle_next);
+		if (h->idle_next >= h->nstaged) {
 			h->idle_due = false;
 			h->idle_next = 0;
 			h->last_idle_ns = shmt_mono_ns();
@@ -192,9 +202,11 @@ bool hold_adopt(struct hold *h, bool final)
 	 * while full blocks keep coming, at every pass otherwise */
 	h->nfull = load_relaxed(&v->h->full_blocks.v) ? shmt_full_blocks(v, NULL, h->order) : 0;
 	h->full_left = h->nfull;
-	/* a look cut short by the last pass goes on where it stopped */
+	/* a look cut short by the last pass is made again (the blocks it
+	 * emptied are not listed) */
 	h->idle_due = reap || !h->nfull || h->idle_next ||
 		      shmt_mono_ns() - h->last_idle_ns > IDLE_EVERY_NS;
+	h->listed = false;
 	return hold_once(h, true);
 }
 
@@ -208,6 +220,8 @@ void hold_free(struct hold *h)
 	free(h->dead);
 	free(h->order);
 	free(h->ext);
+	free(h->staged);
+	h->staged = NULL;
 	h->dead = NULL;
 	h->order = NULL;
 	h->ext = NULL;

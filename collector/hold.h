@@ -28,14 +28,16 @@ struct hold {
 	struct shmt_full *order;	/* full blocks, oldest claim first */
 	uint32_t full_left;		/* full blocks listed and not yet reached */
 	/* the pass under way (hold_adopt(), then hold_next()): order[next ..
-	 * nfull) are still to move, moved records of them moved so far; the
-	 * owned blocks are looked at from idle_next on while idle_due (a look
-	 * a pass cut short goes on in the next) */
+	 * nfull) are still to move, moved records of them moved so far;
+	 * while idle_due, the blocks with staged records listed without the
+	 * lock, staged[idle_next .. nstaged), are flushed (a look a pass cut
+	 * short is made again in the next) */
 	uint32_t nfull, next;
 	uint64_t moved;
 	bool full_stuck;		/* a hold moved none: no room, or relisting */
-	bool idle_due, reaped;
-	uint32_t idle_next;
+	bool idle_due, reaped, listed;
+	struct shmt_full *staged;
+	uint32_t nstaged, idle_next;
 	/* ring format 2.0, a discard ring drained into a capture: full blocks
 	 * sequenced where they are (SHMT_FLUSH_IN_PLACE), kept in sequence
 	 * order, ext[(ext_first + k) % nblocks] for k < ext_n, until the

@@ -7,7 +7,8 @@
  * leaving no block the collector cannot free; copying as before when no
  * block is free or the ring is older, a thread's own handed-over blocks
  * first and no one else's; a full block the ring has no room for dropped
- * at once, without the lock; since format 2.0, full blocks read in place
+ * at once, without the lock; the collector's idle flush listing blocks
+ * without the lock and flushing each in the life listed; since format 2.0, full blocks read in place
  * by the collector, copied into no slot, kept for a snapshot as slots
  * would be, and a collector killed while it sequences one losing and
  * doubling nothing.
@@ -605,6 +606,74 @@ static void test_full_block_without_room_drops_without_the_lock(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* Flushes the blocks of list[0 .. n) the way the collector's idle flush
+ * does (every live thread's records too), under the lock; returns what
+ * moved. */
+static uint64_t flush_listed(struct shmt_view *v, const struct shmt_full *list, uint32_t n)
+{
+	uint32_t from = 0;
+	uint64_t done;
+
+	assert_int_equal(shmt_lock(v, 1000000000ull), 0);
+	done = shmt_adopt_listed_locked(v, list, n, true, NULL, UINT64_MAX, &from);
+	shmt_unlock(v);
+	assert_int_equal(from, n);
+	return done;
+}
+
+/*
+ * The collector lists the blocks with staged records without the lock and
+ * flushes them under it in holds that follow: a thread's owned block is
+ * not listed while the full block it handed over before it waits (its
+ * records would come first), and a block listed in one life and claimed
+ * again before the flush (its claim number another) is left for the next
+ * look; listed in the life it is in, its records move, in order.
+ */
+static void test_staged_blocks_listed_then_flushed_in_the_life_listed(void **state)
+{
+	const char *ring = test_ring_name("handoffstaged");
+	struct shmt_full list[64 + 1], full[64 + 1];
+	struct shmt_view v;
+	shmtrace_t *t;
+	uint32_t n, left;
+	uint64_t no;
+
+	(void)state;
+	make_ring(ring, 64);
+	say_collector(ring, 1);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	/* a block handed over, and 10 records in the next */
+	for (uint32_t i = 0; i < 64 + 10; i++)
+		assert_int_equal(shmtrace_span(t, 0, 0, 1000 + i, 1001 + i, 0), 0);
+	ring_view_rw(ring, &v);
+	assert_int_equal(shmt_staged_blocks(&v, NULL, list), 0);
+	assert_int_equal(shmt_full_blocks(&v, NULL, full), 1);
+	assert_int_equal(shmt_lock(&v, 1000000000ull), 0);
+	assert_int_equal(shmt_flush_full_locked(&v, full, 1, UINT64_MAX, 0, &left), 64);
+	shmt_unlock(&v);
+	n = shmt_staged_blocks(&v, NULL, list);
+	assert_int_equal(n, 1);
+	/* claimed again since it was listed: not flushed */
+	no = list[0].no;
+	store_relaxed(&shmt_block_at(&v, list[0].i)->claim_no, no + 1000);
+	assert_int_equal(flush_listed(&v, list, n), 0);
+	assert_int_equal(shmt_ring_head(&v), 64);
+	/* the life listed: its 10 records follow the handed-over block's */
+	store_relaxed(&shmt_block_at(&v, list[0].i)->claim_no, no);
+	assert_int_equal(flush_listed(&v, list, n), 10);
+	assert_int_equal(shmt_ring_head(&v), 64 + 10);
+	for (uint64_t s = 0; s < 64 + 10; s++) {
+		struct shmt_record r;
+
+		assert_int_equal(shmt_ring_read(&v, s, &r), 0);
+		assert_int_equal(r.ts, 1000 + s);
+	}
+	assert_int_equal(shmt_staged_blocks(&v, NULL, list), 0);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -615,6 +684,7 @@ int main(void)
 		cmocka_unit_test(test_copies_when_no_block_is_free_or_ring_is_older),
 		cmocka_unit_test(test_copy_moves_only_the_threads_own_blocks),
 		cmocka_unit_test(test_full_block_without_room_drops_without_the_lock),
+		cmocka_unit_test(test_staged_blocks_listed_then_flushed_in_the_life_listed),
 		cmocka_unit_test(test_full_blocks_read_in_place),
 		cmocka_unit_test(test_snapshot_reads_the_blocks_kept_in_place),
 		cmocka_unit_test(test_block_half_freed_is_freed_by_the_next_collector),

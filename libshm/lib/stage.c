@@ -75,7 +75,7 @@ static int claim_block_locked(struct shmt_att *a, uint32_t tid, const struct shm
 		 * those of threads that died */
 		if (pass == 0 && !shmt_handoff_on(v))
 			flush_all_full_locked(v);
-		shmt_adopt_blocks_locked(v, false, dead, UINT64_MAX, NULL);
+		shmt_adopt_blocks_locked(v, false, dead);
 	}
 	return -ENOSPC;
 }

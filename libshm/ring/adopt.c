@@ -3,9 +3,11 @@
  * adopt.c - a dead thread's staging block taken back: its owner found dead
  * without the lock (reading /proc), then, under the lock, its records
  * flushed into the ring (ring_write.c), the spans it died inside recorded
- * (read by inflight.c) and the block freed. A producer that finds no free
- * block and the collector on each poll both come here; the files it calls
- * never call back.
+ * (read by inflight.c) and the block freed; and live threads' staged
+ * records flushed (the collector's idle flush), the blocks that hold any
+ * listed without the lock first. A producer that finds no free block and
+ * the collector on each poll both come here; the files it calls never
+ * call back.
  */
 #include <string.h>
 
@@ -84,62 +86,117 @@ static uint64_t oldest_full(const struct shmt_view *v)
 	return min;
 }
 
+/* Whether a block in state may hold staged records a flush moves: not a
+ * full block (the collector's to flush in order, handoff.c), a sequenced
+ * one (its to free) or a claim under way (nothing in it). */
+static bool staging(uint32_t state)
+{
+	return SHMT_BLOCK_KIND(state) != SHMT_BLOCK_FULL &&
+	       SHMT_BLOCK_KIND(state) != SHMT_BLOCK_CLAIMING &&
+	       SHMT_BLOCK_KIND(state) != SHMT_BLOCK_SEQUENCED;
+}
+
+/* Whether block i is owned by the owner dead[i] names (dead may be NULL). */
+static bool owner_gone(struct shmt_block *b, uint32_t i, const struct shmt_owner *dead)
+{
+	return dead && dead[i].pid && load_relaxed(&b->pid) == dead[i].pid &&
+	       load_relaxed(&b->tid) == dead[i].tid &&
+	       load_relaxed(&b->start_time) == dead[i].start_time;
+}
+
 /*
- * Flushes staging blocks. With all, every block's pending records are
- * flushed (the collector does this each poll so that an idle thread's few
- * records are not held back); free blocks are always emptied. Blocks named
- * in dead (from shmt_find_dead_blocks(), may be NULL) that still have the
- * same owner are flushed and freed. Full blocks are the collector's to
- * flush in order (handoff.c), and an owned block waits for those claimed
- * before it (oldest_full()). The look starts at block *from (from NULL:
- * at 0) and stops after the block that brings what it moved to most or
- * beyond, so that one hold of the lock copies a bounded amount; *from
- * then names the next block to look at, nblocks once every block was.
- * Lock held. Returns records published.
+ * Lock held: what a flush of staged records does in block i, seen owned
+ * with claim number owned_no when listed (UINT64_MAX: not seen owned).
+ * With all, an owned block's pending records are flushed (the collector
+ * does this each poll so that an idle thread's few records are not held
+ * back); a free block's always are; a block whose owner dead[i] names is
+ * flushed and freed. Full, sequenced and claiming blocks are left alone
+ * (staging()); so is an owned block in a later life than the one listed:
+ * its thread's full block before it may not be flushed yet (see
+ * oldest_full()), and it waits for the next look. Returns records
+ * published.
  */
-uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead,
-				  uint64_t most, uint32_t *from)
+static uint64_t flush_staged_locked(struct shmt_view *v, uint32_t i, uint64_t owned_no, bool all,
+				    const struct shmt_owner *dead)
+{
+	struct shmt_block *b = shmt_block_at(v, i);
+	uint32_t state = load_relaxed(&b->state);
+	bool pending = load_acquire(&b->written) != load_relaxed(&b->taken);
+	bool gone = state == SHMT_BLOCK_OWNED && owner_gone(b, i, dead);
+	uint64_t done = 0;
+
+	if (!staging(state))
+		return 0;
+	if (state == SHMT_BLOCK_OWNED && (owned_no == UINT64_MAX ||
+	    (v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&b->claim_no) != owned_no)))
+		return 0;
+	/* an owned block's records wait in it while a discard ring has
+	 * no room for them all: nothing is dropped that could wait */
+	if (state == SHMT_BLOCK_OWNED && pending && !shmt_ring_has_room(v, b))
+		return 0;
+	if (pending && (all || gone || state != SHMT_BLOCK_OWNED))
+		done += shmt_flush_block_locked(v, i);
+	if (gone) {
+		/* the spans it died in, after its last records */
+		done += open_publish_locked(v, i, dead[i].seen);
+		store_release(&b->state, SHMT_BLOCK_FREE);
+	}
+	return done;
+}
+
+uint32_t shmt_staged_blocks(const struct shmt_view *v, const struct shmt_owner *dead,
+			    struct shmt_full *out)
+{
+	uint64_t before;
+	uint32_t n = 0, k = 0;
+
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(v, i);
+		/* pairs with the owner's release store of OWNED */
+		uint32_t state = load_acquire(&b->state);
+		bool pending = load_acquire(&b->written) != load_relaxed(&b->taken);
+
+		if (state == SHMT_BLOCK_OWNED && (pending || owner_gone(b, i, dead)))
+			out[n++] = (struct shmt_full){ .no = load_relaxed(&b->claim_no), .i = i };
+		else if (state != SHMT_BLOCK_OWNED && staging(state) && pending)
+			out[n++] = (struct shmt_full){ .no = UINT64_MAX, .i = i };
+	}
+	/* read after the states: see oldest_full() */
+	before = oldest_full(v);
+	for (uint32_t j = 0; j < n; j++)
+		if (out[j].no == UINT64_MAX || v->minor < SHMT_MINOR_HANDOFF || out[j].no < before)
+			out[k++] = out[j];
+	return k;
+}
+
+uint64_t shmt_adopt_listed_locked(struct shmt_view *v, const struct shmt_full *list, uint32_t n,
+				  bool all, const struct shmt_owner *dead, uint64_t most, uint32_t *from)
+{
+	uint64_t done = 0;
+	uint32_t k = *from;
+
+	for (; k < n && done < most; k++)
+		if (list[k].i < v->nblocks)
+			done += flush_staged_locked(v, list[k].i, list[k].no, all, dead);
+	*from = k;
+	return done;
+}
+
+uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead)
 {
 	uint64_t owned[SHMT_MAX_BLOCKS / 64] = { 0 }, done = 0, before;
-	uint32_t i = from ? *from : 0;
 
 	/* pairs with the owner's release store of OWNED */
 	for (uint32_t k = 0; k < v->nblocks; k++)
 		if (load_acquire(&shmt_block_at(v, k)->state) == SHMT_BLOCK_OWNED)
 			owned[k / 64] |= 1ull << (k % 64);
 	before = oldest_full(v);
-	for (; i < v->nblocks && done < most; i++) {
-		struct shmt_block *b = shmt_block_at(v, i);
-		uint32_t state = load_relaxed(&b->state);
-		bool pending = load_acquire(&b->written) != load_relaxed(&b->taken);
-		bool gone = dead && dead[i].pid && state == SHMT_BLOCK_OWNED &&
-			    load_relaxed(&b->pid) == dead[i].pid &&
-			    load_relaxed(&b->tid) == dead[i].tid &&
-			    load_relaxed(&b->start_time) == dead[i].start_time;
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		uint64_t no = load_relaxed(&shmt_block_at(v, i)->claim_no);
+		bool listed = owned[i / 64] >> (i % 64) & 1 &&
+			      (v->minor < SHMT_MINOR_HANDOFF || no < before);
 
-		/* a full block is the collector's to flush, in claim order
-		 * (handoff.c), and a sequenced one its to free; a claim under
-		 * way has nothing */
-		if (SHMT_BLOCK_KIND(state) == SHMT_BLOCK_FULL ||
-		    SHMT_BLOCK_KIND(state) == SHMT_BLOCK_CLAIMING ||
-		    SHMT_BLOCK_KIND(state) == SHMT_BLOCK_SEQUENCED)
-			continue;
-		if (state == SHMT_BLOCK_OWNED && (!(owned[i / 64] >> (i % 64) & 1) ||
-		    (v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&b->claim_no) >= before)))
-			continue;	/* next time, after its thread's full blocks */
-		/* an owned block's records wait in it while a discard ring has
-		 * no room for them all: nothing is dropped that could wait */
-		if (state == SHMT_BLOCK_OWNED && pending && !shmt_ring_has_room(v, b))
-			continue;
-		if (pending && (all || gone || state != SHMT_BLOCK_OWNED))
-			done += shmt_flush_block_locked(v, i);
-		if (gone) {
-			/* the spans it died in, after its last records */
-			done += open_publish_locked(v, i, dead[i].seen);
-			store_release(&b->state, SHMT_BLOCK_FREE);
-		}
+		done += flush_staged_locked(v, i, listed ? no : UINT64_MAX, all, dead);
 	}
-	if (from)
-		*from = i;
 	return done;
 }

@@ -42,19 +42,33 @@ int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r);
 bool shmt_wake_due(const struct shmt_view *v);
 void shmt_wake_collector(struct shmt_view *v);
 
-/* adopt.c: a dead thread's block taken back (by a producer that needs a
- * block, or by the collector): found without the lock, then, under it,
- * its records flushed, its open spans recorded, the block freed; a look
- * at the blocks from *from on that stops once about `most` records moved
- * (from NULL and most UINT64_MAX: every block, in one hold). */
+/*
+ * adopt.c: staged records flushed, and a dead thread's block taken back
+ * (by a producer that needs a block, or by the collector): the owner
+ * found dead without the lock, then, under it, its records flushed, its
+ * open spans recorded, the block freed. With all, live threads' staged
+ * records are flushed too (the collector's idle flush).
+ * shmt_adopt_blocks_locked() looks at every block under the lock (a
+ * producer's). The collector lists the blocks that have something to
+ * flush without the lock, shmt_staged_blocks() (out: room for nblocks),
+ * reading every block's header there and not in a hold; then, under it,
+ * shmt_adopt_listed_locked() flushes list[*from ..), stopping after the
+ * block that brings what it moved to most or beyond, *from then the next
+ * to flush: each hold moves a bounded amount. Each returns records
+ * published.
+ */
 struct shmt_owner {
 	uint32_t pid, tid;
 	uint64_t start_time;
 	uint64_t seen;		/* ring clock when found dead: its open spans' end */
 };
+struct shmt_full;
 uint32_t shmt_find_dead_blocks(const struct shmt_view *v, struct shmt_owner *dead);
-uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead,
-				  uint64_t most, uint32_t *from);
+uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead);
+uint32_t shmt_staged_blocks(const struct shmt_view *v, const struct shmt_owner *dead,
+			    struct shmt_full *out);
+uint64_t shmt_adopt_listed_locked(struct shmt_view *v, const struct shmt_full *list, uint32_t n,
+				  bool all, const struct shmt_owner *dead, uint64_t most, uint32_t *from);
 
 /*
  * handoff.c: blocks changing hands without the lock (ring_format.h,
