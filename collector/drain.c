@@ -67,7 +67,7 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 		snprintf(d->err, sizeof(d->err), "%s", err);
 		return ret;
 	}
-	ret = hold_init(&d->hold, &d->v, o->ring);
+	ret = hold_init(&d->hold, &d->v, o->ring, o->poll_ns);
 	if (ret < 0) {
 		snprintf(d->err, sizeof(d->err), ret == -EBUSY ?
 			 "another collector is already draining ring '%s'" :

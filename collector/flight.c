@@ -226,7 +226,7 @@ static int open_ring(struct flight *f)
 		shmt_view_close(&f->v);
 		return -EINVAL;
 	}
-	ret = hold_init(&f->hold, &f->v, f->ring);
+	ret = hold_init(&f->hold, &f->v, f->ring, f->poll_ns);
 	if (ret < 0) {
 		fprintf(stderr, ret == -EBUSY ? "shmtrace-collector: another collector holds ring "
 			"'%s'\n" : "shmtrace-collector: cannot lock ring '%s'\n", f->ring);

@@ -17,7 +17,6 @@
 #define LOCK_WAIT_NS (50ull * 1000 * 1000)
 #define REAP_EVERY_NS (1000ull * 1000 * 1000)
 #define FLUSH_MOST (64u * 1024)	/* records of full blocks moved per pass */
-#define IDLE_EVERY_NS (10ull * 1000 * 1000)
 
 /* Opens a second descriptor on the ring only to hold an advisory lock.
  * Opened as every ring is (shmt_ring_open_fd()), and only if it is the
@@ -43,12 +42,13 @@ static int claim_ring(const struct shmt_view *v, const char *ring)
 	return fd;	/* kept open (and locked) until we exit */
 }
 
-int hold_init(struct hold *h, struct shmt_view *v, const char *ring)
+int hold_init(struct hold *h, struct shmt_view *v, const char *ring, uint64_t settle_ns)
 {
 	int ret;
 
 	memset(h, 0, sizeof(*h));
 	h->v = v;
+	h->settle_ns = settle_ns;
 	ret = claim_ring(v, ring);
 	if (ret < 0)
 		return ret;
@@ -56,7 +56,11 @@ int hold_init(struct hold *h, struct shmt_view *v, const char *ring)
 	h->order = calloc(v->nblocks + 1, sizeof(*h->order));
 	h->ext = calloc(v->nblocks + 1, sizeof(*h->ext));
 	h->staged = calloc(v->nblocks + 1, sizeof(*h->staged));
-	return h->dead && h->order && h->ext && h->staged ? 0 : -ENOMEM;
+	h->seen = calloc(v->nblocks + 1, sizeof(*h->seen));
+	if (h->seen)
+		for (uint32_t i = 0; i < v->nblocks; i++)
+			h->seen[i].no = UINT64_MAX;
+	return h->dead && h->order && h->ext && h->staged && h->seen ? 0 : -ENOMEM;
 }
 
 /* Which of the dead owners found died inside open spans. */
@@ -104,6 +108,40 @@ static void pass_end(struct hold *h)
 	h->idle_due = false;
 }
 
+/*
+ * Of the blocks listed with staged records, keeps those a flush should
+ * copy now. While full blocks keep coming (loaded), a live thread's block
+ * that moved since the last look is about to be handed over and read in
+ * place: it is left until it stops moving or its records have waited
+ * settle_ns (the poll interval). Otherwise (a quiet ring, the
+ * last pass, a dead owner's block, a free block) all are kept.
+ */
+static uint32_t settled_only(struct hold *h, uint32_t n, bool loaded)
+{
+	uint64_t now = shmt_mono_ns();
+	uint32_t k = 0;
+
+	for (uint32_t j = 0; j < n; j++) {
+		struct shmt_full *e = &h->staged[j];
+		struct hold_seen *s = &h->seen[e->i];
+		uint64_t w = load_acquire(&shmt_block_at(h->v, e->i)->written);
+		bool live = e->no != UINT64_MAX && !(h->reaped && h->dead[e->i].pid);
+
+		if (loaded && live && s->no != e->no) {
+			/* first seen in this life: since now */
+			*s = (struct hold_seen){ .no = e->no, .written = w, .since_ns = now };
+			continue;
+		}
+		if (loaded && live && s->written != w && now - s->since_ns < h->settle_ns) {
+			s->written = w;
+			continue;
+		}
+		s->no = UINT64_MAX;	/* flushed: waits afresh */
+		h->staged[k++] = *e;
+	}
+	return k;
+}
+
 /* One hold of the lock: full blocks first, in order, then the owned ones
  * (once the full ones are done or stuck), at most about HOLD_MOST records. */
 static bool hold_once(struct hold *h, bool first)
@@ -116,9 +154,17 @@ static bool hold_once(struct hold *h, bool first)
 		/* the blocks with staged records, each block's header read
 		 * here and not under the lock; after the full blocks, which
 		 * an owned block may have to wait for (adopt.c) */
-		h->nstaged = shmt_staged_blocks(v, h->reaped ? h->dead : NULL, h->staged);
+		h->nstaged = settled_only(h, shmt_staged_blocks(v, h->reaped ? h->dead : NULL, h->staged),
+					  h->loaded);
 		h->idle_next = 0;
 		h->listed = true;
+	}
+	if (!full && h->idle_due && !h->nstaged && !(first && h->reaped)) {
+		/* nothing to flush: no hold */
+		h->idle_due = false;
+		h->last_idle_ns = shmt_mono_ns();
+		h->full_left = h->nfull - h->next;
+		return false;
 	}
 	if (shmt_lock(v, LOCK_WAIT_NS) < 0) {
 		if (!h->lock_warned)
@@ -202,6 +248,9 @@ bool hold_adopt(struct hold *h, bool final)
 	 * while full blocks keep coming, at every pass otherwise */
 	h->nfull = load_relaxed(&v->h->full_blocks.v) ? shmt_full_blocks(v, NULL, h->order) : 0;
 	h->full_left = h->nfull;
+	/* only where full blocks are read in place: elsewhere a block
+	 * handed over is copied anyway */
+	h->loaded = h->nfull && !final && h->in_place;
 	/* a look cut short by the last pass is made again (the blocks it
 	 * emptied are not listed) */
 	h->idle_due = reap || !h->nfull || h->idle_next ||
@@ -221,7 +270,9 @@ void hold_free(struct hold *h)
 	free(h->order);
 	free(h->ext);
 	free(h->staged);
+	free(h->seen);
 	h->staged = NULL;
+	h->seen = NULL;
 	h->dead = NULL;
 	h->order = NULL;
 	h->ext = NULL;

@@ -36,8 +36,15 @@ struct hold {
 	uint64_t moved;
 	bool full_stuck;		/* a hold moved none: no room, or relisting */
 	bool idle_due, reaped, listed;
+	bool loaded;			/* full blocks listed, not the last pass */
+	uint64_t settle_ns;
 	struct shmt_full *staged;
 	uint32_t nstaged, idle_next;
+	/* per block: its claim and written count when a loaded look first
+	 * left it (no UINT64_MAX: none), and since when (settled_only()) */
+	struct hold_seen {
+		uint64_t no, written, since_ns;
+	} *seen;
 	/* ring format 2.0, a discard ring drained into a capture: full blocks
 	 * sequenced where they are (SHMT_FLUSH_IN_PLACE), kept in sequence
 	 * order, ext[(ext_first + k) % nblocks] for k < ext_n, until the
@@ -52,6 +59,9 @@ struct hold {
  * so that a producer waiting for the lock (for a string, a name slot, a
  * block when none is free) waits that long, not a pass's worth. */
 #define HOLD_MOST 4096u
+/* While full blocks come, the owned blocks are looked at once in this
+ * long (every pass otherwise): each look reads every block's header. */
+#define IDLE_EVERY_NS (10ull * 1000 * 1000)
 /* A hold longer than this was more than its copy (the collector was
  * preempted inside it, most likely): counted for the summary line. */
 #define HOLD_LONG_NS (100ull * 1000)
@@ -59,11 +69,13 @@ struct hold {
 /*
  * Claims ring (mapped in v) for this collector: an advisory lock on a
  * second descriptor of the segment, kept until exit, since two collectors
- * on one ring would both advance its tail. Returns 0, -EBUSY (another
- * collector has it), -ESTALE (the name now refers to another segment) or
- * -errno; -ENOMEM.
+ * on one ring would both advance its tail. settle_ns (the poll interval)
+ * bounds how long a live thread's partly filled block that keeps moving
+ * keeps its records while full blocks come (hold_adopt()). Returns 0,
+ * -EBUSY (another collector has it), -ESTALE (the name now refers to
+ * another segment) or -errno; -ENOMEM.
  */
-int hold_init(struct hold *h, struct shmt_view *v, const char *ring);
+int hold_init(struct hold *h, struct shmt_view *v, const char *ring, uint64_t settle_ns);
 
 /*
  * A pass over the ring's blocks, in holds of the lock of at most
@@ -72,7 +84,9 @@ int hold_init(struct hold *h, struct shmt_view *v, const char *ring);
  * due (the drain encodes in between, when waiters may take the lock).
  * A pass moves the blocks producers handed over (oldest first, while a
  * discard ring has room for them, up to 64K records: full_left says how
- * many wait) and live threads' staged records into the ring, and, once a
+ * many wait) and live threads' staged records into the ring (while full
+ * blocks come, a thread's block only once it stopped moving, or after
+ * settle_ns: it is about to be handed over), and, once a
  * second (or with final), adopts dead threads' blocks: their records
  * flushed, the spans they died in recorded, the blocks freed; and frees
  * blocks whose claimer died. A lock whose bytes are insane or held too

@@ -502,11 +502,13 @@ static void note_hold(const char *where)
 }
 
 /* A ring of 1 << 18 records (blocks of 1024) and a drain session on it,
- * which makes producers hand their full blocks over. */
+ * which makes producers hand their full blocks over. Its poll interval,
+ * a minute, is also how long a thread's block that keeps moving keeps its
+ * records while full blocks come: longer than any of these tests. */
 static struct drain *drain_on_new_ring(const char *ring, char out[256])
 {
 	const struct shmtrace_ring_config c = { .capacity = 1 << 18 };
-	struct drain_opts o = { .ring = ring, .output = out, .poll_ns = 1000000 };
+	struct drain_opts o = { .ring = ring, .output = out, .poll_ns = 60000000000ull };
 	struct drain *d;
 
 	snprintf(out, 256, "/tmp/%s.cap", ring);
@@ -547,8 +549,8 @@ static void drain_end(struct drain *d, const char *ring, const char *out)
 /*
  * The blocks producers hand over are moved into the ring a few at a
  * time: no hold of the lock moves more than HOLD_MOST records, and still
- * one pass moves and copies all of them, the thread's partly filled block
- * after its full ones.
+ * one pass moves all of them; the thread's partly filled block, first
+ * seen while full blocks came, is copied by the next pass.
  */
 static void test_each_hold_of_the_lock_moves_a_few_blocks(void **state)
 {
@@ -567,9 +569,10 @@ static void test_each_hold_of_the_lock_moves_a_few_blocks(void **state)
 	/* nothing in the ring yet: the handed-over blocks count in head */
 	assert_int_equal(shmtrace_stats(t, &st), 0);
 	assert_int_equal(st.head, 24 * block);
-	assert_int_equal(pass_seeing_holds(d, ring), n);
+	assert_int_equal(pass_seeing_holds(d, ring), 24 * block);
 	assert_true(seen_holds.step_max <= HOLD_MOST);
 	assert_true(seen_holds.holds >= 24 * block / HOLD_MOST);
+	assert_int_equal(pass_seeing_holds(d, ring), 100);
 	shmtrace_close(t);
 	drain_end(d, ring, out);
 }
@@ -627,6 +630,93 @@ static void test_idle_threads_blocks_are_moved_a_few_at_a_time(void **state)
 		pthread_join(th[i], NULL);
 	pthread_barrier_destroy(&staged);
 	pthread_barrier_destroy(&done);
+	drain_end(d, ring, out);
+}
+
+/* A thread of its own writing `block` spans each time it is told to go,
+ * block + 1 the first time: a block handed over each time, and one record
+ * in a block claimed then, until told to stop. */
+struct block_feeder {
+	const char *ring;
+	uint64_t block;
+	pthread_barrier_t go, fed;
+	bool stop;
+};
+
+static void *feed_blocks(void *arg)
+{
+	struct block_feeder *f = arg;
+	shmtrace_t *t;
+	uint64_t n = f->block + 1;
+
+	assert_int_equal(shmtrace_open(f->ring, &t), 0);
+	for (;;) {
+		pthread_barrier_wait(&f->go);
+		if (f->stop)
+			break;
+		for (uint64_t i = 0; i < n; i++)
+			assert_int_equal(shmtrace_span(t, 2, 2, i, i + 1, 0), 0);
+		n = f->block;
+		pthread_barrier_wait(&f->fed);
+	}
+	shmtrace_close(t);
+	return NULL;
+}
+
+/* A full block from the feeder, once the collector's next pass is due to
+ * look at the owned blocks: while full blocks come, it looks once in
+ * IDLE_EVERY_NS (a rule of time, so time is let pass). */
+static void feed(struct block_feeder *f)
+{
+	usleep(IDLE_EVERY_NS / 1000 + 1000);
+	pthread_barrier_wait(&f->go);
+	pthread_barrier_wait(&f->fed);
+}
+
+/*
+ * While full blocks come (another thread hands one over before each
+ * pass, and each pass looks at the owned blocks), a thread's partly
+ * filled block is not copied under the lock while it keeps moving: it
+ * will be handed over and read in place. It is first seen, then seen to
+ * have moved, and copied by the first pass that finds it as it was; a
+ * quiet ring's passes copy every staged record.
+ */
+static void test_moving_block_copied_once_it_stops_while_full_blocks_come(void **state)
+{
+	const char *ring = test_ring_name("settle");
+	const uint64_t block = shmt_block_records_for(1 << 18, SHMT_RING_MINOR);
+	struct block_feeder f = { .ring = ring, .block = block };
+	char out[256];
+	struct drain *d = drain_on_new_ring(ring, out);
+	pthread_t th;
+	shmtrace_t *t;
+
+	(void)state;
+	pthread_barrier_init(&f.go, NULL, 2);
+	pthread_barrier_init(&f.fed, NULL, 2);
+	assert_int_equal(pthread_create(&th, NULL, feed_blocks, &f), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint64_t i = 0; i < block + 10; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	feed(&f);
+	/* both threads' full blocks; their partly filled ones first seen */
+	assert_int_equal(pass_seeing_holds(d, ring), 2 * block);
+	for (uint64_t i = 0; i < 5; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	feed(&f);
+	/* the feeder's full block (its next one first seen); ours moved */
+	assert_int_equal(pass_seeing_holds(d, ring), block);
+	feed(&f);
+	/* ours as it was: copied */
+	assert_int_equal(pass_seeing_holds(d, ring), block + 15);
+	/* no full block: the feeder's last record too */
+	assert_int_equal(pass_seeing_holds(d, ring), 1);
+	f.stop = true;
+	pthread_barrier_wait(&f.go);
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&f.go);
+	pthread_barrier_destroy(&f.fed);
+	shmtrace_close(t);
 	drain_end(d, ring, out);
 }
 
@@ -700,6 +790,7 @@ int main(void)
 		cmocka_unit_test(test_busy_collector_comes_back_before_its_poll_interval),
 		cmocka_unit_test(test_each_hold_of_the_lock_moves_a_few_blocks),
 		cmocka_unit_test(test_idle_threads_blocks_are_moved_a_few_at_a_time),
+		cmocka_unit_test(test_moving_block_copied_once_it_stops_while_full_blocks_come),
 	};
 
 	if (collector_bin_init() < 0)

@@ -128,7 +128,10 @@ static void test_wait_reply_through_the_collector(void **state)
 	const char *ring = test_ring_name("rolecol");
 	char *argv[] = { bin, "export", (char *)tmp("roles.cap"), "-o", (char *)tmp("roles.json"),
 			 NULL };
-	char *svg[] = { bin, "svg", (char *)tmp("roles.cap"), "-o", (char *)tmp("roles.svg"), NULL };
+	/* the whole run in the window: the default, 2 ms, may cut a slow
+	 * one (a sanitizer build's server starting) short */
+	char *svg[] = { bin, "svg", (char *)tmp("roles.cap"), "--to", "60s",
+			 "-o", (char *)tmp("roles.svg"), NULL };
 	char *doc;
 	pid_t cpid, c, s;
 	int st;

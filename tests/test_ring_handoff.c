@@ -8,7 +8,8 @@
  * block is free or the ring is older, a thread's own handed-over blocks
  * first and no one else's; a full block the ring has no room for dropped
  * at once, without the lock; the collector's idle flush listing blocks
- * without the lock and flushing each in the life listed; since format 2.0, full blocks read in place
+ * without the lock and flushing each in the life listed; since format
+ * 2.0, full blocks read in place
  * by the collector, copied into no slot, kept for a snapshot as slots
  * would be, and a collector killed while it sequences one losing and
  * doubling nothing.

@@ -152,12 +152,17 @@ uint32_t shmt_staged_blocks(const struct shmt_view *v, const struct shmt_owner *
 
 	for (uint32_t i = 0; i < v->nblocks; i++) {
 		struct shmt_block *b = shmt_block_at(v, i);
-		/* pairs with the owner's release store of OWNED */
+		/* the claim before the state: a life that began in between
+		 * has a number other than the one listed (the flush skips
+		 * it), never the state of a life older than its number,
+		 * whose thread's full block oldest_full() may not see yet
+		 * (pairs with the claimer's release stores in handoff.c) */
+		uint64_t no = load_acquire(&b->claim_no);
 		uint32_t state = load_acquire(&b->state);
 		bool pending = load_acquire(&b->written) != load_relaxed(&b->taken);
 
 		if (state == SHMT_BLOCK_OWNED && (pending || owner_gone(b, i, dead)))
-			out[n++] = (struct shmt_full){ .no = load_relaxed(&b->claim_no), .i = i };
+			out[n++] = (struct shmt_full){ .no = no, .i = i };
 		else if (state != SHMT_BLOCK_OWNED && staging(state) && pending)
 			out[n++] = (struct shmt_full){ .no = UINT64_MAX, .i = i };
 	}

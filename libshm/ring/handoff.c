@@ -43,8 +43,9 @@ static void own(struct shmt_view *v, uint32_t i, const struct shmt_owner *me,
 	store_relaxed(&b->tid, me->tid);
 	store_relaxed(&b->start_time, me->start_time);
 	/* in a ring before minor 10 these words are reserved */
+	/* release: a reader that sees this number sees the claim */
 	if (v->minor >= SHMT_MINOR_HANDOFF)
-		store_relaxed(&b->claim_no, fetch_add(&v->h->claim_seq.v, 1));
+		store_release(&b->claim_no, fetch_add(&v->h->claim_seq.v, 1));
 	store_relaxed(&b->open_closing, 0);
 	if (from && v->minor >= 2) {
 		/* our own words: a peer that scribbled on them only hides spans */

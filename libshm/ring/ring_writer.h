@@ -68,7 +68,8 @@ uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct sh
 uint32_t shmt_staged_blocks(const struct shmt_view *v, const struct shmt_owner *dead,
 			    struct shmt_full *out);
 uint64_t shmt_adopt_listed_locked(struct shmt_view *v, const struct shmt_full *list, uint32_t n,
-				  bool all, const struct shmt_owner *dead, uint64_t most, uint32_t *from);
+				  bool all, const struct shmt_owner *dead, uint64_t most,
+				  uint32_t *from);
 
 /*
  * handoff.c: blocks changing hands without the lock (ring_format.h,
