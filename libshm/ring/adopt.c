@@ -9,6 +9,7 @@
  * the collector on each poll both come here; the files it calls never
  * call back.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "ring_reader.h"
@@ -189,19 +190,16 @@ uint64_t shmt_adopt_listed_locked(struct shmt_view *v, const struct shmt_full *l
 
 uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead)
 {
-	uint64_t owned[SHMT_MAX_BLOCKS / 64] = { 0 }, done = 0, before;
+	/* the collector's listing, made under the lock: one rule for which
+	 * blocks a flush may take, and in what life */
+	struct shmt_full *list = malloc((v->nblocks + 1) * sizeof(*list));
+	uint32_t from = 0;
+	uint64_t done;
 
-	/* pairs with the owner's release store of OWNED */
-	for (uint32_t k = 0; k < v->nblocks; k++)
-		if (load_acquire(&shmt_block_at(v, k)->state) == SHMT_BLOCK_OWNED)
-			owned[k / 64] |= 1ull << (k % 64);
-	before = oldest_full(v);
-	for (uint32_t i = 0; i < v->nblocks; i++) {
-		uint64_t no = load_relaxed(&shmt_block_at(v, i)->claim_no);
-		bool listed = owned[i / 64] >> (i % 64) & 1 &&
-			      (v->minor < SHMT_MINOR_HANDOFF || no < before);
-
-		done += flush_staged_locked(v, i, listed ? no : UINT64_MAX, all, dead);
-	}
+	if (!list)
+		return 0;	/* nothing adopted: the caller finds no block */
+	done = shmt_adopt_listed_locked(v, list, shmt_staged_blocks(v, dead, list), all, dead,
+					UINT64_MAX, &from);
+	free(list);
 	return done;
 }

@@ -42,8 +42,8 @@ static void own(struct shmt_view *v, uint32_t i, const struct shmt_owner *me,
 	store_relaxed(&b->pid, me->pid);
 	store_relaxed(&b->tid, me->tid);
 	store_relaxed(&b->start_time, me->start_time);
-	/* in a ring before minor 10 these words are reserved */
-	/* release: a reader that sees this number sees the claim */
+	/* in a ring before minor 10 these words are reserved; release: a
+	 * reader that sees this number sees the claim (adopt.c) */
 	if (v->minor >= SHMT_MINOR_HANDOFF)
 		store_release(&b->claim_no, fetch_add(&v->h->claim_seq.v, 1));
 	store_relaxed(&b->open_closing, 0);

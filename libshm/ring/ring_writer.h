@@ -48,10 +48,11 @@ void shmt_wake_collector(struct shmt_view *v);
  * found dead without the lock, then, under it, its records flushed, its
  * open spans recorded, the block freed. With all, live threads' staged
  * records are flushed too (the collector's idle flush).
- * shmt_adopt_blocks_locked() looks at every block under the lock (a
- * producer's). The collector lists the blocks that have something to
- * flush without the lock, shmt_staged_blocks() (out: room for nblocks),
- * reading every block's header there and not in a hold; then, under it,
+ * shmt_adopt_blocks_locked() lists and flushes in one hold (a
+ * producer's; 0 if it cannot allocate the list). The collector lists the
+ * blocks that have something to flush without the lock,
+ * shmt_staged_blocks() (out: room for nblocks), reading every block's
+ * header there and not in a hold; then, under it,
  * shmt_adopt_listed_locked() flushes list[*from ..), stopping after the
  * block that brings what it moved to most or beyond, *from then the next
  * to flush: each hold moves a bounded amount. Each returns records
