@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 
 #include "capture.h"
@@ -180,6 +181,23 @@ struct churn_thread {
 	bool flows;
 };
 
+/* Set by churn_pause(): churn's threads stop between two span calls (no
+ * call under way, none holding the lock) until churn_resume() clears it;
+ * shared with the forked producer. */
+static int *churn_paused;
+
+/* A churn thread at its pause point: says so on the ready pipe, then
+ * waits for the flag to clear. */
+static void churn_pause_point(const struct churn_thread *c)
+{
+	if (!__atomic_load_n(churn_paused, __ATOMIC_ACQUIRE))
+		return;
+	if (write(c->ready, "p", 1) != 1)
+		_exit(5);
+	while (__atomic_load_n(churn_paused, __ATOMIC_ACQUIRE))
+		usleep(1000);
+}
+
 static void *churn_run(void *arg)
 {
 	struct churn_thread *c = arg;
@@ -194,6 +212,7 @@ static void *churn_run(void *arg)
 		shmtrace_span(c->t, cat, name, t0, t0 + i, c->flows ? i * 7 + 1 : 0);
 		if (i == c->wrap && write(c->ready, "w", 1) != 1)
 			_exit(5);
+		churn_pause_point(c);
 	}
 	return NULL;
 }
@@ -211,6 +230,12 @@ static inline pid_t churn_start(const char *ring, int n, uint64_t wrap, bool flo
 	pid_t pid;
 
 	assert_int_equal(pipe(p), 0);
+	if (!churn_paused) {
+		churn_paused = mmap(NULL, sizeof(*churn_paused), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		assert_true(churn_paused != MAP_FAILED);
+	}
+	*churn_paused = 0;
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -244,6 +269,24 @@ static inline pid_t churn_start(const char *ring, int n, uint64_t wrap, bool flo
 	}
 	*ready = p[0];
 	return pid;
+}
+
+/* Stops churn's n threads between span calls and returns once all of
+ * them have: what they wrote no longer moves. */
+static inline void churn_pause(int ready, int n)
+{
+	__atomic_store_n(churn_paused, 1, __ATOMIC_RELEASE);
+	for (int k = 0; k < n; k++) {
+		char c;
+
+		assert_int_equal(read(ready, &c, 1), 1);
+		assert_int_equal(c, 'p');
+	}
+}
+
+static inline void churn_resume(void)
+{
+	__atomic_store_n(churn_paused, 0, __ATOMIC_RELEASE);
 }
 
 static inline void churn_stop(pid_t pid, int ready)
