@@ -505,10 +505,10 @@ static void note_hold(const char *where)
  * which makes producers hand their full blocks over. Its poll interval,
  * a minute, is also how long a thread's block that keeps moving keeps its
  * records while full blocks come: longer than any of these tests. */
-static struct drain *drain_on_new_ring(const char *ring, char out[256])
+static struct drain *drain_polled_on_new_ring(const char *ring, char out[256], uint64_t poll_ns)
 {
 	const struct shmtrace_ring_config c = { .capacity = 1 << 18 };
-	struct drain_opts o = { .ring = ring, .output = out, .poll_ns = 60000000000ull };
+	struct drain_opts o = { .ring = ring, .output = out, .poll_ns = poll_ns };
 	struct drain *d;
 
 	snprintf(out, 256, "/tmp/%s.cap", ring);
@@ -517,6 +517,11 @@ static struct drain *drain_on_new_ring(const char *ring, char out[256])
 	assert_non_null(d);
 	assert_int_equal(drain_open(d, &o), 0);
 	return d;
+}
+
+static struct drain *drain_on_new_ring(const char *ring, char out[256])
+{
+	return drain_polled_on_new_ring(ring, out, 60000000000ull);
 }
 
 /* One pass of d over ring, each hold of the lock seen by note_hold():
@@ -720,6 +725,48 @@ static void test_moving_block_copied_once_it_stops_while_full_blocks_come(void *
 	drain_end(d, ring, out);
 }
 
+/*
+ * While full blocks come, a thread's partly filled block that keeps
+ * moving is copied all the same once a poll interval has passed since
+ * the first look that left it: its records wait no longer than that.
+ */
+static void test_moving_block_copied_a_poll_interval_after_first_left(void **state)
+{
+	const uint64_t poll_ns = 20 * 1000 * 1000;
+	const char *ring = test_ring_name("settleby");
+	const uint64_t block = shmt_block_records_for(1 << 18, SHMT_RING_MINOR);
+	struct block_feeder f = { .ring = ring, .block = block };
+	char out[256];
+	struct drain *d = drain_polled_on_new_ring(ring, out, poll_ns);
+	pthread_t th;
+	shmtrace_t *t;
+
+	(void)state;
+	pthread_barrier_init(&f.go, NULL, 2);
+	pthread_barrier_init(&f.fed, NULL, 2);
+	assert_int_equal(pthread_create(&th, NULL, feed_blocks, &f), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint64_t i = 0; i < block + 10; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	feed(&f);
+	/* both threads' full blocks; their partly filled ones first seen */
+	assert_int_equal(pass_seeing_holds(d, ring), 2 * block);
+	/* a rule of time: the interval passes, then ours moves again */
+	usleep(poll_ns / 1000 + 1000);
+	for (uint64_t i = 0; i < 5; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	feed(&f);
+	/* the feeder's full block, and ours though it moved: copied */
+	assert_int_equal(pass_seeing_holds(d, ring), block + 15);
+	f.stop = true;
+	pthread_barrier_wait(&f.go);
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&f.go);
+	pthread_barrier_destroy(&f.fed);
+	shmtrace_close(t);
+	drain_end(d, ring, out);
+}
+
 /* Waits (at most 20 s) until the ring's tail reaches n: the collector
  * has drained every record written. Returns the tail. */
 static uint64_t wait_tail(shmtrace_t *t, uint64_t n)
@@ -791,6 +838,7 @@ int main(void)
 		cmocka_unit_test(test_each_hold_of_the_lock_moves_a_few_blocks),
 		cmocka_unit_test(test_idle_threads_blocks_are_moved_a_few_at_a_time),
 		cmocka_unit_test(test_moving_block_copied_once_it_stops_while_full_blocks_come),
+		cmocka_unit_test(test_moving_block_copied_a_poll_interval_after_first_left),
 	};
 
 	if (collector_bin_init() < 0)
