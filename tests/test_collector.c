@@ -767,6 +767,53 @@ static void test_moving_block_copied_a_poll_interval_after_first_left(void **sta
 	drain_end(d, ring, out);
 }
 
+/*
+ * While full blocks come, a dead thread's partly filled block is not
+ * left for its owner to hand over: the first look that finds the owner
+ * dead copies it.
+ */
+static void test_dead_threads_block_copied_at_once_while_full_blocks_come(void **state)
+{
+	const char *ring = test_ring_name("settledead");
+	const uint64_t block = shmt_block_records_for(1 << 18, SHMT_RING_MINOR);
+	struct block_feeder f = { .ring = ring, .block = block };
+	char out[256];
+	struct drain *d = drain_on_new_ring(ring, out);
+	pthread_t th;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		shmtrace_t *t;
+
+		/* a full block handed over, 10 records left in the next */
+		if (shmtrace_open(ring, &t) < 0)
+			_exit(1);
+		for (uint64_t i = 0; i < block + 10; i++)
+			if (shmtrace_span(t, 1, 1, i, i + 1, 0) < 0)
+				_exit(2);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	pthread_barrier_init(&f.go, NULL, 2);
+	pthread_barrier_init(&f.fed, NULL, 2);
+	assert_int_equal(pthread_create(&th, NULL, feed_blocks, &f), 0);
+	feed(&f);
+	/* both full blocks, and the dead thread's 10 (the feeder's one
+	 * record first seen, left) */
+	assert_int_equal(pass_seeing_holds(d, ring), 2 * block + 10);
+	f.stop = true;
+	pthread_barrier_wait(&f.go);
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&f.go);
+	pthread_barrier_destroy(&f.fed);
+	drain_end(d, ring, out);
+}
+
 /* Waits (at most 20 s) until the ring's tail reaches n: the collector
  * has drained every record written. Returns the tail. */
 static uint64_t wait_tail(shmtrace_t *t, uint64_t n)
@@ -839,6 +886,7 @@ int main(void)
 		cmocka_unit_test(test_idle_threads_blocks_are_moved_a_few_at_a_time),
 		cmocka_unit_test(test_moving_block_copied_once_it_stops_while_full_blocks_come),
 		cmocka_unit_test(test_moving_block_copied_a_poll_interval_after_first_left),
+		cmocka_unit_test(test_dead_threads_block_copied_at_once_while_full_blocks_come),
 	};
 
 	if (collector_bin_init() < 0)
