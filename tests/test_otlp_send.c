@@ -283,7 +283,7 @@ static long export_fails(const char *ring, int port, const char *retries, const 
 	long sent = 0;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
-	assert_int_equal(run(NULL, tmp("fail.err"), argv), 1);
+	assert_int_equal(run_for(NULL, tmp("fail.err"), argv, 120), 1);
 	if (pid)
 		sent = endpoint_took(pid, took_fd);
 	snprintf(want, sizeof(want), "shmtrace export: OTLP endpoint %s/v1/traces: %s; %ld of %d "
@@ -325,12 +325,53 @@ static void test_endpoint_fails(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * Each step's bound comes from the OpenTelemetry exporters' variables,
+ * the traces one first: an endpoint that takes the connection and never
+ * answers is given up on after OTEL_EXPORTER_OTLP_TRACES_TIMEOUT (200 ms;
+ * OTEL_EXPORTER_OTLP_TIMEOUT's hour would outlast the hang guard), said as
+ * a timeout. A value that is not whole milliseconds is refused in one
+ * line that names its variable.
+ */
+static void test_timeout_from_the_environment(void **state)
+{
+	const char *ring = test_ring_name("otlp-timeout");
+	char url[64], why[128];
+	char *argv[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp",
+			 "--otlp-endpoint", url, NULL };
+	int port, s;
+
+	(void)state;
+	ring_of_spans(ring);
+	/* the kernel completes the connection; nothing reads or answers */
+	s = listen_local(&port);
+	setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "3600000", 1);
+	setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "200", 1);
+	snprintf(why, sizeof(why), "127.0.0.1:%d: timed out before an answer (gave up after 1 "
+		 "attempt)", port);
+	export_fails(ring, port, "1", why, 0, -1);
+	close(s);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "2s", 1);
+	assert_int_equal(run(NULL, tmp("tmo.err"), argv), 2);
+	expect_in(tmp("tmo.err"), "shmtrace export: OTEL_EXPORTER_OTLP_TRACES_TIMEOUT='2s': "
+		    "give whole milliseconds from 1 to 3600000\n");
+	unsetenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT");
+	setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "0", 1);
+	assert_int_equal(run(NULL, tmp("tmo.err"), argv), 2);
+	expect_in(tmp("tmo.err"), "shmtrace export: OTEL_EXPORTER_OTLP_TIMEOUT='0': "
+		    "give whole milliseconds from 1 to 3600000\n");
+	unsetenv("OTEL_EXPORTER_OTLP_TIMEOUT");
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_urls),
 		cmocka_unit_test(test_endpoint_fails),
 		cmocka_unit_test(test_endpoint_path),
+		cmocka_unit_test(test_timeout_from_the_environment),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

@@ -147,7 +147,11 @@ static void test_stalled_endpoint_drops_nothing_and_the_stream_catches_up(void *
 	snprintf(cap, sizeof(cap), "%s", tmp("stall.cap"));
 	/* the second request waits until the test lets it go */
 	receiver_start(&r, "recv-stall", "200,stall", 0, 0);
+	/* the stalled request waits for the test, however slow: not given
+	 * up on after the default 10 s and sent again */
+	setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "600000", 1);
 	col = stream_collector(ring, cap, &r, tmp("stall.err"), more);
+	unsetenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT");
 	flow_run(ring, 40);
 	alarm(300);	/* a hang guard: see receiver_wait() */
 	assert_true(read(r.notify, line, sizeof(line)) > 0);

@@ -101,6 +101,30 @@ bad_port:
 	return -EINVAL;
 }
 
+int http_timeout_from_env(char *err, size_t errlen)
+{
+	static const char *const names[] = { "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+					     "OTEL_EXPORTER_OTLP_TIMEOUT" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = getenv(names[i]);
+		unsigned long ms;
+		char *end;
+
+		if (!v || !*v)
+			continue;
+		errno = 0;
+		ms = strtoul(v, &end, 10);
+		if (*v < '0' || *v > '9' || *end || errno || ms < 1 || ms > 3600000) {
+			snprintf(err, errlen, "%s='%s': give whole milliseconds from 1 to 3600000",
+				 names[i], v);
+			return -EINVAL;
+		}
+		return (int)ms;
+	}
+	return HTTP_TIMEOUT_MS;
+}
+
 static int connect_to(const struct http_url *u, int timeout_ms, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;

@@ -25,6 +25,18 @@ struct http_url {
 int http_parse_url(const char *url, const char *suffix, struct http_url *u, char *err,
 		   size_t errlen);
 
+/* Each step's bound (connect, send, receive) unless the environment sets
+ * one: the OpenTelemetry exporters' default. */
+#define HTTP_TIMEOUT_MS		10000
+
+/*
+ * The bound of each step, in milliseconds, from the OpenTelemetry
+ * exporters' variables: OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, else
+ * OTEL_EXPORTER_OTLP_TIMEOUT, else HTTP_TIMEOUT_MS. Returns it (1 to
+ * 3600000), or -EINVAL with the reason in err.
+ */
+int http_timeout_from_env(char *err, size_t errlen);
+
 /* What a body of an answer is kept of: enough for an OTLP partial
  * success, or the first line of an error. */
 #define HTTP_BODY_KEEP	4096u

@@ -180,6 +180,11 @@ static int setup(struct otlp *o)
 			cli_runtime_error("export", "--otlp-endpoint %s", o->err);
 			return EXIT_USAGE;
 		}
+		o->timeout_ms = http_timeout_from_env(o->err, sizeof(o->err));
+		if (o->timeout_ms < 0) {
+			cli_runtime_error("export", "%s", o->err);
+			return EXIT_USAGE;
+		}
 		o->to_http = true;
 	}
 	ret = hosts_build(&o->hosts, o->s);

@@ -197,6 +197,7 @@ struct otlp {
 	struct otlp_writer *w;		/* its writer, without an endpoint */
 	bool to_http;
 	struct http_url url;
+	int timeout_ms;			/* each step's (http_timeout_from_env()) */
 	/* the flow being assembled: its trace, owner and last hop */
 	uint64_t thi, tlo, owner, prev;
 	/* the flow before it, and how many flows its id made before (an id

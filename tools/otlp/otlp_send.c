@@ -17,7 +17,6 @@
 #include "otlp_int.h"
 #include "pb.h"
 
-#define HTTP_TIMEOUT_MS	10000
 #define BACKOFF_MIN_MS	100u
 #define BACKOFF_MAX_MS	5000u
 /* pieces of a request handed to one writev() */
@@ -157,7 +156,7 @@ static int post(struct otlp *o, const char *body, size_t len)
 	int ret = 0;
 
 	for (attempt = 1;; attempt++) {
-		ret = http_post(&o->url, body, len, HTTP_TIMEOUT_MS, &a, why, sizeof(why));
+		ret = http_post(&o->url, body, len, o->timeout_ms, &a, why, sizeof(why));
 		if (ret == 0 && a.status >= 200 && a.status < 300) {
 			o->rejected += otlp_partial_success(&a, why, sizeof(why));
 			return 0;

@@ -209,6 +209,9 @@ static int parse(int argc, char **argv, struct stream_opts *so, struct obuf *hdr
 		return cli_usage_error("stream", "--otlp-endpoint URL is required");
 	if (http_parse_url(so->endpoint, "/v1/traces", &so->url, err, sizeof(err)) < 0)
 		return cli_usage_error("stream", "--otlp-endpoint %s", err);
+	so->timeout_ms = http_timeout_from_env(err, sizeof(err));
+	if (so->timeout_ms < 0)
+		return cli_usage_error("stream", "%s", err);
 	if (so->collector_pid && !so->follow)
 		return cli_usage_error("stream", "--collector-pid needs --follow");
 	return -1;

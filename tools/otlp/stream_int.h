@@ -39,6 +39,7 @@ enum { SAMPLE_ALL, SAMPLE_FLOWS, SAMPLE_RATIO };
 struct stream_opts {
 	const char *capture;		/* FILE: its parts FILE.1, ... follow */
 	struct http_url url;
+	int timeout_ms;			/* each step's (http_timeout_from_env()) */
 	const char *endpoint;
 	const char *headers;		/* "Name: value\r\n" each, or NULL */
 	bool gzip, follow;

@@ -20,7 +20,6 @@
 
 #include "stream_int.h"
 
-#define HTTP_TIMEOUT_MS		10000
 #define BACKOFF_MIN_MS		100u
 #define BACKOFF_MAX_MS		30000u
 /* a Retry-After is followed up to this */
@@ -241,7 +240,7 @@ int sender_start(struct otlp_stream *st)
 
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	http_conn_init(&s->conn, &st->so->url, HTTP_TIMEOUT_MS, true, st->so->headers);
+	http_conn_init(&s->conn, &st->so->url, st->so->timeout_ms, true, st->so->headers);
 	if (pthread_create(&s->th, NULL, sender_main, st) != 0)
 		return -EAGAIN;
 	s->started = true;
