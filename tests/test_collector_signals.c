@@ -128,7 +128,8 @@ static pid_t start_app(const char *ring, uint64_t first, uint64_t n, int *go)
 static void test_stop_while_app_runs(void **state)
 {
 	const char *ring = test_ring_name("stopapp");
-	const char *const create[] = { "--create", NULL };
+	/* it drains on until the app leaves, however slowly that runs */
+	const char *const create[] = { "--create", "--linger", "120", NULL };
 	struct tally t = { 0 };
 	char out[256];
 	pid_t col;
@@ -152,6 +153,32 @@ static void test_stop_while_app_runs(void **state)
 	tally_free(&t);
 }
 
+#if !SHMT_TSAN
+/* Until the kernel has delivered sig sent to pid (neither the process
+ * nor a thread has it pending): its handler has run or is running. */
+static void wait_delivered(pid_t pid, int sig)
+{
+	const unsigned long long bit = 1ull << (sig - 1);
+	char path[64], line[256];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	for (int k = 0; k < 20000; k++) {
+		FILE *f = fopen(path, "r");
+		bool pending = false;
+
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "SigPnd:", 7) || !strncmp(line, "ShdPnd:", 7))
+				pending |= (strtoull(line + 7, NULL, 16) & bit) != 0;
+		fclose(f);
+		if (!pending)
+			return;
+		usleep(1000);
+	}
+	fail_msg("signal %d to %d not delivered", sig, (int)pid);
+}
+#endif
+
 /*
  * The same stop signal twice at once (GNU timeout signals the collector,
  * then its process group) is one stop, not an exit: the collector drains
@@ -162,7 +189,7 @@ static void test_stop_while_app_runs(void **state)
 static void test_repeated_stop_signal_is_one_stop_a_late_one_exits(void **state)
 {
 	const char *ring = test_ring_name("sig2");
-	const char *const create[] = { "--create", NULL };
+	const char *const create[] = { "--create", "--linger", "120", NULL };
 	struct tally t = { 0 };
 	char out[256], err[256], *said;
 	uint64_t dev, ino;
@@ -198,6 +225,8 @@ static void test_repeated_stop_signal_is_one_stop_a_late_one_exits(void **state)
 		col = start_collector_args(ring, out, 0, err, keep);
 		app = start_app(ring, 10, 20, &go);
 		kill(col, SIGTERM);
+		/* the window counts from the handler: from the delivery */
+		wait_delivered(col, SIGTERM);
 		nanosleep(&window, NULL);	/* the repeat window is what is tested */
 		kill(col, SIGTERM);
 		assert_int_equal(waitpid(col, &status, 0), col);

@@ -535,7 +535,9 @@ static void test_stopped_holder_given_up_on_asleep_one_waited_for(void **state)
 	assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
 	ts++;
 	shmt_test_hook = NULL;
-	assert_int_equal(g_slices, 2);
+	/* released at the second slice: had once it unlocks, a slice or
+	 * more later on a busy machine */
+	assert_true(g_slices >= 2);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_int_equal(shmtrace_stats(t, &st), 0);
@@ -591,9 +593,11 @@ static void test_short_timeout_leaves_long_waits_waiting(void **state)
 	g_slices = 0;
 	g_release_fd = h.release[1];
 	shmt_test_hook = slice_hook;
+	/* the flush's long wait, however slowly the holder lets go */
+	h.t->lock_timeout_ns = 60ull * 1000 * 1000 * 1000;
 	assert_int_equal(shmtrace_flush(h.t), 0);
 	shmt_test_hook = NULL;
-	assert_int_equal(g_slices, 2);
+	assert_true(g_slices >= 2);
 	assert_int_equal(waitpid(h.holder, &status, 0), h.holder);
 	assert_int_equal(shmtrace_stats(h.t, &st), 0);
 	assert_int_equal(st.head, 2 * block);
