@@ -668,6 +668,22 @@ static void *feed_blocks(void *arg)
 	return NULL;
 }
 
+static void feeder_start(struct block_feeder *f, pthread_t *th)
+{
+	pthread_barrier_init(&f->go, NULL, 2);
+	pthread_barrier_init(&f->fed, NULL, 2);
+	assert_int_equal(pthread_create(th, NULL, feed_blocks, f), 0);
+}
+
+static void feeder_stop(struct block_feeder *f, pthread_t th)
+{
+	f->stop = true;
+	pthread_barrier_wait(&f->go);
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&f->go);
+	pthread_barrier_destroy(&f->fed);
+}
+
 /* A full block from the feeder, once the collector's next pass is due to
  * look at the owned blocks: while full blocks come, it looks once in
  * IDLE_EVERY_NS (a rule of time, so time is let pass). */
@@ -676,6 +692,26 @@ static void feed(struct block_feeder *f)
 	usleep(IDLE_EVERY_NS / 1000 + 1000);
 	pthread_barrier_wait(&f->go);
 	pthread_barrier_wait(&f->fed);
+}
+
+static void spans(shmtrace_t *t, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+}
+
+/* A thread of the caller's hands a block over and stages 10 records,
+ * the feeder a block: the first pass moves both full blocks and leaves
+ * the partly filled ones, first seen. Returns the caller's handle. */
+static shmtrace_t *first_look(struct drain *d, struct block_feeder *f)
+{
+	shmtrace_t *t;
+
+	assert_int_equal(shmtrace_open(f->ring, &t), 0);
+	spans(t, f->block + 10);
+	feed(f);
+	assert_int_equal(pass_seeing_holds(d, f->ring), 2 * f->block);
+	return t;
 }
 
 /*
@@ -697,17 +733,9 @@ static void test_moving_block_copied_once_it_stops_while_full_blocks_come(void *
 	shmtrace_t *t;
 
 	(void)state;
-	pthread_barrier_init(&f.go, NULL, 2);
-	pthread_barrier_init(&f.fed, NULL, 2);
-	assert_int_equal(pthread_create(&th, NULL, feed_blocks, &f), 0);
-	assert_int_equal(shmtrace_open(ring, &t), 0);
-	for (uint64_t i = 0; i < block + 10; i++)
-		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
-	feed(&f);
-	/* both threads' full blocks; their partly filled ones first seen */
-	assert_int_equal(pass_seeing_holds(d, ring), 2 * block);
-	for (uint64_t i = 0; i < 5; i++)
-		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	feeder_start(&f, &th);
+	t = first_look(d, &f);
+	spans(t, 5);
 	feed(&f);
 	/* the feeder's full block (its next one first seen); ours moved */
 	assert_int_equal(pass_seeing_holds(d, ring), block);
@@ -716,11 +744,7 @@ static void test_moving_block_copied_once_it_stops_while_full_blocks_come(void *
 	assert_int_equal(pass_seeing_holds(d, ring), block + 15);
 	/* no full block: the feeder's last record too */
 	assert_int_equal(pass_seeing_holds(d, ring), 1);
-	f.stop = true;
-	pthread_barrier_wait(&f.go);
-	pthread_join(th, NULL);
-	pthread_barrier_destroy(&f.go);
-	pthread_barrier_destroy(&f.fed);
+	feeder_stop(&f, th);
 	shmtrace_close(t);
 	drain_end(d, ring, out);
 }
@@ -742,27 +766,15 @@ static void test_moving_block_copied_a_poll_interval_after_first_left(void **sta
 	shmtrace_t *t;
 
 	(void)state;
-	pthread_barrier_init(&f.go, NULL, 2);
-	pthread_barrier_init(&f.fed, NULL, 2);
-	assert_int_equal(pthread_create(&th, NULL, feed_blocks, &f), 0);
-	assert_int_equal(shmtrace_open(ring, &t), 0);
-	for (uint64_t i = 0; i < block + 10; i++)
-		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
-	feed(&f);
-	/* both threads' full blocks; their partly filled ones first seen */
-	assert_int_equal(pass_seeing_holds(d, ring), 2 * block);
+	feeder_start(&f, &th);
+	t = first_look(d, &f);
 	/* a rule of time: the interval passes, then ours moves again */
 	usleep(poll_ns / 1000 + 1000);
-	for (uint64_t i = 0; i < 5; i++)
-		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	spans(t, 5);
 	feed(&f);
 	/* the feeder's full block, and ours though it moved: copied */
 	assert_int_equal(pass_seeing_holds(d, ring), block + 15);
-	f.stop = true;
-	pthread_barrier_wait(&f.go);
-	pthread_join(th, NULL);
-	pthread_barrier_destroy(&f.go);
-	pthread_barrier_destroy(&f.fed);
+	feeder_stop(&f, th);
 	shmtrace_close(t);
 	drain_end(d, ring, out);
 }
@@ -799,18 +811,12 @@ static void test_dead_threads_block_copied_at_once_while_full_blocks_come(void *
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	pthread_barrier_init(&f.go, NULL, 2);
-	pthread_barrier_init(&f.fed, NULL, 2);
-	assert_int_equal(pthread_create(&th, NULL, feed_blocks, &f), 0);
+	feeder_start(&f, &th);
 	feed(&f);
 	/* both full blocks, and the dead thread's 10 (the feeder's one
 	 * record first seen, left) */
 	assert_int_equal(pass_seeing_holds(d, ring), 2 * block + 10);
-	f.stop = true;
-	pthread_barrier_wait(&f.go);
-	pthread_join(th, NULL);
-	pthread_barrier_destroy(&f.go);
-	pthread_barrier_destroy(&f.fed);
+	feeder_stop(&f, th);
 	drain_end(d, ring, out);
 }
 
