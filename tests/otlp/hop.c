@@ -10,7 +10,8 @@
  *       traceparent header) records a "handle" span after it; an "idle"
  *       span outside any flow; and an instant outside any span
  *   otlp-hop RING args                   spans and instants with arguments
- *       (hostile strings, INT64_MIN/MAX, a key twice), a ring-local flow 7,
+ *       (hostile strings, INT64_MIN/MAX, a key twice), two spans that
+ *       overlap without nesting, a ring-local flow 7,
  *       then SIGKILLs itself inside outer > middle (flow 7) > inner (an
  *       argument added to inner while it is open)
  *
@@ -55,6 +56,11 @@ static void args_then_die(shmtrace_t *t, uint32_t cat)
 				   a, SHMTRACE_MAX_ARGS - i);
 		shmtrace_instant_args(t, cat, shmtrace_intern(t, "alone"), 0, a + i, 2);
 	}
+	/* two spans that overlap without nesting, however the process is
+	 * scheduled: the second begins inside the first and ends after it */
+	t0 = shmtrace_now();
+	shmtrace_span(t, cat, shmtrace_intern(t, "early"), t0, t0 + 2000, 0);
+	shmtrace_span(t, cat, shmtrace_intern(t, "across"), t0 + 1000, t0 + 3000, 0);
 	t0 = shmtrace_now();
 	shmtrace_span_args(t, cat, shmtrace_intern(t, "step"), t0, t0 + 500, 7, &a[2], 1);
 	shmtrace_instant_args(t, cat, shmtrace_intern(t, "hop"), 7, &a[0], 2);
