@@ -23,6 +23,7 @@ static void child_args_dies(const char *ring, int ready)
 	struct shmtrace_open_span sp;
 	struct shmtrace_arg a[SHMTRACE_MAX_ARGS];
 	shmtrace_t *t;
+	uint64_t t0, t1;
 	uint32_t c;
 
 	if (shmtrace_default_open(ring) < 0)
@@ -38,13 +39,17 @@ static void child_args_dies(const char *ring, int ready)
 	for (int i = 0; i < SHMTRACE_MAX_ARGS; i++)
 		shmtrace_span_arg(&sp, shmtrace_arg_int(shmtrace_intern(t, "k"), i));
 	shmtrace_end(&sp);
-	/* an instant inside a span (an event of it), one inside none */
+	/* an instant inside a span (an event of it), one inside none; the
+	 * span's ends are read around the instant, so it holds it however
+	 * long the calls take */
+	t0 = shmtrace_now();
 	shmtrace_instant_args(t, c, shmtrace_intern(t, "i"), 0, &a[1], 1);
-	shmtrace_span(t, c, shmtrace_intern(t, "encl"), shmtrace_now() - 1000000, shmtrace_now() + 1,
-		      0);
+	t1 = shmtrace_now() + 1;
+	shmtrace_span(t, c, shmtrace_intern(t, "encl"), t0 - 1000000, t1, 0);
 	shmtrace_instant_args(t, c, shmtrace_intern(t, "lone"), 0, &a[2], 1);
-	shmtrace_span_args(t, c, shmtrace_intern(t, "fs"), shmtrace_now(), shmtrace_now() + 10, 7,
-			   &a[3], 1);
+	/* of no length: "fi" after it is never inside it */
+	t0 = shmtrace_now();
+	shmtrace_span_args(t, c, shmtrace_intern(t, "fs"), t0, t0, 7, &a[3], 1);
 	shmtrace_instant_args(t, c, shmtrace_intern(t, "fi"), 7, &a[0], 1);
 	{
 		SHMTRACE_SCOPE("test", "outer");

@@ -30,9 +30,10 @@ static void span(shmtrace_t *t, uint32_t cat, uint32_t name, uint32_t iname, uin
 {
 	uint64_t t0 = shmtrace_now();
 
-	/* an instant inside the span (exported as an event of it) */
+	/* an instant inside the span (exported as an event of it): the end
+	 * is read after it, so no two spans overlap however long calls take */
 	shmtrace_instant(t, cat, iname, 0);
-	shmtrace_span(t, cat, name, t0, shmtrace_now() + 1000, flow);
+	shmtrace_span(t, cat, name, t0, shmtrace_now() + 1, flow);
 }
 
 /* Never returns: the process dies inside three open spans. */
@@ -52,7 +53,7 @@ static void args_then_die(shmtrace_t *t, uint32_t cat)
 		t0 = shmtrace_now();
 		/* an instant inside the span, one outside any */
 		shmtrace_instant_args(t, cat, shmtrace_intern(t, "mark"), 0, &a[i], 1);
-		shmtrace_span_args(t, cat, shmtrace_intern(t, "work"), t0, shmtrace_now() + 1000, 0,
+		shmtrace_span_args(t, cat, shmtrace_intern(t, "work"), t0, shmtrace_now() + 1, 0,
 				   a, SHMTRACE_MAX_ARGS - i);
 		shmtrace_instant_args(t, cat, shmtrace_intern(t, "alone"), 0, a + i, 2);
 	}
@@ -61,9 +62,13 @@ static void args_then_die(shmtrace_t *t, uint32_t cat)
 	t0 = shmtrace_now();
 	shmtrace_span(t, cat, shmtrace_intern(t, "early"), t0, t0 + 2000, 0);
 	shmtrace_span(t, cat, shmtrace_intern(t, "across"), t0 + 1000, t0 + 3000, 0);
+	/* what follows begins after both, in every run */
+	while (shmtrace_now() <= t0 + 3000)
+		;
+	/* flow 7's step, holding the flow's instant */
 	t0 = shmtrace_now();
-	shmtrace_span_args(t, cat, shmtrace_intern(t, "step"), t0, t0 + 500, 7, &a[2], 1);
 	shmtrace_instant_args(t, cat, shmtrace_intern(t, "hop"), 7, &a[0], 2);
+	shmtrace_span_args(t, cat, shmtrace_intern(t, "step"), t0, shmtrace_now() + 1, 7, &a[2], 1);
 	{
 		SHMTRACE_SCOPE("rpc", "outer");
 		{
