@@ -28,7 +28,9 @@ struct extsort {
 	size_t size;
 	extsort_cmp_fn cmp;
 	char *buf;
-	size_t cap, n;		/* items the buffer holds, and has */
+	size_t cap, n;		/* items the buffer may hold, and has */
+	size_t alloc;		/* items it has room for: grown up to cap as
+				 * items come, so a small sort costs little */
 	uint64_t count, end;	/* items added; bytes of the file */
 	int fd;
 	struct run *runs;
@@ -144,10 +146,10 @@ int extsort_add(struct extsort *s, const void *item)
 
 	if (s->reading)
 		return -EINVAL;
-	if (!s->buf && !(s->buf = malloc(s->cap * s->size)))
-		return -ENOMEM;
 	if (s->n == s->cap && (ret = spill(s)) < 0)
 		return ret;
+	if (array_reserve_max(&s->buf, &s->alloc, s->n + 1, s->size, MIN_ITEMS, s->cap) < 0)
+		return -ENOMEM;
 	memcpy(s->buf + s->n * s->size, item, s->size);
 	s->n++;
 	s->count++;
@@ -235,7 +237,7 @@ int extsort_rewind(struct extsort *s)
 		if (!b)
 			return -ENOMEM;
 		s->buf = b;
-		s->cap = s->nruns;
+		s->cap = s->alloc = s->nruns;
 	}
 	share = s->cap / s->nruns;
 	s->nheap = 0;
