@@ -40,6 +40,16 @@
  * more than a few consecutive nanoseconds of one thread are rare, and a
  * saturated filter must not make every record ask a long chain. */
 #define ASK_AHEAD	4
+/* ... unless it has already walked past as many taken ones: a record
+ * whose chain is long asks as far again as it came, so a chain of n
+ * taken timestamps (a forged ring can make one) costs log n passes
+ * over the input, not n / ASK_AHEAD */
+#define ASK_AHEAD_MAX	(1u << 16)
+
+static uint64_t ask_limit(uint64_t taken)
+{
+	return taken < ASK_AHEAD ? ASK_AHEAD : taken < ASK_AHEAD_MAX ? taken : ASK_AHEAD_MAX;
+}
 
 enum { TAKEN = 1, FREE = 2, UNKNOWN = 3 };
 
@@ -198,7 +208,8 @@ static long propose(struct bind *b, struct extsort *byth, struct answers *known,
 	while ((ret = extsort_next(byth, &e)) > 0) {
 		bool same = any && e.pid == prev.pid && e.tid == prev.tid;
 		struct bkey q = { .pid = e.pid, .tid = e.tid, .ts = e.ts };
-		int asked = 0, st;
+		uint64_t asked = 0, taken = 0;
+		int st;
 
 		/* after the previous flow record of the thread, as seen */
 		if (same && view_ts(q.ts) <= view_ts(prev_start))
@@ -218,8 +229,10 @@ static long propose(struct bind *b, struct extsort *byth, struct answers *known,
 				unknown++;
 				if ((ret = extsort_add(asks, &q)) < 0)
 					return ret;
-				if (++asked == ASK_AHEAD)
+				if (++asked >= ask_limit(taken))
 					break;
+			} else {
+				taken++;
 			}
 			next = next_view(q.ts);
 			if (next == q.ts)
