@@ -108,6 +108,13 @@ void view_open(const char *name)
 static uint64_t ring_head(void) { return load_acquire(&g_view.h->head.v); }
 static uint64_t ring_tail(void) { return load_acquire(&g_view.h->tail.v); }
 static uint64_t ring_dropped(void) { return load_relaxed(&g_view.h->dropped.v); }
+/* Records the collector has still to write: published, and in blocks
+ * handed over full (they take ring sequences when it reaches them). */
+static uint64_t ring_backlog(void)
+{
+	return ring_head() - ring_tail() +
+	       load_relaxed(&g_view.h->full_blocks.v) * (uint64_t)g_view.block_records;
+}
 
 /* Waits up to ms for the drainer to consume everything published. */
 bool wait_drained(unsigned ms)
@@ -969,14 +976,16 @@ static bool export_capture(const char *cname, uint64_t n, struct drainer *d, str
 		shmtrace_span(t, cat, nm[i & 3], ts, ts + 500, f);
 		ts += 1000;
 		if ((i & 4095) == 0)
-			while (ring_head() - ring_tail() > RING_CAP / 2)
+			while (ring_backlog() > RING_CAP / 2)
 				usleep(100);
 	}
 	shmtrace_close(t);
 	wait_drained(30000);
+	/* counted once the collector has stopped: it sequences the blocks
+	 * handed over last on its way out, after tail reached head */
+	drainer_stop(d);
 	ec->dropped = ring_dropped();
 	ec->recs = ring_head();
-	drainer_stop(d);
 	collector_summary(d, ec->summary, sizeof(ec->summary));
 	ec->cap_bytes = file_size(d->out);
 	shmtrace_ring_unlink(name);
