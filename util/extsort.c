@@ -148,7 +148,8 @@ int extsort_add(struct extsort *s, const void *item)
 		return -EINVAL;
 	if (s->n == s->cap && (ret = spill(s)) < 0)
 		return ret;
-	if (array_reserve_max(&s->buf, &s->alloc, s->n + 1, s->size, MIN_ITEMS, s->cap) < 0)
+	if (s->n == s->alloc &&
+	    array_reserve_max(&s->buf, &s->alloc, s->n + 1, s->size, MIN_ITEMS, s->cap) < 0)
 		return -ENOMEM;
 	memcpy(s->buf + s->n * s->size, item, s->size);
 	s->n++;
