@@ -166,6 +166,8 @@ static bool hold_once(struct hold *h, bool first)
 		h->full_left = h->nfull - h->next;
 		return false;
 	}
+	if (!full && h->idle_due)
+		h->warmed += shmt_adopt_listed_warm(v, h->staged, h->nstaged, h->idle_next, HOLD_MOST);
 	if (shmt_lock(v, LOCK_WAIT_NS) < 0) {
 		if (!h->lock_warned)
 			fprintf(stderr, "shmtrace-collector: warning: ring lock held for over %llu ms "

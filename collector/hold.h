@@ -40,6 +40,7 @@ struct hold {
 	uint64_t settle_ns;
 	struct shmt_full *staged;
 	uint32_t nstaged, idle_next;
+	uint64_t warmed;		/* shmt_adopt_listed_warm()'s sums, kept */
 	/* per block: its claim and written count when a loaded look first
 	 * left it (no UINT64_MAX: none), and since when (settled_only()) */
 	struct hold_seen {

@@ -675,6 +675,57 @@ static void test_staged_blocks_listed_then_flushed_in_the_life_listed(void **sta
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * Before a hold, the collector reads what the hold will copy (the staged
+ * records listed, up to its bound) and the ring slots they go to: the sum
+ * it returns is of exactly those words, so it reads the records a flush
+ * would move and no others; a forged count or block index makes it read
+ * within the block and the ring, never past them.
+ */
+static void test_warm_reads_what_the_flush_copies_within_the_geometry(void **state)
+{
+	const char *ring = test_ring_name("handoffwarm");
+	struct shmt_full list[64 + 2];
+	struct shmt_view v;
+	struct shmt_block *b;
+	shmtrace_t *t;
+	uint64_t staged = 0, all = 0, head, commits = 0;
+	uint32_t n;
+
+	(void)state;
+	make_ring(ring, 64);
+	say_collector(ring, 1);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint32_t i = 0; i < 10; i++)
+		assert_int_equal(shmtrace_span(t, 0, 0, 1000 + i, 1001 + i, 0), 0);
+	ring_view_rw(ring, &v);
+	n = shmt_staged_blocks(&v, NULL, list);
+	assert_int_equal(n, 1);
+	for (uint32_t i = 0; i < 10; i++)
+		staged += 1000 + i;
+	head = shmt_ring_head(&v);
+	for (uint64_t s = head; s < head + 10; s++)
+		commits += v.records[s & v.mask].commit;
+	assert_int_equal(shmt_adopt_listed_warm(&v, list, n, 0, UINT64_MAX), staged + commits);
+	/* from past the list, or a list of no block: nothing read */
+	assert_int_equal(shmt_adopt_listed_warm(&v, list, n, n, UINT64_MAX), 0);
+	list[1] = (struct shmt_full){ .no = 0, .i = v.nblocks + 7 };
+	assert_int_equal(shmt_adopt_listed_warm(&v, list + 1, 1, 0, UINT64_MAX), 0);
+	/* a forged count: a block's worth read, the newest, never more */
+	b = shmt_block_at(&v, list[0].i);
+	store_relaxed(&b->written, (uint64_t)1 << 40);
+	for (uint64_t i = 0; i < v.block_records; i++)
+		all += shmt_block_recs(b)[i].ts;
+	commits = 0;
+	for (uint64_t s = head; s < head + v.block_records; s++)
+		commits += v.records[s & v.mask].commit;
+	assert_int_equal(shmt_adopt_listed_warm(&v, list, n, 0, UINT64_MAX), all + commits);
+	store_relaxed(&b->written, 10);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -686,6 +737,7 @@ int main(void)
 		cmocka_unit_test(test_copy_moves_only_the_threads_own_blocks),
 		cmocka_unit_test(test_full_block_without_room_drops_without_the_lock),
 		cmocka_unit_test(test_staged_blocks_listed_then_flushed_in_the_life_listed),
+		cmocka_unit_test(test_warm_reads_what_the_flush_copies_within_the_geometry),
 		cmocka_unit_test(test_full_blocks_read_in_place),
 		cmocka_unit_test(test_snapshot_reads_the_blocks_kept_in_place),
 		cmocka_unit_test(test_block_half_freed_is_freed_by_the_next_collector),

@@ -188,6 +188,49 @@ uint64_t shmt_adopt_listed_locked(struct shmt_view *v, const struct shmt_full *l
 	return done;
 }
 
+/*
+ * Reads, without the lock, what shmt_adopt_listed_locked() would copy
+ * from list[from ..) (up to most records, as it stops) and the ring slots
+ * it would copy them to, so that the copy under the lock finds them in
+ * this core's cache: the staged records were last written on their
+ * owners' cores and the slots a ring's worth ago, and fetching them made
+ * the copy the longest part of every long hold. Only reads, each address
+ * checked against the view's geometry; what moves meanwhile is only a
+ * cache line fetched for nothing. Returns a sum of what it read, for the
+ * caller to keep so that the reads are not optimised away.
+ */
+uint64_t shmt_adopt_listed_warm(const struct shmt_view *v, const struct shmt_full *list, uint32_t n,
+				uint32_t from, uint64_t most)
+{
+	uint64_t sum = 0, total = 0, head = load_relaxed(&v->h->head.v);
+
+	for (uint32_t k = from; k < n && total < most; k++) {
+		struct shmt_block *b = list[k].i < v->nblocks ? shmt_block_at(v, list[k].i) : NULL;
+		uint64_t w, t, mask = v->block_records - 1;
+		const struct shmt_record *recs;
+
+		if (!b)
+			continue;
+		/* pairs with the owner's release store: the records below */
+		w = load_acquire(&b->written);
+		t = load_relaxed(&b->taken);
+		if (w <= t)
+			continue;
+		if (w - t > v->block_records)
+			t = w - v->block_records;
+		recs = shmt_block_recs(b);
+		/* a record's first word in every line: records are 40 bytes */
+		for (uint64_t i = t; i < w; i++)
+			sum += load_relaxed(&recs[i & mask].ts);
+		total += w - t;
+	}
+	if (total > v->capacity)
+		total = v->capacity;
+	for (uint64_t i = 0; i < total; i++)
+		sum += load_relaxed(&v->records[(head + i) & v->mask].commit);
+	return sum;
+}
+
 uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead)
 {
 	/* the collector's listing, made under the lock: one rule for which

@@ -56,7 +56,9 @@ void shmt_wake_collector(struct shmt_view *v);
  * shmt_adopt_listed_locked() flushes list[*from ..), stopping after the
  * block that brings what it moved to most or beyond, *from then the next
  * to flush: each hold moves a bounded amount. Each returns records
- * published.
+ * published. shmt_adopt_listed_warm(), called just before the lock, reads
+ * what such a hold would copy and where to, so that the hold finds it in
+ * cache.
  */
 struct shmt_owner {
 	uint32_t pid, tid;
@@ -68,6 +70,8 @@ uint32_t shmt_find_dead_blocks(const struct shmt_view *v, struct shmt_owner *dea
 uint64_t shmt_adopt_blocks_locked(struct shmt_view *v, bool all, const struct shmt_owner *dead);
 uint32_t shmt_staged_blocks(const struct shmt_view *v, const struct shmt_owner *dead,
 			    struct shmt_full *out);
+uint64_t shmt_adopt_listed_warm(const struct shmt_view *v, const struct shmt_full *list, uint32_t n,
+				uint32_t from, uint64_t most);
 uint64_t shmt_adopt_listed_locked(struct shmt_view *v, const struct shmt_full *list, uint32_t n,
 				  bool all, const struct shmt_owner *dead, uint64_t most,
 				  uint32_t *from);
