@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/resource.h>
 
 #include "bench_common.h"
 
@@ -42,7 +43,18 @@ struct bench_tail {
 	uint64_t over[BENCH_TAIL_NTHRESH];
 	uint64_t max_ns;
 	uint64_t start_ns, end_ns;	/* CLOCK_MONOTONIC around the calls; 0: none */
+	/* with BENCH_TAIL_RUSAGE: the calls over 1 ms during which the
+	 * thread was preempted (an involuntary context switch), blocked (a
+	 * voluntary one: it waited in the kernel), or neither */
+	uint64_t slow_preempted, slow_blocked, slow_neither;
 };
+
+/* BENCH_TAIL_RUSAGE=1: every timed call between two getrusage() calls
+ * of its thread, to tell what made the slow ones slow. A diagnostic: the
+ * system calls make every call slower and more often preempted, so its
+ * times are not the case's figures. */
+static int bench_tail_rusage;
+#define BENCH_TAIL_SLOW_NS 1000000ull
 
 static inline void bench_tail_add(struct bench_tail *t, uint64_t ns)
 {
@@ -65,6 +77,9 @@ static inline void bench_tail_merge(struct bench_tail *d, const struct bench_tai
 		d->start_ns = s->start_ns;
 	if (s->end_ns > d->end_ns)
 		d->end_ns = s->end_ns;
+	d->slow_preempted += s->slow_preempted;
+	d->slow_blocked += s->slow_blocked;
+	d->slow_neither += s->slow_neither;
 }
 
 /* calls/s from the first call's start to the last one's end */
@@ -107,6 +122,15 @@ static inline void bench_tail_print(const struct bench_tail *runs, int n)
 		printf(" %s=%.0f", bench_tail_thresh_key[k], bench_median_u64(v, n));
 	}
 	printf(" max_us=%.1f", (double)max / 1e3);
+	if (bench_tail_rusage) {
+		struct bench_tail all = { 0 };
+
+		for (int r = 0; r < n; r++)
+			bench_tail_merge(&all, &runs[r]);
+		printf(" diag_over_1ms_preempted=%llu diag_over_1ms_blocked=%llu diag_over_1ms_neither=%llu",
+		       (unsigned long long)all.slow_preempted, (unsigned long long)all.slow_blocked,
+		       (unsigned long long)all.slow_neither);
+	}
 }
 
 /*
@@ -134,6 +158,7 @@ static inline void bench_tail_env(struct bench_tail_env *e)
 	e->rate = bench_env_u64("BENCH_RATE", 1000000);
 	e->threads = (int)bench_env_u64("BENCH_THREADS", 1000);
 	e->spans = bench_env_u64("BENCH_N", 1000);
+	bench_tail_rusage = bench_env_u64("BENCH_TAIL_RUSAGE", 0) != 0;
 }
 
 /* ------------------------------------------------------------ producers */
@@ -184,12 +209,22 @@ static inline void bench_tail_loop(bench_tail_emit_fn emit, void *ctx, const str
 	memset(t, 0, sizeof(*t));
 	t->start_ns = last;
 	for (uint64_t i = 0; (!role->count || i < role->count) && last < end && !bench_tail_stop; i++) {
-		uint64_t a = bench_mono_ns();
+		struct rusage ru0, ru1;
+		uint64_t a;
 
+		if (bench_tail_rusage)
+			getrusage(RUSAGE_THREAD, &ru0);
+		a = bench_mono_ns();
 		if (emit(ctx, last, a, i) < 0)
 			t->errors++;
 		last = bench_mono_ns();
 		bench_tail_add(t, last - a);
+		if (bench_tail_rusage && last - a > BENCH_TAIL_SLOW_NS) {
+			getrusage(RUSAGE_THREAD, &ru1);
+			t->slow_preempted += ru1.ru_nivcsw > ru0.ru_nivcsw;
+			t->slow_blocked += ru1.ru_nvcsw > ru0.ru_nvcsw;
+			t->slow_neither += ru1.ru_nivcsw == ru0.ru_nivcsw && ru1.ru_nvcsw == ru0.ru_nvcsw;
+		}
 		if (period && i % BENCH_TAIL_BATCH == BENCH_TAIL_BATCH - 1) {
 			due += period;
 			if (due > last) {
