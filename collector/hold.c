@@ -113,8 +113,11 @@ static void pass_end(struct hold *h)
  * copy now. While full blocks keep coming (loaded), a live thread's block
  * that moved since the last look is about to be handed over and read in
  * place: it is left until it stops moving or its records have waited
- * settle_ns (the poll interval). Otherwise (a quiet ring, the
- * last pass, a dead owner's block, a free block) all are kept.
+ * settle_ns (the poll interval); moving still then, its owner is asked to
+ * hand it over as it is at its next call (ring format 2.1), and it is
+ * left once more; moving at the look after that (an owner that does not
+ * answer, or finds no free block), it is copied. Otherwise (a quiet ring,
+ * the last pass, a dead owner's block, a free block) all are kept.
  */
 static uint32_t settled_only(struct hold *h, uint32_t n, bool loaded)
 {
@@ -133,6 +136,12 @@ static uint32_t settled_only(struct hold *h, uint32_t n, bool loaded)
 			continue;
 		}
 		if (loaded && live && s->written != w && now - s->since_ns < h->settle_ns) {
+			s->written = w;
+			continue;
+		}
+		if (loaded && live && s->written != w && !s->asked && h->v->minor >= SHMT_MINOR_ASK) {
+			store_relaxed(&shmt_block_at(h->v, e->i)->ask, 1);
+			s->asked = true;
 			s->written = w;
 			continue;
 		}

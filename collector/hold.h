@@ -42,9 +42,11 @@ struct hold {
 	uint32_t nstaged, idle_next;
 	uint64_t warmed;		/* shmt_adopt_listed_warm()'s sums, kept */
 	/* per block: its claim and written count when a loaded look first
-	 * left it (no UINT64_MAX: none), and since when (settled_only()) */
+	 * left it (no UINT64_MAX: none), since when, and whether its owner
+	 * was asked to hand it over (settled_only()) */
 	struct hold_seen {
 		uint64_t no, written, since_ns;
+		bool asked;
 	} *seen;
 	/* ring format 2.0, a discard ring drained into a capture: full blocks
 	 * sequenced where they are (SHMT_FLUSH_IN_PLACE), kept in sequence

@@ -9,8 +9,10 @@
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include "collector_run.h"
 #include "drain.h"
@@ -749,12 +751,33 @@ static void test_moving_block_copied_once_it_stops_while_full_blocks_come(void *
 	drain_end(d, ring, out);
 }
 
+/* The staging block a handle's thread writes into now, in view v. */
+static struct shmt_block *own_block(const char *ring, struct shmt_view *v)
+{
+	struct shmt_full list[1024 + 1];
+	uint32_t n;
+
+	n = shmt_staged_blocks(v, NULL, list);
+	for (uint32_t k = 0; k < n; k++) {
+		struct shmt_block *b = shmt_block_at(v, list[k].i);
+
+		if (load_relaxed(&b->tid) == (uint32_t)syscall(SYS_gettid))
+			return b;
+	}
+	fail_msg("no staged block of this thread in %s", ring);
+	return NULL;
+}
+
 /*
  * While full blocks come, a thread's partly filled block that keeps
- * moving is copied all the same once a poll interval has passed since
- * the first look that left it: its records wait no longer than that.
+ * moving a poll interval after the first look that left it is not
+ * copied: its owner is asked to hand it over (ring format 2.1), and its
+ * next call does, so that the pass after reads it in place with the full
+ * ones. An owner that does not answer (a library before 2.1) and keeps
+ * writing into it has it copied by that next pass: its records wait no
+ * longer than that.
  */
-static void test_moving_block_copied_a_poll_interval_after_first_left(void **state)
+static void test_moving_block_asked_a_poll_interval_after_first_left(void **state)
 {
 	const uint64_t poll_ns = 20 * 1000 * 1000;
 	const char *ring = test_ring_name("settleby");
@@ -762,18 +785,40 @@ static void test_moving_block_copied_a_poll_interval_after_first_left(void **sta
 	struct block_feeder f = { .ring = ring, .block = block };
 	char out[256];
 	struct drain *d = drain_polled_on_new_ring(ring, out, poll_ns);
+	struct shmt_view v;
+	struct shmt_block *b;
 	pthread_t th;
 	shmtrace_t *t;
 
 	(void)state;
 	feeder_start(&f, &th);
 	t = first_look(d, &f);
+	ring_view_rw(ring, &v);
 	/* a rule of time: the interval passes, then ours moves again */
 	usleep(poll_ns / 1000 + 1000);
 	spans(t, 5);
 	feed(&f);
-	/* the feeder's full block, and ours though it moved: copied */
+	/* the feeder's full block; ours asked for, not copied */
+	b = own_block(ring, &v);
+	assert_int_equal(pass_seeing_holds(d, ring), block);
+	assert_int_equal(load_relaxed(&b->ask), 1);
+	/* our next call hands its 15 records over, and goes on in another */
+	spans(t, 1);
+	assert_int_equal(SHMT_BLOCK_KIND(load_relaxed(&b->state)), SHMT_BLOCK_FULL);
+	feed(&f);
 	assert_int_equal(pass_seeing_holds(d, ring), block + 15);
+	/* the next block asked in its turn, its owner deaf: copied */
+	usleep(poll_ns / 1000 + 1000);
+	spans(t, 5);
+	feed(&f);
+	b = own_block(ring, &v);
+	assert_int_equal(pass_seeing_holds(d, ring), block);
+	assert_int_equal(load_relaxed(&b->ask), 1);
+	store_relaxed(&b->ask, 0);
+	spans(t, 5);
+	feed(&f);
+	assert_int_equal(pass_seeing_holds(d, ring), block + 11);
+	shmt_view_close(&v);
 	feeder_stop(&f, th);
 	shmtrace_close(t);
 	drain_end(d, ring, out);
@@ -891,7 +936,7 @@ int main(void)
 		cmocka_unit_test(test_each_hold_of_the_lock_moves_a_few_blocks),
 		cmocka_unit_test(test_idle_threads_blocks_are_moved_a_few_at_a_time),
 		cmocka_unit_test(test_moving_block_copied_once_it_stops_while_full_blocks_come),
-		cmocka_unit_test(test_moving_block_copied_a_poll_interval_after_first_left),
+		cmocka_unit_test(test_moving_block_asked_a_poll_interval_after_first_left),
 		cmocka_unit_test(test_dead_threads_block_copied_at_once_while_full_blocks_come),
 	};
 

@@ -726,6 +726,73 @@ static void test_warm_reads_what_the_flush_copies_within_the_geometry(void **sta
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * A collector that finds a live thread's partly filled block still moving
+ * once its settle time passed asks for it (ring format 2.1): the thread's
+ * next call hands it over as it is, a full block of the records it holds,
+ * read in place like any other, and writes on in a fresh block, in order;
+ * asked again with no block free (seven eighths handed over), the block
+ * stays where it is and the ask is answered, so that the calls after it
+ * take the fast path again.
+ */
+static void test_asked_block_handed_over_at_the_next_call(void **state)
+{
+	const char *ring = test_ring_name("handoffask");
+	struct shmt_full list[64 + 1], full[64 + 1];
+	struct shmt_view v;
+	struct shmt_block *b;
+	shmtrace_t *t;
+	uint32_t n, left, first;
+	uint64_t seq;
+
+	(void)state;
+	make_ring(ring, 64);
+	say_collector(ring, 1);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint32_t i = 0; i < 10; i++)
+		assert_int_equal(shmtrace_span(t, 0, 0, 1000 + i, 1001 + i, 0), 0);
+	ring_view_rw(ring, &v);
+	assert_int_equal(v.minor, SHMT_MINOR_ASK);
+	assert_int_equal(shmt_staged_blocks(&v, NULL, list), 1);
+	first = list[0].i;
+	b = shmt_block_at(&v, first);
+	store_relaxed(&b->ask, 1);
+	assert_int_equal(shmtrace_span(t, 0, 0, 1010, 1011, 0), 0);
+	/* the 10 records went over as a full block; the 11th is in the next */
+	assert_int_equal(load_relaxed(&b->state), SHMT_BLOCK_FULL);
+	assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 10);
+	assert_int_equal(header_word(ring, offsetof(struct shmt_header, full_blocks)), 1);
+	n = shmt_staged_blocks(&v, NULL, list);
+	assert_int_equal(n, 0);	/* its successor waits behind it */
+	assert_int_equal(shmt_full_blocks(&v, NULL, full), 1);
+	assert_int_equal(full[0].i, first);
+	assert_int_equal(shmt_lock(&v, 1000000000ull), 0);
+	assert_int_equal(shmt_flush_full_locked(&v, full, 1, UINT64_MAX, 0, &left), 10);
+	shmt_unlock(&v);
+	n = shmt_staged_blocks(&v, NULL, list);
+	assert_int_equal(n, 1);
+	assert_int_not_equal(list[0].i, first);
+	assert_int_equal(flush_listed(&v, list, n), 1);
+	for (seq = 0; seq < 11; seq++) {
+		struct shmt_record r;
+
+		assert_int_equal(shmt_ring_read(&v, seq, &r), 0);
+		assert_int_equal(r.ts, 1000 + seq);
+	}
+	/* no block free: asked, the block stays, the ask answered */
+	b = shmt_block_at(&v, list[0].i);
+	store_relaxed(&v.h->full_blocks.v, v.nblocks);
+	store_relaxed(&b->ask, 1);
+	assert_int_equal(shmtrace_span(t, 0, 0, 1011, 1012, 0), 0);
+	assert_int_equal(load_relaxed(&b->state), SHMT_BLOCK_OWNED);
+	assert_int_equal(load_relaxed(&b->ask), 0);
+	assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 1);
+	store_relaxed(&v.h->full_blocks.v, 0);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -738,6 +805,7 @@ int main(void)
 		cmocka_unit_test(test_full_block_without_room_drops_without_the_lock),
 		cmocka_unit_test(test_staged_blocks_listed_then_flushed_in_the_life_listed),
 		cmocka_unit_test(test_warm_reads_what_the_flush_copies_within_the_geometry),
+		cmocka_unit_test(test_asked_block_handed_over_at_the_next_call),
 		cmocka_unit_test(test_full_blocks_read_in_place),
 		cmocka_unit_test(test_snapshot_reads_the_blocks_kept_in_place),
 		cmocka_unit_test(test_block_half_freed_is_freed_by_the_next_collector),

@@ -245,8 +245,9 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
 		if (!s)
 			return ret;
 	}
-	/* soft <= limit: one compare guards both marks */
-	if (unlikely(s->written + nrec >= s->soft)) {
+	/* soft <= limit: one compare guards both marks; or the collector
+	 * asks for the block */
+	if (unlikely(s->written + nrec >= s->soft || load_relaxed(&s->b->ask))) {
 		ret = shmt_make_room(t, a, s, nrec);
 		if (ret == -ETIMEDOUT) {
 			shmt_loss_lock_dropped(&a->v, 1 + nrec);
@@ -287,7 +288,7 @@ static inline int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name
 		 * this path out behind a taken branch (objdump of emit.o) */
 		if (likely(a != NULL && a->remap == NULL && s->id == a->id &&
 			   s->gen == shmt_fork_gen && s->written + nrec < s->soft &&
-			   !shmt_att_retired(a))) {
+			   !shmt_att_retired(a) && !load_relaxed(&s->b->ask))) {
 			stage(s, a, kind, cat, name, ts, dur, flow, g, sp);
 			return 0;
 		}

@@ -421,6 +421,15 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 	bool handoff = shmt_handoff_on(&a->v);
 	int ret;
 
+	if (load_relaxed(&s->b->ask)) {
+		/* the collector asks for the block while it fills: it is
+		 * handed over as it is and read in place, rather than copied
+		 * under the lock; with no block free it stays (the collector
+		 * copies it), and the ask is answered either way */
+		store_relaxed(&s->b->ask, 0);
+		if (handoff && w != load_relaxed(&s->b->taken) && hand_over(t, a, s))
+			return 0;
+	}
 	if (s->unnamed)
 		name_try(a, s);
 	set_marks(s, handoff);

@@ -47,6 +47,8 @@ static void own(struct shmt_view *v, uint32_t i, const struct shmt_owner *me,
 	if (v->minor >= SHMT_MINOR_HANDOFF)
 		store_release(&b->claim_no, fetch_add(&v->h->claim_seq.v, 1));
 	store_relaxed(&b->open_closing, 0);
+	/* an ask of the block's last life is not for us */
+	store_relaxed(&b->ask, 0);
 	if (from && v->minor >= 2) {
 		/* our own words: a peer that scribbled on them only hides spans */
 		uint32_t d = load_relaxed(&from->open_depth);

@@ -27,7 +27,7 @@
  * compare whatever the major; the header holds the minor of its major.
  */
 #define SHMT_LEVEL_MAJOR2	11u
-#define SHMT_RING_MINOR		11u	/* the level this code writes: 2.0. Levels:
+#define SHMT_RING_MINOR		12u	/* the level this code writes: 2.0. Levels:
 					   1: ring_id, torn, strings_dropped; 2: open spans, args;
 					   3: staging blocks of 256 records;
 					   4: block size from the capacity;
@@ -37,11 +37,13 @@
 					   8: arguments of open spans;
 					   9: triggers (record kind 7);
 					   10: full blocks handed to the collector;
-					   11 (2.0): full blocks read in place */
+					   11 (2.0): full blocks read in place;
+					   12 (2.1): a block's ask word */
 #define SHMT_RING_COMPAT	2u	/* oldest major a reader must understand
 					   to read what this code writes */
 #define SHMT_RING_OLDEST	1u	/* oldest major this code reads */
 #define SHMT_MINOR_IN_PLACE	11u
+#define SHMT_MINOR_ASK		12u
 
 #define SHMT_HEADER_SIZE	4096u
 #define SHMT_RECORD_SIZE	40u
@@ -399,7 +401,10 @@ struct shmt_block {
 	};
 	struct shmt_open open0;	/* minor 2: the outermost open span */
 	uint8_t open_roles[SHMT_OPEN_MAX];	/* minor 7: their flow roles */
-	uint8_t pad1[4];
+	/* 2.1: set by the collector to ask the owner to hand this partly
+	 * filled block over at its next call (padding before; an owner
+	 * that ignores it leaves the collector to copy the block) */
+	uint32_t ask;
 	uint64_t taken;		/* lock holder: records moved to the ring */
 	struct shmt_open open1[SHMT_OPEN_MAX - 1];	/* minor 2: the next ones */
 	uint64_t claim_no;	/* minor 10: claim_seq when claimed; was padding */
