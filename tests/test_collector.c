@@ -768,6 +768,23 @@ static struct shmt_block *own_block(const char *ring, struct shmt_view *v)
 	return NULL;
 }
 
+/* A poll interval passes, t's thread writes 5 more into its block, the
+ * feeder a full block: the pass moves the feeder's, and asks for ours
+ * (still moving past its settle time) without copying it. Returns ours. */
+static struct shmt_block *moved_past_settling(struct drain *d, struct block_feeder *f, shmtrace_t *t,
+					      struct shmt_view *v, uint64_t poll_ns)
+{
+	struct shmt_block *b;
+
+	usleep(poll_ns / 1000 + 1000);	/* a rule of time */
+	spans(t, 5);
+	feed(f);
+	b = own_block(f->ring, v);
+	assert_int_equal(pass_seeing_holds(d, f->ring), f->block);
+	assert_int_equal(load_relaxed(&b->ask), 1);
+	return b;
+}
+
 /*
  * While full blocks come, a thread's partly filled block that keeps
  * moving a poll interval after the first look that left it is not
@@ -794,26 +811,15 @@ static void test_moving_block_asked_a_poll_interval_after_first_left(void **stat
 	feeder_start(&f, &th);
 	t = first_look(d, &f);
 	ring_view_rw(ring, &v);
-	/* a rule of time: the interval passes, then ours moves again */
-	usleep(poll_ns / 1000 + 1000);
-	spans(t, 5);
-	feed(&f);
 	/* the feeder's full block; ours asked for, not copied */
-	b = own_block(ring, &v);
-	assert_int_equal(pass_seeing_holds(d, ring), block);
-	assert_int_equal(load_relaxed(&b->ask), 1);
+	b = moved_past_settling(d, &f, t, &v, poll_ns);
 	/* our next call hands its 15 records over, and goes on in another */
 	spans(t, 1);
 	assert_int_equal(SHMT_BLOCK_KIND(load_relaxed(&b->state)), SHMT_BLOCK_FULL);
 	feed(&f);
 	assert_int_equal(pass_seeing_holds(d, ring), block + 15);
 	/* the next block asked in its turn, its owner deaf: copied */
-	usleep(poll_ns / 1000 + 1000);
-	spans(t, 5);
-	feed(&f);
-	b = own_block(ring, &v);
-	assert_int_equal(pass_seeing_holds(d, ring), block);
-	assert_int_equal(load_relaxed(&b->ask), 1);
+	b = moved_past_settling(d, &f, t, &v, poll_ns);
 	store_relaxed(&b->ask, 0);
 	spans(t, 5);
 	feed(&f);

@@ -675,6 +675,18 @@ static void test_staged_blocks_listed_then_flushed_in_the_life_listed(void **sta
 	shmtrace_ring_unlink(ring);
 }
 
+/* A ring of 64 blocks a collector is said to drain, t's thread with 10
+ * records (ts 1000 to 1009) staged in its first block, and v on it. */
+static void ten_staged(const char *ring, shmtrace_t **t, struct shmt_view *v)
+{
+	make_ring(ring, 64);
+	say_collector(ring, 1);
+	assert_int_equal(shmtrace_open(ring, t), 0);
+	for (uint32_t i = 0; i < 10; i++)
+		assert_int_equal(shmtrace_span(*t, 0, 0, 1000 + i, 1001 + i, 0), 0);
+	ring_view_rw(ring, v);
+}
+
 /*
  * Before a hold, the collector reads what the hold will copy (the staged
  * records listed, up to its bound) and the ring slots they go to: the sum
@@ -693,12 +705,7 @@ static void test_warm_reads_what_the_flush_copies_within_the_geometry(void **sta
 	uint32_t n;
 
 	(void)state;
-	make_ring(ring, 64);
-	say_collector(ring, 1);
-	assert_int_equal(shmtrace_open(ring, &t), 0);
-	for (uint32_t i = 0; i < 10; i++)
-		assert_int_equal(shmtrace_span(t, 0, 0, 1000 + i, 1001 + i, 0), 0);
-	ring_view_rw(ring, &v);
+	ten_staged(ring, &t, &v);
 	n = shmt_staged_blocks(&v, NULL, list);
 	assert_int_equal(n, 1);
 	for (uint32_t i = 0; i < 10; i++)
@@ -746,12 +753,7 @@ static void test_asked_block_handed_over_at_the_next_call(void **state)
 	uint64_t seq;
 
 	(void)state;
-	make_ring(ring, 64);
-	say_collector(ring, 1);
-	assert_int_equal(shmtrace_open(ring, &t), 0);
-	for (uint32_t i = 0; i < 10; i++)
-		assert_int_equal(shmtrace_span(t, 0, 0, 1000 + i, 1001 + i, 0), 0);
-	ring_view_rw(ring, &v);
+	ten_staged(ring, &t, &v);
 	assert_int_equal(v.minor, SHMT_MINOR_ASK);
 	assert_int_equal(shmt_staged_blocks(&v, NULL, list), 1);
 	first = list[0].i;
