@@ -687,6 +687,17 @@ static void ten_staged(const char *ring, shmtrace_t **t, struct shmt_view *v)
 	ring_view_rw(ring, v);
 }
 
+/* The sum of the commit words of the ring slots of sequences head to
+ * head + n. */
+static uint64_t commit_sum(const struct shmt_view *v, uint64_t head, uint64_t n)
+{
+	uint64_t sum = 0;
+
+	for (uint64_t s = head; s < head + n; s++)
+		sum += v->records[s & v->mask].commit;
+	return sum;
+}
+
 /*
  * Before a hold, the collector reads what the hold will copy (the staged
  * records listed, up to its bound) and the ring slots they go to: the sum
@@ -701,32 +712,40 @@ static void test_warm_reads_what_the_flush_copies_within_the_geometry(void **sta
 	struct shmt_view v;
 	struct shmt_block *b;
 	shmtrace_t *t;
-	uint64_t staged = 0, all = 0, head, commits = 0;
+	uint64_t staged = 0, all = 0, head;
 	uint32_t n;
 
 	(void)state;
 	ten_staged(ring, &t, &v);
 	n = shmt_staged_blocks(&v, NULL, list);
 	assert_int_equal(n, 1);
+	b = shmt_block_at(&v, list[0].i);
+	/* every word it may read distinct: the slots the ring would take the
+	 * records into, and the block's slots that hold none of them */
+	for (uint64_t s = 0; s < v.capacity; s++)
+		store_relaxed(&v.records[s].commit, 7 * s + 3);
+	for (uint64_t i = 10; i < v.block_records; i++)
+		shmt_block_recs(b)[i].ts = 5000 + i;
 	for (uint32_t i = 0; i < 10; i++)
 		staged += 1000 + i;
+	for (uint64_t i = 0; i < v.block_records; i++)
+		all += shmt_block_recs(b)[i].ts;
 	head = shmt_ring_head(&v);
-	for (uint64_t s = head; s < head + 10; s++)
-		commits += v.records[s & v.mask].commit;
-	assert_int_equal(shmt_adopt_listed_warm(&v, list, n, 0, UINT64_MAX), staged + commits);
+	assert_int_equal(shmt_adopt_listed_warm(&v, list, n, 0, UINT64_MAX),
+			 staged + commit_sum(&v, head, 10));
+	/* the bound of a hold: it stops after the block that reaches it */
+	list[1] = list[0];
+	assert_int_equal(shmt_adopt_listed_warm(&v, list, 2, 0, UINT64_MAX),
+			 2 * staged + commit_sum(&v, head, 20));
+	assert_int_equal(shmt_adopt_listed_warm(&v, list, 2, 0, 5), staged + commit_sum(&v, head, 10));
 	/* from past the list, or a list of no block: nothing read */
 	assert_int_equal(shmt_adopt_listed_warm(&v, list, n, n, UINT64_MAX), 0);
 	list[1] = (struct shmt_full){ .no = 0, .i = v.nblocks + 7 };
 	assert_int_equal(shmt_adopt_listed_warm(&v, list + 1, 1, 0, UINT64_MAX), 0);
-	/* a forged count: a block's worth read, the newest, never more */
-	b = shmt_block_at(&v, list[0].i);
+	/* a forged count: a block's worth read, each slot once, never more */
 	store_relaxed(&b->written, (uint64_t)1 << 40);
-	for (uint64_t i = 0; i < v.block_records; i++)
-		all += shmt_block_recs(b)[i].ts;
-	commits = 0;
-	for (uint64_t s = head; s < head + v.block_records; s++)
-		commits += v.records[s & v.mask].commit;
-	assert_int_equal(shmt_adopt_listed_warm(&v, list, n, 0, UINT64_MAX), all + commits);
+	assert_int_equal(shmt_adopt_listed_warm(&v, list, n, 0, UINT64_MAX),
+			 all + commit_sum(&v, head, v.block_records));
 	store_relaxed(&b->written, 10);
 	shmt_view_close(&v);
 	shmtrace_close(t);
@@ -737,10 +756,11 @@ static void test_warm_reads_what_the_flush_copies_within_the_geometry(void **sta
  * A collector that finds a live thread's partly filled block still moving
  * once its settle time passed asks for it (ring format 2.1): the thread's
  * next call hands it over as it is, a full block of the records it holds,
- * read in place like any other, and writes on in a fresh block, in order;
- * asked again with no block free (seven eighths handed over), the block
- * stays where it is and the ask is answered, so that the calls after it
- * take the fast path again.
+ * and writes on in a fresh block, in order; an ask left in a free block
+ * from its last life is dropped when the block is claimed (the thread
+ * does not hand its new block over). Asked again with no block free
+ * (seven eighths handed over), the block stays where it is and the ask is
+ * answered, so that the calls after it take the fast path again.
  */
 static void test_asked_block_handed_over_at_the_next_call(void **state)
 {
@@ -757,8 +777,10 @@ static void test_asked_block_handed_over_at_the_next_call(void **state)
 	assert_int_equal(v.minor, SHMT_MINOR_ASK);
 	assert_int_equal(shmt_staged_blocks(&v, NULL, list), 1);
 	first = list[0].i;
+	/* every block asked, the free ones too (a life before) */
+	for (uint32_t i = 0; i < v.nblocks; i++)
+		store_relaxed(&shmt_block_at(&v, i)->ask, 1);
 	b = shmt_block_at(&v, first);
-	store_relaxed(&b->ask, 1);
 	assert_int_equal(shmtrace_span(t, 0, 0, 1010, 1011, 0), 0);
 	/* the 10 records went over as a full block; the 11th is in the next */
 	assert_int_equal(load_relaxed(&b->state), SHMT_BLOCK_FULL);
@@ -766,6 +788,9 @@ static void test_asked_block_handed_over_at_the_next_call(void **state)
 	assert_int_equal(header_word(ring, offsetof(struct shmt_header, full_blocks)), 1);
 	n = shmt_staged_blocks(&v, NULL, list);
 	assert_int_equal(n, 0);	/* its successor waits behind it */
+	for (uint32_t i = 0; i < v.nblocks; i++)
+		if (load_relaxed(&shmt_block_at(&v, i)->state) == SHMT_BLOCK_OWNED)
+			assert_int_equal(load_relaxed(&shmt_block_at(&v, i)->ask), 0);
 	assert_int_equal(shmt_full_blocks(&v, NULL, full), 1);
 	assert_int_equal(full[0].i, first);
 	assert_int_equal(shmt_lock(&v, 1000000000ull), 0);
@@ -781,14 +806,16 @@ static void test_asked_block_handed_over_at_the_next_call(void **state)
 		assert_int_equal(shmt_ring_read(&v, seq, &r), 0);
 		assert_int_equal(r.ts, 1000 + seq);
 	}
-	/* no block free: asked, the block stays, the ask answered */
+	/* no block free: asked, the block (one record staged) stays, the
+	 * ask answered, the record after it staged behind that one */
 	b = shmt_block_at(&v, list[0].i);
+	assert_int_equal(shmtrace_span(t, 0, 0, 1011, 1012, 0), 0);
 	store_relaxed(&v.h->full_blocks.v, v.nblocks);
 	store_relaxed(&b->ask, 1);
-	assert_int_equal(shmtrace_span(t, 0, 0, 1011, 1012, 0), 0);
+	assert_int_equal(shmtrace_span(t, 0, 0, 1012, 1013, 0), 0);
 	assert_int_equal(load_relaxed(&b->state), SHMT_BLOCK_OWNED);
 	assert_int_equal(load_relaxed(&b->ask), 0);
-	assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 1);
+	assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 2);
 	store_relaxed(&v.h->full_blocks.v, 0);
 	shmt_view_close(&v);
 	shmtrace_close(t);
