@@ -27,7 +27,7 @@
  * compare whatever the major; the header holds the minor of its major.
  */
 #define SHMT_LEVEL_MAJOR2	11u
-#define SHMT_RING_MINOR		12u	/* the level this code writes: 2.0. Levels:
+#define SHMT_RING_MINOR		12u	/* the level this code writes: 2.1. Levels:
 					   1: ring_id, torn, strings_dropped; 2: open spans, args;
 					   3: staging blocks of 256 records;
 					   4: block size from the capacity;
