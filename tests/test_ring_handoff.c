@@ -822,6 +822,55 @@ static void test_asked_block_handed_over_at_the_next_call(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * An ask names the life it is for (its claim number's tag): one stored
+ * for the block's life before (the collector listed it then, and the
+ * block was claimed again before the store), or any other value a peer
+ * scribbled, is cleared by the owner's next call and not answered, so
+ * the block stays its own and the calls after it take the fast path; the
+ * tag of the owner's life, or SHMT_ASK_ANY, is answered by a hand-over.
+ */
+static void test_ask_for_another_life_cleared_unanswered(void **state)
+{
+	const char *ring = test_ring_name("handoffasktag");
+	struct shmt_full list[64 + 1];
+	struct shmt_view v;
+	struct shmt_block *b;
+	shmtrace_t *t;
+	uint64_t no;
+
+	(void)state;
+	ten_staged(ring, &t, &v);
+	assert_int_equal(shmt_staged_blocks(&v, NULL, list), 1);
+	b = shmt_block_at(&v, list[0].i);
+	no = load_relaxed(&b->claim_no);
+	assert_int_not_equal(shmt_ask_tag(no), shmt_ask_tag(no + 1));
+	assert_int_not_equal(shmt_ask_tag(no), SHMT_ASK_ANY);
+	assert_int_not_equal(shmt_ask_tag(no), 0);
+	/* the life before's tag, then scribbles that are no life's of ours */
+	const uint32_t asks[] = { shmt_ask_tag(no - 1), 0x5a5a5a5au, 0xffffffffu };
+
+	for (uint32_t k = 0; k < 3; k++) {
+		uint32_t ask = asks[k];
+
+		assert_int_not_equal(ask, shmt_ask_tag(no));
+		store_relaxed(&b->ask, ask);
+		assert_int_equal(shmtrace_span(t, 0, 0, 1010 + k, 1011 + k, 0), 0);
+		assert_int_equal(load_relaxed(&b->state), SHMT_BLOCK_OWNED);
+		assert_int_equal(load_relaxed(&b->ask), 0);
+		assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 11 + k);
+	}
+	/* our life's tag: handed over with the 13 records it holds */
+	store_relaxed(&b->ask, shmt_ask_tag(no));
+	assert_int_equal(shmtrace_span(t, 0, 0, 1013, 1014, 0), 0);
+	assert_int_equal(load_relaxed(&b->state), SHMT_BLOCK_FULL);
+	assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 13);
+	assert_int_equal(load_relaxed(&b->ask), 0);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -835,6 +884,7 @@ int main(void)
 		cmocka_unit_test(test_staged_blocks_listed_then_flushed_in_the_life_listed),
 		cmocka_unit_test(test_warm_reads_what_the_flush_copies_within_the_geometry),
 		cmocka_unit_test(test_asked_block_handed_over_at_the_next_call),
+		cmocka_unit_test(test_ask_for_another_life_cleared_unanswered),
 		cmocka_unit_test(test_full_blocks_read_in_place),
 		cmocka_unit_test(test_snapshot_reads_the_blocks_kept_in_place),
 		cmocka_unit_test(test_block_half_freed_is_freed_by_the_next_collector),

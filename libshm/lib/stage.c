@@ -398,6 +398,12 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
 	return true;
 }
 
+/* Whether the ask word's value ask is for the life of block b, ours. */
+static bool asked_us(const struct shmt_block *b, uint32_t ask)
+{
+	return ask == SHMT_ASK_ANY || ask == shmt_ask_tag(load_relaxed(&b->claim_no));
+}
+
 /*
  * Makes room for n records in the slot's block, off the hot path. While a
  * collector drains a ring of minor 10, a full block is handed over and a
@@ -421,7 +427,17 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 	bool handoff = shmt_handoff_on(&a->v);
 	int ret;
 
-	if (load_relaxed(&s->b->ask)) {
+	uint32_t ask = load_relaxed(&s->b->ask);
+
+	if (ask && !asked_us(s->b, ask)) {
+		/* for the block's life before ours (stored after our claim
+		 * cleared the word), or a peer's scribble: cleared, unless
+		 * the collector asked for our life meanwhile */
+		__atomic_compare_exchange_n(&s->b->ask, &ask, 0, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+		ask = load_relaxed(&s->b->ask);
+	}
+	if (ask && asked_us(s->b, ask)) {
 		/* the collector asks for the block while it fills: it is
 		 * handed over as it is and read in place, rather than copied
 		 * under the lock; with no block free it stays (the collector

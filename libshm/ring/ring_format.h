@@ -403,7 +403,8 @@ struct shmt_block {
 	uint8_t open_roles[SHMT_OPEN_MAX];	/* minor 7: their flow roles */
 	/* 2.1: set by the collector to ask the owner to hand this partly
 	 * filled block over at its next call (padding before; an owner
-	 * that ignores it leaves the collector to copy the block) */
+	 * that ignores it leaves the collector to copy the block): the
+	 * life's tag, shmt_ask_tag(claim_no), or SHMT_ASK_ANY */
 	uint32_t ask;
 	uint64_t taken;		/* lock holder: records moved to the ring */
 	struct shmt_open open1[SHMT_OPEN_MAX - 1];	/* minor 2: the next ones */
@@ -413,6 +414,21 @@ struct shmt_block {
 _Static_assert(sizeof(struct shmt_block) == 128, "block header is two lines");
 _Static_assert(__builtin_offsetof(struct shmt_block, taken) == 64, "taken on its own line");
 _Static_assert(__builtin_offsetof(struct shmt_block, open_roles) == 56, "roles after open0");
+
+/*
+ * The ask word's values (2.1): 0, not asked; SHMT_ASK_ANY, asked by a
+ * collector that names no life (the first 2.1 collectors stored 1);
+ * otherwise the tag of the life asked for, the block's claim number then.
+ * An owner answers SHMT_ASK_ANY or its own life's tag, and clears any
+ * other value unanswered: an ask a collector stored just after the block
+ * was claimed again is for the life before.
+ */
+#define SHMT_ASK_ANY	1u
+
+static inline uint32_t shmt_ask_tag(uint64_t claim_no)
+{
+	return (uint32_t)(claim_no % 0xfffffffeu) + 2u;	/* never 0 or SHMT_ASK_ANY */
+}
 
 static inline struct shmt_open *shmt_block_open(struct shmt_block *b, uint32_t i)
 {
