@@ -142,6 +142,7 @@ static uint32_t settled_only(struct hold *h, uint32_t n, bool loaded)
 		if (loaded && live && s->written != w && !s->asked && h->v->minor >= SHMT_MINOR_ASK) {
 			/* for the life listed: a claim since clears the word,
 			 * and an owner ignores another life's tag */
+			SHMT_HOOK("collector-asking");
 			store_relaxed(&shmt_block_at(h->v, e->i)->ask, shmt_ask_tag(e->no));
 			s->asked = true;
 			s->written = w;

@@ -490,9 +490,19 @@ static struct {
 	unsigned holds;
 } seen_holds;
 
+/* a block note_hold() claims again (as a claim would: its number moved
+ * on, its ask word cleared) just before the collector asks for it */
+static struct shmt_block *reclaim_before_ask;
+
 static void note_hold(const char *where)
 {
 	uint64_t head;
+
+	if (reclaim_before_ask && strcmp(where, "collector-asking") == 0) {
+		store_relaxed(&reclaim_before_ask->claim_no, load_relaxed(&reclaim_before_ask->claim_no) + 1);
+		store_relaxed(&reclaim_before_ask->ask, 0);
+		return;
+	}
 
 	if (strcmp(where, "collector-hold") != 0)
 		return;
@@ -768,22 +778,84 @@ static struct shmt_block *own_block(const char *ring, struct shmt_view *v)
 	return NULL;
 }
 
-/* A poll interval passes, t's thread writes 5 more into its block, the
- * feeder a full block: the pass moves the feeder's, and asks for ours
- * (still moving past its settle time) without copying it. Returns ours. */
-static struct shmt_block *moved_past_settling(struct drain *d, struct block_feeder *f, shmtrace_t *t,
-					      struct shmt_view *v, uint64_t poll_ns)
+/* A drain polled every poll_ns on a new ring, its feeder, and a handle
+ * whose thread's partly filled block the first look saw (asking_begin()),
+ * with a view of the ring. */
+struct asking {
+	struct block_feeder f;
+	uint64_t poll_ns;
+	char out[256];
+	struct drain *d;
+	struct shmt_view v;
+	pthread_t th;
+	shmtrace_t *t;
+};
+
+static void asking_begin(struct asking *a, const char *ring, uint64_t poll_ns)
+{
+	a->f = (struct block_feeder){ .ring = ring,
+				      .block = shmt_block_records_for(1 << 18, SHMT_RING_MINOR) };
+	a->poll_ns = poll_ns;
+	a->d = drain_polled_on_new_ring(ring, a->out, poll_ns);
+	feeder_start(&a->f, &a->th);
+	a->t = first_look(a->d, &a->f);
+	ring_view_rw(ring, &a->v);
+}
+
+static void asking_end(struct asking *a)
+{
+	shmt_view_close(&a->v);
+	feeder_stop(&a->f, a->th);
+	shmtrace_close(a->t);
+	drain_end(a->d, a->f.ring, a->out);
+}
+
+/* A poll interval passes, the handle's thread writes 5 more into its
+ * block, the feeder a full block: the pass moves the feeder's, and asks
+ * for ours (still moving past its settle time) without copying it, for
+ * the life it listed it in; with reclaimed, the block is claimed again
+ * (as far as its claim number and ask word say) just before the ask.
+ * Returns ours. */
+static struct shmt_block *moved_past_settling(struct asking *a, bool reclaimed)
 {
 	struct shmt_block *b;
+	uint64_t no;
 
-	usleep(poll_ns / 1000 + 1000);	/* a rule of time */
-	spans(t, 5);
-	feed(f);
-	b = own_block(f->ring, v);
-	assert_int_equal(pass_seeing_holds(d, f->ring), f->block);
-	/* for the life it was listed in */
-	assert_int_equal(load_relaxed(&b->ask), shmt_ask_tag(load_relaxed(&b->claim_no)));
+	usleep(a->poll_ns / 1000 + 1000);	/* a rule of time */
+	spans(a->t, 5);
+	feed(&a->f);
+	b = own_block(a->f.ring, &a->v);
+	no = load_relaxed(&b->claim_no);
+	reclaim_before_ask = reclaimed ? b : NULL;
+	assert_int_equal(pass_seeing_holds(a->d, a->f.ring), a->f.block);
+	reclaim_before_ask = NULL;
+	assert_int_equal(load_relaxed(&b->claim_no), reclaimed ? no + 1 : no);
+	assert_int_equal(load_relaxed(&b->ask), shmt_ask_tag(no));
 	return b;
+}
+
+/*
+ * The collector asks for the life it listed a block in: a block claimed
+ * again between the look that listed it and the ask (its claim number
+ * moved on) is asked with the tag of the life before, which its owner
+ * clears at its next call without handing the block over.
+ */
+static void test_ask_names_the_life_listed(void **state)
+{
+	struct asking a;
+	struct shmt_block *b;
+	uint64_t no;
+
+	(void)state;
+	asking_begin(&a, test_ring_name("asklife"), 20 * 1000 * 1000);
+	b = moved_past_settling(&a, true);
+	no = load_relaxed(&b->claim_no) - 1;
+	spans(a.t, 1);
+	assert_int_equal(load_relaxed(&b->state), SHMT_BLOCK_OWNED);
+	assert_int_equal(load_relaxed(&b->ask), 0);
+	assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 16);
+	store_relaxed(&b->claim_no, no);
+	asking_end(&a);
 }
 
 /*
@@ -797,38 +869,25 @@ static struct shmt_block *moved_past_settling(struct drain *d, struct block_feed
  */
 static void test_moving_block_asked_a_poll_interval_after_first_left(void **state)
 {
-	const uint64_t poll_ns = 20 * 1000 * 1000;
-	const char *ring = test_ring_name("settleby");
-	const uint64_t block = shmt_block_records_for(1 << 18, SHMT_RING_MINOR);
-	struct block_feeder f = { .ring = ring, .block = block };
-	char out[256];
-	struct drain *d = drain_polled_on_new_ring(ring, out, poll_ns);
-	struct shmt_view v;
+	struct asking a;
 	struct shmt_block *b;
-	pthread_t th;
-	shmtrace_t *t;
 
 	(void)state;
-	feeder_start(&f, &th);
-	t = first_look(d, &f);
-	ring_view_rw(ring, &v);
+	asking_begin(&a, test_ring_name("settleby"), 20 * 1000 * 1000);
 	/* the feeder's full block; ours asked for, not copied */
-	b = moved_past_settling(d, &f, t, &v, poll_ns);
+	b = moved_past_settling(&a, false);
 	/* our next call hands its 15 records over, and goes on in another */
-	spans(t, 1);
+	spans(a.t, 1);
 	assert_int_equal(SHMT_BLOCK_KIND(load_relaxed(&b->state)), SHMT_BLOCK_FULL);
-	feed(&f);
-	assert_int_equal(pass_seeing_holds(d, ring), block + 15);
+	feed(&a.f);
+	assert_int_equal(pass_seeing_holds(a.d, a.f.ring), a.f.block + 15);
 	/* the next block asked in its turn, its owner deaf: copied */
-	b = moved_past_settling(d, &f, t, &v, poll_ns);
+	b = moved_past_settling(&a, false);
 	store_relaxed(&b->ask, 0);
-	spans(t, 5);
-	feed(&f);
-	assert_int_equal(pass_seeing_holds(d, ring), block + 11);
-	shmt_view_close(&v);
-	feeder_stop(&f, th);
-	shmtrace_close(t);
-	drain_end(d, ring, out);
+	spans(a.t, 5);
+	feed(&a.f);
+	assert_int_equal(pass_seeing_holds(a.d, a.f.ring), a.f.block + 11);
+	asking_end(&a);
 }
 
 /*
@@ -944,6 +1003,7 @@ int main(void)
 		cmocka_unit_test(test_idle_threads_blocks_are_moved_a_few_at_a_time),
 		cmocka_unit_test(test_moving_block_copied_once_it_stops_while_full_blocks_come),
 		cmocka_unit_test(test_moving_block_asked_a_poll_interval_after_first_left),
+		cmocka_unit_test(test_ask_names_the_life_listed),
 		cmocka_unit_test(test_dead_threads_block_copied_at_once_while_full_blocks_come),
 	};
 

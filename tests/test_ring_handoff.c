@@ -16,7 +16,9 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "collector_run.h"
 #include "drain.h"
@@ -822,50 +824,87 @@ static void test_asked_block_handed_over_at_the_next_call(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* the value ask_meanwhile() stores in the block, as a collector would
+ * between the owner's look at the word and its clearing of it */
+static struct shmt_block *ask_block;
+static uint32_t ask_value;
+
+static void ask_meanwhile(const char *where)
+{
+	if (ask_block && strcmp(where, "ask-clearing") == 0)
+		store_relaxed(&ask_block->ask, ask_value);
+}
+
+/* The block the calling thread owns in v. */
+static struct shmt_block *owned_by_us(struct shmt_view *v)
+{
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(v, i);
+
+		if (load_relaxed(&b->state) == SHMT_BLOCK_OWNED &&
+		    load_relaxed(&b->tid) == (uint32_t)syscall(SYS_gettid))
+			return b;
+	}
+	fail_msg("no block owned by this thread");
+	return NULL;
+}
+
 /*
- * An ask names the life it is for (its claim number's tag): one stored
- * for the block's life before (the collector listed it then, and the
- * block was claimed again before the store), or any other value a peer
- * scribbled, is cleared by the owner's next call and not answered, so
- * the block stays its own and the calls after it take the fast path; the
- * tag of the owner's life, or SHMT_ASK_ANY, is answered by a hand-over.
+ * An ask names the life it is for (its claim number's tag). The tag of
+ * the owner's life is answered by a hand-over. One of another life (the
+ * collector listed the block in a life before and stored the ask after
+ * the block was claimed again), or any other value a peer scribbled, is
+ * cleared by the owner's next call and not answered: the block stays its
+ * own and the calls after it take the fast path. An ask for the owner's
+ * life that the collector stores while the owner clears another one
+ * stands, and is answered by the same call.
  */
 static void test_ask_for_another_life_cleared_unanswered(void **state)
 {
 	const char *ring = test_ring_name("handoffasktag");
-	struct shmt_full list[64 + 1];
 	struct shmt_view v;
-	struct shmt_block *b;
+	struct shmt_block *b, *b2;
 	shmtrace_t *t;
-	uint64_t no;
+	uint64_t no, no2;
 
 	(void)state;
 	ten_staged(ring, &t, &v);
-	assert_int_equal(shmt_staged_blocks(&v, NULL, list), 1);
-	b = shmt_block_at(&v, list[0].i);
+	b = owned_by_us(&v);
 	no = load_relaxed(&b->claim_no);
-	assert_int_not_equal(shmt_ask_tag(no), shmt_ask_tag(no + 1));
 	assert_int_not_equal(shmt_ask_tag(no), SHMT_ASK_ANY);
 	assert_int_not_equal(shmt_ask_tag(no), 0);
-	/* the life before's tag, then scribbles that are no life's of ours */
-	const uint32_t asks[] = { shmt_ask_tag(no - 1), 0x5a5a5a5au, 0xffffffffu };
+	/* our life's tag: handed over with its 10 records, the 11th in the
+	 * thread's next block, a later claim */
+	store_relaxed(&b->ask, shmt_ask_tag(no));
+	assert_int_equal(shmtrace_span(t, 0, 0, 1010, 1011, 0), 0);
+	assert_int_equal(load_relaxed(&b->state), SHMT_BLOCK_FULL);
+	assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 10);
+	b2 = owned_by_us(&v);
+	no2 = load_relaxed(&b2->claim_no);
+	assert_true(no2 > no);
+	assert_int_not_equal(shmt_ask_tag(no), shmt_ask_tag(no2));
+	/* the earlier life's tag, then scribbles that are no life's of ours */
+	const uint32_t asks[] = { shmt_ask_tag(no), 0x5a5a5a5au, 0xffffffffu };
 
 	for (uint32_t k = 0; k < 3; k++) {
-		uint32_t ask = asks[k];
-
-		assert_int_not_equal(ask, shmt_ask_tag(no));
-		store_relaxed(&b->ask, ask);
-		assert_int_equal(shmtrace_span(t, 0, 0, 1010 + k, 1011 + k, 0), 0);
-		assert_int_equal(load_relaxed(&b->state), SHMT_BLOCK_OWNED);
-		assert_int_equal(load_relaxed(&b->ask), 0);
-		assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 11 + k);
+		assert_int_not_equal(asks[k], shmt_ask_tag(no2));
+		store_relaxed(&b2->ask, asks[k]);
+		assert_int_equal(shmtrace_span(t, 0, 0, 1011 + k, 1012 + k, 0), 0);
+		assert_int_equal(load_relaxed(&b2->state), SHMT_BLOCK_OWNED);
+		assert_int_equal(load_relaxed(&b2->ask), 0);
+		assert_int_equal(load_relaxed(&b2->written) - load_relaxed(&b2->taken), 2 + k);
 	}
-	/* our life's tag: handed over with the 13 records it holds */
-	store_relaxed(&b->ask, shmt_ask_tag(no));
-	assert_int_equal(shmtrace_span(t, 0, 0, 1013, 1014, 0), 0);
-	assert_int_equal(load_relaxed(&b->state), SHMT_BLOCK_FULL);
-	assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 13);
-	assert_int_equal(load_relaxed(&b->ask), 0);
+	/* another life's tag, and ours stored while it is cleared: answered */
+	store_relaxed(&b2->ask, shmt_ask_tag(no));
+	ask_block = b2;
+	ask_value = shmt_ask_tag(no2);
+	shmt_test_hook = ask_meanwhile;
+	assert_int_equal(shmtrace_span(t, 0, 0, 1014, 1015, 0), 0);
+	shmt_test_hook = NULL;
+	ask_block = NULL;
+	assert_int_equal(load_relaxed(&b2->state), SHMT_BLOCK_FULL);
+	assert_int_equal(load_relaxed(&b2->written) - load_relaxed(&b2->taken), 4);
+	assert_int_equal(load_relaxed(&b2->ask), 0);
 	shmt_view_close(&v);
 	shmtrace_close(t);
 	shmtrace_ring_unlink(ring);

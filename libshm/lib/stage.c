@@ -433,6 +433,7 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 		/* for the block's life before ours (stored after our claim
 		 * cleared the word), or a peer's scribble: cleared, unless
 		 * the collector asked for our life meanwhile */
+		SHMT_HOOK("ask-clearing");
 		__atomic_compare_exchange_n(&s->b->ask, &ask, 0, false, __ATOMIC_RELAXED,
 					    __ATOMIC_RELAXED);
 		ask = load_relaxed(&s->b->ask);
