@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -53,6 +54,20 @@ static inline void ring_view_rw(const char *ring, struct shmt_view *v)
 }
 
 /* A whole file as a NUL-terminated string (the caller frees it). */
+/* The staging block the calling thread owns in v (fails the test if none). */
+static inline struct shmt_block *block_of_this_thread(const struct shmt_view *v)
+{
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(v, i);
+
+		if (load_relaxed(&b->state) == SHMT_BLOCK_OWNED &&
+		    load_relaxed(&b->tid) == (uint32_t)syscall(SYS_gettid))
+			return b;
+	}
+	fail_msg("no block owned by this thread");
+	return NULL;
+}
+
 static inline char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "r");

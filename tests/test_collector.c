@@ -9,10 +9,8 @@
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #include <pthread.h>
-#include <unistd.h>
 
 #include "collector_run.h"
 #include "drain.h"
@@ -761,23 +759,6 @@ static void test_moving_block_copied_once_it_stops_while_full_blocks_come(void *
 	drain_end(d, ring, out);
 }
 
-/* The staging block a handle's thread writes into now, in view v. */
-static struct shmt_block *own_block(const char *ring, struct shmt_view *v)
-{
-	struct shmt_full list[1024 + 1];
-	uint32_t n;
-
-	n = shmt_staged_blocks(v, NULL, list);
-	for (uint32_t k = 0; k < n; k++) {
-		struct shmt_block *b = shmt_block_at(v, list[k].i);
-
-		if (load_relaxed(&b->tid) == (uint32_t)syscall(SYS_gettid))
-			return b;
-	}
-	fail_msg("no staged block of this thread in %s", ring);
-	return NULL;
-}
-
 /* A drain polled every poll_ns on a new ring, its feeder, and a handle
  * whose thread's partly filled block the first look saw (asking_begin()),
  * with a view of the ring. */
@@ -824,7 +805,7 @@ static struct shmt_block *moved_past_settling(struct asking *a, bool reclaimed)
 	usleep(a->poll_ns / 1000 + 1000);	/* a rule of time */
 	spans(a->t, 5);
 	feed(&a->f);
-	b = own_block(a->f.ring, &a->v);
+	b = block_of_this_thread(&a->v);
 	no = load_relaxed(&b->claim_no);
 	reclaim_before_ask = reclaimed ? b : NULL;
 	assert_int_equal(pass_seeing_holds(a->d, a->f.ring), a->f.block);

@@ -16,9 +16,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "collector_run.h"
 #include "drain.h"
@@ -835,20 +833,6 @@ static void ask_meanwhile(const char *where)
 		store_relaxed(&ask_block->ask, ask_value);
 }
 
-/* The block the calling thread owns in v. */
-static struct shmt_block *owned_by_us(struct shmt_view *v)
-{
-	for (uint32_t i = 0; i < v->nblocks; i++) {
-		struct shmt_block *b = shmt_block_at(v, i);
-
-		if (load_relaxed(&b->state) == SHMT_BLOCK_OWNED &&
-		    load_relaxed(&b->tid) == (uint32_t)syscall(SYS_gettid))
-			return b;
-	}
-	fail_msg("no block owned by this thread");
-	return NULL;
-}
-
 /*
  * An ask names the life it is for (its claim number's tag). The tag of
  * the owner's life is answered by a hand-over. One of another life (the
@@ -869,7 +853,7 @@ static void test_ask_for_another_life_cleared_unanswered(void **state)
 
 	(void)state;
 	ten_staged(ring, &t, &v);
-	b = owned_by_us(&v);
+	b = block_of_this_thread(&v);
 	no = load_relaxed(&b->claim_no);
 	assert_int_not_equal(shmt_ask_tag(no), SHMT_ASK_ANY);
 	assert_int_not_equal(shmt_ask_tag(no), 0);
@@ -879,7 +863,7 @@ static void test_ask_for_another_life_cleared_unanswered(void **state)
 	assert_int_equal(shmtrace_span(t, 0, 0, 1010, 1011, 0), 0);
 	assert_int_equal(load_relaxed(&b->state), SHMT_BLOCK_FULL);
 	assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 10);
-	b2 = owned_by_us(&v);
+	b2 = block_of_this_thread(&v);
 	no2 = load_relaxed(&b2->claim_no);
 	assert_true(no2 > no);
 	assert_int_not_equal(shmt_ask_tag(no), shmt_ask_tag(no2));

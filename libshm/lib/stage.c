@@ -425,18 +425,18 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 {
 	uint64_t w = s->written;
 	bool handoff = shmt_handoff_on(&a->v);
-	int ret;
-
 	uint32_t ask = load_relaxed(&s->b->ask);
+	int ret;
 
 	if (ask && !asked_us(s->b, ask)) {
 		/* for the block's life before ours (stored after our claim
 		 * cleared the word), or a peer's scribble: cleared, unless
-		 * the collector asked for our life meanwhile */
+		 * the collector asked for our life meanwhile (then ask holds
+		 * that, and is answered below) */
 		SHMT_HOOK("ask-clearing");
-		__atomic_compare_exchange_n(&s->b->ask, &ask, 0, false, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED);
-		ask = load_relaxed(&s->b->ask);
+		if (__atomic_compare_exchange_n(&s->b->ask, &ask, 0, false, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			ask = 0;
 	}
 	if (ask && asked_us(s->b, ask)) {
 		/* the collector asks for the block while it fills: it is
