@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "loss.h"
+#include "writer.h"
 
 #define DRAIN_BATCH 8192u	/* records copied out per lock-free pass */
 
@@ -20,6 +21,7 @@ struct drain_opts {
 	uint64_t poll_ns;	/* wake at least this often */
 	uint64_t max_size;	/* 0: unbounded; else rotate to FILE.1, FILE.2 ... */
 	uint32_t max_files;	/* 0: keep every part; else the newest max_files */
+	enum cw_engine engine;	/* how each part is written (writer.h) */
 };
 
 struct drain_stats {

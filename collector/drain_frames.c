@@ -44,7 +44,7 @@ int drain_open_part(struct drain *d)
 		snprintf(d->err, sizeof(d->err), "cannot write part %u of '%.400s': %s", d->part,
 			 d->o.output, strerror(-ret));
 	else
-		ret = cw_open(d->w, path, d->err, sizeof(d->err));
+		ret = cw_open(d->w, path, d->o.engine, d->err, sizeof(d->err));
 	d->part_failed = ret < 0;
 	if (ret < 0)
 		return ret;

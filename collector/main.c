@@ -160,6 +160,10 @@ static void usage(FILE *f)
 "                           with --otlp-endpoint, as long again for the stream to\n"
 "                           send what the capture holds\n"
 "      --ready-fd FD        write \"ready\\n\" to FD and close it once draining\n"
+"      --write-engine E     how the capture is written: pwrite (by the collector's\n"
+"                           thread), io_uring (by kernel worker threads where the\n"
+"                           file has no non-blocking writes), or auto (default):\n"
+"                           pwrite on tmpfs and ramfs, io_uring elsewhere\n"
 "      --nice N             run at nice value N (-20 to 19); default -10 where\n"
 "                           the system allows it and the collector was started\n"
 "                           at nice 0, else as started\n"
@@ -306,6 +310,9 @@ static int check_args(struct args *a, const char *ready_arg)
 		return usage_error("%s", fl);
 	if (!a->o.output && !a->fl.on)
 		return usage_error("%s", "--output FILE is required");
+	if (a->fl.on && a->o.engine != CW_ENGINE_AUTO)
+		return usage_error("%s", "--write-engine chooses how a capture is written; "
+				   "--flight-recorder writes none");
 	if (!a->create && shmt_ring_cfg_given(&a->cfg))
 		return usage_error("%s", "--capacity, --mode, --group, --strings, --string-bytes "
 				   "and --threads need --create");
@@ -344,6 +351,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "linger", required_argument, NULL, 'L' },
 		{ "ready-fd", required_argument, NULL, 'R' },
 		{ "nice", required_argument, NULL, 'n' },
+		{ "write-engine", required_argument, NULL, 'W' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -391,6 +399,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (parse_nice(optarg, &a->nice) < 0)
 				return usage_error("--nice '%s': a whole number from -20 to 19", optarg);
 			a->nice_given = true;
+			break;
+		case 'W':
+			if (cw_engine_parse(optarg, &a->o.engine) < 0)
+				return usage_error("--write-engine '%s': auto, pwrite or io_uring", optarg);
 			break;
 		case 'q': a->quiet = true; break;
 		case 'h': usage(stdout); return 0;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * writer.c - io_uring writes of capture buffers at explicit offsets.
+ * writer.c - writes of capture buffers at explicit offsets, through
+ * io_uring or by the calling thread.
  *
  * Writes are independent (not linked: one short write would cancel the rest
  * of a chain with -ECANCELED), each at its own offset, so they may complete
@@ -14,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <liburing.h>
 
 #include "outfile.h"
@@ -31,6 +34,7 @@ struct cw_req {
 struct cwriter {
 	struct io_uring ring;
 	int fd;
+	enum cw_engine engine;		/* PWRITE or IO_URING */
 	char path[4200];
 	uint64_t off;			/* where the next buffer goes */
 	uint64_t bytes;			/* bytes fully written */
@@ -50,7 +54,43 @@ struct cwriter *cw_new(void)
 	return w;
 }
 
-int cw_open(struct cwriter *w, const char *path, char *err, size_t errlen)
+static const char *const engine_names[] = {
+	[CW_ENGINE_AUTO] = "auto",
+	[CW_ENGINE_PWRITE] = "pwrite",
+	[CW_ENGINE_IO_URING] = "io_uring",
+};
+
+const char *cw_engine_name(enum cw_engine e)
+{
+	return (unsigned)e < sizeof(engine_names) / sizeof(engine_names[0]) ? engine_names[e] : "?";
+}
+
+int cw_engine_parse(const char *name, enum cw_engine *e)
+{
+	for (unsigned i = 0; i < sizeof(engine_names) / sizeof(engine_names[0]); i++)
+		if (strcmp(name, engine_names[i]) == 0) {
+			*e = (enum cw_engine)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* A file in memory has no device to wait for, so the calling thread's
+ * copy is bounded; io_uring would hand every write to its worker there
+ * (no non-blocking buffered writes), and the worker is what preempts a
+ * producer (docs/DESIGN.md, "Writing the capture"). */
+static enum cw_engine resolve_engine(int fd, enum cw_engine e)
+{
+	struct statfs sf;
+
+	if (e != CW_ENGINE_AUTO)
+		return e;
+	if (fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC))
+		return CW_ENGINE_PWRITE;
+	return CW_ENGINE_IO_URING;
+}
+
+int cw_open(struct cwriter *w, const char *path, enum cw_engine engine, char *err, size_t errlen)
 {
 	struct outfile of;
 	int ret;
@@ -62,6 +102,8 @@ int cw_open(struct cwriter *w, const char *path, char *err, size_t errlen)
 	w->fd = of.fd;
 	if (ret < 0)
 		return ret;
+	w->engine = resolve_engine(w->fd, engine);
+	/* set up with either engine: the end's fsync goes through it */
 	ret = io_uring_queue_init(CW_DEPTH * 2, &w->ring, 0);
 	if (ret < 0) {
 		snprintf(err, errlen, "cannot write '%.400s': io_uring: %s", path, strerror(-ret));
@@ -87,11 +129,34 @@ msgpack_sbuffer *cw_buffer(struct cwriter *w)
 	return &filling(w)->buf;
 }
 
+/* The pwrite engine: the whole buffer now, a short write continued and
+ * an interrupted one made again, as the ring's completions would be. */
+static int write_now(struct cwriter *w, struct cw_req *r)
+{
+	while (r->done < r->buf.size) {
+		ssize_t n = pwrite(w->fd, r->buf.data + r->done, r->buf.size - r->done,
+				   (off_t)(r->off + r->done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;	/* no progress and no error: do not spin */
+		r->done += (size_t)n;
+	}
+	r->complete = true;
+	return 0;
+}
+
 static int queue_write(struct cwriter *w, struct cw_req *r)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
+	struct io_uring_sqe *sqe;
 	int ret;
 
+	if (w->engine == CW_ENGINE_PWRITE)
+		return write_now(w, r);
+	sqe = io_uring_get_sqe(&w->ring);
 	if (!sqe) {
 		/* the SQ holds twice the buffers we own: only a bug gets here */
 		return -EBUSY;
@@ -312,6 +377,11 @@ int cw_identity(const struct cwriter *w, uint64_t *dev, uint64_t *ino)
 	*dev = (uint64_t)st.st_dev;
 	*ino = (uint64_t)st.st_ino;
 	return 0;
+}
+
+enum cw_engine cw_engine(const struct cwriter *w)
+{
+	return w->engine;
 }
 
 const char *cw_path(const struct cwriter *w)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * writer.h - the collector's io_uring file writer: several buffers in flight,
- * every completion checked, short writes resubmitted, completions reported
- * in submission order so that the ring's tail only ever advances over bytes
+ * writer.h - the collector's file writer: several buffers in flight through
+ * io_uring (or written by the calling thread, the pwrite engine), every
+ * completion checked, short writes resubmitted, completions reported in
+ * submission order so that the ring's tail only ever advances over bytes
  * the kernel has accepted.
  */
 #ifndef SHMTRACE_COLLECTOR_WRITER_H
@@ -18,13 +19,33 @@
 
 struct cwriter;
 
+/* How buffers reach the file. io_uring hands a buffered write the file
+ * cannot take without blocking (tmpfs and ext4 on Linux 6.x take none) to
+ * a kernel worker thread, a third runnable task beside the collector and
+ * a producer, which is what preempts producers; pwrite(2) copies in the
+ * calling thread, and stops it while a device is slow. */
+enum cw_engine {
+	CW_ENGINE_AUTO,		/* PWRITE on a memory filesystem, else IO_URING */
+	CW_ENGINE_PWRITE,
+	CW_ENGINE_IO_URING,
+};
+
+/* The engine's name as --write-engine spells it; cw_engine_parse() the
+ * reverse: 0, or -EINVAL for a name that is none. */
+const char *cw_engine_name(enum cw_engine e);
+int cw_engine_parse(const char *name, enum cw_engine *e);
+
 /* A writer with no file open yet, or NULL when out of memory. */
 struct cwriter *cw_new(void);
 
-/* Opens (creating or truncating) path and sets up the ring. Returns 0, or
- * -errno with a one-line reason in err: path is never followed when it is
- * a symbolic link, nor written when it is not a regular file (outfile.h). */
-int cw_open(struct cwriter *w, const char *path, char *err, size_t errlen);
+/* Opens (creating or truncating) path and sets up the ring; engine AUTO
+ * is resolved here, for this file. Returns 0, or -errno with a one-line
+ * reason in err: path is never followed when it is a symbolic link, nor
+ * written when it is not a regular file (outfile.h). */
+int cw_open(struct cwriter *w, const char *path, enum cw_engine engine, char *err, size_t errlen);
+
+/* The engine writing the open file: PWRITE or IO_URING, never AUTO. */
+enum cw_engine cw_engine(const struct cwriter *w);
 
 /* Returns the buffer being filled (the newest request, not yet submitted). */
 msgpack_sbuffer *cw_buffer(struct cwriter *w);

@@ -223,6 +223,21 @@ static inline void wait_producers(struct tally *t)
 	}
 }
 
+/* Waits (at most 20 s) until the ring's tail reaches n: the collector
+ * has drained every record written. Returns the tail. */
+static inline uint64_t wait_tail(shmtrace_t *t, uint64_t n)
+{
+	struct shmtrace_stats st = { 0 };
+
+	for (int i = 0; i < 20000; i++) {
+		assert_int_equal(shmtrace_stats(t, &st), 0);
+		if (st.tail >= n)
+			break;
+		usleep(1000);
+	}
+	return st.tail;
+}
+
 static inline void assert_clean_exit(int status)
 {
 	assert_true(WIFEXITED(status));

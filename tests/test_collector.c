@@ -912,21 +912,6 @@ static void test_dead_threads_block_copied_at_once_while_full_blocks_come(void *
 	drain_end(d, ring, out);
 }
 
-/* Waits (at most 20 s) until the ring's tail reaches n: the collector
- * has drained every record written. Returns the tail. */
-static uint64_t wait_tail(shmtrace_t *t, uint64_t n)
-{
-	struct shmtrace_stats st = { 0 };
-
-	for (int i = 0; i < 20000; i++) {
-		assert_int_equal(shmtrace_stats(t, &st), 0);
-		if (st.tail >= n)
-			break;
-		usleep(1000);
-	}
-	return st.tail;
-}
-
 /*
  * A collector whose pass found a block's worth of records or more comes
  * back after a millisecond, not after its poll interval (a minute here):

@@ -90,6 +90,9 @@ static void test_bad_command_lines_exit_with_a_reason(void **state)
 	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", "--nice=20"), 2);
 	assert_non_null(strstr(line, "-20 to 19"));
 	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", "--nice=-3x"), 2);
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap",
+				 "--write-engine=aio"), 2);
+	assert_non_null(strstr(line, "auto, pwrite or io_uring"));
 	/* a ring of another version */
 	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
 	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
