@@ -35,6 +35,7 @@ struct cwriter {
 	struct io_uring ring;
 	int fd;
 	enum cw_engine engine;		/* PWRITE or IO_URING */
+	bool ring_up;			/* the io_uring ring is set up (IO_URING) */
 	char path[4200];
 	uint64_t off;			/* where the next buffer goes */
 	uint64_t bytes;			/* bytes fully written */
@@ -75,10 +76,11 @@ int cw_engine_parse(const char *name, enum cw_engine *e)
 	return -EINVAL;
 }
 
-/* A file in memory has no device to wait for, so the calling thread's
- * copy is bounded; io_uring would hand every write to its worker there
- * (no non-blocking buffered writes), and the worker is what preempts a
- * producer (docs/DESIGN.md, "Writing the capture"). */
+/* A file in memory has no disk to wait for (a write waits at most for
+ * memory), so the calling thread's copy is short; io_uring would hand
+ * every write to its worker there (no non-blocking buffered writes), and
+ * the worker is what preempts a producer (docs/DESIGN.md, "Collector:
+ * ordering and durability", which thread writes). */
 static enum cw_engine resolve_engine(int fd, enum cw_engine e)
 {
 	struct statfs sf;
@@ -103,14 +105,16 @@ int cw_open(struct cwriter *w, const char *path, enum cw_engine engine, char *er
 	if (ret < 0)
 		return ret;
 	w->engine = resolve_engine(w->fd, engine);
-	/* set up with either engine: the end's fsync goes through it */
-	ret = io_uring_queue_init(CW_DEPTH * 2, &w->ring, 0);
+	/* pwrite needs no ring: it works where io_uring is disabled */
+	ret = w->engine == CW_ENGINE_IO_URING ? io_uring_queue_init(CW_DEPTH * 2, &w->ring, 0) : 0;
 	if (ret < 0) {
-		snprintf(err, errlen, "cannot write '%.400s': io_uring: %s", path, strerror(-ret));
+		snprintf(err, errlen, "cannot write '%.400s': io_uring: %s (--write-engine=pwrite "
+			 "does without it)", path, strerror(-ret));
 		close(w->fd);
 		w->fd = -1;
 		return ret;
 	}
+	w->ring_up = w->engine == CW_ENGINE_IO_URING;
 	for (int i = 0; i < CW_DEPTH; i++)
 		msgpack_sbuffer_init(&w->req[i].buf);
 	/* slot 0 is the first buffer being filled */
@@ -219,9 +223,8 @@ int cw_reap(struct cwriter *w, bool wait)
 	struct io_uring_cqe *cqe;
 	int ret;
 
-	if (w->error)
-		return w->error;
-	for (;;) {
+	/* (pwrite: a buffer submitted is written; there is nothing to reap) */
+	while (!w->error && w->ring_up) {
 		unsigned inflight = 0;
 
 		for (unsigned i = 0; i < w->count; i++)
@@ -239,16 +242,16 @@ int cw_reap(struct cwriter *w, bool wait)
 		}
 		if (ret < 0) {
 			w->error = ret;
-			return ret;
+			break;
 		}
 		ret = handle_cqe(w, cqe);
-		if (ret < 0) {
+		if (ret < 0)
 			w->error = ret;
-			return ret;
-		}
 	}
+	/* buffers written whole count after an error too: the tail and the
+	 * summary go as far as the file does */
 	retire(w);
-	return 0;
+	return w->error;
 }
 
 int cw_submit(struct cwriter *w, uint64_t end_seq)
@@ -278,6 +281,7 @@ int cw_submit(struct cwriter *w, uint64_t end_seq)
 	ret = queue_write(w, r);
 	if (ret < 0) {
 		w->error = ret;
+		retire(w);
 		return ret;
 	}
 	/* keep one slot free to fill */
@@ -308,21 +312,25 @@ int cw_fsync(struct cwriter *w)
 
 	if (ret < 0)
 		return ret;
-	sqe = io_uring_get_sqe(&w->ring);
-	if (!sqe)
-		return -EBUSY;
-	io_uring_prep_fsync(sqe, w->fd, 0);
-	io_uring_sqe_set_data(sqe, NULL);
-	ret = io_uring_submit(&w->ring);
-	if (ret < 0)
-		return ret;
-	do {
-		ret = io_uring_wait_cqe(&w->ring, &cqe);
-	} while (ret == -EINTR);
-	if (ret < 0)
-		return ret;
-	ret = cqe->res;
-	io_uring_cqe_seen(&w->ring, cqe);
+	if (!w->ring_up) {
+		ret = fsync(w->fd) < 0 ? -errno : 0;
+	} else {
+		sqe = io_uring_get_sqe(&w->ring);
+		if (!sqe)
+			return -EBUSY;
+		io_uring_prep_fsync(sqe, w->fd, 0);
+		io_uring_sqe_set_data(sqe, NULL);
+		ret = io_uring_submit(&w->ring);
+		if (ret < 0)
+			return ret;
+		do {
+			ret = io_uring_wait_cqe(&w->ring, &cqe);
+		} while (ret == -EINTR);
+		if (ret < 0)
+			return ret;
+		ret = cqe->res;
+		io_uring_cqe_seen(&w->ring, cqe);
+	}
 	if (ret < 0) {
 		w->error = ret;	/* final: never retried into a false success */
 		w->fsync_failed = true;
@@ -333,9 +341,11 @@ int cw_fsync(struct cwriter *w)
 void cw_close(struct cwriter *w)
 {
 	if (w->fd >= 0) {
-		io_uring_queue_exit(&w->ring);
+		if (w->ring_up)
+			io_uring_queue_exit(&w->ring);
 		close(w->fd);
 	}
+	w->ring_up = false;
 	/* emptied again, so that a second close frees nothing twice */
 	for (int i = 0; i < CW_DEPTH; i++) {
 		msgpack_sbuffer_destroy(&w->req[i].buf);

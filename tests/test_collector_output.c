@@ -8,10 +8,18 @@
  * did not reach the file is still in the ring.
  */
 #include <dirent.h>
+#include <stddef.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include "collector_run.h"
+#include "writer.h"
 
 /* A producer of 60000 records against collector col, whose output fails:
  * exit 1, the capture at out read (into t) up to its last whole frame, cut,
@@ -39,9 +47,10 @@ static struct shmtrace_stats expect_output_failure(const char *ring, const char 
 }
 
 /* A file-size limit: a clear error, exit 1, the file readable, and what
- * was not written is still in the ring; engine is --write-engine's. */
-static void file_size_limit_exits_1_rest_stays_in_ring(const char *engine)
+ * was not written is still in the ring; *state is its --write-engine=E. */
+static void test_file_size_limit_exits_1_rest_stays_in_ring(void **state)
 {
+	const char *engine = *state;
 	const char *ring = test_ring_name("fsz");
 	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
 	char out[256];
@@ -60,26 +69,15 @@ static void file_size_limit_exits_1_rest_stays_in_ring(const char *engine)
 	shmtrace_ring_unlink(ring);
 }
 
-static void test_file_size_limit_exits_1_rest_stays_in_ring_pwrite(void **state)
-{
-	(void)state;
-	file_size_limit_exits_1_rest_stays_in_ring("--write-engine=pwrite");
-}
-
-static void test_file_size_limit_exits_1_rest_stays_in_ring_io_uring(void **state)
-{
-	(void)state;
-	file_size_limit_exits_1_rest_stays_in_ring("--write-engine=io_uring");
-}
-
 /* A full disk (a 128 KiB tmpfs: 60000 records take over 300 KB packed): a
  * clear error, exit 1, the capture readable up to its last whole frame,
- * the rest still in the ring; engine is --write-engine's. */
-static void full_disk_exits_1_rest_stays_in_ring(const char *engine)
+ * the rest still in the ring; *state is its --write-engine=E. */
+static void test_full_disk_exits_1_rest_stays_in_ring(void **state)
 {
+	const char *engine = *state;
 	const char *ring = test_ring_name("enospc");
 	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
-	char dir[] = "/tmp/shmt-enospc-XXXXXX", out[300];
+	char dir[] = "/tmp/shmt-enospc-XXXXXX", out[300], kind[64];
 	struct tally t = { 0 };
 	pid_t col;
 
@@ -93,24 +91,13 @@ static void full_disk_exits_1_rest_stays_in_ring(const char *engine)
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
 	col = start_collector(ring, out, engine, 0);
 	expect_output_failure(ring, out, col, &t);
-	figure("ENOSPC (128 KiB tmpfs)", 1, 60000, t.records, 0, 0, 0,
+	snprintf(kind, sizeof(kind), "ENOSPC (128 KiB tmpfs), %s", strchr(engine, '=') + 1);
+	figure(kind, 1, 60000, t.records, 0, 0, 0,
 	       "exit 1, file readable, the rest kept in the ring");
 	umount(dir);
 	rmdir(dir);
 	tally_free(&t);
 	shmtrace_ring_unlink(ring);
-}
-
-static void test_full_disk_exits_1_rest_stays_in_ring_pwrite(void **state)
-{
-	(void)state;
-	full_disk_exits_1_rest_stays_in_ring("--write-engine=pwrite");
-}
-
-static void test_full_disk_exits_1_rest_stays_in_ring_io_uring(void **state)
-{
-	(void)state;
-	full_disk_exits_1_rest_stays_in_ring("--write-engine=io_uring");
 }
 
 /* The io_uring workers (threads named iou-wrk-*) of process pid. */
@@ -173,6 +160,49 @@ static int io_workers_writing_in_memory(const char *engine)
 	return n;
 }
 
+/* The engine cw_open() chose for a new file at path, given engine e. */
+static enum cw_engine engine_for(const char *path, enum cw_engine e)
+{
+	struct cwriter *w = cw_new();
+	enum cw_engine got;
+	char err[512];
+
+	assert_non_null(w);
+	assert_int_equal(cw_open(w, path, e, err, sizeof(err)), 0);
+	got = cw_engine(w);
+	cw_free(w);
+	unlink(path);
+	return got;
+}
+
+/* auto: pwrite for a file on tmpfs, io_uring for one on a disk (where
+ * one is at hand: /var/tmp, or the working directory); an engine named
+ * is the engine used. */
+static void test_auto_engine_pwrite_in_memory_io_uring_on_disk(void **state)
+{
+	static const char *const disks[] = { "/var/tmp", "." };
+	char path[300];
+	struct statfs sf;
+	bool disk = false;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/dev/shm/%s.cap", test_ring_name("eng"));
+	assert_int_equal(engine_for(path, CW_ENGINE_AUTO), CW_ENGINE_PWRITE);
+	assert_int_equal(engine_for(path, CW_ENGINE_IO_URING), CW_ENGINE_IO_URING);
+	assert_int_equal(engine_for(path, CW_ENGINE_PWRITE), CW_ENGINE_PWRITE);
+	for (unsigned i = 0; i < sizeof(disks) / sizeof(disks[0]) && !disk; i++) {
+		if (statfs(disks[i], &sf) < 0 || sf.f_type == TMPFS_MAGIC ||
+		    sf.f_type == RAMFS_MAGIC || access(disks[i], W_OK) < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s.cap", disks[i], test_ring_name("eng"));
+		assert_int_equal(engine_for(path, CW_ENGINE_AUTO), CW_ENGINE_IO_URING);
+		assert_int_equal(engine_for(path, CW_ENGINE_PWRITE), CW_ENGINE_PWRITE);
+		disk = true;
+	}
+	if (!disk)
+		print_message("no directory on a disk here: only the tmpfs half ran\n");
+}
+
 /*
  * A capture in memory (tmpfs) is written by the collector's own thread:
  * io_uring would hand each write to a worker thread there, which is what
@@ -191,6 +221,9 @@ static void test_capture_in_memory_written_without_io_worker(void **state)
 	assert_int_equal(io_workers_writing_in_memory("--write-engine=auto"), 0);
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
+	/* a file that takes no RWF_NOWAIT write takes no non-blocking
+	 * buffered write from io_uring either (it may refuse one a file
+	 * that takes RWF_NOWAIT takes: then only the first half runs) */
 	handed_over = pwritev2(fd, &iov, 1, 0, RWF_NOWAIT) < 0 && errno == EOPNOTSUPP;
 	close(fd);
 	unlink(path);
@@ -200,14 +233,105 @@ static void test_capture_in_memory_written_without_io_worker(void **state)
 		print_message("this kernel writes tmpfs without blocking: io_uring needs no worker\n");
 }
 
-/* A failing fsync is final: the collector reports it and exits 1 (fsync
- * of /dev/null fails with EINVAL after every write succeeded). */
-static void test_failed_fsync_reported_and_final(void **state)
+/* Makes io_uring_setup() fail with EPERM in this process and the ones it
+ * starts, as Docker's default seccomp profile does. */
+static int deny_io_uring(void)
 {
-	const char *ring = test_ring_name("fsync");
-	char line[1024];
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* Runs the collector with engine (--write-engine=...) where io_uring is
+ * denied, 20000 records into ring while it drains, if it starts; returns
+ * its exit status, what it said in said. */
+static int collect_without_io_uring(const char *ring, const char *out, const char *engine,
+				    char *said, size_t len)
+{
+	int ready[2], err[2], status;
+	struct tally t = { 0 };
+	char fd[16], buf[8];
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(err), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		close(err[0]);
+		dup2(err[1], 2);
+		snprintf(fd, sizeof(fd), "%d", ready[1]);
+		if (deny_io_uring() < 0)
+			_exit(126);
+		execl(g_bin, "shmtrace-collector", "--ring", ring, "--output", out, "--ready-fd", fd,
+		      engine, (char *)NULL);
+		_exit(127);
+	}
+	close(ready[1]);
+	close(err[1]);
+	if (read(ready[0], buf, sizeof(buf)) == 6) {
+		run_producers(ring, &t, 1, 20000);
+		wait_producers(&t);
+		kill(pid, SIGTERM);
+	}
+	close(ready[0]);
+	while (got + 1 < len && (n = read(err[0], said + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	said[got] = 0;
+	close(err[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (t.records || status == 0) {
+		read_capture(out, &t);
+		check_exactly_once(&t);
+	}
+	tally_free(&t);
+	unlink(out);
+	return status;
+}
+
+/* Where io_uring is denied (a container's seccomp profile), the pwrite
+ * engine captures every record, and the io_uring engine says at start
+ * that it cannot, and what does without it. */
+static void test_pwrite_engine_needs_no_io_uring(void **state)
+{
+	const char *ring = test_ring_name("nouring");
+	char out[256], said[2048];
+	int status;
 
 	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	status = collect_without_io_uring(ring, out, "--write-engine=io_uring", said, sizeof(said));
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	assert_non_null(strstr(said, "io_uring: Operation not permitted"));
+	assert_non_null(strstr(said, "--write-engine=pwrite"));
+	status = collect_without_io_uring(ring, out, "--write-engine=pwrite", said, sizeof(said));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fprintf(stderr, "collector said:\n%s\n", said);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	shmtrace_ring_unlink(ring);
+}
+
+/* A failing fsync is final: the collector reports it and exits 1 (fsync
+ * of /dev/null fails with EINVAL after every write succeeded); *state is
+ * its --write-engine=E. */
+static void test_failed_fsync_reported_and_final(void **state)
+{
+	const char *engine = *state;
+	const char *ring = test_ring_name("fsync");
+	char line[1024], kind[64];
+
 	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
 	{
 		int p[2], status;
@@ -226,7 +350,7 @@ static void test_failed_fsync_reported_and_final(void **state)
 			dup2(e[1], 2);
 			snprintf(fd, sizeof(fd), "%d", p[1]);
 			execl(g_bin, "shmtrace-collector", "--ring", ring, "--output", "/dev/null",
-			      "--ready-fd", fd, (char *)NULL);
+			      "--ready-fd", fd, engine, (char *)NULL);
 			_exit(127);
 		}
 		close(p[1]);
@@ -243,19 +367,26 @@ static void test_failed_fsync_reported_and_final(void **state)
 		assert_int_equal(WEXITSTATUS(status), 1);
 		assert_non_null(strstr(line, "fsync of '/dev/null'"));
 	}
-	figure("fsync fails (EINVAL on /dev/null)", 1, 0, 0, 0, 0, 0, "reported, exit 1, never retried");
+	snprintf(kind, sizeof(kind), "fsync fails (EINVAL on /dev/null), %s", strchr(engine, '=') + 1);
+	figure(kind, 1, 0, 0, 0, 0, 0, "reported, exit 1, never retried");
 	shmtrace_ring_unlink(ring);
 }
+
+/* Test t run with --write-engine=e, named after both. */
+#define WITH_ENGINE(t, e) { #t "_" e, t, NULL, NULL, (void *)("--write-engine=" e) }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_auto_engine_pwrite_in_memory_io_uring_on_disk),
 		cmocka_unit_test(test_capture_in_memory_written_without_io_worker),
-		cmocka_unit_test(test_file_size_limit_exits_1_rest_stays_in_ring_pwrite),
-		cmocka_unit_test(test_file_size_limit_exits_1_rest_stays_in_ring_io_uring),
-		cmocka_unit_test(test_full_disk_exits_1_rest_stays_in_ring_pwrite),
-		cmocka_unit_test(test_full_disk_exits_1_rest_stays_in_ring_io_uring),
-		cmocka_unit_test(test_failed_fsync_reported_and_final),
+		cmocka_unit_test(test_pwrite_engine_needs_no_io_uring),
+		WITH_ENGINE(test_file_size_limit_exits_1_rest_stays_in_ring, "pwrite"),
+		WITH_ENGINE(test_file_size_limit_exits_1_rest_stays_in_ring, "io_uring"),
+		WITH_ENGINE(test_full_disk_exits_1_rest_stays_in_ring, "pwrite"),
+		WITH_ENGINE(test_full_disk_exits_1_rest_stays_in_ring, "io_uring"),
+		WITH_ENGINE(test_failed_fsync_reported_and_final, "pwrite"),
+		WITH_ENGINE(test_failed_fsync_reported_and_final, "io_uring"),
 	};
 
 	if (collector_bin_init() < 0)

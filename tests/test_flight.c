@@ -460,6 +460,8 @@ static void test_refuses_what_is_no_flight_recorders(void **state)
 			     "--snapshot-dir", (char *)tmpdir, "--keep", "0", NULL };
 	char *bad_rate[] = { collector_bin, "--ring", (char *)ring, "--flight-recorder",
 			     "--snapshot-dir", (char *)tmpdir, "--max-per-hour", "0", NULL };
+	char *engine[] = { collector_bin, "--ring", (char *)ring, "--flight-recorder",
+			   "--snapshot-dir", (char *)tmpdir, "--write-engine=pwrite", NULL };
 	struct shmtrace_ring_config cfg;
 
 	(void)state;
@@ -474,6 +476,7 @@ static void test_refuses_what_is_no_flight_recorders(void **state)
 	run_says(2, keep_alone, "need --flight-recorder", NULL);
 	run_says(2, bad_keep, "invalid duration '0' for --keep", NULL);
 	run_says(2, bad_rate, "--max-per-hour", NULL);
+	run_says(2, engine, "--flight-recorder writes none", NULL);
 	shmtrace_ring_unlink(ring);
 }
 
