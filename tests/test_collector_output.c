@@ -250,17 +250,17 @@ static int deny_io_uring(void)
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
 
-/* Runs the collector with engine (--write-engine=...) where io_uring is
- * denied, 20000 records into ring while it drains, if it starts; returns
- * its exit status, what it said in said. */
-static int collect_without_io_uring(const char *ring, const char *out, const char *engine,
-				    char *said, size_t len)
+/* Runs the collector on ring writing out with engine (--write-engine=E),
+ * io_uring denied to it if deny; once it drains, one producer process
+ * writes n records into ring (tallied in t), then SIGTERM. Returns its
+ * exit status, what it said on stderr in said. */
+static int collect(const char *ring, const char *out, const char *engine, bool deny, uint64_t n,
+		   struct tally *t, char *said, size_t len)
 {
 	int ready[2], err[2], status;
-	struct tally t = { 0 };
 	char fd[16], buf[8];
 	size_t got = 0;
-	ssize_t n;
+	ssize_t r;
 	pid_t pid;
 
 	assert_int_equal(pipe(ready), 0);
@@ -272,7 +272,7 @@ static int collect_without_io_uring(const char *ring, const char *out, const cha
 		close(err[0]);
 		dup2(err[1], 2);
 		snprintf(fd, sizeof(fd), "%d", ready[1]);
-		if (deny_io_uring() < 0)
+		if (deny && deny_io_uring() < 0)
 			_exit(126);
 		execl(g_bin, "shmtrace-collector", "--ring", ring, "--output", out, "--ready-fd", fd,
 		      engine, (char *)NULL);
@@ -281,22 +281,18 @@ static int collect_without_io_uring(const char *ring, const char *out, const cha
 	close(ready[1]);
 	close(err[1]);
 	if (read(ready[0], buf, sizeof(buf)) == 6) {
-		run_producers(ring, &t, 1, 20000);
-		wait_producers(&t);
+		if (n) {
+			run_producers(ring, t, 1, n);
+			wait_producers(t);
+		}
 		kill(pid, SIGTERM);
 	}
 	close(ready[0]);
-	while (got + 1 < len && (n = read(err[0], said + got, len - 1 - got)) > 0)
-		got += (size_t)n;
+	while (got + 1 < len && (r = read(err[0], said + got, len - 1 - got)) > 0)
+		got += (size_t)r;
 	said[got] = 0;
 	close(err[0]);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (t.records || status == 0) {
-		read_capture(out, &t);
-		check_exactly_once(&t);
-	}
-	tally_free(&t);
-	unlink(out);
 	return status;
 }
 
@@ -307,19 +303,24 @@ static void test_pwrite_engine_needs_no_io_uring(void **state)
 {
 	const char *ring = test_ring_name("nouring");
 	char out[256], said[2048];
+	struct tally t = { 0 };
 	int status;
 
 	(void)state;
 	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
 	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
-	status = collect_without_io_uring(ring, out, "--write-engine=io_uring", said, sizeof(said));
+	status = collect(ring, out, "--write-engine=io_uring", true, 20000, &t, said, sizeof(said));
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
 	assert_non_null(strstr(said, "io_uring: Operation not permitted"));
 	assert_non_null(strstr(said, "--write-engine=pwrite"));
-	status = collect_without_io_uring(ring, out, "--write-engine=pwrite", said, sizeof(said));
+	status = collect(ring, out, "--write-engine=pwrite", true, 20000, &t, said, sizeof(said));
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		fprintf(stderr, "collector said:\n%s\n", said);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	read_capture(out, &t);
+	check_exactly_once(&t);
+	tally_free(&t);
+	unlink(out);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -331,42 +332,14 @@ static void test_failed_fsync_reported_and_final(void **state)
 	const char *engine = *state;
 	const char *ring = test_ring_name("fsync");
 	char line[1024], kind[64];
+	struct tally t = { 0 };
+	int status;
 
 	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
-	{
-		int p[2], status;
-		char fd[16], buf[8];
-		pid_t pid;
-		size_t got = 0;
-		ssize_t n;
-		int e[2];
-
-		assert_int_equal(pipe(p), 0);
-		assert_int_equal(pipe(e), 0);
-		pid = fork();
-		if (pid == 0) {
-			close(p[0]);
-			close(e[0]);
-			dup2(e[1], 2);
-			snprintf(fd, sizeof(fd), "%d", p[1]);
-			execl(g_bin, "shmtrace-collector", "--ring", ring, "--output", "/dev/null",
-			      "--ready-fd", fd, engine, (char *)NULL);
-			_exit(127);
-		}
-		close(p[1]);
-		close(e[1]);
-		assert_int_equal(read(p[0], buf, sizeof(buf)), 6);
-		close(p[0]);
-		kill(pid, SIGTERM);
-		while ((n = read(e[0], line + got, sizeof(line) - 1 - got)) > 0)
-			got += (size_t)n;
-		line[got] = 0;
-		close(e[0]);
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 1);
-		assert_non_null(strstr(line, "fsync of '/dev/null'"));
-	}
+	status = collect(ring, "/dev/null", engine, false, 0, &t, line, sizeof(line));
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+	assert_non_null(strstr(line, "fsync of '/dev/null'"));
 	snprintf(kind, sizeof(kind), "fsync fails (EINVAL on /dev/null), %s", strchr(engine, '=') + 1);
 	figure(kind, 1, 0, 0, 0, 0, 0, "reported, exit 1, never retried");
 	shmtrace_ring_unlink(ring);
