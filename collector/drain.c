@@ -9,7 +9,7 @@
  * ring_reader.c). It takes the lock only to move live threads' staging
  * blocks into the ring, briefly, and only after checking that the mutex
  * bytes are sane (hold.c). The ring's tail advances only over records whose frame
- * io_uring reported written; a collector killed at any point leaves every
+ * the kernel reported written (writer.c); a collector killed at any point leaves every
  * unreleased record in the ring, and a reader drops the duplicates the
  * next collector writes by their sequence numbers.
  */

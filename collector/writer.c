@@ -27,7 +27,7 @@ struct cw_req {
 	uint64_t off;			/* file offset of buf.data[0] */
 	size_t done;			/* bytes the kernel accepted */
 	uint64_t end_seq;		/* ring sequence covered once written */
-	bool busy;			/* submitted, not yet fully written */
+	bool busy;			/* a write of it is the kernel's: its completion not yet seen */
 	bool complete;
 };
 
@@ -112,6 +112,7 @@ int cw_open(struct cwriter *w, const char *path, enum cw_engine engine, char *er
 			 "does without it)", path, strerror(-ret));
 		close(w->fd);
 		w->fd = -1;
+		w->engine = CW_ENGINE_AUTO;
 		return ret;
 	}
 	w->ring_up = w->engine == CW_ENGINE_IO_URING;
@@ -168,8 +169,19 @@ static int queue_write(struct cwriter *w, struct cw_req *r)
 	io_uring_prep_write(sqe, w->fd, r->buf.data + r->done, (unsigned)(r->buf.size - r->done),
 			    r->off + r->done);
 	io_uring_sqe_set_data(sqe, r);
+	r->busy = true;
 	ret = io_uring_submit(&w->ring);
 	return ret < 0 ? ret : 0;
+}
+
+/* The requests submitted whose write has not completed. */
+static unsigned writes_pending(const struct cwriter *w)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < w->count; i++)
+		n += w->req[(w->first + i) % CW_DEPTH].busy && !w->req[(w->first + i) % CW_DEPTH].complete;
+	return n;
 }
 
 /* Pops fully written requests from the front of the FIFO. */
@@ -204,6 +216,7 @@ static int handle_cqe(struct cwriter *w, struct io_uring_cqe *cqe)
 	io_uring_cqe_seen(&w->ring, cqe);
 	if (!r)
 		return 0;
+	r->busy = false;	/* until queued again below */
 	if (res < 0) {
 		if (res == -EINTR || res == -EAGAIN)
 			return queue_write(w, r);
@@ -225,12 +238,7 @@ int cw_reap(struct cwriter *w, bool wait)
 
 	/* (pwrite: a buffer submitted is written; there is nothing to reap) */
 	while (!w->error && w->ring_up) {
-		unsigned inflight = 0;
-
-		for (unsigned i = 0; i < w->count; i++)
-			inflight += w->req[(w->first + i) % CW_DEPTH].busy &&
-				    !w->req[(w->first + i) % CW_DEPTH].complete;
-		if (wait && inflight) {
+		if (wait && writes_pending(w)) {
 			ret = io_uring_wait_cqe(&w->ring, &cqe);
 			if (ret == -EINTR)
 				continue;
@@ -248,8 +256,8 @@ int cw_reap(struct cwriter *w, bool wait)
 		if (ret < 0)
 			w->error = ret;
 	}
-	/* buffers written whole count after an error too: the tail and the
-	 * summary go as far as the file does */
+	/* buffers written whole count after an error too: the summary goes
+	 * as far as the file does (the drain releases no tail after one) */
 	retire(w);
 	return w->error;
 }
@@ -274,7 +282,6 @@ int cw_submit(struct cwriter *w, uint64_t end_seq)
 	r->off = w->off;
 	r->end_seq = end_seq;
 	r->done = 0;
-	r->busy = true;
 	r->complete = false;
 	w->off += r->buf.size;
 	w->count++;
@@ -338,11 +345,37 @@ int cw_fsync(struct cwriter *w)
 	return ret < 0 ? ret : 0;
 }
 
+/* Waits for the writes still in the kernel's hands (after an error, the
+ * others' are not waited for by cw_drain()), so that no worker copies
+ * from a buffer freed under it; their results no longer matter. A second
+ * at most for each: a stuck device does not stop the collector's exit. */
+static void abandon_pending(struct cwriter *w)
+{
+	struct __kernel_timespec second = { .tv_sec = 1 };
+	struct io_uring_cqe *cqe;
+
+	while (writes_pending(w)) {
+		struct cw_req *r;
+		int ret = io_uring_wait_cqe_timeout(&w->ring, &cqe, &second);
+
+		if (ret == -EINTR)
+			continue;
+		if (ret < 0)
+			return;
+		r = io_uring_cqe_get_data(cqe);
+		io_uring_cqe_seen(&w->ring, cqe);
+		if (r)
+			r->busy = false;
+	}
+}
+
 void cw_close(struct cwriter *w)
 {
 	if (w->fd >= 0) {
-		if (w->ring_up)
+		if (w->ring_up) {
+			abandon_pending(w);
 			io_uring_queue_exit(&w->ring);
+		}
 		close(w->fd);
 	}
 	w->ring_up = false;
