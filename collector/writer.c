@@ -61,11 +61,6 @@ static const char *const engine_names[] = {
 	[CW_ENGINE_IO_URING] = "io_uring",
 };
 
-const char *cw_engine_name(enum cw_engine e)
-{
-	return (unsigned)e < sizeof(engine_names) / sizeof(engine_names[0]) ? engine_names[e] : "?";
-}
-
 int cw_engine_parse(const char *name, enum cw_engine *e)
 {
 	for (unsigned i = 0; i < sizeof(engine_names) / sizeof(engine_names[0]); i++)
@@ -174,13 +169,13 @@ static int queue_write(struct cwriter *w, struct cw_req *r)
 	return ret < 0 ? ret : 0;
 }
 
-/* The requests submitted whose write has not completed. */
+/* The requests with a write in the kernel's hands. */
 static unsigned writes_pending(const struct cwriter *w)
 {
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < w->count; i++)
-		n += w->req[(w->first + i) % CW_DEPTH].busy && !w->req[(w->first + i) % CW_DEPTH].complete;
+		n += w->req[(w->first + i) % CW_DEPTH].busy;
 	return n;
 }
 

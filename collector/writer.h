@@ -30,9 +30,8 @@ enum cw_engine {
 	CW_ENGINE_IO_URING,
 };
 
-/* The engine's name as --write-engine spells it; cw_engine_parse() the
- * reverse: 0, or -EINVAL for a name that is none. */
-const char *cw_engine_name(enum cw_engine e);
+/* The engine --write-engine names (auto, pwrite, io_uring): 0, or
+ * -EINVAL for a name that is none. */
 int cw_engine_parse(const char *name, enum cw_engine *e);
 
 /* A writer with no file open yet, or NULL when out of memory. */
