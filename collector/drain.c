@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "drain_int.h"
+#include "priority.h"
 
 static uint64_t hash64(const void *p, size_t n, uint64_t h)
 {
@@ -198,13 +199,13 @@ static void forged_head(struct drain *d, uint64_t head, bool back)
  * worth of records or more: 1 ms (or the poll interval, if shorter), so
  * that under load the collector comes on its own timer, a little at a
  * time, rather than when a producer's call finds blocks piling up and
- * wakes it. A woken collector (nice -10) preempts the task on the CPU it
- * lands on, and when that is the waker, the waker's span call lasts the
- * whole drain pass (case 3 of `make bench`: the p99.99 call, in
- * docs/BENCHMARKS.md). After a pass that found less, twice the last nap,
- * up to the poll interval: a trickle of records, tracing left on, costs a
- * few wake-ups a second. A pass that found nothing leaves the nap to
- * drain_sleep(), which doubles it.
+ * wakes it. A woken collector (at nice -10 while behind, priority.h)
+ * preempts the task on the CPU it lands on, and when that is the waker,
+ * the waker's span call lasts the whole drain pass (case 3 of `make
+ * bench`: the p99.99 call, in docs/BENCHMARKS.md). After a pass that
+ * found less, twice the last nap, up to the poll interval: a trickle of
+ * records, tracing left on, costs a few wake-ups a second. A pass that
+ * found nothing leaves the nap to drain_sleep(), which doubles it.
  */
 #define DRAIN_BUSY_NAP_NS (1000ull * 1000)
 static void set_nap(struct drain *d, bool active, long copied)
@@ -261,6 +262,20 @@ static int copy_published(struct drain *d, long *copied)
 	return 0;
 }
 
+/* drain_backlog() now. Both counts are words any producer can write: a
+ * forged one only moves the collector's priority (priority.h), within its
+ * bounds. */
+static uint32_t backlog_now(const struct drain *d)
+{
+	uint64_t full = load_relaxed(&d->v.h->full_blocks.v);
+	uint64_t head = shmt_ring_head(&d->v), tail = load_relaxed(&d->v.h->tail.v);
+	uint64_t b = d->v.nblocks ? full * PRIO_BACKLOG_FULL / d->v.nblocks : 0;
+	uint64_t r = head > tail ? (head - tail) * PRIO_BACKLOG_FULL / d->v.capacity : 0;
+
+	b = b > r ? b : r;
+	return b > PRIO_BACKLOG_FULL ? PRIO_BACKLOG_FULL : (uint32_t)b;
+}
+
 long drain_pass(struct drain *d, bool final)
 {
 	long copied = 0;
@@ -299,6 +314,7 @@ long drain_pass(struct drain *d, bool final)
 	if (ret < 0)
 		return ret;
 	drain_release_tail(d);
+	d->backlog = backlog_now(d);
 	if (d->o.max_size && cw_offset(d->w) >= d->o.max_size) {
 		ret = rotate(d);
 		if (ret < 0)
@@ -497,6 +513,11 @@ uint32_t drain_mappers(const struct drain *d)
 bool drain_behind(const struct drain *d)
 {
 	return d->behind;
+}
+
+uint32_t drain_backlog(const struct drain *d)
+{
+	return d->backlog;
 }
 
 uint64_t drain_undrained(const struct drain *d)

@@ -72,6 +72,12 @@ long drain_pass(struct drain *d, bool final);
  * copies at most 4 x DRAIN_BATCH records): the drain is behind. */
 bool drain_behind(const struct drain *d);
 
+/* How far behind the drain was at the end of the last pass, in 1024ths
+ * (PRIO_BACKLOG_FULL, priority.h) of what producers can stage before they
+ * drop: the larger share of the staging blocks handed over and not yet
+ * moved, and of the ring's sequences not yet written out. */
+uint32_t drain_backlog(const struct drain *d);
+
 /* Sleeps until producers wake us or poll_ns passes. */
 void drain_sleep(struct drain *d);
 

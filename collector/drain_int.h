@@ -31,6 +31,7 @@ struct drain {
 	uint64_t run_id;
 	uint64_t pos;		/* next ring sequence to copy */
 	bool behind;		/* the last pass did not copy all there was */
+	uint32_t backlog;	/* at the last pass's end: drain_backlog() */
 	bool head_forged_said;	/* a head no producer stores was warned of */
 	uint32_t strings_sent;	/* strings already in the capture part */
 	uint32_t threads_sent;

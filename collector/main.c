@@ -17,6 +17,7 @@
 #include "flight.h"
 #include "hold.h"
 #include "parse.h"
+#include "priority.h"
 #include "ring_config.h"
 #include "ring_reader.h"
 #include "streamer.h"
@@ -164,9 +165,9 @@ static void usage(FILE *f)
 "                           thread), io_uring (by kernel worker threads where the\n"
 "                           file has no non-blocking writes), or auto (default):\n"
 "                           pwrite on tmpfs and ramfs, io_uring elsewhere\n"
-"      --nice N             run at nice value N (-20 to 19); default -10 where\n"
-"                           the system allows it and the collector was started\n"
-"                           at nice 0, else as started\n"
+"      --nice N|auto        run at nice value N (-20 to 19); auto (default): -10\n"
+"                           at first and while the drain falls behind, else as\n"
+"                           started (0; where the system allows -10)\n"
 STREAMER_HELP
 "  -q, --quiet              no summary line on exit\n"
 "  -h, --help               show this help and exit\n"
@@ -251,31 +252,39 @@ struct args {
 	bool create, keep, quiet, recreate;
 	uint64_t linger_ns;
 	int ready_fd;
-	int nice;			/* --nice, or NICE_DEFAULT */
+	int nice;			/* --nice, or NICE_BEHIND */
 	bool nice_given;
 	struct streamer stream;		/* --otlp-endpoint and the options it takes */
 };
 
 /*
- * The collector runs at nice -10 by default. It is the ring's one drain:
- * with more runnable producers than cores, a collector at the producers'
- * priority got 1/33 of the CPU beside 32 flat-out producers on 2 cores,
- * and about two thirds of their records were dropped; at -10 it keeps up
- * with most of them (`make bench`'s case 9a, docs/BENCHMARKS.md). It
- * sleeps when the ring is idle, so the priority costs the producers only
- * the CPU the drain needs. Lowering a
- * nice value needs CAP_SYS_NICE or RLIMIT_NICE: where the system refuses,
- * the default stays silent (a warning only for --nice given), and a
- * collector started at another nice value than 0 (`nice -n 5
- * shmtrace-collector ...`) keeps it unless --nice is given.
+ * The collector's priority. It is the ring's one drain: with more runnable
+ * producers than cores, a collector at the producers' priority got 1/33 of
+ * the CPU beside 32 flat-out producers on 2 cores, and about two thirds of
+ * their records were dropped; at nice -10 it keeps up with most of them
+ * (`make bench`'s case 9a, docs/BENCHMARKS.md). But a collector above the
+ * producers takes the CPU from one whenever it runs, often inside a span
+ * call, which then lasts the drain's slice. So by default the drain
+ * starts at -10 and moves between it and the nice value it was started at,
+ * 0, with its backlog (priority.h); the flight recorder, which sleeps but
+ * to save, stays at -10. Lowering a nice value needs CAP_SYS_NICE or
+ * RLIMIT_NICE: where the system refuses, the default stays silent (a
+ * warning only for --nice given), and a collector started at another nice
+ * value than 0 (`nice -n 5 shmtrace-collector ...`) keeps it unless --nice
+ * is given.
  */
-#define NICE_DEFAULT (-10)
+#define NICE_BEHIND (-10)
 
-static int parse_nice(const char *arg, int *out)
+static int parse_nice(const char *arg, int *out, bool *given)
 {
 	char *end;
 	long v;
 
+	*given = strcmp(arg, "auto") != 0;
+	if (!*given) {
+		*out = NICE_BEHIND;
+		return 0;
+	}
 	errno = 0;
 	v = strtol(arg, &end, 10);
 	if (errno || end == arg || *end || v < -20 || v > 19)
@@ -285,15 +294,21 @@ static int parse_nice(const char *arg, int *out)
 }
 
 /* Sets the nice value of the collector's one thread so far (threads and
- * processes it starts inherit it), before any other exists. */
-static void set_nice(const struct args *a)
+ * processes it starts inherit it), before any other exists, or sets p to
+ * move it with the drain's backlog. */
+static void set_nice(const struct args *a, struct prio *p)
 {
 	int now;
 
 	errno = 0;
 	now = getpriority(PRIO_PROCESS, 0);
+	prio_init(p, false, now, now, 0);
 	if (!a->nice_given && (errno || now != 0))
 		return;
+	if (!a->nice_given && !a->fl.on) {
+		prio_init(p, true, now, a->nice, shmt_mono_ns());
+		return;
+	}
 	if (setpriority(PRIO_PROCESS, 0, a->nice) < 0 && a->nice_given)
 		fprintf(stderr, "shmtrace-collector: warning: --nice %d: %s; running at nice %d\n", a->nice,
 			strerror(errno), now);
@@ -369,7 +384,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->o.poll_ns = 100ull * 1000 * 1000;
 	a->linger_ns = LINGER_DEFAULT_S * 1000000000ull;
 	a->ready_fd = -1;
-	a->nice = NICE_DEFAULT;
+	a->nice = NICE_BEHIND;
 	while ((c = getopt_long(argc, argv, "r:o:cp:qhV", opts, NULL)) != -1) {
 		int taken = shmt_ring_cfg_option(cfg, c, optarg, bad, sizeof(bad));
 
@@ -396,9 +411,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			ready_arg = optarg;
 			break;
 		case 'n':
-			if (parse_nice(optarg, &a->nice) < 0)
-				return usage_error("--nice '%s': a whole number from -20 to 19", optarg);
-			a->nice_given = true;
+			if (parse_nice(optarg, &a->nice, &a->nice_given) < 0)
+				return usage_error("--nice '%s': auto, or a whole number from -20 to 19", optarg);
 			break;
 		case 'W':
 			if (cw_engine_parse(optarg, &a->o.engine) < 0)
@@ -530,10 +544,11 @@ static int make_ring(struct args *a, struct drain **retired, char *path, size_t 
  * service shutting down with its collector: what it records on its way
  * out is its to keep), at most linger_ns, then the last pass. The ring a
  * replacement retired, if any, is drained alongside and finished once no
- * thread is attached to it. Returns 0 or -errno.
+ * thread is attached to it. The priority follows the drain's backlog
+ * (prio). Returns 0 or -errno.
  */
 static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, const char *rpath,
-	       struct streamer *stream)
+	       struct streamer *stream, struct prio *prio)
 {
 	bool stopping = false;
 	uint64_t until = 0;
@@ -549,6 +564,7 @@ static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, cons
 		ret = pass(d, false);
 		if (ret < 0)
 			return (int)ret;
+		prio_update(prio, drain_backlog(d), shmt_mono_ns());
 		streamer_poll(stream, drain_behind(d));
 		if (*retired && (pass(*retired, false) < 0 || !drain_live_writers(*retired)))
 			finish_retired(retired, rpath);
@@ -579,12 +595,16 @@ static void say_error(struct drain *d, const struct drain_opts *o, int ret)
 			"stays readable\n", drain_error_path(d), strerror(-ret));
 }
 
-static void say_summary(const struct drain *d, bool failed, uint64_t t0)
+static void say_summary(const struct drain *d, bool failed, uint64_t t0, const struct prio *p)
 {
 	double secs = (double)(shmt_mono_ns() - t0) / 1e9;
 	struct drain_stats st;
-	char files[160];
+	char files[160], raised[64] = "";
 	int n;
+
+	if (p->adaptive)
+		snprintf(raised, sizeof(raised), ", at nice %d for %.2f s", p->high,
+			 (double)prio_raised_ns(p, shmt_mono_ns()) / 1e9);
 
 	/* after an error, count only what the kernel confirmed written */
 	drain_get_stats(d, failed, &st);
@@ -597,24 +617,24 @@ static void say_summary(const struct drain *d, bool failed, uint64_t t0)
 	if (st.ring_corrupt) {
 		fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %s, "
 			"loss counters corrupt (%s): not reported, %llu torn, "
-			"%.2f s, %.0f records/s, longest lock hold %.1f us (%llu of %llu over %llu us)\n",
+			"%.2f s, %.0f records/s, longest lock hold %.1f us (%llu of %llu over %llu us)%s\n",
 			(unsigned long long)st.records, (unsigned long long)st.bytes,
 			files, st.ring_corrupt_why,
 			(unsigned long long)st.torn, secs, secs > 0 ? (double)st.records / secs : 0.0,
 			(double)st.lock_hold_max_ns / 1000.0, (unsigned long long)st.lock_holds_long,
-			(unsigned long long)st.lock_holds, HOLD_LONG_NS / 1000);
+			(unsigned long long)st.lock_holds, HOLD_LONG_NS / 1000, raised);
 		return;
 	}
 	fprintf(stderr, "shmtrace-collector: %llu records, %llu bytes in %s, "
 		"%llu dropped, %llu lost to lock timeouts, %llu overwritten, %llu torn, "
-		"%.2f s, %.0f records/s, longest lock hold %.1f us (%llu of %llu over %llu us)\n",
+		"%.2f s, %.0f records/s, longest lock hold %.1f us (%llu of %llu over %llu us)%s\n",
 		(unsigned long long)st.records, (unsigned long long)st.bytes,
 		files,
 		(unsigned long long)st.ring.dropped, (unsigned long long)st.ring.lock_dropped,
 		(unsigned long long)st.ring.overwritten,
 		(unsigned long long)st.torn, secs, secs > 0 ? (double)st.records / secs : 0.0,
 		(double)st.lock_hold_max_ns / 1000.0, (unsigned long long)st.lock_holds_long,
-		(unsigned long long)st.lock_holds, HOLD_LONG_NS / 1000);
+		(unsigned long long)st.lock_holds, HOLD_LONG_NS / 1000, raised);
 }
 
 /*
@@ -665,6 +685,7 @@ int main(int argc, char **argv)
 {
 	struct drain *d, *retired = NULL;
 	char rpath[4096 + 16];
+	struct prio prio;
 	int created = SHMTRACE_CREATED, ret, status;
 	struct args a;
 	uint64_t t0;
@@ -673,7 +694,7 @@ int main(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	install_signals();
-	set_nice(&a);
+	set_nice(&a, &prio);
 	if (a.fl.on)
 		return a.create && flight_make_ring(a.o.ring, &a.cfg, a.recreate) < 0 ? 1 :
 		       flight_run(a.o.ring, a.o.poll_ns, &a.fl, a.quiet, a.ready_fd, stop_requested);
@@ -708,12 +729,12 @@ int main(int argc, char **argv)
 		close(a.ready_fd);
 	}
 	t0 = shmt_mono_ns();
-	ret = run(d, a.linger_ns, &retired, rpath, &a.stream);
+	ret = run(d, a.linger_ns, &retired, rpath, &a.stream, &prio);
 	status = ret < 0;
 	if (ret < 0)
 		say_error(d, &a.o, ret);
 	if (!a.quiet)
-		say_summary(d, ret < 0, t0);
+		say_summary(d, ret < 0, t0, &prio);
 	/* the capture ended with its END frame only after a clean stop */
 	streamer_finish(&a.stream, ret == 0, a.linger_ns);
 	if (a.stream.endpoint && !a.quiet)

@@ -3,7 +3,8 @@
  * test_collector_cli.c - shmtrace-collector's command line: bad options,
  * a missing ring, a ring of another version and an output it cannot write
  * each exit with a code and a message that says what is wrong; the nice
- * value it runs at, and what it says when the system refuses one.
+ * value it runs at, how it follows the drain's backlog, and what it says
+ * when the system refuses one.
  */
 #include <linux/capability.h>
 #include <sys/prctl.h>
@@ -90,6 +91,10 @@ static void test_bad_command_lines_exit_with_a_reason(void **state)
 	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", "--nice=20"), 2);
 	assert_non_null(strstr(line, "-20 to 19"));
 	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", "--nice=-3x"), 2);
+	assert_non_null(strstr(line, "auto, or a whole number"));
+	/* auto is the default said aloud: on to the missing ring */
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", "--nice=auto"), 1);
+	assert_non_null(strstr(line, "no ring named"));
 	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap",
 				 "--write-engine=aio"), 2);
 	assert_non_null(strstr(line, "auto, pwrite or io_uring"));
@@ -133,7 +138,7 @@ static int nice_of(pid_t pid)
 }
 
 /*
- * The collector runs at nice -10 where it may lower its nice value (this
+ * The collector starts at nice -10 where it may lower its nice value (this
  * test as root: CAP_SYS_NICE), else as started; --nice N sets N, which
  * anyone may when N is above the nice value it was started at.
  */
@@ -155,6 +160,116 @@ static void test_collector_runs_at_its_nice_value(void **state)
 	assert_int_equal(nice_of(pid), 5);
 	assert_clean_exit(stop(pid, SIGTERM));
 	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/* The collector a test runs and its ring, which kill_collector() kills
+ * and removes after a failure. */
+static pid_t g_collector;
+static const char *g_ring;
+
+static int kill_collector(void **state)
+{
+	(void)state;
+	if (g_collector > 0) {
+		kill(g_collector, SIGKILL);
+		waitpid(g_collector, NULL, 0);
+		shmtrace_ring_unlink(g_ring);
+	}
+	g_collector = 0;
+	return 0;
+}
+
+/* Waits (at most 10 s) until process pid runs at nice value want. */
+static int wait_nice(pid_t pid, int want)
+{
+	int now = nice_of(pid);
+
+	for (int i = 0; i < 10000 && now != want; i++) {
+		usleep(1000);
+		now = nice_of(pid);
+	}
+	return now;
+}
+
+/* Stops the collector pid, writes n spans through t meanwhile (full
+ * blocks handed over pile up: the backlog it finds), and lets it go on. */
+static void backlog_behind(pid_t pid, shmtrace_t *t, uint64_t n)
+{
+	int status, ret = 0;
+
+	assert_int_equal(kill(pid, SIGSTOP), 0);
+	assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(status));
+	for (uint64_t i = 0; i < n && ret == 0; i++)
+		ret = shmtrace_span(t, 1, 1, i, i + 1, 0);
+	/* let go first: a failed test leaves no collector stopped */
+	assert_int_equal(kill(pid, SIGCONT), 0);
+	assert_int_equal(ret, 0);
+}
+
+/*
+ * By default (as root, started at nice 0) the collector starts at nice
+ * -10, goes down to its own 0 once nothing has waited for it for a
+ * second, and back up to -10 when it finds most of the staging blocks
+ * handed over and waiting (stopped while a producer wrote), until it has
+ * caught up; its summary says how long it was up. With --nice N it stays
+ * at N through the same backlog, and the summary says nothing of it.
+ */
+static void test_collector_priority_follows_its_backlog(void **state)
+{
+	const char *ring = test_ring_name("nice-backlog");
+	const char *out = "/tmp/shmt-nice-backlog.cap", *err = "/tmp/shmt-nice-backlog.err";
+	const char *const three[] = { "--nice", "3", NULL };
+	/* past three quarters of the default ring's 1024 blocks of 1024
+	 * records after a pass moved its most, short of the seven eighths
+	 * where the producer stops handing blocks over */
+	const uint64_t n = 850ull * 1024;
+	char summary[1024] = "";
+	shmtrace_t *t;
+	FILE *f;
+	pid_t pid;
+
+	(void)state;
+	if (geteuid() != 0 || getpriority(PRIO_PROCESS, 0) != 0)
+		skip();	/* -10 needs CAP_SYS_NICE; started elsewhere, it stays */
+	g_ring = ring;
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	pid = g_collector = start_collector_args(ring, out, 0, err, NULL);
+	assert_int_equal(nice_of(pid), -10);
+	assert_int_equal(wait_nice(pid, 0), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	backlog_behind(pid, t, n);
+	assert_int_equal(wait_nice(pid, -10), -10);
+	/* the last block too: the collector takes an idle thread's */
+	assert_true(wait_tail(t, n) >= n);
+	assert_int_equal(wait_nice(pid, 0), 0);
+	shmtrace_close(t);
+	g_collector = 0;
+	assert_clean_exit(stop(pid, SIGTERM));
+	f = fopen(err, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(summary, sizeof(summary), f));
+	fclose(f);
+	assert_non_null(strstr(summary, ", at nice -10 for "));
+	shmtrace_ring_unlink(ring);
+
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	pid = g_collector = start_collector_args(ring, out, 0, err, three);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	backlog_behind(pid, t, n);
+	assert_true(wait_tail(t, n) >= n);
+	assert_int_equal(nice_of(pid), 3);
+	shmtrace_close(t);
+	g_collector = 0;
+	assert_clean_exit(stop(pid, SIGTERM));
+	f = fopen(err, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(summary, sizeof(summary), f));
+	fclose(f);
+	assert_null(strstr(summary, "at nice"));
+	unlink(out);
+	unlink(err);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -189,6 +304,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_command_lines_exit_with_a_reason),
 		cmocka_unit_test(test_collector_runs_at_its_nice_value),
+		cmocka_unit_test_teardown(test_collector_priority_follows_its_backlog, kill_collector),
 		cmocka_unit_test(test_refused_nice_value_warns_only_when_asked_for),
 	};
 
