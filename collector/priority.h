@@ -21,7 +21,7 @@
 
 /* A backlog is in 1024ths of what producers can stage before they drop. */
 #define PRIO_BACKLOG_FULL	1024u
-#define PRIO_RAISE_AT		(PRIO_BACKLOG_FULL / 4 * 3)
+#define PRIO_RAISE_AT		(PRIO_BACKLOG_FULL / 2)
 #define PRIO_CALM_BELOW		(PRIO_BACKLOG_FULL / 4)
 /* how long the backlog stays calm before the priority is let down: at
  * first, and at most after lettings-down undone soon after */

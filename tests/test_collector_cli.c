@@ -221,9 +221,9 @@ static void test_collector_priority_follows_its_backlog(void **state)
 	const char *ring = test_ring_name("nice-backlog");
 	const char *out = "/tmp/shmt-nice-backlog.cap", *err = "/tmp/shmt-nice-backlog.err";
 	const char *const three[] = { "--nice", "3", NULL };
-	/* past three quarters of the default ring's 1024 blocks of 1024
-	 * records after a pass moved its most, short of the seven eighths
-	 * where the producer stops handing blocks over */
+	/* past half of the default ring's 1024 blocks of 1024 records after
+	 * a pass moved its most, short of the seven eighths where the
+	 * producer stops handing blocks over */
 	const uint64_t n = 850ull * 1024;
 	char summary[1024] = "";
 	shmtrace_t *t;
