@@ -208,6 +208,20 @@ static void backlog_behind(pid_t pid, shmtrace_t *t, uint64_t n)
 	assert_int_equal(ret, 0);
 }
 
+/* Stops the collector pid with SIGTERM, and reads its summary line from
+ * the file err its stderr went to. */
+static void stop_for_summary(pid_t pid, const char *err, char *summary, size_t len)
+{
+	FILE *f;
+
+	g_collector = 0;
+	assert_clean_exit(stop(pid, SIGTERM));
+	f = fopen(err, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(summary, (int)len, f));
+	fclose(f);
+}
+
 /*
  * By default (as root, started at nice 0) the collector starts at nice
  * -10, goes down to its own 0 once nothing has waited for it for a
@@ -227,7 +241,6 @@ static void test_collector_priority_follows_its_backlog(void **state)
 	const uint64_t n = 850ull * 1024;
 	char summary[1024] = "";
 	shmtrace_t *t;
-	FILE *f;
 	pid_t pid;
 
 	(void)state;
@@ -245,12 +258,7 @@ static void test_collector_priority_follows_its_backlog(void **state)
 	assert_true(wait_tail(t, n) >= n);
 	assert_int_equal(wait_nice(pid, 0), 0);
 	shmtrace_close(t);
-	g_collector = 0;
-	assert_clean_exit(stop(pid, SIGTERM));
-	f = fopen(err, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(summary, sizeof(summary), f));
-	fclose(f);
+	stop_for_summary(pid, err, summary, sizeof(summary));
 	assert_non_null(strstr(summary, ", at nice -10 for "));
 	shmtrace_ring_unlink(ring);
 
@@ -261,12 +269,7 @@ static void test_collector_priority_follows_its_backlog(void **state)
 	assert_true(wait_tail(t, n) >= n);
 	assert_int_equal(nice_of(pid), 3);
 	shmtrace_close(t);
-	g_collector = 0;
-	assert_clean_exit(stop(pid, SIGTERM));
-	f = fopen(err, "r");
-	assert_non_null(f);
-	assert_non_null(fgets(summary, sizeof(summary), f));
-	fclose(f);
+	stop_for_summary(pid, err, summary, sizeof(summary));
 	assert_null(strstr(summary, "at nice"));
 	unlink(out);
 	unlink(err);
