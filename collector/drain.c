@@ -262,18 +262,23 @@ static int copy_published(struct drain *d, long *copied)
 	return 0;
 }
 
-/* drain_backlog() now. Both counts are words any producer can write: a
- * forged one only moves the collector's priority (priority.h), within its
- * bounds. */
+/* A share of whole, in PRIO_BACKLOG_FULL ths, saturated. */
+static uint32_t share(uint64_t part, uint64_t whole)
+{
+	return !whole || part >= whole ? PRIO_BACKLOG_FULL : (uint32_t)(part * PRIO_BACKLOG_FULL / whole);
+}
+
+/* drain_backlog() now. full_blocks, head and tail are words any producer
+ * can write: a forged one only moves the collector's priority
+ * (priority.h), between its two values. */
 static uint32_t backlog_now(const struct drain *d)
 {
 	uint64_t full = load_relaxed(&d->v.h->full_blocks.v);
 	uint64_t head = shmt_ring_head(&d->v), tail = load_relaxed(&d->v.h->tail.v);
-	uint64_t b = d->v.nblocks ? full * PRIO_BACKLOG_FULL / d->v.nblocks : 0;
-	uint64_t r = head > tail ? (head - tail) * PRIO_BACKLOG_FULL / d->v.capacity : 0;
+	uint32_t b = d->v.nblocks ? share(full, d->v.nblocks) : 0;
+	uint32_t r = head > tail ? share(head - tail, d->v.capacity) : 0;
 
-	b = b > r ? b : r;
-	return b > PRIO_BACKLOG_FULL ? PRIO_BACKLOG_FULL : (uint32_t)b;
+	return b > r ? b : r;
 }
 
 long drain_pass(struct drain *d, bool final)

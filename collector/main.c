@@ -166,8 +166,9 @@ static void usage(FILE *f)
 "                           file has no non-blocking writes), or auto (default):\n"
 "                           pwrite on tmpfs and ramfs, io_uring elsewhere\n"
 "      --nice N|auto        run at nice value N (-20 to 19); auto (default): -10\n"
-"                           at first and while the drain falls behind, else as\n"
-"                           started (0; where the system allows -10)\n"
+"                           at first and while the drain falls behind, 0 while\n"
+"                           it keeps up (as started, if not at 0 or where -10\n"
+"                           is refused)\n"
 STREAMER_HELP
 "  -q, --quiet              no summary line on exit\n"
 "  -h, --help               show this help and exit\n"
@@ -293,9 +294,10 @@ static int parse_nice(const char *arg, int *out, bool *given)
 	return 0;
 }
 
-/* Sets the nice value of the collector's one thread so far (threads and
- * processes it starts inherit it), before any other exists, or sets p to
- * move it with the drain's backlog. */
+/* Sets the nice value of the collector's one thread so far, before any
+ * other exists, or sets p to move it with the drain's backlog. Threads
+ * and processes it starts take the value it has then, and keep it: the
+ * io_uring engine's kernel workers do not follow the drain down. */
 static void set_nice(const struct args *a, struct prio *p)
 {
 	int now;
@@ -602,7 +604,7 @@ static void say_summary(const struct drain *d, bool failed, uint64_t t0, const s
 	char files[160], raised[64] = "";
 	int n;
 
-	if (p->adaptive)
+	if (p->governed)
 		snprintf(raised, sizeof(raised), ", at nice %d for %.2f s", p->high,
 			 (double)prio_raised_ns(p, shmt_mono_ns()) / 1e9);
 
@@ -729,6 +731,7 @@ int main(int argc, char **argv)
 		close(a.ready_fd);
 	}
 	t0 = shmt_mono_ns();
+	prio_count_from(&prio, t0);
 	ret = run(d, a.linger_ns, &retired, rpath, &a.stream, &prio);
 	status = ret < 0;
 	if (ret < 0)

@@ -19,7 +19,7 @@ void prio_init(struct prio *p, bool adaptive, int low, int high, uint64_t now_ns
 	/* a session starts raised: the backlog a collector starts to is
 	 * unknown, and a ring's worth comes in tens of milliseconds */
 	if (adaptive && set_to(high)) {
-		p->adaptive = p->raised = true;
+		p->adaptive = p->governed = p->raised = true;
 		p->raised_at = now_ns;
 	}
 }
@@ -61,6 +61,13 @@ void prio_update(struct prio *p, uint32_t backlog, uint64_t now_ns)
 	p->raised = false;
 	p->lowered_at = now_ns;
 	p->raised_ns += now_ns - p->raised_at;
+}
+
+void prio_count_from(struct prio *p, uint64_t now_ns)
+{
+	p->raised_ns = 0;
+	if (p->raised)
+		p->raised_at = now_ns;
 }
 
 uint64_t prio_raised_ns(const struct prio *p, uint64_t now_ns)

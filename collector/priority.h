@@ -10,8 +10,9 @@
  * drain's whole slice. So it starts raised, is let down once the backlog
  * has stayed under PRIO_CALM_BELOW for a while, and raised again when what
  * waits for it passes PRIO_RAISE_AT, short of the producers dropping; a
- * collector let down too early (it fell behind again soon after) waits
- * twice as long before the next time.
+ * collector let down too early (it fell behind again within the calm it
+ * had waited for) waits twice as long before the next time, and one that
+ * stayed down four times that long half as long again.
  */
 #ifndef SHMTRACE_COLLECTOR_PRIORITY_H
 #define SHMTRACE_COLLECTOR_PRIORITY_H
@@ -30,6 +31,7 @@
 
 struct prio {
 	bool adaptive;		/* false: the nice value stays as set */
+	bool governed;		/* adaptive at the start (for the summary) */
 	int low, high;		/* the nice values between which it moves */
 	bool raised;
 	uint64_t calm_since;	/* raised and calm since (0: not calm) */
@@ -47,6 +49,10 @@ void prio_init(struct prio *p, bool adaptive, int low, int high, uint64_t now_ns
  * at time now_ns. Where the system refuses the higher priority, the
  * governor stops moving it (silently: the default asks for nothing). */
 void prio_update(struct prio *p, uint32_t backlog, uint64_t now_ns);
+
+/* Counts the time at the higher priority from now_ns on (a session's
+ * start, once set up). */
+void prio_count_from(struct prio *p, uint64_t now_ns);
 
 /* How long the thread was at the higher priority, up to now_ns. */
 uint64_t prio_raised_ns(const struct prio *p, uint64_t now_ns);

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include "collector_run.h"
+#include "priority.h"
 
 /* run_cli()'s child is refused a lower nice value: RLIMIT_NICE 0, and no
  * CAP_SYS_NICE after the exec, even as root (the bounding set). */
@@ -163,10 +164,12 @@ static void test_collector_runs_at_its_nice_value(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
-/* The collector a test runs and its ring, which kill_collector() kills
- * and removes after a failure. */
+/* The collector a test runs, its ring and its files, which
+ * kill_collector() kills and removes, passed or failed. */
 static pid_t g_collector;
 static const char *g_ring;
+#define BACKLOG_OUT "/tmp/shmt-nice-backlog.cap"
+#define BACKLOG_ERR "/tmp/shmt-nice-backlog.err"
 
 static int kill_collector(void **state)
 {
@@ -174,9 +177,13 @@ static int kill_collector(void **state)
 	if (g_collector > 0) {
 		kill(g_collector, SIGKILL);
 		waitpid(g_collector, NULL, 0);
-		shmtrace_ring_unlink(g_ring);
 	}
 	g_collector = 0;
+	if (g_ring)
+		shmtrace_ring_unlink(g_ring);
+	g_ring = NULL;
+	unlink(BACKLOG_OUT);
+	unlink(BACKLOG_ERR);
 	return 0;
 }
 
@@ -208,38 +215,40 @@ static void backlog_behind(pid_t pid, shmtrace_t *t, uint64_t n)
 	assert_int_equal(ret, 0);
 }
 
-/* Stops the collector pid with SIGTERM, and reads its summary line from
- * the file err its stderr went to. */
-static void stop_for_summary(pid_t pid, const char *err, char *summary, size_t len)
+/* Stops the collector pid with SIGTERM, and reads all it wrote to
+ * stderr (the file err) into out. */
+static void stop_for_summary(pid_t pid, const char *err, char *out, size_t len)
 {
+	size_t n;
 	FILE *f;
 
 	g_collector = 0;
 	assert_clean_exit(stop(pid, SIGTERM));
 	f = fopen(err, "r");
 	assert_non_null(f);
-	assert_non_null(fgets(summary, (int)len, f));
+	n = fread(out, 1, len - 1, f);
+	out[n] = 0;
 	fclose(f);
+	assert_non_null(strstr(out, "shmtrace-collector: "));
 }
 
 /*
  * By default (as root, started at nice 0) the collector starts at nice
  * -10, goes down to its own 0 once nothing has waited for it for a
- * second, and back up to -10 when it finds most of the staging blocks
- * handed over and waiting (stopped while a producer wrote), until it has
- * caught up; its summary says how long it was up. With --nice N it stays
- * at N through the same backlog, and the summary says nothing of it.
+ * second, and back up to -10 when over half of the staging blocks are
+ * still handed over and waiting after a pass (it was stopped while a
+ * producer wrote), until it has caught up; its summary says how long it
+ * was up. With --nice N it stays at N through the same backlog, and the
+ * summary says nothing of it.
  */
 static void test_collector_priority_follows_its_backlog(void **state)
 {
 	const char *ring = test_ring_name("nice-backlog");
-	const char *out = "/tmp/shmt-nice-backlog.cap", *err = "/tmp/shmt-nice-backlog.err";
 	const char *const three[] = { "--nice", "3", NULL };
-	/* past half of the default ring's 1024 blocks of 1024 records after
-	 * a pass moved its most, short of the seven eighths where the
-	 * producer stops handing blocks over */
-	const uint64_t n = 850ull * 1024;
-	char summary[1024] = "";
+	/* 600 of the default ring's 1024 blocks of 1024 records: over half
+	 * after a pass moved its most (64K records), under three quarters */
+	const uint64_t n = 600ull * 1024;
+	char said[4096];
 	shmtrace_t *t;
 	pid_t pid;
 
@@ -248,7 +257,7 @@ static void test_collector_priority_follows_its_backlog(void **state)
 		skip();	/* -10 needs CAP_SYS_NICE; started elsewhere, it stays */
 	g_ring = ring;
 	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
-	pid = g_collector = start_collector_args(ring, out, 0, err, NULL);
+	pid = g_collector = start_collector_args(ring, BACKLOG_OUT, 0, BACKLOG_ERR, NULL);
 	assert_int_equal(nice_of(pid), -10);
 	assert_int_equal(wait_nice(pid, 0), 0);
 	assert_int_equal(shmtrace_open(ring, &t), 0);
@@ -258,22 +267,74 @@ static void test_collector_priority_follows_its_backlog(void **state)
 	assert_true(wait_tail(t, n) >= n);
 	assert_int_equal(wait_nice(pid, 0), 0);
 	shmtrace_close(t);
-	stop_for_summary(pid, err, summary, sizeof(summary));
-	assert_non_null(strstr(summary, ", at nice -10 for "));
+	stop_for_summary(pid, BACKLOG_ERR, said, sizeof(said));
+	assert_non_null(strstr(said, ", at nice -10 for "));
 	shmtrace_ring_unlink(ring);
 
 	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
-	pid = g_collector = start_collector_args(ring, out, 0, err, three);
+	pid = g_collector = start_collector_args(ring, BACKLOG_OUT, 0, BACKLOG_ERR, three);
 	assert_int_equal(shmtrace_open(ring, &t), 0);
 	backlog_behind(pid, t, n);
 	assert_true(wait_tail(t, n) >= n);
 	assert_int_equal(nice_of(pid), 3);
 	shmtrace_close(t);
-	stop_for_summary(pid, err, summary, sizeof(summary));
-	assert_null(strstr(summary, "at nice"));
-	unlink(out);
-	unlink(err);
-	shmtrace_ring_unlink(ring);
+	stop_for_summary(pid, BACKLOG_ERR, said, sizeof(said));
+	assert_null(strstr(said, "at nice"));
+}
+
+/* The governor's calm, step by step on a clock of its own (in a child:
+ * it moves the calling thread's nice value): down only after a calm
+ * second, up at half; let down and up again within the calm it waited
+ * for, it waits twice as long the next time; down four times that long,
+ * half as long again. */
+static void test_priority_calm_doubles_after_an_early_letting_down(void **state)
+{
+	const uint64_t s = 1000000000ull;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	if (geteuid() != 0 || getpriority(PRIO_PROCESS, 0) != 0)
+		skip();
+	pid = fork();
+	if (pid == 0) {
+		struct prio p;
+		int bad = 0, now;
+#define AT(want) do {								\
+		if ((now = getpriority(PRIO_PROCESS, 0)) != (want)) {		\
+			fprintf(stderr, "line %d: nice %d, not %d\n", __LINE__, now, (want)); \
+			bad = 1;						\
+		}								\
+	} while (0)
+
+		prio_init(&p, true, 0, -10, 10 * s);
+		AT(-10);
+		prio_update(&p, PRIO_CALM_BELOW - 1, 10 * s);	/* calm from here */
+		prio_update(&p, PRIO_CALM_BELOW - 1, 10 * s + s - 1);
+		AT(-10);
+		prio_update(&p, PRIO_CALM_BELOW - 1, 11 * s);	/* a calm second */
+		AT(0);
+		prio_update(&p, PRIO_RAISE_AT - 1, 11 * s + 1);
+		AT(0);
+		prio_update(&p, PRIO_RAISE_AT, 11 * s + 2);	/* within the calm: doubled */
+		AT(-10);
+		prio_update(&p, 0, 12 * s);
+		prio_update(&p, 0, 13 * s + s / 2);
+		AT(-10);
+		prio_update(&p, 0, 14 * s);	/* two calm seconds */
+		AT(0);
+		prio_update(&p, PRIO_RAISE_AT, 14 * s + 8 * s);	/* down 4 x 2 s: halved */
+		AT(-10);
+		prio_update(&p, 0, 30 * s);
+		prio_update(&p, 0, 31 * s);	/* one calm second again */
+		AT(0);
+		if (prio_raised_ns(&p, 31 * s) != (11 - 10 + 14 - 11 + 31 - 22) * s - 2)
+			bad = 1;
+		_exit(bad);
+#undef AT
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /*
@@ -308,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_bad_command_lines_exit_with_a_reason),
 		cmocka_unit_test(test_collector_runs_at_its_nice_value),
 		cmocka_unit_test_teardown(test_collector_priority_follows_its_backlog, kill_collector),
+		cmocka_unit_test(test_priority_calm_doubles_after_an_early_letting_down),
 		cmocka_unit_test(test_refused_nice_value_warns_only_when_asked_for),
 	};
 
