@@ -301,16 +301,15 @@ static int parse_nice(const char *arg, int *out, bool *given)
 static void set_nice(const struct args *a, struct prio *p)
 {
 	int now;
+	bool as_started, follow;
 
 	errno = 0;
 	now = getpriority(PRIO_PROCESS, 0);
-	prio_init(p, false, now, now, 0);
-	if (!a->nice_given && (errno || now != 0))
+	as_started = !a->nice_given && (errno || now != 0);
+	follow = !a->nice_given && !as_started && !a->fl.on;
+	prio_init(p, follow, now, a->nice);
+	if (as_started || follow)
 		return;
-	if (!a->nice_given && !a->fl.on) {
-		prio_init(p, true, now, a->nice, shmt_mono_ns());
-		return;
-	}
 	if (setpriority(PRIO_PROCESS, 0, a->nice) < 0 && a->nice_given)
 		fprintf(stderr, "shmtrace-collector: warning: --nice %d: %s; running at nice %d\n", a->nice,
 			strerror(errno), now);

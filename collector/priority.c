@@ -13,15 +13,13 @@ static bool set_to(int nice)
 	return setpriority(PRIO_PROCESS, 0, nice) == 0;
 }
 
-void prio_init(struct prio *p, bool adaptive, int low, int high, uint64_t now_ns)
+void prio_init(struct prio *p, bool adaptive, int low, int high)
 {
 	*p = (struct prio){ .low = low, .high = high, .calm_ns = PRIO_CALM_FIRST_NS };
 	/* a session starts raised: the backlog a collector starts to is
 	 * unknown, and a ring's worth comes in tens of milliseconds */
-	if (adaptive && set_to(high)) {
+	if (adaptive && set_to(high))
 		p->adaptive = p->governed = p->raised = true;
-		p->raised_at = now_ns;
-	}
 }
 
 void prio_update(struct prio *p, uint32_t backlog, uint64_t now_ns)

@@ -42,16 +42,17 @@ struct prio {
 
 /* A governor moving the calling thread between nice values low (its
  * value now) and high, raised now to high; or, with adaptive false or
- * where the system refuses high, one that leaves it. */
-void prio_init(struct prio *p, bool adaptive, int low, int high, uint64_t now_ns);
+ * where the system refuses high, one that leaves it. Its clock starts at
+ * prio_count_from(). */
+void prio_init(struct prio *p, bool adaptive, int low, int high);
 
 /* Sets the calling thread's priority for backlog (0 to PRIO_BACKLOG_FULL)
  * at time now_ns. Where the system refuses the higher priority, the
  * governor stops moving it (silently: the default asks for nothing). */
 void prio_update(struct prio *p, uint32_t backlog, uint64_t now_ns);
 
-/* Counts the time at the higher priority from now_ns on (a session's
- * start, once set up). */
+/* Starts the governor's clock at now_ns (a session's start, once set
+ * up): the time at the higher priority counts from there. */
 void prio_count_from(struct prio *p, uint64_t now_ns);
 
 /* How long the thread was at the higher priority, up to now_ns. */

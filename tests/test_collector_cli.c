@@ -307,7 +307,8 @@ static void test_priority_calm_doubles_after_an_early_letting_down(void **state)
 		}								\
 	} while (0)
 
-		prio_init(&p, true, 0, -10, 10 * s);
+		prio_init(&p, true, 0, -10);
+		prio_count_from(&p, 10 * s);
 		AT(-10);
 		prio_update(&p, PRIO_CALM_BELOW - 1, 10 * s);	/* calm from here */
 		prio_update(&p, PRIO_CALM_BELOW - 1, 10 * s + s - 1);
