@@ -100,8 +100,11 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 		(void)*(volatile const uint8_t *)((const uint8_t *)d->v.records + off);
 	d->pos = load_acquire(&d->v.h->tail.v);
 	d->start_seq = d->pos;
-	hold_in_place(&d->hold, d->pos);
+	/* producers hand full blocks over from here on, and sequence none
+	 * of their own any more: whatever they sequenced before is found
+	 * by hold_in_place()'s look, which takes the lock after this */
 	store_relaxed(&d->v.h->collector_pid.v, (uint64_t)getpid());
+	hold_in_place(&d->hold, d->pos);
 	d->opened = true;
 	return 0;
 }

@@ -297,6 +297,7 @@ void hold_in_place(struct hold *h, uint64_t tail)
 	struct shmt_view *v = h->v;
 	struct shmt_extent *e = calloc(v->nblocks + 1, sizeof(*e));
 	uint32_t n;
+	bool locked;
 
 	h->in_place = v->minor >= SHMT_MINOR_IN_PLACE && v->mode == SHMTRACE_MODE_DISCARD;
 	if (!h->in_place || !e) {
@@ -312,7 +313,13 @@ void hold_in_place(struct hold *h, uint64_t tail)
 		    load_relaxed(&b->written) == load_relaxed(&b->taken))
 			store_release(&b->state, SHMT_BLOCK_FREE);
 	}
+	/* under the lock: a producer that sequenced its own blocks with no
+	 * collector (it checks for one under the lock) has finished, and no
+	 * other starts (a wedged lock: none can sequence either) */
+	locked = shmt_mutex_sane(v) && shmt_lock(v, LOCK_WAIT_NS) == 0;
 	n = shmt_ring_extents(v, 0, UINT64_MAX, e, v->nblocks);
+	if (locked)
+		shmt_unlock(v);
 	for (uint32_t k = 0; k < n; k++) {
 		struct shmt_full f = { .no = e[k].claim_no, .i = e[k].block, .n = e[k].n,
 				       .seq = e[k].seq, .taken = e[k].taken };

@@ -84,7 +84,10 @@ static inline int stop(pid_t pid, int sig)
 	return status;
 }
 
-static inline void produce(const char *ring, uint64_t n)
+/* A producer process writing n spans on ring (fill()'s), then exiting;
+ * with each, every span flushed at once: copied into its slot, where with
+ * no collector a full block would be sequenced in place. */
+static inline void produce_flushed(const char *ring, uint64_t n, bool each)
 {
 	shmtrace_t *t;
 	uint64_t ts, dur, flow;
@@ -93,11 +96,18 @@ static inline void produce(const char *ring, uint64_t n)
 		_exit(3);
 	for (uint64_t i = 0; i < n; i++) {
 		fill(i, &ts, &dur, &flow);
-		if (shmtrace_span(t, 2, 1, ts, ts + dur, flow) < 0 && i == 0)
+		if (shmtrace_span(t, 2, 1, ts, ts + dur, flow) < 0 && (i == 0 || each))
+			_exit(4);
+		if (each && shmtrace_flush(t) < 0)
 			_exit(4);
 	}
 	shmtrace_close(t);
 	_exit(0);
+}
+
+static inline void produce(const char *ring, uint64_t n)
+{
+	produce_flushed(ring, n, false);
 }
 
 struct tally {

@@ -52,18 +52,26 @@ static void test_torn_slots_skipped_and_counted(void **state)
 	const char *ring = test_ring_name("torn");
 	struct shmtrace_ring_config c = { .capacity = 1 << 12 };
 	struct tally t = { 0 };
+	struct shmt_extent e;
 	struct shmt_view v;
 	char out[256], err[256];
 	int status;
-	pid_t col;
+	pid_t pid, col;
 
 	(void)state;
 	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
-	run_producers(ring, &t, 1, 1000);
+	tally_init(&t, 1, 1000);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		produce_flushed(ring, 1000, true);
+	t.pids[0] = (uint32_t)pid;
 	wait_producers(&t);
 	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
 	assert_int_equal(shmt_ring_head(&v), 1000);
+	/* every record in its slot, none held in a block */
+	assert_int_equal(shmt_ring_extents(&v, 0, 1000, &e, 1), 0);
 	v.records[500].commit = 0;			/* half-written */
 	v.records[700].commit = SHMT_COMMIT(700 + 4096, 1);	/* another lap */
 	shmt_view_close(&v);

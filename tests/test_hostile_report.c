@@ -152,6 +152,27 @@ static void expect_no_control(const char *path)
 	free(out);
 }
 
+/*
+ * Like small_ring(), but each record flushed as soon as written, which
+ * copies it into its slot: left to fill their blocks with no collector
+ * draining, the records would be sequenced in place, in the blocks, and
+ * the slots stay empty.
+ */
+static void slotted_ring(const char *ring, uint32_t capacity, int n)
+{
+	shmtrace_t *t;
+	uint32_t name;
+
+	small_ring(ring, capacity, 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	name = shmtrace_intern(t, "s");
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(shmtrace_span(t, name, name, 1000 + (uint64_t)i, 1001 + (uint64_t)i, 0), 0);
+		assert_int_equal(shmtrace_flush(t), 0);
+	}
+	shmtrace_close(t);
+}
+
 /* A ring whose head is forged: 0 with records in the slots (once an
  * export of nothing, said nowhere), or past its tail by more than a
  * discard ring holds, or below its tail: each said in a warning, which
@@ -169,12 +190,15 @@ static void test_forged_head_said(void **state)
 		{ 1000 + (1ull << 24), 1000, "more than its 4096 slots past its tail" },
 		{ 1000, 2000, "is past its head" },
 	};
+	struct shmt_extent e;
 	struct shmt_view v;
 	char err[256];
 
 	(void)state;
-	small_ring(ring, 4096, 1000);
+	slotted_ring(ring, 4096, 1000);
 	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	/* every record in its slot, none held in a block */
+	assert_int_equal(shmt_ring_extents(&v, 0, shmt_ring_head(&v), &e, 1), 0);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		store_relaxed(&v.h->head.v, cases[i].head);
 		store_relaxed(&v.h->tail.v, cases[i].tail);

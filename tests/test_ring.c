@@ -159,10 +159,62 @@ static void test_refuses_foreign_segments(void **state)
 
 /*
  * A staging block holds 1/256 of the ring, 64 to 1024 records (1/64, 64
- * to 4096 before format 1.10), as the header says, and with no collector to hand full
- * blocks to, a thread moves nothing into the ring until half its block is
- * staged (docs/DESIGN.md).
+ * to 4096 before format 1.10), as the header says. With no collector to
+ * hand full blocks to, a thread moves its block into the ring when it is
+ * full, in a discard ring (under a quarter of its blocks' records held):
+ * the next call sequences the whole block where it is, writing no slot,
+ * and goes on in another block. A thread that copies (an overwrite ring)
+ * copies once half its block is staged (docs/DESIGN.md).
  */
+static void block_moves(const char *name, uint32_t cap, uint32_t mode)
+{
+	struct shmtrace_ring_config c = { .capacity = cap, .mode = mode };
+	uint64_t block = shmt_block_records_for(cap, SHMT_RING_MINOR);
+	/* what the thread stages before the call that moves it */
+	uint64_t staged = mode == SHMTRACE_MODE_DISCARD ? block : block / 2;
+	struct shmtrace_stats st;
+	struct shmt_extent e[2];
+	struct shmt_block *b;
+	struct shmt_view v;
+	char err[256];
+	shmtrace_t *t;
+
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	assert_int_equal(v.block_records, block);
+	assert_int_equal(v.h->block_records, block);
+	assert_int_equal(shmtrace_open(name, &t), 0);
+	for (uint64_t i = 0; i < staged; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(st.head, 0);	/* all staged */
+	assert_int_equal(load_relaxed(&block_of_this_thread(&v)->written), staged);
+	assert_int_equal(shmtrace_span(t, 1, 1, staged, staged + 1, 0), 0);
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(st.head, staged);	/* the next call moved them */
+	b = block_of_this_thread(&v);
+	if (mode == SHMTRACE_MODE_DISCARD) {
+		/* in place: the full block is the extent of [0, block), and
+		 * the call's record is the first of the thread's next block */
+		assert_int_equal(shmt_ring_extents(&v, 0, block, e, 2), 1);
+		assert_true(e[0].seq == 0 && e[0].n == block);
+		assert_true(shmt_block_at(&v, e[0].block) != b);
+		assert_int_equal(load_relaxed(&shmt_block_at(&v, e[0].block)->state),
+				 SHMT_BLOCK_SEQUENCED);
+		assert_int_equal(load_relaxed(&b->written) - load_relaxed(&b->taken), 1);
+	} else {
+		/* copied: the block stays the thread's, the call's record in it */
+		assert_int_equal(load_relaxed(&b->written), staged + 1);
+		assert_int_equal(load_relaxed(&b->taken), staged);
+	}
+	for (uint64_t s = 0; s < staged; s++)
+		assert_int_equal(shmt_commit_is(load_relaxed(&v.records[s].commit), s),
+				 mode == SHMTRACE_MODE_OVERWRITE);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(name);
+}
+
 static void test_block_grows_with_ring(void **state)
 {
 	static const uint32_t caps[] = { 1024, 16384, 1u << 18 };
@@ -177,28 +229,8 @@ static void test_block_grows_with_ring(void **state)
 	assert_int_equal(shmt_block_records_for(1u << 14, 9), 256);
 	assert_int_equal(shmt_block_records_for(1u << 18, 9), 4096);
 	for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
-		struct shmtrace_ring_config c = { .capacity = caps[k] };
-		uint64_t block = shmt_block_records_for(caps[k], SHMT_RING_MINOR);
-		struct shmtrace_stats st;
-		struct shmt_view v;
-		char err[256];
-		shmtrace_t *t;
-
-		assert_int_equal(shmtrace_ring_create(name, &c), 0);
-		assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
-		assert_int_equal(v.block_records, block);
-		assert_int_equal(v.h->block_records, block);
-		shmt_view_close(&v);
-		assert_int_equal(shmtrace_open(name, &t), 0);
-		for (uint64_t i = 0; i < block / 2; i++)
-			assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
-		assert_int_equal(shmtrace_stats(t, &st), 0);
-		assert_int_equal(st.head, 0);	/* all staged */
-		assert_int_equal(shmtrace_span(t, 1, 1, 0, 1, 0), 0);
-		assert_int_equal(shmtrace_stats(t, &st), 0);
-		assert_int_equal(st.head, block / 2);	/* the next call moved them */
-		shmtrace_close(t);
-		shmtrace_ring_unlink(name);
+		block_moves(name, caps[k], SHMTRACE_MODE_DISCARD);
+		block_moves(name, caps[k], SHMTRACE_MODE_OVERWRITE);
 	}
 }
 

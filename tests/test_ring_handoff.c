@@ -275,6 +275,19 @@ static void produce_all(const char *ring, struct tally *t, uint64_t n)
 	wait_producers(t);
 }
 
+/* Records of ring name written into its slots (a commit word set). */
+static uint64_t slots_written(const char *name)
+{
+	struct shmt_view v;
+	uint64_t n = 0;
+
+	ring_view_rw(name, &v);
+	for (uint32_t i = 0; i < v.capacity; i++)
+		n += load_relaxed(&v.records[i].commit) != 0;
+	shmt_view_close(&v);
+	return n;
+}
+
 /*
  * Format 2.0: the collector copies no record of a full block into the
  * ring: every slot stays as it was (never written, here), while the
@@ -289,10 +302,8 @@ static void test_full_blocks_read_in_place(void **state)
 	const uint64_t n = 10 * 64 + 5;
 	struct tally t = { 0 };
 	struct ring_dump dump;
-	struct shmt_view v;
 	struct drain *d;
 	uint32_t st[5];
-	uint64_t written = 0;
 
 	(void)state;
 	make_ring(ring, 0);
@@ -300,12 +311,8 @@ static void test_full_blocks_read_in_place(void **state)
 	produce_all(ring, &t, n);	/* its last block handed over at close */
 	while (drain_pass(d, false) > 0)
 		;
-	ring_view_rw(ring, &v);
-	assert_int_equal(shmt_ring_head(&v), n);
-	for (uint32_t i = 0; i < v.capacity; i++)
-		written += load_relaxed(&v.records[i].commit) != 0;
-	shmt_view_close(&v);
-	assert_int_equal(written, 0);
+	assert_int_equal(header_word(ring, offsetof(struct shmt_header, head)), n);
+	assert_int_equal(slots_written(ring), 0);
 	assert_int_equal(drain_finish(d), 0);
 	drain_free(d);
 	read_capture(out, &t);
@@ -320,6 +327,86 @@ static void test_full_blocks_read_in_place(void **state)
 	free(dump.recs);
 	tally_free(&t);
 	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * With no collector, a producer sequences its full blocks in place itself
+ * (2.0, a discard ring), and its last one when it closes: no slot is
+ * written, a post-mortem read finds every record once. A collector that
+ * starts afterwards takes those blocks as its own: the capture has every
+ * record once, and it frees them once written out and a quarter of the
+ * blocks are kept (16 blocks here).
+ */
+static void test_blocks_sequenced_by_their_thread_taken_over_by_a_collector(void **state)
+{
+	const char *ring = test_ring_name("selfseq");
+	const char *out = "/tmp/shmt-selfseq.cap";
+	const uint64_t n = 3 * 64 + 5;
+	struct tally t = { 0 };
+	struct ring_dump dump;
+	struct drain *d;
+	uint32_t st[5];
+
+	(void)state;
+	make_ring(ring, 16);
+	produce_all(ring, &t, n);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL] + st[SHMT_BLOCK_OWNED], 0);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 4);
+	assert_int_equal(slots_written(ring), 0);
+	assert_int_equal(header_word(ring, offsetof(struct shmt_header, head)), n);
+	ring_dump(ring, &dump);
+	assert_int_equal(dump.torn, 0);
+	assert_int_equal(dump.n, n);
+	free(dump.recs);
+
+	d = drain_here(ring, out);
+	while (drain_pass(d, false) > 0)
+		;
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	read_capture(out, &t);
+	check_exactly_once(&t);
+	assert_int_equal(t.records, n);
+	/* written out, and 4 of 16 blocks is a quarter: kept, as slots would
+	 * be, for a reader of the ring */
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 4);
+	tally_free(&t);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * With no collector, blocks sequenced in place stay until one comes: so a
+ * producer sequences its own only while the ring holds under a quarter of
+ * the blocks' records (4 of 16 blocks here), and copies after that, as
+ * before, leaving the other blocks free for threads. Every record is
+ * still read once, in order.
+ */
+static void test_own_sequencing_stops_at_a_quarter_of_the_blocks(void **state)
+{
+	const char *ring = test_ring_name("selfquarter");
+	const uint64_t n = 10 * 64;
+	struct tally t = { 0 };
+	struct ring_dump dump;
+	uint32_t st[5];
+
+	(void)state;
+	make_ring(ring, 16);
+	produce_all(ring, &t, n);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 4);
+	assert_int_equal(st[SHMT_BLOCK_FREE], 12);
+	assert_int_equal(slots_written(ring), n - 4 * 64);
+	ring_dump(ring, &dump);
+	assert_int_equal(dump.torn, 0);
+	assert_int_equal(dump.n, n);
+	for (uint64_t i = 1; i < dump.n; i++)
+		assert_true(dump.recs[i].ts > dump.recs[i - 1].ts);
+	free(dump.recs);
+	tally_free(&t);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -909,6 +996,8 @@ int main(void)
 		cmocka_unit_test(test_asked_block_handed_over_at_the_next_call),
 		cmocka_unit_test(test_ask_for_another_life_cleared_unanswered),
 		cmocka_unit_test(test_full_blocks_read_in_place),
+		cmocka_unit_test(test_blocks_sequenced_by_their_thread_taken_over_by_a_collector),
+		cmocka_unit_test(test_own_sequencing_stops_at_a_quarter_of_the_blocks),
 		cmocka_unit_test(test_snapshot_reads_the_blocks_kept_in_place),
 		cmocka_unit_test(test_block_half_freed_is_freed_by_the_next_collector),
 		cmocka_unit_test(test_collector_killed_sequencing_before_head),

@@ -2,9 +2,10 @@
 /*
  * test_ring_mp.c - many processes on one ring, and its lock: producers
  * killed inside the lock (the next taker recovers it, every returned record
- * found once, none torn), a lock whose dead owner the kernel cannot see,
- * and a busy lock never waited on before a thread's block and its spare
- * are full, the spare flushed in order. The rest of sharing
+ * found once, none torn; killed while sequencing its own full block in
+ * place, with no collector), a lock whose dead owner the kernel cannot
+ * see, and a busy lock never waited on before a thread's block and the
+ * full one it left waiting (or its spare) are full, flushed in order. The rest of sharing
  * a ring between processes: test_ring_mp_share.c. A holder stopped in the
  * lock is given up on at once; one asleep in it is waited for.
  */
@@ -25,8 +26,11 @@ static void kill_hook(const char *where)
 }
 
 /* The child of crash_inside_lock: writes n records on ring name until
- * kill_hook kills it at where (the countdown-th time it passes there). */
-static void victim(const char *name, const char *where, int countdown, uint64_t n)
+ * kill_hook kills it at where (the countdown-th time it passes there),
+ * flushing every flush_every records (0: never). With no collector a full
+ * block is sequenced in place; a flush before the block fills copies it,
+ * so the kill points of a copy are reached that way. */
+static void victim(const char *name, const char *where, int countdown, uint64_t n, uint64_t flush_every)
 {
 	shmtrace_t *ct;
 	uint64_t ts, dur, flow;
@@ -42,6 +46,8 @@ static void victim(const char *name, const char *where, int countdown, uint64_t 
 	for (uint64_t i = 0; i < n; i++) {
 		fill(i, &ts, &dur, &flow);
 		shmtrace_span(ct, 2, 1, ts, ts + dur, flow);
+		if (flush_every && i % flush_every == flush_every - 1)
+			shmtrace_flush(ct);
 	}
 	shmtrace_flush(ct);
 	_exit(0);	/* the hook did not fire: the test fails below */
@@ -65,7 +71,7 @@ static void check_strings_readable(const char *name)
 /* A producer dies at `where` inside the lock after writing `n` records
  * (all of whose calls returned); the next taker must recover, and every
  * one of those records must be found exactly once, none torn. */
-static void crash_inside_lock(const char *where, int countdown)
+static void crash_inside_lock(const char *where, int countdown, uint64_t flush_every)
 {
 	const char *name = test_ring_name("crash");
 	struct shmtrace_ring_config c = { .capacity = 1 << 12 };
@@ -79,7 +85,7 @@ static void crash_inside_lock(const char *where, int countdown)
 	assert_int_equal(shmtrace_ring_create(name, &c), 0);
 	pid = fork();
 	if (pid == 0)
-		victim(name, where, countdown, n);
+		victim(name, where, countdown, n, flush_every);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
@@ -121,11 +127,17 @@ static void crash_inside_lock(const char *where, int countdown)
 	shmtrace_ring_unlink(name);
 }
 
-static void test_kill_at_flush_begin(void **s) { (void)s; crash_inside_lock("flush-begin", 3); }
-static void test_kill_at_flush_middle(void **s) { (void)s; crash_inside_lock("flush-middle", 5); }
-static void test_kill_at_flush_head(void **s) { (void)s; crash_inside_lock("flush-head", 4); }
-static void test_kill_at_intern(void **s) { (void)s; crash_inside_lock("intern", 1); }
-static void test_kill_at_name_slot(void **s) { (void)s; crash_inside_lock("name-slot", 1); }
+/* a copy of a partly filled block (flushed every 50 records: blocks of 64) */
+static void test_kill_at_flush_begin(void **s) { (void)s; crash_inside_lock("flush-begin", 3, 50); }
+static void test_kill_at_flush_middle(void **s) { (void)s; crash_inside_lock("flush-middle", 5, 50); }
+static void test_kill_at_flush_head(void **s) { (void)s; crash_inside_lock("flush-head", 4, 50); }
+static void test_kill_at_intern(void **s) { (void)s; crash_inside_lock("intern", 1, 0); }
+static void test_kill_at_name_slot(void **s) { (void)s; crash_inside_lock("name-slot", 1, 0); }
+/* a full block sequenced in place by its own thread (no collector): dead
+ * before head (the block is full again, its records pending) and after
+ * (its sequences stand, read in the block) */
+static void test_kill_at_own_sequencing_state(void **s) { (void)s; crash_inside_lock("sequence-state", 2, 0); }
+static void test_kill_at_own_sequencing_head(void **s) { (void)s; crash_inside_lock("sequence-head", 2, 0); }
 
 /* An owner that unmapped the ring before dying is never reported dead:
  * producers must not wait forever; what they cannot flush is counted. A
@@ -173,29 +185,33 @@ static void test_unmarked_dead_owner_is_bounded(void **state)
 }
 
 /*
- * A producer never waits on a busy lock while its block or its spare has
- * room. A thread tries the lock once half its block is staged; with the
- * lock free, the record after that half finds it staged and moves it.
- * Then another process holds the lock: the calls that fill the block
- * return 0 at once (no timeout, nothing dropped, nothing moved); the next
- * finds the block full and the lock busy, and goes on in a spare block,
- * as do the calls after it until the spare is full too; only then does a
- * call wait (and, the lock held past the handle's 20 ms, its record is
- * dropped and counted). Once the lock is free, every staged record
- * reaches the ring, in order.
+ * With no collector, a producer neither copies nor waits on a busy lock
+ * while its block or the one full block it may leave waiting has room.
+ * With the lock free, the call that finds its block full hands it over to
+ * the thread itself and gives its records the ring's first sequences where
+ * they are: head moves, the block is SEQUENCED, and the ring's slot of
+ * the first sequence was never written. Then another process holds the
+ * lock: the next full block is left waiting and the thread goes on in a
+ * new one, every call returning 0 at once (no timeout, nothing dropped,
+ * nothing sequenced); only the call that finds that one full too waits
+ * (and, the lock held past the handle's 20 ms, its record is dropped and
+ * counted). Once the lock is free, every staged record reaches the ring,
+ * in order.
  */
-static void test_busy_lock_never_waited_on_before_the_spare_is_full(void **state)
+static void test_busy_lock_never_waited_on_before_the_waiting_block_is_full(void **state)
 {
 	const char *name = test_ring_name("busy");
 	const struct shmtrace_ring_config cfg = { .capacity = 16384 };
-	const uint64_t block = shmt_block_records_for(cfg.capacity, SHMT_RING_MINOR), half = block / 2;
+	const uint64_t block = shmt_block_records_for(cfg.capacity, SHMT_RING_MINOR);
 	int held[2], release[2], go[2], status;
 	struct shmtrace_stats st;
+	struct shmt_view v;
 	struct shmt_loss l;
 	struct ring_dump d;
 	shmtrace_t *t;
 	uint64_t ts = 0;
-	char c = 0;
+	char c = 0, err[256];
+	uint32_t first;
 	pid_t pid;
 
 	(void)state;
@@ -205,9 +221,6 @@ static void test_busy_lock_never_waited_on_before_the_spare_is_full(void **state
 	assert_int_equal(pipe(go), 0);
 	pid = fork();
 	if (pid == 0) {
-		struct shmt_view v;
-		char err[256];
-
 		/* EOF on release if the parent dies: its ends only */
 		close(held[0]);
 		close(release[1]);
@@ -226,22 +239,35 @@ static void test_busy_lock_never_waited_on_before_the_spare_is_full(void **state
 	setenv("SHMTRACE_LOCK_TIMEOUT_MS", "20", 1);
 	assert_int_equal(shmtrace_open(name, &t), 0);
 	unsetenv("SHMTRACE_LOCK_TIMEOUT_MS");
-	for (; ts < half + 1; ts++)
+	for (; ts < block; ts++)
 		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
 	assert_int_equal(shmtrace_stats(t, &st), 0);
-	assert_int_equal(st.head, half);	/* the 129th moved the first 128 */
+	assert_int_equal(st.head, 0);	/* all staged: nothing moves at half a block */
+	first = t->cur->v.nblocks;
+	for (uint32_t i = 0; i < t->cur->v.nblocks; i++)
+		if (load_relaxed(&shmt_block_at(&t->cur->v, i)->state) == SHMT_BLOCK_OWNED)
+			first = i;
+	assert_true(first < t->cur->v.nblocks);
+	/* finds the block full: sequenced, and this record staged in the next */
+	assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
+	ts++;
+	assert_int_equal(shmtrace_stats(t, &st), 0);
+	assert_int_equal(st.head, block);
+	assert_int_equal(load_relaxed(&shmt_block_at(&t->cur->v, first)->state), SHMT_BLOCK_SEQUENCED);
+	assert_int_equal(load_relaxed(&shmt_block_at(&t->cur->v, first)->seq0), 0);
+	assert_int_equal(load_relaxed(&t->cur->v.records[0].commit), 0);	/* never copied */
 
 	assert_int_equal(write(go[1], "g", 1), 1);
 	assert_int_equal(read(held[0], &c, 1), 1);
-	for (; ts < half + 2 * block; ts++)
+	for (; ts < 3 * block; ts++)
 		assert_int_equal(shmtrace_span(t, 1, 1, ts, ts + 1, 0), 0);
 	assert_int_equal(shmtrace_stats(t, &st), 0);
 	assert_int_equal(st.lock_timeouts, 0);
 	assert_int_equal(st.dropped, 0);
-	/* all staged, none moved: the block handed over to the thread
-	 * itself, a block's worth in head (shmtrace_stats() counts it) */
-	assert_int_equal(st.head, half + block);
-	/* block and spare full: this one waits for the lock, and gives up */
+	/* nothing more sequenced: one block left waiting, full (shmtrace_stats()
+	 * counts it in head as a block's worth), one staging */
+	assert_int_equal(st.head, 2 * block);
+	/* that one full too: this call waits for the lock, and gives up */
 	assert_int_equal(shmtrace_span(t, 1, 1, 99999, 100000, 0), -ETIMEDOUT);
 	assert_int_equal(shmtrace_stats(t, &st), 0);
 	assert_int_equal(st.lock_timeouts, 1);
@@ -257,7 +283,7 @@ static void test_busy_lock_never_waited_on_before_the_spare_is_full(void **state
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_int_equal(shmtrace_flush(t), 0);
 	ring_dump(name, &d);
-	assert_int_equal(d.n, half + 2 * block);
+	assert_int_equal(d.n, 3 * block);
 	for (size_t i = 0; i < d.n; i++)
 		assert_int_equal(d.recs[i].ts, i);
 	free(d.recs);
@@ -687,8 +713,10 @@ int main(void)
 		cmocka_unit_test(test_kill_at_flush_head),
 		cmocka_unit_test(test_kill_at_intern),
 		cmocka_unit_test(test_kill_at_name_slot),
+		cmocka_unit_test(test_kill_at_own_sequencing_state),
+		cmocka_unit_test(test_kill_at_own_sequencing_head),
 		cmocka_unit_test(test_unmarked_dead_owner_is_bounded),
-		cmocka_unit_test(test_busy_lock_never_waited_on_before_the_spare_is_full),
+		cmocka_unit_test(test_busy_lock_never_waited_on_before_the_waiting_block_is_full),
 		cmocka_unit_test(test_spare_flushed_before_its_successor_at_exit_and_close),
 		cmocka_unit_test(test_full_spare_flushed_by_a_thread_without_a_block),
 		cmocka_unit_test(test_stopped_holder_given_up_on_asleep_one_waited_for),

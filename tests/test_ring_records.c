@@ -4,9 +4,10 @@
  * read back as written, a full ring keeps the first (discard) or the last
  * (overwrite) and counts the rest, a call whose flush found the ring full
  * says so, unfinished slots are refused, extents (format 2.0) are read
- * only as the geometry and the head allow, a thread's exit flushes, the
- * scope macros and the default handle, the clock and flow ids, and open
- * spans keep their flow.
+ * only as the geometry and the head allow, a thread's exit publishes its
+ * block (in place, in a discard ring with no collector), the scope macros
+ * and the default handle, the clock and flow ids, and open spans keep
+ * their flow.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -120,20 +121,26 @@ static void test_full_overwrite_ring_keeps_the_last_counts_the_rest(void **state
 	free(d.recs);
 }
 
-/* A call whose flush found the ring full returns -ENOSPC, once per flush
- * that dropped; the others return 0. */
-static void test_span_whose_flush_dropped_returns_enospc(void **state)
+#define NOSPC_SPANS	100000u
+#define NOSPC_CAP	1024u
+
+/*
+ * Writes NOSPC_SPANS spans into ring, a fresh discard ring of NOSPC_CAP
+ * records and `blocks` staging blocks that no collector drains, and
+ * flushes: the ring keeps the first NOSPC_CAP and counts the rest
+ * dropped. Returns how many span calls returned -ENOSPC (the others
+ * returned 0).
+ */
+static uint64_t spans_past_full(const char *ring, uint32_t blocks)
 {
-	const char *ring = test_ring_name("nospc");
-	struct shmtrace_ring_config c = { .capacity = 1024 };
+	struct shmtrace_ring_config c = { .capacity = NOSPC_CAP, .blocks = blocks };
 	struct shmtrace_stats st;
 	uint64_t enospc = 0, ok = 0;
 	shmtrace_t *t;
 
-	(void)state;
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
 	assert_int_equal(shmtrace_open(ring, &t), 0);
-	for (uint64_t i = 0; i < 100000; i++) {
+	for (uint64_t i = 0; i < NOSPC_SPANS; i++) {
 		int ret = shmtrace_span(t, 1, 1, i, i + 1, 0);
 
 		if (ret == -ENOSPC)
@@ -141,15 +148,99 @@ static void test_span_whose_flush_dropped_returns_enospc(void **state)
 		else if (ret == 0)
 			ok++;
 	}
-	assert_int_equal(enospc + ok, 100000);
-	assert_int_equal(shmtrace_flush(t), -ENOSPC);	/* its last 32 do not fit */
+	assert_int_equal(enospc + ok, NOSPC_SPANS);
+	/* the thread's last block is still staged: shmtrace_flush() copies
+	 * it into the full ring, which drops it, and says so */
+	assert_int_equal(shmtrace_flush(t), -ENOSPC);
 	assert_int_equal(shmtrace_stats(t, &st), 0);
-	/* one -ENOSPC per flush that dropped: a thread flushes once half its
-	 * block (32 of 64 in a ring of 1024) is staged; the last 32 were
-	 * dropped by shmtrace_flush() above, not by a span call */
-	assert_int_equal(st.dropped, 100000 - 1024);
-	assert_int_equal(enospc, (100000 - 1024 - 32) / (shmt_block_records_for(1024, SHMT_RING_MINOR) / 2));
+	assert_int_equal(st.dropped, NOSPC_SPANS - NOSPC_CAP);
 	shmtrace_close(t);
+	return enospc;
+}
+
+/* The records staged after the last call that made room, when a call
+ * makes room every `every` records: those the final flush drops. */
+static uint64_t last_staged(uint64_t every)
+{
+	return NOSPC_SPANS - (NOSPC_SPANS - 1) / every * every;
+}
+
+/*
+ * The ring holds the first NOSPC_CAP spans, none torn: the first
+ * `in_place` in blocks sequenced where they are (extents of a block each,
+ * their slots never written), the rest copied into the slots.
+ */
+static void check_kept_first(const char *ring, uint64_t in_place)
+{
+	struct shmt_extent e[NOSPC_CAP / SHMT_BLOCK_RECORDS_MIN];
+	struct shmt_view v;
+	struct ring_dump d;
+	char err[256];
+	uint64_t block;
+
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	block = v.block_records;
+	assert_int_equal(shmt_ring_head(&v), NOSPC_CAP);
+	assert_int_equal(shmt_ring_extents(&v, 0, NOSPC_CAP, e, NOSPC_CAP / SHMT_BLOCK_RECORDS_MIN),
+			 in_place / block);
+	for (uint64_t k = 0; k < in_place / block; k++) {
+		assert_int_equal(e[k].seq, k * block);
+		assert_int_equal(e[k].n, block);
+	}
+	for (uint64_t s = 0; s < NOSPC_CAP; s++)
+		assert_int_equal(shmt_commit_is(load_relaxed(&v.records[s].commit), s),
+				 s >= in_place);
+	ring_dump_view(&v, &d);
+	assert_int_equal(d.n, NOSPC_CAP);
+	assert_int_equal(d.torn, 0);
+	for (size_t i = 0; i < d.n; i++)
+		assert_int_equal(d.recs[i].ts, i);	/* the first ones are kept */
+	free(d.recs);
+	shmt_view_close(&v);
+}
+
+/*
+ * A call whose block found the ring full returns -ENOSPC, once per block
+ * that dropped records; the others return 0. With no collector, a thread
+ * in a discard ring that holds under a quarter of its blocks' records
+ * (1024 / 4 blocks of 64 here, more than the ring) fills its block
+ * whole, and the call after that sequences it in place: the first
+ * NOSPC_CAP / 64 blocks fit, every later one is dropped whole (its
+ * records fit nowhere) and its next call says so. The last block is
+ * dropped by shmtrace_flush(), not by a span call.
+ */
+static void test_span_whose_flush_dropped_returns_enospc(void **state)
+{
+	const char *ring = test_ring_name("nospc");
+	const uint64_t block = shmt_block_records_for(NOSPC_CAP, SHMT_RING_MINOR);
+	uint64_t enospc;
+
+	(void)state;
+	enospc = spans_past_full(ring, 0);
+	assert_int_equal(enospc, (NOSPC_SPANS - NOSPC_CAP - last_staged(block)) / block);
+	check_kept_first(ring, NOSPC_CAP);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * The same in the copy path: in a ring of 16 blocks, a quarter of the
+ * blocks' records is 4 blocks, sequenced in place; past that a thread
+ * copies its block into the slots once half of it is staged, and a call
+ * whose copy found the ring full returns -ENOSPC, once per copy that
+ * dropped. The ring fills at the end of a half block (4 blocks and
+ * NOSPC_CAP are whole half blocks), so every later copy drops a half
+ * block, and the final flush the last one.
+ */
+static void test_span_whose_copy_dropped_returns_enospc(void **state)
+{
+	const char *ring = test_ring_name("nospc-copy");
+	const uint64_t block = shmt_block_records_for(NOSPC_CAP, SHMT_RING_MINOR);
+	uint64_t enospc;
+
+	(void)state;
+	enospc = spans_past_full(ring, 16);
+	assert_int_equal(enospc, (NOSPC_SPANS - NOSPC_CAP - last_staged(block / 2)) / (block / 2));
+	check_kept_first(ring, 16 / 4 * block);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -266,28 +357,57 @@ static void *thread_body(void *arg)
 	shmtrace_set_thread_name(t, "worker-thread");
 	for (int i = 0; i < 10; i++)
 		shmtrace_span(t, 1, 1, i, i + 1, 0);
-	return NULL;	/* exit flushes the block and frees it */
+	return NULL;	/* exit publishes the block and gives it up */
 }
 
-static void test_thread_exit_flushes(void **state)
+/*
+ * A thread's exit publishes its staged records and leaves no block owned.
+ * With no collector, a discard ring holding under a quarter of its
+ * blocks' records takes the block as it is: sequenced in place (SEQUENCED,
+ * seq0 0, its slots never written), for a collector that starts later to
+ * write out and free. An overwrite ring copies it into the slots and frees
+ * it, as before. Either way the name set before the first record wins.
+ */
+static void exit_publishes(uint32_t mode)
 {
-	const char *name = test_ring_name("thr");
+	const char *name = test_ring_name(mode ? "thr-ow" : "thr");
+	struct shmtrace_ring_config c;
+	struct shmt_extent e[2];
+	struct shmt_record r;
 	struct shmt_view v;
 	struct shmt_thread th;
 	char err[256];
 	pthread_t p;
 	shmtrace_t *t;
 	char last[SHMT_NAME_LEN] = "";
+	uint32_t sequenced = 0;
 
-	(void)state;
-	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	small_cfg(&c, 0, mode);
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
 	assert_int_equal(shmtrace_open(name, &t), 0);
 	assert_int_equal(pthread_create(&p, NULL, thread_body, t), 0);
 	pthread_join(p, NULL);
 	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
 	assert_int_equal(shmt_ring_head(&v), 10);
-	for (uint32_t i = 0; i < v.nblocks; i++)
-		assert_int_equal(load_relaxed(&shmt_block_at(&v, i)->state), SHMT_BLOCK_FREE);
+	for (uint32_t i = 0; i < v.nblocks; i++) {
+		uint32_t st = load_relaxed(&shmt_block_at(&v, i)->state);
+
+		assert_true(st == SHMT_BLOCK_FREE ||
+			    (mode == SHMTRACE_MODE_DISCARD && st == SHMT_BLOCK_SEQUENCED));
+		sequenced += st == SHMT_BLOCK_SEQUENCED;
+	}
+	if (mode == SHMTRACE_MODE_DISCARD) {
+		assert_int_equal(sequenced, 1);
+		assert_int_equal(shmt_ring_extents(&v, 0, 10, e, 2), 1);
+		assert_true(e[0].seq == 0 && e[0].n == 10);
+	}
+	for (uint64_t s = 0; s < 10; s++) {
+		/* in its slot only when copied */
+		assert_int_equal(shmt_commit_is(load_relaxed(&v.records[s].commit), s),
+				 mode == SHMTRACE_MODE_OVERWRITE);
+		assert_int_equal(shmt_ring_read(&v, s, &r), 0);
+		assert_int_equal(r.ts, s);
+	}
 	for (uint32_t i = 0; i < shmt_ring_nthreads(&v); i++) {
 		assert_int_equal(shmt_ring_thread(&v, i, &th), 0);
 		if (th.pid == (uint32_t)getpid() && th.tid != (uint32_t)gettid())
@@ -299,6 +419,13 @@ static void test_thread_exit_flushes(void **state)
 	shmt_view_close(&v);
 	shmtrace_close(t);
 	shmtrace_ring_unlink(name);
+}
+
+static void test_thread_exit_flushes(void **state)
+{
+	(void)state;
+	exit_publishes(SHMTRACE_MODE_DISCARD);
+	exit_publishes(SHMTRACE_MODE_OVERWRITE);
 }
 
 static void test_scope_macros_record_through_the_default_handle(void **state)
@@ -412,6 +539,7 @@ int main(void)
 		cmocka_unit_test(test_full_discard_ring_keeps_the_first_counts_the_rest),
 		cmocka_unit_test(test_full_overwrite_ring_keeps_the_last_counts_the_rest),
 		cmocka_unit_test(test_span_whose_flush_dropped_returns_enospc),
+		cmocka_unit_test(test_span_whose_copy_dropped_returns_enospc),
 		cmocka_unit_test(test_reader_refuses_unfinished_slots),
 		cmocka_unit_test(test_reader_checks_extents),
 		cmocka_unit_test(test_thread_exit_flushes),

@@ -146,9 +146,10 @@ static void spans(shmtrace_t *t, uint32_t name, int n)
  * removed and made again is marked retired, and a handle that writes one
  * call at a time moves: at its first call after a replacement, within 64
  * calls of a new ring's appearance after a removal. Its block in the old
- * ring is given back with its records in that ring. While a removed ring
- * has no successor and no collector, calls refuse their records and count
- * them into the next ring: every call is in a segment or counted.
+ * ring is given back with its records in that ring (sequenced in place:
+ * no collector drains it). While a removed ring has no successor and no
+ * collector, calls refuse their records and count them into the next
+ * ring: every call is in a segment or counted.
  */
 static void test_retired_ring_moves_within_bound(void **state)
 {
@@ -156,6 +157,7 @@ static void test_retired_ring_moves_within_bound(void **state)
 	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
 	struct shmtrace_ring_config bigger = { .capacity = 1 << 17, .flags = SHMTRACE_CREATE_REPLACE };
 	struct shmt_view v1, v2, v3;
+	struct shmt_extent e[2];
 	size_t refused = 0;
 	shmtrace_t *t;
 	uint32_t name;
@@ -177,10 +179,18 @@ static void test_retired_ring_moves_within_bound(void **state)
 	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v2, err, sizeof(err)), 0);
 	spans(t, name, 1);
 	assert_int_equal(my_records(&v2), 1);
-	/* the old block went back, its ten records published in the old ring */
+	/* the old block went back, its ten records published in the old
+	 * ring: with no collector there, sequenced where they are (the one
+	 * block SEQUENCED, no slot written), for a collector to free */
 	assert_int_equal(shmt_ring_head(&v1), 10);
+	assert_int_equal(shmt_ring_extents(&v1, 0, 10, e, 2), 1);
+	assert_true(e[0].seq == 0 && e[0].n == 10);
 	for (uint32_t i = 0; i < v1.nblocks; i++)
-		assert_int_equal(load_relaxed(&shmt_block_at(&v1, i)->state), SHMT_BLOCK_FREE);
+		assert_int_equal(load_relaxed(&shmt_block_at(&v1, i)->state),
+				 i == e[0].block ? SHMT_BLOCK_SEQUENCED : SHMT_BLOCK_FREE);
+	for (uint64_t s = 0; s < 10; s++)
+		assert_int_equal(load_relaxed(&v1.records[s].commit), 0);
+	assert_int_equal(my_records(&v1), 10);
 
 	/* removed, and no collector drains it: calls refuse (-ENOENT) and count */
 	assert_int_equal(shmtrace_ring_unlink(ring), 0);

@@ -23,6 +23,7 @@
 #define SHMT_LOOK_RETIRED_CALLS	64u
 
 #define SHMT_TLS_SLOTS		4	/* rings a thread writes to without a lookup */
+#define SHMT_SELF_PENDING	1	/* full blocks of its own a thread may leave waiting */
 #define SHMT_MAX_HANDLES	64	/* live handles per process */
 #define SHMT_LOCK_TIMEOUT_NS	(100ull * 1000 * 1000)	/* interning, naming, closing wait at most this */
 /* a span call whose block and spare block are both full waits at most
@@ -97,6 +98,11 @@ struct shmt_tls_slot {
 	uint32_t mask;			/* the ring's block_records - 1 */
 	bool unnamed;			/* its name slot not appended yet (stage.c) */
 	bool spare;			/* a block of its own handed over, not yet flushed (stage.c) */
+	/* with no collector, the full blocks it handed over to itself and
+	 * that wait for the lock to be sequenced in place, oldest first
+	 * (stage.c, sequence_own()) */
+	uint32_t npend;
+	struct shmt_full pend[SHMT_SELF_PENDING];
 };
 
 /* the calling thread's slots, slot 0 the one the hot path (emit.c) checks */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stage.c - a thread's staging block: claiming one, handing it over when
- * full (minor 10, a collector draining) or moving what it holds into the
+ * full (minor 10, a collector draining), sequencing it in place when full
+ * (2.0, a discard ring with no collector) or moving what it holds into the
  * ring under the ring lock (tried at half a block, waited for only when
  * the block is full); and writing under the lock directly when a thread
  * has no block.
@@ -95,6 +96,13 @@ static void set_marks(struct shmt_tls_slot *s, bool handoff)
 	s->soft = handoff ? s->limit : taken + (s->mask + 1) / 2;
 	if (s->unnamed && s->written + NAME_RETRY < s->soft)
 		s->soft = s->written + NAME_RETRY;
+}
+
+/* Whether a thread's block leaves it only when full: handed over to the
+ * collector, or to the thread itself to be sequenced in place. */
+static bool whole_blocks(const struct shmt_view *v)
+{
+	return shmt_handoff_on(v) || shmt_self_sequence_on(v);
 }
 
 /* Points slot s at block idx of attachment a. */
@@ -280,9 +288,10 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 			s->id = a->id;
 			s->gen = shmt_fork_gen;
 			s->spare = false;
+			s->npend = 0;
 			slot_set(s, a, (uint32_t)idx);
 			name_try(a, s);
-			set_marks(s, shmt_handoff_on(&a->v));
+			set_marks(s, whole_blocks(&a->v));
 			shmt_thread_watch();
 			release_retired(t, a);
 			return s;
@@ -321,8 +330,9 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 	s->gen = shmt_fork_gen;
 	s->unnamed = false;
 	s->spare = false;
+	s->npend = 0;
 	slot_set(s, a, (uint32_t)idx);
-	set_marks(s, shmt_handoff_on(&a->v));
+	set_marks(s, whole_blocks(&a->v));
 	shmt_thread_watch();
 	release_retired(t, a);
 	return s;
@@ -361,9 +371,12 @@ int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, 
 	done = left ? 0 : shmt_flush_block_locked(v, s->idx);
 	shmt_unlock(v);
 	shmt_wake_collector(v);
-	if (!left)
+	if (!left) {
+		/* its full blocks, those waiting to be sequenced too, moved */
 		s->spare = false;
-	set_marks(s, shmt_handoff_on(v));
+		s->npend = 0;
+	}
+	set_marks(s, whole_blocks(v));
 	shmt_attach_current(t);
 	if (left)
 		return -ENOBUFS;
@@ -393,9 +406,79 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
 	shmt_claimed_set(a, s->idx, false);
 	shmt_claimed_set(a, (uint32_t)idx, true);
 	slot_set(s, a, (uint32_t)idx);
-	set_marks(s, shmt_handoff_on(&a->v));
+	set_marks(s, whole_blocks(&a->v));
 	shmt_attach_current(t);
 	return true;
+}
+
+/* The thread's full blocks waiting in s->pend sequenced in place, oldest
+ * first, unless a collector came meanwhile: it takes full blocks itself,
+ * and lists what it sequences. Lock held. Returns 0, or -ENOSPC when the
+ * ring had no room for some of their records (dropped and counted). */
+static int sequence_pending_locked(struct shmt_view *v, struct shmt_tls_slot *s)
+{
+	uint64_t pending = 0, done = 0;
+	uint32_t left;
+
+	/* a block listed here that is no longer the full one of its life
+	 * (a collector or a peer's flush took it) is skipped, and so not
+	 * counted */
+	for (uint32_t k = 0; k < s->npend; k++) {
+		struct shmt_block *b = shmt_block_at(v, s->pend[k].i);
+
+		if (b && load_acquire(&b->state) == SHMT_BLOCK_FULL && load_relaxed(&b->claim_no) == s->pend[k].no)
+			pending += load_relaxed(&b->written) - load_relaxed(&b->taken);
+	}
+	if (!shmt_handoff_on(v))
+		done = shmt_flush_full_locked(v, s->pend, s->npend, UINT64_MAX,
+					      SHMT_FLUSH_OWN | SHMT_FLUSH_IN_PLACE, &left);
+	else
+		pending = 0;
+	s->npend = 0;
+	return done < pending ? -ENOSPC : 0;
+}
+
+/*
+ * No collector draining a 2.0 discard ring (shmt_self_sequence_on()): the
+ * full block is handed over to the thread itself, which goes on in a free
+ * one, and its records are given the ring's next sequences where they are
+ * when the lock is free: no record is copied, and the lock is held for a
+ * few stores a block. A busy lock costs the call nothing: the block waits,
+ * with the thread's others that waited before it, for its next full
+ * block, which waits for the lock (at most t->full_wait_ns) only when
+ * SHMT_SELF_PENDING wait already. A collector that starts later reads
+ * and frees the sequenced blocks as its own (hold.c). Returns 0, -ENOSPC
+ * (room made; the ring had no room for some of the blocks' records:
+ * dropped and counted), -ETIMEDOUT (no room: the lock; the caller drops
+ * and counts), or -EAGAIN:
+ * no block to go on in (none free, or seven eighths handed over), and the
+ * caller copies as before.
+ */
+static int sequence_own(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
+{
+	struct shmt_view *v = &a->v;
+	struct shmt_full f = { .no = load_relaxed(&s->b->claim_no), .i = s->idx, .seq = UINT64_MAX };
+
+	int ret = 0;
+
+	if (s->npend == SHMT_SELF_PENDING) {
+		if (shmt_producer_lock(a, t->full_wait_ns) < 0)
+			return -ETIMEDOUT;
+		ret = sequence_pending_locked(v, s);
+		shmt_unlock(v);
+	}
+	/* (no block to go on in: the copy makes room, and says whether it
+	 * dropped; what the sequencing above dropped is counted) */
+	if (!hand_over(t, a, s))
+		return -EAGAIN;
+	s->pend[s->npend++] = f;
+	SHMT_HOOK("self-handed");
+	if (shmt_lock(v, 0) == 0) {
+		if (sequence_pending_locked(v, s) < 0)
+			ret = -ENOSPC;
+		shmt_unlock(v);
+	}
+	return ret;
 }
 
 /* Whether the ask word's value ask is for the life of block b, ours. */
@@ -425,6 +508,7 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 {
 	uint64_t w = s->written;
 	bool handoff = shmt_handoff_on(&a->v);
+	bool self = !handoff && shmt_self_sequence_on(&a->v);
 	uint32_t ask = load_relaxed(&s->b->ask);
 	int ret;
 
@@ -449,13 +533,18 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 	}
 	if (s->unnamed)
 		name_try(a, s);
-	set_marks(s, handoff);
+	set_marks(s, handoff || self);
 	if (w + n < s->soft)
 		return 0;	/* the collector flushed us, or the name was tried */
-	if (handoff && w + n < s->limit)
+	if ((handoff || self) && w + n < s->limit)
 		return 0;	/* only the name was due */
 	if (handoff && hand_over(t, a, s))
 		return 0;
+	if (self) {
+		ret = sequence_own(t, a, s);
+		if (ret != -EAGAIN)
+			return ret;
+	}
 	/* a full block that a discard ring has no room for drops the call's
 	 * records at once (counted): no lock, no wait, while the collector
 	 * catches up */

@@ -144,6 +144,28 @@ bool shmt_handoff_on(const struct shmt_view *v)
 	return v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&v->h->collector_pid.v) != 0;
 }
 
+/*
+ * Blocks sequenced in place keep their records until a collector has
+ * written them out and frees them; with none draining, nobody does. So a
+ * producer sequences its own only while the ring holds under a quarter of
+ * the blocks' records (a collector keeps at most a quarter of the blocks
+ * the same way: hold.c's releasable()), and copies past that, as before:
+ * the pool stays three quarters free for the threads' blocks. Every block
+ * a producer sequences is full, so a quarter of the blocks' records is a
+ * quarter of the blocks. tail and head are peers' words: a tail past the
+ * head (forged) says no.
+ */
+bool shmt_self_sequence_on(const struct shmt_view *v)
+{
+	uint64_t head, tail;
+
+	if (v->minor < SHMT_MINOR_IN_PLACE || v->mode != SHMTRACE_MODE_DISCARD || shmt_handoff_on(v))
+		return false;
+	head = load_relaxed(&v->h->head.v);
+	tail = load_relaxed(&v->h->tail.v);
+	return tail <= head && head - tail < (uint64_t)(v->nblocks / 4) * v->block_records;
+}
+
 static int cmp_claim(const void *a, const void *b)
 {
 	const struct shmt_full *x = a, *y = b;

@@ -561,7 +561,8 @@ static inline bool shmt_arg_of_open(uint64_t flow)
  * CLAIMING as not owned, which is what they are.
  *
  * SEQUENCED (2.0): a FULL block whose records [taken, written) the
- * collector gave the ring sequences [seq0, seq0 + written - taken)
+ * collector (or, with none draining, the block's own thread: stage.c)
+ * gave the ring sequences [seq0, seq0 + written - taken)
  * without copying them: the ring's slots of those sequences hold
  * nothing of them, a reader reads them in the block (an extent:
  * shmt_ring_extents()). Made from FULL under the lock (the journal's

@@ -85,7 +85,10 @@ uint64_t shmt_adopt_listed_locked(struct shmt_view *v, const struct shmt_full *l
  * or -ENOSPC with old untouched. shmt_block_leave(): the owner gives its
  * block up: handed over if it holds records, else freed (no lock).
  * shmt_handoff_on(): whether a producer hands blocks over in this ring
- * (minor 10, a collector draining).
+ * (minor 10, a collector draining). shmt_self_sequence_on(): whether,
+ * with no collector draining, a producer hands its full block over to
+ * itself and sequences it in place under the lock instead of copying it
+ * (a 2.0 discard ring holding under a quarter of its blocks' records).
  * The collector's side: shmt_full_blocks() lists the FULL blocks into
  * order[nblocks], oldest claim first (no lock): all, or those of owner
  * `of` only (tid 0: of any thread of its process; a producer about to
@@ -107,6 +110,7 @@ int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t 
 int shmt_block_handoff(struct shmt_view *v, const struct shmt_owner *me, uint32_t old);
 void shmt_block_leave(struct shmt_view *v, uint32_t idx);
 bool shmt_handoff_on(const struct shmt_view *v);
+bool shmt_self_sequence_on(const struct shmt_view *v);
 struct shmt_full {
 	uint64_t no;		/* its claim_no when listed */
 	uint32_t i;		/* the block */
@@ -119,7 +123,7 @@ struct shmt_full {
 uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of, struct shmt_full *order);
 #define SHMT_FLUSH_KEEP	1u	/* keep what a discard ring has no room for yet */
 #define SHMT_FLUSH_OWN	2u	/* the list is one owner's (shmt_full_blocks(of)) */
-#define SHMT_FLUSH_IN_PLACE 4u	/* the collector's, 2.0: sequence blocks, copy none */
+#define SHMT_FLUSH_IN_PLACE 4u	/* 2.0, a discard ring: sequence blocks, copy none */
 uint64_t shmt_flush_full_locked(struct shmt_view *v, struct shmt_full *order, uint32_t n,
 				uint64_t most, unsigned flags, uint32_t *left);
 uint32_t shmt_reap_claims(struct shmt_view *v);

@@ -574,19 +574,12 @@ static int case_mp2(void)
 	return 0;
 }
 
-/* A ring lap of warm-up, then runs (and one warm-up run) of g_n span
- * calls, each timed alone into lat, into l; paced (outside the timing)
- * to a drainer, unless the ring has none (an overwrite ring). */
-static void lat_runs(shmtrace_t *t, uint32_t cat, uint32_t nm, uint64_t *lat,
-		     struct bench_lat *l, int runs, bool paced)
+/* Runs (and one warm-up run) of g_n span calls, each timed alone into
+ * lat, into l; paced (outside the timing) to a drainer, unless the ring
+ * has none. */
+static void lat_timed(shmtrace_t *t, uint32_t cat, uint32_t nm, uint64_t *lat,
+		      struct bench_lat *l, int runs, bool paced)
 {
-	for (uint64_t i = 0; i < RING_CAP; i++) {
-		uint64_t t0 = shmtrace_now();
-
-		if ((i & 1023) == 0 && paced)
-			pace(t);
-		shmtrace_span(t, cat, nm, t0, shmtrace_now(), 0);
-	}
 	for (int r = -1; r < runs; r++) {
 		for (uint64_t i = 0; i < g_n; i++) {
 			uint64_t t0, t1, a;
@@ -603,6 +596,21 @@ static void lat_runs(shmtrace_t *t, uint32_t cat, uint32_t nm, uint64_t *lat,
 		if (r >= 0)	/* r < 0: warm-up */
 			bench_lat_run(l, r, lat, g_n);
 	}
+}
+
+/* A ring lap of warm-up, then lat_timed(): paced to a drainer, unless
+ * the ring has none (an overwrite ring). */
+static void lat_runs(shmtrace_t *t, uint32_t cat, uint32_t nm, uint64_t *lat,
+		     struct bench_lat *l, int runs, bool paced)
+{
+	for (uint64_t i = 0; i < RING_CAP; i++) {
+		uint64_t t0 = shmtrace_now();
+
+		if ((i & 1023) == 0 && paced)
+			pace(t);
+		shmtrace_span(t, cat, nm, t0, shmtrace_now(), 0);
+	}
+	lat_timed(t, cat, nm, lat, l, runs, paced);
 }
 
 static int case_lat(void)
@@ -659,6 +667,50 @@ static int case_lat(void)
 	bench_lat_print(&l, runs);
 	printf(" timing_overhead=%.1f runs=%d n=%llu drainer=%s dropped=%llu\n", ovh, runs,
 	       (unsigned long long)g_n, drainer_kind(&d), (unsigned long long)dropped);
+	shmtrace_ring_unlink(name);
+	free(lat);
+	return 0;
+}
+
+/*
+ * A ring left to itself: the span call's latency into a discard ring of
+ * the default configuration (no collector, no second producer), read
+ * post-mortem afterwards. The warm-up and the timed runs together stay
+ * below the ring's capacity, so every record is kept and no call meets a
+ * full ring: what is timed is staging and what a full block costs with
+ * nobody to hand it to.
+ */
+static int case_alone(void)
+{
+	char name[128];
+	uint64_t *lat = malloc(g_n * sizeof(*lat)), dropped;
+	struct bench_lat l;
+	int runs = (int)g_runs;
+	shmtrace_t *t;
+	uint32_t cat, nm;
+	double ovh;
+
+	if (!lat)
+		bench_die("alloc");
+	if (g_n * (uint64_t)(runs + 1) > 262144) {
+		fprintf(stderr, "bench: alone: BENCH_N x (BENCH_RUNS + 1) must stay within the default ring's 262144 records\n");
+		return 2;
+	}
+	ring_name(name, sizeof(name), "alone");
+	ring_make_cfg(name, &(struct shmtrace_ring_config){ .mode = SHMTRACE_MODE_DISCARD });
+	view_open(name);
+	t = ring_open(name);
+	cat = shmtrace_intern(t, "bench");
+	nm = shmtrace_intern(t, "alone");
+	bench_lat_init(&l);
+	ovh = bench_lat_overhead(&l, lat, g_n);
+	lat_timed(t, cat, nm, lat, &l, runs, false);
+	shmtrace_close(t);
+	dropped = ring_dropped();
+	printf("RESULT alone");
+	bench_lat_print(&l, runs);
+	printf(" timing_overhead=%.1f runs=%d n=%llu dropped=%llu\n", ovh, runs, (unsigned long long)g_n,
+	       (unsigned long long)dropped);
 	shmtrace_ring_unlink(name);
 	free(lat);
 	return 0;
@@ -1212,7 +1264,7 @@ int main(int argc, char **argv)
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export|export-otlp|export-perfetto|export-big"
-			"|oversub|frozen|threads|snapshot\n", argv[0]);
+			"|oversub|frozen|threads|snapshot|alone\n", argv[0]);
 		return 2;
 	}
 	g_n = bench_env_u64("BENCH_N", 1000000);
@@ -1255,6 +1307,8 @@ int main(int argc, char **argv)
 		return case_tail(argv[1]);
 	if (!strcmp(argv[1], "snapshot"))
 		return case_snapshot();
+	if (!strcmp(argv[1], "alone"))
+		return case_alone();
 	fprintf(stderr, "unknown case %s\n", argv[1]);
 	return 2;
 }

@@ -20,11 +20,11 @@ BENCH_DIR=$PWD/$BUILD/bench
 RESULTS=$PWD/$BUILD/bench-results.txt
 
 if [ "$QUICK" = 1 ]; then
-	RUNS=1 SPAN_RUNS=1 N_SPAN=100000 N_BURST=100000 N_MP=200000 N_LAT=50000 N_DIS=10000000
+	RUNS=1 SPAN_RUNS=1 N_SPAN=100000 N_BURST=100000 N_MP=200000 N_LAT=50000 N_ALONE=40000 N_DIS=10000000
 	N_EXPORT=200000 EXPORT_RUNS=1 N_BIG=2000000 N_STREAM=100000
 else
 	RUNS=${BENCH_RUNS:-5} SPAN_RUNS=${BENCH_RUNS:-11} N_SPAN=500000 N_BURST=250000 N_MP=2000000
-	N_LAT=1000000 N_DIS=200000000 N_EXPORT=10000000 EXPORT_RUNS=3 N_BIG=${BENCH_N_BIG:-100000000}
+	N_LAT=1000000 N_ALONE=40000 N_DIS=200000000 N_EXPORT=10000000 EXPORT_RUNS=3 N_BIG=${BENCH_N_BIG:-100000000}
 	N_STREAM=1000000
 fi
 RING_CAP=1048576
@@ -224,6 +224,9 @@ say "  2 LTTng at its best: cases 1 and 2 sustained with the tracepoint alone (n
 say "              the event's only clock read), as in the earlier measurement of 13.1 to 13.8 M events/s"
 say "  3 latency:  $N_LAT timed span calls per run (rdtscp around the call only), a 2nd process producing; both shmtrace"
 say "              producers pause (untimed) while the ring is over half full, so the ring never drops; LTTng's 2nd is flat out"
+say "  3b alone:  $N_ALONE timed span calls per run into a fresh discard ring of the default size with no collector (a ring"
+say "              left to itself, read post-mortem), one process; warm-up and runs fit the ring: nothing dropped, and the"
+say "              first touch of each page of the ring's memory is in the calls timed"
 say "  4 disabled: SHMTRACE_SCOPE with shmtrace_default == NULL, $N_DIS iterations (LTTng: tracepoint, no session)"
 say "  5 drain:    a full ring of $RING_CAP records (discard mode, no collector) drained by a fresh collector; then"
 say "              4 warm laps: the running collector stopped, the ring filled again, the collector let go"
@@ -288,6 +291,8 @@ unset BENCH_LT_BARE
 say "running 3 latency..."
 S3=$(shm_case lat "$N_LAT" "$RUNS")
 L3=$(lt_case lat lat "$N_LAT" "$RUNS")
+say "running 3b alone..."
+S3B=$(shm_case alone "$N_ALONE" "$RUNS")
 say "running 4 disabled..."
 S4=$(shm_case disabled "$N_DIS" "$RUNS")
 L4=""
@@ -457,6 +462,13 @@ for p in p50 p99 p999 p9999 max; do
 	row "3 latency $p, ns (2nd proc running)" "$(fmt "$v" 1)" "$(fmt "$l" 1)" "$(ratio "$v" "$l")" "$t"
 done
 row "3 latency: timing overhead, ns" "$(fmt "$(field "$S3" timing_overhead)" 1)" "$(fmt "$(field "$L3" timing_overhead)" 1)" "" "(included above)"
+for p in p50 p99 p999 p9999 max; do
+	case $p in
+	p999) t="(1 call in 1024 sequences its full block in place)" ;;
+	*) t="" ;;
+	esac
+	row "3b alone $p, ns (no collector)" "$(fmt "$(field "$S3B" $p)" 1)" "-" "" "$t"
+done
 
 v=$(field "$S4" diff); l=$(field "$L4" diff)
 row "4 disabled, ns over empty loop" "$(fmt "$v" 3)" "$(fmt "$l" 3)" "" "<= 2 ns: $(check "$v" "<=" 2)"
@@ -603,7 +615,7 @@ s=$(qfield "$S6" summary); [ -n "$s" ] && say "collector summary (export):   $s"
 [ -n "$L2" ] && say "LTTng discarded events: span1 $(field "$L1" lt_discarded), two-proc $(field "$L2B" lt_discarded)/$(field "$L2" lt_discarded), latency $(field "$L3" lt_discarded)"
 say ""
 say "raw results:"
-for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8" \
+for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S3B" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8" \
 	"$S9A" "$L9A" "$S9B" "$L9B" "$S9C" "$L9C" "$S10" "$S11"; do [ -n "$r" ] && say "  $r"; done
 [ -n "$BT_SECS" ] && say "  babeltrace2: $N_EXPORT events in $BT_SECS s, max RSS ${BT_RSS:-?} KiB"
 say "(saved to $RESULTS)"
