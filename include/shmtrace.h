@@ -135,8 +135,9 @@ int shmtrace_open(const char *name, shmtrace_t **out);
  * per call while waiting, and happens at most every 100 ms.
  *
  * Every handle (from either open) also notices, at most every 100 ms and
- * only when a staging block is flushed (once per half block: 32 to 2048
- * records, 1/128 of the ring's capacity), when its
+ * only when a staging block is flushed or handed over (once per block of
+ * 64 to 1024 records, 1/256 of the ring's capacity, or per half block
+ * where it is copied), when its
  * ring's name comes to refer to another segment (the ring was removed and
  * made again, say by a restarted `shmtrace-collector --create`): it moves
  * to the new ring. Records staged in the old one stay there (a post-mortem
@@ -193,8 +194,9 @@ uint64_t shmtrace_now(void);
  * 2^53, maybe with the step's role: shmtrace_flow_recv() and _end()).
  *
  * These three calls return 0 when the record is staged (it survives the
- * process from then on). Records reach the ring half a block at a time
- * (1/128 of the ring's capacity, 32 to 2048 records), so
+ * process from then on). Records reach the ring a block at a time (1/256
+ * of the ring's capacity, 64 to 1024 records; half a block where they
+ * are copied), so
  * a full ring in discard mode is noticed when a block is flushed: the call
  * that triggered the flush stages its own record and returns -ENOSPC, and
  * the drops it reports (counted in shmtrace_stats().dropped) may be of

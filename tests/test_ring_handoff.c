@@ -246,6 +246,57 @@ static void killed_in_handoff(const char *where)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * With no collector, a producer killed after handing its first full block
+ * over to itself, before it had the lock to sequence it: the block stays
+ * full, its 64 records pending for a post-mortem read and for the next
+ * collector, which captures each once and frees every block the dead
+ * thread held.
+ */
+static void test_killed_between_its_own_hand_over_and_the_lock(void **state)
+{
+	const char *ring = test_ring_name("selfkill");
+	const char *out = "/tmp/shmt-selfkill.cap";
+	struct ring_dump d;
+	struct tally t = { 0 };
+	uint32_t st[5];
+	int status;
+	pid_t col;
+
+	(void)state;
+	make_ring(ring, 0);
+	tally_init(&t, 1, 1000);
+	t.pids[0] = (uint32_t)fork();
+	assert_true((pid_t)t.pids[0] >= 0);
+	if (t.pids[0] == 0) {
+		g_kill_at = "self-handed";
+		shmt_test_hook = kill_hook;
+		produce(ring, 1000);
+	}
+	assert_int_equal(waitpid((pid_t)t.pids[0], &status, 0), (pid_t)t.pids[0]);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL], 1);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 0);
+	ring_dump(ring, &d);
+	assert_int_equal(d.torn, 0);
+	assert_int_equal(d.n, 64);
+	free(d.recs);
+	col = start_collector(ring, out, NULL, 0);
+	assert_clean_exit(stop(col, SIGTERM));
+	read_capture(out, &t);
+	assert_int_equal(t.dup_seq, 0);
+	assert_int_equal(t.bad, 0);
+	assert_int_equal(t.records, 64);
+	for (uint64_t i = 0; i < 64; i++)
+		assert_int_equal(t.seen[i], 1);	/* the calls that returned */
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_OWNED] + st[SHMT_BLOCK_FULL] + st[SHMT_BLOCK_CLAIMING], 0);
+	tally_free(&t);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
 static void test_killed_claiming(void **s) { (void)s; killed_in_handoff("handoff-claimed"); }
 static void test_killed_handing_over(void **s) { (void)s; killed_in_handoff("handoff-full"); }
 
@@ -332,11 +383,13 @@ static void test_full_blocks_read_in_place(void **state)
 
 /*
  * With no collector, a producer sequences its full blocks in place itself
- * (2.0, a discard ring), and its last one when it closes: no slot is
- * written, a post-mortem read finds every record once. A collector that
- * starts afterwards takes those blocks as its own: the capture has every
- * record once, and it frees them once written out and a quarter of the
- * blocks are kept (16 blocks here).
+ * (2.0, a discard ring): none of their records is in a slot, only the
+ * last block's, partly filled, copied when it closes; a post-mortem read
+ * finds every record once. A collector that starts afterwards takes those
+ * blocks as its own: the capture has every record once, none torn (a
+ * block it did not know of would be read from its empty slots), and it
+ * keeps them, as slots would be kept, while fewer than a quarter of the
+ * 16 blocks are.
  */
 static void test_blocks_sequenced_by_their_thread_taken_over_by_a_collector(void **state)
 {
@@ -353,8 +406,8 @@ static void test_blocks_sequenced_by_their_thread_taken_over_by_a_collector(void
 	produce_all(ring, &t, n);
 	block_states(ring, st);
 	assert_int_equal(st[SHMT_BLOCK_FULL] + st[SHMT_BLOCK_OWNED], 0);
-	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 4);
-	assert_int_equal(slots_written(ring), 0);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 3);
+	assert_int_equal(slots_written(ring), 5);
 	assert_int_equal(header_word(ring, offsetof(struct shmt_header, head)), n);
 	ring_dump(ring, &dump);
 	assert_int_equal(dump.torn, 0);
@@ -369,12 +422,51 @@ static void test_blocks_sequenced_by_their_thread_taken_over_by_a_collector(void
 	read_capture(out, &t);
 	check_exactly_once(&t);
 	assert_int_equal(t.records, n);
-	/* written out, and 4 of 16 blocks is a quarter: kept, as slots would
-	 * be, for a reader of the ring */
+	assert_int_equal(t.torn, 0);
 	block_states(ring, st);
-	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 4);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 3);
 	tally_free(&t);
 	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * A collector that leaves with blocks handed over to it and not yet
+ * sequenced (stopped between its last pass and its exit): the thread that
+ * goes on with no collector sequences those first, then its own, so its
+ * records keep the order it wrote them in, in the ring's sequences, each
+ * once.
+ */
+static void test_blocks_left_by_a_collector_sequenced_before_the_threads_next(void **state)
+{
+	const char *ring = test_ring_name("selfafter");
+	struct ring_dump dump;
+	shmtrace_t *t;
+	uint32_t st[5];
+	uint64_t i = 0;
+
+	(void)state;
+	make_ring(ring, 32);	/* a quarter: 8 blocks' records, more than written */
+	say_collector(ring, (uint64_t)getpid());
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (; i < 2 * 64 + 1; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL], 2);
+	say_collector(ring, 0);
+	for (; i < 5 * 64 + 1; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL], 0);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 5);
+	assert_int_equal(header_word(ring, offsetof(struct shmt_header, head)), 5 * 64);
+	ring_dump(ring, &dump);
+	assert_int_equal(dump.torn, 0);
+	assert_int_equal(dump.n, i);
+	for (uint64_t k = 0; k < dump.n; k++)
+		assert_int_equal(dump.recs[k].ts, k);
+	free(dump.recs);
+	shmtrace_close(t);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -988,6 +1080,7 @@ int main(void)
 		cmocka_unit_test(test_open_span_moves_with_its_thread),
 		cmocka_unit_test(test_killed_claiming),
 		cmocka_unit_test(test_killed_handing_over),
+		cmocka_unit_test(test_killed_between_its_own_hand_over_and_the_lock),
 		cmocka_unit_test(test_copies_when_no_block_is_free_or_ring_is_older),
 		cmocka_unit_test(test_copy_moves_only_the_threads_own_blocks),
 		cmocka_unit_test(test_full_block_without_room_drops_without_the_lock),
@@ -998,6 +1091,7 @@ int main(void)
 		cmocka_unit_test(test_full_blocks_read_in_place),
 		cmocka_unit_test(test_blocks_sequenced_by_their_thread_taken_over_by_a_collector),
 		cmocka_unit_test(test_own_sequencing_stops_at_a_quarter_of_the_blocks),
+		cmocka_unit_test(test_blocks_left_by_a_collector_sequenced_before_the_threads_next),
 		cmocka_unit_test(test_snapshot_reads_the_blocks_kept_in_place),
 		cmocka_unit_test(test_block_half_freed_is_freed_by_the_next_collector),
 		cmocka_unit_test(test_collector_killed_sequencing_before_head),

@@ -71,7 +71,7 @@ static void check_strings_readable(const char *name)
 /* A producer dies at `where` inside the lock after writing `n` records
  * (all of whose calls returned); the next taker must recover, and every
  * one of those records must be found exactly once, none torn. */
-static void crash_inside_lock(const char *where, int countdown, uint64_t flush_every)
+static void crash_inside_lock(const char *where, int countdown, uint64_t flush_every, uint64_t exact)
 {
 	const char *name = test_ring_name("crash");
 	struct shmtrace_ring_config c = { .capacity = 1 << 12 };
@@ -120,6 +120,8 @@ static void crash_inside_lock(const char *where, int countdown, uint64_t flush_e
 	for (uint64_t i = 0; i < found; i++)
 		assert_int_equal(seen[i], 1);
 	assert_true(found >= (strcmp(where, "intern") && strcmp(where, "name-slot") ? 64u : 0u));
+	if (exact)
+		assert_int_equal(found, exact);
 	check_strings_readable(name);
 	print_message("%s: %llu of the victim's records kept\n", where, (unsigned long long)found);
 	free(seen);
@@ -128,16 +130,17 @@ static void crash_inside_lock(const char *where, int countdown, uint64_t flush_e
 }
 
 /* a copy of a partly filled block (flushed every 50 records: blocks of 64) */
-static void test_kill_at_flush_begin(void **s) { (void)s; crash_inside_lock("flush-begin", 3, 50); }
-static void test_kill_at_flush_middle(void **s) { (void)s; crash_inside_lock("flush-middle", 5, 50); }
-static void test_kill_at_flush_head(void **s) { (void)s; crash_inside_lock("flush-head", 4, 50); }
-static void test_kill_at_intern(void **s) { (void)s; crash_inside_lock("intern", 1, 0); }
-static void test_kill_at_name_slot(void **s) { (void)s; crash_inside_lock("name-slot", 1, 0); }
+static void test_kill_at_flush_begin(void **s) { (void)s; crash_inside_lock("flush-begin", 3, 50, 0); }
+static void test_kill_at_flush_middle(void **s) { (void)s; crash_inside_lock("flush-middle", 5, 50, 0); }
+static void test_kill_at_flush_head(void **s) { (void)s; crash_inside_lock("flush-head", 4, 50, 0); }
+static void test_kill_at_intern(void **s) { (void)s; crash_inside_lock("intern", 1, 0, 0); }
+static void test_kill_at_name_slot(void **s) { (void)s; crash_inside_lock("name-slot", 1, 0, 0); }
 /* a full block sequenced in place by its own thread (no collector): dead
  * before head (the block is full again, its records pending) and after
- * (its sequences stand, read in the block) */
-static void test_kill_at_own_sequencing_state(void **s) { (void)s; crash_inside_lock("sequence-state", 2, 0); }
-static void test_kill_at_own_sequencing_head(void **s) { (void)s; crash_inside_lock("sequence-head", 2, 0); }
+ * (its sequences stand, read in the block); killed at its second full
+ * block of 64, every one of the 128 calls that returned is found */
+static void test_kill_at_own_sequencing_state(void **s) { (void)s; crash_inside_lock("sequence-state", 2, 0, 128); }
+static void test_kill_at_own_sequencing_head(void **s) { (void)s; crash_inside_lock("sequence-head", 2, 0, 128); }
 
 /* An owner that unmapped the ring before dying is never reported dead:
  * producers must not wait forever; what they cannot flush is counted. A

@@ -79,30 +79,23 @@ void shmt_slot_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *
 		shmt_claimed_set(a, s->idx, false);
 		shmt_block_leave(&a->v, s->idx);
 	} else {
-		/* the blocks it handed over itself (a spare, or full ones
-		 * waiting to be sequenced) go first; what the ring has no
-		 * room for is dropped and counted. With no collector in a
-		 * ring that sequences in place, the last block is handed over
-		 * too and all are sequenced where they are: none is copied
-		 * (on a lock timeout they stay full, for a collector) */
-		bool self = shmt_self_sequence_on(&a->v);
+		/* the blocks it handed over itself (a spare, or a full block
+		 * waiting to be sequenced) go first; what the ring has no room
+		 * for is dropped and counted */
 		struct shmt_full *order;
-		uint32_t n, left;
+		uint32_t n = shmt_full_list(&a->v, SHMT_FULL_MINE, &order), left;
 
-		if (self) {
-			shmt_claimed_set(a, s->idx, false);
-			shmt_block_leave(&a->v, s->idx);
-		}
-		n = shmt_full_list(&a->v, SHMT_FULL_MINE, &order);
 		if (shmt_producer_lock(a, t->lock_timeout_ns) == 0) {
-			if (n && !(self && shmt_handoff_on(&a->v)))
+			/* with no collector, its full ones sequenced in place
+			 * where it would sequence them (asked under the lock),
+			 * the last block, partly filled, copied after them */
+			if (n)
 				shmt_flush_full_locked(&a->v, order, n, UINT64_MAX,
-						       SHMT_FLUSH_OWN | (self ? SHMT_FLUSH_IN_PLACE : 0), &left);
-			if (!self) {
-				shmt_flush_block_locked(&a->v, s->idx);
-				store_release(&s->b->state, SHMT_BLOCK_FREE);
-				shmt_claimed_set(a, s->idx, false);
-			}
+						       SHMT_FLUSH_OWN | (shmt_self_sequence_on(&a->v) ?
+									 SHMT_FLUSH_IN_PLACE : 0), &left);
+			shmt_flush_block_locked(&a->v, s->idx);
+			store_release(&s->b->state, SHMT_BLOCK_FREE);
+			shmt_claimed_set(a, s->idx, false);
 			shmt_unlock(&a->v);
 			shmt_wake_collector(&a->v);
 		}

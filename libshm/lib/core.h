@@ -103,6 +103,9 @@ struct shmt_tls_slot {
 	 * (stage.c, sequence_own()) */
 	uint32_t npend;
 	struct shmt_full pend[SHMT_SELF_PENDING];
+	/* pend holds every full block of its own not yet sequenced: false
+	 * once it handed one to a collector or kept a spare (stage.c) */
+	bool listed;
 };
 
 /* the calling thread's slots, slot 0 the one the hot path (emit.c) checks */

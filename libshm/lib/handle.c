@@ -86,20 +86,8 @@ SHMT_API int shmtrace_open_wait(const char *name, shmtrace_t **out)
 	return handle_open(name, true, out);
 }
 
-/* Whether block i is one of this process's, claimed through a and owned. */
-static bool ours(struct shmt_att *a, uint32_t i)
-{
-	struct shmt_block *b = shmt_block_at(&a->v, i);
-
-	return shmt_claimed_get(a, i) && load_relaxed(&b->state) == SHMT_BLOCK_OWNED &&
-	       load_relaxed(&b->pid) == shmt_pid && load_relaxed(&b->start_time) == shmt_start;
-}
-
-/*
- * Hands over (a collector draining a ring of minor 10, or, with none, to
- * the process itself to sequence in place), or flushes and frees, the
- * blocks claimed through a, then unmaps it.
- */
+/* Hands over (a collector draining a ring of minor 10), or flushes and
+ * frees, the blocks claimed through a, then unmaps it. */
 static void att_close(shmtrace_t *t, struct shmt_att *a)
 {
 	struct shmt_view *v = &a->v;
@@ -107,37 +95,41 @@ static void att_close(shmtrace_t *t, struct shmt_att *a)
 	/* the threads that wrote through this handle are done; blocks of
 	 * other handles of this process (other threads, other libraries) are
 	 * still being written */
-	bool handoff = shmt_handoff_on(v), self = !handoff && shmt_self_sequence_on(v);
+	bool handoff = shmt_handoff_on(v);
+	/* copying: the blocks this process's threads handed over themselves
+	 * (spares, full blocks waiting to be sequenced) first, in order; what
+	 * the ring has no room for is dropped and counted */
 	struct shmt_full *order = NULL;
-	uint32_t nfull, left;
+	uint32_t nfull = handoff ? 0 : shmt_full_list(v, SHMT_FULL_PROCESS, &order), left;
 
-	/* handed over: the collector flushes them after the full blocks
-	 * before them; with none, sequenced in place below with them */
-	for (uint32_t i = 0; i < v->nblocks && (handoff || self); i++) {
-		if (!ours(a, i))
-			continue;
-		shmt_block_leave(v, i);
-		shmt_claimed_set(a, i, false);
-	}
-	/* the blocks this process's threads handed over themselves (spares,
-	 * full ones waiting to be sequenced) first, in order; what the ring
-	 * has no room for is dropped and counted */
-	nfull = handoff ? 0 : shmt_full_list(v, SHMT_FULL_PROCESS, &order);
-	if (!handoff && shmt_producer_lock(a, t->lock_timeout_ns) == 0) {
-		/* (a collector that came meanwhile takes them itself) */
-		if (nfull && !(self && shmt_handoff_on(v)))
+	if (handoff || shmt_producer_lock(a, t->lock_timeout_ns) == 0) {
+		/* with no collector, the full ones sequenced in place where a
+		 * thread would sequence its own (asked under the lock: a
+		 * collector that came meanwhile reads slots, not these) */
+		if (nfull)
 			shmt_flush_full_locked(v, order, nfull, UINT64_MAX,
-					       SHMT_FLUSH_OWN | (self ? SHMT_FLUSH_IN_PLACE : 0), &left);
-		for (uint32_t i = 0; i < v->nblocks && !self; i++) {
-			if (!ours(a, i))
+					       SHMT_FLUSH_OWN | (!handoff && shmt_self_sequence_on(v) ?
+								 SHMT_FLUSH_IN_PLACE : 0), &left);
+		for (uint32_t i = 0; i < v->nblocks; i++) {
+			struct shmt_block *b = shmt_block_at(v, i);
+
+			if (!shmt_claimed_get(a, i) || load_relaxed(&b->state) != SHMT_BLOCK_OWNED ||
+			    load_relaxed(&b->pid) != shmt_pid || load_relaxed(&b->start_time) != shmt_start)
 				continue;
-			shmt_flush_block_locked(v, i);
-			store_release(&shmt_block_at(v, i)->state, SHMT_BLOCK_FREE);
+			/* handed over: the collector flushes it after the full
+			 * blocks before it */
+			if (handoff) {
+				shmt_block_leave(v, i);
+			} else {
+				shmt_flush_block_locked(v, i);
+				store_release(&b->state, SHMT_BLOCK_FREE);
+			}
 			shmt_claimed_set(a, i, false);
 		}
-		shmt_unlock(v);
+		if (!handoff)
+			shmt_unlock(v);
+		shmt_wake_collector(v);
 	}
-	shmt_wake_collector(v);
 	free(order);
 	for (int i = 0; i < SHMT_TLS_SLOTS; i++) {
 		if (shmt_tls[i].id != a->id)

@@ -289,6 +289,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 			s->gen = shmt_fork_gen;
 			s->spare = false;
 			s->npend = 0;
+			s->listed = false;
 			slot_set(s, a, (uint32_t)idx);
 			name_try(a, s);
 			set_marks(s, whole_blocks(&a->v));
@@ -331,6 +332,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 	s->unnamed = false;
 	s->spare = false;
 	s->npend = 0;
+	s->listed = false;
 	slot_set(s, a, (uint32_t)idx);
 	set_marks(s, whole_blocks(&a->v));
 	shmt_thread_watch();
@@ -375,6 +377,7 @@ int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, 
 		/* its full blocks, those waiting to be sequenced too, moved */
 		s->spare = false;
 		s->npend = 0;
+		s->listed = true;
 	}
 	set_marks(s, whole_blocks(v));
 	shmt_attach_current(t);
@@ -411,30 +414,51 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
 	return true;
 }
 
-/* The thread's full blocks waiting in s->pend sequenced in place, oldest
- * first, unless a collector came meanwhile: it takes full blocks itself,
- * and lists what it sequences. Lock held. Returns 0, or -ENOSPC when the
- * ring had no room for some of their records (dropped and counted). */
+/*
+ * The thread's full blocks sequenced in place, oldest claim first, unless
+ * a collector came meanwhile: it takes full blocks itself, and lists what
+ * it sequences. Those waiting in s->pend, or, when the thread may have
+ * others (s->listed false: blocks handed to a collector that left before
+ * it took them, a spare), every one it has, listed from the blocks, so
+ * that its records take sequences in the order it wrote them. Lock held.
+ * Returns 0, -ENOSPC when the ring had no room for some of their records
+ * (dropped and counted), or -ENOMEM (none sequenced: no memory to list).
+ */
 static int sequence_pending_locked(struct shmt_view *v, struct shmt_tls_slot *s)
 {
-	uint64_t pending = 0, done = 0;
-	uint32_t left;
+	struct shmt_full *list = s->pend, *order = NULL;
+	uint64_t pending = 0, done;
+	uint32_t n = s->npend, left;
 
-	/* a block listed here that is no longer the full one of its life
-	 * (a collector or a peer's flush took it) is skipped, and so not
-	 * counted */
-	for (uint32_t k = 0; k < s->npend; k++) {
-		struct shmt_block *b = shmt_block_at(v, s->pend[k].i);
-
-		if (b && load_acquire(&b->state) == SHMT_BLOCK_FULL && load_relaxed(&b->claim_no) == s->pend[k].no)
-			pending += load_relaxed(&b->written) - load_relaxed(&b->taken);
+	if (shmt_handoff_on(v)) {
+		s->npend = 0;
+		s->listed = false;
+		return 0;
 	}
-	if (!shmt_handoff_on(v))
-		done = shmt_flush_full_locked(v, s->pend, s->npend, UINT64_MAX,
-					      SHMT_FLUSH_OWN | SHMT_FLUSH_IN_PLACE, &left);
-	else
-		pending = 0;
+	if (!s->listed) {
+		n = shmt_full_list(v, SHMT_FULL_MINE, &order);
+		if (!order && load_relaxed(&v->h->full_blocks.v))
+			return -ENOMEM;	/* no memory to list them: they wait */
+		list = order;
+	}
+	/* a block listed that is no longer the full one of its life (a
+	 * collector or a peer's flush took it) is skipped, and not counted;
+	 * counts only a forger makes are the flush's to bound */
+	for (uint32_t k = 0; k < n; k++) {
+		struct shmt_block *b = shmt_block_at(v, list[k].i);
+		uint64_t w, t;
+
+		if (!b || load_acquire(&b->state) != SHMT_BLOCK_FULL || load_relaxed(&b->claim_no) != list[k].no)
+			continue;
+		w = load_relaxed(&b->written);
+		t = load_relaxed(&b->taken);
+		if (w >= t && w - t <= v->block_records)
+			pending += w - t;
+	}
+	done = n ? shmt_flush_full_locked(v, list, n, UINT64_MAX, SHMT_FLUSH_OWN | SHMT_FLUSH_IN_PLACE, &left) : 0;
+	free(order);
 	s->npend = 0;
+	s->listed = true;
 	return done < pending ? -ENOSPC : 0;
 }
 
@@ -450,15 +474,13 @@ static int sequence_pending_locked(struct shmt_view *v, struct shmt_tls_slot *s)
  * and frees the sequenced blocks as its own (hold.c). Returns 0, -ENOSPC
  * (room made; the ring had no room for some of the blocks' records:
  * dropped and counted), -ETIMEDOUT (no room: the lock; the caller drops
- * and counts), or -EAGAIN:
- * no block to go on in (none free, or seven eighths handed over), and the
- * caller copies as before.
+ * and counts), or -EAGAIN: no block to go on in (none free, or seven
+ * eighths handed over), and the caller copies as before.
  */
-static int sequence_own(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
+static int sequence_own(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, bool *dropped)
 {
 	struct shmt_view *v = &a->v;
 	struct shmt_full f = { .no = load_relaxed(&s->b->claim_no), .i = s->idx, .seq = UINT64_MAX };
-
 	int ret = 0;
 
 	if (s->npend == SHMT_SELF_PENDING) {
@@ -466,15 +488,18 @@ static int sequence_own(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot 
 			return -ETIMEDOUT;
 		ret = sequence_pending_locked(v, s);
 		shmt_unlock(v);
+		if (ret == -ENOMEM)
+			return -EAGAIN;	/* still waiting: the copy lists them again */
+		*dropped = ret < 0;
 	}
-	/* (no block to go on in: the copy makes room, and says whether it
-	 * dropped; what the sequencing above dropped is counted) */
+	/* no block to go on in: the caller copies (what the sequencing
+	 * above dropped is counted, and *dropped says so) */
 	if (!hand_over(t, a, s))
 		return -EAGAIN;
 	s->pend[s->npend++] = f;
 	SHMT_HOOK("self-handed");
 	if (shmt_lock(v, 0) == 0) {
-		if (sequence_pending_locked(v, s) < 0)
+		if (sequence_pending_locked(v, s) == -ENOSPC)
 			ret = -ENOSPC;
 		shmt_unlock(v);
 	}
@@ -540,10 +565,18 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 		return 0;	/* only the name was due */
 	if (handoff && hand_over(t, a, s))
 		return 0;
+	if (handoff)
+		s->listed = false;	/* the collector may leave some unsequenced */
 	if (self) {
-		ret = sequence_own(t, a, s);
+		bool dropped = false;
+
+		ret = sequence_own(t, a, s, &dropped);
 		if (ret != -EAGAIN)
 			return ret;
+		if (dropped) {
+			ret = shmt_flush_slot(t, a, s, t->full_wait_ns);
+			return ret == 0 || ret == -ENOSPC ? -ENOSPC : ret == -ENOBUFS ? ret : -ETIMEDOUT;
+		}
 	}
 	/* a full block that a discard ring has no room for drops the call's
 	 * records at once (counted): no lock, no wait, while the collector
@@ -561,6 +594,7 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 	/* (with a collector, hand_over() was tried above) */
 	if (ret == -EBUSY && !handoff && !s->spare && spare_ok(a) && hand_over(t, a, s)) {
 		s->spare = true;
+		s->listed = false;
 		return 0;
 	}
 	if (ret == -EBUSY)

@@ -150,8 +150,10 @@ bool shmt_handoff_on(const struct shmt_view *v)
  * producer sequences its own only while the ring holds under a quarter of
  * the blocks' records (a collector keeps at most a quarter of the blocks
  * the same way: hold.c's releasable()), and copies past that, as before:
- * the pool stays three quarters free for the threads' blocks. Every block
- * a producer sequences is full, so a quarter of the blocks' records is a
+ * the pool stays three quarters free for the threads' blocks (a collector
+ * that left may hold up to a quarter more until the next one frees them).
+ * Every block a producer sequences is full (a last one, partly filled, is
+ * copied: stage.c, core.c), so a quarter of the blocks' records is a
  * quarter of the blocks. tail and head are peers' words: a tail past the
  * head (forged) says no.
  */
