@@ -435,7 +435,8 @@ static void test_blocks_sequenced_by_their_thread_taken_over_by_a_collector(void
  * sequenced (stopped between its last pass and its exit): the thread that
  * goes on with no collector sequences those first, then its own, so its
  * records keep the order it wrote them in, in the ring's sequences, each
- * once.
+ * once; also when it had sequenced blocks of its own before the collector
+ * came.
  */
 static void test_blocks_left_by_a_collector_sequenced_before_the_threads_next(void **state)
 {
@@ -447,19 +448,23 @@ static void test_blocks_left_by_a_collector_sequenced_before_the_threads_next(vo
 
 	(void)state;
 	make_ring(ring, 32);	/* a quarter: 8 blocks' records, more than written */
-	say_collector(ring, (uint64_t)getpid());
 	assert_int_equal(shmtrace_open(ring, &t), 0);
-	for (; i < 2 * 64 + 1; i++)
+	/* one block sequenced by the thread itself first */
+	for (; i < 64 + 1; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	assert_int_equal(header_word(ring, offsetof(struct shmt_header, head)), 64);
+	say_collector(ring, (uint64_t)getpid());
+	for (; i < 3 * 64 + 1; i++)
 		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
 	block_states(ring, st);
 	assert_int_equal(st[SHMT_BLOCK_FULL], 2);
 	say_collector(ring, 0);
-	for (; i < 5 * 64 + 1; i++)
+	for (; i < 6 * 64 + 1; i++)
 		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
 	block_states(ring, st);
 	assert_int_equal(st[SHMT_BLOCK_FULL], 0);
-	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 5);
-	assert_int_equal(header_word(ring, offsetof(struct shmt_header, head)), 5 * 64);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 6);
+	assert_int_equal(header_word(ring, offsetof(struct shmt_header, head)), 6 * 64);
 	ring_dump(ring, &dump);
 	assert_int_equal(dump.torn, 0);
 	assert_int_equal(dump.n, i);

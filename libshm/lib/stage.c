@@ -537,6 +537,10 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 	uint32_t ask = load_relaxed(&s->b->ask);
 	int ret;
 
+	/* a block handed to a collector may be left unsequenced if it goes:
+	 * the next sequencing of its own lists the thread's full blocks */
+	if (handoff)
+		s->listed = false;
 	if (ask && !asked_us(s->b, ask)) {
 		/* for the block's life before ours (stored after our claim
 		 * cleared the word), or a peer's scribble: cleared, unless
@@ -565,8 +569,6 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 		return 0;	/* only the name was due */
 	if (handoff && hand_over(t, a, s))
 		return 0;
-	if (handoff)
-		s->listed = false;	/* the collector may leave some unsequenced */
 	if (self) {
 		bool dropped = false;
 
