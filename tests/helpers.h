@@ -119,9 +119,23 @@ struct ring_dump {
 	uint64_t torn;
 };
 
-/* The records of a mapped ring, published and staged. */
+static inline int ring_dump_one(void *arg, uint64_t seq, const struct shmt_record *r)
+{
+	struct ring_dump *d = arg;
+
+	(void)seq;
+	if (r)
+		d->recs[d->n++] = *r;
+	else
+		d->torn++;
+	return 0;
+}
+
+/* The records of a mapped ring, published (read as the tools read them:
+ * slots and blocks sequenced in place) and staged. */
 static inline void ring_dump_view(const struct shmt_view *v, struct ring_dump *d)
 {
+	struct shmt_ring_skips skips = { 0 };
 	struct shmt_block_info bi;
 	uint64_t head, from;
 
@@ -130,12 +144,7 @@ static inline void ring_dump_view(const struct shmt_view *v, struct ring_dump *d
 	from = head > v->capacity ? head - v->capacity : 0;
 	d->recs = calloc(head - from + (size_t)v->nblocks * v->block_records + 1, sizeof(*d->recs));
 	assert_non_null(d->recs);
-	for (uint64_t s = from; s < head; s++) {
-		if (shmt_ring_read(v, s, &d->recs[d->n]) == 0)
-			d->n++;
-		else
-			d->torn++;
-	}
+	assert_int_equal(shmt_ring_read_range(v, from, head, 0, &skips, ring_dump_one, d), 0);
 	for (uint32_t i = 0; i < v->nblocks; i++)
 		d->n += (size_t)shmt_ring_block_pending(v, i, &d->recs[d->n], &bi);
 }

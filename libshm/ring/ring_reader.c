@@ -141,13 +141,18 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
 {
 	struct shmt_extent e;
 
-	if (read_slot(v, seq, out) == 0)
+	/* an extent's sequences are its block's, whatever their slots hold:
+	 * a slot an in-place sequence never wrote may still hold a finished
+	 * record of the same sequence bits (a copy cut short by its copier's
+	 * death, or a lap a multiple of 2^24 sequences back) */
+	if (shmt_ring_extents(v, seq, seq + 1, &e, 1) == 1) {
+		if (shmt_extent_read(v, &e, seq, out) < 0)
+			return -EAGAIN;
+		/* as a slot's: the commit word with the sequence */
+		out->commit = SHMT_COMMIT(seq, out->commit);
 		return 0;
-	if (shmt_ring_extents(v, seq, seq + 1, &e, 1) != 1 || shmt_extent_read(v, &e, seq, out) < 0)
-		return -EAGAIN;
-	/* as a slot's: the commit word with the sequence */
-	out->commit = SHMT_COMMIT(seq, out->commit);
-	return 0;
+	}
+	return read_slot(v, seq, out);
 }
 
 /* Whether a flush under way (or cut short by its flusher's death) is

@@ -44,9 +44,9 @@ uint64_t shmt_ring_collector_pid(const struct shmt_view *v);
 /* Reads record seq into out. Returns 0, or -EAGAIN if the slot does not
  * hold a finished record of that sequence (never written, half-written
  * by a producer that died, or overwritten in the meantime). In a 2.0
- * ring a record of an extent (below) is read in its block: a look at
- * every block's header, for a reader of a few records; a reader of a
- * range reads it with shmt_ring_read_range(). */
+ * ring a record of an extent (below) is read in its block, whatever its
+ * slot holds: a look at every block's header, for a reader of a few
+ * records; a reader of a range reads it with shmt_ring_read_range(). */
 int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *out);
 
 /*
