@@ -437,8 +437,11 @@ static int sequence_pending_locked(struct shmt_view *v, struct shmt_tls_slot *s)
 	}
 	if (!s->listed) {
 		n = shmt_full_list(v, SHMT_FULL_MINE, &order);
-		if (!order && load_relaxed(&v->h->full_blocks.v))
-			return -ENOMEM;	/* no memory to list them: they wait */
+		if (!order) {
+			if (load_relaxed(&v->h->full_blocks.v))
+				return -ENOMEM;	/* no memory to list them: they wait */
+			n = 0;	/* none to list */
+		}
 		list = order;
 	}
 	/* a block listed that is no longer the full one of its life (a
