@@ -106,6 +106,7 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 	store_relaxed(&d->v.h->collector_pid.v, (uint64_t)getpid());
 	hold_in_place(&d->hold, d->pos);
 	d->opened = true;
+	d->awake_since = shmt_mono_ns();
 	return 0;
 }
 
@@ -331,27 +332,45 @@ long drain_pass(struct drain *d, bool final)
 	return copied;
 }
 
-void drain_sleep(struct drain *d)
+/*
+ * A collector that has been awake DRAIN_AWAKE_MOST_NS takes a short nap,
+ * though records wait, while what waits is under a sixteenth of what
+ * producers can stage. Running on, at nice -10 while behind (priority.h),
+ * it keeps the CPU from the producer it shares it with for as long as the
+ * scheduler lets a task of 9 times its weight run: 27 ms in one stretch,
+ * the timed producer of case 3 of `make bench` runnable all along (perf
+ * sched timehist), while the other producer kept the collector from ever
+ * finding the ring empty. Any nap hands that producer the CPU, and its
+ * call ends; the producer then keeps the CPU for the rest of its slice,
+ * so the bound is low: it is the drain's share of the CPU given up, and
+ * past it the collector runs on (docs/DESIGN.md, "The drain naps").
+ */
+#define DRAIN_AWAKE_MOST_NS (1000ull * 1000)
+#define DRAIN_NAP_BELOW (PRIO_BACKLOG_FULL / 16)
+#define DRAIN_YIELD_NS (50ull * 1000)
+bool drain_awake_long(const struct drain *d, uint64_t now_ns)
+{
+	return d->backlog < DRAIN_NAP_BELOW && now_ns >= d->awake_since + DRAIN_AWAKE_MOST_NS;
+}
+
+/* Waits for a producer's wake-up, at most ns, unless what producers would
+ * wake us for is already there, or a part is left to adopt; with
+ * reap_first, writes in flight are waited for instead of the timer. */
+static void nap(struct drain *d, uint64_t ns, bool reap_first)
 {
 	struct shmt_header *h = d->v.h;
 	uint32_t *word = (uint32_t *)&h->wake_seq.v;
 	uint32_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
-	uint64_t nap = d->idle_ns ? d->idle_ns : d->o.poll_ns;
-	struct timespec ts = { (time_t)(nap / 1000000000ull), (long)(nap % 1000000000ull) };
-	uint64_t most = d->o.poll_ns * 10 > 2000000000ull ? d->o.poll_ns : d->o.poll_ns * 10;
-
-	/* idle: each quiet wake-up doubles the next nap, up to 10 x the poll
-	 * interval (at most 2 s); a producer's wake-up or any work resets it */
-	d->idle_ns = nap * 2 < most ? nap * 2 : most;
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+	bool reap = reap_first && cw_in_flight(d->w);
 
 	store_relaxed(&h->collector_sleeping.v, 1);
 	/* pairs with the producers' look at collector_sleeping after their
 	 * stores: either they see it set and wake us, or we see here what
-	 * they would have woken us for (and records read but not yet
-	 * written: wait for those rather than the timer) */
+	 * they would have woken us for */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!shmt_wake_due(&d->v) && shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 &&
-	    cw_in_flight(d->w) == 0 && !d->hold.full_left) {
+	    !reap && !d->hold.full_left) {
 #if SHMT_TSAN
 		/* ThreadSanitizer runs a signal's handler only inside a call
 		 * it intercepts, which a raw futex is not: SIGTERM would wait
@@ -360,14 +379,32 @@ void drain_sleep(struct drain *d)
 		struct timespec most_50ms = { 0, 50000000 };
 
 		(void)seen;
-		nanosleep(nap > 50000000ull ? &most_50ms : &ts, NULL);
+		nanosleep(ns > 50000000ull ? &most_50ms : &ts, NULL);
 #else
 		syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
 #endif
-	}
-	else if (cw_in_flight(d->w))
+	} else if (reap)
 		cw_reap(d->w, true);
 	store_relaxed(&h->collector_sleeping.v, 0);
+	d->awake_since = shmt_mono_ns();
+}
+
+void drain_sleep(struct drain *d)
+{
+	uint64_t ns = d->idle_ns ? d->idle_ns : d->o.poll_ns;
+	uint64_t most = d->o.poll_ns * 10 > 2000000000ull ? d->o.poll_ns : d->o.poll_ns * 10;
+
+	/* idle: each quiet wake-up doubles the next nap, up to 10 x the poll
+	 * interval (at most 2 s); a producer's wake-up or any work resets it.
+	 * Records read but not yet written are waited for rather than the
+	 * timer */
+	d->idle_ns = ns * 2 < most ? ns * 2 : most;
+	nap(d, ns, true);
+}
+
+void drain_yield(struct drain *d)
+{
+	nap(d, DRAIN_YIELD_NS, false);
 }
 
 int drain_finish(struct drain *d)

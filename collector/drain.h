@@ -78,8 +78,18 @@ bool drain_behind(const struct drain *d);
  * moved, and of the ring's sequences not yet written out. */
 uint32_t drain_backlog(const struct drain *d);
 
-/* Sleeps until producers wake us or poll_ns passes. */
+/* Sleeps until producers wake us or poll_ns passes: after a pass that
+ * found nothing. */
 void drain_sleep(struct drain *d);
+
+/* Whether, at now_ns, the drain has been awake long since its last nap
+ * (DRAIN_AWAKE_MOST_NS, 1 ms) with its backlog under a sixteenth: then it
+ * yields (drain.c says why). */
+bool drain_awake_long(const struct drain *d, uint64_t now_ns);
+
+/* A nap of 50 us, which producers can cut short, though records wait: a
+ * producer the drain took the CPU from gets it back. */
+void drain_yield(struct drain *d);
 
 /* Drains everything, writes the end frame, fsyncs. Returns 0 or -errno. */
 int drain_finish(struct drain *d);

@@ -40,6 +40,7 @@ struct drain {
 	struct parts *parts;		/* the parts ended, for --max-files */
 	struct shmt_loss loss_sent;	/* the counters of the last LOSS frame */
 	uint64_t idle_ns;	/* next nap; grows while nothing happens */
+	uint64_t awake_since;	/* when the last nap ended, or the session began */
 	struct shmt_record *scratch;	/* DRAIN_BATCH records */
 	struct hold hold;		/* the claim, blocks moved and adopted */
 	uint64_t start_seq;		/* ring sequence we started from */

@@ -569,8 +569,12 @@ static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, cons
 		streamer_poll(stream, drain_behind(d));
 		if (*retired && (pass(*retired, false) < 0 || !drain_live_writers(*retired)))
 			finish_retired(retired, rpath);
-		if (ret == 0 && (stopping || !stop_requested()))
+		if (!stopping && stop_requested())
+			continue;
+		if (ret == 0)
 			drain_sleep(d);
+		else if (drain_awake_long(d, shmt_mono_ns()))
+			drain_yield(d);
 	}
 	if (*retired)
 		finish_retired(retired, rpath);

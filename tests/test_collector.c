@@ -5,7 +5,8 @@
  * counted; torn slots skipped and counted; a lock held by an owner nobody
  * sees die; rotation; threads opening and closing handles; exact overwrite
  * accounting; two drain sessions in one process; when the drain says it
- * is behind; the lock held for a few blocks at a time.
+ * is behind, and when it yields the CPU though records wait; the lock held
+ * for a few blocks at a time.
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include "collector_run.h"
 #include "drain.h"
 #include "hold.h"
+#include "priority.h"
 #include "source.h"
 
 static void test_every_record_exactly_once(void **state)
@@ -447,31 +449,40 @@ static void test_two_sessions_in_one_process_keep_their_strings(void **state)
  * drain says it is behind (the live stream is paused then), and says so no
  * more once a pass copied all there was.
  */
-static void test_drain_behind_until_a_pass_copies_all_there_is(void **state)
+/* A ring of 1 << 18 records holding n spans written with no collector,
+ * and a drain session opened on it, polling every millisecond. */
+static struct drain *drain_on_filled_ring(const char *ring, char out[256], uint32_t n)
 {
-	const char *ring = test_ring_name("behind");
 	struct shmtrace_ring_config c = { .capacity = 1 << 18 };
-	struct drain_opts o = { .ring = ring, .poll_ns = 1000000 };
-	const uint32_t n = 8 * DRAIN_BATCH;
-	char out[256];
+	struct drain_opts o = { .ring = ring, .output = out, .poll_ns = 1000000 };
 	struct drain *d;
 	shmtrace_t *t;
 	uint32_t cat;
-	long got, total = 0;
-	int passes = 0;
 
-	(void)state;
-	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
-	o.output = out;
+	snprintf(out, 256, "/tmp/%s.cap", ring);
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
 	assert_int_equal(shmtrace_open(ring, &t), 0);
-	cat = shmtrace_intern(t, "behind");
+	cat = shmtrace_intern(t, "filled");
 	for (uint32_t i = 0; i < n; i++)
 		assert_int_equal(shmtrace_span(t, cat, cat, i, i + 1, 0), 0);
 	shmtrace_close(t);
 	d = drain_new();
 	assert_non_null(d);
 	assert_int_equal(drain_open(d, &o), 0);
+	return d;
+}
+
+static void test_drain_behind_until_a_pass_copies_all_there_is(void **state)
+{
+	const char *ring = test_ring_name("behind");
+	const uint32_t n = 8 * DRAIN_BATCH;
+	char out[256];
+	struct drain *d;
+	long got, total = 0;
+	int passes = 0;
+
+	(void)state;
+	d = drain_on_filled_ring(ring, out, n);
 	assert_false(drain_behind(d));
 	got = drain_pass(d, false);
 	assert_int_equal(got, 4 * DRAIN_BATCH);
@@ -482,6 +493,44 @@ static void test_drain_behind_until_a_pass_copies_all_there_is(void **state)
 	assert_false(drain_behind(d));
 	assert_true(passes >= 1);
 	assert_int_equal(total, n);
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * A drain awake a millisecond since its last nap yields, though records
+ * wait, only while they are under a sixteenth of the ring: with more it
+ * runs on, however long it has been awake; a nap starts the millisecond
+ * again.
+ */
+static void test_drain_yields_a_millisecond_after_its_nap_under_a_sixteenth(void **state)
+{
+	const char *ring = test_ring_name("yield");
+	const uint64_t ms = 1000000;
+	char out[256];
+	struct drain *d;
+	uint64_t before, after;
+	int passes = 0;
+
+	(void)state;
+	/* a pass copies 4 x DRAIN_BATCH: a sixteenth of the ring is left */
+	d = drain_on_filled_ring(ring, out, 6 * DRAIN_BATCH);
+	assert_int_equal(drain_pass(d, false), 4 * DRAIN_BATCH);
+	assert_true(drain_backlog(d) >= PRIO_BACKLOG_FULL / 16);
+	assert_false(drain_awake_long(d, shmt_mono_ns() + 10000 * ms));
+	/* all copied and written: nothing waits */
+	while (drain_backlog(d) > 0 && passes++ < 1000)
+		if (drain_pass(d, false) == 0)
+			drain_sleep(d);
+	assert_int_equal(drain_backlog(d), 0);
+	assert_true(drain_awake_long(d, shmt_mono_ns() + ms));
+	before = shmt_mono_ns();
+	drain_yield(d);
+	after = shmt_mono_ns();
+	assert_false(drain_awake_long(d, before + ms - 1));
+	assert_true(drain_awake_long(d, after + ms));
 	assert_int_equal(drain_finish(d), 0);
 	drain_free(d);
 	unlink(out);
@@ -972,6 +1021,7 @@ int main(void)
 		cmocka_unit_test(test_overwrite_mode_accounts_every_record_under_load),
 		cmocka_unit_test(test_two_sessions_in_one_process_keep_their_strings),
 		cmocka_unit_test(test_drain_behind_until_a_pass_copies_all_there_is),
+		cmocka_unit_test(test_drain_yields_a_millisecond_after_its_nap_under_a_sixteenth),
 		cmocka_unit_test(test_busy_collector_comes_back_before_its_poll_interval),
 		cmocka_unit_test(test_each_hold_of_the_lock_moves_a_few_blocks),
 		cmocka_unit_test(test_idle_threads_blocks_are_moved_a_few_at_a_time),

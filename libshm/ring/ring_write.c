@@ -253,7 +253,7 @@ void shmt_wake_collector(struct shmt_view *v)
 {
 	struct shmt_header *h = v->h;
 
-	/* pairs with the collector's fence in drain_sleep(): our head,
+	/* pairs with the collector's fence in its nap (collector/drain.c): our head,
 	 * full_blocks and state stores before our look at its flag (one in
 	 * a block's worth of calls) */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
