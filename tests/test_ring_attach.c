@@ -278,11 +278,49 @@ static void test_api_open_wait(void **state)
 	assert_int_equal(as.attached, 1);
 	assert_int_equal(as.late, 1);
 	assert_int_equal(as.reattaches, 0);
+	/* attached inside a span call: no page read ahead there */
+	assert_int_equal(t->cur->prefaulted, 0);
 	shmtrace_close(t);
 	ring_dump(ring, &d);
 	assert_int_equal(d.n, 501);
 	assert_true(slot_flags(ring, (uint32_t)getpid()) & SHMT_THREAD_LATE);
 	free(d.recs);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * shmtrace_open() reads every page of the ring once, so that span calls
+ * do not pay the first touch of a page (in a guest whose page tables the
+ * hypervisor shadows, several microseconds each); SHMTRACE_PREFAULT=0
+ * leaves the pages to the calls.
+ */
+static void test_open_reads_every_page_ahead_unless_prefault_is_0(void **state)
+{
+	const char *ring = test_ring_name("prefault");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	const char *const values[] = { NULL, "1", "0" };
+	shmtrace_t *t;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		uint64_t pages;
+
+		if (values[i])
+			setenv("SHMTRACE_PREFAULT", values[i], 1);
+		else
+			unsetenv("SHMTRACE_PREFAULT");
+		assert_int_equal(shmtrace_open(ring, &t), 0);
+		pages = t->cur->v.size / 4096;
+		assert_true(pages > 1);
+		assert_int_equal(t->cur->v.size % 4096, 0);
+		/* only "0" turns it off */
+		assert_int_equal(t->cur->prefaulted, strcmp(values[i] ? values[i] : "", "0") == 0 ? 0 : pages);
+		assert_int_equal(shmtrace_span(t, 0, 0, 1, 2, 0), 0);
+		shmtrace_close(t);
+	}
+	unsetenv("SHMTRACE_PREFAULT");
 	shmtrace_ring_unlink(ring);
 }
 
@@ -293,6 +331,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_late_attach_to_collector_create),
 		cmocka_unit_test(test_macros_reattach),
 		cmocka_unit_test(test_api_open_wait),
+		cmocka_unit_test(test_open_reads_every_page_ahead_unless_prefault_is_0),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--late-child"))

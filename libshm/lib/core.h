@@ -44,6 +44,7 @@ struct shmt_att {
 	uint64_t wedged_wait;		/* ... for waits no longer than the one that timed out */
 	uint64_t dead_scan_ns;		/* when a thread last read /proc for dead owners' blocks */
 	uint32_t slot_flags;		/* SHMT_THREAD_* for the name slots */
+	uint64_t prefaulted;		/* pages read ahead at open (shmt_view_prefault) */
 	/* blocks claimed through this attachment, one bit each (atomic):
 	 * close frees these and no others, so closing one handle never
 	 * touches what another handle's threads write */

@@ -35,6 +35,18 @@ static void lock_timeouts_from_env(shmtrace_t *t)
 	t->lock_timeout_ns = t->full_wait_ns = v * 1000000ull;
 }
 
+/* The first touch of each page of the ring in this process, paid here
+ * rather than by span calls (shmt_view_prefault()), unless
+ * SHMTRACE_PREFAULT=0. Only at open: a handle that attaches later does so
+ * inside a call, where reading the whole ring would be the stall it saves. */
+static void prefault_unless_told(struct shmt_att *a)
+{
+	const char *e = getenv("SHMTRACE_PREFAULT");
+
+	if (!(e && strcmp(e, "0") == 0))
+		a->prefaulted = shmt_view_prefault(&a->v);
+}
+
 static int handle_open(const char *name, bool wait, shmtrace_t **out)
 {
 	shmtrace_t *t;
@@ -59,9 +71,10 @@ static int handle_open(const char *name, bool wait, shmtrace_t **out)
 		free(t);
 		return ret;
 	}
-	if (t->cur)
+	if (t->cur) {
 		shmt_clock_adopt(&t->cur->v.clock);
-	else
+		prefault_unless_told(t->cur);
+	} else
 		t->last_look_ns = shmt_mono_ns();
 
 	ret = shmt_registry_add(t);

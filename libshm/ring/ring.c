@@ -315,6 +315,18 @@ int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, 
 	return 0;
 }
 
+uint64_t shmt_view_prefault(const struct shmt_view *v)
+{
+	const volatile unsigned char *p = v->base;
+	uint64_t pages = 0;
+
+	if (!p)
+		return 0;
+	for (size_t off = 0; off < v->size; off += 4096, pages++)
+		(void)__atomic_load_n(&p[off], __ATOMIC_RELAXED);
+	return pages;
+}
+
 void shmt_view_close(struct shmt_view *v)
 {
 	if (v->base)

@@ -438,8 +438,9 @@ static int case_loop(const char *tag, loop_fn loop)
 	t = ring_open(name);
 	cat = shmtrace_intern(t, "bench");
 	nm = shmtrace_intern(t, "span");
-	/* warm-up: one lap of the ring, so this process has every page of it
-	 * mapped (a first touch costs ~5 us per page on this VM) */
+	/* warm-up: one lap of the ring, so that every block and slot was
+	 * written by this process before (shmtrace_open() has read each page
+	 * ahead; the lap warms the caches and the collector's path too) */
 	loop(t, cat, nm, g_n > RING_CAP ? g_n : RING_CAP);
 	shmtrace_flush(t);
 	wait_drained(5000);
