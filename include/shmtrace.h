@@ -128,9 +128,11 @@ int shmtrace_ring_unlink(const char *name);
  * It reads a byte of every page of the ring before it returns, so that the
  * first touch of a page is paid here and not in a span call: on some
  * virtual machines that is several microseconds a page (about 65 ms for
- * the default ring of 50 MiB, against 2 ms without, on this project's). SHMTRACE_PREFAULT=0 leaves the pages to the calls. A
- * handle that attaches later (shmtrace_open_wait(), a ring made again)
- * attaches inside a call and reads nothing ahead.
+ * the default ring of 50 MiB, against 2 ms without, on this project's).
+ * SHMTRACE_PREFAULT=0 leaves the pages to the calls. A handle that
+ * attaches later (shmtrace_open_wait(), a ring made again) attaches
+ * inside a call and reads nothing ahead; a child of fork() starts with
+ * no page touched and pays the first touches in its calls.
  */
 int shmtrace_open(const char *name, shmtrace_t **out);
 
