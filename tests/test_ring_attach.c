@@ -290,8 +290,8 @@ static void test_api_open_wait(void **state)
 
 /*
  * shmtrace_open() reads every page of the ring once, so that span calls
- * do not pay the first touch of a page (in a guest whose page tables the
- * hypervisor shadows, several microseconds each); SHMTRACE_PREFAULT=0
+ * do not pay the first touch of a page (several microseconds each on some
+ * virtual machines, this project's among them); SHMTRACE_PREFAULT=0
  * leaves the pages to the calls.
  */
 static void test_open_reads_every_page_ahead_unless_prefault_is_0(void **state)
