@@ -86,20 +86,37 @@ static inline int stop(pid_t pid, int sig)
 
 /* A producer process writing n spans on ring (fill()'s), then exiting;
  * with each, every span flushed at once: copied into its slot, where with
- * no collector a full block would be sequenced in place. */
+ * no collector a full block would be sequenced in place. Exits 3 if the
+ * open fails, 4 if a call is refused, saying which on stderr. */
 static inline void produce_flushed(const char *ring, uint64_t n, bool each)
 {
 	shmtrace_t *t;
 	uint64_t ts, dur, flow;
+	int err;
 
-	if (shmtrace_open(ring, &t) < 0)
+	err = shmtrace_open(ring, &t);
+	if (err < 0) {
+		fprintf(stderr, "producer %d: shmtrace_open(%s): %s\n", (int)getpid(), ring,
+			strerror(-err));
 		_exit(3);
+	}
 	for (uint64_t i = 0; i < n; i++) {
 		fill(i, &ts, &dur, &flow);
-		if (shmtrace_span(t, 2, 1, ts, ts + dur, flow) < 0 && (i == 0 || each))
+		err = shmtrace_span(t, 2, 1, ts, ts + dur, flow);
+		/* a lock wait timed out or the ring was full: the record is
+		 * dropped and counted, which the caller's tally checks; any
+		 * other refusal of the first span means nothing was written */
+		if (err < 0 && (each || (i == 0 && err != -ETIMEDOUT && err != -ENOSPC))) {
+			fprintf(stderr, "producer %d: span %llu: %s\n", (int)getpid(),
+				(unsigned long long)i, strerror(-err));
 			_exit(4);
-		if (each && shmtrace_flush(t) < 0)
+		}
+		err = each ? shmtrace_flush(t) : 0;
+		if (err < 0) {
+			fprintf(stderr, "producer %d: flush after span %llu: %s\n", (int)getpid(),
+				(unsigned long long)i, strerror(-err));
 			_exit(4);
+		}
 	}
 	shmtrace_close(t);
 	_exit(0);
