@@ -149,6 +149,42 @@ static void test_flow_roles_as_chrome(void **state)
 	free(json);
 }
 
+/*
+ * Timestamps: each track's on a clock of its own, as the time since its
+ * last event: thread 100's spans, then thread 201's, earlier, are all
+ * deltas. Then 70 threads, more than the clocks, each with one span and
+ * each earlier than the one before: the tracks that share a clock with
+ * one ahead of them are written absolute. Either way the trace
+ * processor's reading of the clocks gives the Chrome export's times.
+ */
+static void test_timestamps_as_deltas_per_track(void **state)
+{
+	struct shmt_record r[80];
+	const char *said;
+	size_t n = 0;
+
+	(void)state;
+	if (!have_protoc())
+		skip();
+	for (uint64_t i = 0; i < 10; i++)
+		r[n++] = (struct shmt_record)R(1000 + 1000 * i, 400, 0, 100, 100, S_A, SPAN);
+	for (uint64_t i = 0; i < 10; i++)
+		r[n++] = (struct shmt_record)R(500 + 1000 * i, 400, 0, 200, 201, S_B, SPAN);
+	put_records(tmp("t.cap"), r, n);
+	compare("", "--expect-flows 0 --expect-unfinished 0");
+	expect_in(tmp("check.out"), "20 slices and instants");
+	said = "as deltas, 0 absolute";
+	expect_in(tmp("check.out"), said);
+
+	for (n = 0; n < 70; n++)
+		r[n] = (struct shmt_record)R(100000 - 1000 * n, 400, 0, 300, (uint32_t)(300 + n), S_C,
+					     SPAN);
+	put_records(tmp("t.cap"), r, n);
+	compare("", "--expect-flows 0 --expect-unfinished 0");
+	expect_in(tmp("check.out"), "70 slices and instants");
+	expect_not_in(tmp("check.out"), said);
+}
+
 /* The trace goes to stdout with -o -: the same bytes as to a file. */
 static void test_stdout(void **state)
 {
@@ -224,6 +260,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nesting_as_chrome),
 		cmocka_unit_test(test_flow_roles_as_chrome),
+		cmocka_unit_test(test_timestamps_as_deltas_per_track),
 		cmocka_unit_test(test_stdout),
 		cmocka_unit_test(test_failures),
 	};

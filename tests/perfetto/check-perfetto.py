@@ -62,17 +62,78 @@ def one(msg, key, default=None):
     return v[0] if v else default
 
 
+BOOTTIME = 6
+
+
+class Clocks:
+    """Packet timestamps as the trace processor reads them, in file order:
+    on the packet's timestamp_clock_id, else the sequence's default one
+    (trace_packet_defaults), else the trace's time. A clock other than
+    BOOTTIME (the trace's time) goes through the last ClockSnapshot that
+    has it and BOOTTIME; an incremental clock's timestamp adds to its last
+    value on the sequence, the snapshot's to begin with."""
+
+    def __init__(self):
+        self.default, self.snap, self.last = None, {}, {}
+        self.deltas = self.absolute = 0
+
+    def cleared(self):
+        self.default = None
+
+    def defaults(self, d):
+        self.default = one(d, 'timestamp_clock_id')
+
+    def snapshot(self, i, cs):
+        clocks = {}
+        for c in cs.get('clocks', []):
+            if one(c, 'unit_multiplier_ns', 1) != 1:
+                fail(f"packet {i}: clock {one(c, 'clock_id')} is not in ns")
+            clocks[one(c, 'clock_id')] = (one(c, 'timestamp', 0),
+                                          one(c, 'is_incremental', 'false') in (1, 'true'))
+        if BOOTTIME not in clocks:
+            fail(f"packet {i}: a clock snapshot without BOOTTIME")
+        for cid, (ts, inc) in clocks.items():
+            self.snap[cid] = (ts, inc, clocks[BOOTTIME][0])
+            if inc:
+                self.last[cid] = ts
+
+    def time(self, i, p):
+        ts = one(p, 'timestamp')
+        cid = one(p, 'timestamp_clock_id') or self.default
+        if ts is None or cid in (None, BOOTTIME):
+            self.absolute += ts is not None
+            return ts
+        if cid not in self.snap:
+            fail(f"packet {i}: timestamp on clock {cid}, which no snapshot gave")
+        base, inc, boot = self.snap[cid]
+        if inc:
+            self.last[cid] += ts
+            ts = self.last[cid]
+            self.deltas += 1
+        else:
+            self.absolute += 1
+        return ts - base + boot
+
+
 class Proto:
     """The packets in file order: tracks, interned strings, events."""
 
     def __init__(self, packets):
         self.tracks, self.events = {}, []
+        self.clocks = Clocks()
         interned = {k: {} for k in ('event_names', 'event_categories', 'debug_annotation_names')}
         if not packets or not one(packets[0], 'sequence_flags', 0) & 1:
             fail("the first packet does not clear the sequence's incremental state")
         for i, p in enumerate(packets):
             if one(p, 'trusted_packet_sequence_id') != 1:
                 fail(f"packet {i}: not on sequence 1")
+            if one(p, 'sequence_flags', 0) & 1:
+                self.clocks.cleared()
+            if 'trace_packet_defaults' in p:
+                self.clocks.defaults(one(p, 'trace_packet_defaults'))
+            if 'clock_snapshot' in p:
+                self.clocks.snapshot(i, one(p, 'clock_snapshot'))
+                continue
             for d in p.get('interned_data', []):
                 for k, table in interned.items():
                     for e in d.get(k, []):
@@ -114,7 +175,7 @@ class Proto:
             if 'bool_value' in a:
                 val = one(a, 'bool_value') in (1, 'true')
             args.append((key, val))
-        self.events.append(dict(i=i, ts=one(p, 'timestamp'), type=one(te, 'type'),
+        self.events.append(dict(i=i, ts=self.clocks.time(i, p), type=one(te, 'type'),
                                 track=one(te, 'track_uuid'), name=name, cat=','.join(cats),
                                 args=args, flows=te.get('flow_ids', []),
                                 term=te.get('terminating_flow_ids', []),
@@ -397,7 +458,8 @@ def main():
     print(f"check-perfetto: {len(cs)} slices and instants, {len(flows)} flows, "
           f"{len(cm['counters'])} counters, {sum(len(c['args']) for c in cs)} arguments and "
           f"{len(cm['losses'])} loss instants as in the Chrome export; deepest nesting "
-          f"{max([c['depth'] for c in cs] or [0])}" +
+          f"{max([c['depth'] for c in cs] or [0])}; timestamps: {pr.clocks.deltas} as deltas, "
+          f"{pr.clocks.absolute} absolute" +
           (f"; {len(bad)} threads with spans that overlap, compared without end and depth"
            if bad else ""))
 

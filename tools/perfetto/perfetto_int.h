@@ -29,6 +29,8 @@
 /* the export's one packet sequence, and the track of its own events */
 #define PF_SEQ		1u
 #define PF_UUID_SELF	1u
+/* the sequence's incremental clocks of timestamps, ids 64 on */
+#define PF_CLOCKS	64u
 
 /* TrackEvent.Type */
 #define PF_SLICE_BEGIN	1u
@@ -122,6 +124,12 @@ struct pf {
 	struct u64map procs;	/* pid -> its track's uuid */
 	struct u64map counters;	/* pid << 32 | cat << 16 | name -> its track's uuid */
 	uint64_t next_uuid;
+	/* the timestamps' incremental clocks (put_ts()): each one's time,
+	 * and which each track's events are on (track uuid -> clock + 1) */
+	uint64_t clock_ts[PF_CLOCKS];
+	uint8_t *track_clock;
+	size_t ntrack_clock;
+	uint32_t next_clock;
 	uint64_t *interned[3];	/* per name space (pf_ns): the iids written */
 	uint32_t unknown_iid;	/* of "?", for ids that name no string */
 	struct obuf out;

@@ -20,14 +20,28 @@
 /* Trace */
 #define TRACE_PACKET		1
 /* TracePacket */
+#define PKT_CLOCK_SNAPSHOT	6
 #define PKT_TIMESTAMP		8
 #define PKT_SEQUENCE_ID		10	/* trusted_packet_sequence_id */
 #define PKT_TRACK_EVENT		11
 #define PKT_INTERNED_DATA	12
 #define PKT_SEQUENCE_FLAGS	13
+#define PKT_TIMESTAMP_CLOCK_ID	58
+#define PKT_DEFAULTS		59	/* trace_packet_defaults */
 #define PKT_TRACK_DESCRIPTOR	60
 #define SEQ_INCREMENTAL_STATE_CLEARED	1
 #define SEQ_NEEDS_INCREMENTAL_STATE	2
+/* TracePacketDefaults */
+#define TPD_TIMESTAMP_CLOCK_ID	58
+/* ClockSnapshot, ClockSnapshot.Clock */
+#define CS_CLOCKS		1
+#define CLK_ID			1
+#define CLK_TIMESTAMP		2
+#define CLK_INCREMENTAL		3
+/* clock ids: the trace's time, and the sequence's own (64-127): the
+ * default and the PF_CLOCKS incremental ones (put_ts()) */
+#define PF_CLOCK_BOOTTIME	6
+#define PF_CLOCK_DELTA		64
 /* TrackDescriptor, ProcessDescriptor, ThreadDescriptor, CounterDescriptor */
 #define TD_UUID			1
 #define TD_NAME			2
@@ -87,6 +101,8 @@ void packet_free(struct pf *pf)
 		free(pf->interned[i]);
 		pf->interned[i] = NULL;
 	}
+	free(pf->track_clock);
+	pf->track_clock = NULL;
 	ob_free(&pf->out);
 	u64map_free(&pf->threads);
 	u64map_free(&pf->procs);
@@ -120,18 +136,92 @@ static void put_text(struct pf *pf, uint32_t field, uint32_t id)
 	pb_string(&pf->out, field, s, len);
 }
 
+/* One clock of a ClockSnapshot at time 0. */
+static void put_clock(struct obuf *b, uint32_t id, bool incremental)
+{
+	size_t c = pb_begin(b, CS_CLOCKS);
+
+	pb_uint(b, CLK_ID, id);
+	pb_uint(b, CLK_TIMESTAMP, 0);
+	if (incremental)
+		pb_uint(b, CLK_INCREMENTAL, 1);
+	pb_end(b, c);
+}
+
+/*
+ * The sequence's start: its incremental state cleared, the export's own
+ * track, the default clock of its packets' timestamps (the first of
+ * put_ts()'s), and a snapshot of its clocks: PF_CLOCKS of the sequence's
+ * own, incremental, each equal to BOOTTIME (the trace's time) at 0, so
+ * that they count in the ring's nanoseconds.
+ */
 void packet_start(struct pf *pf)
 {
 	struct obuf *b = &pf->out;
-	size_t pk = pb_begin(b, TRACE_PACKET), td;
+	size_t pk = pb_begin(b, TRACE_PACKET), td, in;
 
 	pb_uint(b, PKT_SEQUENCE_ID, PF_SEQ);
 	td = pb_begin(b, PKT_TRACK_DESCRIPTOR);
 	pb_uint(b, TD_UUID, PF_UUID_SELF);
 	pb_string(b, TD_NAME, "shmtrace", 8);
 	pb_end(b, td);
+	in = pb_begin(b, PKT_DEFAULTS);
+	pb_uint(b, TPD_TIMESTAMP_CLOCK_ID, PF_CLOCK_DELTA);
+	pb_end(b, in);
 	pb_uint(b, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
 	pb_end(b, pk);
+
+	pk = pb_begin(b, TRACE_PACKET);
+	pb_uint(b, PKT_SEQUENCE_ID, PF_SEQ);
+	in = pb_begin(b, PKT_CLOCK_SNAPSHOT);
+	for (uint32_t c = 0; c < PF_CLOCKS; c++)
+		put_clock(b, PF_CLOCK_DELTA + c, true);
+	put_clock(b, PF_CLOCK_BOOTTIME, false);
+	pb_end_long(b, in);
+	pb_end(b, pk);
+	memset(pf->clock_ts, 0, sizeof(pf->clock_ts));
+}
+
+/* The incremental clock of track uuid's events: the tracks take the
+ * clocks in the order of their first event, the default one first;
+ * PF_CLOCKS when there is no memory to say. */
+static uint32_t clock_of(struct pf *pf, uint64_t uuid)
+{
+	if (uuid >= pf->ntrack_clock) {
+		size_t n = pf->ntrack_clock;
+
+		if (uuid >= SIZE_MAX / 2 ||
+		    array_reserve(&pf->track_clock, &pf->ntrack_clock, (size_t)uuid + 1, 1, 64) < 0)
+			return PF_CLOCKS;
+		memset(pf->track_clock + n, 0, pf->ntrack_clock - n);
+	}
+	if (!pf->track_clock[uuid])
+		pf->track_clock[uuid] = (uint8_t)(pf->next_clock++ % PF_CLOCKS + 1);
+	return pf->track_clock[uuid] - 1u;
+}
+
+/*
+ * A packet's timestamp. On its track's incremental clock, the time since
+ * the clock's last packet, where ts is not before it: a thread's events
+ * in a row mostly, two or three bytes instead of eight (and the clock's
+ * id, three more, but for the default clock's track). Else absolute, on
+ * BOOTTIME, named: a span is written after those it encloses, its begin
+ * before their ends; a track that shares its clock (over PF_CLOCKS
+ * tracks) may be behind another.
+ */
+static void put_ts(struct pf *pf, uint64_t track, uint64_t ts)
+{
+	uint32_t c = clock_of(pf, track);
+
+	if (c < PF_CLOCKS && ts >= pf->clock_ts[c]) {
+		pb_uint(&pf->out, PKT_TIMESTAMP, ts - pf->clock_ts[c]);
+		if (c)
+			pb_uint(&pf->out, PKT_TIMESTAMP_CLOCK_ID, PF_CLOCK_DELTA + c);
+		pf->clock_ts[c] = ts;
+		return;
+	}
+	pb_uint(&pf->out, PKT_TIMESTAMP, ts);
+	pb_uint(&pf->out, PKT_TIMESTAMP_CLOCK_ID, PF_CLOCK_BOOTTIME);
 }
 
 /* Opens a descriptor packet of track uuid (under parent, if not 0);
@@ -284,10 +374,10 @@ static void put_flag(struct obuf *b, const char *name)
 
 /* A packet of one TrackEvent without interned strings; returns the marks
  * to close (pk, te). */
-static void plain_begin(struct pf *pf, uint64_t ts, size_t *pk, size_t *te)
+static void plain_begin(struct pf *pf, uint64_t track, uint64_t ts, size_t *pk, size_t *te)
 {
 	*pk = pb_begin(&pf->out, TRACE_PACKET);
-	pb_uint(&pf->out, PKT_TIMESTAMP, ts);
+	put_ts(pf, track, ts);
 	pb_uint(&pf->out, PKT_SEQUENCE_ID, PF_SEQ);
 	*te = pb_begin(&pf->out, PKT_TRACK_EVENT);
 }
@@ -302,7 +392,7 @@ static void packet_trigger(struct pf *pf, uint64_t track, const struct pf_ev *ev
 	size_t len, pk, te;
 
 	source_trigger_label(pf->src, &r, label, sizeof(label), &len);
-	plain_begin(pf, ev->ts, &pk, &te);
+	plain_begin(pf, track, ev->ts, &pk, &te);
 	pb_string(&pf->out, TE_CATEGORIES, "shmtrace", 8);
 	pb_uint(&pf->out, TE_TYPE, PF_INSTANT);
 	pb_uint(&pf->out, TE_TRACK_UUID, track);
@@ -332,7 +422,7 @@ void packet_event(struct pf *pf, uint64_t track, const struct pf_ev *ev)
 	for (size_t i = 0; i < n; i++)
 		isnew[i] = fresh(pf, ns[i], iid[i]);
 	pk = pb_begin(b, TRACE_PACKET);
-	pb_uint(b, PKT_TIMESTAMP, ev->ts);
+	put_ts(pf, track, ev->ts);
 	pb_uint(b, PKT_SEQUENCE_ID, PF_SEQ);
 	te = pb_begin(b, PKT_TRACK_EVENT);
 	pb_uint(b, TE_CATEGORY_IIDS, iid[1]);
@@ -359,7 +449,7 @@ void packet_end(struct pf *pf, uint64_t track, uint64_t ts)
 {
 	size_t pk, te;
 
-	plain_begin(pf, ts, &pk, &te);
+	plain_begin(pf, track, ts, &pk, &te);
 	pb_uint(&pf->out, TE_TYPE, PF_SLICE_END);
 	pb_uint(&pf->out, TE_TRACK_UUID, track);
 	end_both(pf, pk, te);
@@ -373,7 +463,7 @@ int packet_counter(struct pf *pf, uint32_t pid, uint32_t cat, uint32_t name, uin
 
 	if (!track)
 		return -ENOMEM;
-	plain_begin(pf, ts, &pk, &te);
+	plain_begin(pf, track, ts, &pk, &te);
 	pb_uint(&pf->out, TE_TYPE, PF_COUNTER);
 	pb_uint(&pf->out, TE_TRACK_UUID, track);
 	pb_uint(&pf->out, TE_COUNTER_VALUE, (uint64_t)v);
@@ -391,7 +481,7 @@ void packet_self_at(struct pf *pf, uint64_t ts, const char *name, const struct p
 	struct obuf *b = &pf->out;
 	size_t pk, te;
 
-	plain_begin(pf, ts, &pk, &te);
+	plain_begin(pf, PF_UUID_SELF, ts, &pk, &te);
 	pb_string(b, TE_CATEGORIES, "shmtrace", 8);
 	for (; kv && kv->key; kv++) {
 		size_t da = pb_begin(b, TE_DEBUG_ANNOTATIONS);
