@@ -190,8 +190,8 @@ static uint32_t clock_of(struct pf *pf, uint64_t uuid)
 	if (uuid >= pf->ntrack_clock) {
 		size_t n = pf->ntrack_clock;
 
-		if (uuid >= SIZE_MAX / 2 ||
-		    array_reserve(&pf->track_clock, &pf->ntrack_clock, (size_t)uuid + 1, 1, 64) < 0)
+		/* uuids are the export's own count of tracks */
+		if (array_reserve(&pf->track_clock, &pf->ntrack_clock, (size_t)uuid + 1, 1, 64) < 0)
 			return PF_CLOCKS;
 		memset(pf->track_clock + n, 0, pf->ntrack_clock - n);
 	}
