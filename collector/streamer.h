@@ -22,7 +22,7 @@ enum {
 	STREAMER_OPT_FIRST = 0x1000,
 	STREAMER_OPT_ENDPOINT = STREAMER_OPT_FIRST, STREAMER_OPT_SERVICE, STREAMER_OPT_HEADER,
 	STREAMER_OPT_PROTOCOL, STREAMER_OPT_COMPRESSION, STREAMER_OPT_SAMPLE,
-	STREAMER_OPT_MAX_LAG, STREAMER_OPT_HOLD, STREAMER_OPT_BATCH, STREAMER_OPT_LAST,
+	STREAMER_OPT_MAX_LAG, STREAMER_OPT_HOLD, STREAMER_OPT_MAX_HELD, STREAMER_OPT_BATCH, STREAMER_OPT_LAST,
 };
 
 #define STREAMER_LONGOPTS \
@@ -34,6 +34,7 @@ enum {
 	{ "otlp-sample", required_argument, NULL, STREAMER_OPT_SAMPLE }, \
 	{ "otlp-max-lag", required_argument, NULL, STREAMER_OPT_MAX_LAG }, \
 	{ "otlp-hold", required_argument, NULL, STREAMER_OPT_HOLD }, \
+	{ "otlp-max-held", required_argument, NULL, STREAMER_OPT_MAX_HELD }, \
 	{ "otlp-batch", required_argument, NULL, STREAMER_OPT_BATCH }
 
 #define STREAMER_HELP \
@@ -51,6 +52,9 @@ enum {
 "      --otlp-max-lag SECONDS  skip ahead when the stream is this far behind\n" \
 "                           (default 600; 0: never)\n" \
 "      --otlp-hold SECONDS  how long a span waits for the span around it (default 5)\n" \
+"      --otlp-max-held N    events the stream holds for their trees at most, what\n" \
+"                           its memory grows with (default 262144): past it, the\n" \
+"                           oldest go as they are\n" \
 "      --otlp-batch N       spans per request at most (default 8192)\n"
 
 #define STREAMER_MAX_ARGS	96

@@ -4,10 +4,11 @@
  * run again, it goes on from its checkpoint, sending nothing twice;
  * --otlp-sample keeps the flows' traces, or the same fraction of traces
  * on every run; records further behind than --otlp-max-lag are skipped
- * and counted; it waits while its collector's drain is behind; the
- * collector starts its stream again when it stops; the
- * spans a killed producer was inside go out unfinished; bad options are
- * one line and exit 2, from the stream or the collector.
+ * and counted; past --otlp-max-held events held, the oldest go out
+ * without the span around them; it waits while its collector's drain is
+ * behind; the collector starts its stream again when it stops; the spans
+ * a killed producer was inside go out unfinished; bad options are one
+ * line and exit 2, from the stream or the collector.
  */
 #include <poll.h>
 #include <sys/inotify.h>
@@ -149,15 +150,27 @@ static void test_sampling_keeps_flows_or_a_ratio_of_traces(void **state)
 
 /* A capture whose records are an hour old: past --otlp-max-lag 60 each is
  * skipped and counted; with 0, none. */
+/* Ends the capture in b, of that many records, and writes it to path. */
+static void capture_end(const char *path, msgpack_sbuffer *b, uint64_t records)
+{
+	struct shmt_cap_end e = { .records = records };
+	FILE *f;
+
+	assert_int_equal(shmt_cap_put_end(b, &e), 0);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b->data, 1, b->size, f), b->size);
+	fclose(f);
+	msgpack_sbuffer_destroy(b);
+}
+
 static void old_capture(const char *path, int n)
 {
 	struct timespec now;
 	struct shmt_cap_header h = { .run_id = 77, .ring_capacity = 4096, .mono0 = 1000,
 				     .collector_pid = 1 };
 	const struct shmt_cap_string s[] = { { 1, 3, "old" } };
-	struct shmt_cap_end e = { .records = (uint64_t)n };
 	msgpack_sbuffer b;
-	FILE *f;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	h.realtime0 = ((uint64_t)now.tv_sec - 3600) * 1000000000ull;
@@ -173,12 +186,7 @@ static void old_capture(const char *path, int n)
 
 		assert_int_equal(shmt_cap_put_records(&b, (uint64_t)i, &r, 1), 0);
 	}
-	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	assert_int_equal(fwrite(b.data, 1, b.size, f), b.size);
-	fclose(f);
-	msgpack_sbuffer_destroy(&b);
+	capture_end(path, &b, (uint64_t)n);
 }
 
 static void test_records_past_max_lag_are_skipped_and_counted(void **state)
@@ -209,6 +217,100 @@ static void test_records_past_max_lag_are_skipped_and_counted(void **state)
 	expect_as_export(&r0, caps, spans);
 	receiver_stop(&r);
 	receiver_stop(&r0);
+}
+
+/* A capture of one thread: n "inner" spans one after another and, with
+ * tail below n, the "outer" span around all but the last tail, coming
+ * after those it holds, as a thread writes it. */
+static void nest_capture(const char *path, int n, int tail)
+{
+	struct shmt_cap_header h = { .run_id = 78, .ring_capacity = 4096, .mono0 = 1000,
+				     .collector_pid = 1 };
+	const struct shmt_cap_string s[] = { { 1, 5, "inner" }, { 2, 5, "outer" } };
+	struct shmt_record r = { .pid = 9, .tid = 9, .cat = 1, .commit = SHMTRACE_KIND_SPAN };
+	msgpack_sbuffer b;
+
+	h.realtime0 = 1000000000ull;
+	snprintf(h.host, sizeof(h.host), "nest-host");
+	snprintf(h.ring, sizeof(h.ring), "nest-ring");
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, s, 2), 0);
+	for (int k = 0, i = 0; k < n + (tail < n); k++) {
+		bool outer = tail < n && k == n - tail;
+
+		r.name = outer ? 2 : 1;
+		r.ts = outer ? 1500 : 2000 + 1000 * (uint64_t)i;
+		r.dur = outer ? 1000 * (uint64_t)(n - tail) : 500;
+		i += !outer;
+		assert_int_equal(shmt_cap_put_records(&b, (uint64_t)k, &r, 1), 0);
+	}
+	capture_end(path, &b, (uint64_t)n + (tail < n));
+}
+
+/* How many spans the receiver took whose parent is the span named name. */
+static int children_of(const struct receiver *r, const char *name)
+{
+	char *all = slurp(tmp2(r->dir, "spans.jsonl")), want[96], *p;
+	int n = 0;
+
+	snprintf(want, sizeof(want), "\"name\": \"%s\"", name);
+	p = strstr(all, want);
+	assert_non_null(p);
+	while (p > all && p[-1] != '\n')
+		p--;
+	p = strstr(p, "\"spanId\": \"");
+	assert_non_null(p);
+	snprintf(want, sizeof(want), "\"parentSpanId\": \"%.16s\"", p + 11);
+	for (p = all; (p = strstr(p, want)); p++)
+		n++;
+	free(all);
+	return n;
+}
+
+/* Past --otlp-max-held events held, the oldest go as they are, down to
+ * an eighth below the bound: a span around 2900 others keeps as children
+ * only those still held when it comes, and every span goes out once,
+ * the 100 after it too; under the default bound, all 2900 are its
+ * children. With a bound of 1024: 1024 held, the 1025th sends 129 (896
+ * left), and so every 129 after; after 2900, 896 + (2900 - 1025) % 129
+ * = 965 are held. And 2871 spans in no span: the release at the 2831st
+ * leaves 896 held, with the entries of what was sent past the bound (a
+ * heap of 2831) dropped from the order the rest goes out in by time;
+ * those 896 and the 40 after still go out at the end. */
+static void test_spans_past_max_held_go_out_without_their_parent(void **state)
+{
+	char cap[512], cap0[512], flat[512];
+	const char *held[] = { "--otlp-max-lag", "0", "--otlp-max-held", "1024", NULL };
+	const char *whole[] = { "--otlp-max-lag", "0", NULL };
+	struct receiver r, r0, rf;
+	int kept;
+
+	(void)state;
+	if (!have_receiver())
+		skip();
+	snprintf(cap, sizeof(cap), "%s", tmp("nest.cap"));
+	snprintf(cap0, sizeof(cap0), "%s", tmp("nest0.cap"));
+	snprintf(flat, sizeof(flat), "%s", tmp("flat.cap"));
+	nest_capture(cap, 3000, 100);
+	copy(cap, cap0);
+	nest_capture(flat, 2871, 2871);
+	receiver_start(&r, "recv-held", NULL, 0, 0);
+	receiver_start(&r0, "recv-held0", NULL, 0, 0);
+	receiver_start(&rf, "recv-flat", NULL, 0, 0);
+	assert_int_equal(stream(cap, &r, tmp("held.err"), held), 0);
+	assert_int_equal(stream_stat(cap, "sent"), 3001);
+	kept = children_of(&r, "outer");
+	if (kept != 965)
+		fail_msg("the outer span has %d children, not 965", kept);
+	assert_int_equal(stream(cap0, &r0, tmp("held0.err"), whole), 0);
+	assert_int_equal(stream_stat(cap0, "sent"), 3001);
+	assert_int_equal(children_of(&r0, "outer"), 2900);
+	assert_int_equal(stream(flat, &rf, tmp("flat.err"), held), 0);
+	assert_int_equal(stream_stat(flat, "sent"), 2871);
+	receiver_stop(&r);
+	receiver_stop(&r0);
+	receiver_stop(&rf);
 }
 
 /* The collector's stream stops (SIGTERM, as a crash would make it end):
@@ -401,6 +503,8 @@ static void test_bad_options_say_one_line(void **state)
 				"--otlp-sample", "ratio=2", NULL };
 	char *const hdr[] = { bin, "stream", "x.cap", "--otlp-endpoint", "http://h:1",
 			      "--otlp-header", "Content-Type=text/plain", NULL };
+	char *const held[] = { bin, "stream", "x.cap", "--otlp-endpoint", "http://h:1",
+			       "--otlp-max-held", "1000", NULL };
 	char *const https[] = { bin, "stream", "x.cap", "--otlp-endpoint", "https://h", NULL };
 	char *const nocap[] = { bin, "stream", "/nonexistent/x.cap", "--otlp-endpoint",
 				"http://h:1", NULL };
@@ -415,6 +519,7 @@ static void test_bad_options_say_one_line(void **state)
 	run_says(2, noep, "shmtrace stream: --otlp-endpoint URL is required", NULL);
 	run_says(2, ratio, "--otlp-sample 'ratio=2': need all, flows or ratio=R", NULL);
 	run_says(2, hdr, "--otlp-header 'Content-Type': the stream sets that header", NULL);
+	run_says(2, held, "--otlp-max-held '1000': need 1024 to 16777216 events", NULL);
 	run_says(2, https, "only http:// endpoints are supported", NULL);
 	run_says(1, nocap, "shmtrace stream: /nonexistent/x.cap: No such file or directory", NULL);
 	run_says(2, colsample, "--service and the --otlp-* options need --otlp-endpoint", NULL);
@@ -437,6 +542,7 @@ int main(void)
 		cmocka_unit_test(test_stopped_stream_goes_on_from_its_checkpoint),
 		cmocka_unit_test(test_sampling_keeps_flows_or_a_ratio_of_traces),
 		cmocka_unit_test(test_records_past_max_lag_are_skipped_and_counted),
+		cmocka_unit_test(test_spans_past_max_held_go_out_without_their_parent),
 		cmocka_unit_test(test_collector_starts_its_stream_again),
 		cmocka_unit_test(test_spans_of_a_killed_producer_go_out_unfinished),
 		cmocka_unit_test(test_stream_waits_while_its_collector_says_behind),

@@ -38,6 +38,9 @@ static const char stream_usage[] =
 	"                     this far behind the capture (default 600; 0: never)\n"
 	"      --otlp-hold SECONDS  how long, on the trace's clock, a span waits for\n"
 	"                     the span around it and a flow for its steps (default 5)\n"
+	"      --otlp-max-held N  events held for their trees and flows at most, what\n"
+	"                     the stream's memory grows with (default 262144;\n"
+	"                     1024..16777216): past it, the oldest go as they are\n"
 	"      --otlp-batch N spans per request at most (default 8192; 1..65536)\n"
 	"      --follow       wait for the capture to grow, until its last part ends\n"
 	"      --collector-pid PID  follow the parts this collector writes\n"
@@ -51,10 +54,11 @@ static const char stream_usage[] =
 	"SIGTERM: run again, it goes on), 1 on a runtime error, 2 on a usage error.\n";
 
 enum { O_ENDPOINT = 256, O_SERVICE, O_HEADER, O_PROTOCOL, O_COMPRESSION, O_SAMPLE, O_MAX_LAG,
-       O_HOLD, O_BATCH, O_FOLLOW, O_COLLECTOR, O_READY, O_STATUS, O_PACE };
+       O_HOLD, O_MAX_HELD, O_BATCH, O_FOLLOW, O_COLLECTOR, O_READY, O_STATUS, O_PACE };
 
 static const struct num_spec lag_spec = { "--otlp-max-lag", 0, 86400 * 365, 0, "seconds" };
 static const struct num_spec hold_spec = { "--otlp-hold", 0, 3600, 0, "seconds" };
+static const struct num_spec held_spec = { "--otlp-max-held", 1024, 1u << 24, 0, "events" };
 static const struct num_spec batch_spec = { "--otlp-batch", 1, 65536, 0, "spans" };
 static const struct num_spec pid_spec = { "--collector-pid", 1, UINT32_MAX, 0, NULL };
 static const struct num_spec fd_spec = { "--ready-fd, --status-fd or --pace-fd", 0, 1000000, 0, NULL };
@@ -162,6 +166,7 @@ static int option(struct stream_opts *so, struct obuf *hdr, int c, const char *a
 		return 0;
 	case O_MAX_LAG: rc = num(&lag_spec, arg, &v); so->max_lag_ns = v * 1000000000ull; break;
 	case O_HOLD: rc = num(&hold_spec, arg, &v); so->hold_ns = v * 1000000000ull; break;
+	case O_MAX_HELD: rc = num(&held_spec, arg, &v); so->held_max = (uint32_t)v; break;
 	case O_BATCH: rc = num(&batch_spec, arg, &v); so->batch_spans = (uint32_t)v; break;
 	case O_COLLECTOR: rc = num(&pid_spec, arg, &v); so->collector_pid = (uint32_t)v; break;
 	default: return cli_usage_error("stream", "unknown option");
@@ -182,6 +187,7 @@ static int parse(int argc, char **argv, struct stream_opts *so, struct obuf *hdr
 		{ "otlp-sample", required_argument, NULL, O_SAMPLE },
 		{ "otlp-max-lag", required_argument, NULL, O_MAX_LAG },
 		{ "otlp-hold", required_argument, NULL, O_HOLD },
+		{ "otlp-max-held", required_argument, NULL, O_MAX_HELD },
 		{ "otlp-batch", required_argument, NULL, O_BATCH },
 		{ "follow", no_argument, NULL, O_FOLLOW },
 		{ "collector-pid", required_argument, NULL, O_COLLECTOR },
@@ -221,7 +227,7 @@ int cmd_stream(int argc, char **argv)
 {
 	struct stream_opts so = {
 		.gzip = true, .sample = SAMPLE_ALL, .max_lag_ns = STREAM_MAX_LAG_NS,
-		.hold_ns = STREAM_HOLD_NS, .batch_spans = STREAM_BATCH_SPANS,
+		.hold_ns = STREAM_HOLD_NS, .held_max = STREAM_HELD_MAX, .batch_spans = STREAM_BATCH_SPANS,
 		.batch_bytes = STREAM_BATCH_BYTES, .ready_fd = -1, .status_fd = -1, .pace_fd = -1,
 		.oo = { .protobuf = true },
 	};

@@ -28,7 +28,10 @@ enum { SAMPLE_ALL, SAMPLE_FLOWS, SAMPLE_RATIO };
 #define STREAM_BATCH_BYTES	(4u << 20)
 #define STREAM_HOLD_NS		(5ull * 1000000000ull)
 #define STREAM_MAX_LAG_NS	(600ull * 1000000000ull)
-/* Events held at most: past it, the oldest release goes out as it is. */
+/* Events held at most (--otlp-max-held): past it, the oldest components
+ * go out as they are, down to an eighth below it, so that one walk of
+ * the file export's model sends thousands of events rather than one at
+ * each record that comes. */
 #define STREAM_HELD_MAX		262144u
 /* Requests made and not yet answered, at most (the send queue). */
 #define STREAM_QUEUE		4u
@@ -47,6 +50,7 @@ struct stream_opts {
 	uint64_t ratio_bound;		/* SAMPLE_RATIO: trace ids below it kept */
 	uint64_t max_lag_ns;		/* 0: never skip */
 	uint64_t hold_ns;
+	uint32_t held_max;
 	uint32_t batch_spans;
 	size_t batch_bytes;
 	uint32_t collector_pid;		/* its collector, 0: none */
@@ -157,7 +161,7 @@ const struct sev *model_oldest(struct stream_model *m);
  * (moving *k past it), NULL after the last. */
 const struct sev *model_next(const struct stream_model *m, size_t *k);
 /* Sends what is whole: the components no record can join any more within
- * the hold (all: everything held), and the oldest past STREAM_HELD_MAX. */
+ * the hold (all: everything held), and the oldest past held_max. */
 int model_release(struct otlp_stream *st, bool all);
 /* Sends the release that a checkpoint was taken inside (the events marked
  * inwin, skipping the st->win_skip spans it says were sent), before

@@ -17,8 +17,8 @@
  * encloses it and ends later than that, or a step of its flow later than
  * that, comes too late and starts a component of its own (the span is
  * then a root without those children; the step joins its flow's trace
- * after the last step sent, otlp_hops.c's carry). Past STREAM_HELD_MAX
- * events, the oldest component goes as it is. Memory: the events held.
+ * after the last step sent, otlp_hops.c's carry). Past --otlp-max-held
+ * events, the oldest components go as they are. Memory: the events held.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -89,11 +89,8 @@ static int heap_push(struct stream_model *m, uint32_t c)
 	return 0;
 }
 
-static void heap_pop(struct stream_model *m)
+static void sift_down(struct stream_model *m, size_t k)
 {
-	size_t k = 0;
-
-	m->heap[0] = m->heap[--m->nheap];
 	for (;;) {
 		size_t l = 2 * k + 1, s = k;
 
@@ -109,6 +106,38 @@ static void heap_pop(struct stream_model *m)
 		m->heap[s] = t;
 		k = s;
 	}
+}
+
+static void heap_pop(struct stream_model *m)
+{
+	m->heap[0] = m->heap[--m->nheap];
+	sift_down(m, 0);
+}
+
+/* Whether heap entry h is its component's: a root still held, not in the
+ * release, whose latest end did not grow since (else a later entry is). */
+static bool heap_current(const struct stream_model *m, const struct heap_ent *h)
+{
+	return ref_ok(m, h->c) && m->v[h->c.i].up == h->c.i && !m->v[h->c.i].inwin &&
+	       m->v[h->c.i].cend == h->cend;
+}
+
+/* Drops the stale entries, when they are most of the heap: components
+ * released past the bound or joined into others leave theirs until
+ * the hold passes them, which a capture faster than its trace time (a
+ * stream catching up) may not do for long. */
+static void heap_tidy(struct stream_model *m)
+{
+	size_t k = 0;
+
+	if (m->nheap < 2 * m->live + 1024)
+		return;
+	for (size_t j = 0; j < m->nheap; j++)
+		if (heap_current(m, &m->heap[j]))
+			m->heap[k++] = m->heap[j];
+	m->nheap = k;
+	for (size_t j = k / 2; j-- > 0;)
+		sift_down(m, j);
 }
 
 /* Joins the components of a and b. */
@@ -369,10 +398,11 @@ static int take(struct stream_model *m, uint32_t c)
 	return 0;
 }
 
-/* The components to release: ended before cut, or every one (all), and
- * the oldest while more than STREAM_HELD_MAX are held. */
-static int choose(struct stream_model *m, uint64_t cut, bool all)
+/* The components to release: ended before cut, or every one (all), and,
+ * once more than max are held, the oldest until an eighth fewer are. */
+static int choose(struct stream_model *m, uint64_t cut, bool all, size_t max)
 {
+	size_t most = m->live - m->nwin > max ? max - max / 8 : max;
 	int ret;
 
 	while (m->nheap && (all || m->heap[0].cend <= cut)) {
@@ -387,7 +417,7 @@ static int choose(struct stream_model *m, uint64_t cut, bool all)
 		if ((ret = take(m, c.i)) < 0)
 			return ret;
 	}
-	while (m->live - m->nwin > STREAM_HELD_MAX && m->fhead < m->ftail) {
+	while (m->live - m->nwin > most && m->fhead < m->ftail) {
 		struct sref r = m->fifo[m->fhead % m->fcap];
 
 		if (!ref_ok(m, r) || m->v[r.i].inwin) {
@@ -492,6 +522,7 @@ static int send_release(struct otlp_stream *st)
 	}
 	m->nwin = 0;
 	fifo_tidy(m);
+	heap_tidy(m);
 	return ret < 0 ? ret : flows_tidy(m);
 }
 
@@ -503,7 +534,7 @@ int model_release(struct otlp_stream *st, bool all)
 	int ret = free_room(m);
 
 	if (ret == 0)
-		ret = choose(m, cut, all);
+		ret = choose(m, cut, all, st->so->held_max);
 	return ret < 0 ? ret : send_release(st);
 }
 
