@@ -251,16 +251,25 @@ TIDY_CHECKS := -*,clang-analyzer-*,bugprone-*,-clang-analyzer-valist.Uninitializ
 	-bugprone-assignment-in-if-condition,-bugprone-sizeof-expression,\
 	-bugprone-implicit-widening-of-multiplication-result,\
 	-bugprone-misplaced-widening-cast,-bugprone-suspicious-string-compare
+TIDY_SRC := $(UTIL_SRC) $(RING_SRC) $(LIB_SRC) $(CAP_SRC) $(wildcard collector/*.c) \
+	$(wildcard $(TOOLS_DIRS:%=%/*.c))
+TIDY_HALF := $(shell echo $$(( $(words $(TIDY_SRC)) / 2 )))
+TIDY_FLAGS := -quiet --warnings-as-errors='*' -checks='$(TIDY_CHECKS)'
+# clang-tidy on each half of the sources and on the demo's, two at once
+# (one process a half: a process a file would parse as much again)
 lint:
 	@bash tests/deps.sh cppcheck clang-tidy python3-dev
-	cppcheck --quiet --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE \
+	cppcheck --quiet -j 2 --enable=warning,performance,portability --std=c11 -D_GNU_SOURCE \
 		$(INC_tests) --inline-suppr --error-exitcode=1 util libshm capture collector tools
-	clang-tidy -quiet --warnings-as-errors='*' -checks='$(TIDY_CHECKS)' \
-		$(UTIL_SRC) $(RING_SRC) $(LIB_SRC) $(CAP_SRC) $(wildcard collector/*.c) \
-		$(wildcard $(TOOLS_DIRS:%=%/*.c)) -- -std=gnu11 -D_GNU_SOURCE $(INC_tests) -DSHMTRACE_VERSION='"lint"'
-	clang-tidy -quiet --warnings-as-errors='*' -checks='$(TIDY_CHECKS)' \
-		$(wildcard tools/demo/*.c python/shmtrace/*.c) -- -std=gnu11 -D_GNU_SOURCE $(INC_demo) \
-		-Itools/demo -Ipython/shmtrace -I$(PY_INC) -DSHMTRACE_VERSION='"lint"'
+	$(Q)$(MAKE) --no-print-directory -j2 -Otarget tidy-1 tidy-2 tidy-demo
+tidy-1 tidy-2:
+	clang-tidy $(TIDY_FLAGS) $(if $(filter tidy-1,$@),$(wordlist 1,$(TIDY_HALF),$(TIDY_SRC)),\
+		$(wordlist $(shell echo $$(( $(TIDY_HALF) + 1 ))),$(words $(TIDY_SRC)),$(TIDY_SRC))) -- \
+		-std=gnu11 -D_GNU_SOURCE $(INC_tests) -DSHMTRACE_VERSION='"lint"'
+tidy-demo:
+	clang-tidy $(TIDY_FLAGS) $(wildcard tools/demo/*.c python/shmtrace/*.c) -- \
+		-std=gnu11 -D_GNU_SOURCE $(INC_demo) -Itools/demo -Ipython/shmtrace -I$(PY_INC) \
+		-DSHMTRACE_VERSION='"lint"'
 
 # man 3 NAME for every function shmtrace.3's NAME section names: a page of
 # one line, ".so man3/shmtrace.3" (evaluated by install only)
@@ -296,5 +305,6 @@ clean:
 	rm -rf python/build python/*.egg-info python/shmtrace/_shmtrace*.so python/shmtrace/__pycache__ \
 		tests/python/__pycache__
 
-.PHONY: check-layers check-calls python fuzz lint all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
+PHONY_LINT := tidy-1 tidy-2 tidy-demo
+.PHONY: $(PHONY_LINT) check-layers check-calls python fuzz lint all deps test tests-bin test-san test-tsan demo bench benches install clean build-all
 .SECONDARY:

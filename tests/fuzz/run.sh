@@ -6,7 +6,7 @@
 # Exits non-zero if a regression input or the fuzzer crashed a harness;
 # crash inputs are saved under build-fuzz/crashes/. See docs/FUZZING.md.
 #
-#   FUZZ_SECONDS=60 bash tests/fuzz/run.sh [HARNESS...]
+#   FUZZ_SECONDS=60 [FUZZ_JOBS=N] bash tests/fuzz/run.sh [HARNESS...]
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -47,13 +47,39 @@ die() { echo "fuzz: error: $*" >&2; exit 2; }
 command -v "$CC_FUZZ" >/dev/null || die "$CC_FUZZ not found (apt-get install clang libclang-rt-14-dev)"
 mkdir -p "$OUT/crashes" "$OUT/logs"
 
+# Harnesses built, then fuzzed, JOBS at a time (one a core): libFuzzer's
+# -max_total_time is wall time, so each gets FUZZ_SECONDS on a core of its
+# own either way, and three on two cores take two harnesses' time.
+JOBS=${FUZZ_JOBS:-$(nproc)}
+
+# Waits while JOBS jobs run.
+pool_wait() {
+	while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do
+		wait -n || true
+	done
+}
+
 # ------------------------------------------------------------------ build
 for h in "${HARNESSES[@]}"; do
 	[ -n "${SRCS[$h]:-}" ] || die "unknown harness '$h'"
-	log "building $OUT/$h"
+done
+# One harness: the compiler's exit status into $OUT/logs/$h.build.rc.
+build_one() {
 	# shellcheck disable=SC2086
-	"$CC_FUZZ" "${FLAGS[@]}" -o "$OUT/$h" "tests/fuzz/$h.c" ${SRCS[$h]} "${LIBS[@]}" \
-		2> "$OUT/logs/$h.build.log" || { cat "$OUT/logs/$h.build.log" >&2; die "building $h failed"; }
+	"$CC_FUZZ" "${FLAGS[@]}" -o "$OUT/$1" "tests/fuzz/$1.c" ${SRCS[$1]} "${LIBS[@]}" \
+		2> "$OUT/logs/$1.build.log"
+	echo $? > "$OUT/logs/$1.build.rc"
+}
+for h in "${HARNESSES[@]}"; do
+	rm -f "$OUT/logs/$h.build.rc"
+	pool_wait
+	log "building $OUT/$h"
+	build_one "$h" &
+done
+wait
+for h in "${HARNESSES[@]}"; do
+	[ "$(cat "$OUT/logs/$h.build.rc" 2>/dev/null)" = 0 ] ||
+		{ cat "$OUT/logs/$h.build.log" >&2; die "building $h failed"; }
 	grep -E 'warning:' "$OUT/logs/$h.build.log" | sed 's/^/fuzz: build: /' || true
 done
 
@@ -152,22 +178,35 @@ for h in "${HARNESSES[@]}"; do
 done
 
 # ---------------------------------------------------------------- fuzzing
+# One harness: its exit status into $OUT/logs/$h.rc.
+fuzz_one() {
+	local h=$1 work=$OUT/work/$1 dict=()
+
+	[ -f "tests/fuzz/$h.dict" ] && dict=(-dict="tests/fuzz/$h.dict")
+	env ASAN_OPTIONS=$FUZZ_ASAN_OPTIONS "$OUT/$h" "$work" "${dict[@]}" -max_total_time="$FUZZ_SECONDS" -max_len="${MAXLEN[$h]}" \
+		-rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+		-artifact_prefix="$OUT/crashes/$h-" > "$OUT/logs/$h.log" 2>&1
+	echo $? > "$OUT/logs/$h.rc"
+}
+declare -A BEFORE
 for h in "${HARNESSES[@]}"; do
 	work=$OUT/work/$h
 	rm -rf "$work" && mkdir -p "$work"
 	cp tests/fuzz/corpus/"$h"/* "$work"/ 2>/dev/null || true
 	cp "$SEEDS/$h"/* "$work"/ 2>/dev/null || true
-	before=$(ls "$OUT/crashes" | grep -c "^$h-" || true)
-	dict=()
-	[ -f "tests/fuzz/$h.dict" ] && dict=(-dict="tests/fuzz/$h.dict")
+	BEFORE[$h]=$(ls "$OUT/crashes" | grep -c "^$h-" || true)
+	rm -f "$OUT/logs/$h.rc"
+	pool_wait
 	log "$h: fuzzing for ${FUZZ_SECONDS}s on $(ls "$work" | wc -l) seed(s)"
-	env ASAN_OPTIONS=$FUZZ_ASAN_OPTIONS "$OUT/$h" "$work" "${dict[@]}" -max_total_time="$FUZZ_SECONDS" -max_len="${MAXLEN[$h]}" \
-		-rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-		-artifact_prefix="$OUT/crashes/$h-" > "$OUT/logs/$h.log" 2>&1
-	rc=$?
+	fuzz_one "$h" &
+done
+wait
+for h in "${HARNESSES[@]}"; do
+	work=$OUT/work/$h
+	rc=$(cat "$OUT/logs/$h.rc" 2>/dev/null || echo 1)
 	EXECS[$h]=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/logs/$h.log" | tail -1)
 	after=$(ls "$OUT/crashes" | grep -c "^$h-" || true)
-	CRASHES[$h]=$((after - before))
+	CRASHES[$h]=$((after - BEFORE[$h]))
 	if [ "$rc" -ne 0 ] && [ "${CRASHES[$h]}" -eq 0 ]; then
 		CRASHES[$h]=1	# died without an artifact (e.g. in init)
 	fi
