@@ -148,8 +148,6 @@ static void test_sampling_keeps_flows_or_a_ratio_of_traces(void **state)
 	receiver_stop(&rr);
 }
 
-/* A capture whose records are an hour old: past --otlp-max-lag 60 each is
- * skipped and counted; with 0, none. */
 /* Ends the capture in b, of that many records, and writes it to path. */
 static void capture_end(const char *path, msgpack_sbuffer *b, uint64_t records)
 {
@@ -164,6 +162,8 @@ static void capture_end(const char *path, msgpack_sbuffer *b, uint64_t records)
 	msgpack_sbuffer_destroy(b);
 }
 
+/* A capture whose records are an hour old: past --otlp-max-lag 60 each is
+ * skipped and counted; with 0, none. */
 static void old_capture(const char *path, int n)
 {
 	struct timespec now;

@@ -51,6 +51,9 @@ mkdir -p "$OUT/crashes" "$OUT/logs"
 # -max_total_time is wall time, so each gets FUZZ_SECONDS on a core of its
 # own either way, and three on two cores take two harnesses' time.
 JOBS=${FUZZ_JOBS:-$(nproc)}
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "FUZZ_JOBS '$JOBS': need a whole number from 1"
+# an interrupted run stops its fuzzers too
+trap 'kill $(jobs -rp) 2>/dev/null' INT TERM
 
 # Waits while JOBS jobs run.
 pool_wait() {
@@ -60,8 +63,11 @@ pool_wait() {
 }
 
 # ------------------------------------------------------------------ build
+declare -A NAMED
 for h in "${HARNESSES[@]}"; do
 	[ -n "${SRCS[$h]:-}" ] || die "unknown harness '$h'"
+	[ -z "${NAMED[$h]:-}" ] || die "harness '$h' named twice"
+	NAMED[$h]=1
 done
 # One harness: the compiler's exit status into $OUT/logs/$h.build.rc.
 build_one() {
@@ -207,7 +213,7 @@ for h in "${HARNESSES[@]}"; do
 	EXECS[$h]=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/logs/$h.log" | tail -1)
 	after=$(ls "$OUT/crashes" | grep -c "^$h-" || true)
 	CRASHES[$h]=$((after - BEFORE[$h]))
-	if [ "$rc" -ne 0 ] && [ "${CRASHES[$h]}" -eq 0 ]; then
+	if [ "$rc" != 0 ] && [ "${CRASHES[$h]}" -eq 0 ]; then
 		CRASHES[$h]=1	# died without an artifact (e.g. in init)
 	fi
 	if [ "${CRASHES[$h]}" -gt 0 ]; then

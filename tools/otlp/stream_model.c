@@ -399,10 +399,10 @@ static int take(struct stream_model *m, uint32_t c)
 }
 
 /* The components to release: ended before cut, or every one (all), and,
- * once more than max are held, the oldest until an eighth fewer are. */
+ * when more than max are held still, the oldest until an eighth fewer are. */
 static int choose(struct stream_model *m, uint64_t cut, bool all, size_t max)
 {
-	size_t most = m->live - m->nwin > max ? max - max / 8 : max;
+	size_t most;
 	int ret;
 
 	while (m->nheap && (all || m->heap[0].cend <= cut)) {
@@ -417,6 +417,9 @@ static int choose(struct stream_model *m, uint64_t cut, bool all, size_t max)
 		if ((ret = take(m, c.i)) < 0)
 			return ret;
 	}
+	/* those the hold lets go first: what they bring under the bound
+	 * keeps its wait for the spans around it */
+	most = m->live - m->nwin > max ? max - max / 8 : max;
 	while (m->live - m->nwin > most && m->fhead < m->ftail) {
 		struct sref r = m->fifo[m->fhead % m->fcap];
 
