@@ -50,7 +50,7 @@ struct stream_opts {
 	uint64_t ratio_bound;		/* SAMPLE_RATIO: trace ids below it kept */
 	uint64_t max_lag_ns;		/* 0: never skip */
 	uint64_t hold_ns;
-	uint32_t held_max;
+	uint32_t held_max;		/* --otlp-max-held */
 	uint32_t batch_spans;
 	size_t batch_bytes;
 	uint32_t collector_pid;		/* its collector, 0: none */
