@@ -178,9 +178,12 @@ static const char *collector_path(void)
 	return p && *p && access(p, X_OK) == 0 ? p : NULL;
 }
 
-/* Starts the real collector on an existing ring; false if it did not
- * report ready within timeout_ms. */
-static bool collector_start(struct drainer *d, const char *name, const char *tag, unsigned timeout_ms)
+/* Starts the real collector on an existing ring, draining it into a
+ * capture or, recorder, as a flight recorder writing its snapshots (none
+ * unless asked) into g_tmp; false if it did not report ready within
+ * timeout_ms. */
+static bool collector_spawn(struct drainer *d, const char *name, const char *tag, unsigned timeout_ms,
+			    bool recorder)
 {
 	const char *path = collector_path();
 	int pfd[2];
@@ -206,7 +209,11 @@ static bool collector_start(struct drainer *d, const char *name, const char *tag
 		if (lfd >= 0)
 			dup2(lfd, 2);
 		snprintf(fdarg, sizeof(fdarg), "%d", pfd[1]);
-		execl(path, path, "--ring", name, "--output", d->out, "--ready-fd", fdarg, (char *)NULL);
+		if (recorder)
+			execl(path, path, "--ring", name, "--flight-recorder", "--snapshot-dir", g_tmp,
+			      "--ready-fd", fdarg, (char *)NULL);
+		else
+			execl(path, path, "--ring", name, "--output", d->out, "--ready-fd", fdarg, (char *)NULL);
 		_exit(127);
 	}
 	close(pfd[1]);
@@ -230,6 +237,11 @@ static bool collector_start(struct drainer *d, const char *name, const char *tag
 	}
 	d->pid = 0;
 	return false;
+}
+
+static bool collector_start(struct drainer *d, const char *name, const char *tag, unsigned timeout_ms)
+{
+	return collector_spawn(d, name, tag, timeout_ms, false);
 }
 
 void drainer_start(struct drainer *d, const char *name, const char *tag)
@@ -1197,7 +1209,8 @@ static uint64_t snapshot_once(const struct shmt_view *v, const char *ring, const
  */
 static int case_snapshot(void)
 {
-	struct bench_lat off, on;
+	struct bench_lat off, on, rec;
+	struct drainer fr = { 0 };
 	double ms[BENCH_MAX_RUNS], cpu[BENCH_MAX_RUNS];
 	uint64_t *lat = malloc(g_n * sizeof(*lat)), records = 0;
 	volatile int *stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1245,15 +1258,25 @@ static int case_snapshot(void)
 	lat_runs(t, cat, nm, lat, &on, runs, false);
 	*stop = 1;
 	waitpid(snapper, NULL, 0);
+	/* the same calls with a flight recorder holding the ring: the
+	 * producers hand full blocks over to it instead of copying */
+	bench_lat_init(&rec);
+	if (collector_spawn(&fr, name, "recorder", 5000, true)) {
+		lat_runs(t, cat, nm, lat, &rec, runs, false);
+		drainer_stop(&fr);
+	}
 	shmtrace_close(t);
 	shmt_view_close(&v);
 	unlink(path);
 	printf("RESULT snapshot records=%llu ms_per_m=%.1f cpu_ms_per_m=%.1f p999_off=%.1f "
-	       "p999_on=%.1f p9999_off=%.1f p9999_on=%.1f runs=%d n=%llu\n",
+	       "p999_on=%.1f p9999_off=%.1f p9999_on=%.1f recorder=%d p99_rec=%.1f p999_rec=%.1f "
+	       "p9999_rec=%.1f max_rec=%.1f p99_off=%.1f runs=%d n=%llu\n",
 	       (unsigned long long)records, bench_median(ms, runs), bench_median(cpu, runs),
 	       bench_median(off.p999, runs), bench_median(on.p999, runs),
-	       bench_median(off.p9999, runs), bench_median(on.p9999, runs), runs,
-	       (unsigned long long)g_n);
+	       bench_median(off.p9999, runs), bench_median(on.p9999, runs), fr.collector,
+	       bench_median(rec.p99, runs), bench_median(rec.p999, runs),
+	       bench_median(rec.p9999, runs), (double)rec.max / rec.tsc_per_ns,
+	       bench_median(off.p99, runs), runs, (unsigned long long)g_n);
 	shmtrace_ring_unlink(name);
 	free(lat);
 	return 0;

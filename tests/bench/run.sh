@@ -247,7 +247,8 @@ say "  9c many threads: 1000 threads of one process, $N_TSPANS spans each once a
 say "              of the default configuration (262144 records, 1024 blocks, 1024 name slots)"
 say "  10 snapshot: \`shmtrace snapshot\`'s copy of a full overwrite ring of $RING_CAP records (no collector) into a"
 say "              capture on tmpfs, ms per M records; then case 3's timed span calls (no 2nd producer) into that"
-say "              ring, once alone and once with another process taking a snapshot every 100 ms"
+say "              ring, once alone, once with another process taking a snapshot every 100 ms, and once with"
+say "              shmtrace-collector --flight-recorder holding the ring (the producer hands full blocks over to it)"
 say "  11 stream:  \`shmtrace stream\` (what shmtrace-collector --otlp-endpoint runs) sending a capture of $N_STREAM"
 say "              spans (10 % in flows) whole to a loopback OTLP/HTTP sink that answers 200 at once, protobuf, gzip"
 say "              and none: spans/s and CPU per M spans; and the collector's drain of a ring holding 8000000 records"
@@ -576,6 +577,10 @@ if [ -n "$(field "$S10" ms_per_m)" ]; then
 		"CPU $(fmt "$(field "$S10" cpu_ms_per_m)" 1) ms; a full overwrite ring of $(field "$S10" records) records"
 	row "10 span p99.9, a snapshot per 100 ms" "$(fmt "$(field "$S10" p999_on)" 1)" "-" "" \
 		"without: $(fmt "$(field "$S10" p999_off)" 1) ns; p99.99 $(fmt "$(field "$S10" p9999_on)" 1) against $(fmt "$(field "$S10" p9999_off)" 1) ns"
+	if [ "$(field "$S10" recorder)" = 1 ]; then
+		row "10 span p99.9, a flight recorder on" "$(fmt "$(field "$S10" p999_rec)" 1)" "-" "" \
+			"p99 $(fmt "$(field "$S10" p99_rec)" 1), p99.99 $(fmt "$(field "$S10" p9999_rec)" 1) ns, slowest $(fmt "$(field "$S10" max_rec)" 1) ns; no recorder: p99 $(fmt "$(field "$S10" p99_off)" 1)"
+	fi
 else
 	row "10 snapshot" "skipped" "-" "" ""
 fi
