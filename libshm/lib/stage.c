@@ -157,17 +157,28 @@ static void set_named(const struct shmt_att *a)
 
 /* Appends the calling thread's name slot to a's ring unless it has one
  * there already: kept, or counted in names_dropped when the table is
- * full. Lock held. */
-static void name_once_locked(struct shmt_att *a, uint32_t tid)
+ * full. Lock held. tname is the thread's name, read before the lock
+ * (name_read()). */
+static void name_once_locked(struct shmt_att *a, uint32_t tid, const char *tname)
 {
-	char tname[SHMT_NAME_LEN];
-
 	if (named(a))
 		return;
-	shmt_thread_name(tname);
 	shmt_name_append_locked(&a->v, shmt_pid, tid, shmt_start, shmt_pidns, a->slot_flags,
 				tname, shmt_pname);
 	set_named(a);
+}
+
+/* The calling thread's name into tname when a's ring has no slot of it
+ * yet. Read before the lock: it may take a system call (prctl), where a
+ * busy host preempts the thread, and a thread preempted holding the lock
+ * holds it until it runs again (the first calls of `bench_shmtrace
+ * threads`, a thousand threads woken at once on 2 cores, held it through
+ * preemptions of 2.6 to 60 ms when the read was under it). */
+static void name_read(const struct shmt_att *a, char *tname)
+{
+	tname[0] = 0;
+	if (!named(a))
+		shmt_thread_name(tname);
 }
 
 /* The thread's first record in a's ring was dropped for want of the lock:
@@ -188,15 +199,18 @@ static void name_lost(struct shmt_att *a)
  * name lost (core.c). */
 static void name_try(struct shmt_att *a, struct shmt_tls_slot *s)
 {
+	char tname[SHMT_NAME_LEN];
+
 	if (named(a)) {
 		s->unnamed = false;
 		return;
 	}
+	name_read(a, tname);
 	if (shmt_lock(&a->v, 0) < 0) {
 		s->unnamed = true;
 		return;
 	}
-	name_once_locked(a, shmt_my_tid());
+	name_once_locked(a, shmt_my_tid(), tname);
 	shmt_unlock(&a->v);
 	s->unnamed = false;
 }
@@ -258,6 +272,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 	struct shmt_tls_slot *s = NULL;
 	struct shmt_owner *dead = NULL;
 	uint32_t tid = shmt_my_tid();
+	char tname[SHMT_NAME_LEN];
 	int idx;
 
 	*ret = 0;
@@ -305,6 +320,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 		if (dead)
 			shmt_find_dead_blocks(&a->v, dead);
 	}
+	name_read(a, tname);
 	if (shmt_producer_lock(a, t->full_wait_ns) < 0) {
 		/* -EBUSY from a wedged lock's try is a timeout too */
 		free(dead);
@@ -317,7 +333,7 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 	}
 	idx = s ? claim_block_locked(a, tid, dead) : -ENOSPC;
 	free(dead);
-	name_once_locked(a, tid);
+	name_once_locked(a, tid, tname);
 	/* idx < nblocks (claim_block_locked): shmt_block_at() is never NULL */
 	if (idx < 0 || !shmt_block_at(&a->v, (uint32_t)idx)) {
 		*ret = write_direct_locked(a, r, n);
