@@ -9,8 +9,9 @@
  * thousand triggers writes at most --max-per-hour snapshots and counts
  * every other trigger (in the snapshots and the summary line); a producer
  * killed inside spans gets a snapshot that shows them unfinished, with its
- * flows; SIGUSR1 asks for one; what is not a flight recorder's ring or
- * command line is refused in one line.
+ * flows; SIGUSR1 asks for one; producers hand their full blocks over to
+ * the recorder rather than copy them under the lock; what is not a flight
+ * recorder's ring or command line is refused in one line.
  */
 #include <dirent.h>
 #include <poll.h>
@@ -440,6 +441,74 @@ static void test_sigusr1_takes_a_snapshot(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* Spans "blk" from one thread of a handle on ring: n of them. */
+static void write_spans(const char *ring, unsigned n)
+{
+	shmtrace_t *t;
+	uint32_t c, nm;
+
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	c = shmtrace_intern(t, "test");
+	nm = shmtrace_intern(t, "blk");
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(shmtrace_span(t, c, nm, 1000 + i, 1001 + i, 0), 0);
+	shmtrace_close(t);
+}
+
+/* The blocks claimed in ring so far (its header's claim_seq). */
+static uint64_t claims_in(const char *ring)
+{
+	struct shmt_view v;
+	uint64_t n;
+
+	ring_view_rw(ring, &v);
+	n = load_relaxed(&v.h->claim_seq.v);
+	shmt_view_close(&v);
+	return n;
+}
+
+/*
+ * A recorder holding an overwrite ring takes its producers' full blocks:
+ * a thread that writes four blocks' worth hands three over and goes on
+ * in free ones (four claims at least; more if the recorder asks for a
+ * moving block), and the snapshot holds every record once. In the same
+ * ring with nobody holding it, the thread copies into the ring under the
+ * lock instead and keeps its one block.
+ */
+static void test_producers_hand_full_blocks_to_the_recorder(void **state)
+{
+	const char *ring = test_ring_name("flthand"), *alone = test_ring_name("fltalone");
+	struct snap_file *s = calloc(1, sizeof(*s));
+	struct shmtrace_ring_config cfg;
+	char paths[8][512];
+	unsigned per_block = 262144 / 256, n = 4 * per_block;
+	pid_t col;
+	int w;
+
+	(void)state;
+	col = flight_into(ring, "t6", &w, NULL);
+	write_spans(ring, n);
+	assert_true(claims_in(ring) >= 4);
+	assert_int_equal(kill(col, SIGUSR1), 0);
+	wait_snapshots(tmp("t6"), w, 1);
+	assert_int_equal(snapshots_in(tmp("t6"), paths, 8), 1);
+	snap_read(paths[0], s);
+	assert_int_equal(s->n, n);
+	assert_int_equal(s->h.snapshot.overwritten, 0);
+	exited_0(stop_flight(col, SIGTERM));
+
+	small_cfg(&cfg, 262144, SHMTRACE_MODE_OVERWRITE);
+	shmtrace_ring_unlink(alone);
+	assert_true(shmtrace_ring_create(alone, &cfg) >= 0);
+	write_spans(alone, n);
+	assert_int_equal(claims_in(alone), 1);
+	snap_free(s);
+	free(s);
+	close(w);
+	shmtrace_ring_unlink(ring);
+	shmtrace_ring_unlink(alone);
+}
+
 /* What is no flight recorder's: said in one line, and the exit status. */
 static void test_refuses_what_is_no_flight_recorders(void **state)
 {
@@ -493,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_storm_writes_at_most_the_limit_and_counts_the_rest),
 		cmocka_unit_test(test_death_inside_spans_snapshots_them_unfinished),
 		cmocka_unit_test(test_sigusr1_takes_a_snapshot),
+		cmocka_unit_test(test_producers_hand_full_blocks_to_the_recorder),
 		cmocka_unit_test(test_refuses_what_is_no_flight_recorders),
 	};
 
