@@ -205,7 +205,7 @@ static void name_try(struct shmt_att *a, struct shmt_tls_slot *s)
 		s->unnamed = false;
 		return;
 	}
-	name_read(a, tname);
+	shmt_thread_name(tname);	/* before the lock: name_read() */
 	if (shmt_lock(&a->v, 0) < 0) {
 		s->unnamed = true;
 		return;
