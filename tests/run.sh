@@ -18,15 +18,19 @@ export SHMTRACE_TEST_PREFIX="t$$-"
 run_one() {
 	local name=$1; shift
 	local log="$BUILD/test-logs/$name.log"
+	local t0=$EPOCHREALTIME
 	mkdir -p "$BUILD/test-logs"
 	timeout --kill-after=10 600 "$@" >"$log" 2>&1
 	local rc=$?
+	# the wall time each program took, so a slow one shows in CI's log
+	local took
+	took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f s", b - a }')
 	if [ $rc -eq 0 ]; then
-		pass=$((pass + 1)); printf '  PASS  %s\n' "$name"
+		pass=$((pass + 1)); printf '  PASS  %s (%s)\n' "$name" "$took"
 	elif [ $rc -eq 77 ]; then
-		skip=$((skip + 1)); printf '  SKIP  %s (%s)\n' "$name" "$(tail -n 1 "$log")"
+		skip=$((skip + 1)); printf '  SKIP  %s (%s; %s)\n' "$name" "$(tail -n 1 "$log")" "$took"
 	else
-		fail=$((fail + 1)); failed+=("$name"); printf '  FAIL  %s (exit %d)\n' "$name" $rc
+		fail=$((fail + 1)); failed+=("$name"); printf '  FAIL  %s (exit %d, %s)\n' "$name" $rc "$took"
 		sed 's/^/        /' "$log" | tail -n 40
 	fi
 	# cmocka's own summary lines, for the record
