@@ -373,7 +373,7 @@ static int settle_again(struct snap *s, uint64_t end)
 {
 	const struct shmt_view *v = s->v;
 	struct shmt_ring_skips skips = { 0 };
-	uint64_t top = end;
+	uint64_t top = end, from = end;
 
 	for (size_t i = 0; i < s->nblk; i++) {
 		struct snap_block *b = &s->blk[i];
@@ -389,7 +389,12 @@ static int settle_again(struct snap *s, uint64_t end)
 		if (b->settled && b->head2 > top)
 			top = b->head2;
 	}
-	return shmt_ring_read_range(v, end, top, UINT64_MAX, &skips, note_after, s);
+	/* the ring holds a capacity's worth below the head at most: a head
+	 * that ran further on since (or a peer's, forged 2^62 on) is read
+	 * over its last capacity, never slot by slot from end */
+	if (top - from > v->capacity)
+		from = top - v->capacity;
+	return shmt_ring_read_range(v, from, top, UINT64_MAX, &skips, note_after, s);
 }
 
 /* Whether open span o of block b ended (its span) or was recorded by the

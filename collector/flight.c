@@ -121,10 +121,15 @@ static int look(void *arg)
 		dead_name(f, &f->hold.died, what, sizeof(what));
 		request(f, SHMT_SNAP_DEATH, 0, what, f->hold.died.pid, f->hold.died.tid);
 	}
+	/* Any change is a trigger: producers only add to the count, and a
+	 * peer that forged it lower (or to the top, for the next add to
+	 * wrap) must neither deafen the recorder to the triggers after it
+	 * nor keep its wait from sleeping (it sleeps while the count is
+	 * seen); a count that went down is one trigger, not 2^64 of them. */
 	n = shmt_ring_triggers(&f->v);
-	if (n > f->seen)
-		request(f, SHMT_SNAP_TRIGGER, n - f->seen, "", 0, 0);
-	f->seen = n > f->seen ? n : f->seen;
+	if (n != f->seen)
+		request(f, SHMT_SNAP_TRIGGER, n > f->seen ? n - f->seen : 1, "", 0, 0);
+	f->seen = n;
 	return 0;
 }
 

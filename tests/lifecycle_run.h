@@ -262,7 +262,8 @@ static inline uint64_t ring_staged(const char *ring)
 		uint64_t w = load_acquire(&b->written), k = load_relaxed(&b->taken);
 
 		/* a block sequenced in place holds the ring's records (2.0) */
-		if (load_relaxed(&b->state) != SHMT_BLOCK_SEQUENCED || !shmt_block_sequenced(&v, b, w, k))
+		if (load_relaxed(&b->state) != SHMT_BLOCK_SEQUENCED ||
+		    !shmt_block_sequenced(&v, w, k, load_relaxed(&b->seq0)))
 			n += w - k;
 	}
 	shmt_view_close(&v);

@@ -10,8 +10,9 @@
  * every other trigger (in the snapshots and the summary line); a producer
  * killed inside spans gets a snapshot that shows them unfinished, with its
  * flows; SIGUSR1 asks for one; producers hand their full blocks over to
- * the recorder rather than copy them under the lock; what is not a flight
- * recorder's ring or command line is refused in one line.
+ * the recorder rather than copy them under the lock; a trigger count a
+ * peer forged to its top leaves it hearing the next trigger; what is not
+ * a flight recorder's ring or command line is refused in one line.
  */
 #include <dirent.h>
 #include <poll.h>
@@ -441,6 +442,52 @@ static void test_sigusr1_takes_a_snapshot(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * The header's trigger count forged to its top by a peer: the recorder
+ * takes that for triggers (it cannot tell), and the next
+ * shmtrace_trigger(), which wraps the count to 0, still gets its own
+ * snapshot, named by its cause: a count below the one seen is news too.
+ */
+static void test_trigger_count_forged_to_the_top_leaves_triggers_heard(void **state)
+{
+	const char *ring = test_ring_name("fltforge");
+	struct snap_file *s = calloc(1, sizeof(*s));
+	char paths[8][512];
+	struct shmt_view v;
+	shmtrace_t *t;
+	pid_t col;
+	int w, n, ones = 0, forged = 0;
+
+	(void)state;
+	col = flight_into(ring, "t7", &w, NULL);
+	ring_view_rw(ring, &v);
+	store_relaxed(&v.h->triggers.v, UINT64_MAX);
+	wait_snapshots(tmp("t7"), w, 1);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	assert_int_equal(shmtrace_trigger(t, "after-forgery", 0), 0);
+	assert_int_equal(load_relaxed(&v.h->triggers.v), 0);
+	wait_snapshots(tmp("t7"), w, 2);
+	n = snapshots_in(tmp("t7"), paths, 8);
+	assert_int_equal(n, 2);
+	for (int i = 0; i < n; i++) {
+		snap_read(paths[i], s);
+		assert_int_equal(s->h.snapshot.cause, SHMT_SNAP_TRIGGER);
+		/* the forged jump counts what the ring says; the wrap, one */
+		ones += s->h.snapshot.triggers == 1;
+		forged += s->h.snapshot.triggers == UINT64_MAX;
+		snap_free(s);
+	}
+	assert_int_equal(ones, 1);
+	assert_int_equal(forged, 1);
+	exited_0(stop_flight(col, SIGTERM));
+	expect_in(tmp("t7.err"), "2 snapshots in");
+	shmtrace_close(t);
+	shmt_view_close(&v);
+	free(s);
+	close(w);
+	shmtrace_ring_unlink(ring);
+}
+
 /* Spans "blk" from one thread of a handle on ring: n of them. */
 static void write_spans(const char *ring, unsigned n)
 {
@@ -563,6 +610,7 @@ int main(void)
 		cmocka_unit_test(test_death_inside_spans_snapshots_them_unfinished),
 		cmocka_unit_test(test_sigusr1_takes_a_snapshot),
 		cmocka_unit_test(test_producers_hand_full_blocks_to_the_recorder),
+		cmocka_unit_test(test_trigger_count_forged_to_the_top_leaves_triggers_heard),
 		cmocka_unit_test(test_refuses_what_is_no_flight_recorders),
 	};
 

@@ -2,8 +2,9 @@
 /*
  * test_hostile_ring.c - another local user against the ring: a FIFO planted
  * where a ring is looked for, bytes of the mutex forged by any writer of
- * the ring, a group member against a ring shared with its group, more
- * threads than staging blocks.
+ * the ring, the mutex's robust-list links pointed elsewhere while a
+ * producer holds it, a group member against a ring shared with its
+ * group, more threads than staging blocks.
  * Each case prints a FIGURE row for the fault table of `make test`.
  */
 #include <grp.h>
@@ -132,6 +133,77 @@ static void test_producer_survives_forged_mutex(void **state)
 	assert_int_equal(d.n + shmt_loss_records(&l), 1000);
 	figure_acct("garbage in the mutex, seen by a producer", 1, 1000, d.n, shmt_loss_records(&l),
 		    0, 1000 - d.n - shmt_loss_records(&l), "no abort, no hang: dropped and counted");
+	free(d.recs);
+	shmt_view_close(&v);
+	shmtrace_ring_unlink(ring);
+}
+
+/* The ring's mutex as another process maps it, for forge_links(). */
+static pthread_mutex_t *g_forged_mutex;
+
+/* At a holder's unlock, once: its robust-list links pointed at pages no
+ * process maps, as a writer of the ring may while another holds it. */
+static void forge_links(const char *where)
+{
+	static bool done;
+
+	if (done || strcmp(where, "unlock") != 0)
+		return;
+	done = true;
+	g_forged_mutex->__data.__list.__next = (void *)0x1000;
+	g_forged_mutex->__data.__list.__prev = (void *)0x2000;
+}
+
+/*
+ * The mutex's robust-list links (glibc unlinks a robust mutex from its
+ * holder's list by writing through them) pointed at other memory by a
+ * writer of the ring while a producer holds the lock: the producer puts
+ * them back before it unlocks, so it writes nowhere else, lives, and
+ * every record is in the ring; the lock is free for the next.
+ */
+static void test_producer_holding_the_lock_survives_forged_list_links(void **state)
+{
+	const char *ring = test_ring_name("mutexlinks");
+	struct shmtrace_ring_config c = { .capacity = 4096 };
+	struct shmt_view v;
+	struct ring_dump d;
+	char err[256];
+	int status;
+	pid_t kid;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	kid = fork();
+	if (kid == 0) {
+		shmtrace_t *t;
+
+		alarm(GUARD_S);
+		/* a fault kills the producer, not cmocka's handler in a copy */
+		signal(SIGSEGV, SIG_DFL);
+		signal(SIGBUS, SIG_DFL);
+		g_forged_mutex = &v.h->mutex;
+		shmt_test_hook = forge_links;
+		if (shmtrace_open(ring, &t) < 0)
+			_exit(3);
+		for (int i = 0; i < 200; i++)
+			if (shmtrace_span(t, 1, 1, 1000 + (uint64_t)i, 1001 + (uint64_t)i, 0) < 0)
+				_exit(4);
+		if (shmtrace_flush(t) < 0)
+			_exit(5);
+		shmtrace_close(t);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	if (!WIFEXITED(status))
+		fprintf(stderr, "producer killed by signal %d\n", WTERMSIG(status));
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	ring_dump_view(&v, &d);
+	assert_int_equal(d.n, 200);
+	assert_int_equal(shmt_lock(&v, 1000000000ull), 0);
+	shmt_unlock(&v);
 	free(d.recs);
 	shmt_view_close(&v);
 	shmtrace_ring_unlink(ring);
@@ -345,6 +417,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fifo_in_place_of_a_ring),
 		cmocka_unit_test(test_producer_survives_forged_mutex),
+		cmocka_unit_test(test_producer_holding_the_lock_survives_forged_list_links),
 		cmocka_unit_test(test_group_member_produces),
 		cmocka_unit_test(test_more_threads_than_blocks),
 	};

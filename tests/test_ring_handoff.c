@@ -11,8 +11,9 @@
  * without the lock and flushing each in the life listed; since format
  * 2.0, full blocks read in place
  * by the collector, copied into no slot, kept for a snapshot as slots
- * would be, and a collector killed while it sequences one losing and
- * doubling nothing.
+ * would be, a collector killed while it sequences one losing and
+ * doubling nothing, and a block a peer forged full with counts no
+ * producer writes freed without stopping the real ones behind it.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -1078,6 +1079,59 @@ static void test_ask_for_another_life_cleared_unanswered(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * A block forged FULL by a peer, first in the list (claim 0) and holding
+ * "taken one past written" (2^64 - 1 records by a plain difference): the
+ * collector's flush frees it, holding nothing, and goes on to the real
+ * full block behind it, sequenced in place; the forged one neither stops
+ * the list nor adds a record.
+ */
+static void test_forged_full_block_neither_stops_the_list_nor_counts(void **state)
+{
+	const char *ring = test_ring_name("handoffforged");
+	struct shmt_full order[2];
+	struct shmt_block *fb;
+	struct shmt_view v;
+	shmtrace_t *t;
+	uint32_t left, forged = UINT32_MAX;
+
+	(void)state;
+	make_ring(ring, 64);
+	say_collector(ring, 1);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	/* one block handed over, full, and 10 records in the next */
+	for (uint32_t i = 0; i < 64 + 10; i++)
+		assert_int_equal(shmtrace_span(t, 0, 0, 1000 + i, 1001 + i, 0), 0);
+	ring_view_rw(ring, &v);
+	assert_int_equal(shmt_full_blocks(&v, NULL, &order[1]), 1);
+	for (uint32_t i = 0; i < v.nblocks && forged == UINT32_MAX; i++)
+		if (load_relaxed(&shmt_block_at(&v, i)->state) == SHMT_BLOCK_FREE)
+			forged = i;
+	assert_int_not_equal(forged, UINT32_MAX);
+	fb = shmt_block_at(&v, forged);
+	store_relaxed(&fb->written, 5);
+	store_relaxed(&fb->taken, 6);
+	store_relaxed(&fb->claim_no, 0);
+	store_relaxed(&fb->state, SHMT_BLOCK_FULL);
+	__atomic_fetch_add(&v.h->full_blocks.v, 1, __ATOMIC_RELAXED);
+	order[0] = (struct shmt_full){ .no = 0, .i = forged, .seq = UINT64_MAX };
+
+	assert_int_equal(shmt_lock(&v, 1000000000ull), 0);
+	assert_int_equal(shmt_flush_full_locked(&v, order, 2, 4096,
+						SHMT_FLUSH_KEEP | SHMT_FLUSH_IN_PLACE, &left), 64);
+	shmt_unlock(&v);
+	assert_int_equal(left, 0);
+	assert_int_equal(load_relaxed(&fb->state), SHMT_BLOCK_FREE);
+	assert_int_equal(load_relaxed(&shmt_block_at(&v, order[1].i)->state), SHMT_BLOCK_SEQUENCED);
+	assert_int_equal(order[1].seq, 0);
+	assert_int_equal(order[1].n, 64);
+	assert_int_equal(shmt_ring_head(&v), 64);
+	assert_int_equal(load_relaxed(&v.h->full_blocks.v), 0);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1101,6 +1155,7 @@ int main(void)
 		cmocka_unit_test(test_block_half_freed_is_freed_by_the_next_collector),
 		cmocka_unit_test(test_collector_killed_sequencing_before_head),
 		cmocka_unit_test(test_collector_killed_sequencing_after_head),
+		cmocka_unit_test(test_forged_full_block_neither_stops_the_list_nor_counts),
 	};
 
 	if (collector_bin_init() < 0)

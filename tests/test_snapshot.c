@@ -9,7 +9,8 @@
  * of the blocks during the copy taken once; it completes with the ring's
  * lock held by a stopped process (it never takes it), leaves the tail and
  * the counters as they were, bounds its size by leaving the oldest out,
- * and exports with its trigger markers, names and window.
+ * and exports with its trigger markers, names and window; a head a peer
+ * flips by 2^62 while it copies does not make it read 2^62 slots.
  */
 #include "cli_run.h"
 #include "snapshot_read.h"
@@ -352,6 +353,61 @@ static void test_last_and_max_size_bound_the_window(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* A peer of the ring flipping its head between two values, 2^62 apart,
+ * until told to stop; then the true one again. */
+struct head_flipper {
+	struct shmt_view v;
+	uint64_t head;
+	int stop;
+};
+
+static void *flip_head(void *arg)
+{
+	struct head_flipper *f = arg;
+
+	while (!load_relaxed(&f->stop)) {
+		store_relaxed(&f->v.h->head.v, f->head + (1ull << 62));
+		store_relaxed(&f->v.h->head.v, f->head);
+	}
+	return NULL;
+}
+
+/*
+ * A head a peer moves on by 2^62 between the window's end and the
+ * blocks' second settling (it flips it back and forth while snapshots
+ * are taken): each snapshot still completes within seconds, reading at
+ * most a ring's worth of slots past the window.
+ */
+static void test_head_flipped_by_a_peer_never_read_slot_by_slot(void **state)
+{
+	const char *ring = test_ring_name("snapflip");
+	struct head_flipper f = { .stop = 0 };
+	shmtrace_t *t;
+	pthread_t th;
+
+	(void)state;
+	overwrite_ring(ring, 4096);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	/* the ring wrapped, and a block holds records a snapshot settles */
+	spans_at(t, "flip", shmtrace_now(), 4096 + 20);
+	ring_view_rw(ring, &f.v);
+	f.head = shmt_ring_head(&f.v);
+	assert_int_equal(pthread_create(&th, NULL, flip_head, &f), 0);
+	for (int k = 0; k < 8; k++) {
+		char *argv[] = { bin, "snapshot", (char *)ring, "-o", (char *)tmp("flip.cap"), NULL };
+		int rc = run_for(NULL, tmp("flip.err"), argv, 20);
+
+		if (rc != 0)
+			print_file(tmp("flip.err"));
+		assert_int_equal(rc, 0);
+	}
+	store_relaxed(&f.stop, 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	shmt_view_close(&f.v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
 /*
  * The export of a snapshot: its trigger markers, the spans open when it
  * was taken (unfinished), the names of the process and thread, and what
@@ -467,6 +523,7 @@ int main(void)
 		cmocka_unit_test(test_blocks_flushed_during_the_copy_are_copied_once),
 		cmocka_unit_test(test_completes_with_the_lock_held_by_a_stopped_process),
 		cmocka_unit_test(test_last_and_max_size_bound_the_window),
+		cmocka_unit_test(test_head_flipped_by_a_peer_never_read_slot_by_slot),
 		cmocka_unit_test(test_export_shows_triggers_open_spans_and_the_window),
 		cmocka_unit_test(test_no_trigger_into_a_ring_before_triggers),
 		cmocka_unit_test(test_bad_input_is_said_in_one_line),

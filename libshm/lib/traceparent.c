@@ -17,10 +17,14 @@ SHMT_API uint64_t shmtrace_flow_new(shmtrace_t *t)
 
 	if (!t || !(a = shmt_attach_current(t)))
 		return 0;
-	/* a shared counter: unique across every process of the ring */
-	do
+	/* a shared counter: unique across every process of the ring; low
+	 * bits of 0 (no flow) are passed over once, and a peer that keeps
+	 * the counter there gets an id with them set instead of a loop */
+	id = __atomic_add_fetch(&a->v.h->flow_seq.v, 1, __ATOMIC_RELAXED);
+	if (!(id & 0xffffffffull))
 		id = __atomic_add_fetch(&a->v.h->flow_seq.v, 1, __ATOMIC_RELAXED);
-	while (!(id & 0xffffffffull));
+	if (!(id & 0xffffffffull))
+		id |= 1;
 	if (a->v.minor < 1 || !a->v.h->ring_id)
 		/* no ring_id to tell this ring from others: a ring-local id */
 		return id & (SHMT_FLOW_MASK >> 1);

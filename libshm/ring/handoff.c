@@ -216,7 +216,7 @@ uint64_t shmt_flush_full_locked(struct shmt_view *v, struct shmt_full *order, ui
 
 	for (k = 0; k < n; k++) {
 		struct shmt_block *b = shmt_block_at(v, order[k].i);
-		uint64_t pending;
+		uint64_t w, t, pending;
 
 		if (!b || load_acquire(&b->state) != SHMT_BLOCK_FULL)
 			continue;
@@ -230,7 +230,12 @@ uint64_t shmt_flush_full_locked(struct shmt_view *v, struct shmt_full *order, ui
 			break;
 		}
 		/* pairs with the owner's release store of the state */
-		pending = load_acquire(&b->written) - load_relaxed(&b->taken);
+		w = load_acquire(&b->written);
+		t = load_relaxed(&b->taken);
+		/* what the flush moves of it: counts only a forger makes
+		 * clamped as the flush clamps them, so that such a block
+		 * neither stops the list for good nor wraps the sum */
+		pending = w <= t ? 0 : w - t > v->block_records ? v->block_records : w - t;
 		/* a discard ring takes a block only whole, so that the pool
 		 * keeps what the ring has no room for yet, in order (unless
 		 * the flush is the blocks' last: then what does not fit is
@@ -239,8 +244,8 @@ uint64_t shmt_flush_full_locked(struct shmt_view *v, struct shmt_full *order, ui
 			break;
 		if (flags & SHMT_FLUSH_IN_PLACE) {
 			/* it takes the block off full_blocks */
-			order[k].taken = load_relaxed(&b->taken);
-			order[k].n = (uint32_t)shmt_sequence_block_locked(v, order[k].i, &order[k].seq);
+			order[k].n = (uint32_t)shmt_sequence_block_locked(v, order[k].i, &order[k].seq,
+									  &order[k].taken);
 			done += order[k].n;
 		} else {
 			done += shmt_flush_block_locked(v, order[k].i);

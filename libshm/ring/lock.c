@@ -21,6 +21,35 @@
 
 void (*shmt_test_hook)(const char *where);
 
+/*
+ * The links glibc keeps in a robust mutex it holds: the mutex is on its
+ * thread's robust list, and the unlock unlinks it by writing through the
+ * mutex's own __list pointers, which lie in the segment, where any writer
+ * of the ring may point them anywhere while we hold it: a write of its
+ * choice into our process. So they are kept here as glibc set them when
+ * it gave us the lock, and put back just before we give it back (an
+ * honest peer never writes a mutex it does not hold). The window left is
+ * the nanoseconds between, as for shmt_mutex_sane()'s check.
+ */
+static __thread struct {
+	const pthread_mutex_t *m;
+	__pthread_list_t list;
+} held;
+
+static void links_keep(pthread_mutex_t *m)
+{
+	held.m = m;
+	memcpy(&held.list, (const void *)&m->__data.__list, sizeof(held.list));
+}
+
+static void links_restore(pthread_mutex_t *m)
+{
+	if (held.m != m)
+		return;
+	memcpy((void *)&m->__data.__list, &held.list, sizeof(held.list));
+	held.m = NULL;
+}
+
 int shmt_mutex_init(pthread_mutex_t *m)
 {
 	pthread_mutexattr_t a;
@@ -306,6 +335,8 @@ int shmt_lock(struct shmt_view *v, uint64_t timeout_ns)
 			deadline_after(&ts, CLOCK_MONOTONIC, timeout_ns);
 		ret = wait_lock(v, &ts);
 	}
+	if (ret == 0 || ret == EOWNERDEAD)
+		links_keep(m);
 	if (ret == EOWNERDEAD) {
 		shmt_repair(v);
 		pthread_mutex_consistent(m);
@@ -321,9 +352,13 @@ int shmt_lock(struct shmt_view *v, uint64_t timeout_ns)
 
 /* Releases the lock, unless its bytes were forged while we held it: then
  * they are left as they are (glibc could abort on them), and the lock
- * counts as wedged for everyone. */
+ * counts as wedged for everyone. Its robust-list links are put back as
+ * glibc left them first (links_keep()). */
 void shmt_unlock(struct shmt_view *v)
 {
-	if (likely(shmt_mutex_sane(v)))
+	SHMT_HOOK("unlock");
+	if (likely(shmt_mutex_sane(v))) {
+		links_restore(&v->h->mutex);
 		pthread_mutex_unlock(&v->h->mutex);
+	}
 }

@@ -43,11 +43,8 @@ uint64_t shmt_ring_collector_pid(const struct shmt_view *v)
 	return load_relaxed(&v->h->collector_pid.v);
 }
 
-bool shmt_block_sequenced(const struct shmt_view *v, const struct shmt_block *b, uint64_t w,
-			  uint64_t k)
+bool shmt_block_sequenced(const struct shmt_view *v, uint64_t w, uint64_t k, uint64_t s)
 {
-	uint64_t s = load_relaxed(&b->seq0);
-
 	/* only a discard ring's collector sequences blocks in place */
 	return v->minor >= SHMT_MINOR_IN_PLACE && v->mode == SHMTRACE_MODE_DISCARD && w > k &&
 	       w - k <= v->block_records &&
@@ -82,7 +79,7 @@ uint32_t shmt_ring_extents(const struct shmt_view *v, uint64_t from, uint64_t to
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (!shmt_block_is_extent(b, s, k))
 			continue;
-		if (!shmt_block_sequenced(v, b, w, k) || s >= to || s + (w - k) <= from)
+		if (!shmt_block_sequenced(v, w, k, s) || s >= to || s + (w - k) <= from)
 			continue;
 		out[n] = (struct shmt_extent){ .seq = s, .taken = k, .claim_no = load_relaxed(&b->claim_no),
 					       .block = i, .n = (uint32_t)(w - k) };
@@ -326,7 +323,7 @@ int shmt_ring_block_copy(const struct shmt_view *v, uint32_t i, struct shmt_reco
 	    shmt_journal_published(j, load_relaxed(&v->h->head.v)))
 		k = load_relaxed(&j->taken_before) + load_relaxed(&j->consumed);
 	/* sequenced in place: its records are the ring's (extents) */
-	if (info->state == SHMT_BLOCK_SEQUENCED && shmt_block_sequenced(v, b, w, k))
+	if (info->state == SHMT_BLOCK_SEQUENCED && shmt_block_sequenced(v, w, k, load_relaxed(&b->seq0)))
 		k = w;
 	if (k > w)
 		k = w;
@@ -373,7 +370,8 @@ int shmt_ring_block_settled(const struct shmt_view *v, uint32_t i, uint64_t *bel
 		uint64_t k = load_acquire(&b->taken), h = shmt_ring_head(v), cnt;
 		/* sequenced in place, below h: all of it is the ring's */
 		bool sequenced = load_acquire(&b->state) == SHMT_BLOCK_SEQUENCED &&
-				 shmt_block_sequenced(v, b, load_relaxed(&b->written), k);
+				 shmt_block_sequenced(v, load_relaxed(&b->written), k,
+						      load_relaxed(&b->seq0));
 		/* the journal is written before the head it publishes: seen
 		 * with any head that holds its flush */
 		bool mine = load_acquire(&j->active) && load_relaxed(&j->block) == i &&
@@ -466,7 +464,8 @@ uint64_t shmt_ring_undrained(const struct shmt_view *v)
 		uint64_t w = load_acquire(&b->written), t = load_relaxed(&b->taken);
 
 		/* a sequenced block's are counted in head already */
-		if (load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED && shmt_block_sequenced(v, b, w, t))
+		if (load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED &&
+		    shmt_block_sequenced(v, w, t, load_relaxed(&b->seq0)))
 			continue;
 		n += w > t && w - t <= v->block_records ? w - t : 0;
 	}

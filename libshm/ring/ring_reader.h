@@ -79,11 +79,11 @@ static inline bool shmt_block_is_extent(const struct shmt_block *b, uint64_t seq
 	       load_relaxed(&b->taken) == taken;
 }
 
-/* Whether block b, SEQUENCED with written w and taken k, is published:
- * its records are the ring's below head (else its sequencer died before
- * it stored head, and its records are pending as a full block's). */
-bool shmt_block_sequenced(const struct shmt_view *v, const struct shmt_block *b, uint64_t w,
-			  uint64_t k);
+/* Whether a block, SEQUENCED with written w, taken k and seq0 s (each
+ * read once by the caller, who goes on using them), is published: its
+ * records are the ring's below head (else its sequencer died before it
+ * stored head, and its records are pending as a full block's). */
+bool shmt_block_sequenced(const struct shmt_view *v, uint64_t w, uint64_t k, uint64_t s);
 
 /* After shmt_ring_read() failed on seq (below head): true if the slot was
  * lapped (overwrite mode: the head passed seq + capacity, or the slot holds

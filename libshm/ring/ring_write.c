@@ -175,9 +175,11 @@ uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx)
  * whose records do not all fit a discard ring, or that holds more than a
  * block (forged counts), is moved by a copy as before and freed. Returns
  * the records published; *seq0 is their first sequence when they stay in
- * place, else UINT64_MAX.
+ * place, else UINT64_MAX, and *taken the block record they start at (the
+ * one read of it that was checked: a forger may change it since).
  */
-uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t *seq0)
+uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t *seq0,
+				    uint64_t *taken)
 {
 	struct shmt_block *b = shmt_block_at(v, idx);
 	struct shmt_header *h = v->h;
@@ -190,6 +192,7 @@ uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t 
 	/* pairs with the owner's release store of written */
 	w = load_acquire(&b->written);
 	k = load_relaxed(&b->taken);
+	*taken = k;
 	head = load_relaxed(&h->head.v);
 	if (w <= k || w - k > v->block_records || plan(v, head, w - k) < w - k) {
 		/* nothing in it, or counts only a forger makes, or no room:

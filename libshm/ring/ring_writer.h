@@ -37,7 +37,8 @@ extern void (*shmt_test_hook)(const char *where);
 
 /* ring_write.c: moving records into the ring; caller holds the lock. */
 uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx);
-uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t *seq0);
+uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t *seq0,
+				    uint64_t *taken);
 int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r);
 bool shmt_wake_due(const struct shmt_view *v);
 void shmt_wake_collector(struct shmt_view *v);
