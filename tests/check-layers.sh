@@ -93,47 +93,67 @@ declare -A sys=()
 SYS_INC=()
 py_inc=$(${PYTHON:-python3} -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 [ -n "$py_inc" ] && SYS_INC+=("-I$py_inc")
+# CHECK_LAYERS_SYS_CACHE=FILE keeps these verdicts for the next run (the
+# layers test runs this a dozen times; a compiler run per header is most
+# of a run's time)
+cache=${CHECK_LAYERS_SYS_CACHE:-}
+if [ -n "$cache" ] && [ -f "$cache" ]; then
+	while read -r name v; do sys[$name]=$v; done < "$cache"
+fi
 is_system() {
 	if [ -z "${sys[$1]+x}" ]; then
 		if printf '#include <%s>\n' "$1" | ${CC:-cc} -E -x c - "${SYS_INC[@]}" >/dev/null 2>&1
 		then sys[$1]=1; else sys[$1]=0; fi
+		[ -n "$cache" ] && echo "$1 ${sys[$1]}" >> "$cache"
 	fi
 	[ "${sys[$1]}" = 1 ]
 }
 
+# the files whose includes are checked, then their includes, all read by
+# one awk ("FILE KIND NAME", KIND " or <)
+checked=()
 for f in $(printf '%s\n' "$files"); do
 	dir=${f%/*}
 	[ "$dir" = "$f" ] && continue
 	[ -n "${may[$dir]+x}" ] || continue
 	[ "${may[$dir]}" = "*" ] && continue
-	while IFS= read -r line; do
-		kind=${line%% *} inc=${line#* }
-		ok=0
-		case $inc in
-		*/*) # a path: a project header reached sideways, or a system one
-			[ "$kind" = '<' ] && [ -z "${home[${inc##*/}]:-}" ] && is_system "$inc" && ok=1 ;;
-		*)
-			if [ -z "${home[$inc]:-}" ]; then
-				# no project header of that name: <...> may be a system one
-				[ "$kind" = '<' ] && is_system "$inc" && ok=1
-			elif [ -f "$dir/$inc" ]; then
-				ok=1
-			else
-				for d in ${home[$inc]}; do
-					for e in ${may[$dir]}; do
-						allows "$e" "$d" "$inc" && { ok=1; break 2; }
-					done
-				done
-			fi ;;
-		esac
-		if [ $ok -eq 0 ]; then
-			if [ "$kind" = '<' ]; then shown="<$inc>"; else shown="\"$inc\""; fi
-			echo "check-layers: $f includes $shown: not in its layer or one below it" >&2
-			bad=1
-		fi
-	done < <(sed -n -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/" \1/p' \
-		     -e 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\([^>]*\)>.*/< \1/p' "$f")
+	checked+=("$f")
 done
+[ ${#checked[@]} -gt 0 ] &&
+while read -r f kind inc; do
+	dir=${f%/*}
+	ok=0
+	case $inc in
+	*/*) # a path: a project header reached sideways, or a system one
+		[ "$kind" = '<' ] && [ -z "${home[${inc##*/}]:-}" ] && is_system "$inc" && ok=1 ;;
+	*)
+		if [ -z "${home[$inc]:-}" ]; then
+			# no project header of that name: <...> may be a system one
+			[ "$kind" = '<' ] && is_system "$inc" && ok=1
+		elif [ -f "$dir/$inc" ]; then
+			ok=1
+		else
+			for d in ${home[$inc]}; do
+				for e in ${may[$dir]}; do
+					allows "$e" "$d" "$inc" && { ok=1; break 2; }
+				done
+			done
+		fi ;;
+	esac
+	if [ $ok -eq 0 ]; then
+		if [ "$kind" = '<' ]; then shown="<$inc>"; else shown="\"$inc\""; fi
+		echo "check-layers: $f includes $shown: not in its layer or one below it" >&2
+		bad=1
+	fi
+done < <(awk '
+	/^[[:space:]]*#[[:space:]]*include[[:space:]]*"[^"]*"/ {
+		s = $0; sub(/^[[:space:]]*#[[:space:]]*include[[:space:]]*"/, "", s); sub(/".*$/, "", s)
+		print FILENAME, "\"", s
+	}
+	/^[[:space:]]*#[[:space:]]*include[[:space:]]*<[^>]*>/ {
+		s = $0; sub(/^[[:space:]]*#[[:space:]]*include[[:space:]]*</, "", s); sub(/>.*$/, "", s)
+		print FILENAME, "<", s
+	}' "${checked[@]}")
 
 # a header name is defined once, so a name says which layer it is from
 dups=$(printf '%s\n' "$files" | grep '\.h$' | grep -v '^tests/' | sed 's|.*/||' | sort | uniq -d)
