@@ -87,6 +87,26 @@ static void test_fifo_in_place_of_a_ring(void **state)
 	       "exit 1; producer -ENODEV");
 }
 
+/* The exit status of child kid, or 128 + the signal that killed it. */
+static int exit_of(pid_t kid)
+{
+	int status;
+
+	assert_int_equal(waitpid(kid, &status, 0), kid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Ring name made anew, 4096 records, and a read-write view of it. */
+static void fresh_ring(const char *ring, struct shmt_view *v)
+{
+	struct shmtrace_ring_config c = { .capacity = 4096 };
+	char err[256];
+
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, v, err, sizeof(err)), 0);
+}
+
 /*
  * Garbage in the mutex bytes, as any writer of the ring can leave them
  * (the kind field says robust-less, the lock word held): a producer
@@ -95,18 +115,14 @@ static void test_fifo_in_place_of_a_ring(void **state)
 static void test_producer_survives_forged_mutex(void **state)
 {
 	const char *ring = test_ring_name("mutex");
-	struct shmtrace_ring_config c = { .capacity = 4096 };
 	struct shmt_view v;
 	struct shmt_loss l;
 	struct ring_dump d;
-	char err[256];
-	int status;
 	pid_t kid;
+	int rc;
 
 	(void)state;
-	shmtrace_ring_unlink(ring);
-	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
-	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	fresh_ring(ring, &v);
 	/* glibc's __lock at +0 and __kind at +16 of the mutex */
 	*(volatile uint32_t *)((char *)&v.h->mutex + 0) = 0x40000001u;
 	*(volatile uint32_t *)((char *)&v.h->mutex + 16) = 0x20u;
@@ -123,11 +139,10 @@ static void test_producer_survives_forged_mutex(void **state)
 		shmtrace_close(t);
 		_exit(0);
 	}
-	assert_int_equal(waitpid(kid, &status, 0), kid);
-	if (!WIFEXITED(status))
-		fprintf(stderr, "producer killed by signal %d\n", WTERMSIG(status));
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	rc = exit_of(kid);
+	if (rc > 128)
+		fprintf(stderr, "producer killed by signal %d\n", rc - 128);
+	assert_int_equal(rc, 0);
 	ring_dump_view(&v, &d);
 	shmt_loss_read(&v, &l, true);
 	assert_int_equal(d.n + shmt_loss_records(&l), 1000);
@@ -164,17 +179,13 @@ static void forge_links(const char *where)
 static void test_producer_holding_the_lock_survives_forged_list_links(void **state)
 {
 	const char *ring = test_ring_name("mutexlinks");
-	struct shmtrace_ring_config c = { .capacity = 4096 };
 	struct shmt_view v;
 	struct ring_dump d;
-	char err[256];
-	int status;
 	pid_t kid;
+	int rc;
 
 	(void)state;
-	shmtrace_ring_unlink(ring);
-	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
-	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	fresh_ring(ring, &v);
 	kid = fork();
 	if (kid == 0) {
 		shmtrace_t *t;
@@ -195,11 +206,10 @@ static void test_producer_holding_the_lock_survives_forged_list_links(void **sta
 		shmtrace_close(t);
 		_exit(0);
 	}
-	assert_int_equal(waitpid(kid, &status, 0), kid);
-	if (!WIFEXITED(status))
-		fprintf(stderr, "producer killed by signal %d\n", WTERMSIG(status));
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	rc = exit_of(kid);
+	if (rc > 128)
+		fprintf(stderr, "producer killed by signal %d\n", rc - 128);
+	assert_int_equal(rc, 0);
 	ring_dump_view(&v, &d);
 	assert_int_equal(d.n, 200);
 	assert_int_equal(shmt_lock(&v, 1000000000ull), 0);
@@ -245,14 +255,6 @@ static pid_t produce_as(const char *user, const char *ring)
 		_exit(0);
 	}
 	return kid;
-}
-
-static int exit_of(pid_t kid)
-{
-	int status;
-
-	assert_int_equal(waitpid(kid, &status, 0), kid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 static void test_group_member_produces(void **state)

@@ -82,6 +82,19 @@ static void block_states(const char *name, uint32_t n[5])
 	shmt_view_close(&v);
 }
 
+/* Ring name of 64 blocks, a collector said to drain it, and a producer
+ * *t of this thread that handed one block over full and holds 10
+ * records in the next; *v a read-write view of the ring. */
+static void one_full_ten_staged(const char *ring, shmtrace_t **t, struct shmt_view *v)
+{
+	make_ring(ring, 64);
+	say_collector(ring, 1);
+	assert_int_equal(shmtrace_open(ring, t), 0);
+	for (uint32_t i = 0; i < 64 + 10; i++)
+		assert_int_equal(shmtrace_span(*t, 0, 0, 1000 + i, 1001 + i, 0), 0);
+	ring_view_rw(ring, v);
+}
+
 /*
  * One producer writing 100 blocks' worth while the collector drains: it
  * hands each full block over (claims counted in the header), the capture
@@ -825,13 +838,7 @@ static void test_staged_blocks_listed_then_flushed_in_the_life_listed(void **sta
 	uint64_t no;
 
 	(void)state;
-	make_ring(ring, 64);
-	say_collector(ring, 1);
-	assert_int_equal(shmtrace_open(ring, &t), 0);
-	/* a block handed over, and 10 records in the next */
-	for (uint32_t i = 0; i < 64 + 10; i++)
-		assert_int_equal(shmtrace_span(t, 0, 0, 1000 + i, 1001 + i, 0), 0);
-	ring_view_rw(ring, &v);
+	one_full_ten_staged(ring, &t, &v);
 	assert_int_equal(shmt_staged_blocks(&v, NULL, list), 0);
 	assert_int_equal(shmt_full_blocks(&v, NULL, full), 1);
 	assert_int_equal(shmt_lock(&v, 1000000000ull), 0);
@@ -1096,13 +1103,7 @@ static void test_forged_full_block_neither_stops_the_list_nor_counts(void **stat
 	uint32_t left, forged = UINT32_MAX;
 
 	(void)state;
-	make_ring(ring, 64);
-	say_collector(ring, 1);
-	assert_int_equal(shmtrace_open(ring, &t), 0);
-	/* one block handed over, full, and 10 records in the next */
-	for (uint32_t i = 0; i < 64 + 10; i++)
-		assert_int_equal(shmtrace_span(t, 0, 0, 1000 + i, 1001 + i, 0), 0);
-	ring_view_rw(ring, &v);
+	one_full_ten_staged(ring, &t, &v);
 	assert_int_equal(shmt_full_blocks(&v, NULL, &order[1]), 1);
 	for (uint32_t i = 0; i < v.nblocks && forged == UINT32_MAX; i++)
 		if (load_relaxed(&shmt_block_at(&v, i)->state) == SHMT_BLOCK_FREE)
