@@ -3,7 +3,8 @@
  * test_otlp_send.c - the OTLP export's endpoint: the URLs it accepts, the
  * path it POSTs to, and an endpoint that fails part way (an error status,
  * retries spent, a refused connection) with the spans sent and not sent
- * counted exactly.
+ * counted exactly; answers no endpoint should give (a status line with a
+ * tab, a body without end, more spans rejected than sent) read safely.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,8 +72,9 @@ static int listen_local(int *port)
 }
 
 /* In the endpoint's child: takes one request on s and answers it with
- * answer; returns the spans the request held, or -1. */
-static long serve_one(int s, const char *answer)
+ * answer, then, with trickle, sends a byte every 50 ms for as long as the
+ * client reads; returns the spans the request held, or -1. */
+static long serve_answer(int s, const char *answer, bool trickle)
 {
 	size_t got = 0, cap = 1 << 16, want = 0;
 	char *buf = malloc(cap + 1), *hend = NULL;
@@ -104,11 +106,18 @@ static long serve_one(int s, const char *answer)
 		spans = (long)count(hend, "\"spanId\"");
 		if (write(fd, answer, strlen(answer)) != (ssize_t)strlen(answer))
 			spans = -1;
+		while (trickle && send(fd, "x", 1, MSG_NOSIGNAL) == 1)
+			usleep(50000);
 	}
 	if (fd >= 0)
 		close(fd);
 	free(buf);
 	return spans;
+}
+
+static long serve_one(int s, const char *answer)
+{
+	return serve_answer(s, answer, false);
 }
 
 /*
@@ -365,6 +374,92 @@ static void test_timeout_from_the_environment(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* A child answering each request on a new listening socket (*port)
+ * with answer (trickle: serve_answer()), until killed. */
+static pid_t answering(const char *answer, bool trickle, int *port)
+{
+	int s = listen_local(port);
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(60);
+		while (serve_answer(s, answer, trickle) >= 0)
+			;
+		_exit(1);
+	}
+	close(s);
+	return pid;
+}
+
+/* One POST of a small body to 127.0.0.1:port with a timeout of ms. */
+static int post_to(int port, int ms, struct http_answer *a)
+{
+	struct http_req r = { .ctype = "application/json", .body = "{}", .len = 2 };
+	struct http_conn c;
+	struct http_url u;
+	char url[64], err[512];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	assert_int_equal(http_parse_url(url, "/v1/traces", &u, err, sizeof(err)), 0);
+	http_conn_init(&c, &u, ms, false, NULL);
+	return http_conn_post(&c, &r, a, err, sizeof(err));
+}
+
+/*
+ * Answers an endpoint (or anything between) may give that no endpoint
+ * should: a status line whose code follows a tab, read as its status;
+ * a body sent a byte at a time without end, given up once the request's
+ * timeout passed (what the status said stands: it came whole); a partial
+ * success that rejects more spans (2^64 - 1) than the request held,
+ * counted as all of them.
+ */
+static void test_answers_no_endpoint_should_give(void **state)
+{
+	const char *ring = test_ring_name("otlp-odd");
+	static struct http_answer a;
+	char url[64], want[128];
+	char *argv[] = { bin, "export", "--ring", (char *)ring, "--format", "otlp", "--batch-size",
+			 "64k", "--otlp-endpoint", url, NULL };
+	int port, st, rc;
+	pid_t pid;
+
+	(void)state;
+	pid = answering("HTTP/1.1\t200\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", false,
+			&port);
+	assert_int_equal(post_to(port, 5000, &a), 0);
+	assert_int_equal(a.status, 200);
+	assert_string_equal(a.reason, "");
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+
+	pid = answering("HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n", true, &port);
+	alarm(30);	/* a client that reads on while bytes come hangs here */
+	assert_int_equal(post_to(port, 300, &a), 0);
+	alarm(0);
+	assert_int_equal(a.status, 200);
+	assert_true(a.body_len > 0);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+
+	ring_of_spans(ring);
+	pid = answering("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+			"Content-Length: 41\r\nConnection: close\r\n\r\n"
+			"{\"partialSuccess\":{\"rejectedSpans\":\"-1\"}}", false, &port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	rc = run_for(NULL, tmp("odd.err"), argv, 60);
+	if (rc != 0)
+		print_file(tmp("odd.err"));
+	assert_int_equal(rc, 0);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	/* each request's count at most the spans it held: all of them */
+	snprintf(want, sizeof(want), "the endpoint rejected %d of those spans", SPANS);
+	expect_in(tmp("odd.err"), want);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_endpoint_fails),
 		cmocka_unit_test(test_endpoint_path),
 		cmocka_unit_test(test_timeout_from_the_environment),
+		cmocka_unit_test(test_answers_no_endpoint_should_give),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

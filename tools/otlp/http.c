@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http.h"
@@ -159,10 +160,24 @@ static int connect_to(const struct http_url *u, int timeout_ms, char *err, size_
 	return fd;
 }
 
-static int send_all(int fd, const char *p, size_t n)
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Sends p[0..n) by the deadline (each send() is bounded by SO_SNDTIMEO,
+ * the deadline bounds an endpoint that takes a byte at a time). */
+static int send_all(int fd, const char *p, size_t n, uint64_t deadline)
 {
 	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		ssize_t w;
+
+		if (now_ns() >= deadline)
+			return -ETIMEDOUT;
+		w = send(fd, p, n, MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -174,12 +189,14 @@ static int send_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* An answer being read: bytes buf[pos..len) not yet parsed. */
+/* An answer being read: bytes buf[pos..len) not yet parsed, by the
+ * exchange's deadline (CLOCK_MONOTONIC ns). */
 struct rd {
 	int fd;
 	char buf[16384];
 	size_t pos, len;
 	bool eof;
+	uint64_t deadline;
 };
 
 /* More bytes into r->buf (moving what is unread to the front). */
@@ -194,9 +211,13 @@ static int rd_fill(struct rd *r)
 	}
 	if (r->len == sizeof(r->buf))
 		return -EPROTO;
-	do
+	/* each recv() is bounded by SO_RCVTIMEO; the deadline bounds the
+	 * whole answer (a byte a second, headers or 1xx answers without end) */
+	do {
+		if (now_ns() >= r->deadline)
+			return -ETIMEDOUT;
 		n = recv(r->fd, r->buf + r->len, sizeof(r->buf) - r->len, 0);
-	while (n < 0 && errno == EINTR);
+	} while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN ? -ETIMEDOUT : -errno;
 	if (n == 0)
@@ -265,11 +286,12 @@ static int read_head(struct rd *r, struct http_answer *a, struct head *hd)
 		    status > 599)
 			return -EPROTO;
 		a->status = status;
-		/* "HTTP/1.1 400 Bad Request": what follows the code */
-		line = strchr(line, ' ');
-		line += strspn(line, " ");
+		/* "HTTP/1.1 400 Bad Request": what follows the code (the
+		 * separators any white space, as sscanf() took them) */
+		line += strcspn(line, " \t\v\f\r\n");
+		line += strspn(line, " \t\v\f\r\n");
 		line += strspn(line, "0123456789");
-		line += strspn(line, " ");
+		line += strspn(line, " \t\v\f\r\n");
 		snprintf(a->reason, sizeof(a->reason), "%s", line);
 		while ((ret = rd_line(r, &line)) == 0 && *line)
 			parse_header(line, a, hd);
@@ -383,6 +405,9 @@ static int exchange(struct http_conn *c, const struct http_req *r, struct http_a
 {
 	char head[4096];
 	struct rd *rd = malloc(sizeof(*rd));
+	/* the whole exchange, sent and answered, within the timeout (each
+	 * step's own bound may add one more timeout at the end) */
+	uint64_t deadline = now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
 	struct head hd;
 	int n, ret, sret;
 
@@ -399,14 +424,15 @@ static int exchange(struct http_conn *c, const struct http_req *r, struct http_a
 		free(rd);
 		return -E2BIG;
 	}
-	sret = send_all(c->fd, head, (size_t)n);
+	sret = send_all(c->fd, head, (size_t)n, deadline);
 	if (sret == 0)
-		sret = send_all(c->fd, r->body, r->len);
+		sret = send_all(c->fd, r->body, r->len, deadline);
 	/* an endpoint may answer (413, 400) and close before taking all:
 	 * read what it said even when sending failed */
 	rd->fd = c->fd;
 	rd->pos = rd->len = 0;
 	rd->eof = false;
+	rd->deadline = deadline;
 	ret = read_head(rd, a, &hd);
 	*answered = ret == 0 || rd->len > 0;
 	/* a body cut short still says what the status says; the

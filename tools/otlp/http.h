@@ -25,12 +25,13 @@ struct http_url {
 int http_parse_url(const char *url, const char *suffix, struct http_url *u, char *err,
 		   size_t errlen);
 
-/* Each step's bound (connect, send, receive) unless the environment sets
- * one: the OpenTelemetry exporters' default. */
+/* The bound of connecting and of each request unless the environment
+ * sets one: the OpenTelemetry exporters' default. */
 #define HTTP_TIMEOUT_MS		10000
 
 /*
- * The bound of each step, in milliseconds, from the OpenTelemetry
+ * The bound of connecting and of each request (http_conn_post()), in
+ * milliseconds, from the OpenTelemetry
  * exporters' variables: OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, else
  * OTEL_EXPORTER_OTLP_TIMEOUT, else HTTP_TIMEOUT_MS. Returns it (1 to
  * 3600000), or -EINVAL with the reason in err.
@@ -66,7 +67,7 @@ struct http_req {
 struct http_conn {
 	struct http_url u;
 	int fd;			/* -1: none open */
-	int timeout_ms;		/* for each step: connect, send, receive */
+	int timeout_ms;		/* for connecting, and for each request in all */
 	bool keep;		/* keep the connection open between requests */
 	const char *headers;
 	uint64_t connects;	/* connections opened */
@@ -77,7 +78,10 @@ void http_conn_init(struct http_conn *c, const struct http_url *u, int timeout_m
 void http_conn_close(struct http_conn *c);
 
 /*
- * POSTs r, waiting at most c->timeout_ms for each step. A kept connection
+ * POSTs r, waiting at most c->timeout_ms to connect, and as long for the
+ * request to be sent and answered (an endpoint that sends its answer a
+ * byte at a time, or never ends it, gets at most one timeout more: each
+ * send() and recv() is bounded by it too). A kept connection
  * that the endpoint closed while idle is opened again and the request
  * sent on the new one, once. Returns 0 with the answer (the connection
  * kept open when the endpoint allows it), or -errno (-ECONNREFUSED,

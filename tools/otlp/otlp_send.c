@@ -158,7 +158,10 @@ static int post(struct otlp *o, const char *body, size_t len)
 	for (attempt = 1;; attempt++) {
 		ret = http_post(&o->url, body, len, o->timeout_ms, &a, why, sizeof(why));
 		if (ret == 0 && a.status >= 200 && a.status < 300) {
-			o->rejected += otlp_partial_success(&a, why, sizeof(why));
+			/* the endpoint's count, at most what the request held */
+			uint64_t rej = otlp_partial_success(&a, why, sizeof(why));
+
+			o->rejected += rej > o->batch_spans ? o->batch_spans : rej;
 			return 0;
 		}
 		if (!otlp_retryable(ret, a.status) || attempt >= o->o->retries)
