@@ -138,8 +138,14 @@ static PyObject *mod_create_ring(PyObject *m, PyObject *args, PyObject *kw)
 	Py_BEGIN_ALLOW_THREADS
 	ret = shmtrace_ring_create(ring, &cfg);
 	Py_END_ALLOW_THREADS
-	if (ret < 0)
-		return pyst_raise(ret, PyTuple_GET_ITEM(args, 0));
+	if (ret < 0) {
+		/* ring may have come by keyword: args is no place to find it */
+		PyObject *name = PyUnicode_DecodeFSDefault(ring), *r;
+
+		r = pyst_raise(ret, name);
+		Py_XDECREF(name);
+		return r;
+	}
 	Py_RETURN_NONE;
 }
 
@@ -222,15 +228,32 @@ static PyObject *mod_now(PyObject *m, PyObject *Py_UNUSED(i))
 	return PyLong_FromUnsignedLongLong(shmtrace_now());
 }
 
-static PyObject *m_span(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) { (void)m; return pyst_span(pyst_dflt(), a, n, k); }
-static PyObject *m_instant(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) { (void)m; return pyst_instant(pyst_dflt(), a, n, k); }
-static PyObject *m_counter(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) { (void)m; return pyst_counter(pyst_dflt(), a, n, k); }
-static PyObject *m_trigger(PyObject *m, PyObject *o) { (void)m; return pyst_trigger(pyst_dflt(), o); }
-static PyObject *m_flow_new(PyObject *m, PyObject *Py_UNUSED(i)) { (void)m; return pyst_flow_new(pyst_dflt(), NULL); }
-static PyObject *m_set_thread_name(PyObject *m, PyObject *o) { (void)m; return pyst_set_name(pyst_dflt(), o, 0); }
-static PyObject *m_set_process_name(PyObject *m, PyObject *o) { (void)m; return pyst_set_name(pyst_dflt(), o, 1); }
-static PyObject *m_flush(PyObject *m, PyObject *Py_UNUSED(i)) { (void)m; return pyst_flush(pyst_dflt(), NULL); }
-static PyObject *m_stats(PyObject *m, PyObject *Py_UNUSED(i)) { (void)m; return pyst_stats(pyst_dflt(), NULL); }
+/*
+ * The module's functions call the default tracer's, holding a reference
+ * to it throughout: user code they run (an argument's __index__ or
+ * items(), a thread's name) may call set_default(), which drops the
+ * module's own.
+ */
+#define ON_DEFAULT(call)                                \
+	do {                                            \
+		Tracer *tr = pyst_dflt();               \
+		PyObject *r;                            \
+		(void)m;                                \
+		Py_INCREF(tr);                          \
+		r = (call);                             \
+		Py_DECREF(tr);                          \
+		return r;                               \
+	} while (0)
+
+static PyObject *m_span(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) { ON_DEFAULT(pyst_span(tr, a, n, k)); }
+static PyObject *m_instant(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) { ON_DEFAULT(pyst_instant(tr, a, n, k)); }
+static PyObject *m_counter(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) { ON_DEFAULT(pyst_counter(tr, a, n, k)); }
+static PyObject *m_trigger(PyObject *m, PyObject *o) { ON_DEFAULT(pyst_trigger(tr, o)); }
+static PyObject *m_flow_new(PyObject *m, PyObject *Py_UNUSED(i)) { ON_DEFAULT(pyst_flow_new(tr, NULL)); }
+static PyObject *m_set_thread_name(PyObject *m, PyObject *o) { ON_DEFAULT(pyst_set_name(tr, o, 0)); }
+static PyObject *m_set_process_name(PyObject *m, PyObject *o) { ON_DEFAULT(pyst_set_name(tr, o, 1)); }
+static PyObject *m_flush(PyObject *m, PyObject *Py_UNUSED(i)) { ON_DEFAULT(pyst_flush(tr, NULL)); }
+static PyObject *m_stats(PyObject *m, PyObject *Py_UNUSED(i)) { ON_DEFAULT(pyst_stats(tr, NULL)); }
 
 /* A module constant of 64 bits, as shmtrace.h has it (a long may hold
  * fewer). */

@@ -83,8 +83,9 @@ static PyObject *span_exit(Span *s)
 			pyst_open_end(s, s->tr->t);
 		else
 			pyst_open_drop(s);
-		/* recorded: the texts were read */
-		pyst_vals_clear(s->vals);
+		/* the str values stay with the span (its args point into
+		 * them) until it is freed: entered again, it records them
+		 * again */
 	}
 	Py_RETURN_NONE;
 }

@@ -252,6 +252,29 @@ class TestCalls(RingTest):
         with self.assertRaises(TypeError):
             shmtrace.set_default("ring")
 
+    def test_default_replaced_by_the_arguments_own_code(self):
+        # an argument's __index__ (user code) that calls set_default(None)
+        # while a module-level call uses the default tracer: the call
+        # keeps the tracer alive till it returns. With freed memory
+        # poisoned (PYTHONMALLOC=debug), a call that did not would crash.
+        code = f"""
+import shmtrace
+shmtrace.set_default(shmtrace.open({self.ring!r}))
+class Index:
+    def __index__(self):
+        shmtrace.set_default(None)
+        return 5
+shmtrace.counter("replaced", Index())
+print("ok")
+"""
+        env = dict(os.environ, PYTHONMALLOC="debug")
+        env.pop("SHMTRACE_RING", None)
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=False)
+        self.assertEqual((r.returncode, r.stdout.strip(), r.stderr), (0, "ok", ""))
+        ctr = [e for e in self.export() if e.get("ph") == "C" and e["name"] == "replaced"]
+        self.assertEqual([e["args"]["replaced"] for e in ctr], [5])
+
     def test_close(self):
         with shmtrace.open(self.ring) as t2:
             self.assertTrue(t2.enabled)
@@ -399,6 +422,10 @@ class TestBadArguments(RingTest):
         with self.assertRaises(shmtrace.Error) as cm:
             shmtrace.create_ring(self.ring)
         self.assertEqual(cm.exception.errno, 17)
+        self.assertEqual(cm.exception.filename, self.ring)
+        with self.assertRaises(shmtrace.Error) as cm:
+            shmtrace.create_ring(ring=self.ring)
+        self.assertEqual((cm.exception.errno, cm.exception.filename), (17, self.ring))
         path = "/dev/shm/" + self.ring + "-junk"
         with open(path, "wb") as f:
             f.write(b"\0" * 4096)

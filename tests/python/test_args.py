@@ -110,6 +110,20 @@ class TestArgs(RingTest):
         self.assertEqual([e["args"] for e in util.spans(self.export(), "twice")],
                          [{"n": 1}, {"n": 2}])
 
+    def test_a_str_value_stays_with_a_span_entered_again(self):
+        # the span holds the only reference to the value, larger than
+        # malloc's largest mmap threshold (32 MiB), so that a str freed
+        # too early is unmapped, and reading it faults
+        s = self.t.span("twice-str")
+        with s:
+            s.set("k", "v" * (40 << 20) + "!")
+        with s:
+            pass
+        got = [e["args"]["k"] for e in util.spans(self.export(), "twice-str")]
+        self.assertEqual(len(got), 2)
+        self.assertEqual(got[0], got[1])
+        self.assertTrue(got[0].startswith("vvvv"))
+
     def test_a_fifth_key_is_warned_about_and_not_kept(self):
         with self.t.span("full", args={"a": 1, "b": 2, "c": 3}) as s:
             s.set("d", 4)
