@@ -100,6 +100,56 @@ static void test_output_fifo_refused(void **state)
 }
 
 /*
+ * A file planted at the collector's output path for it to fill: a hard
+ * link to another file (writing would change that one too), and, root
+ * only, a file of another user in a directory anyone may write (what
+ * fs.protected_regular refuses when it is on). Each refused at once
+ * (exit 1, the reason named), the file left as it was.
+ */
+static void test_output_planted_file_refused(void **state)
+{
+	const char *ring = test_ring_name("outplant");
+	char *col[] = { collector_bin, "--ring", (char *)ring, "--create", "-o", NULL, "-q", NULL };
+	char victim[512], link_[512], open_dir[512], theirs[600];
+	char *s;
+
+	(void)state;
+	snprintf(victim, sizeof(victim), "%s", tmp("victim"));
+	snprintf(link_, sizeof(link_), "%s", tmp("linked.cap"));
+	put_file(victim, "keep", 4);
+	unlink(link_);
+	assert_int_equal(link(victim, link_), 0);
+	col[5] = link_;
+	assert_int_equal(run_guarded(NULL, tmp("col.err"), col), 1);
+	expect_in(tmp("col.err"), "has 1 other name (hard links): refusing to write into it");
+	s = slurp(victim);
+	assert_string_equal(s, "keep");
+	free(s);
+	unlink(link_);
+	if (geteuid() == 0) {
+		snprintf(open_dir, sizeof(open_dir), "%s", tmp("open"));
+		snprintf(theirs, sizeof(theirs), "%s/theirs.cap", open_dir);
+		assert_int_equal(mkdir(open_dir, 0700), 0);
+		assert_int_equal(chmod(open_dir, 01777), 0);
+		put_file(theirs, "keep", 4);
+		assert_int_equal(chown(theirs, 65534, 65534), 0);
+		col[5] = theirs;
+		assert_int_equal(run_guarded(NULL, tmp("col.err"), col), 1);
+		expect_in(tmp("col.err"), "belongs to another user (uid 65534) in a directory anyone "
+			  "may write: refusing to write into it");
+		s = slurp(theirs);
+		assert_string_equal(s, "keep");
+		free(s);
+		unlink(theirs);
+		rmdir(open_dir);
+	}
+	figure("output path a planted file (hard link; another's in /tmp)", geteuid() == 0 ? 2 : 1,
+	       0, 0, 0, 0, 0, "collector refuses it, the file left as it was");
+	shmtrace_ring_unlink(ring);
+	unlink(victim);
+}
+
+/*
  * The collector's later parts: run.cap.1 planted as a symlink before the
  * capture rotates to it. The rotation refuses it (exit 1, the link named),
  * the target is untouched and the first part stays a whole capture.
@@ -253,6 +303,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_output_symlink_refused),
 		cmocka_unit_test(test_output_fifo_refused),
+		cmocka_unit_test(test_output_planted_file_refused),
 		cmocka_unit_test(test_rotated_part_symlink_refused),
 		cmocka_unit_test(test_numbers_that_would_wrap),
 	};

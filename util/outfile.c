@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,46 @@ static int open_failed(const char *path, int e, char *err, size_t errlen)
 	return -e;
 }
 
+/* Whether the directory of path is one anyone may write into (/tmp). */
+static bool dir_open_to_all(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	struct stat st;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else if ((size_t)(slash - path) < sizeof(dir))
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	else
+		return true;	/* not known: taken as open */
+	return stat(dir, &st) != 0 || (S_ISDIR(st.st_mode) && (st.st_mode & S_IWOTH));
+}
+
+/*
+ * Whether the regular file st at path was planted there for us to fill:
+ * it has other names (a hard link: writing would change the file it
+ * links to as well), or another user owns it in a directory anyone may
+ * write (what fs.protected_regular refuses, when it is on). Returns 0, or
+ * -EPERM with the reason in err.
+ */
+static int planted(const char *path, const struct stat *st, char *err, size_t errlen)
+{
+	if (st->st_nlink > 1) {
+		snprintf(err, errlen, "'%.400s' has %ju other name%s (hard links): refusing to write "
+			 "into it", path, (uintmax_t)st->st_nlink - 1, st->st_nlink > 2 ? "s" : "");
+		return -EPERM;
+	}
+	if (st->st_uid != geteuid() && dir_open_to_all(path)) {
+		snprintf(err, errlen, "'%.400s' belongs to another user (uid %u) in a directory "
+			 "anyone may write: refusing to write into it", path, (unsigned)st->st_uid);
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int open_in_place(struct outfile *o, unsigned mode, char *err, size_t errlen)
 {
 	struct stat st;
@@ -79,7 +120,9 @@ static int open_in_place(struct outfile *o, unsigned mode, char *err, size_t err
 	known = fstat(o->fd, &st) == 0;
 	if (known && refused_kind(st.st_mode))
 		ret = refuse(o->path, st.st_mode, err, errlen);
-	/* truncated only once it is known to be a regular file */
+	else if (known && S_ISREG(st.st_mode) && planted(o->path, &st, err, errlen) < 0)
+		ret = -EPERM;
+	/* truncated only once it is known to be a regular file of ours */
 	else if (known && (!S_ISREG(st.st_mode) || ftruncate(o->fd, 0) == 0) &&
 		 (fl = fcntl(o->fd, F_GETFL)) >= 0 && fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
 		return 0;

@@ -9,7 +9,8 @@
  * An output written as it goes (OUTFILE_IN_PLACE: the capture, which stays
  * readable up to its last full frame) is opened at its path with
  * O_NOFOLLOW, without blocking and without taking a terminal, checked to
- * be a regular file and truncated. An output written whole (OUTFILE_WHOLE:
+ * be a regular file with no other name (hard link) that, in a directory
+ * anyone may write, is ours, and truncated. An output written whole (OUTFILE_WHOLE:
  * exports, SVG) is written into an unnamed file in its directory
  * (O_TMPFILE; a temporary file created exclusively beside it where the
  * file system has none), named beside it and renamed over the path by
