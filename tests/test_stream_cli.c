@@ -494,6 +494,57 @@ static void test_stream_waits_while_its_collector_says_behind(void **state)
 	}
 }
 
+/*
+ * Files planted beside the capture by another user, as one can in a
+ * folder anyone may write: a FIFO at the checkpoint's name (reading it
+ * would hang), and, as root, a lock of another user (who could hold it
+ * for good) are refused in one line at once; a backlog that is a link to
+ * another capture is left, said, and none of its spans sent.
+ */
+static void test_files_planted_beside_the_capture_refused(void **state)
+{
+	const char *ring = test_ring_name("strplant");
+	char cap[512], other[512], ckpt[600], lock[600], backlog[600];
+	const char *caps[] = { cap, NULL };
+	char *const argv[] = { bin, "stream", cap, "--otlp-endpoint", "http://127.0.0.1:1", NULL };
+	struct receiver r;
+	int fd;
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("plant.cap"));
+	snprintf(other, sizeof(other), "%s", tmp("other.cap"));
+	snprintf(ckpt, sizeof(ckpt), "%s", tmp(".plant.cap.otlp-checkpoint"));
+	snprintf(lock, sizeof(lock), "%s", tmp(".plant.cap.otlp-lock"));
+	snprintf(backlog, sizeof(backlog), "%s", tmp(".plant.cap.otlp-backlog.0"));
+	flow_capture(ring, cap, 20, 0);
+	assert_int_equal(mkfifo(ckpt, 0666), 0);
+	run_says(1, argv, ".plant.cap.otlp-checkpoint: not a regular file of this user with no "
+		 "other name: refusing it", NULL);
+	unlink(ckpt);
+	if (geteuid() == 0) {
+		unlink(lock);	/* the stream's own, from the run above */
+		fd = open(lock, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		assert_true(fd >= 0);
+		assert_int_equal(fchown(fd, 65534, 65534), 0);
+		close(fd);
+		run_says(1, argv, ".plant.cap.otlp-lock: not a regular file of this user", NULL);
+		unlink(lock);
+	}
+	if (have_receiver()) {
+		flow_capture(ring, other, 30, 0);
+		assert_int_equal(symlink(other, backlog), 0);
+		receiver_start(&r, "recv-plant", NULL, 0, 0);
+		assert_int_equal(stream(cap, &r, tmp("plant.err"), NULL), 0);
+		expect_in(tmp("plant.err"), "shmtrace stream: warning: backlog ");
+		expect_in(tmp("plant.err"), ".plant.cap.otlp-backlog.0: not a regular file of this "
+			  "user");
+		expect_as_export(&r, caps, NULL);
+		assert_int_equal(stream_stat(cap, "sent"), 20 * FLOW_RUN_SPANS);
+		receiver_stop(&r);
+		unlink(backlog);
+	}
+}
+
 static void test_bad_options_say_one_line(void **state)
 {
 	const char *ring = test_ring_name("strbad");
@@ -546,6 +597,7 @@ int main(void)
 		cmocka_unit_test(test_collector_starts_its_stream_again),
 		cmocka_unit_test(test_spans_of_a_killed_producer_go_out_unfinished),
 		cmocka_unit_test(test_stream_waits_while_its_collector_says_behind),
+		cmocka_unit_test(test_files_planted_beside_the_capture_refused),
 		cmocka_unit_test(test_bad_options_say_one_line),
 	};
 

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "outfile.h"
 #include "pb.h"
@@ -320,9 +321,11 @@ static int load(struct otlp_stream *st, const char *p, size_t len)
 
 int ckpt_load(struct otlp_stream *st, char *err, size_t errlen)
 {
-	int fd = open(st->ckpt_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO planted at the name must not hang the open */
+	int fd = open(st->ckpt_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct obuf b = { 0 };
 	char chunk[65536];
+	struct stat sb;
 	ssize_t n;
 	int ret;
 
@@ -332,6 +335,10 @@ int ckpt_load(struct otlp_stream *st, char *err, size_t errlen)
 		ret = -errno;
 		snprintf(err, errlen, "%s: %s", st->ckpt_path, strerror(errno));
 		return ret;
+	}
+	if (fstat(fd, &sb) < 0 || stream_side_file_ours(st->ckpt_path, &sb, err, errlen) < 0) {
+		close(fd);
+		return -EPERM;
 	}
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
 		ob_raw(&b, chunk, (size_t)n);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #include "kv.h"
 #include "outfile.h"
@@ -33,6 +34,16 @@ static void beside(const char *capture, const char *what, char *buf, size_t len)
 	snprintf(buf, len, "%.*s.%s.%s", dirlen, capture, capture + dirlen, what);
 }
 
+int stream_side_file_ours(const char *path, const struct stat *st, char *err, size_t errlen)
+{
+	if (S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink == 1)
+		return 0;
+	snprintf(err, errlen, "%s: not a regular file of this user with no other name: refusing "
+		 "it (planted by another user? keep a streamed capture in a folder of its own)",
+		 path);
+	return -EPERM;
+}
+
 void stream_paths(const char *capture, char *ckpt, char *status, char *lock, size_t len)
 {
 	beside(capture, "otlp-checkpoint", ckpt, len);
@@ -42,10 +53,23 @@ void stream_paths(const char *capture, char *ckpt, char *status, char *lock, siz
 
 int stream_lock(struct otlp_stream *st, char *err, size_t errlen)
 {
-	st->lock_fd = open(st->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	struct stat sb;
+	int ret;
+
+	/* O_NONBLOCK: a FIFO planted at the name must not hang the open */
+	st->lock_fd = open(st->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			   0600);
 	if (st->lock_fd < 0) {
+		ret = -errno;
 		snprintf(err, errlen, "%s: %s", st->lock_path, strerror(errno));
-		return -errno;
+		return ret;
+	}
+	/* another user's file there could be held locked by them for good */
+	if (fstat(st->lock_fd, &sb) < 0 ||
+	    stream_side_file_ours(st->lock_path, &sb, err, errlen) < 0) {
+		close(st->lock_fd);
+		st->lock_fd = -1;
+		return -EPERM;
 	}
 	if (flock(st->lock_fd, LOCK_EX | LOCK_NB) == 0)
 		return 0;
@@ -75,9 +99,10 @@ static int cmp_num(const void *a, const void *b)
 /* The backlog files there, in order; the next number in *next. */
 static int list_backlog(struct otlp_stream *st, unsigned long *next)
 {
-	char prefix[4200], *dir, *base;
+	char prefix[4200], why[4400], *dir, *base;
 	const char *slash;
 	struct dirent *e;
+	struct stat sb;
 	DIR *d;
 
 	beside(st->so->capture, "otlp-backlog.", prefix, sizeof(prefix));
@@ -97,10 +122,20 @@ static int list_backlog(struct otlp_stream *st, unsigned long *next)
 			continue;
 		if (k >= *next)
 			*next = k + 1;
-		if (array_reserve(&st->backlog, &st->backlog_cap, st->nbacklog + 1,
-				  sizeof(*st->backlog), 8) < 0 ||
-		    asprintf(&path, "%s%s", dir, e->d_name) < 0)
+		if (asprintf(&path, "%s%s", dir, e->d_name) < 0)
 			break;
+		/* read, sent with our credentials and removed: only ours (in a
+		 * sticky folder nobody else can put another file at its name) */
+		if (lstat(path, &sb) < 0 || stream_side_file_ours(path, &sb, why, sizeof(why)) < 0) {
+			fprintf(stderr, "shmtrace stream: warning: backlog %s; left as it is\n", why);
+			free(path);
+			continue;
+		}
+		if (array_reserve(&st->backlog, &st->backlog_cap, st->nbacklog + 1,
+				  sizeof(*st->backlog), 8) < 0) {
+			free(path);
+			break;
+		}
 		st->backlog[st->nbacklog++] = path;
 	}
 	if (d)

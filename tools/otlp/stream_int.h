@@ -288,6 +288,13 @@ bool stream_stopping(void);
 int stream_main(const struct stream_opts *so);
 
 /* stream_files.c: the files beside the capture. */
+/* Whether the side file at path (its stat st) is one a stream of ours
+ * made: a regular file of this user with no other name. In a folder
+ * anyone may write, another user may plant one at the name (a checkpoint
+ * that skips records, a backlog of forged spans to send with our
+ * credentials, a lock they hold). Returns 0, or -EPERM with err set. */
+struct stat;
+int stream_side_file_ours(const char *path, const struct stat *st, char *err, size_t errlen);
 /* Its checkpoint's, status's and lock's paths (each len bytes). */
 void stream_paths(const char *capture, char *ckpt, char *status, char *lock, size_t len);
 /* Takes the lock: waits for another stream of the capture to stop.
