@@ -220,6 +220,40 @@ static void test_forged_head_said(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * An overwrite ring whose head a peer moved a ring's worth on over slots
+ * that hold nothing (commit words 0, as a peer can zero them): no flush
+ * writes them (the journal is clear), so each is torn at once. The
+ * readers once waited on each such slot for a producer to finish it: a
+ * thousand pauses a slot, about a minute for these 4M slots, which the
+ * guard turns into a failure.
+ */
+static void test_slots_zeroed_by_a_peer_counted_torn_without_a_wait(void **state)
+{
+	const char *ring = test_ring_name("zeroed");
+	char *exp[] = { bin, "export", "--ring", (char *)ring, "-o", NULL, NULL };
+	char *snap[] = { bin, "snapshot", (char *)ring, "-o", NULL, NULL };
+	struct shmtrace_ring_config c = { .capacity = 1u << 22, .mode = SHMTRACE_MODE_OVERWRITE };
+	struct shmt_view v;
+	char err[256], torn[64];
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	store_relaxed(&v.h->head.v, (uint64_t)c.capacity);
+	assert_int_equal(load_relaxed(&v.h->journal.active), 0);
+	shmt_view_close(&v);
+	exp[5] = (char *)tmp("zeroed.json");
+	assert_int_equal(run_for(NULL, tmp("zeroed.err"), exp, 15), 0);
+	/* slot 0 is a lap behind the head: overwritten; the rest torn */
+	snprintf(torn, sizeof(torn), "\"torn\":%u", c.capacity - 1);
+	expect_in(tmp("zeroed.json"), torn);
+	snap[4] = (char *)tmp("zeroed.cap");
+	assert_int_equal(run_for(NULL, tmp("zeroed-snap.err"), snap, 15), 0);
+	shmtrace_ring_unlink(ring);
+}
+
 /* A process name with terminal escapes: what the commands print to a
  * terminal carries no control character. */
 static void test_terminal_escapes_stripped(void **state)
@@ -373,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_impossible_counters_through_collector),
 		cmocka_unit_test(test_terminal_escapes_stripped),
 		cmocka_unit_test(test_forged_head_said),
+		cmocka_unit_test(test_slots_zeroed_by_a_peer_counted_torn_without_a_wait),
 		cmocka_unit_test(test_head_and_tail_shifted_together_said),
 		cmocka_unit_test(test_forged_head_said_by_collector),
 	};

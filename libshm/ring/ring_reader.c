@@ -157,22 +157,37 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
 static bool rewriting(const struct shmt_view *v, uint64_t seq)
 {
 	const struct shmt_journal *j = &v->h->journal;
-	uint64_t hb = load_relaxed(&j->head_before), n = load_relaxed(&j->count);
-	/* the one sequence of [hb, hb + n) (n at most a lap) in seq's slot */
-	uint64_t lap = hb + ((seq - hb) & v->mask);
+	uint64_t hb, n, lap;
 
-	if (!load_acquire(&j->active) || n > v->capacity)
+	/* pairs with the release store that clears it in ring_write.c */
+	if (!load_acquire(&j->active))
+		return false;
+	hb = load_relaxed(&j->head_before);
+	n = load_relaxed(&j->count);
+	/* the one sequence of [hb, hb + n) (n at most a lap) in seq's slot */
+	lap = hb + ((seq - hb) & v->mask);
+	if (n > v->capacity)
 		return false;
 	/* a later lap's, within the flush (and no wrap: the journal is
 	 * untrusted) */
 	return lap - hb < n && lap >= hb && lap > seq && lap - seq >= v->capacity;
 }
 
+/*
+ * A slot whose commit word is 0 is being written by a flush right now, or
+ * was left so (a flusher's death, a forger). Every write of a slot is a
+ * flush under the journal, which is active from before the commit word
+ * is zeroed until after the record is committed and head published: so
+ * either the journal read after the zero covers the slot, or the flush
+ * is over, and a second look at the slot and head (both stored before the
+ * journal was cleared) finds its lap. No wait: a ring whose commit words
+ * a peer zeroed costs a reader two looks per slot, not a spin.
+ */
 bool shmt_ring_reused(const struct shmt_view *v, uint64_t seq)
 {
 	const struct shmt_record *r = &v->records[seq & v->mask];
 
-	for (int spin = 0; spin < 1000; spin++) {
+	for (int look = 0; look < 2; look++) {
 		uint64_t head = shmt_ring_head(v);
 		/* pairs with the release store of commit in put_record() */
 		uint32_t c = load_acquire(&r->commit);
@@ -186,10 +201,10 @@ bool shmt_ring_reused(const struct shmt_view *v, uint64_t seq)
 			return true;
 		if (c)
 			return false;	/* a finished record of no lap of ours */
-		/* commit zeroed: a producer is rewriting the slot right now */
-		cpu_relax();
+		if (rewriting(v, seq))
+			return true;
 	}
-	return rewriting(v, seq);
+	return false;
 }
 
 bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq)

@@ -88,8 +88,9 @@ bool shmt_block_sequenced(const struct shmt_view *v, uint64_t w, uint64_t k, uin
 /* After shmt_ring_read() failed on seq (below head): true if the slot was
  * lapped (overwrite mode: the head passed seq + capacity, or the slot holds
  * a later lap's record), false if it held no finished record (torn or
- * forged). A slot being rewritten is waited for a little; past that it
- * counts as torn: the sum of the two is exact either way. */
+ * forged). A slot a flush under way is rewriting for a later lap (its
+ * journal covers it) is lapped; one no flush covers is torn: never waited
+ * for, and the sum of the two is exact either way. */
 bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq);
 
 /* The same test for any slot, read or not, in either mode: true if the

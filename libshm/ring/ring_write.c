@@ -163,7 +163,9 @@ uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx)
 			      w - load_relaxed(&b->taken));
 	/* pairs with the owner's acquire load of taken: the slots are free */
 	store_release(&b->taken, w);
-	v->h->journal.active = 0;
+	/* after the records, head and taken: a reader that finds the journal
+	 * clear finds what the flush wrote (shmt_ring_reused()) */
+	store_release(&v->h->journal.active, 0);
 	return done;
 }
 
@@ -223,7 +225,7 @@ uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t 
 	 * high (a look at the blocks for nothing), never too low */
 	j->stage = 3;
 	__atomic_fetch_sub(&h->full_blocks.v, 1, __ATOMIC_RELAXED);
-	j->active = 0;
+	store_release(&j->active, 0);
 	*seq0 = head;
 	return w - k;
 }
@@ -234,7 +236,7 @@ int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r)
 {
 	uint64_t done = publish_locked(v, UINT32_MAX, r, 0, 1, 0, 1);
 
-	v->h->journal.active = 0;
+	store_release(&v->h->journal.active, 0);
 	return done ? 0 : -ENOSPC;
 }
 
