@@ -5,16 +5,18 @@
  * values in one unit), the histogram's buckets, quantiles and merging,
  * u64map, the external sort (runs merged in order,
  * read again, a spill file in the order given, a temporary directory that
- * cannot be written), and shmt_ring_path().
+ * cannot be written), outputs that must be new, and shmt_ring_path().
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -22,6 +24,7 @@
 #include "extsort.h"
 #include "fmt.h"
 #include "hist.h"
+#include "outfile.h"
 #include "ring_reader.h"
 #include "ring_writer.h"
 #include "u64map.h"
@@ -291,6 +294,49 @@ static void test_extsort_no_tmpdir(void **state)
 	extsort_free(s);
 }
 
+/*
+ * An output that must be new (a flight recorder's snapshot) finds its
+ * path taken by whatever is there, a symbolic link (dangling too) or a
+ * FIFO a peer planted included: -EEXIST, on which its caller picks the
+ * next name, and the planted file is left as it was.
+ */
+static void test_outfile_new_path_taken_by_anything_planted(void **state)
+{
+	char dir[] = "/tmp/shmt-outfile-XXXXXX", link_[64], dangling[64], fifo[64], free_[64];
+	const char *taken[] = { link_, dangling, fifo };
+	struct outfile o;
+	char err[512];
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(link_, sizeof(link_), "%s/link", dir);
+	snprintf(dangling, sizeof(dangling), "%s/dangling", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(free_, sizeof(free_), "%s/free", dir);
+	assert_int_equal(symlink("/etc/passwd", link_), 0);
+	assert_int_equal(symlink("/nonexistent/x", dangling), 0);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+		err[0] = 0;
+		assert_int_equal(outfile_open(&o, taken[i], OUTFILE_NEW, 0666, err, sizeof(err)),
+				 -EEXIST);
+		assert_non_null(strstr(err, "exists"));
+		assert_int_equal(lstat(taken[i], &st), 0);
+		assert_true(i == 2 ? S_ISFIFO(st.st_mode) : S_ISLNK(st.st_mode));
+	}
+	/* a free name is written and named */
+	assert_int_equal(outfile_open(&o, free_, OUTFILE_NEW, 0666, err, sizeof(err)), 0);
+	assert_int_equal(write(o.fd, "x", 1), 1);
+	assert_int_equal(outfile_commit(&o, err, sizeof(err)), 0);
+	assert_int_equal(stat(free_, &st), 0);
+	assert_int_equal(st.st_size, 1);
+	for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
+		unlink(taken[i]);
+	unlink(free_);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_ring_path(void **state)
 {
 	char buf[SHMT_PATH_MAX], longname[SHMT_NAME_MAX + 2];
@@ -324,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_extsort_memory_grows_with_items),
 		cmocka_unit_test(test_extsort_no_tmpdir),
 		cmocka_unit_test(test_ring_path),
+		cmocka_unit_test(test_outfile_new_path_taken_by_anything_planted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

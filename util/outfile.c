@@ -220,12 +220,15 @@ int outfile_open(struct outfile *o, const char *path, enum outfile_how how, unsi
 	o->tmp = NULL;
 	o->excl = how == OUTFILE_NEW;
 	if (lstat(path, &st) == 0) {
-		if (refused_kind(st.st_mode))
-			return refuse(path, st.st_mode, err, errlen);
+		/* a new file's path is taken by anything there, a link or a
+		 * FIFO a peer planted too: a caller that picks another name
+		 * on EEXIST (a flight recorder's next snapshot) goes on */
 		if (o->excl) {
 			snprintf(err, errlen, "'%.400s' exists", path);
 			return -EEXIST;
 		}
+		if (refused_kind(st.st_mode))
+			return refuse(path, st.st_mode, err, errlen);
 		/* a device is written as it is, never replaced */
 		if (S_ISCHR(st.st_mode))
 			how = OUTFILE_IN_PLACE;
