@@ -252,6 +252,7 @@ struct args {
 	struct shmtrace_ring_config cfg;
 	bool create, keep, quiet, recreate;
 	uint64_t linger_ns;
+	bool linger_given;
 	int ready_fd;
 	int nice;			/* --nice, or NICE_BEHIND */
 	bool nice_given;
@@ -326,8 +327,10 @@ static int check_args(struct args *a, const char *ready_arg)
 		return usage_error("%s", fl);
 	if (!a->o.output && !a->fl.on)
 		return usage_error("%s", "--output FILE is required");
-	if (a->fl.on && a->o.engine != CW_ENGINE_AUTO)
-		return usage_error("%s", "--write-engine chooses how a capture is written; "
+	if (a->fl.on && (a->o.engine != CW_ENGINE_AUTO || a->o.max_size || a->o.max_files ||
+			 a->linger_given || a->stream.argc || a->stream.endpoint))
+		return usage_error("%s", "--write-engine, --max-size, --max-files, --linger and the "
+				   "stream's options (--otlp-*, --service) are a capture's; "
 				   "--flight-recorder writes none");
 	if (!a->create && shmt_ring_cfg_given(&a->cfg))
 		return usage_error("%s", "--capacity, --mode, --group, --strings, --string-bytes "
@@ -406,7 +409,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'F': a->o.max_files = (uint32_t)v; break;
 		case 'K': a->keep = true; break;
 		case 'X': a->recreate = true; break;
-		case 'L': a->linger_ns = v * 1000000000ull; break;
+		case 'L':
+			a->linger_ns = v * 1000000000ull;
+			a->linger_given = true;
+			break;
 		case 'R':
 			a->ready_fd = (int)v;
 			ready_arg = optarg;
@@ -703,23 +709,28 @@ int main(int argc, char **argv)
 	if (a.fl.on)
 		return a.create && flight_make_ring(a.o.ring, &a.cfg, a.recreate) < 0 ? 1 :
 		       flight_run(a.o.ring, a.o.poll_ns, &a.fl, a.quiet, a.ready_fd, stop_requested);
-	if (a.create && (created = make_ring(&a, &retired, rpath, sizeof(rpath))) < 0)
+	/* before the capture is opened, which truncates what it held, and
+	 * before a ring is made or replaced: the stream checks its options
+	 * (a usage error, 2) and finds its tool, and a collector that cannot
+	 * stream leaves the ring its producers use as it was */
+	if (a.stream.endpoint && (status = streamer_start(&a.stream, a.o.output)) != 0)
+		return status;
+	if (a.create && (created = make_ring(&a, &retired, rpath, sizeof(rpath))) < 0) {
+		streamer_finish(&a.stream, false, 0);
 		return 1;
-	/* before the capture is opened, which truncates what it held */
-	status = a.stream.endpoint ? streamer_start(&a.stream, a.o.output) : 0;
-	d = status ? NULL : drain_new();
-	ret = status ? -ECANCELED : d ? drain_open(d, &a.o) : -ENOMEM;
+	}
+	d = drain_new();
+	ret = d ? drain_open(d, &a.o) : -ENOMEM;
 	if (ret < 0) {
-		if (!status)
-			fprintf(stderr, "shmtrace-collector: %s\n",
-				d && drain_error(d)[0] ? drain_error(d) : shmtrace_strerror(ret));
+		fprintf(stderr, "shmtrace-collector: %s\n",
+			d && drain_error(d)[0] ? drain_error(d) : shmtrace_strerror(ret));
 		streamer_finish(&a.stream, false, 0);
 		drain_free(d);
 		if (retired)
 			finish_retired(&retired, rpath);
 		if (a.create && created != SHMTRACE_ADOPTED)
 			shmtrace_ring_unlink(a.o.ring);
-		return status ? status : 1;
+		return 1;
 	}
 	if (created == SHMTRACE_ADOPTED)
 		fprintf(stderr, "shmtrace-collector: adopted ring '%s' as it was, with %llu records "

@@ -4,7 +4,8 @@
  * binaries: `shmtrace ls` and `rm` on rings in use and not, `stat` of a
  * name that is neither ring nor capture, the collector's option checks,
  * a capture exported while its collector writes it, --from past the end,
- * and the option errors of the subcommands (cli_getopt()).
+ * outputs and options an export refuses, and the option errors of the
+ * subcommands (cli_getopt()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -295,10 +296,102 @@ static void test_collector_option_checks(void **state)
 	char *keep[] = { collector_bin, "--ring", (char *)name, "--output", (char *)tmp("o.cap"),
 			 "--keep-ring", NULL };
 
+	char *flight[] = { collector_bin, "--ring", (char *)name, "--flight-recorder",
+			   "--snapshot-dir", (char *)tmpdir, NULL, NULL, NULL };
+	const char *capture_only[][2] = {
+		{ "--max-size", "1M" }, { "--linger", "3" },
+		{ "--otlp-endpoint", "http://127.0.0.1:9" }, { "--write-engine", "pwrite" },
+	};
+
 	(void)state;
 	/* no ring either: a bad descriptor must be found first, as a usage error */
 	run_says(2, bad_fd, "--ready-fd 57: not an open file descriptor", NULL);
 	run_says(1, keep, "warning: --keep-ring has no effect without --create", NULL);
+	/* a flight recorder writes no capture: a capture's options are refused,
+	 * never ignored */
+	for (size_t i = 0; i < sizeof(capture_only) / sizeof(capture_only[0]); i++) {
+		flight[6] = (char *)capture_only[i][0];
+		flight[7] = (char *)capture_only[i][1];
+		run_says(2, flight, "--flight-recorder writes none", NULL);
+	}
+}
+
+/*
+ * A collector asked to make its ring and stream it, with a stream option
+ * out of range: a usage error before the ring is touched. The ring the
+ * producers use (another configuration, which --create would replace)
+ * stays as it was, and no capture is begun.
+ */
+static void test_collector_stream_usage_error_leaves_the_ring(void **state)
+{
+	const char *name = test_ring_name("keepring");
+	struct shmtrace_ring_config c = { .capacity = 4096 };
+	char *argv[] = { collector_bin, "--ring", (char *)name, "--create", "--capacity", "8192",
+			 "--output", (char *)tmp("keep.cap"), "--otlp-endpoint", "http://127.0.0.1:9",
+			 "--otlp-hold", "5000", NULL };
+	struct shmt_view v;
+	char err[256];
+	uint64_t id;
+
+	(void)state;
+	shmtrace_ring_unlink(name);
+	unlink(tmp("keep.cap"));
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	id = shmt_ring_id(&v);
+	shmt_view_close(&v);
+	run_says(2, argv, "--otlp-hold", NULL);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	assert_int_equal(shmt_ring_id(&v), id);
+	assert_int_equal(v.capacity, 4096);
+	assert_int_equal(load_relaxed(&v.h->retired), 0);
+	shmt_view_close(&v);
+	assert_int_equal(access(tmp("keep.cap"), F_OK), -1);
+	assert_int_equal(access(tmp("keep.cap.replaced"), F_OK), -1);
+	shmtrace_ring_unlink(name);
+}
+
+/*
+ * An output that is one of the inputs, by any of its names, is refused
+ * before anything is read: written, it would have replaced the capture.
+ * A format the option does not apply to is refused too, never ignored.
+ */
+static void test_export_refuses_what_it_would_do_wrong(void **state)
+{
+	const char *cap = tmp("in.cap");
+	char alias[512], *same, *before;
+	char *exp[] = { bin, "export", (char *)cap, "-o", alias, NULL };
+	char *svg[] = { bin, "svg", (char *)cap, "-o", (char *)cap, NULL };
+	char *split[] = { bin, "export", (char *)cap, "-o", (char *)tmp("s.pftrace"), "--format",
+			  "perfetto", "--split", "1s", NULL };
+	char *batch[] = { bin, "export", (char *)cap, "-o", (char *)tmp("b.json"), "--batch-size",
+			  "1M", NULL };
+	char *retries[] = { bin, "export", (char *)cap, "-o", (char *)tmp("b.json"), "--format",
+			    "perfetto", "--retries", "3", NULL };
+	FILE *f;
+
+	(void)state;
+	f = fopen(cap, "w");
+	assert_non_null(f);
+	fputs("not replaced", f);
+	fclose(f);
+	before = slurp(cap);
+	/* the same file by another path, and by a hard link */
+	snprintf(alias, sizeof(alias), "%s/./in.cap", tmpdir);
+	run_says(2, exp, "is the input", NULL);
+	snprintf(alias, sizeof(alias), "%s", tmp("in-link.cap"));
+	unlink(alias);
+	assert_int_equal(link(cap, alias), 0);
+	run_says(2, exp, "would be replaced", NULL);
+	run_says(2, svg, "is the input", NULL);
+	same = slurp(cap);
+	assert_string_equal(same, before);
+	free(same);
+	free(before);
+	unlink(alias);
+	run_says(2, split, "not with --format perfetto", NULL);
+	run_says(2, batch, "need --format otlp", NULL);
+	run_says(2, retries, "need --format otlp", NULL);
 }
 
 /* A capture whose collector is still running ends without its END frame:
@@ -349,7 +442,8 @@ static void test_export_from_past_end(void **state)
 	shmtrace_ring_unlink(name);
 }
 
-/* The option errors and --help of ls, rm, stat and summary, word for word. */
+/* The option errors and --help of ls, rm, stat and summary, word for word;
+ * help COMMAND and COMMAND --version. */
 static void test_option_messages(void **state)
 {
 	char *ls_bad[] = { bin, "ls", "--bogus", NULL };
@@ -359,6 +453,10 @@ static void test_option_messages(void **state)
 	char *sum_noarg[] = { bin, "summary", "--ring", NULL };
 	char *sum_short[] = { bin, "summary", "-r", NULL };
 	char *stat_help[] = { bin, "stat", "--json", "-h", NULL };
+	char *rm_first[] = { bin, "rm", "-qf", "x", NULL };
+	char *rm_last[] = { bin, "rm", "-fq", "x", NULL };
+	char *help_stat[] = { bin, "help", "stat", NULL };
+	char *ls_version[] = { bin, "ls", "--version", NULL };
 	struct stat st;
 
 	(void)state;
@@ -374,6 +472,14 @@ static void test_option_messages(void **state)
 	expect_in(tmp("help.out"), "Usage: shmtrace stat NAME|CAPTURE [--json]\n");
 	assert_int_equal(stat(tmp("help.err"), &st), 0);
 	assert_int_equal(st.st_size, 0);
+	/* a bad letter inside a group is named, not the word before it */
+	run_says(2, rm_first, "shmtrace rm: unknown option '-q'\n", NULL);
+	run_says(2, rm_last, "shmtrace rm: unknown option '-q'\n", NULL);
+	/* help COMMAND is COMMAND --help; every command has --version */
+	assert_int_equal(run(tmp("help.out"), NULL, help_stat), 0);
+	expect_in(tmp("help.out"), "Usage: shmtrace stat NAME|CAPTURE [--json]\n");
+	assert_int_equal(run(tmp("version.out"), NULL, ls_version), 0);
+	expect_in(tmp("version.out"), "shmtrace " SHMTRACE_VERSION "\n");
 }
 
 /* cli_getopt(): the options in order, then -1 with optind at the operands;
@@ -426,6 +532,8 @@ int main(void)
 		cmocka_unit_test(test_rm_says_lost),
 		cmocka_unit_test(test_stat_names_missing_once),
 		cmocka_unit_test(test_collector_option_checks),
+		cmocka_unit_test(test_collector_stream_usage_error_leaves_the_ring),
+		cmocka_unit_test(test_export_refuses_what_it_would_do_wrong),
 		cmocka_unit_test(test_export_capture_being_written),
 		cmocka_unit_test(test_export_from_past_end),
 		cmocka_unit_test(test_option_messages),

@@ -3,7 +3,8 @@
  * test_cli_small.c - what a new user meets in the first hour: a ring made
  * with `shmtrace create` (no collector) that stat shows, producers write
  * into, a collector with the same options adopts and rm removes, and a
- * name that is taken refused saying how to free it.
+ * name that is taken refused saying how to free it (or, taken by a file
+ * that is no ring, to choose another).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -171,6 +172,7 @@ static void test_create_usage(void **state)
 {
 	const char *ring = test_ring_name("create-usage");
 	char path[256];
+	int fd;
 
 	(void)state;
 	shmtrace_ring_unlink(ring);
@@ -188,6 +190,15 @@ static void test_create_usage(void **state)
 	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
 	assert_int_equal(access(path, F_OK), -1);
 	create(0, "--help", NULL);
+	/* a file there that is no ring: shmtrace rm would refuse it too */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "junk", 4), 4);
+	close(fd);
+	create(1, ring, NULL);
+	expect_in(tmp("create.err"), "exists and is not a shmtrace ring");
+	expect_not_in(tmp("create.err"), "shmtrace rm");
+	assert_int_equal(unlink(path), 0);
 }
 
 /*

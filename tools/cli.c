@@ -59,6 +59,20 @@ void cli_getopt_start(void)
 	optind = 0;
 }
 
+int cli_option_error(const char *cmd, int c, char **argv)
+{
+	/* a long option is the word getopt just passed; a short one may sit
+	 * inside a group ("-jx"), whose word getopt has not passed yet:
+	 * named by its letter */
+	const char *word = optind > 0 ? argv[optind - 1] : "";
+	char letter[3] = { '-', (char)optopt, 0 };
+	const char *name = !strncmp(word, "--", 2) || optopt <= 0 || optopt > 127 ? word : letter;
+
+	if (c == ':')
+		return cli_usage_error(cmd, "option '%s' needs an argument", name);
+	return cli_usage_error(cmd, "unknown option '%s'", name);
+}
+
 int cli_getopt(const struct cli_opts *o, int argc, char **argv, int *rc)
 {
 	int c = getopt_long(argc, argv, o->shortopts, o->longopts, NULL);
@@ -69,10 +83,8 @@ int cli_getopt(const struct cli_opts *o, int argc, char **argv, int *rc)
 		*rc = EXIT_OK;
 		return CLI_OPT_EXIT;
 	case ':':
-		*rc = cli_usage_error(o->cmd, "option '%s' needs an argument", argv[optind - 1]);
-		return CLI_OPT_EXIT;
 	case '?':
-		*rc = cli_usage_error(o->cmd, "unknown option '%s'", argv[optind - 1]);
+		*rc = cli_option_error(o->cmd, c, argv);
 		return CLI_OPT_EXIT;
 	default:
 		return c;
@@ -146,12 +158,21 @@ bool filter_pid(const struct filter *f, uint32_t pid)
 }
 
 int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
-		 int nfiles, const struct filter *f)
+		     char *const *files, int nfiles, const struct filter *f)
 {
+	struct stat so, si;
+
 	if (out_hint && !out)
 		return cli_usage_error(cmd, "no output given (%s)", out_hint);
 	if (!ring && !nfiles)
 		return cli_usage_error(cmd, "no input given (capture files or --ring NAME)");
+	/* the output replaces what is at its path once written: never an
+	 * input (a slip of the keyboard would lose the capture) */
+	if (out && strcmp(out, "-") && stat(out, &so) == 0 && S_ISREG(so.st_mode))
+		for (int i = 0; i < nfiles; i++)
+			if (stat(files[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+				return cli_usage_error(cmd, "the output '%s' is the input '%s': it "
+						       "would be replaced", out, files[i]);
 	if (f && f->has_from && f->has_to && f->from >= f->to)
 		return cli_usage_error(cmd, "--from must be before --to");
 	return 0;

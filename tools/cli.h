@@ -41,6 +41,11 @@ extern const struct option cli_json_longopts[];
 /* Resets getopt before a subcommand's first cli_getopt(). */
 void cli_getopt_start(void);
 
+/* After getopt_long() returned c, ':' (an option without its argument) or
+ * '?' (an unknown one): says so naming the option as given ("--colour",
+ * or "-x" of "-jx"). Returns EXIT_USAGE. */
+int cli_option_error(const char *cmd, int c, char **argv);
+
 /* The next option of a subcommand's argv as getopt_long() returns it, with
  * what every subcommand does alike done here: -h and --help print the usage
  * on stdout (*rc = EXIT_OK); an unknown option or one without its argument
@@ -72,10 +77,11 @@ struct filter {
 int filter_option(struct filter *f, const char *cmd, int c, const char *arg);
 
 /* Checks what a reading subcommand was given: an output (when out_hint is
- * not NULL, it says how to give one), either --ring or capture files, and
- * --from before --to. Returns 0, or EXIT_USAGE after saying what is wrong. */
+ * not NULL, it says how to give one) that is none of its inputs, either
+ * --ring or capture files, and --from before --to. Returns 0, or
+ * EXIT_USAGE after saying what is wrong. */
 int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
-		 int nfiles, const struct filter *f);
+		     char *const *files, int nfiles, const struct filter *f);
 
 /* True when no --pid was given or pid is one of them. */
 bool filter_pid(const struct filter *f, uint32_t pid);

@@ -54,9 +54,8 @@ int cmd_parse(struct cmd *c, int argc, char **argv)
 			fputs(c->usage, stdout);
 			return EXIT_OK;
 		case ':':
-			return cli_usage_error(c->name, "option '%s' needs an argument", argv[optind - 1]);
 		case '?':
-			return cli_usage_error(c->name, "unknown option '%s'", argv[optind - 1]);
+			return cli_option_error(c->name, o, argv);
 		default:
 			if ((rc = c->option(c->ctx, o, optarg)) != 0)
 				return rc;
@@ -73,7 +72,7 @@ int cmd_open(struct cmd *c, const char *out_hint)
 	char err[768];
 	int rc;
 
-	rc = cli_check_inputs(c->name, c->out, out_hint, c->ring, (int)c->nfiles, c->flt);
+	rc = cli_check_inputs(c->name, c->out, out_hint, c->ring, c->files, (int)c->nfiles, c->flt);
 	if (rc)
 		return rc;
 	if (source_open(c->src, c->ring, c->files, c->nfiles, err, sizeof(err)) < 0) {

@@ -67,9 +67,20 @@ int cmd_create_ring(int argc, char **argv)
 				       "not '.' or '..')", name, SHMT_NAME_MAX);
 	shmt_ring_cfg_finish(&cfg);
 	ret = shmtrace_ring_create(name, &cfg);
-	if (ret == -EEXIST)
+	if (ret == -EEXIST) {
+		struct shmt_view v;
+		char why[512];
+		int got = shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, why, sizeof(why));
+
+		/* shmtrace rm removes rings only: no advice it would refuse */
+		if (got == -EPROTO || got == -EBADMSG || got == -ENODEV)
+			return cli_runtime_error("create", "'%s' exists and is not a shmtrace ring "
+						 "(%s); choose another name", path, why);
+		if (got == 0)
+			shmt_view_close(&v);
 		return cli_runtime_error("create", "ring '%s' already exists (%s); remove it first "
 					 "with 'shmtrace rm %s'", name, path, name);
+	}
 	if (ret < 0)
 		return cli_runtime_error("create", "cannot create ring '%s': %s", name,
 					 shmtrace_strerror(ret));

@@ -89,6 +89,7 @@ struct export_opts {
 	uint64_t split_ns;		/* --split, 0 when not given */
 	struct otlp_opts oo;
 	bool otlp, perfetto;
+	bool otlp_sizing;		/* --batch-size or --retries given */
 	char offhost[MAX_OFFSETS][64];
 	int64_t offns[MAX_OFFSETS];
 	const char *offarg[MAX_OFFSETS];
@@ -127,6 +128,7 @@ static int export_option(void *ctx, int c, const char *arg)
 			x->oo.batch_bytes = (size_t)v;
 		else
 			x->oo.retries = (unsigned)v;
+		x->otlp_sizing = true;
 		return 0;
 	}
 	case 'D':
@@ -218,12 +220,14 @@ int cmd_export(int argc, char **argv)
 	rc = cmd_parse(&c, argc, argv);
 	if (rc != CMD_CONTINUE)
 		goto done;
-	if (!x->otlp && (x->oo.endpoint || x->oo.service || x->oo.flows_only)) {
-		rc = cli_usage_error("export", "--otlp-endpoint, --service and --flows-only need --format otlp");
+	if (!x->otlp && (x->oo.endpoint || x->oo.service || x->oo.flows_only || x->otlp_sizing)) {
+		rc = cli_usage_error("export", "--otlp-endpoint, --service, --flows-only, --batch-size "
+				     "and --retries need --format otlp");
 		goto done;
 	}
-	if (x->split_ns && x->otlp) {
-		rc = cli_usage_error("export", "--split writes Chrome JSON files; not with --format otlp");
+	if (x->split_ns && (x->otlp || x->perfetto)) {
+		rc = cli_usage_error("export", "--split writes Chrome JSON files; not with --format %s",
+				     x->otlp ? "otlp" : "perfetto");
 		goto done;
 	}
 	if (x->split_ns && c.out && !strcmp(c.out, "-")) {

@@ -25,17 +25,39 @@ static const char usage[] =
 	"  svg      draw a window of a trace as an SVG timeline\n"
 	"\n"
 	"Options:\n"
-	"  -h, --help     show this help ('shmtrace COMMAND --help' for a command)\n"
-	"  -V, --version  show the version\n"
+	"  -h, --help     show this help ('shmtrace COMMAND --help' or 'shmtrace help\n"
+	"                 COMMAND' for a command)\n"
+	"  -V, --version  show the version (also 'shmtrace COMMAND --version')\n"
 	"\n"
 	"Exit status: 0 success, 1 runtime error, 2 usage error.\n";
 
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+};
+
+static const struct command *find(const struct command *cmds, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(name, cmds[i].name))
+			return &cmds[i];
+	return NULL;
+}
+
+/* argv[0] names the subcommand, which runs with argv as its own */
+static int run(const struct command *cmds, size_t n, int argc, char **argv)
+{
+	const struct command *c = find(cmds, n, argv[0]);
+
+	if (c)
+		return c->fn(argc, argv);
+	fprintf(stderr, "shmtrace: unknown command '%s'\nTry 'shmtrace --help'.\n", argv[0]);
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(int argc, char **argv);
-	} cmds[] = { { "create", cmd_create_ring }, { "export", cmd_export }, { "ls", cmd_ls }, { "rm", cmd_rm },
+	static const struct command cmds[] = { { "create", cmd_create_ring }, { "export", cmd_export }, { "ls", cmd_ls }, { "rm", cmd_rm },
 		    { "snapshot", cmd_snapshot }, { "stat", cmd_stat }, { "stream", cmd_stream },
 		    { "summary", cmd_summary },
 		    { "svg", cmd_svg } };
@@ -44,17 +66,22 @@ int main(int argc, char **argv)
 		fputs("shmtrace: no command given\nTry 'shmtrace --help'.\n", stderr);
 		return EXIT_USAGE;
 	}
+	/* "shmtrace help COMMAND" is "shmtrace COMMAND --help" */
+	if (!strcmp(argv[1], "help") && argc > 2) {
+		char *help[] = { argv[2], "--help", NULL };
+
+		return run(cmds, sizeof(cmds) / sizeof(cmds[0]), 2, help);
+	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		fputs(usage, stdout);
 		return EXIT_OK;
 	}
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+	/* the version, asked of the command or of any of its subcommands */
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
+	    (argc == 3 && !strcmp(argv[2], "--version") && find(cmds, sizeof(cmds) / sizeof(cmds[0]),
+								  argv[1]))) {
 		puts("shmtrace " SHMTRACE_VERSION);
 		return EXIT_OK;
 	}
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "shmtrace: unknown command '%s'\nTry 'shmtrace --help'.\n", argv[1]);
-	return EXIT_USAGE;
+	return run(cmds, sizeof(cmds) / sizeof(cmds[0]), argc - 1, argv + 1);
 }

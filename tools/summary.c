@@ -310,7 +310,7 @@ int cmd_summary(int argc, char **argv)
 	}
 	if (c == CLI_OPT_EXIT)
 		return rc;
-	ret = cli_check_inputs("summary", NULL, NULL, ring, argc - optind, NULL);
+	ret = cli_check_inputs("summary", NULL, NULL, ring, argv + optind, argc - optind, NULL);
 	if (ret)
 		return ret;
 	s = calloc(1, sizeof(*s));
