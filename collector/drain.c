@@ -407,15 +407,22 @@ void drain_yield(struct drain *d)
 	nap(d, DRAIN_YIELD_NS, false);
 }
 
+/* How long the last passes of a stop may take: producers still writing
+ * make every pass find records, and a stop must end. What they write
+ * after it stays in the ring, said at the exit (the ring is kept). */
+#define DRAIN_FINISH_MOST_NS (2000ull * 1000 * 1000)
+
 int drain_finish(struct drain *d)
 {
+	uint64_t until = shmt_mono_ns() + DRAIN_FINISH_MOST_NS;
 	struct shmt_cap_end e;
 	uint32_t left = UINT32_MAX;
 	long r;
 	int ret;
 
 	/* until a pass finds nothing: producers may still be flushing, and
-	 * handed-over blocks wait for room the capture's writes free */
+	 * handed-over blocks wait for room the capture's writes free; at
+	 * most DRAIN_FINISH_MOST_NS */
 	do {
 		r = drain_pass(d, true);
 		if (r < 0)
@@ -428,7 +435,7 @@ int drain_finish(struct drain *d)
 			drain_release_tail(d);
 			r = 1;
 		}
-	} while (r > 0);
+	} while (r > 0 && shmt_mono_ns() < until);
 	ret = cw_drain(d->w);
 	if (ret < 0)
 		return ret;

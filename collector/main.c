@@ -442,8 +442,11 @@ static void install_signals(void)
 {
 	struct sigaction sa;
 
-	/* a file-size limit must be an EFBIG error, not a silent death */
+	/* a file-size limit must be an EFBIG error, not a silent death; so
+	 * must a write to the pipe of a stream that died (streamer.c), which
+	 * is then started again */
 	signal(SIGXFSZ, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
@@ -481,28 +484,34 @@ static struct drain *open_retiring(const struct args *a, char *path, size_t len,
 	return NULL;
 }
 
-/* Ends the retired ring's session, saying where its records are. */
-static void finish_retired(struct drain **dp, const char *path)
+/* Ends the retired ring's session, saying where its records are. Returns
+ * true when its capture failed (what the ring still held is lost with it,
+ * said). */
+static bool finish_retired(struct drain **dp, const char *path)
 {
 	struct drain *d = *dp;
 	struct drain_stats st;
 	long ret = pass(d, true);
 
 	drain_get_stats(d, ret < 0, &st);
+	/* the replaced ring has no name: what it still holds goes with it */
 	if (ret < 0)
 		fprintf(stderr, "shmtrace-collector: the replaced ring's capture '%s': %s; what was "
-			"written stays readable\n", path, strerror((int)-ret));
-	if (st.ring_corrupt)
+			"written stays readable; %llu records not drained are lost with the "
+			"replaced ring\n", path, strerror((int)-ret),
+			(unsigned long long)drain_undrained(d));
+	if (ret >= 0 && st.ring_corrupt)
 		fprintf(stderr, "shmtrace-collector: the replaced ring's %llu records are in '%s' "
 			"(loss counters corrupt (%s): not reported); export it with the capture\n",
 			(unsigned long long)st.records, path, st.ring_corrupt_why);
-	else
+	else if (ret >= 0)
 		fprintf(stderr, "shmtrace-collector: the replaced ring's %llu records are in '%s' "
 			"(%llu dropped, %llu lost to lock timeouts); export it with the capture\n",
 			(unsigned long long)st.records, path, (unsigned long long)st.ring.dropped,
 			(unsigned long long)st.ring.lock_dropped);
 	drain_free(d);
 	*dp = NULL;
+	return ret < 0;
 }
 
 /*
@@ -551,11 +560,12 @@ static int make_ring(struct args *a, struct drain **retired, char *path, size_t 
  * service shutting down with its collector: what it records on its way
  * out is its to keep), at most linger_ns, then the last pass. The ring a
  * replacement retired, if any, is drained alongside and finished once no
- * thread is attached to it. The priority follows the drain's backlog
- * (prio). Returns 0 or -errno.
+ * thread is attached to it (*retired_failed when its capture could not be
+ * written: the exit status is then 1). The priority follows the drain's
+ * backlog (prio). Returns 0 or -errno.
  */
 static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, const char *rpath,
-	       struct streamer *stream, struct prio *prio)
+	       struct streamer *stream, struct prio *prio, bool *retired_failed)
 {
 	bool stopping = false;
 	uint64_t until = 0;
@@ -574,7 +584,7 @@ static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, cons
 		prio_update(prio, drain_backlog(d), shmt_mono_ns());
 		streamer_poll(stream, drain_behind(d));
 		if (*retired && (pass(*retired, false) < 0 || !drain_live_writers(*retired)))
-			finish_retired(retired, rpath);
+			*retired_failed = finish_retired(retired, rpath);
 		if (!stopping && stop_requested())
 			continue;
 		if (ret == 0)
@@ -583,7 +593,7 @@ static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, cons
 			drain_yield(d);
 	}
 	if (*retired)
-		finish_retired(retired, rpath);
+		*retired_failed = finish_retired(retired, rpath);
 	ret = pass(d, true);
 	return ret < 0 ? (int)ret : 0;
 }
@@ -657,13 +667,13 @@ static void say_summary(const struct drain *d, bool failed, uint64_t t0, const s
  * drain flushed its block into it), and only if its name still refers to
  * the segment drained (else it is another collector's ring now).
  */
-static void leave_ring(struct drain *d, const struct drain_opts *o, bool keep, int status)
+static void leave_ring(struct drain *d, const struct drain_opts *o, bool keep, bool failed)
 {
 	uint64_t left;
 	uint32_t live;
 	int ret;
 
-	if (status) {
+	if (failed) {
 		fprintf(stderr, "shmtrace-collector: ring '%s' kept in /dev/shm with what was not "
 			"drained (%llu records): shmtrace export %s --ring %s\n", o->ring,
 			(unsigned long long)drain_undrained(d), o->output, o->ring);
@@ -698,6 +708,7 @@ int main(int argc, char **argv)
 	char rpath[4096 + 16];
 	struct prio prio;
 	int created = SHMTRACE_CREATED, ret, status;
+	bool retired_failed = false;
 	struct args a;
 	uint64_t t0;
 
@@ -728,8 +739,14 @@ int main(int argc, char **argv)
 		drain_free(d);
 		if (retired)
 			finish_retired(&retired, rpath);
-		if (a.create && created != SHMTRACE_ADOPTED)
+		/* a ring made for this run goes with it; one that replaced
+		 * another has its producers now: kept for the next collector */
+		if (a.create && created == SHMTRACE_CREATED)
 			shmtrace_ring_unlink(a.o.ring);
+		else if (created == SHMTRACE_REPLACED)
+			fprintf(stderr, "shmtrace-collector: ring '%s' kept: the producers of the ring "
+				"it replaced write into it; a collector with a capture it can write "
+				"drains it\n", a.o.ring);
 		return 1;
 	}
 	if (created == SHMTRACE_ADOPTED)
@@ -746,8 +763,8 @@ int main(int argc, char **argv)
 	}
 	t0 = shmt_mono_ns();
 	prio_count_from(&prio, t0);
-	ret = run(d, a.linger_ns, &retired, rpath, &a.stream, &prio);
-	status = ret < 0;
+	ret = run(d, a.linger_ns, &retired, rpath, &a.stream, &prio, &retired_failed);
+	status = ret < 0 || retired_failed;
 	if (ret < 0)
 		say_error(d, &a.o, ret);
 	if (!a.quiet)
@@ -760,7 +777,7 @@ int main(int argc, char **argv)
 		drain_warn_names(d);
 	g_drain = NULL;
 	if (a.create)
-		leave_ring(d, &a.o, a.keep, status);
+		leave_ring(d, &a.o, a.keep, ret < 0);
 	drain_free(d);
 	return status;
 }

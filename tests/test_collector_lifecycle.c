@@ -4,9 +4,11 @@
  * and restarted under load, one stopped and started again that adopts the
  * ring the last one left, one that removes only its own ring on exit, and
  * one with another configuration that replaces the ring and drains the old
- * one aside; every record captured once or counted.
+ * one aside; every record captured once or counted; a failed start that
+ * keeps the ring it replaced, and a lost capture of the old ring said.
  */
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "collector_run.h"
 
@@ -269,6 +271,128 @@ static void test_replaced_ring_drained_aside(void **state)
 	munmap(ph, sizeof(*ph));
 }
 
+/* Runs the collector with args (NULL-ended) to its exit, stderr to errp;
+ * returns its exit status. */
+static int collector_exit_of(const char *const *args, const char *errp)
+{
+	const char *argv[16] = { "shmtrace-collector" };
+	int n = 1, st;
+	pid_t pid;
+
+	while (n < 15 && args[n - 1]) {
+		argv[n] = args[n - 1];
+		n++;
+	}
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		if (fe < 0 || dup2(fe, 2) < 0)
+			_exit(126);
+		execv(g_bin, (char *const *)argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+/*
+ * A collector that replaced a ring (another --capacity) and then could
+ * not open its capture (the path is a directory) exits 1 and leaves the
+ * new ring, which the old one's producers move to: removing it left them
+ * writing into rings no collector could find.
+ */
+static void test_failed_start_keeps_the_ring_it_replaced(void **state)
+{
+	const char *ring = test_ring_name("keepnew");
+	struct shmtrace_ring_config c = { .capacity = 4096 };
+	char dir[256], old[300], errp[256], *said;
+	const char *const args[] = { "--ring", ring, "--create", "--capacity", "8192", "--output",
+				     dir, NULL };
+	struct shmt_view v;
+	char err[256];
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/%s.dir", ring);
+	snprintf(old, sizeof(old), "%s.replaced", dir);
+	snprintf(errp, sizeof(errp), "/tmp/%s.err", ring);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(collector_exit_of(args, errp), 1);
+	said = slurp(errp);
+	assert_non_null(strstr(said, "replaced ring"));
+	assert_non_null(strstr(said, "kept"));
+	free(said);
+	assert_int_equal(shmt_view_open(ring, 0, &v, err, sizeof(err)), 0);
+	assert_int_equal(v.capacity, 8192);
+	shmt_view_close(&v);
+	assert_int_equal(access(old, F_OK), 0);
+	shmtrace_ring_unlink(ring);
+	unlink(old);
+	unlink(errp);
+	rmdir(dir);
+}
+
+/*
+ * The capture of a replaced ring removed while the collector still drains
+ * it (its producer attached, idle): said, with what the replaced ring
+ * still held, and the collector exits 1, never 0.
+ */
+static void test_replaced_ring_capture_lost_fails_the_run(void **state)
+{
+	const char *ring = test_ring_name("lostaside");
+	struct shmtrace_ring_config c = { .capacity = 65536 };
+	const char *const big[] = { "--create", "--capacity", "131072", NULL };
+	char out[256], old[300], errp[256], *said;
+	int go[2], ready[2];
+	char ch;
+	pid_t col, prod;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	snprintf(old, sizeof(old), "%s.replaced", out);
+	snprintf(errp, sizeof(errp), "/tmp/%s.err", ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	/* the collector forked below must not hold the producer's pipe */
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+	prod = fork();
+	assert_true(prod >= 0);
+	if (prod == 0) {
+		shmtrace_t *h;
+
+		close(go[1]);
+		if (shmtrace_open(ring, &h) < 0)
+			_exit(3);
+		for (uint64_t i = 0; i < 100; i++)
+			if (shmtrace_span(h, 2, 1, 1000 + i, 1001 + i, 0) < 0)
+				_exit(4);
+		/* attached and idle until told */
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &ch, 1) < 0)
+			_exit(5);
+		shmtrace_close(h);
+		_exit(0);
+	}
+	close(go[0]);
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &ch, 1), 1);
+	col = start_collector_args(ring, out, 0, errp, big);
+	assert_int_equal(access(old, F_OK), 0);
+	assert_int_equal(unlink(old), 0);
+	close(go[1]);
+	assert_int_equal(waitpid(prod, NULL, 0), prod);
+	assert_int_equal(WEXITSTATUS(stop(col, SIGTERM)), 1);
+	said = slurp(errp);
+	assert_non_null(strstr(said, "lost with the replaced ring"));
+	free(said);
+	close(ready[0]);
+	unlink(out);
+	unlink(errp);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -276,6 +400,8 @@ int main(void)
 		cmocka_unit_test(test_restart_adopts_ring),
 		cmocka_unit_test(test_exit_spares_a_ring_made_again),
 		cmocka_unit_test(test_replaced_ring_drained_aside),
+		cmocka_unit_test(test_failed_start_keeps_the_ring_it_replaced),
+		cmocka_unit_test(test_replaced_ring_capture_lost_fails_the_run),
 	};
 
 	if (collector_bin_init() < 0)

@@ -3,9 +3,12 @@
  * test_collector_signals.c - stopping shmtrace-collector with signals while
  * producers write: what was published before SIGTERM is captured, what an
  * app records on its way out after the same Ctrl-C is captured, a repeated
- * stop signal is one stop, and a late second one exits at once and says
- * what stays in the ring.
+ * stop signal is one stop, a late second one exits at once and says
+ * what stays in the ring, a stop ends while a producer writes on, and
+ * the signals a write error would raise are ignored.
  */
+#include <sys/prctl.h>
+
 #include "collector_run.h"
 
 /* SIGTERM while producers write: every record published before the signal
@@ -163,6 +166,108 @@ static void test_stop_while_app_runs(void **state)
 	tally_free(&t);
 }
 
+/*
+ * A stop while a producer writes on, past --linger (here 0): the last
+ * passes end, the capture ends whole (its END frame), and the ring,
+ * which the producer still writes, is kept and said. A stop that does
+ * not end is a failure (the guard).
+ */
+static void test_stop_ends_while_a_producer_writes_on(void **state)
+{
+	const char *ring = test_ring_name("writeson");
+	const char *const extra[] = { "--create", "--linger", "0", NULL };
+	struct shmt_cap_reader *r;
+	struct shmt_cap_frame f;
+	char out[256], errp[256], err[256], c, *said;
+	int ready[2], status, ret;
+	pid_t col, prod;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	snprintf(errp, sizeof(errp), "/tmp/%s.err", ring);
+	col = start_collector_args(ring, out, 0, errp, extra);
+	assert_int_equal(pipe(ready), 0);
+	prod = fork();
+	assert_true(prod >= 0);
+	if (prod == 0) {
+		shmtrace_t *h;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (shmtrace_open(ring, &h) < 0)
+			_exit(3);
+		/* a span every 100 ns: passes find some, and the ring never
+		 * fills */
+		for (uint64_t i = 0, t = shmtrace_now();; i++) {
+			if (shmtrace_span(h, 2, 1, 1000 + i, 1001 + i, 0) < 0)
+				_exit(4);
+			if (i == 1000 && write(ready[1], "r", 1) != 1)
+				_exit(5);
+			while (shmtrace_now() < t + 100)
+				;
+			t += 100;
+		}
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	alarm(60);
+	status = stop(col, SIGTERM);
+	alarm(0);
+	assert_clean_exit(status);
+	said = slurp(errp);
+	assert_non_null(strstr(said, "left in /dev/shm"));
+	free(said);
+	unlink(errp);
+	kill(prod, SIGKILL);
+	assert_int_equal(waitpid(prod, &status, 0), prod);
+	assert_int_equal(shmt_cap_open(out, &r, err, sizeof(err)), 0);
+	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) == 1)
+		;
+	assert_int_equal(ret, 0);
+	shmt_cap_close(r);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/* The signals a running collector ignores (/proc/PID/status, SigIgn). */
+static uint64_t ignored_by(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long mask = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigIgn: %llx", &mask) == 1)
+			break;
+	fclose(f);
+	return mask;
+}
+
+/* A write into the pipe of a stream that died (it is started again) or
+ * past a file-size limit is an error the collector handles, never a
+ * signal that kills it without a word. */
+static void test_collector_ignores_sigpipe_and_sigxfsz(void **state)
+{
+	const char *ring = test_ring_name("sigign");
+	char out[256];
+	uint64_t ign;
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	col = start_collector(ring, out, NULL, 0);
+	ign = ignored_by(col);
+	assert_true(ign & (1ull << (SIGPIPE - 1)));
+	assert_true(ign & (1ull << (SIGXFSZ - 1)));
+	assert_clean_exit(stop(col, SIGTERM));
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
 #if !SHMT_TSAN
 /* Until the kernel has delivered sig sent to pid (neither the process
  * nor a thread has it pending): its handler has run or is running. */
@@ -269,6 +374,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sigterm_under_load_captures_all_published),
 		cmocka_unit_test(test_stop_while_app_runs),
+		cmocka_unit_test(test_stop_ends_while_a_producer_writes_on),
+		cmocka_unit_test(test_collector_ignores_sigpipe_and_sigxfsz),
 		cmocka_unit_test(test_repeated_stop_signal_is_one_stop_a_late_one_exits),
 	};
 
