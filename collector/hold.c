@@ -39,7 +39,7 @@ static int claim_ring(const struct shmt_view *v, const char *ring)
 		close(fd);
 		return e == EWOULDBLOCK ? -EBUSY : -e;
 	}
-	return fd;	/* kept open (and locked) until we exit */
+	return fd;	/* kept open (and locked) until hold_free() */
 }
 
 int hold_init(struct hold *h, struct shmt_view *v, const char *ring, uint64_t settle_ns)
@@ -49,7 +49,7 @@ int hold_init(struct hold *h, struct shmt_view *v, const char *ring, uint64_t se
 	memset(h, 0, sizeof(*h));
 	h->v = v;
 	h->settle_ns = settle_ns;
-	ret = claim_ring(v, ring);
+	h->claim_fd = ret = claim_ring(v, ring);
 	if (ret < 0)
 		return ret;
 	h->dead = calloc(v->nblocks + 1, sizeof(*h->dead));
@@ -280,6 +280,11 @@ bool hold_next(struct hold *h)
 
 void hold_free(struct hold *h)
 {
+	/* the lock goes, and with the descriptor the last reference a
+	 * replaced ring's unlinked segment had: its memory is freed */
+	if (h->claim_fd > 0)
+		close(h->claim_fd);
+	h->claim_fd = -1;
 	free(h->dead);
 	free(h->order);
 	free(h->ext);

@@ -15,6 +15,7 @@
 
 struct hold {
 	struct shmt_view *v;
+	int claim_fd;			/* the ring, flock()ed: one collector a ring */
 	struct shmt_owner *dead;	/* per block: owner found dead */
 	uint64_t last_reap_ns;
 	uint64_t last_idle_ns;		/* owned blocks last flushed */
@@ -115,6 +116,7 @@ void hold_in_place(struct hold *h, uint64_t tail);
 const struct shmt_full *hold_extent(const struct hold *h, uint64_t seq);
 void hold_release(struct hold *h, uint64_t tail);
 
+/* Frees what hold_init() took, the ring's lock and descriptor too. */
 void hold_free(struct hold *h);
 
 #endif

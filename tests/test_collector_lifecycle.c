@@ -7,6 +7,8 @@
  * one aside; every record captured once or counted; a failed start that
  * keeps the ring it replaced, and a lost capture of the old ring said.
  */
+#include <dirent.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -211,6 +213,51 @@ static void test_exit_spares_a_ring_made_again(void **state)
 	unlink(b);
 }
 
+/* Until the file at path says what (inotify: each write wakes us). */
+static void wait_said(const char *path, const char *what)
+{
+	char ev[sizeof(struct inotify_event) + 256];
+	int in = inotify_init1(IN_CLOEXEC);
+	char *s;
+
+	assert_true(in >= 0);
+	assert_true(inotify_add_watch(in, path, IN_MODIFY) >= 0);
+	for (;;) {
+		s = slurp(path);
+		if (strstr(s, what))
+			break;
+		free(s);
+		assert_true(read(in, ev, sizeof(ev)) > 0);
+	}
+	free(s);
+	close(in);
+}
+
+/* How many descriptors process pid holds on removed files of /dev/shm. */
+static int open_deleted_shm(pid_t pid)
+{
+	char dir[64], path[320], to[512];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		len = readlink(path, to, sizeof(to) - 1);
+		if (len <= 0)
+			continue;
+		to[len] = 0;
+		n += !strncmp(to, "/dev/shm/", 9) && strstr(to, "(deleted)");
+	}
+	closedir(d);
+	return n;
+}
+
 /*
  * A collector started with another configuration replaces the ring: what
  * the old one holds (written while no collector ran) is drained into
@@ -249,6 +296,10 @@ static void test_replaced_ring_drained_aside(void **state)
 			col = start_collector_args(ring, b, 0, err, big);
 	}
 	wait_producers(&t);
+	/* its producer gone, the old ring is finished (said): nothing of it
+	 * stays open, which kept its unlinked memory */
+	wait_said(err, "records are in");
+	assert_int_equal(open_deleted_shm(col), 0);
 	assert_clean_exit(stop(col, SIGTERM));
 	said = slurp(err);
 	assert_non_null(strstr(said, "replaced ring"));
