@@ -103,7 +103,7 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 	/* producers hand full blocks over from here on, and sequence none
 	 * of their own any more: whatever they sequenced before is found
 	 * by hold_in_place()'s look, which takes the lock after this */
-	store_relaxed(&d->v.h->collector_pid.v, (uint64_t)getpid());
+	hold_mark(&d->hold);
 	hold_in_place(&d->hold, d->pos);
 	d->opened = true;
 	d->awake_since = shmt_mono_ns();
@@ -518,11 +518,8 @@ void drain_free(struct drain *d)
 {
 	if (!d)
 		return;
-	if (d->opened) {
-		if (load_relaxed(&d->v.h->collector_pid.v) == (uint64_t)getpid())
-			store_relaxed(&d->v.h->collector_pid.v, 0);
+	if (d->opened)
 		cw_close(d->w);
-	}
 	free_buffers(d);
 	if (d->opened)
 		shmt_view_close(&d->v);

@@ -243,7 +243,14 @@ static int open_ring(struct flight *f)
 		fprintf(stderr, "shmtrace-collector: warning: ring '%s' is of format 1.%u, before "
 			"triggers: shmtrace_trigger() cannot reach it; SIGUSR1 and deaths still make "
 			"snapshots\n", f->ring, f->v.minor);
-	store_relaxed(&f->v.h->collector_pid.v, (uint64_t)getpid());
+	hold_mark(&f->hold);
+	return 0;
+}
+
+/* nap(), for shmt_guarded(): it waits on the header's trigger count. */
+static int guarded_nap(void *f)
+{
+	nap(f);
 	return 0;
 }
 
@@ -263,6 +270,7 @@ int flight_run(const char *ring, uint64_t poll_ns, const struct flight_opts *o, 
 {
 	struct flight *f = calloc(1, sizeof(*f));
 	struct sigaction sa;
+	bool gone = false;
 	int status;
 
 	if (!f)
@@ -285,28 +293,33 @@ int flight_run(const char *ring, uint64_t poll_ns, const struct flight_opts *o, 
 	say_ready(ready_fd);
 	while (!stop()) {
 		if (shmt_guarded(look, f) < 0) {
-			fprintf(stderr, "shmtrace-collector: ring '%s' was truncated under us\n", ring);
-			f->failures++;
+			gone = true;
 			break;
 		}
 		if (g_usr1) {
 			g_usr1 = 0;
 			request(f, SHMT_SNAP_SIGNAL, 0, "SIGUSR1", 0, 0);
 		}
-		if (f->p.on && shmt_mono_ns() >= f->p.due_ns)
+		if (f->p.on && shmt_mono_ns() >= f->p.due_ns) {
 			take(f);
-		else
-			nap(f);
+		} else if (shmt_guarded(guarded_nap, f) < 0) {
+			gone = true;
+			break;
+		}
 	}
 	/* the triggers and deaths up to the stop are counted, and a request
 	 * just before it is not lost for its --after */
-	if (!f->failures && shmt_guarded(look, f) == 0 && f->p.on)
+	if (!gone && shmt_guarded(look, f) < 0)
+		gone = true;
+	else if (!gone && f->p.on)
 		take(f);
+	if (gone) {
+		fprintf(stderr, "shmtrace-collector: ring '%s' was truncated under us\n", ring);
+		f->failures++;
+	}
 	if (!quiet)
 		say_summary(f);
 	status = f->failures ? 1 : 0;
-	if (load_relaxed(&f->v.h->collector_pid.v) == (uint64_t)getpid())
-		store_relaxed(&f->v.h->collector_pid.v, 0);
 	hold_free(&f->hold);
 	shmt_view_close(&f->v);
 	free(f->times);

@@ -278,8 +278,29 @@ bool hold_next(struct hold *h)
 	return hold_pending(h) && hold_once(h, false);
 }
 
+void hold_mark(struct hold *h)
+{
+	store_relaxed(&h->v->h->collector_pid.v, (uint64_t)getpid());
+	h->marked = true;
+}
+
+/* The mark taken off, unless another collector put its own since. */
+static int unmark(void *arg)
+{
+	struct shmt_header *hd = arg;
+
+	if (load_relaxed(&hd->collector_pid.v) == (uint64_t)getpid())
+		store_relaxed(&hd->collector_pid.v, 0);
+	return 0;
+}
+
 void hold_free(struct hold *h)
 {
+	/* guarded: a peer may have truncated the segment, the header too,
+	 * which must end the collector with its error, not SIGBUS */
+	if (h->marked)
+		(void)shmt_guarded(unmark, h->v->h);
+	h->marked = false;
 	/* the lock goes, and with the descriptor the last reference a
 	 * replaced ring's unlinked segment had: its memory is freed */
 	if (h->claim_fd > 0)

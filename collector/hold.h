@@ -16,6 +16,7 @@
 struct hold {
 	struct shmt_view *v;
 	int claim_fd;			/* the ring, flock()ed: one collector a ring */
+	bool marked;			/* our pid in the header's collector_pid */
 	struct shmt_owner *dead;	/* per block: owner found dead */
 	uint64_t last_reap_ns;
 	uint64_t last_idle_ns;		/* owned blocks last flushed */
@@ -116,7 +117,13 @@ void hold_in_place(struct hold *h, uint64_t tail);
 const struct shmt_full *hold_extent(const struct hold *h, uint64_t seq);
 void hold_release(struct hold *h, uint64_t tail);
 
-/* Frees what hold_init() took, the ring's lock and descriptor too. */
+/* Puts our pid in the header's collector_pid: producers hand their full
+ * blocks over from now on (handoff.c), and readers know the ring drained. */
+void hold_mark(struct hold *h);
+
+/* Frees what hold_init() took, the ring's lock and descriptor too, and
+ * takes hold_mark()'s pid off the header (guarded: the segment may have
+ * been truncated under us). */
 void hold_free(struct hold *h);
 
 #endif

@@ -245,6 +245,31 @@ static long pass(struct drain *d, bool final)
 	return ret < 0 ? ret : a.ret;
 }
 
+struct rest_arg {
+	struct drain *d;
+	bool idle;	/* the last pass moved nothing */
+};
+
+static int guarded_rest(void *p)
+{
+	struct rest_arg *a = p;
+
+	if (a->idle)
+		drain_sleep(a->d);
+	else if (drain_awake_long(a->d, shmt_mono_ns()))
+		drain_yield(a->d);
+	return 0;
+}
+
+/* The nap between passes, which writes the header's sleeping flag and
+ * waits on its futex: guarded as a pass is. 0, or -EFAULT. */
+static int rest(struct drain *d, bool idle)
+{
+	struct rest_arg a = { d, idle };
+
+	return shmt_guarded(guarded_rest, &a);
+}
+
 /* The command line, checked. */
 struct args {
 	struct drain_opts o;
@@ -587,10 +612,8 @@ static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, cons
 			*retired_failed = finish_retired(retired, rpath);
 		if (!stopping && stop_requested())
 			continue;
-		if (ret == 0)
-			drain_sleep(d);
-		else if (drain_awake_long(d, shmt_mono_ns()))
-			drain_yield(d);
+		if (rest(d, ret == 0) < 0)
+			return -EFAULT;
 	}
 	if (*retired)
 		*retired_failed = finish_retired(retired, rpath);

@@ -488,6 +488,27 @@ static void test_trigger_count_forged_to_the_top_leaves_triggers_heard(void **st
 	shmtrace_ring_unlink(ring);
 }
 
+/* A peer truncates the ring to nothing while the recorder waits on it:
+ * it says so and exits 1, never killed by SIGBUS. */
+static void test_ring_truncated_under_the_recorder(void **state)
+{
+	const char *ring = test_ring_name("flttrunc");
+	char path[256];
+	int w, status;
+	pid_t col;
+
+	(void)state;
+	col = flight_into(ring, "t8", &w, NULL);
+	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+	assert_int_equal(truncate(path, 0), 0);
+	status = stop_flight(col, SIGTERM);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+	expect_in(tmp("t8.err"), "truncated under us");
+	close(w);
+	shmtrace_ring_unlink(ring);
+}
+
 /* Spans "blk" from one thread of a handle on ring: n of them. */
 static void write_spans(const char *ring, unsigned n)
 {
@@ -612,6 +633,7 @@ int main(void)
 		cmocka_unit_test(test_producers_hand_full_blocks_to_the_recorder),
 		cmocka_unit_test(test_trigger_count_forged_to_the_top_leaves_triggers_heard),
 		cmocka_unit_test(test_refuses_what_is_no_flight_recorders),
+		cmocka_unit_test(test_ring_truncated_under_the_recorder),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);
