@@ -252,8 +252,12 @@ static int copy_published(struct drain *d, long *copied)
 		*copied += r;
 		if (d->o.max_size && cw_offset(d->w) + cw_buffer(d->w)->size >= d->o.max_size) {
 			/* rotate before the part grows past the bound by more
-			 * than the batch just copied */
+			 * than the batch just copied; the new part names the
+			 * strings and threads before the records that use them
+			 * (a reader may be given it alone) */
 			ret = rotate(d);
+			if (ret == 0)
+				ret = drain_put_tables(d);
 			if (ret < 0)
 				return ret;
 		} else if (cw_buffer(d->w)->size >= CW_BUF_LIMIT) {

@@ -110,6 +110,35 @@ static uint64_t expect_deleted_export(const struct files *fs, char (*parts)[600]
 /* After many rotations with --max-files 3 exactly the newest 3 parts
  * remain, each header names the parts deleted before it began, the
  * summary counts them, and the export of the three adds up. */
+/* Each part read alone names every string its records use before them:
+ * a reader given only the parts --max-files left, in order, never meets a
+ * record whose name it has not read yet. */
+static void expect_strings_before_records(const char *path)
+{
+	struct shmt_cap_reader *r;
+	struct shmt_cap_frame f;
+	bool known[65536] = { [0] = true };	/* id 0: the empty string */
+	char err[256];
+	int ret;
+
+	assert_int_equal(shmt_cap_open(path, &r, err, sizeof(err)), 0);
+	while ((ret = shmt_cap_next(r, &f, err, sizeof(err))) == 1) {
+		if (f.type == SHMT_CAP_STRINGS)
+			for (size_t i = 0; i < f.strings.n; i++)
+				known[f.strings.v[i].id & 0xffff] = true;
+		if (f.type != SHMT_CAP_RECORDS)
+			continue;
+		for (size_t i = 0; i < f.records.n; i++) {
+			if (!known[f.records.v[i].name] || !known[f.records.v[i].cat])
+				fprintf(stderr, "%s: a record at offset %llu before its strings\n", path,
+					(unsigned long long)f.offset);
+			assert_true(known[f.records.v[i].name] && known[f.records.v[i].cat]);
+		}
+	}
+	assert_int_equal(ret, 0);
+	shmt_cap_close(r);
+}
+
 static void test_newest_parts_remain_and_the_export_counts_the_deleted(void **state)
 {
 	const char *ring = test_ring_name("maxf");
@@ -141,6 +170,7 @@ static void test_newest_parts_remain_and_the_export_counts_the_deleted(void **st
 		assert_int_equal(h.deleted.parts, have[i] - 2);
 		assert_true(h.deleted.records > 0 && h.deleted.records < n);
 		assert_true(h.deleted.from_ns > 0 && h.deleted.from_ns <= h.deleted.to_ns);
+		expect_strings_before_records(parts[i]);
 	}
 	snprintf(said, sizeof(said), "in %u files (%u deleted by --max-files, with %llu records)",
 		 last + 1, last - 2, (unsigned long long)header_of(parts[2]).deleted.records);
