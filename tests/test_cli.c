@@ -358,19 +358,22 @@ static void test_collector_stream_usage_error_leaves_the_ring(void **state)
  */
 static void test_export_refuses_what_it_would_do_wrong(void **state)
 {
-	const char *cap = tmp("in.cap");
-	char alias[512], *same, *before;
-	char *exp[] = { bin, "export", (char *)cap, "-o", alias, NULL };
-	char *svg[] = { bin, "svg", (char *)cap, "-o", (char *)cap, NULL };
-	char *split[] = { bin, "export", (char *)cap, "-o", (char *)tmp("s.pftrace"), "--format",
+	char cap[512], alias[512], *same, *before;
+	char *exp[] = { bin, "export", cap, "-o", alias, NULL };
+	char *svg[] = { bin, "svg", cap, "-o", cap, NULL };
+	char *split[] = { bin, "export", cap, "-o", (char *)tmp("s.pftrace"), "--format",
 			  "perfetto", "--split", "1s", NULL };
-	char *batch[] = { bin, "export", (char *)cap, "-o", (char *)tmp("b.json"), "--batch-size",
+	char *batch[] = { bin, "export", cap, "-o", (char *)tmp("b.json"), "--batch-size",
 			  "1M", NULL };
-	char *retries[] = { bin, "export", (char *)cap, "-o", (char *)tmp("b.json"), "--format",
+	char *retries[] = { bin, "export", cap, "-o", (char *)tmp("b.json"), "--format",
 			    "perfetto", "--retries", "3", NULL };
+	char *ftp[] = { bin, "export", (char *)tmp("missing.cap"), "--format", "otlp",
+			"--otlp-endpoint", "ftp://x", NULL };
 	FILE *f;
 
 	(void)state;
+	/* tmp() has a few buffers only: a path kept past other calls is copied */
+	snprintf(cap, sizeof(cap), "%s", tmp("in.cap"));
 	f = fopen(cap, "w");
 	assert_non_null(f);
 	fputs("not replaced", f);
@@ -389,6 +392,9 @@ static void test_export_refuses_what_it_would_do_wrong(void **state)
 	free(same);
 	free(before);
 	unlink(alias);
+	/* a bad endpoint is a usage error before any input is read (this
+	 * one is missing: read first, it would have been exit 1) */
+	run_says(2, ftp, "only http:// endpoints", "No such file");
 	run_says(2, split, "not with --format perfetto", NULL);
 	run_says(2, batch, "need --format otlp", NULL);
 	run_says(2, retries, "need --format otlp", NULL);

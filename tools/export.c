@@ -234,6 +234,9 @@ int cmd_export(int argc, char **argv)
 		rc = cli_usage_error("export", "--split writes several files: not to stdout ('-o -')");
 		goto done;
 	}
+	rc = x->otlp ? otlp_check(&x->oo) : 0;
+	if (rc)
+		goto done;
 	rc = cmd_open(&c, x->otlp && x->oo.endpoint ? NULL : "use -o FILE, or -o - for stdout");
 	if (rc)
 		goto done;

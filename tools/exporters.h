@@ -47,6 +47,11 @@ struct kv;
  * beside the capture says: keys stream_*, nothing when it has none. */
 void otlp_stream_stat(const char *capture, struct kv *o);
 
+/* Checks what o names beyond the command line's syntax before any input
+ * is read: the endpoint's URL and OTEL_EXPORTER_OTLP_TIMEOUT. Returns 0,
+ * or EXIT_USAGE after saying what is wrong. */
+int otlp_check(const struct otlp_opts *o);
+
 /* Exports src as OTLP to out (a file, "-" for stdout, or NULL with an
  * endpoint) and/or to o->endpoint. Prints its errors and what was sent;
  * returns the exit code (EXIT_OK or EXIT_RUNTIME). */

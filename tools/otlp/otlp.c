@@ -167,24 +167,42 @@ void otlp_free(struct otlp *o)
 	free(o);
 }
 
-/* Sets o up for its source. Returns 0, or an exit code after saying why
- * not. */
+/* The endpoint's URL into *url and the request timeout into *timeout_ms:
+ * 0, or -EINVAL with the reason in err. */
+static int endpoint_of(const struct otlp_opts *opts, struct http_url *url, int *timeout_ms,
+		       char *err, size_t errlen)
+{
+	char why[512];
+
+	if (http_parse_url(opts->endpoint, "/v1/traces", url, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "--otlp-endpoint %s", why);
+		return -EINVAL;
+	}
+	*timeout_ms = http_timeout_from_env(err, errlen);
+	return *timeout_ms < 0 ? -EINVAL : 0;
+}
+
+int otlp_check(const struct otlp_opts *opts)
+{
+	struct http_url url;
+	char err[600];
+	int ms;
+
+	if (opts->endpoint && endpoint_of(opts, &url, &ms, err, sizeof(err)) < 0)
+		return cli_usage_error("export", "%s", err);
+	return 0;
+}
+
+/* Sets o up for its source (its options passed otlp_check()). Returns 0,
+ * or an exit code after saying why not. */
 static int setup(struct otlp *o)
 {
 	const struct otlp_opts *opts = o->o;
 	int ret;
 
 	if (opts->endpoint) {
-		ret = http_parse_url(opts->endpoint, "/v1/traces", &o->url, o->err, sizeof(o->err));
-		if (ret < 0) {
-			cli_runtime_error("export", "--otlp-endpoint %s", o->err);
-			return EXIT_USAGE;
-		}
-		o->timeout_ms = http_timeout_from_env(o->err, sizeof(o->err));
-		if (o->timeout_ms < 0) {
-			cli_runtime_error("export", "%s", o->err);
-			return EXIT_USAGE;
-		}
+		if (endpoint_of(opts, &o->url, &o->timeout_ms, o->err, sizeof(o->err)) < 0)
+			return cli_usage_error("export", "%s", o->err);
 		o->to_http = true;
 	}
 	ret = hosts_build(&o->hosts, o->s);
