@@ -288,6 +288,59 @@ static void test_stat_names_missing_once(void **state)
 	free(out);
 }
 
+/* stat of a name run in dir: its exit status, stderr into err. */
+static int stat_in(const char *dir, const char *name, const char *err)
+{
+	char exe[4096];
+	int st;
+	pid_t pid;
+
+	assert_non_null(realpath(bin, exe));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int fo = open("/dev/null", O_WRONLY);
+
+		if (fe < 0 || fo < 0 || dup2(fe, 2) < 0 || dup2(fo, 1) < 0 || chdir(dir) < 0)
+			_exit(126);
+		execl(exe, exe, "stat", name, (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * A ring's name given where a capture file is read (summary, export) and
+ * no such file: the error says --ring reads the ring. A name that is a
+ * ring and a file in the working directory: stat shows the ring and says
+ * how to reach the file.
+ */
+static void test_a_ring_name_for_a_file_is_pointed_at_the_ring(void **state)
+{
+	const char *name = test_ring_name("both");
+	char *summary[] = { bin, "summary", (char *)name, NULL };
+	char *exp[] = { bin, "export", (char *)name, "-o", (char *)tmp("both.json"), NULL };
+	char file[512];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	run_says(1, summary, "--ring NAME reads it", NULL);
+	run_says(1, exp, "--ring NAME reads it", NULL);
+	assert_int_equal(stat_in(tmpdir, name, tmp("both.err")), 0);
+	expect_not_in(tmp("both.err"), "a file here");
+	snprintf(file, sizeof(file), "%s/%s", tmpdir, name);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(stat_in(tmpdir, name, tmp("both.err")), 0);
+	expect_in(tmp("both.err"), "names a ring in /dev/shm and a file here");
+	unlink(file);
+	shmtrace_ring_unlink(name);
+}
+
 static void test_collector_option_checks(void **state)
 {
 	const char *name = test_ring_name("opts");
@@ -537,6 +590,7 @@ int main(void)
 		cmocka_unit_test(test_ls_and_rm),
 		cmocka_unit_test(test_rm_says_lost),
 		cmocka_unit_test(test_stat_names_missing_once),
+		cmocka_unit_test(test_a_ring_name_for_a_file_is_pointed_at_the_ring),
 		cmocka_unit_test(test_collector_option_checks),
 		cmocka_unit_test(test_collector_stream_usage_error_leaves_the_ring),
 		cmocka_unit_test(test_export_refuses_what_it_would_do_wrong),

@@ -47,6 +47,26 @@ int cli_runtime_error(const char *cmd, const char *fmt, ...)
 	return EXIT_RUNTIME;
 }
 
+void cli_note(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay(cmd, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+const char *cli_ring_hint(char *const *files, size_t n)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < n; i++)
+		if (stat(files[i], &st) < 0 && errno == ENOENT && is_ring_name(files[i]))
+			return " (a ring of that name is in /dev/shm: --ring NAME reads it)";
+	return "";
+}
+
 const struct option cli_json_longopts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "help", no_argument, NULL, 'h' },

@@ -24,6 +24,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Prints "shmtrace CMD: message" on stderr; returns EXIT_RUNTIME. */
 int cli_runtime_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Prints "shmtrace CMD: message" on stderr, and goes on. */
+void cli_note(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* What to add to the error of capture files that could not be opened: a
+ * hint when one of them does not exist but a ring of its name does, else
+ * "". */
+const char *cli_ring_hint(char *const *files, size_t n);
+
 /* A subcommand's options, as cli_getopt() parses them. */
 struct cli_opts {
 	const char *cmd;		/* "ls": names it in messages */

@@ -77,7 +77,7 @@ int cmd_open(struct cmd *c, const char *out_hint)
 		return rc;
 	if (source_open(c->src, c->ring, c->files, c->nfiles, err, sizeof(err)) < 0) {
 		source_close(c->src);
-		return cli_runtime_error(c->name, "%s", err);
+		return cli_runtime_error(c->name, "%s%s", err, cli_ring_hint(c->files, c->nfiles));
 	}
 	return 0;
 }

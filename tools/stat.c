@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "capture.h"
@@ -409,6 +410,9 @@ int cmd_stat(int argc, char **argv)
 		return cli_runtime_error("stat", "out of memory");
 	jw_init(w, stdout);
 	kv_begin(&o, w, json);
+	if (is_ring_name(argv[optind]) && access(argv[optind], F_OK) == 0)
+		cli_note("stat", "note: '%s' names a ring in /dev/shm and a file here: the ring "
+			 "is shown (./%s for the file)", argv[optind], argv[optind]);
 	rc = is_ring_name(argv[optind]) ? stat_ring(argv[optind], &o)
 					: stat_capture(argv[optind], &o);
 	free(w);

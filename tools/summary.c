@@ -318,7 +318,8 @@ int cmd_summary(int argc, char **argv)
 		return cli_runtime_error("summary", "out of memory");
 	ret = source_open(&s->src, ring, argv + optind, (size_t)(argc - optind), err, sizeof(err));
 	if (ret < 0) {
-		cli_runtime_error("summary", "%s", err);
+		cli_runtime_error("summary", "%s%s", err,
+				  cli_ring_hint(argv + optind, (size_t)(argc - optind)));
 		goto out;
 	}
 	u64map_init(&s->idx);
