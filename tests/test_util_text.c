@@ -80,6 +80,37 @@ static void expect_size(const char *s, int ret, uint64_t want)
 	assert_true(v == (ret ? 12345 : want));
 }
 
+static void expect_duration(const char *s, int ret, uint64_t want)
+{
+	uint64_t v = 12345;
+
+	assert_int_equal(parse_duration(s, &v), ret);
+	assert_true(v == (ret ? 12345 : want));
+}
+
+/* Durations in each unit, fractions, and a bound of ten years: a clock's
+ * reading plus any duration taken never wraps. */
+static void test_parse_duration(void **state)
+{
+	(void)state;
+	expect_duration("0", 0, 0);
+	expect_duration("1.5s", 0, 1500000000ull);
+	expect_duration("2", 0, 2000000000ull);
+	expect_duration("200ms", 0, 200000000ull);
+	expect_duration("300us", 0, 300000ull);
+	expect_duration("7ns", 0, 7);
+	expect_duration("315360000s", 0, PARSE_DURATION_MAX_NS);
+	expect_duration("315360000.000000001s", -EINVAL, 0);
+	expect_duration("315360001", -EINVAL, 0);
+	expect_duration("18446744073s", -EINVAL, 0);
+	expect_duration("99999999999999999999ns", -EINVAL, 0);
+	expect_duration("", -EINVAL, 0);
+	expect_duration("s", -EINVAL, 0);
+	expect_duration("-1s", -EINVAL, 0);
+	expect_duration("1.s", -EINVAL, 0);
+	expect_duration("1h", -EINVAL, 0);
+}
+
 static void test_parse_size(void **state)
 {
 	(void)state;
@@ -293,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_array_reserve),
 		cmocka_unit_test(test_hash),
 		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_parse_duration),
 		cmocka_unit_test(test_parse_num),
 		cmocka_unit_test(test_parse_i64),
 		cmocka_unit_test(test_dec),

@@ -137,11 +137,11 @@ int parse_duration(const char *s, uint64_t *ns)
 			continue;
 		uint64_t part;
 
-		if (ip > UINT64_MAX / units[i].mult)
+		if (ip > PARSE_DURATION_MAX_NS / units[i].mult)
 			return -EINVAL;
-		/* the fraction too must not carry it past 2^64 - 1 */
+		/* the fraction too must not carry it past the bound */
 		part = frac * units[i].mult / fdiv;
-		if (ip * units[i].mult > UINT64_MAX - part)
+		if (ip * units[i].mult > PARSE_DURATION_MAX_NS - part)
 			return -EINVAL;
 		*ns = ip * units[i].mult + part;
 		return 0;

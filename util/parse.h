@@ -45,9 +45,14 @@ int parse_num(const char *s, const struct num_spec *spec, uint64_t *v, char *err
  */
 int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *v);
 
+/* The longest duration parse_duration() takes: ten years (365-day), far
+ * beyond any window, wait or trace, and so far below 2^64 ns that a
+ * clock's reading plus it never wraps. */
+#define PARSE_DURATION_MAX_NS (10ull * 365 * 86400 * 1000000000)
+
 /* Parses a duration: a decimal number with a unit s, ms, us or ns (no unit:
  * seconds), e.g. "1.5s", "200ms", "300us", into ns. Returns 0 or -EINVAL
- * (not such a duration, or one beyond 2^64 - 1 ns). */
+ * (not such a duration, or one over PARSE_DURATION_MAX_NS). */
 int parse_duration(const char *s, uint64_t *ns);
 
 #endif
