@@ -3,9 +3,10 @@
  * test_cli.c - the housekeeping commands and what a new user meets, run as
  * binaries: `shmtrace ls` and `rm` on rings in use and not, `stat` of a
  * name that is neither ring nor capture, the collector's option checks,
- * a capture exported while its collector writes it, --from past the end,
- * outputs and options an export refuses, and the option errors of the
- * subcommands (cli_getopt()).
+ * a capture exported while its collector writes it, --from past the end
+ * (export and svg), outputs and options an export refuses, a ring's name
+ * given for a file, and the option errors of the subcommands
+ * (cli_getopt()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -492,12 +493,19 @@ static void test_export_from_past_end(void **state)
 			 "--from", "100s", NULL };
 	char *inside[] = { bin, "export", "--ring", (char *)name, "-o", (char *)tmp("f.json"),
 			   "--from", "0s", NULL };
+	char *svg_past[] = { bin, "svg", "--ring", (char *)name, "-o", (char *)tmp("f.svg"),
+			     "--from", "100s", NULL };
+	char *svg_inside[] = { bin, "svg", "--ring", (char *)name, "-o", (char *)tmp("f.svg"),
+			       "--from", "0s", NULL };
 
 	(void)state;
 	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
 	spans(name, 10);
 	run_says(0, past, "--from 100.000000 s is past the end of the trace", NULL);
 	run_says(0, inside, NULL, "past the end");
+	/* the SVG of such a window is empty: said as the export says it */
+	run_says(0, svg_past, "--from 100.000000 s is past the end of the trace", NULL);
+	run_says(0, svg_inside, NULL, "past the end");
 	shmtrace_ring_unlink(name);
 }
 

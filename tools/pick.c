@@ -117,6 +117,14 @@ static void count_pieces(struct pick *p)
 	pick_piece(p, 0);
 }
 
+void pick_warn_past_end(const struct filter *f, uint64_t last, const char *what)
+{
+	/* an empty trace must not look like an idle one */
+	if (f->has_from && f->from > last)
+		source_warnx("--from %.6f s is past the end of the trace (%s %.6f s); the output "
+			     "has no events", (double)f->from / 1e9, what, (double)last / 1e9);
+}
+
 int pick_prepare(struct pick *p, struct source *src, const struct filter *f, uint64_t split_ns,
 		 char *err, size_t errlen)
 {
@@ -136,11 +144,8 @@ int pick_prepare(struct pick *p, struct source *src, const struct filter *f, uin
 		ret = source_records(src, on_start, &q, err, errlen);
 		if (ret < 0)
 			return ret;
-		/* an empty trace must not look like an idle one */
-		if (f->has_from && p->any && f->from > p->t_end - p->t0)
-			source_warnx("--from %.6f s is past the end of the trace (its last record "
-				     "starts at %.6f s); the output has no events",
-				     (double)f->from / 1e9, (double)(p->t_end - p->t0) / 1e9);
+		if (p->any)
+			pick_warn_past_end(f, p->t_end - p->t0, "its last record starts at");
 	}
 	q.starts = !window;
 	ret = source_records(src, on_flow, &q, err, errlen);

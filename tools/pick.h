@@ -42,6 +42,11 @@ int pick_prepare(struct pick *p, struct source *src, const struct filter *f, uin
 		 char *err, size_t errlen);
 void pick_free(struct pick *p);
 
+/* Warns when --from (f) is past last, the trace's end relative to its
+ * first record (what says which end: "its last record starts at"): the
+ * output has no events. */
+void pick_warn_past_end(const struct filter *f, uint64_t last, const char *what);
+
 /* Selects piece i (< npieces) of a split. */
 void pick_piece(struct pick *p, uint64_t i);
 

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "cmd_common.h"
 #include "parse.h"
+#include "pick.h"
 #include "procs.h"
 #include "source.h"
 #include "svg_int.h"
@@ -117,6 +118,7 @@ static int run_svg(struct svg *g, char *err, size_t errlen)
 		return -ENODATA;
 	}
 	len = g->tend - g->t0;
+	pick_warn_past_end(&g->flt, len, "its last span ends at");
 	if (g->flt.has_from && g->flt.has_to) {
 		g->wfrom = g->t0 + g->flt.from;
 		g->wto = g->t0 + g->flt.to;
