@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "drain.h"
 #include "flight.h"
 #include "hold.h"
@@ -34,13 +35,6 @@ static uint64_t g_stop_ns;
 static struct drain *volatile g_drain;
 static const char *g_ring, *g_output;
 
-static uint64_t signal_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);	/* async-signal-safe */
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* write(2) of s, then of n in decimal: all a signal handler may do */
 static void say(const char *s)
@@ -90,7 +84,7 @@ static void forced_exit(void)
 
 static void on_signal(int sig)
 {
-	uint64_t now = signal_now_ns();
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);	/* async-signal-safe */
 
 	(void)sig;
 	if (!g_stop) {

@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "clock.h"
 #include "streamer.h"
 
 /* how long the stream may take to say it is ready: it may wait for the
@@ -30,13 +31,6 @@
  * the drain first */
 #define STREAM_NICE		19
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void streamer_init(struct streamer *s)
 {
@@ -253,22 +247,22 @@ void streamer_poll(struct streamer *s, bool drain_behind)
 	if (s->pid && waitpid(s->pid, &st, WNOHANG) == s->pid) {
 		reaped(s, st);
 		fprintf(stderr, "shmtrace-collector: %s; starting it again\n", s->line);
-		s->restart_at = now_ns() + s->backoff_ns;
+		s->restart_at = clock_ns(CLOCK_MONOTONIC) + s->backoff_ns;
 		s->backoff_ns = s->backoff_ns * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS
 								   : s->backoff_ns * 2;
 	}
-	if (!s->pid && now_ns() >= s->restart_at && spawn(s, NULL) < 0)
-		s->restart_at = now_ns() + s->backoff_ns;
+	if (!s->pid && clock_ns(CLOCK_MONOTONIC) >= s->restart_at && spawn(s, NULL) < 0)
+		s->restart_at = clock_ns(CLOCK_MONOTONIC) + s->backoff_ns;
 }
 
 /* Waits at most ns for the stream to exit: true when it did. */
 static bool wait_exit(struct streamer *s, uint64_t ns)
 {
 	int pfd = (int)syscall(SYS_pidfd_open, s->pid, 0), st;
-	uint64_t until = now_ns() + ns;
+	uint64_t until = clock_ns(CLOCK_MONOTONIC) + ns;
 
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 		struct pollfd p = { .fd = pfd, .events = POLLIN };
 
 		if (waitpid(s->pid, &st, WNOHANG) == s->pid) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "ring_writer.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -50,18 +51,12 @@ static struct {
 
 uint64_t shmt_mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 uint64_t shmt_realtime_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_REALTIME);
 }
 
 /* Returns true if /proc/cpuinfo promises a TSC that ticks at a constant

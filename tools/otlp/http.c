@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "http.h"
 
 int http_parse_url(const char *url, const char *suffix, struct http_url *u, char *err,
@@ -160,13 +161,6 @@ static int connect_to(const struct http_url *u, int timeout_ms, char *err, size_
 	return fd;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Sends p[0..n) by the deadline (each send() is bounded by SO_SNDTIMEO,
  * the deadline bounds an endpoint that takes a byte at a time). */
@@ -175,7 +169,7 @@ static int send_all(int fd, const char *p, size_t n, uint64_t deadline)
 	while (n) {
 		ssize_t w;
 
-		if (now_ns() >= deadline)
+		if (clock_ns(CLOCK_MONOTONIC) >= deadline)
 			return -ETIMEDOUT;
 		w = send(fd, p, n, MSG_NOSIGNAL);
 
@@ -214,7 +208,7 @@ static int rd_fill(struct rd *r)
 	/* each recv() is bounded by SO_RCVTIMEO; the deadline bounds the
 	 * whole answer (a byte a second, headers or 1xx answers without end) */
 	do {
-		if (now_ns() >= r->deadline)
+		if (clock_ns(CLOCK_MONOTONIC) >= r->deadline)
 			return -ETIMEDOUT;
 		n = recv(r->fd, r->buf + r->len, sizeof(r->buf) - r->len, 0);
 	} while (n < 0 && errno == EINTR);
@@ -407,7 +401,7 @@ static int exchange(struct http_conn *c, const struct http_req *r, struct http_a
 	struct rd *rd = malloc(sizeof(*rd));
 	/* the whole exchange, sent and answered, within the timeout (each
 	 * step's own bound may add one more timeout at the end) */
-	uint64_t deadline = now_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (uint64_t)c->timeout_ms * 1000000ull;
 	struct head hd;
 	int n, ret, sret;
 

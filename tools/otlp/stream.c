@@ -89,7 +89,7 @@ static bool lagging(struct otlp_stream *st, const struct shmt_record *r, bool cl
 	st->caught_up = false;
 	if (!st->so->max_lag_ns || !clocks)
 		return st->skipping && lag_skip(st, r);
-	now = stream_clock(CLOCK_REALTIME);
+	now = clock_ns(CLOCK_REALTIME);
 	st->lag_ns = now > wall ? now - wall : 0;
 	if (!st->skipping && st->lag_ns > st->so->max_lag_ns) {
 		st->skipping = true;
@@ -178,7 +178,7 @@ static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	if ((clocks = !st->clock_left)) {
 		pace(st);
 		st->clock_left = 64;
-		st->idle_since = stream_clock(CLOCK_MONOTONIC);
+		st->idle_since = clock_ns(CLOCK_MONOTONIC);
 	}
 	st->clock_left--;
 	st->fresh = true;
@@ -212,7 +212,7 @@ static int on_idle(void *ctx)
 {
 	struct otlp_stream *st = ctx;
 	struct otlp *o = st->o;
-	uint64_t now = stream_clock(CLOCK_MONOTONIC);
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	int ret = 0;
 
 	if (stream_stopping())
@@ -438,7 +438,7 @@ int stream_main(const struct stream_opts *so)
 		return rc;
 	}
 	say_ready(so->ready_fd);
-	st->idle_since = stream_clock(CLOCK_MONOTONIC);
+	st->idle_since = clock_ns(CLOCK_MONOTONIC);
 	stream_publish(st, "running");
 	stream_status(st, true);
 	ret = source_records(&st->src, on_rec, st, err, sizeof(err));

@@ -64,7 +64,7 @@ int stream_cut(struct otlp_stream *st, bool force)
 	r.at_cut = st->c;
 	pthread_mutex_unlock(&st->cmu);
 	st->cut_seq = st->next_seq;
-	st->cut_at = stream_clock(CLOCK_MONOTONIC);
+	st->cut_at = clock_ns(CLOCK_MONOTONIC);
 	/* the sender shows it while the reader waits on the queue */
 	stream_publish(st, NULL);
 	return sender_push(st, &r);
@@ -97,7 +97,7 @@ int stream_span(struct otlp *o, const struct span *sp)
 		return 0;
 	}
 	if (!o->batch_spans)
-		st->batch_t0 = stream_clock(CLOCK_MONOTONIC);
+		st->batch_t0 = clock_ns(CLOCK_MONOTONIC);
 	ret = otlp_encode_span(o, sp);
 	if (ret == 0 && (o->batch_spans >= st->so->batch_spans ||
 			 otlp_batch_full(o, st->so->batch_bytes)))

@@ -192,7 +192,7 @@ int stream_backlog(struct otlp_stream *st)
 
 uint64_t stream_lag(const struct stream_live *l)
 {
-	uint64_t now = stream_clock(CLOCK_REALTIME);
+	uint64_t now = clock_ns(CLOCK_REALTIME);
 
 	return l->caught_up || !l->last_wall || now < l->last_wall ? 0 : now - l->last_wall;
 }
@@ -210,7 +210,7 @@ void stream_publish(struct otlp_stream *st, const char *state)
 
 void stream_status(struct otlp_stream *st, bool force)
 {
-	uint64_t now = stream_clock(CLOCK_MONOTONIC);
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	struct stream_counts c;
 	struct stream_live l;
 

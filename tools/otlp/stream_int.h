@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "clock.h"
 #include "gz.h"
 #include "otlp_int.h"
 
@@ -248,14 +249,6 @@ struct otlp_stream {
 		const char *state;
 	} live;				/* the reader's, as the status shows it */
 };
-
-static inline uint64_t stream_clock(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Adds n to count *c of st->c (the reader and the sender both count). */
 static inline void stream_count(struct otlp_stream *st, uint64_t *c, uint64_t n)

@@ -35,7 +35,7 @@ static uint64_t jitter_rand(void)
 	static __thread uint64_t x;
 
 	if (!x)
-		x = (stream_clock(CLOCK_MONOTONIC) ^ (uint64_t)getpid() << 32) | 1;
+		x = (clock_ns(CLOCK_MONOTONIC) ^ (uint64_t)getpid() << 32) | 1;
 	x ^= x >> 12;
 	x ^= x << 25;
 	x ^= x >> 27;
@@ -45,10 +45,10 @@ static uint64_t jitter_rand(void)
 /* Waits ms, or less when the stream stops: false then. */
 static bool nap(struct sender *s, unsigned ms)
 {
-	uint64_t until = stream_clock(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000ull;
+	uint64_t until = clock_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000ull;
 
 	while (!stream_stopping()) {
-		uint64_t now = stream_clock(CLOCK_MONOTONIC), step = WAKE_MS * 1000000ull;
+		uint64_t now = clock_ns(CLOCK_MONOTONIC), step = WAKE_MS * 1000000ull;
 		struct timespec ts;
 
 		if (now >= until)
@@ -81,8 +81,8 @@ static void answered(struct otlp_stream *st, const struct qreq *r, const struct 
 		st->c.sent += r->spans - rej;
 		st->c.rejected += rej;
 		pthread_mutex_unlock(&st->cmu);
-		if (rej && stream_clock(CLOCK_MONOTONIC) - said[0] >= SAY_EVERY_NS) {
-			said[0] = stream_clock(CLOCK_MONOTONIC);
+		if (rej && clock_ns(CLOCK_MONOTONIC) - said[0] >= SAY_EVERY_NS) {
+			said[0] = clock_ns(CLOCK_MONOTONIC);
 			fprintf(stderr, "shmtrace stream: the endpoint rejected %llu of %llu spans "
 				"(partial success)%s%s\n", (unsigned long long)rej,
 				(unsigned long long)r->spans, msg[0] ? ": " : "", msg);
@@ -90,8 +90,8 @@ static void answered(struct otlp_stream *st, const struct qreq *r, const struct 
 		return;
 	}
 	stream_count(st, &st->c.rejected, r->spans);
-	if (stream_clock(CLOCK_MONOTONIC) - said[1] >= SAY_EVERY_NS) {
-		said[1] = stream_clock(CLOCK_MONOTONIC);
+	if (clock_ns(CLOCK_MONOTONIC) - said[1] >= SAY_EVERY_NS) {
+		said[1] = clock_ns(CLOCK_MONOTONIC);
 		snprintf(msg, sizeof(msg), "%.*s", (int)strcspn(a->body, "\r\n"), a->body);
 		fprintf(stderr, "shmtrace stream: http://%s%s answered HTTP %d%s%s%s%s: %llu spans "
 			"rejected, not sent again\n", st->so->url.hostport, st->so->url.path,
@@ -130,8 +130,8 @@ static int send_one(struct otlp_stream *st, const struct qreq *r)
 			    : !otlp_retryable(0, a->status))
 			break;
 		stream_count(st, &st->c.retried, 1);
-		if (!failing || stream_clock(CLOCK_MONOTONIC) - said_fail >= SAY_EVERY_NS) {
-			said_fail = stream_clock(CLOCK_MONOTONIC);
+		if (!failing || clock_ns(CLOCK_MONOTONIC) - said_fail >= SAY_EVERY_NS) {
+			said_fail = clock_ns(CLOCK_MONOTONIC);
 			if (ret < 0)
 				fprintf(stderr, "shmtrace stream: %s; trying again\n", why);
 			else

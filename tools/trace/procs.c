@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "procs.h"
 
 static int cmp_proc(const void *pa, const void *pb)
@@ -25,14 +26,6 @@ static int cmp_proc(const void *pa, const void *pb)
 	if (a->pid != b->pid)
 		return a->pid < b->pid ? -1 : 1;
 	return a->start_time < b->start_time ? -1 : a->start_time > b->start_time;
-}
-
-static uint64_t ns_of(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static const struct proc *find_inst(const struct procs *ps, uint32_t pid, uint64_t start)
@@ -57,7 +50,7 @@ int procs_build(struct procs *ps, const struct shmt_thread *slots, size_t n)
 	long tck = sysconf(_SC_CLK_TCK);
 	/* monotonic first: with no suspend the two clocks are equal, and
 	 * reading boottime second keeps the difference from going negative */
-	uint64_t mono = ns_of(CLOCK_MONOTONIC), boot = ns_of(CLOCK_BOOTTIME);
+	uint64_t mono = clock_ns(CLOCK_MONOTONIC), boot = clock_ns(CLOCK_BOOTTIME);
 	uint64_t boot_off = boot > mono ? boot - mono : 0;
 	size_t m = 0;
 
