@@ -287,6 +287,10 @@ uint64_t shmt_cap_offset(const struct shmt_cap_reader *r);
 /* The header frame read by shmt_cap_open(). */
 const struct shmt_cap_header *shmt_cap_header_of(const struct shmt_cap_reader *r);
 
+/* The file's permission bits when it was opened (st_mode & 07777): what an
+ * output made of it may grant at most (outfile_mode_within()). */
+uint32_t shmt_cap_mode(const struct shmt_cap_reader *r);
+
 void shmt_cap_close(struct shmt_cap_reader *r);
 
 /* Decodes one frame from memory (the fuzz harness and the tests use this).

@@ -38,6 +38,7 @@ struct shmt_cap_reader {
 	uint64_t base;		/* file offset of buf[0] */
 	msgpack_zone *z;
 	struct shmt_cap_header header;
+	uint32_t mode;		/* the file's permission bits at open */
 	char msg[256];		/* the sticky error */
 };
 
@@ -154,6 +155,7 @@ int shmt_cap_open(const char *path, struct shmt_cap_reader **out, char *err, siz
 {
 	struct shmt_cap_reader *r;
 	struct shmt_cap_frame f = { .type = 0 };
+	struct stat st;
 	int rc;
 
 	*out = NULL;
@@ -173,6 +175,8 @@ int shmt_cap_open(const char *path, struct shmt_cap_reader **out, char *err, siz
 		rc = seterr(err, errlen, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
+	/* unknown: taken as readable by its owner only */
+	r->mode = fstat(r->fd, &st) == 0 ? (uint32_t)st.st_mode & 07777 : 0600;
 	if ((rc = fill(r, err, errlen)))
 		goto fail;
 	if (r->end == 0) {
@@ -286,6 +290,11 @@ int shmt_cap_follow(struct shmt_cap_reader *r, struct shmt_cap_frame *f, char *e
 uint64_t shmt_cap_offset(const struct shmt_cap_reader *r)
 {
 	return r->base + r->start;
+}
+
+uint32_t shmt_cap_mode(const struct shmt_cap_reader *r)
+{
+	return r->mode;
 }
 
 const struct shmt_cap_header *shmt_cap_header_of(const struct shmt_cap_reader *r)

@@ -138,12 +138,14 @@ static int write_all(int fd, const void *p, size_t n)
 
 /* The file: header, tables, the window's frames from off, the staged
  * ones, then tail (loss and end). */
-static int write_file(const char *path, const struct shmt_snap_opts *o, const msgpack_sbuffer *parts[],
-		      const size_t from[], size_t nparts, char *err, size_t errlen)
+static int write_file(const char *path, const struct shmt_snap_opts *o, uint32_t perm,
+		      const msgpack_sbuffer *parts[], const size_t from[], size_t nparts, char *err,
+		      size_t errlen)
 {
 	struct outfile out;
-	int ret = outfile_open(&out, path, o->exclusive ? OUTFILE_NEW : OUTFILE_WHOLE, 0666, err,
-			       errlen);
+	/* readable by no one the ring does not let read it */
+	int ret = outfile_open(&out, path, o->exclusive ? OUTFILE_NEW : OUTFILE_WHOLE,
+			       outfile_mode_within(0666, perm), err, errlen);
 
 	if (ret < 0)
 		return ret;
@@ -193,7 +195,7 @@ static int finish(struct snap *s, struct snap_read *g, uint64_t started_ns, cons
 						   &tail };
 		const size_t from[] = { 0, 0, off, 0, 0 };
 
-		ret = write_file(path, o, parts, from, 5, err, errlen);
+		ret = write_file(path, o, s->v->perm, parts, from, 5, err, errlen);
 		res->info = s->info;
 		res->records = s->records;
 		res->bytes = 0;

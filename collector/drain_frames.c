@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "drain_int.h"
+#include "outfile.h"
 
 static int put_header(struct drain *d)
 {
@@ -44,7 +45,9 @@ int drain_open_part(struct drain *d)
 		snprintf(d->err, sizeof(d->err), "cannot write part %u of '%.400s': %s", d->part,
 			 d->o.output, strerror(-ret));
 	else
-		ret = cw_open(d->w, path, d->o.engine, d->err, sizeof(d->err));
+		/* readable by no one the ring does not let read it */
+		ret = cw_open(d->w, path, d->o.engine, outfile_mode_within(0644, d->v.perm), d->err,
+			      sizeof(d->err));
 	d->part_failed = ret < 0;
 	if (ret < 0)
 		return ret;

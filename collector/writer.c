@@ -87,7 +87,8 @@ static enum cw_engine resolve_engine(int fd, enum cw_engine e)
 	return CW_ENGINE_IO_URING;
 }
 
-int cw_open(struct cwriter *w, const char *path, enum cw_engine engine, char *err, size_t errlen)
+int cw_open(struct cwriter *w, const char *path, enum cw_engine engine, unsigned mode, char *err,
+	    size_t errlen)
 {
 	struct outfile of;
 	int ret;
@@ -95,7 +96,7 @@ int cw_open(struct cwriter *w, const char *path, enum cw_engine engine, char *er
 	memset(w, 0, sizeof(*w));
 	snprintf(w->path, sizeof(w->path), "%s", path);
 	/* never through a link, nor into a FIFO, planted at the path */
-	ret = outfile_open(&of, path, OUTFILE_IN_PLACE, 0644, err, errlen);
+	ret = outfile_open(&of, path, OUTFILE_IN_PLACE, mode, err, errlen);
 	w->fd = of.fd;
 	if (ret < 0)
 		return ret;

@@ -37,11 +37,13 @@ int cw_engine_parse(const char *name, enum cw_engine *e);
 /* A writer with no file open yet, or NULL when out of memory. */
 struct cwriter *cw_new(void);
 
-/* Opens (creating or truncating) path; engine AUTO is resolved here, for
- * this file, and an io_uring ring set up only for IO_URING. Returns 0, or -errno with a one-line
- * reason in err: path is never followed when it is a symbolic link, nor
- * written when it is not a regular file (outfile.h). */
-int cw_open(struct cwriter *w, const char *path, enum cw_engine engine, char *err, size_t errlen);
+/* Opens (creating with mode, or truncating) path; engine AUTO is resolved
+ * here, for this file, and an io_uring ring set up only for IO_URING.
+ * Returns 0, or -errno with a one-line reason in err: path is never
+ * followed when it is a symbolic link, nor written when it is not a
+ * regular file (outfile.h). */
+int cw_open(struct cwriter *w, const char *path, enum cw_engine engine, unsigned mode, char *err,
+	    size_t errlen);
 
 /* The engine writing the open file: PWRITE or IO_URING (AUTO before
  * cw_open() succeeded). */

@@ -168,7 +168,7 @@ static enum cw_engine engine_for(const char *path, enum cw_engine e)
 	char err[512];
 
 	assert_non_null(w);
-	assert_int_equal(cw_open(w, path, e, err, sizeof(err)), 0);
+	assert_int_equal(cw_open(w, path, e, 0600, err, sizeof(err)), 0);
 	got = cw_engine(w);
 	cw_free(w);
 	unlink(path);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_hostile_io.c - paths and numbers another user can plant or pass:
- * an output path that is a symlink, numbers that would wrap.
+ * an output path that is a symlink, numbers that would wrap; and what
+ * another user may read of the outputs.
  * Each case prints a FIGURE row for the fault table of `make test`.
  */
 #include <grp.h>
@@ -265,6 +266,72 @@ static void clock_offset_that_would_wrap(void)
 	unlink(tmp("vm.json"));
 }
 
+/* The permission bits of path. */
+static unsigned perm_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_mode & 0777;
+}
+
+/*
+ * Outputs are never readable by anyone who could not read what they were
+ * made of, whatever the umask lets: the capture of a private ring (0600)
+ * is 0600, even written over a capture of ours that was 0644, and so are
+ * its export and a snapshot of the ring; a ring its group may read makes
+ * a capture its group may read; a capture others may read, an export
+ * others may read (0666 less the umask).
+ */
+static void test_outputs_no_more_readable_than_their_inputs(void **state)
+{
+	const char *ring = test_ring_name("private");
+	char cap[512], json[512], snap[512];
+	char *exp[] = { bin, "export", cap, "-o", json, NULL };
+	char *snapshot[] = { bin, "snapshot", (char *)ring, "-o", snap, NULL };
+	struct shmtrace_ring_config c = { .capacity = 4096, .perm = 0640 };
+	mode_t old = umask(022);
+	pid_t col;
+	int st;
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("private.cap"));
+	snprintf(json, sizeof(json), "%s", tmp("private.json"));
+	snprintf(snap, sizeof(snap), "%s", tmp("private-snap.cap"));
+	put_file(cap, "old", 3);
+	assert_int_equal(chmod(cap, 0644), 0);
+	small_ring(ring, 4096, 10);
+	assert_int_equal(perm_of(cap), 0644);
+	col = cli_collector(ring, cap);
+	kill(col, SIGTERM);
+	assert_int_equal(waitpid(col, &st, 0), col);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(perm_of(cap), 0600);
+	assert_int_equal(run_guarded(NULL, tmp("private.err"), exp), 0);
+	assert_int_equal(perm_of(json), 0600);
+	assert_int_equal(run_guarded(NULL, tmp("private.err"), snapshot), 0);
+	assert_int_equal(perm_of(snap), 0600);
+	/* the export follows its input: a capture others may read */
+	assert_int_equal(chmod(cap, 0644), 0);
+	assert_int_equal(run_guarded(NULL, tmp("private.err"), exp), 0);
+	assert_int_equal(perm_of(json), 0644);
+	/* a ring its group may read: so may its group the capture */
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	unlink(cap);
+	col = cli_collector(ring, cap);
+	kill(col, SIGTERM);
+	assert_int_equal(waitpid(col, &st, 0), col);
+	assert_int_equal(perm_of(cap), 0640);
+	figure("outputs of a private ring, the umask letting all read", 3, 0, 0, 0, 0, 0,
+	       "capture, export and snapshot 0600: no more readable than the ring");
+	umask(old);
+	unlink(cap);
+	unlink(json);
+	unlink(snap);
+	shmtrace_ring_unlink(ring);
+}
+
 /* Numbers that would wrap or make no sense are usage errors (exit 2) that
  * name the option, never silently something else. */
 static void test_numbers_that_would_wrap(void **state)
@@ -305,6 +372,7 @@ int main(void)
 		cmocka_unit_test(test_output_fifo_refused),
 		cmocka_unit_test(test_output_planted_file_refused),
 		cmocka_unit_test(test_rotated_part_symlink_refused),
+		cmocka_unit_test(test_outputs_no_more_readable_than_their_inputs),
 		cmocka_unit_test(test_numbers_that_would_wrap),
 	};
 

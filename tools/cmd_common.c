@@ -93,7 +93,9 @@ int cmd_create(struct cmd *c)
 		c->f = stdout;
 		return 0;
 	}
-	if (outfile_open(&c->of, c->out, OUTFILE_WHOLE, 0666, err, sizeof(err)) < 0)
+	/* readable by no one the inputs do not let read them */
+	if (outfile_open(&c->of, c->out, OUTFILE_WHOLE, outfile_mode_within(0666, c->src->perm), err,
+			 sizeof(err)) < 0)
 		return cli_runtime_error(c->name, "%s", err);
 	c->f = fdopen(c->of.fd, "w");
 	if (!c->f) {

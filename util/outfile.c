@@ -122,6 +122,11 @@ static int open_in_place(struct outfile *o, unsigned mode, char *err, size_t err
 		ret = refuse(o->path, st.st_mode, err, errlen);
 	else if (known && S_ISREG(st.st_mode) && planted(o->path, &st, err, errlen) < 0)
 		ret = -EPERM;
+	/* a file of ours from before, readable by more than mode allows:
+	 * narrowed before anything is written into it */
+	else if (known && S_ISREG(st.st_mode) && (st.st_mode & 0777 & ~mode) &&
+		 fchmod(o->fd, st.st_mode & 0777 & mode) < 0)
+		ret = open_failed(o->path, errno, err, errlen);
 	/* truncated only once it is known to be a regular file of ours */
 	else if (known && (!S_ISREG(st.st_mode) || ftruncate(o->fd, 0) == 0) &&
 		 (fl = fcntl(o->fd, F_GETFL)) >= 0 && fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
@@ -167,7 +172,8 @@ static int at_tmp_name(struct outfile *o, int (*make)(struct outfile *o))
 /* O_EXCL: never a file or a link that is already there */
 static int create_tmp(struct outfile *o)
 {
-	o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0666);
+	o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+		     (mode_t)o->mode);
 	return o->fd >= 0 ? 0 : -errno;
 }
 
@@ -196,7 +202,7 @@ static int open_tmp(struct outfile *o, char *err, size_t errlen)
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->path) + 1 : 1,
 		 slash ? o->path : ".");
 	if (access("/proc/self/fd", X_OK) == 0 &&
-	    (o->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666)) >= 0) {
+	    (o->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, (mode_t)o->mode)) >= 0) {
 		o->anon = dup(o->fd);
 		if (o->anon >= 0)
 			return 0;
@@ -209,6 +215,15 @@ static int open_tmp(struct outfile *o, char *err, size_t errlen)
 	return ret;
 }
 
+unsigned outfile_mode_within(unsigned mode, unsigned src)
+{
+	if (!(src & S_IRGRP))
+		mode &= ~070u;
+	if (!(src & S_IROTH))
+		mode &= ~07u;
+	return mode;
+}
+
 int outfile_open(struct outfile *o, const char *path, enum outfile_how how, unsigned mode,
 		 char *err, size_t errlen)
 {
@@ -219,6 +234,7 @@ int outfile_open(struct outfile *o, const char *path, enum outfile_how how, unsi
 	o->path = path;
 	o->tmp = NULL;
 	o->excl = how == OUTFILE_NEW;
+	o->mode = mode & 0777;
 	if (lstat(path, &st) == 0) {
 		/* a new file's path is taken by anything there, a link or a
 		 * FIFO a peer planted too: a caller that picks another name

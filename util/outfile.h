@@ -39,11 +39,21 @@ struct outfile {
 	char *tmp;		/* the temporary's name, or NULL */
 	int anon;		/* the unnamed file, kept open to name it; -1: none */
 	int excl;		/* OUTFILE_NEW: never replaces what is at the path */
+	unsigned mode;		/* the permission bits asked for, before the umask */
 };
 
 /*
- * Opens path for writing as how says, into o->fd (O_CLOEXEC; mode 0666 as
- * the umask allows for a new file; mode passed for IN_PLACE). Returns 0,
+ * The permission bits of an output made of a source whose bits are src:
+ * mode, less the group's and others' when src does not let them read. An
+ * output is never readable by anyone who could not read what it was made
+ * of (a capture of a private ring, an export of a private capture).
+ */
+unsigned outfile_mode_within(unsigned mode, unsigned src);
+
+/*
+ * Opens path for writing as how says, into o->fd (O_CLOEXEC; a new file
+ * gets mode as the umask allows; an existing file written in place that
+ * grants more than mode is narrowed to it first). Returns 0,
  * or -errno with a one-line reason naming the path in err: "'PATH' is a
  * symbolic link: refusing to write through it" (-ELOOP), "'PATH' is a
  * FIFO, not a regular file: refusing to write to it" (-EINVAL), "'PATH'

@@ -283,6 +283,7 @@ int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, 
 		return fd;
 	v->dev = st.st_dev;
 	v->ino = st.st_ino;
+	v->perm = st.st_mode & 07777;
 	if ((uint64_t)st.st_size < SHMT_HEADER_SIZE) {
 		close(fd);
 		ERR(-EBADMSG, "ring '%s' is truncated (%lld bytes)", name, (long long)st.st_size);

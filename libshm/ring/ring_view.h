@@ -74,6 +74,7 @@ struct shmt_view {
 	uint16_t major, minor;	/* minor: the format level (ring_format.h) */
 	uint16_t header_minor;	/* the header's own minor, for display */
 	uint64_t dev, ino;	/* the segment's identity (fstat at open) */
+	uint32_t perm;		/* its permission bits then (st_mode & 07777) */
 };
 
 /* Ring geometry computed from the creation parameters. */

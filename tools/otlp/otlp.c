@@ -86,7 +86,9 @@ static int open_out(struct otlp *o, const char *out)
 		o->fd = STDOUT_FILENO;
 		return 0;
 	}
-	ret = outfile_open(&o->of, out, OUTFILE_WHOLE, 0666, o->err, sizeof(o->err));
+	/* readable by no one the inputs do not let read them */
+	ret = outfile_open(&o->of, out, OUTFILE_WHOLE, outfile_mode_within(0666, o->s->perm), o->err,
+			   sizeof(o->err));
 	o->fd = o->of.fd;
 	return ret;
 }

@@ -73,6 +73,10 @@ struct source {
 	const char *name;		/* ring name, or the first file */
 	char *const *inputs;		/* the files as given (capture input) */
 	size_t ninputs;
+	/* the permission bits every input has (st_mode & 07777 of each, the
+	 * ring's and the files' as opened, ANDed): what an output made of
+	 * them may let others read (outfile_mode_within()) */
+	uint32_t perm;
 	/*
 	 * The ring the record being handed to a source_record_fn comes from,
 	 * 0..nrings-1. Flow ids only mean something within one ring, so

@@ -201,6 +201,7 @@ static int read_file(struct source *s, struct source_file *sf, struct source_pas
 		snprintf(err, errlen, "%s", why);
 		return ret;
 	}
+	s->perm &= shmt_cap_mode(r);
 	while ((ret = shmt_cap_next(r, &f, why, sizeof(why))) == 1) {
 		if (!p)
 			note_part(sf, &f);
@@ -364,6 +365,7 @@ int source_open_files_ring(struct source *s, const char *ring, char *const *path
 	s->name = paths[0];
 	s->inputs = paths;
 	s->ninputs = n;
+	s->perm = 07777;	/* narrowed by each file as it is read */
 	s->be = c = calloc(1, sizeof(*c));
 	if (c) {
 		c->files = calloc(n, sizeof(*c->files));

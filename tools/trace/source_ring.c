@@ -130,6 +130,7 @@ int source_open_ring(struct source *s, const char *ring, char *err, size_t errle
 	ret = shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, v, err, errlen);
 	if (ret < 0)
 		return ret;
+	s->perm = v->perm;
 	s->realtime0 = v->clock.realtime0;
 	s->mono0 = v->clock.mono0;
 	s->clock_tsc = v->clock.tsc_ok;

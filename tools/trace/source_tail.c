@@ -94,6 +94,7 @@ int source_tail_open(struct source *s, struct source_capture *c, const char *rin
 	ret = source_open_ring(t, ring, err, errlen);
 	if (ret < 0)
 		return ret;
+	s->perm &= t->perm;
 	source_ring_info(t, 0, &name, &id, &run_id);
 	if ((ret = check_ring(c, ring, id, err, errlen)) < 0)
 		return ret;
