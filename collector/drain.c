@@ -411,22 +411,24 @@ void drain_yield(struct drain *d)
 	nap(d, DRAIN_YIELD_NS, false);
 }
 
-/* How long the last passes of a stop may take: producers still writing
- * make every pass find records, and a stop must end. What they write
- * after it stays in the ring, said at the exit (the ring is kept). */
+/* How long the last passes of a stop may go on once what was published
+ * before them is drained: producers still writing make every pass find
+ * records, and a stop must end. What they write after it stays in the
+ * ring, said at the exit. */
 #define DRAIN_FINISH_MOST_NS (2000ull * 1000 * 1000)
 
 int drain_finish(struct drain *d)
 {
-	uint64_t until = shmt_mono_ns() + DRAIN_FINISH_MOST_NS;
+	uint64_t until = shmt_mono_ns() + DRAIN_FINISH_MOST_NS, head = shmt_ring_head(&d->v);
 	struct shmt_cap_end e;
 	uint32_t left = UINT32_MAX;
 	long r;
 	int ret;
 
 	/* until a pass finds nothing: producers may still be flushing, and
-	 * handed-over blocks wait for room the capture's writes free; at
-	 * most DRAIN_FINISH_MOST_NS */
+	 * handed-over blocks wait for room the capture's writes free; past
+	 * the head at the start (a backlog is never cut short), at most
+	 * DRAIN_FINISH_MOST_NS */
 	do {
 		r = drain_pass(d, true);
 		if (r < 0)
@@ -439,7 +441,7 @@ int drain_finish(struct drain *d)
 			drain_release_tail(d);
 			r = 1;
 		}
-	} while (r > 0 && shmt_mono_ns() < until);
+	} while (r > 0 && (d->pos < head || shmt_mono_ns() < until));
 	ret = cw_drain(d->w);
 	if (ret < 0)
 		return ret;

@@ -91,8 +91,9 @@ bool drain_awake_long(const struct drain *d, uint64_t now_ns);
  * producer the drain took the CPU from gets it back. */
 void drain_yield(struct drain *d);
 
-/* Drains everything, for at most 2 s (producers still writing keep the
- * rest in the ring), writes the end frame, fsyncs. Returns 0 or -errno. */
+/* Drains everything published before it, then on for at most 2 s while
+ * producers still write (the rest stays in the ring), writes the end
+ * frame, fsyncs. Returns 0 or -errno. */
 int drain_finish(struct drain *d);
 
 /* After a write error: the file it happened on, and whether it was the

@@ -503,33 +503,36 @@ static struct drain *open_retiring(const struct args *a, char *path, size_t len,
 	return NULL;
 }
 
-/* Ends the retired ring's session, saying where its records are. Returns
- * true when its capture failed (what the ring still held is lost with it,
- * said). */
+/* Ends the retired ring's session, saying where its records are (once
+ * the session is freed, with it the last reference to the replaced
+ * segment). Returns true when its capture failed. What the replaced ring
+ * still holds then, or reached it after its last pass, is lost with it
+ * (it has no name): said with its count. */
 static bool finish_retired(struct drain **dp, const char *path)
 {
 	struct drain *d = *dp;
 	struct drain_stats st;
 	long ret = pass(d, true);
+	uint64_t left = drain_undrained(d);
 
 	drain_get_stats(d, ret < 0, &st);
-	/* the replaced ring has no name: what it still holds goes with it */
+	drain_free(d);
+	*dp = NULL;
 	if (ret < 0)
 		fprintf(stderr, "shmtrace-collector: the replaced ring's capture '%s': %s; what was "
-			"written stays readable; %llu records not drained are lost with the "
-			"replaced ring\n", path, strerror((int)-ret),
-			(unsigned long long)drain_undrained(d));
-	if (ret >= 0 && st.ring_corrupt)
+			"written stays readable\n", path, strerror((int)-ret));
+	else if (st.ring_corrupt)
 		fprintf(stderr, "shmtrace-collector: the replaced ring's %llu records are in '%s' "
 			"(loss counters corrupt (%s): not reported); export it with the capture\n",
 			(unsigned long long)st.records, path, st.ring_corrupt_why);
-	else if (ret >= 0)
+	else
 		fprintf(stderr, "shmtrace-collector: the replaced ring's %llu records are in '%s' "
 			"(%llu dropped, %llu lost to lock timeouts); export it with the capture\n",
 			(unsigned long long)st.records, path, (unsigned long long)st.ring.dropped,
 			(unsigned long long)st.ring.lock_dropped);
-	drain_free(d);
-	*dp = NULL;
+	if (left)
+		fprintf(stderr, "shmtrace-collector: %llu records of the replaced ring were not "
+			"drained and are lost with the replaced ring\n", (unsigned long long)left);
 	return ret < 0;
 }
 
@@ -795,6 +798,11 @@ int main(int argc, char **argv)
 	g_drain = NULL;
 	if (a.create)
 		leave_ring(d, &a.o, a.keep, ret < 0);
+	else if (ret == 0 && drain_undrained(d))
+		fprintf(stderr, "shmtrace-collector: %llu records reached ring '%s' after the last "
+			"pass; they stay in it for the next collector (or shmtrace export %s --ring "
+			"%s)\n", (unsigned long long)drain_undrained(d), a.o.ring, a.o.output,
+			a.o.ring);
 	drain_free(d);
 	return status;
 }

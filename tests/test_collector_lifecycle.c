@@ -213,13 +213,15 @@ static void test_exit_spares_a_ring_made_again(void **state)
 	unlink(b);
 }
 
-/* Until the file at path says what (inotify: each write wakes us). */
+/* Until the file at path says what (inotify: each write wakes us); a
+ * minute without it kills the test (SIGALRM). */
 static void wait_said(const char *path, const char *what)
 {
 	char ev[sizeof(struct inotify_event) + 256];
 	int in = inotify_init1(IN_CLOEXEC);
 	char *s;
 
+	alarm(60);
 	assert_true(in >= 0);
 	assert_true(inotify_add_watch(in, path, IN_MODIFY) >= 0);
 	for (;;) {
@@ -229,6 +231,7 @@ static void wait_said(const char *path, const char *what)
 		free(s);
 		assert_true(read(in, ev, sizeof(ev)) > 0);
 	}
+	alarm(0);
 	free(s);
 	close(in);
 }
@@ -296,8 +299,9 @@ static void test_replaced_ring_drained_aside(void **state)
 			col = start_collector_args(ring, b, 0, err, big);
 	}
 	wait_producers(&t);
-	/* its producer gone, the old ring is finished (said): nothing of it
-	 * stays open, which kept its unlinked memory */
+	/* its producer gone, the old ring is finished (said once its session
+	 * is freed): nothing of it stays open, which kept its unlinked
+	 * memory */
 	wait_said(err, "records are in");
 	assert_int_equal(open_deleted_shm(col), 0);
 	assert_clean_exit(stop(col, SIGTERM));

@@ -81,12 +81,17 @@ void cli_getopt_start(void)
 
 int cli_option_error(const char *cmd, int c, char **argv)
 {
-	/* a long option is the word getopt just passed; a short one may sit
-	 * inside a group ("-jx"), whose word getopt has not passed yet:
-	 * named by its letter */
+	/* a long option is the word getopt just passed (optopt is 0, or its
+	 * value); a short one is named by its letter: it may sit inside a
+	 * group getopt has not passed yet ("-qf": the word before it is
+	 * another), or end one it has ("-fq") */
 	const char *word = optind > 0 ? argv[optind - 1] : "";
+	const char *cur = optind > 0 && argv[optind] ? argv[optind] : "";
 	char letter[3] = { '-', (char)optopt, 0 };
-	const char *name = !strncmp(word, "--", 2) || optopt <= 0 || optopt > 127 ? word : letter;
+	bool short_opt = optopt > 0 && optopt < 128 &&
+			 (strncmp(word, "--", 2) ||
+			  (cur[0] == '-' && cur[1] != '-' && strchr(cur + 1, optopt)));
+	const char *name = short_opt ? letter : word;
 
 	if (c == ':')
 		return cli_usage_error(cmd, "option '%s' needs an argument", name);
@@ -177,10 +182,43 @@ bool filter_pid(const struct filter *f, uint32_t pid)
 	return false;
 }
 
+/* path's directory, resolved, and its last name: "/abs/dir/name", or ""
+ * when the directory cannot be resolved. */
+static void entry_of(const char *path, char *buf, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096], *real;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+	real = realpath(dir, NULL);
+	if (real)
+		snprintf(buf, len, "%s/%s", real, slash ? slash + 1 : path);
+	else
+		snprintf(buf, len, "%s", "");
+	free(real);
+}
+
+/* Whether writing a whole output at out (a file renamed over its name)
+ * replaces the input at in: the same file under the same name, however
+ * spelled. A hard link's other name keeps the file. */
+static bool replaces(const char *out, const struct stat *so, const char *in)
+{
+	char a[4352], b[4352];
+	struct stat si;
+
+	if (stat(in, &si) < 0 || si.st_dev != so->st_dev || si.st_ino != so->st_ino)
+		return false;
+	if (so->st_nlink == 1)
+		return true;
+	entry_of(out, a, sizeof(a));
+	entry_of(in, b, sizeof(b));
+	return !a[0] || !strcmp(a, b);
+}
+
 int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
 		     char *const *files, int nfiles, const struct filter *f)
 {
-	struct stat so, si;
+	struct stat so;
 
 	if (out_hint && !out)
 		return cli_usage_error(cmd, "no output given (%s)", out_hint);
@@ -190,7 +228,7 @@ int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, con
 	 * input (a slip of the keyboard would lose the capture) */
 	if (out && strcmp(out, "-") && stat(out, &so) == 0 && S_ISREG(so.st_mode))
 		for (int i = 0; i < nfiles; i++)
-			if (stat(files[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+			if (replaces(out, &so, files[i]))
 				return cli_usage_error(cmd, "the output '%s' is the input '%s': it "
 						       "would be replaced", out, files[i]);
 	if (f && f->has_from && f->has_to && f->from >= f->to)

@@ -5,11 +5,16 @@
  * (ring_config.h), through the same shmtrace_ring_create().
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "ring_config.h"
+#include "ring_format.h"
 #include "ring_view.h"
 #include "shmtrace.h"
 
@@ -35,6 +40,25 @@ static const struct option create_longopts[] = {
 static const struct cli_opts create_opts = {
 	.cmd = "create", .usage = create_usage, .shortopts = ":h", .longopts = create_longopts,
 };
+
+/* Whether the file at a ring's name is one: a regular file that starts
+ * with the ring's magic (whatever its version or state). */
+static bool is_a_ring(const char *name)
+{
+	uint64_t magic = 0;
+	struct stat st;
+	char err[256];
+	int fd = shmt_ring_open_fd(name, SHMT_OPEN_ANY_OWNER, &st, err, sizeof(err));
+	bool ring;
+
+	/* one we may not open is someone's ring as far as we can tell */
+	if (fd < 0)
+		return fd != -ENODEV;
+	ring = pread(fd, &magic, sizeof(magic), offsetof(struct shmt_header, magic)) ==
+	       (ssize_t)sizeof(magic) && magic == SHMT_RING_MAGIC;
+	close(fd);
+	return ring;
+}
 
 int cmd_create_ring(int argc, char **argv)
 {
@@ -67,20 +91,13 @@ int cmd_create_ring(int argc, char **argv)
 				       "not '.' or '..')", name, SHMT_NAME_MAX);
 	shmt_ring_cfg_finish(&cfg);
 	ret = shmtrace_ring_create(name, &cfg);
-	if (ret == -EEXIST) {
-		struct shmt_view v;
-		char why[512];
-		int got = shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, why, sizeof(why));
-
-		/* shmtrace rm removes rings only: no advice it would refuse */
-		if (got == -EPROTO || got == -EBADMSG || got == -ENODEV)
-			return cli_runtime_error("create", "'%s' exists and is not a shmtrace ring "
-						 "(%s); choose another name", path, why);
-		if (got == 0)
-			shmt_view_close(&v);
+	/* shmtrace rm removes rings only: no advice it would refuse */
+	if (ret == -EEXIST && !is_a_ring(name))
+		return cli_runtime_error("create", "'%s' exists and is not a shmtrace ring; choose "
+					 "another name", path);
+	if (ret == -EEXIST)
 		return cli_runtime_error("create", "ring '%s' already exists (%s); remove it first "
 					 "with 'shmtrace rm %s'", name, path, name);
-	}
 	if (ret < 0)
 		return cli_runtime_error("create", "cannot create ring '%s': %s", name,
 					 shmtrace_strerror(ret));

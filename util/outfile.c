@@ -122,10 +122,10 @@ static int open_in_place(struct outfile *o, unsigned mode, char *err, size_t err
 		ret = refuse(o->path, st.st_mode, err, errlen);
 	else if (known && S_ISREG(st.st_mode) && planted(o->path, &st, err, errlen) < 0)
 		ret = -EPERM;
-	/* a file of ours from before, readable by more than mode allows:
-	 * narrowed before anything is written into it */
-	else if (known && S_ISREG(st.st_mode) && (st.st_mode & 0777 & ~mode) &&
-		 fchmod(o->fd, st.st_mode & 0777 & mode) < 0)
+	/* a file from before readable by more than mode allows: narrowed
+	 * before anything is written into it (its other bits as they were) */
+	else if (known && S_ISREG(st.st_mode) && (st.st_mode & 044 & ~mode) &&
+		 fchmod(o->fd, st.st_mode & 07777 & ~(044 & ~mode)) < 0)
 		ret = open_failed(o->path, errno, err, errlen);
 	/* truncated only once it is known to be a regular file of ours */
 	else if (known && (!S_ISREG(st.st_mode) || ftruncate(o->fd, 0) == 0) &&

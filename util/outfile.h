@@ -53,7 +53,7 @@ unsigned outfile_mode_within(unsigned mode, unsigned src);
 /*
  * Opens path for writing as how says, into o->fd (O_CLOEXEC; a new file
  * gets mode as the umask allows; an existing file written in place that
- * grants more than mode is narrowed to it first). Returns 0,
+ * lets more read it than mode does is narrowed first). Returns 0,
  * or -errno with a one-line reason naming the path in err: "'PATH' is a
  * symbolic link: refusing to write through it" (-ELOOP), "'PATH' is a
  * FIFO, not a regular file: refusing to write to it" (-EINVAL), "'PATH'

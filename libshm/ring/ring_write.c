@@ -119,6 +119,10 @@ static uint64_t publish_locked(struct shmt_view *v, uint32_t block, const struct
 	j->ndrop = n - fit;
 	j->in_place = 0;
 	j->active = 1;
+	/* the journal before any commit word is zeroed: a reader that sees
+	 * a zero (acquire) sees the journal that covers it
+	 * (shmt_ring_reused()) */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	SHMT_HOOK("flush-begin");
 	put_records(v, head, src, k, mask, fit);
 	/* pairs with the collector's acquire load of head */
