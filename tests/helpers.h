@@ -6,6 +6,7 @@
 #ifndef SHMTRACE_TEST_HELPERS_H
 #define SHMTRACE_TEST_HELPERS_H
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,6 +25,34 @@
 #include "producer.h"
 #include "loss.h"
 #include "ring_reader.h"
+
+/* How many of process pid's descriptors lead to a path that starts with
+ * prefix, is not skip (NULL: none is) and, with removed, was removed
+ * ("... (deleted)"): 0 when pid has no /proc entry. */
+static inline int fds_to(pid_t pid, const char *prefix, const char *skip, bool removed)
+{
+	char dir[64], link[600], to[600];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	if (!(d = opendir(dir)))
+		return 0;
+	while ((e = readdir(d))) {
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
+		len = readlink(link, to, sizeof(to) - 1);
+		if (len <= 0)
+			continue;
+		to[len] = 0;
+		n += !strncmp(to, prefix, strlen(prefix)) && (!skip || strcmp(to, skip)) &&
+		     (!removed || strstr(to, "(deleted)"));
+	}
+	closedir(d);
+	return n;
+}
 
 /* A ring name unique to this test process, under the runner's prefix. */
 static inline const char *test_ring_name(const char *what)

@@ -7,7 +7,6 @@
  * one aside; every record captured once or counted; a failed start that
  * keeps the ring it replaced, and a lost capture of the old ring said.
  */
-#include <dirent.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -236,31 +235,6 @@ static void wait_said(const char *path, const char *what)
 	close(in);
 }
 
-/* How many descriptors process pid holds on removed files of /dev/shm. */
-static int open_deleted_shm(pid_t pid)
-{
-	char dir[64], path[320], to[512];
-	struct dirent *e;
-	int n = 0;
-	DIR *d;
-
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-	d = opendir(dir);
-	assert_non_null(d);
-	while ((e = readdir(d))) {
-		ssize_t len;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		len = readlink(path, to, sizeof(to) - 1);
-		if (len <= 0)
-			continue;
-		to[len] = 0;
-		n += !strncmp(to, "/dev/shm/", 9) && strstr(to, "(deleted)");
-	}
-	closedir(d);
-	return n;
-}
-
 /*
  * A collector started with another configuration replaces the ring: what
  * the old one holds (written while no collector ran) is drained into
@@ -303,7 +277,7 @@ static void test_replaced_ring_drained_aside(void **state)
 	 * is freed): nothing of it stays open, which kept its unlinked
 	 * memory */
 	wait_said(err, "records are in");
-	assert_int_equal(open_deleted_shm(col), 0);
+	assert_int_equal(fds_to(col, "/dev/shm/", NULL, true), 0);
 	assert_clean_exit(stop(col, SIGTERM));
 	said = slurp(err);
 	assert_non_null(strstr(said, "replaced ring"));

@@ -193,32 +193,6 @@ static void test_perfetto_export_memory_flat(void **state)
 	expect_flat("perfetto");
 }
 
-/* Whether process p has a file open in dir other than skip: its output,
- * named or not ("DIR/#INODE (deleted)", O_TMPFILE). */
-static bool writes_in(pid_t p, const char *dir, const char *skip)
-{
-	char fds[64], link[600], to[600];
-	struct dirent *d;
-	bool found = false;
-	DIR *dp;
-
-	snprintf(fds, sizeof(fds), "/proc/%d/fd", (int)p);
-	if (!(dp = opendir(fds)))
-		return false;
-	while (!found && (d = readdir(dp))) {
-		ssize_t n;
-
-		snprintf(link, sizeof(link), "%s/%s", fds, d->d_name);
-		n = readlink(link, to, sizeof(to) - 1);
-		if (n <= 0)
-			continue;
-		to[n] = 0;
-		found = !strncmp(to, dir, strlen(dir)) && strcmp(to, skip);
-	}
-	closedir(dp);
-	return found;
-}
-
 /* Killed while writing its output: no output, and no temporary either. */
 static void test_killed_export_leaves_nothing(void **state)
 {
@@ -236,8 +210,9 @@ static void test_killed_export_leaves_nothing(void **state)
 		execv(argv[0], argv);
 		_exit(127);
 	}
-	/* the real signal: the output open in the directory */
-	while (!writes_in(p, tmpdir, tmp("k.cap"))) {
+	/* the real signal: the output open in the directory, named or not
+	 * ("DIR/#INODE (deleted)", O_TMPFILE) */
+	while (!fds_to(p, tmpdir, tmp("k.cap"), false)) {
 		assert_int_equal(waitpid(p, &st, WNOHANG), 0);	/* still running */
 		assert_true(++polls < 60000);
 		usleep(500);
