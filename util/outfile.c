@@ -105,6 +105,14 @@ static int planted(const char *path, const struct stat *st, char *err, size_t er
 	return 0;
 }
 
+/* A file from before (st) that lets more read it than mode does: narrowed
+ * to mode's read bits before anything is written into it, its other bits
+ * as they were. 0, or -1 with errno. */
+static int narrow(int fd, const struct stat *st, unsigned mode)
+{
+	return st->st_mode & 044 & ~mode ? fchmod(fd, st->st_mode & 07777 & ~(044 & ~mode)) : 0;
+}
+
 static int open_in_place(struct outfile *o, unsigned mode, char *err, size_t errlen)
 {
 	struct stat st;
@@ -122,13 +130,10 @@ static int open_in_place(struct outfile *o, unsigned mode, char *err, size_t err
 		ret = refuse(o->path, st.st_mode, err, errlen);
 	else if (known && S_ISREG(st.st_mode) && planted(o->path, &st, err, errlen) < 0)
 		ret = -EPERM;
-	/* a file from before readable by more than mode allows: narrowed
-	 * before anything is written into it (its other bits as they were) */
-	else if (known && S_ISREG(st.st_mode) && (st.st_mode & 044 & ~mode) &&
-		 fchmod(o->fd, st.st_mode & 07777 & ~(044 & ~mode)) < 0)
-		ret = open_failed(o->path, errno, err, errlen);
-	/* truncated only once it is known to be a regular file of ours */
-	else if (known && (!S_ISREG(st.st_mode) || ftruncate(o->fd, 0) == 0) &&
+	/* narrowed and truncated only once it is known to be a regular
+	 * file of ours */
+	else if (known && (!S_ISREG(st.st_mode) ||
+			   (narrow(o->fd, &st, mode) == 0 && ftruncate(o->fd, 0) == 0)) &&
 		 (fl = fcntl(o->fd, F_GETFL)) >= 0 && fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
 		return 0;
 	else
