@@ -79,7 +79,9 @@ int svg_layout(struct svg *g, struct proc_order **porder, size_t *nproc)
 	size_t np = 0, k = 0;
 	double y = TRACKS_Y;
 
-	qsort(g->v, g->n, sizeof(*g->v), cmp_item);
+	/* an empty window has no items, and may have no array (NULL) */
+	if (g->n)
+		qsort(g->v, g->n, sizeof(*g->v), cmp_item);
 	g->lanes = calloc(g->n ? g->n : 1, sizeof(*g->lanes));
 	po = calloc(g->n ? g->n : 1, sizeof(*po));
 	if (!g->lanes || !po) {
