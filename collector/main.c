@@ -250,17 +250,21 @@ static int guarded_rest(void *p)
 
 	if (a->idle)
 		drain_sleep(a->d);
-	else if (drain_awake_long(a->d, shmt_mono_ns()))
+	else
 		drain_yield(a->d);
 	return 0;
 }
 
-/* The nap between passes, which writes the header's sleeping flag and
- * waits on its futex: guarded as a pass is. 0, or -EFAULT. */
+/* The nap between passes, if any (a pass that moved nothing sleeps; one
+ * awake long yields): it writes the header's sleeping flag and waits on
+ * its futex, guarded as a pass is. A pass followed by the next at once
+ * pays no guard (three system calls). 0, or -EFAULT. */
 static int rest(struct drain *d, bool idle)
 {
 	struct rest_arg a = { d, idle };
 
+	if (!idle && !drain_awake_long(d, shmt_mono_ns()))
+		return 0;
 	return shmt_guarded(guarded_rest, &a);
 }
 
@@ -722,6 +726,18 @@ static void leave_ring(struct drain *d, const struct drain_opts *o, bool keep, b
 			o->ring);
 }
 
+/* Of a ring the collector did not make: what reached it after the last
+ * pass (producers still writing at the stop) stays in it, said. */
+static void say_left(struct drain *d, const struct drain_opts *o)
+{
+	uint64_t left = drain_undrained(d);
+
+	if (left)
+		fprintf(stderr, "shmtrace-collector: %llu records reached ring '%s' after the last "
+			"pass; they stay in it for the next collector (or shmtrace export %s --ring "
+			"%s)\n", (unsigned long long)left, o->ring, o->output, o->ring);
+}
+
 int main(int argc, char **argv)
 {
 	struct drain *d, *retired = NULL;
@@ -798,11 +814,8 @@ int main(int argc, char **argv)
 	g_drain = NULL;
 	if (a.create)
 		leave_ring(d, &a.o, a.keep, ret < 0);
-	else if (ret == 0 && drain_undrained(d))
-		fprintf(stderr, "shmtrace-collector: %llu records reached ring '%s' after the last "
-			"pass; they stay in it for the next collector (or shmtrace export %s --ring "
-			"%s)\n", (unsigned long long)drain_undrained(d), a.o.ring, a.o.output,
-			a.o.ring);
+	else if (ret == 0)
+		say_left(d, &a.o);
 	drain_free(d);
 	return status;
 }

@@ -366,8 +366,8 @@ static void test_failed_start_keeps_the_ring_it_replaced(void **state)
 
 /*
  * The capture of a replaced ring removed while the collector still drains
- * it (its producer attached, idle): said, with what the replaced ring
- * still held, and the collector exits 1, never 0.
+ * it (its producer attached, idle): said, and the collector exits 1,
+ * never 0.
  */
 static void test_replaced_ring_capture_lost_fails_the_run(void **state)
 {
@@ -414,7 +414,10 @@ static void test_replaced_ring_capture_lost_fails_the_run(void **state)
 	assert_int_equal(waitpid(prod, NULL, 0), prod);
 	assert_int_equal(WEXITSTATUS(stop(col, SIGTERM)), 1);
 	said = slurp(errp);
-	assert_non_null(strstr(said, "lost with the replaced ring"));
+	/* what the old ring held then may have been drained already, or be
+	 * lost with it: said with its count only when there is some */
+	assert_non_null(strstr(said, "the replaced ring's capture"));
+	assert_non_null(strstr(said, "Stale file handle"));
 	free(said);
 	close(ready[0]);
 	unlink(out);
