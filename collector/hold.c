@@ -371,25 +371,33 @@ const struct shmt_full *hold_extent(const struct hold *h, uint64_t seq)
  * Whether extent e may be freed: written out (below tail), and either a
  * ring's worth of sequences behind the head, where a slot of the ring
  * would have been reused too, or one of more than a quarter of the blocks
- * kept, which producers need more. Until then the ring holds its records
- * as its slots hold theirs, for a reader of the ring as it is (a
- * post-mortem export, a snapshot).
+ * kept, or one of blocks kept that, with those full and waiting for the
+ * collector, make half the ring's: producers need them more. Until then the ring holds
+ * its records as its slots hold theirs, for a reader of the ring as it is
+ * (a post-mortem export, a snapshot). Kept while blocks wait, they left
+ * none free to hand over to, and producers copied under the lock instead
+ * (32 producers flat out on 2 cores, `bench_shmtrace oversub`: the lock
+ * passed from one preempted copier to the next, and the collector queued
+ * behind them to sequence the blocks that would have freed some).
  */
-static bool releasable(const struct hold *h, const struct shmt_full *e, uint64_t tail)
+static bool releasable(const struct hold *h, const struct shmt_full *e, uint64_t tail, uint64_t waiting)
 {
 	uint64_t end = e->seq + e->n;
 
 	return end <= tail && (end + h->v->capacity <= shmt_ring_head(h->v) ||
-			       h->ext_n > h->v->nblocks / 4);
+			       h->ext_n > h->v->nblocks / 4 || h->ext_n + waiting >= h->v->nblocks / 2);
 }
 
 void hold_release(struct hold *h, uint64_t tail)
 {
 	/* (ext_n is at most nblocks, which a valid ring never has 0 of) */
+	/* a peer's word: forged, it frees written-out blocks sooner */
+	uint64_t waiting = load_relaxed(&h->v->h->full_blocks.v);
+
 	while (h->ext_n && h->v->nblocks) {
 		const struct shmt_full *e = &h->ext[h->ext_first];
 
-		if (!releasable(h, e, tail))
+		if (!releasable(h, e, tail, waiting))
 			break;
 		free_extent(h->v, e);
 		h->ext_first = (h->ext_first + 1) % h->v->nblocks;

@@ -210,6 +210,20 @@ static inline void ring_lock_by_unseen_dead_owner(const char *name)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* The pid of a child that has exited and been reaped: no process has it
+ * (until the kernel hands it out again, a full cycle of pids later). */
+static inline pid_t gone_pid(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return pid;
+}
+
 /* The loss counters of ring name, as a reader of the ring sees them. */
 static inline void ring_loss(const char *name, struct shmt_loss *l)
 {

@@ -571,6 +571,53 @@ static void test_snapshot_reads_the_blocks_kept_in_place(void **state)
 }
 
 /*
+ * Blocks written out are kept for a reader of the ring only while
+ * producers do not need them: the blocks kept and those waiting for the
+ * collector stay under half the ring's. A collector that finds the four
+ * (a quarter of 16) a drain left kept and four full ones waiting frees
+ * the oldest kept one at once.
+ */
+static void test_blocks_kept_for_readers_freed_while_blocks_wait(void **state)
+{
+	const char *ring = test_ring_name("inplacewait");
+	const char *out = "/tmp/shmt-inplacewait.cap";
+	struct tally tl = { 0 };
+	struct drain *d;
+	uint32_t st[5];
+	shmtrace_t *t;
+
+	(void)state;
+	make_ring(ring, 16);
+	d = drain_here(ring, out);
+	produce_all(ring, &tl, 10 * 64);
+	while (drain_pass(d, false) > 0)
+		;
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 4);
+	/* four blocks handed over while the next collector starts */
+	say_collector(ring, (uint64_t)getpid());
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint32_t i = 0; i < 4 * 64 + 1; i++)
+		assert_int_equal(shmtrace_span(t, 0, 0, i, i + 1, 0), 0);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL], 4);
+	d = drain_here(ring, out);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 3);
+	assert_int_equal(st[SHMT_BLOCK_FULL], 4);
+	while (drain_pass(d, false) > 0)
+		;
+	shmtrace_close(t);
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	tally_free(&tl);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
  * A collector killed while it sequences a full block in place, holding
  * the lock: after the block's state, before the head (the repair gives it
  * back to the full blocks), or after the head (its sequences stand). A
@@ -674,11 +721,11 @@ static void test_collector_killed_sequencing_after_head(void **s)
 }
 
 /*
- * With no block free (8 blocks, no collector freeing them) a thread
- * copies into the ring under the lock as before, the full blocks first;
- * once the ring has no room for them either, its new records are dropped
- * and counted as a full ring's: nothing lost that is not counted. A ring
- * of format 1.9 is never handed blocks.
+ * With no block free (8 blocks) and the collector that was handed them
+ * gone, a thread copies into the ring under the lock as before, the full
+ * blocks first; once the ring has no room for them either, its new
+ * records are dropped and counted as a full ring's: nothing lost that is
+ * not counted. A ring of format 1.9 is never handed blocks.
  */
 static void test_copies_when_no_block_is_free_or_ring_is_older(void **state)
 {
@@ -693,7 +740,7 @@ static void test_copies_when_no_block_is_free_or_ring_is_older(void **state)
 		struct tally t = { 0 };
 
 		make_ring(ring, 8);
-		say_collector(ring, 1);
+		say_collector(ring, (uint64_t)gone_pid());
 		if (older) {
 			struct shmt_view v;
 
@@ -733,9 +780,10 @@ static void *write_spans(void *arg)
 
 /*
  * Thread B hands four blocks over and exits; thread A then hands three
- * over (seven of eight are full) and copies at its next full block: its
- * own three handed-over blocks and then its full one reach the ring, in
- * order, while B's four stay full for the collector.
+ * over (seven of eight are full) and, the collector gone, copies at its
+ * next full block: its own three handed-over blocks and then its full one
+ * reach the ring, in order, while B's four stay full for the next
+ * collector.
  */
 static void test_copy_moves_only_the_threads_own_blocks(void **state)
 {
@@ -748,7 +796,7 @@ static void test_copy_moves_only_the_threads_own_blocks(void **state)
 
 	(void)state;
 	make_ring(ring, 8);
-	say_collector(ring, 1);
+	say_collector(ring, (uint64_t)gone_pid());
 	assert_int_equal(shmtrace_open(ring, &t), 0);
 	g_spans_per_thread = 3 * 64 + 10;
 	assert_int_equal(pthread_create(&b, NULL, write_spans, t), 0);
@@ -770,6 +818,61 @@ static void test_copy_moves_only_the_threads_own_blocks(void **state)
 		assert_int_equal(r.ts, 5000 + s);
 	}
 	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * No block free while a collector lives (it is only behind): a call whose
+ * block is full drops its records at once, counted as a full ring's,
+ * without the lock (held here by an owner that never comes back) and
+ * without a slot of the ring written; once the collector's tail moves (it
+ * wrote blocks out and freed them), the next full block is handed over
+ * again.
+ */
+static void test_no_block_free_drops_while_the_collector_lives(void **state)
+{
+	const char *ring = test_ring_name("handoffbehind");
+	struct shmt_loss before, after;
+	struct shmt_view v;
+	uint32_t st[5], freed = 0;
+	shmtrace_t *t;
+
+	(void)state;
+	make_ring(ring, 8);
+	say_collector(ring, (uint64_t)getpid());
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	/* seven blocks handed over, the eighth filled */
+	for (uint32_t i = 0; i < 8 * 64; i++)
+		assert_int_equal(shmtrace_span(t, 0, 0, i, i + 1, 0), 0);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL], 7);
+	ring_loss(ring, &before);
+	ring_lock_by_unseen_dead_owner(ring);
+	for (uint32_t i = 0; i < 200; i++)
+		assert_int_equal(shmtrace_span(t, 0, 0, 1000 + i, 1001 + i, 0), -ENOSPC);
+	ring_loss(ring, &after);
+	assert_int_equal(after.dropped - before.dropped, 200);
+	assert_int_equal(after.lock_dropped, 0);
+	assert_int_equal(after.lock_timeouts, 0);
+	ring_view_rw(ring, &v);
+	assert_int_equal(shmt_ring_head(&v), 0);
+	/* a collector frees two full blocks and moves its tail */
+	for (uint32_t i = 0; i < v.nblocks && freed < 2; i++) {
+		struct shmt_block *b = shmt_block_at(&v, i);
+
+		if (load_relaxed(&b->state) != SHMT_BLOCK_FULL)
+			continue;
+		store_relaxed(&b->taken, load_relaxed(&b->written));
+		store_relaxed(&b->state, SHMT_BLOCK_FREE);
+		__atomic_fetch_sub(&v.h->full_blocks.v, 1, __ATOMIC_RELAXED);
+		freed++;
+	}
+	store_relaxed(&v.h->tail.v, 64);
+	shmt_view_close(&v);
+	assert_int_equal(shmtrace_span(t, 0, 0, 5000, 5001, 0), 0);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL], 6);
 	shmtrace_close(t);
 	shmtrace_ring_unlink(ring);
 }
@@ -1144,6 +1247,7 @@ int main(void)
 		cmocka_unit_test(test_copies_when_no_block_is_free_or_ring_is_older),
 		cmocka_unit_test(test_copy_moves_only_the_threads_own_blocks),
 		cmocka_unit_test(test_full_block_without_room_drops_without_the_lock),
+		cmocka_unit_test(test_no_block_free_drops_while_the_collector_lives),
 		cmocka_unit_test(test_staged_blocks_listed_then_flushed_in_the_life_listed),
 		cmocka_unit_test(test_warm_reads_what_the_flush_copies_within_the_geometry),
 		cmocka_unit_test(test_asked_block_handed_over_at_the_next_call),
@@ -1153,6 +1257,7 @@ int main(void)
 		cmocka_unit_test(test_own_sequencing_stops_at_a_quarter_of_the_blocks),
 		cmocka_unit_test(test_blocks_left_by_a_collector_sequenced_before_the_threads_next),
 		cmocka_unit_test(test_snapshot_reads_the_blocks_kept_in_place),
+		cmocka_unit_test(test_blocks_kept_for_readers_freed_while_blocks_wait),
 		cmocka_unit_test(test_block_half_freed_is_freed_by_the_next_collector),
 		cmocka_unit_test(test_collector_killed_sequencing_before_head),
 		cmocka_unit_test(test_collector_killed_sequencing_after_head),

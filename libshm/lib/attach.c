@@ -95,14 +95,26 @@ static struct shmt_att *attach_locked(shmtrace_t *t)
 	return a;
 }
 
-/* Whether a collector drains a's ring: the pid it wrote there lives.
- * Untrusted, and a reused pid reads as alive: records then go on into the
- * ring as before, never refused for nothing. */
-static bool drained(const struct shmt_att *a)
+bool shmt_att_drained(const struct shmt_att *a)
 {
 	uint64_t pid = load_relaxed(&a->v.h->collector_pid.v);
+	int saved = errno;
+	bool alive = pid && pid <= INT32_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 
-	return pid && pid <= INT32_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+	errno = saved;
+	return alive;
+}
+
+bool shmt_att_drained_lately(struct shmt_att *a)
+{
+	uint64_t now = shmt_mono_ns(), seen = load_relaxed(&a->drained_ns);
+
+	if (seen && now - seen < SHMT_DRAINED_LOOK_NS)
+		return true;
+	if (!shmt_att_drained(a))
+		return false;
+	store_relaxed(&a->drained_ns, now);
+	return true;
 }
 
 struct shmt_att *shmt_attach_current(shmtrace_t *t)
@@ -123,7 +135,7 @@ struct shmt_att *shmt_attach_current(shmtrace_t *t)
 		/* removed, and no new ring yet: its collector (if one still
 		 * runs) drains what goes on into it; else nobody would */
 		if (retired)
-			store_relaxed(&t->orphan, !drained(a));
+			store_relaxed(&t->orphan, !shmt_att_drained(a));
 		return a;
 	}
 	if (a && a->v.dev == dev && a->v.ino == ino)

@@ -59,6 +59,12 @@ void shmt_att_free(struct shmt_att *a);
 /* The attachment behind t now, attaching or moving to the ring behind t's
  * name first if it is time to look (see SHMT_LOOK_NS). */
 struct shmt_att *shmt_attach_current(shmtrace_t *t);
+/* Whether a collector drains a's ring: the pid it wrote there lives.
+ * Untrusted, and a reused pid reads as alive: records then go on into the
+ * ring as before, never refused for nothing. _lately: seen alive within
+ * SHMT_DRAINED_LOOK_NS is taken as alive still (a system call a look). */
+bool shmt_att_drained(const struct shmt_att *a);
+bool shmt_att_drained_lately(struct shmt_att *a);
 
 /* process.c: once per process: identity, the fork and thread-exit hooks. */
 void shmt_process_init(void);

@@ -113,6 +113,7 @@ static void slot_set(struct shmt_tls_slot *s, struct shmt_att *a, uint32_t idx)
 	s->mask = a->v.block_records - 1;
 	s->recs = shmt_block_recs(s->b);
 	s->written = load_relaxed(&s->b->written);
+	s->nofree_skip = 0;
 }
 
 /* The calling thread moved to attachment a: its blocks in the retired
@@ -431,6 +432,40 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
 }
 
 /*
+ * A live collector drains a discard ring and the thread's block is full:
+ * it is handed over, or, with no block free to go on in (the collector is
+ * behind: the blocks are full and wait for it), the call's records are
+ * dropped and counted as a full ring's, at once and without the lock. The
+ * blocks are the ring the collector drains. Copying into the ring's slots
+ * under the lock instead made the lock pass from one copier to the next,
+ * each preempted inside it on a busy host, and the collector queue behind
+ * them to sequence the very blocks that would have freed some (32
+ * producers flat out on 2 cores, `bench_shmtrace oversub`: docs/DESIGN.md,
+ * "No block free"). A look for a free block reads every block's state:
+ * after one that found none, the next SHMT_NO_FREE_SKIP calls drop without
+ * looking, unless the collector's tail moved (it may have freed some).
+ * Returns 0 (handed over), -ENOBUFS (the caller drops and counts), or
+ * -EAGAIN: no collector alive, and the block is copied as before.
+ */
+static int hand_over_or_drop(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
+{
+	uint64_t tail = load_relaxed(&a->v.h->tail.v);
+
+	if (s->nofree_skip && tail == s->nofree_tail) {
+		s->nofree_skip--;
+		return -ENOBUFS;
+	}
+	s->nofree_skip = 0;
+	if (hand_over(t, a, s))
+		return 0;
+	if (!shmt_att_drained_lately(a))
+		return -EAGAIN;
+	s->nofree_tail = tail;
+	s->nofree_skip = SHMT_NO_FREE_SKIP;
+	return -ENOBUFS;
+}
+
+/*
  * The thread's full blocks sequenced in place, oldest claim first, unless
  * a collector came meanwhile: it takes full blocks itself, and lists what
  * it sequences. Those waiting in s->pend, or, when the thread may have
@@ -586,8 +621,13 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 		return 0;	/* the collector flushed us, or the name was tried */
 	if ((handoff || self) && w + n < s->limit)
 		return 0;	/* only the name was due */
-	if (handoff && hand_over(t, a, s))
+	if (handoff && a->v.mode == SHMTRACE_MODE_DISCARD) {
+		ret = hand_over_or_drop(t, a, s);
+		if (ret != -EAGAIN)
+			return ret;
+	} else if (handoff && hand_over(t, a, s)) {
 		return 0;
+	}
 	if (self) {
 		bool dropped = false;
 
