@@ -17,6 +17,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "collector_run.h"
@@ -567,6 +568,54 @@ static void test_snapshot_reads_the_blocks_kept_in_place(void **state)
 	tally_free(&t);
 	unlink(path);
 	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * No block free while the collector is stopped (SIGSTOP, a debugger): it
+ * drains nothing until continued, so the thread copies its blocks into
+ * the ring's slots under the lock, as with no collector, rather than
+ * drop: nothing is lost while the slots have room.
+ */
+static void test_no_block_free_copies_while_the_collector_is_stopped(void **state)
+{
+	const char *ring = test_ring_name("handoffstopped");
+	struct shmt_loss l;
+	struct shmt_view v;
+	uint32_t st[5];
+	shmtrace_t *t;
+	int status;
+	pid_t c = fork();
+
+	(void)state;
+	assert_true(c >= 0);
+	if (c == 0) {
+		/* gone with the test, failed or not, and holding none of its
+		 * output open meanwhile */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(STDOUT_FILENO);
+		close(STDERR_FILENO);
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(kill(c, SIGSTOP), 0);
+	assert_int_equal(waitpid(c, &status, WUNTRACED), c);
+	assert_true(WIFSTOPPED(status));
+	make_ring(ring, 8);
+	say_collector(ring, (uint64_t)c);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint32_t i = 0; i < 8 * 64 + 10; i++)
+		assert_int_equal(shmtrace_span(t, 0, 0, i, i + 1, 0), 0);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_FULL], 0);
+	ring_view_rw(ring, &v);
+	assert_int_equal(shmt_ring_head(&v), 8 * 64);
+	shmt_view_close(&v);
+	ring_loss(ring, &l);
+	assert_int_equal(l.dropped, 0);
+	shmtrace_close(t);
+	kill(c, SIGKILL);
+	assert_int_equal(waitpid(c, &status, 0), c);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -1248,6 +1297,7 @@ int main(void)
 		cmocka_unit_test(test_copy_moves_only_the_threads_own_blocks),
 		cmocka_unit_test(test_full_block_without_room_drops_without_the_lock),
 		cmocka_unit_test(test_no_block_free_drops_while_the_collector_lives),
+		cmocka_unit_test(test_no_block_free_copies_while_the_collector_is_stopped),
 		cmocka_unit_test(test_staged_blocks_listed_then_flushed_in_the_life_listed),
 		cmocka_unit_test(test_warm_reads_what_the_flush_copies_within_the_geometry),
 		cmocka_unit_test(test_asked_block_handed_over_at_the_next_call),

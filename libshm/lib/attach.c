@@ -105,15 +105,16 @@ bool shmt_att_drained(const struct shmt_att *a)
 	return alive;
 }
 
-bool shmt_att_drained_lately(struct shmt_att *a)
+bool shmt_att_draining(struct shmt_att *a)
 {
-	uint64_t now = shmt_mono_ns(), seen = load_relaxed(&a->drained_ns);
+	uint64_t now = shmt_mono_ns(), seen = load_relaxed(&a->draining_ns);
 
-	if (seen && now - seen < SHMT_DRAINED_LOOK_NS)
+	if (seen && now - seen < SHMT_DRAINING_LOOK_NS)
 		return true;
-	if (!shmt_att_drained(a))
+	if (!shmt_att_drained(a) ||
+	    shmt_tid_stopped((uint32_t)load_relaxed(&a->v.h->collector_pid.v)))
 		return false;
-	store_relaxed(&a->drained_ns, now);
+	store_relaxed(&a->draining_ns, now);
 	return true;
 }
 

@@ -61,10 +61,12 @@ void shmt_att_free(struct shmt_att *a);
 struct shmt_att *shmt_attach_current(shmtrace_t *t);
 /* Whether a collector drains a's ring: the pid it wrote there lives.
  * Untrusted, and a reused pid reads as alive: records then go on into the
- * ring as before, never refused for nothing. _lately: seen alive within
- * SHMT_DRAINED_LOOK_NS is taken as alive still (a system call a look). */
+ * ring as before, never refused for nothing. */
 bool shmt_att_drained(const struct shmt_att *a);
-bool shmt_att_drained_lately(struct shmt_att *a);
+/* ... and drains it now: it lives and is not stopped (SIGSTOP, a
+ * debugger), as seen within the last SHMT_DRAINING_LOOK_NS (a look reads
+ * /proc). */
+bool shmt_att_draining(struct shmt_att *a);
 
 /* process.c: once per process: identity, the fork and thread-exit hooks. */
 void shmt_process_init(void);

@@ -445,7 +445,9 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
  * after one that found none, the next SHMT_NO_FREE_SKIP calls drop without
  * looking, unless the collector's tail moved (it may have freed some).
  * Returns 0 (handed over), -ENOBUFS (the caller drops and counts), or
- * -EAGAIN: no collector alive, and the block is copied as before.
+ * -EAGAIN: no collector alive, or one stopped (a debugger's), which
+ * drains nothing meanwhile: the block is copied as before, into the
+ * ring's slots, which then wait for it too.
  */
 static int hand_over_or_drop(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
 {
@@ -458,7 +460,7 @@ static int hand_over_or_drop(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_
 	s->nofree_skip = 0;
 	if (hand_over(t, a, s))
 		return 0;
-	if (!shmt_att_drained_lately(a))
+	if (!shmt_att_draining(a))
 		return -EAGAIN;
 	s->nofree_tail = tail;
 	s->nofree_skip = SHMT_NO_FREE_SKIP;

@@ -240,25 +240,7 @@ static int wait_sane(struct shmt_view *v, uint64_t timeout_ns, struct timespec *
  */
 static bool owner_stopped(const struct shmt_view *v)
 {
-	unsigned tid = (unsigned)load_relaxed(&v->h->mutex.__data.__lock) & 0x3fffffffu;
-	char path[48], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	if (!tid)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%u/stat", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	/* "tid (comm) S ...": the name may hold ')' */
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+	return shmt_tid_stopped((uint32_t)load_relaxed(&v->h->mutex.__data.__lock) & 0x3fffffffu);
 }
 
 /*

@@ -17,39 +17,46 @@
 
 #include "ring_view.h"
 
-/* Returns field 22 of /proc/<pid>/stat (clock ticks after boot), or 0. */
-static uint64_t stat_start_time(const char *path)
+/* Reads /proc/<id>/stat into buf (len bytes): the text after the comm,
+ * " S ppid ..." from field 3 on, or NULL (gone, unreadable). */
+static const char *stat_fields(uint32_t id, char *buf, size_t len)
 {
-	char buf[1024];
+	char path[48];
 	ssize_t n;
 	char *p;
 	int fd;
 
+	snprintf(path, sizeof(path), "/proc/%u/stat", id);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return NULL;
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return NULL;
 	buf[n] = 0;
 	/* comm may hold spaces and parentheses: fields start after the last ')' */
 	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	p++;
-	for (int field = 3; field < 22 && p; field++) {
+	return p && p[1] == ' ' ? p + 1 : NULL;
+}
+
+/* Returns field 22 of /proc/<pid>/stat (clock ticks after boot), or 0. */
+uint64_t shmt_proc_start_time(uint32_t pid)
+{
+	char buf[1024];
+	const char *p = stat_fields(pid, buf, sizeof(buf));
+
+	for (int field = 3; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
-	}
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-uint64_t shmt_proc_start_time(uint32_t pid)
+bool shmt_tid_stopped(uint32_t tid)
 {
-	char path[64];
+	char buf[512];
+	const char *p = tid ? stat_fields(tid, buf, sizeof(buf)) : NULL;
 
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	return stat_start_time(path);
+	return p && (p[1] == 'T' || p[1] == 't');
 }
 
 uint64_t shmt_self_pidns(void)
