@@ -111,7 +111,8 @@ bool hold_next(struct hold *h);
  * it (NULL: none); hold_release() frees the blocks whose records are all
  * below tail (written out) and that the ring need keep no longer: a
  * ring's worth of sequences behind its head, as its slots would be
- * reused, or beyond a quarter of its blocks.
+ * reused, or beyond a quarter of its blocks, or beyond half of them with
+ * those full and waiting.
  */
 void hold_in_place(struct hold *h, uint64_t tail);
 const struct shmt_full *hold_extent(const struct hold *h, uint64_t seq);

@@ -209,7 +209,9 @@ uint64_t shmtrace_now(void);
  * a full ring in discard mode is noticed when a block is flushed: the call
  * that triggered the flush stages its own record and returns -ENOSPC, and
  * the drops it reports (counted in shmtrace_stats().dropped) may be of
- * earlier records of the same thread. -ETIMEDOUT: the lock was held too
+ * earlier records of the same thread. When the ring and its blocks are
+ * full (a collector behind: no block free to go on in), the call drops
+ * its own record, counted there too, and returns -ENOSPC. -ETIMEDOUT: the lock was held too
  * long and this record was dropped (and counted). -ENOENT: no ring yet, or
  * the ring was removed with no new one behind its name and no collector
  * draining it: the record is refused, and counted into the next ring's

@@ -572,50 +572,106 @@ static void test_snapshot_reads_the_blocks_kept_in_place(void **state)
 }
 
 /*
- * No block free while the collector is stopped (SIGSTOP, a debugger): it
- * drains nothing until continued, so the thread copies its blocks into
+ * No block free while the collector drains nothing: stopped (SIGSTOP, a
+ * debugger) it drains nothing until continued, and dead but not reaped
+ * (a zombie) never again; either way the thread copies its blocks into
  * the ring's slots under the lock, as with no collector, rather than
  * drop: nothing is lost while the slots have room.
  */
-static void test_no_block_free_copies_while_the_collector_is_stopped(void **state)
+static void test_no_block_free_copies_while_the_collector_drains_nothing(void **state)
 {
-	const char *ring = test_ring_name("handoffstopped");
+	(void)state;
+	for (int zombie = 0; zombie < 2; zombie++) {
+		const char *ring = test_ring_name(zombie ? "handoffzombie" : "handoffstopped");
+		struct shmt_loss l;
+		struct shmt_view v;
+		uint32_t st[5];
+		shmtrace_t *t;
+		int status;
+		pid_t c = fork();
+
+		assert_true(c >= 0);
+		if (c == 0) {
+			/* gone with the test, failed or not, and holding none
+			 * of its output open meanwhile */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			close(STDOUT_FILENO);
+			close(STDERR_FILENO);
+			if (!zombie)
+				raise(SIGSTOP);
+			_exit(0);
+		}
+		/* stopped, or exited and left unreaped */
+		assert_int_equal(waitid(P_PID, (id_t)c, NULL,
+					(zombie ? WEXITED : WSTOPPED) | WNOWAIT), 0);
+		make_ring(ring, 8);
+		say_collector(ring, (uint64_t)c);
+		assert_int_equal(shmtrace_open(ring, &t), 0);
+		for (uint32_t i = 0; i < 8 * 64 + 10; i++)
+			assert_int_equal(shmtrace_span(t, 0, 0, i, i + 1, 0), 0);
+		block_states(ring, st);
+		assert_int_equal(st[SHMT_BLOCK_FULL], 0);
+		ring_view_rw(ring, &v);
+		assert_int_equal(shmt_ring_head(&v), 8 * 64);
+		shmt_view_close(&v);
+		ring_loss(ring, &l);
+		assert_int_equal(l.dropped, 0);
+		shmtrace_close(t);
+		kill(c, SIGKILL);
+		assert_int_equal(waitpid(c, &status, 0), c);
+		shmtrace_ring_unlink(ring);
+	}
+}
+
+static pthread_barrier_t g_owners;
+
+/* A thread that writes one span (claiming a block) and keeps its block
+ * until the barrier lets it go. */
+static void *own_a_block(void *arg)
+{
+	shmtrace_span(arg, 0, 0, 1, 2, 0);
+	pthread_barrier_wait(&g_owners);
+	pthread_barrier_wait(&g_owners);
+	return NULL;
+}
+
+/*
+ * No block free because threads hold them all, not because the collector
+ * is behind (none full and waiting): the thread copies its full block
+ * into the ring's slots under the lock and loses nothing, as a ring of
+ * more threads than blocks does.
+ */
+static void test_no_block_free_copies_while_the_collector_keeps_up(void **state)
+{
+	const char *ring = test_ring_name("handoffowned");
+	pthread_t th[7];
 	struct shmt_loss l;
 	struct shmt_view v;
 	uint32_t st[5];
 	shmtrace_t *t;
-	int status;
-	pid_t c = fork();
 
 	(void)state;
-	assert_true(c >= 0);
-	if (c == 0) {
-		/* gone with the test, failed or not, and holding none of its
-		 * output open meanwhile */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		close(STDOUT_FILENO);
-		close(STDERR_FILENO);
-		pause();
-		_exit(0);
-	}
-	assert_int_equal(kill(c, SIGSTOP), 0);
-	assert_int_equal(waitpid(c, &status, WUNTRACED), c);
-	assert_true(WIFSTOPPED(status));
 	make_ring(ring, 8);
-	say_collector(ring, (uint64_t)c);
+	say_collector(ring, (uint64_t)getpid());
 	assert_int_equal(shmtrace_open(ring, &t), 0);
-	for (uint32_t i = 0; i < 8 * 64 + 10; i++)
-		assert_int_equal(shmtrace_span(t, 0, 0, i, i + 1, 0), 0);
+	assert_int_equal(pthread_barrier_init(&g_owners, NULL, 8), 0);
+	for (int i = 0; i < 7; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, own_a_block, t), 0);
+	pthread_barrier_wait(&g_owners);
+	for (uint32_t i = 0; i < 64 + 10; i++)
+		assert_int_equal(shmtrace_span(t, 0, 0, 10 + i, 11 + i, 0), 0);
 	block_states(ring, st);
-	assert_int_equal(st[SHMT_BLOCK_FULL], 0);
+	assert_int_equal(st[SHMT_BLOCK_OWNED], 8);
 	ring_view_rw(ring, &v);
-	assert_int_equal(shmt_ring_head(&v), 8 * 64);
+	assert_int_equal(shmt_ring_head(&v), 64);
 	shmt_view_close(&v);
 	ring_loss(ring, &l);
 	assert_int_equal(l.dropped, 0);
+	pthread_barrier_wait(&g_owners);
+	for (int i = 0; i < 7; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	pthread_barrier_destroy(&g_owners);
 	shmtrace_close(t);
-	kill(c, SIGKILL);
-	assert_int_equal(waitpid(c, &status, 0), c);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -937,14 +993,19 @@ static void test_full_block_without_room_drops_without_the_lock(void **state)
 	const char *ring = test_ring_name("handoffnoroom");
 	const uint32_t fill = CAP + 8 * 64;
 	struct shmt_loss before, after;
+	struct shmt_view v;
 	shmtrace_t *t;
 
 	(void)state;
 	make_ring(ring, 8);
-	say_collector(ring, 1);
+	/* its collector gone: the thread copies until the ring is full */
+	say_collector(ring, (uint64_t)gone_pid());
 	assert_int_equal(shmtrace_open(ring, &t), 0);
 	for (uint32_t i = 0; i < fill; i++)
 		shmtrace_span(t, 0, 0, i, i + 1, 0);
+	ring_view_rw(ring, &v);
+	assert_int_equal(shmt_ring_head(&v), CAP);
+	shmt_view_close(&v);
 	ring_loss(ring, &before);
 	ring_lock_by_unseen_dead_owner(ring);
 	for (uint32_t i = 0; i < 3 * 64; i++)
@@ -1297,7 +1358,8 @@ int main(void)
 		cmocka_unit_test(test_copy_moves_only_the_threads_own_blocks),
 		cmocka_unit_test(test_full_block_without_room_drops_without_the_lock),
 		cmocka_unit_test(test_no_block_free_drops_while_the_collector_lives),
-		cmocka_unit_test(test_no_block_free_copies_while_the_collector_is_stopped),
+		cmocka_unit_test(test_no_block_free_copies_while_the_collector_drains_nothing),
+		cmocka_unit_test(test_no_block_free_copies_while_the_collector_keeps_up),
 		cmocka_unit_test(test_staged_blocks_listed_then_flushed_in_the_life_listed),
 		cmocka_unit_test(test_warm_reads_what_the_flush_copies_within_the_geometry),
 		cmocka_unit_test(test_asked_block_handed_over_at_the_next_call),

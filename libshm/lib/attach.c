@@ -108,14 +108,22 @@ bool shmt_att_drained(const struct shmt_att *a)
 bool shmt_att_draining(struct shmt_att *a)
 {
 	uint64_t now = shmt_mono_ns(), seen = load_relaxed(&a->draining_ns);
+	uint64_t pid = load_relaxed(&a->v.h->collector_pid.v);
+	int saved = errno;
+	bool on;
+	char st;
 
 	if (seen && now - seen < SHMT_DRAINING_LOOK_NS)
-		return true;
-	if (!shmt_att_drained(a) ||
-	    shmt_tid_stopped((uint32_t)load_relaxed(&a->v.h->collector_pid.v)))
-		return false;
+		return load_relaxed(&a->draining);
+	/* stopped (SIGSTOP, a debugger) or dead unreaped (a zombie): it
+	 * drains nothing meanwhile; a state not readable (another user's
+	 * process under hidepid) is the word of kill() alone */
+	st = pid && pid <= INT32_MAX ? shmt_tid_state((uint32_t)pid) : 0;
+	on = shmt_att_drained(a) && st != 'T' && st != 't' && st != 'Z' && st != 'X' && st != 'x';
+	errno = saved;
+	store_relaxed(&a->draining, on);
 	store_relaxed(&a->draining_ns, now);
-	return true;
+	return on;
 }
 
 struct shmt_att *shmt_attach_current(shmtrace_t *t)

@@ -29,7 +29,7 @@
 /* a span call whose block and spare block are both full waits at most
  * this for a busy lock, then drops and counts (stage.c) */
 #define SHMT_FULL_WAIT_NS	(2ull * 1000 * 1000)
-/* how long a collector seen draining is taken to be (stage.c) */
+/* how long what a look saw of the ring's collector stands (stage.c) */
 #define SHMT_DRAINING_LOOK_NS	(10ull * 1000 * 1000)
 /* a thread that found no block free to hand its full one over to drops
  * this many calls' records before it looks again, unless the collector's
@@ -49,7 +49,10 @@ struct shmt_att {
 	uint64_t wedged_until;		/* after a lock timeout: trylock only */
 	uint64_t wedged_wait;		/* ... for waits no longer than the one that timed out */
 	uint64_t dead_scan_ns;		/* when a thread last read /proc for dead owners' blocks */
-	uint64_t draining_ns;		/* when its collector was last seen draining (stage.c) */
+	/* when a thread last looked whether a collector drains the ring, and
+	 * what it saw (shmt_att_draining(), stage.c) */
+	uint64_t draining_ns;
+	bool draining;
 	uint32_t slot_flags;		/* SHMT_THREAD_* for the name slots */
 	uint64_t prefaulted;		/* pages read ahead at open (shmt_view_prefault) */
 	/* blocks claimed through this attachment, one bit each (atomic):

@@ -60,12 +60,13 @@ void shmt_att_free(struct shmt_att *a);
  * name first if it is time to look (see SHMT_LOOK_NS). */
 struct shmt_att *shmt_attach_current(shmtrace_t *t);
 /* Whether a collector drains a's ring: the pid it wrote there lives.
- * Untrusted, and a reused pid reads as alive: records then go on into the
- * ring as before, never refused for nothing. */
+ * Untrusted, and a reused pid reads as alive: records then go on into a
+ * retired ring as before, never refused for nothing. */
 bool shmt_att_drained(const struct shmt_att *a);
-/* ... and drains it now: it lives and is not stopped (SIGSTOP, a
- * debugger), as seen within the last SHMT_DRAINING_LOOK_NS (a look reads
- * /proc). */
+/* ... and drains it now: it lives and is neither stopped (SIGSTOP, a
+ * debugger) nor a zombie, as a look within the last SHMT_DRAINING_LOOK_NS
+ * saw it (a look reads /proc). A reused pid reads as draining. errno is
+ * kept. */
 bool shmt_att_draining(struct shmt_att *a);
 
 /* process.c: once per process: identity, the fork and thread-exit hooks. */

@@ -432,26 +432,28 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
 }
 
 /*
- * A live collector drains a discard ring and the thread's block is full:
- * it is handed over, or, with no block free to go on in (the collector is
- * behind: the blocks are full and wait for it), the call's records are
- * dropped and counted as a full ring's, at once and without the lock. The
- * blocks are the ring the collector drains. Copying into the ring's slots
- * under the lock instead made the lock pass from one copier to the next,
- * each preempted inside it on a busy host, and the collector queue behind
- * them to sequence the very blocks that would have freed some (32
- * producers flat out on 2 cores, `bench_shmtrace oversub`: docs/DESIGN.md,
- * "No block free"). A look for a free block reads every block's state:
- * after one that found none, the next SHMT_NO_FREE_SKIP calls drop without
- * looking, unless the collector's tail moved (it may have freed some).
- * Returns 0 (handed over), -ENOBUFS (the caller drops and counts), or
- * -EAGAIN: no collector alive, or one stopped (a debugger's), which
- * drains nothing meanwhile: the block is copied as before, into the
- * ring's slots, which then wait for it too.
+ * A collector drains a discard ring and the thread's block is full: it is
+ * handed over, or, with no block free to go on in while the collector is
+ * behind (a quarter of the blocks or more full and waiting for it), the
+ * call's records are dropped and counted as a full ring's, at once and
+ * without the lock. The blocks are the ring the collector drains. Copying
+ * into the ring's slots under the lock instead made the lock pass from
+ * one copier to the next, each preempted inside it on a busy host, and
+ * the collector queue behind them to sequence the very blocks that would
+ * have freed some (32 producers flat out on 2 cores, `bench_shmtrace
+ * oversub`: docs/DESIGN.md, "No block free"). A look for a free block
+ * reads every block's state: after one that found none, the next
+ * SHMT_NO_FREE_SKIP calls drop without looking, unless the collector's
+ * tail moved (it may have freed some). Returns 0 (handed over), -ENOBUFS
+ * (the caller drops and counts), or -EAGAIN: the block is copied as
+ * before, into the ring's slots, when the blocks are not free for another
+ * reason than a collector behind (a thread each in most of them) or the
+ * collector drains nothing (gone, stopped by a debugger, a zombie).
  */
 static int hand_over_or_drop(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
 {
-	uint64_t tail = load_relaxed(&a->v.h->tail.v);
+	struct shmt_view *v = &a->v;
+	uint64_t tail = load_relaxed(&v->h->tail.v);
 
 	if (s->nofree_skip && tail == s->nofree_tail) {
 		s->nofree_skip--;
@@ -460,8 +462,11 @@ static int hand_over_or_drop(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_
 	s->nofree_skip = 0;
 	if (hand_over(t, a, s))
 		return 0;
-	if (!shmt_att_draining(a))
+	/* the ring's slots too full for the block: dropped in any case */
+	if (shmt_ring_has_room(v, s->b) &&
+	    (load_relaxed(&v->h->full_blocks.v) < v->nblocks / 4 || !shmt_att_draining(a)))
 		return -EAGAIN;
+	shmt_wake_collector(v);
 	s->nofree_tail = tail;
 	s->nofree_skip = SHMT_NO_FREE_SKIP;
 	return -ENOBUFS;

@@ -240,7 +240,9 @@ static int wait_sane(struct shmt_view *v, uint64_t timeout_ns, struct timespec *
  */
 static bool owner_stopped(const struct shmt_view *v)
 {
-	return shmt_tid_stopped((uint32_t)load_relaxed(&v->h->mutex.__data.__lock) & 0x3fffffffu);
+	char st = shmt_tid_state((uint32_t)load_relaxed(&v->h->mutex.__data.__lock) & 0x3fffffffu);
+
+	return st == 'T' || st == 't';
 }
 
 /*

@@ -51,12 +51,12 @@ uint64_t shmt_proc_start_time(uint32_t pid)
 	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-bool shmt_tid_stopped(uint32_t tid)
+char shmt_tid_state(uint32_t tid)
 {
 	char buf[512];
 	const char *p = tid ? stat_fields(tid, buf, sizeof(buf)) : NULL;
 
-	return p && (p[1] == 'T' || p[1] == 't');
+	return p ? p[1] : 0;
 }
 
 uint64_t shmt_self_pidns(void)

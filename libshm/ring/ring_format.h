@@ -570,7 +570,7 @@ static inline bool shmt_arg_of_open(uint64_t flow)
  * collector alone, without the lock (taken set to written first), once
  * its tail passed them and the ring need not keep them: its head a
  * ring's worth past them, where a slot would be reused, or more than a
- * quarter of the blocks sequenced. Its stack of open spans was moved, as a FULL
+ * quarter of the blocks sequenced, or half of them sequenced and full. Its stack of open spans was moved, as a FULL
  * block's, and seq0 takes its open_closing word.
  */
 #define SHMT_BLOCK_FREE		0u

@@ -199,10 +199,10 @@ uint64_t shmt_self_pidns(void);
 bool shmt_owner_alive(uint32_t pid, uint32_t tid, uint64_t start_time);
 /* Whether a thread of id tid exists (in our pid namespace). */
 bool shmt_tid_alive(uint32_t tid);
-/* Whether thread tid is stopped (SIGSTOP, a debugger: 'T' or 't' in
- * /proc/TID/stat), so that it runs again only once someone continues it;
- * false for a thread not found. */
-bool shmt_tid_stopped(uint32_t tid);
+/* Thread tid's state, field 3 of /proc/TID/stat: 'R', 'S', 'D', 'T'
+ * (stopped: SIGSTOP), 't' (stopped by a debugger), 'Z' (a zombie), ...;
+ * 0 for a thread not found, or not ours to read. */
+char shmt_tid_state(uint32_t tid);
 /* Other processes that map the file dev:ino (a producer's open handle maps
  * its ring whether or not it has written yet), as far as /proc lets us
  * read their maps: our own user's processes, or all of them as root. */
