@@ -637,7 +637,7 @@ static void *own_a_block(void *arg)
 
 /*
  * No block free because threads hold them all, not because the collector
- * is behind (none full and waiting): the thread copies its full block
+ * is far behind (none full and waiting): the thread copies its full block
  * into the ring's slots under the lock and loses nothing, as a ring of
  * more threads than blocks does.
  */
@@ -928,12 +928,12 @@ static void test_copy_moves_only_the_threads_own_blocks(void **state)
 }
 
 /*
- * No block free while a collector lives (it is only behind): a call whose
- * block is full drops its records at once, counted as a full ring's,
- * without the lock (held here by an owner that never comes back) and
- * without a slot of the ring written; once the collector's tail moves (it
- * wrote blocks out and freed them), the next full block is handed over
- * again.
+ * No block free while a collector lives and is far behind (seven of the
+ * eight blocks full and waiting for it): a call whose block is full drops
+ * its records at once, counted as a full ring's, without the lock (held
+ * here by an owner that never comes back) and without a slot of the ring
+ * written; once the collector's tail moves (it wrote blocks out and freed
+ * them), the next full block is handed over again.
  */
 static void test_no_block_free_drops_while_the_collector_lives(void **state)
 {

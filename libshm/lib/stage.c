@@ -403,6 +403,10 @@ int shmt_flush_slot(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, 
 	return pending <= s->mask + 1 && done < pending ? -ENOSPC : 0;
 }
 
+/* Full blocks waiting for the collector at which hand-overs stop: seven
+ * eighths of them. */
+#define SHMT_FAR_BEHIND(v)	((v)->nblocks - (v)->nblocks / 8)
+
 /*
  * Hands the slot's block over and goes on in a free block (handoff.c), no
  * lock: while fewer than seven eighths of the blocks wait. An eighth is
@@ -416,7 +420,7 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
 	int idx;
 
 	if (a->v.minor < SHMT_MINOR_HANDOFF ||
-	    load_relaxed(&a->v.h->full_blocks.v) >= a->v.nblocks - a->v.nblocks / 8)
+	    load_relaxed(&a->v.h->full_blocks.v) >= SHMT_FAR_BEHIND(&a->v))
 		return false;
 	idx = shmt_block_handoff(&a->v, &o, s->idx);
 	if (idx < 0)
@@ -434,9 +438,9 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
 /*
  * A collector drains a discard ring and the thread's block is full: it is
  * handed over, or, with no block free to go on in while the collector is
- * behind (a quarter of the blocks or more full and waiting for it), the
- * call's records are dropped and counted as a full ring's, at once and
- * without the lock. The blocks are the ring the collector drains. Copying
+ * far behind (SHMT_FAR_BEHIND: as many blocks full and waiting for it as
+ * hand-overs may fill), the call's records are dropped and counted as a
+ * full ring's, at once and without the lock. The blocks are the ring the collector drains. Copying
  * into the ring's slots under the lock instead made the lock pass from
  * one copier to the next, each preempted inside it on a busy host, and
  * the collector queue behind them to sequence the very blocks that would
@@ -447,8 +451,10 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
  * tail moved (it may have freed some). Returns 0 (handed over), -ENOBUFS
  * (the caller drops and counts), or -EAGAIN: the block is copied as
  * before, into the ring's slots, when the blocks are not free for another
- * reason than a collector behind (a thread each in most of them) or the
- * collector drains nothing (gone, stopped by a debugger, a zombie).
+ * reason than a collector far behind (a thread each in most of them, or
+ * kept for readers, or a burst the collector is still catching up with:
+ * the slots absorb it) or the collector drains nothing (gone, stopped by
+ * a debugger, a zombie).
  */
 static int hand_over_or_drop(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
 {
@@ -464,7 +470,7 @@ static int hand_over_or_drop(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_
 		return 0;
 	/* the ring's slots too full for the block: dropped in any case */
 	if (shmt_ring_has_room(v, s->b) &&
-	    (load_relaxed(&v->h->full_blocks.v) < v->nblocks / 4 || !shmt_att_draining(a)))
+	    (load_relaxed(&v->h->full_blocks.v) < SHMT_FAR_BEHIND(v) || !shmt_att_draining(a)))
 		return -EAGAIN;
 	shmt_wake_collector(v);
 	s->nofree_tail = tail;
