@@ -31,9 +31,9 @@
 #define SHMT_FULL_WAIT_NS	(2ull * 1000 * 1000)
 /* how long what a look saw of the ring's collector stands (stage.c) */
 #define SHMT_DRAINING_LOOK_NS	(10ull * 1000 * 1000)
-/* a thread that found no block free to hand its full one over to drops
- * this many calls' records before it looks again, unless the collector's
- * tail moved meanwhile (stage.c) */
+/* a thread whose call dropped for want of a free block drops this many
+ * calls' records more before it looks again, unless the collector's tail
+ * moved meanwhile (stage.c) */
 #define SHMT_NO_FREE_SKIP	64u
 
 /*

@@ -445,10 +445,10 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
  * one copier to the next, each preempted inside it on a busy host, and
  * the collector queue behind them to sequence the very blocks that would
  * have freed some (32 producers flat out on 2 cores, `bench_shmtrace
- * oversub`: docs/DESIGN.md, "No block free"). A look for a free block
- * reads every block's state: after one that found none, the next
- * SHMT_NO_FREE_SKIP calls drop without looking, unless the collector's
- * tail moved (it may have freed some). Returns 0 (handed over), -ENOBUFS
+ * oversub`: docs/DESIGN.md, "No block free"). A look reads shared
+ * words, and every block's state while hand-overs may go on: after a call
+ * that dropped, the next SHMT_NO_FREE_SKIP calls drop without looking,
+ * unless the collector's tail moved (it may have freed some). Returns 0 (handed over), -ENOBUFS
  * (the caller drops and counts), or -EAGAIN: the block is copied as
  * before, into the ring's slots, when the blocks are not free for another
  * reason than a collector far behind (a thread each in most of them, or
