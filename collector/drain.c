@@ -41,7 +41,11 @@ static uint64_t hash64(const void *p, size_t n, uint64_t h)
 
 struct drain *drain_new(void)
 {
-	return calloc(1, sizeof(struct drain));
+	struct drain *d = calloc(1, sizeof(struct drain));
+
+	if (d)
+		d->hold.claim_fd = -1;	/* none yet: hold_free() closes none */
+	return d;
 }
 
 /* What drain_open() allocates, freed (and NULL) again. */
@@ -62,6 +66,7 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 	int ret;
 
 	memset(d, 0, sizeof(*d));
+	d->hold.claim_fd = -1;
 	d->o = *o;
 	ret = shmt_view_open(o->ring, SHMT_OPEN_WRITE, &d->v, err, sizeof(err));
 	if (ret < 0) {
@@ -156,7 +161,10 @@ static int rotate(struct drain *d)
 	parts_ended(d->parts, &pe);
 	cw_close(d->w);
 	d->part++;
-	return drain_open_part(d);
+	ret = drain_open_part(d);
+	/* the new part names the strings and threads before the records
+	 * that use them (a reader may be given it alone) */
+	return ret < 0 ? ret : drain_put_tables(d);
 }
 
 /* -ESTALE, with d->err saying why, when the part being written was
@@ -252,12 +260,8 @@ static int copy_published(struct drain *d, long *copied)
 		*copied += r;
 		if (d->o.max_size && cw_offset(d->w) + cw_buffer(d->w)->size >= d->o.max_size) {
 			/* rotate before the part grows past the bound by more
-			 * than the batch just copied; the new part names the
-			 * strings and threads before the records that use them
-			 * (a reader may be given it alone) */
+			 * than the batch just copied */
 			ret = rotate(d);
-			if (ret == 0)
-				ret = drain_put_tables(d);
 			if (ret < 0)
 				return ret;
 		} else if (cw_buffer(d->w)->size >= CW_BUF_LIMIT) {

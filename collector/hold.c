@@ -303,7 +303,7 @@ void hold_free(struct hold *h)
 	h->marked = false;
 	/* the lock goes, and with the descriptor the last reference a
 	 * replaced ring's unlinked segment had: its memory is freed */
-	if (h->claim_fd > 0)
+	if (h->claim_fd >= 0)
 		close(h->claim_fd);
 	h->claim_fd = -1;
 	free(h->dead);
@@ -372,15 +372,14 @@ const struct shmt_full *hold_extent(const struct hold *h, uint64_t seq)
  * ring's worth of sequences behind the head, where a slot of the ring
  * would have been reused too, or one of more than a quarter of the blocks
  * kept, or one of blocks kept that, with those full and waiting for the
- * collector, make half the ring's: producers need them more. Until then the ring holds
- * its records as its slots hold theirs, for a reader of the ring as it is
- * (a post-mortem export, a snapshot). Kept while blocks wait, they left
- * none free to hand over to, and producers copied under the lock instead
- * (32 producers flat out on 2 cores, `bench_shmtrace oversub`: the lock
- * passed from one preempted copier to the next, and the collector queued
- * behind them to sequence the blocks that would have freed some).
+ * collector, make half the ring's: producers need them more (kept while
+ * blocks wait, they leave none free to hand over to, and producers copy
+ * under the lock or drop). Until then the ring holds its records as its
+ * slots hold theirs, for a reader of the ring as it is (a post-mortem
+ * export, a snapshot).
  */
-static bool releasable(const struct hold *h, const struct shmt_full *e, uint64_t tail, uint64_t waiting)
+static bool releasable(const struct hold *h, const struct shmt_full *e, uint64_t tail,
+		       uint64_t waiting)
 {
 	uint64_t end = e->seq + e->n;
 

@@ -35,7 +35,6 @@ static uint64_t g_stop_ns;
 static struct drain *volatile g_drain;
 static const char *g_ring, *g_output;
 
-
 /* write(2) of s, then of n in decimal: all a signal handler may do */
 static void say(const char *s)
 {

@@ -31,7 +31,6 @@
  * the drain first */
 #define STREAM_NICE		19
 
-
 void streamer_init(struct streamer *s)
 {
 	memset(s, 0, sizeof(*s));

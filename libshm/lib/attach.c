@@ -107,14 +107,15 @@ bool shmt_att_drained(const struct shmt_att *a)
 
 bool shmt_att_draining(struct shmt_att *a)
 {
-	uint64_t now = shmt_mono_ns(), seen = load_relaxed(&a->draining_ns);
-	uint64_t pid = load_relaxed(&a->v.h->collector_pid.v);
-	int saved = errno;
+	uint64_t now = shmt_mono_ns(), seen = load_relaxed(&a->draining_ns), pid;
+	int saved;
 	bool on;
 	char st;
 
 	if (seen && now - seen < SHMT_DRAINING_LOOK_NS)
 		return load_relaxed(&a->draining);
+	saved = errno;
+	pid = load_relaxed(&a->v.h->collector_pid.v);
 	/* stopped (SIGSTOP, a debugger) or dead unreaped (a zombie): it
 	 * drains nothing meanwhile; a state not readable (another user's
 	 * process under hidepid) is the word of kill() alone */

@@ -29,7 +29,7 @@
 /* a span call whose block and spare block are both full waits at most
  * this for a busy lock, then drops and counts (stage.c) */
 #define SHMT_FULL_WAIT_NS	(2ull * 1000 * 1000)
-/* how long what a look saw of the ring's collector stands (stage.c) */
+/* how long what a look saw of the ring's collector stands (attach.c) */
 #define SHMT_DRAINING_LOOK_NS	(10ull * 1000 * 1000)
 /* a thread whose call dropped for want of a free block drops this many
  * calls' records more before it looks again, unless the collector's tail

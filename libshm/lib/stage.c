@@ -440,21 +440,21 @@ static bool hand_over(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s
  * handed over, or, with no block free to go on in while the collector is
  * far behind (SHMT_FAR_BEHIND: as many blocks full and waiting for it as
  * hand-overs may fill), the call's records are dropped and counted as a
- * full ring's, at once and without the lock. The blocks are the ring the collector drains. Copying
- * into the ring's slots under the lock instead made the lock pass from
- * one copier to the next, each preempted inside it on a busy host, and
- * the collector queue behind them to sequence the very blocks that would
- * have freed some (32 producers flat out on 2 cores, `bench_shmtrace
- * oversub`: docs/DESIGN.md, "No block free"). A look reads shared
- * words, and every block's state while hand-overs may go on: after a call
- * that dropped, the next SHMT_NO_FREE_SKIP calls drop without looking,
- * unless the collector's tail moved (it may have freed some). Returns 0 (handed over), -ENOBUFS
- * (the caller drops and counts), or -EAGAIN: the block is copied as
- * before, into the ring's slots, when the blocks are not free for another
- * reason than a collector far behind (a thread each in most of them, or
- * kept for readers, or a burst the collector is still catching up with:
- * the slots absorb it) or the collector drains nothing (gone, stopped by
- * a debugger, a zombie).
+ * full ring's, at once and without the lock: the blocks are the ring the
+ * collector drains. Copying into the ring's slots under the lock instead
+ * made the lock pass from one copier to the next, each preempted inside
+ * it on a busy host, and the collector queue behind them to sequence the
+ * very blocks that would have freed some (32 producers flat out on 2
+ * cores, `bench_shmtrace oversub`: docs/DESIGN.md, "No block free"). A
+ * look reads shared words, and every block's state while hand-overs may
+ * go on: after a call that dropped, the next SHMT_NO_FREE_SKIP calls drop
+ * without looking, unless the collector's tail moved (it may have freed
+ * some). Returns 0 (handed over), -ENOBUFS (the caller drops and counts),
+ * or -EAGAIN: the block is copied as before, into the ring's slots, when
+ * the blocks are not free for another reason than a collector far behind
+ * (a thread each in most of them, or kept for readers, or a burst the
+ * collector is still catching up with: the slots absorb it) or the
+ * collector drains nothing (gone, stopped by a debugger, a zombie).
  */
 static int hand_over_or_drop(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s)
 {
@@ -652,11 +652,6 @@ int shmt_make_room(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slot *s, u
 			return ret == 0 || ret == -ENOSPC ? -ENOSPC : ret == -ENOBUFS ? ret : -ETIMEDOUT;
 		}
 	}
-	/* a full block that a discard ring has no room for drops the call's
-	 * records at once (counted): no lock, no wait, while the collector
-	 * catches up */
-	if (handoff && !shmt_ring_has_room(&a->v, s->b))
-		return -ENOBUFS;
 	if (w + n < s->limit) {
 		ret = shmt_flush_slot(t, a, s, 0);
 		if (ret == 0 || ret == -ENOSPC)

@@ -10,11 +10,8 @@
  * a while only tries the lock instead of waiting on it.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "ring_writer.h"
 
