@@ -441,16 +441,29 @@ static void test_export_refuses_what_it_would_do_wrong(void **state)
 	snprintf(alias, sizeof(alias), "%s/./in.cap", tmpdir);
 	run_says(2, exp, "is the input", NULL);
 	run_says(2, svg, "would be replaced", NULL);
-	/* a hard link: read (this input is no capture: exit 1), not refused */
-	snprintf(alias, sizeof(alias), "%s", tmp("in-link.cap"));
-	unlink(alias);
-	assert_int_equal(link(cap, alias), 0);
-	run_says(1, exp, NULL, "is the input");
-	same = slurp(cap);
-	assert_string_equal(same, before);
-	free(same);
 	free(before);
-	unlink(alias);
+	/* a hard link's other name: the export replaces that name with the
+	 * JSON, and the capture keeps its file under its own */
+	{
+		static const struct shmt_cap_string str[] = { { 1, 1, "c" }, { 2, 4, "work" } };
+		const struct shmt_thread th = { .pid = 100, .tid = 100, .start_time = 5 };
+		const struct shmt_record r = { .ts = 1000, .dur = 10, .pid = 100, .tid = 100,
+					       .name = 2, .cat = 1, .commit = SHMTRACE_KIND_SPAN };
+		struct shmt_cap_reader *rd;
+		char err[256];
+
+		write_capture(cap, 7, str, 2, &th, 1, &r, 1);
+		snprintf(alias, sizeof(alias), "%s", tmp("in-link.cap"));
+		unlink(alias);
+		assert_int_equal(link(cap, alias), 0);
+		run_says(0, exp, NULL, "is the input");
+		same = slurp(alias);
+		assert_non_null(strstr(same, "traceEvents"));
+		free(same);
+		assert_int_equal(shmt_cap_open(cap, &rd, err, sizeof(err)), 0);
+		shmt_cap_close(rd);
+		unlink(alias);
+	}
 	/* a bad endpoint is a usage error before any input is read (this
 	 * one is missing: read first, it would have been exit 1) */
 	run_says(2, ftp, "only http:// endpoints", "No such file");

@@ -107,9 +107,6 @@ static uint64_t expect_deleted_export(const struct files *fs, char (*parts)[600]
 	return exported;
 }
 
-/* After many rotations with --max-files 3 exactly the newest 3 parts
- * remain, each header names the parts deleted before it began, the
- * summary counts them, and the export of the three adds up. */
 /* Each part read alone names every string its records use before them:
  * a reader given only the parts --max-files left, in order, never meets a
  * record whose name it has not read yet. */
@@ -139,6 +136,9 @@ static void expect_strings_before_records(const char *path)
 	shmt_cap_close(r);
 }
 
+/* After many rotations with --max-files 3 exactly the newest 3 parts
+ * remain, each header names the parts deleted before it began, the
+ * summary counts them, and the export of the three adds up. */
 static void test_newest_parts_remain_and_the_export_counts_the_deleted(void **state)
 {
 	const char *ring = test_ring_name("maxf");

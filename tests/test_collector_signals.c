@@ -195,10 +195,13 @@ static void test_stop_ends_while_a_producer_writes_on(void **state)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (shmtrace_open(ring, &h) < 0)
 			_exit(3);
-		/* a span every 100 ns: passes find some, and the ring never
-		 * fills */
+		/* a span every 100 ns: passes find some; a ring full while
+		 * a loaded machine holds the collector back drops them,
+		 * counted, and the producer writes on */
 		for (uint64_t i = 0, t = shmtrace_now();; i++) {
-			if (shmtrace_span(h, 2, 1, 1000 + i, 1001 + i, 0) < 0)
+			int r = shmtrace_span(h, 2, 1, 1000 + i, 1001 + i, 0);
+
+			if (r < 0 && r != -ENOSPC)
 				_exit(4);
 			if (i == 1000 && write(ready[1], "r", 1) != 1)
 				_exit(5);
@@ -260,6 +263,9 @@ static void test_collector_ignores_sigpipe_and_sigxfsz(void **state)
 	(void)state;
 	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
 	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	/* ignored here, they would stay ignored across the exec */
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGXFSZ, SIG_DFL);
 	col = start_collector(ring, out, NULL, 0);
 	ign = ignored_by(col);
 	assert_true(ign & (1ull << (SIGPIPE - 1)));
