@@ -49,6 +49,7 @@ int hold_init(struct hold *h, struct shmt_view *v, const char *ring, uint64_t se
 	memset(h, 0, sizeof(*h));
 	h->v = v;
 	h->settle_ns = settle_ns;
+	h->tid = (uint32_t)gettid();
 	h->claim_fd = ret = claim_ring(v, ring);
 	if (ret < 0)
 		return ret;
@@ -161,6 +162,9 @@ static bool hold_once(struct hold *h, bool first)
 	struct shmt_view *v = h->v;
 	uint64_t t0, held, done = 0;
 	bool full = h->next < h->nfull && h->moved < FLUSH_MOST && !h->full_stuck;
+	/* live threads' staged records too, once no full block waits */
+	bool all = h->next >= h->nfull;
+	uint32_t idle_from;
 
 	if (!full && h->idle_due && !h->listed) {
 		/* the blocks with staged records, each block's header read
@@ -171,6 +175,7 @@ static bool hold_once(struct hold *h, bool first)
 		h->idle_next = 0;
 		h->listed = true;
 	}
+	idle_from = h->idle_next;
 	if (!full && h->idle_due && !h->nstaged && !(first && h->reaped)) {
 		/* nothing to flush: no hold */
 		h->idle_due = false;
@@ -178,14 +183,22 @@ static bool hold_once(struct hold *h, bool first)
 		h->full_left = h->nfull - h->next;
 		return false;
 	}
-	if (!full && h->idle_due)
+	if (!full && h->idle_due) {
+		/* live threads' records copied here, not under the lock
+		 * (2.2): the hold publishes each copy in a few stores */
+		if (h->in_place && all)
+			shmt_adopt_listed_copy(v, h->staged, h->nstaged, h->idle_next, HOLD_MOST,
+					       HOLD_COPIES, h->reaped ? h->dead : NULL, h->tid);
+		SHMT_HOOK("collector-copied");
 		h->warmed += shmt_adopt_listed_warm(v, h->staged, h->nstaged, h->idle_next, HOLD_MOST);
+	}
 	if (shmt_lock(v, LOCK_WAIT_NS) < 0) {
 		if (!h->lock_warned)
 			fprintf(stderr, "shmtrace-collector: warning: ring lock held for over %llu ms "
 				"(owner stuck or gone); staged records of live threads wait\n",
 				LOCK_WAIT_NS / 1000000);
 		h->lock_warned = true;
+		shmt_adopt_listed_uncopy(v, h->staged, h->nstaged, h->idle_next);
 		pass_end(h);
 		return false;
 	}
@@ -212,8 +225,12 @@ static bool hold_once(struct hold *h, bool first)
 	} else if (h->idle_due) {
 		/* what waits in owned blocks, once the full ones are moved
 		 * (only dead threads' while some wait) */
-		done = shmt_adopt_listed_locked(v, h->staged, h->nstaged, h->next >= h->nfull,
+		done = shmt_adopt_listed_locked(v, h->staged, h->nstaged, all,
 						h->reaped ? h->dead : NULL, HOLD_MOST, &h->idle_next);
+		/* the copies published, kept as blocks sequenced in place */
+		for (uint32_t k = idle_from; k < h->idle_next; k++)
+			if (h->staged[k].seq != UINT64_MAX)
+				keep_extent(h, &h->staged[k]);
 		if (h->idle_next >= h->nstaged) {
 			h->idle_due = false;
 			h->idle_next = 0;
@@ -224,6 +241,10 @@ static bool hold_once(struct hold *h, bool first)
 	SHMT_HOOK("collector-hold");
 	held = shmt_mono_ns() - t0;
 	shmt_unlock(v);
+	/* copies of blocks this hold did not reach: made again, fresh, by
+	 * the hold that does */
+	if (!full)
+		shmt_adopt_listed_uncopy(v, h->staged, h->nstaged, idle_from);
 	if (held > h->lock_hold_max_ns)
 		h->lock_hold_max_ns = held;
 	h->lock_holds++;

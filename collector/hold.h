@@ -55,6 +55,10 @@ struct hold {
 	 * order, ext[(ext_first + k) % nblocks] for k < ext_n, until the
 	 * tail passes them */
 	bool in_place;
+	/* ring format 2.2 too: a live thread's staged records are copied
+	 * into a block claimed by this thread (tid), without the lock, and
+	 * the copy sequenced in the hold (shmt_adopt_listed_copy()) */
+	uint32_t tid;
 	struct shmt_full *ext;
 	uint32_t ext_first, ext_n;
 };
@@ -64,6 +68,10 @@ struct hold {
  * so that a producer waiting for the lock (for a string, a name slot, a
  * block when none is free) waits that long, not a pass's worth. */
 #define HOLD_MOST 4096u
+/* Blocks one hold claims for copies of live threads' records at most: a
+ * copy keeps its block until the records are written out, and producers
+ * need the pool more (an eighth of the default ring's 1024 blocks). */
+#define HOLD_COPIES 128u
 /* While full blocks come, the owned blocks are looked at once in this
  * long (every pass otherwise): each look reads every block's header. */
 #define IDLE_EVERY_NS (10ull * 1000 * 1000)

@@ -105,6 +105,20 @@ static bool owner_gone(struct shmt_block *b, uint32_t i, const struct shmt_owner
 	       load_relaxed(&b->start_time) == dead[i].start_time;
 }
 
+/* Frees the copy e made, unpublished. */
+static void copy_drop(struct shmt_view *v, struct shmt_full *e)
+{
+	struct shmt_block *c = shmt_block_at(v, e->copy);
+	uint32_t st = c ? load_relaxed(&c->state) : 0;
+
+	/* claimed by us, and empty: its written never moved (a block a peer
+	 * took from the claim meanwhile is left as it is) */
+	if (e->copied && c && SHMT_BLOCK_KIND(st) == SHMT_BLOCK_CLAIMING)
+		__atomic_compare_exchange_n(&c->state, &st, SHMT_BLOCK_FREE, false, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED);
+	e->copied = false;
+}
+
 /*
  * Lock held: what a flush of staged records does in block i, seen owned
  * with claim number owned_no when listed (UINT64_MAX: not seen owned).
@@ -117,15 +131,25 @@ static bool owner_gone(struct shmt_block *b, uint32_t i, const struct shmt_owner
  * oldest_full()), and it waits for the next look. Returns records
  * published.
  */
-static uint64_t flush_staged_locked(struct shmt_view *v, uint32_t i, uint64_t owned_no, bool all,
+static uint64_t flush_staged_locked(struct shmt_view *v, struct shmt_full *e, bool all,
 				    const struct shmt_owner *dead)
 {
+	uint32_t i = e->i;
+	uint64_t owned_no = e->no;
 	struct shmt_block *b = shmt_block_at(v, i);
 	uint32_t state = load_relaxed(&b->state);
 	bool pending = load_acquire(&b->written) != load_relaxed(&b->taken);
 	bool gone = state == SHMT_BLOCK_OWNED && owner_gone(b, i, dead);
 	uint64_t done = 0;
 
+	if (e->copied) {
+		/* made without the lock: published in a few stores, unless
+		 * the block moved on since (then flushed here, as before) */
+		done = all ? shmt_sequence_copy_locked(v, e) : 0;
+		if (done)
+			return done;
+		copy_drop(v, e);
+	}
 	if (!staging(state))
 		return 0;
 	if (state == SHMT_BLOCK_OWNED && (owned_no == UINT64_MAX ||
@@ -163,9 +187,9 @@ uint32_t shmt_staged_blocks(const struct shmt_view *v, const struct shmt_owner *
 		bool pending = load_acquire(&b->written) != load_relaxed(&b->taken);
 
 		if (state == SHMT_BLOCK_OWNED && (pending || owner_gone(b, i, dead)))
-			out[n++] = (struct shmt_full){ .no = no, .i = i };
+			out[n++] = (struct shmt_full){ .no = no, .i = i, .seq = UINT64_MAX };
 		else if (state != SHMT_BLOCK_OWNED && staging(state) && pending)
-			out[n++] = (struct shmt_full){ .no = UINT64_MAX, .i = i };
+			out[n++] = (struct shmt_full){ .no = UINT64_MAX, .i = i, .seq = UINT64_MAX };
 	}
 	/* read after the states: see oldest_full() */
 	before = oldest_full(v);
@@ -175,7 +199,7 @@ uint32_t shmt_staged_blocks(const struct shmt_view *v, const struct shmt_owner *
 	return k;
 }
 
-uint64_t shmt_adopt_listed_locked(struct shmt_view *v, const struct shmt_full *list, uint32_t n,
+uint64_t shmt_adopt_listed_locked(struct shmt_view *v, struct shmt_full *list, uint32_t n,
 				  bool all, const struct shmt_owner *dead, uint64_t most, uint32_t *from)
 {
 	uint64_t done = 0;
@@ -183,9 +207,109 @@ uint64_t shmt_adopt_listed_locked(struct shmt_view *v, const struct shmt_full *l
 
 	for (; k < n && done < most; k++)
 		if (list[k].i < v->nblocks)
-			done += flush_staged_locked(v, list[k].i, list[k].no, all, dead);
+			done += flush_staged_locked(v, &list[k], all, dead);
 	*from = k;
 	return done;
+}
+
+/*
+ * Copies n records of a live thread's block, from index t on, into block
+ * c from index ct on. Without the lock: should the owner flush them
+ * itself meanwhile (an explicit flush, its exit) and write new ones in
+ * their place, this reads those as they are written, a race whose
+ * values are never used: the block's taken moved, and the copy is freed
+ * unpublished (shmt_sequence_copy_locked()). ThreadSanitizer is told so.
+ */
+__attribute__((no_sanitize("thread")))
+static void copy_records(const struct shmt_view *v, struct shmt_block *c, uint64_t ct,
+			 const struct shmt_block *b, uint64_t t, uint64_t n)
+{
+	const struct shmt_record *src = shmt_block_recs((struct shmt_block *)b);
+	struct shmt_record *dst = shmt_block_recs(c);
+	uint64_t mask = v->block_records - 1;
+
+	for (uint64_t k = 0; k < n; k++)
+		dst[(ct + k) & mask] = src[(t + k) & mask];
+}
+
+/*
+ * How many of `most` blocks the copies may claim: what leaves an eighth
+ * of the ring's blocks free. A copy keeps its block until the collector
+ * wrote its records out, and a thread whose block fills needs a free one
+ * to go on without the lock; a thousand threads holding a block each
+ * among 1024 leave none to copy into, and their records are copied
+ * under the lock as before.
+ */
+static uint32_t copies_allowed(const struct shmt_view *v, uint32_t most)
+{
+	uint32_t free_ = 0, reserve = v->nblocks / 8;
+
+	for (uint32_t i = 0; i < v->nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(v, i);
+
+		free_ += load_relaxed(&b->state) == SHMT_BLOCK_FREE &&
+			 load_relaxed(&b->written) == load_relaxed(&b->taken);
+	}
+	if (free_ <= reserve)
+		return 0;
+	return free_ - reserve < most ? free_ - reserve : most;
+}
+
+uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uint32_t n,
+				uint32_t from, uint64_t most, uint32_t blocks,
+				const struct shmt_owner *dead, uint32_t tid)
+{
+	uint64_t total = 0;
+	uint32_t made = 0, hint = 0;
+
+	if (v->minor < SHMT_MINOR_COPY || v->mode != SHMTRACE_MODE_DISCARD || from >= n)
+		return 0;
+	blocks = copies_allowed(v, blocks);
+	for (uint32_t k = from; k < n && total < most && made < blocks; k++) {
+		struct shmt_full *e = &list[k];
+		struct shmt_block *b = shmt_block_at(v, e->i), *c;
+		uint64_t w, t;
+		int ci;
+
+		/* a live thread's block in the life listed; a dead one's, a
+		 * free one's, are flushed under the lock as before */
+		if (e->copied || e->no == UINT64_MAX || !b || owner_gone(b, e->i, dead))
+			continue;
+		/* pairs with the owner's release store of written: the records */
+		w = load_acquire(&b->written);
+		t = load_relaxed(&b->taken);
+		if (w <= t || w - t > v->block_records ||
+		    load_relaxed(&b->state) != SHMT_BLOCK_OWNED || load_relaxed(&b->claim_no) != e->no)
+			continue;
+		ci = shmt_block_claim_copy(v, tid, hint, b);
+		if (ci < 0)
+			break;	/* none free: the rest are copied under the lock */
+		hint = (uint32_t)ci + 1;
+		c = shmt_block_at(v, (uint32_t)ci);
+		if (!c)
+			break;
+		e->copy_taken = load_relaxed(&c->taken);
+		copy_records(v, c, e->copy_taken, b, t, w - t);
+		e->copied = true;
+		e->copy = (uint32_t)ci;
+		e->taken = t;
+		e->n = (uint32_t)(w - t);
+		total += w - t;
+		made++;
+	}
+	return made;
+}
+
+uint32_t shmt_adopt_listed_uncopy(struct shmt_view *v, struct shmt_full *list, uint32_t n,
+				  uint32_t from)
+{
+	uint32_t freed = 0;
+
+	for (uint32_t k = from; k < n; k++) {
+		freed += list[k].copied;
+		copy_drop(v, &list[k]);
+	}
+	return freed;
 }
 
 /*
@@ -216,8 +340,8 @@ uint64_t shmt_adopt_listed_warm(const struct shmt_view *v, const struct shmt_ful
 		uint64_t w, t, mask = v->block_records - 1;
 		const struct shmt_record *recs;
 
-		if (!b)
-			continue;
+		if (!b || list[k].copied)
+			continue;	/* a copy made: published in a few stores */
 		/* pairs with the owner's release store: the records below */
 		w = load_acquire(&b->written);
 		t = load_relaxed(&b->taken);

@@ -101,6 +101,31 @@ int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t 
 	return -ENOSPC;
 }
 
+int shmt_block_claim_copy(struct shmt_view *v, uint32_t tid, uint32_t from,
+			  const struct shmt_block *of)
+{
+	for (uint32_t k = 0; k < v->nblocks; k++) {
+		uint32_t i = (from + k) % v->nblocks;
+		struct shmt_block *b;
+
+		if (claim_at(v, i, tid) < 0)
+			continue;
+		b = shmt_block_at(v, i);
+		/* what readers see of the copy once it is sequenced: its
+		 * records' thread, and nothing open (the thread's stack stays
+		 * on its own block) */
+		store_relaxed(&b->pid, load_relaxed(&of->pid));
+		store_relaxed(&b->tid, load_relaxed(&of->tid));
+		store_relaxed(&b->start_time, load_relaxed(&of->start_time));
+		store_relaxed(&b->claim_no, fetch_add(&v->h->claim_seq.v, 1));
+		store_relaxed(&b->open_closing, 0);
+		store_relaxed(&b->open_depth, 0);
+		store_relaxed(&b->ask, 0);
+		return (int)i;
+	}
+	return -ENOSPC;
+}
+
 int shmt_block_handoff(struct shmt_view *v, const struct shmt_owner *me, uint32_t old)
 {
 	struct shmt_block *ob = shmt_block_at(v, old);

@@ -128,29 +128,39 @@ void shmt_repair(struct shmt_view *v)
 	uint32_t n;
 
 	if (j->active) {
+		uint32_t step = shmt_journal_step(v);
+		struct shmt_block *b = shmt_block_at(v, j->block);
+
 		if (!shmt_journal_published(j, load_relaxed(&h->head.v))) {
 			/* undo: nothing of it was published; the block keeps its records */
-			struct shmt_block *b = shmt_block_at(v, j->block);
-
 			store_release(&h->head.v, j->head_before);
-			/* a block sequenced in place is full again */
-			if (j->in_place && b && load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED &&
-			    load_relaxed(&b->seq0) == j->head_before)
-				store_release(&b->state, SHMT_BLOCK_FULL);
+			if (step != SHMT_JOURNAL_FLUSH && b &&
+			    load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED &&
+			    load_relaxed(&b->seq0) == j->head_before) {
+				if (step == SHMT_JOURNAL_COPY) {
+					/* a copy nobody reads: emptied, then free */
+					store_release(&b->taken, load_relaxed(&b->written));
+					store_release(&b->state, SHMT_BLOCK_FREE);
+				} else {
+					/* a block sequenced in place is full again */
+					store_release(&b->state, SHMT_BLOCK_FULL);
+				}
+			}
 		} else {
+			uint64_t taken = 0;
+			struct shmt_block *src = shmt_block_at(v, shmt_journal_moves(v, &taken));
+
 			/* stage 1 here: died between storing head and the stage */
 			if (j->stage <= 2)
 				fetch_add(&h->dropped.v, j->ndrop);
-			struct shmt_block *b = shmt_block_at(v, j->block);
-
 			/* sequenced in place: the block is the ring's as it is;
 			 * only full_blocks still counts it */
-			if (j->in_place) {
-				if (j->stage <= 2)
-					__atomic_fetch_sub(&h->full_blocks.v, 1, __ATOMIC_RELAXED);
-			} else if (b) {
-				store_release(&b->taken, j->taken_before + j->consumed);
-			}
+			if (step == SHMT_JOURNAL_IN_PLACE && j->stage <= 2)
+				__atomic_fetch_sub(&h->full_blocks.v, 1, __ATOMIC_RELAXED);
+			/* a flush's block, or the one a copy was made of: its
+			 * records are the ring's */
+			if (src)
+				store_release(&src->taken, taken);
 		}
 		j->active = 0;
 	}

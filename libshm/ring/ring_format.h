@@ -27,7 +27,7 @@
  * compare whatever the major; the header holds the minor of its major.
  */
 #define SHMT_LEVEL_MAJOR2	11u
-#define SHMT_RING_MINOR		12u	/* the level this code writes: 2.1. Levels:
+#define SHMT_RING_MINOR		13u	/* the level this code writes: 2.2. Levels:
 					   1: ring_id, torn, strings_dropped; 2: open spans, args;
 					   3: staging blocks of 256 records;
 					   4: block size from the capacity;
@@ -38,12 +38,16 @@
 					   9: triggers (record kind 7);
 					   10: full blocks handed to the collector;
 					   11 (2.0): full blocks read in place;
-					   12 (2.1): a block's ask word */
+					   12 (2.1): a block's ask word;
+					   13 (2.2): an idle block's records
+					   copied without the lock, sequenced
+					   in the copy */
 #define SHMT_RING_COMPAT	2u	/* oldest major a reader must understand
 					   to read what this code writes */
 #define SHMT_RING_OLDEST	1u	/* oldest major this code reads */
 #define SHMT_MINOR_IN_PLACE	11u
 #define SHMT_MINOR_ASK		12u
+#define SHMT_MINOR_COPY		13u
 
 #define SHMT_HEADER_SIZE	4096u
 #define SHMT_RECORD_SIZE	40u
@@ -190,24 +194,43 @@ _Static_assert(sizeof(struct shmt_clock) == 40, "clock block is 40 bytes");
  * A flush of a staging block into the ring, journalled so that whoever
  * recovers the lock after its owner died can finish or undo it exactly:
  * stage 1 = writing records, 2 = head stored, 3 = drops counted. Since
- * 2.0 the collector's sequencing of a full block in place (in_place 1:
- * count is the block's records, none is copied) is journalled the same
- * way; its undo also gives the block back its state FULL.
+ * 2.0 the collector's sequencing of a full block in place is journalled
+ * the same way; since 2.2 its publication of a copy of an owned block's
+ * records. in_place's low 32 bits say which step (SHMT_JOURNAL_*).
  */
 struct shmt_journal {
 	uint32_t active;	/* 1 while a flush is in progress */
 	uint32_t stage;
-	uint32_t block;		/* block index, or UINT32_MAX for a direct write */
+	uint32_t block;		/* block index, or UINT32_MAX for a direct write;
+				 * SHMT_JOURNAL_COPY: the copy */
 	uint32_t intern_active;	/* 1 while a string is being appended */
 	uint64_t head_before;	/* ring head when the flush began */
-	uint64_t taken_before;	/* block->taken when the flush began */
+	uint64_t taken_before;	/* the taken of the block whose records
+				 * the step moves, when it began */
 	uint64_t count;		/* records written into the ring */
 	uint64_t consumed;	/* block records consumed (written + dropped) */
 	uint64_t ndrop;		/* records dropped, ring full */
-	uint64_t in_place;	/* 2.0: 1 when the "flush" gave a full block's
-				 * records their sequences in place (written
-				 * 0, and unused, from 1.1 to 1.10) */
+	uint64_t in_place;	/* the step (SHMT_JOURNAL_*), and for a copy
+				 * the block copied from in the high 32 bits
+				 * (2.0; written 0, and unused, from 1.1 to
+				 * 1.10) */
 };
+/*
+ * The steps. FLUSH: block's records [taken_before, + consumed) copied
+ * into the ring's slots, count of them published, ndrop dropped; the
+ * repair of a published one moves block's taken past them. IN_PLACE
+ * (2.0): full block `block` sequenced where it is, count records (the
+ * repair of an unpublished one makes it full again). COPY (2.2): the
+ * collector copied count records of owned block `in_place >> 32`, from
+ * its taken_before on, into block `block`, without the lock, and
+ * publishes the copy as a sequenced block: the copy's state, head, then
+ * the source's taken. The repair of an unpublished one frees the copy
+ * (its taken set to its written); of a published one, moves the
+ * source's taken past what was copied (shmt_journal_moves()).
+ */
+#define SHMT_JOURNAL_FLUSH	0u
+#define SHMT_JOURNAL_IN_PLACE	1u
+#define SHMT_JOURNAL_COPY	2u
 _Static_assert(sizeof(struct shmt_journal) == 64, "journal is 64 bytes");
 
 struct shmt_header {
@@ -570,8 +593,13 @@ static inline bool shmt_arg_of_open(uint64_t flow)
  * collector alone, without the lock (taken set to written first), once
  * its tail passed them and the ring need not keep them: its head a
  * ring's worth past them, where a slot would be reused, or more than a
- * quarter of the blocks sequenced, or half of them sequenced and full. Its stack of open spans was moved, as a FULL
- * block's, and seq0 takes its open_closing word.
+ * quarter of the blocks sequenced, or half of them sequenced and full.
+ * Its stack of open spans was moved, as a FULL block's, and seq0 takes
+ * its open_closing word. Since 2.2 a SEQUENCED block is also made by the
+ * collector from a block it claimed (CLAIMING, its own tid) and filled,
+ * without the lock, with a copy of a live thread's staged records
+ * (SHMT_JOURNAL_COPY): its owner words are that thread's, its claim
+ * number a new one, its stack empty; it is read and freed as any.
  */
 #define SHMT_BLOCK_FREE		0u
 #define SHMT_BLOCK_OWNED	1u

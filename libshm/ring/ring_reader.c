@@ -318,27 +318,35 @@ int shmt_ring_block_copy(const struct shmt_view *v, uint32_t i, struct shmt_reco
 	const struct shmt_journal *j = &v->h->journal;
 	struct shmt_block *b;
 	const struct shmt_record *recs;
-	uint64_t w, k;
+	uint64_t w, k, moved = 0;
 
 	memset(info, 0, sizeof(*info));
 	b = shmt_block_at(v, i);
 	if (!b)
 		return 0;
 	recs = shmt_block_recs(b);
-	info->state = load_relaxed(&b->state);
+	/* pairs with the release store of a state: the journal of a copy
+	 * being published, stored before its state, is seen with it */
+	info->state = load_acquire(&b->state);
 	info->pid = load_relaxed(&b->pid);
 	info->tid = load_relaxed(&b->tid);
 	info->start_time = load_relaxed(&b->start_time);
 	/* pairs with the owner's release store of written */
 	w = load_acquire(&b->written);
 	k = load_acquire(&b->taken);
-	/* a flusher died after publishing into the ring but before moving
-	 * taken: its records are in the ring already (see shmt_repair) */
-	if (load_relaxed(&j->active) && load_relaxed(&j->block) == i &&
+	/* a flusher (or the collector publishing a copy of this block) died
+	 * after publishing into the ring but before moving taken: its
+	 * records are in the ring already (see shmt_repair) */
+	if (load_acquire(&j->active) && shmt_journal_moves(v, &moved) == i &&
 	    shmt_journal_published(j, load_relaxed(&v->h->head.v)))
-		k = load_relaxed(&j->taken_before) + load_relaxed(&j->consumed);
-	/* sequenced in place: its records are the ring's (extents) */
-	if (info->state == SHMT_BLOCK_SEQUENCED && shmt_block_sequenced(v, w, k, load_relaxed(&b->seq0)))
+		k = moved;
+	/* sequenced in place: its records are the ring's (extents); a copy
+	 * being published (2.2) holds its source's, read there until the
+	 * head covers them */
+	if (info->state == SHMT_BLOCK_SEQUENCED &&
+	    ((load_acquire(&j->active) && load_relaxed(&j->block) == i &&
+	      shmt_journal_step(v) == SHMT_JOURNAL_COPY) ||
+	     shmt_block_sequenced(v, w, k, load_relaxed(&b->seq0))))
 		k = w;
 	if (k > w)
 		k = w;
@@ -382,16 +390,16 @@ int shmt_ring_block_settled(const struct shmt_view *v, uint32_t i, uint64_t *bel
 	for (int spin = 0; spin < 100000; spin++) {
 		/* pairs with the flusher's release store of taken, which
 		 * follows its store of head */
-		uint64_t k = load_acquire(&b->taken), h = shmt_ring_head(v), cnt;
+		uint64_t k = load_acquire(&b->taken), h = shmt_ring_head(v), cnt, moved = 0;
 		/* sequenced in place, below h: all of it is the ring's */
 		bool sequenced = load_acquire(&b->state) == SHMT_BLOCK_SEQUENCED &&
 				 shmt_block_sequenced(v, load_relaxed(&b->written), k,
 						      load_relaxed(&b->seq0));
 		/* the journal is written before the head it publishes: seen
-		 * with any head that holds its flush */
-		bool mine = load_acquire(&j->active) && load_relaxed(&j->block) == i &&
+		 * with any head that holds its flush (or a copy of the block) */
+		bool mine = load_acquire(&j->active) && shmt_journal_moves(v, &moved) == i &&
 			    load_relaxed(&j->taken_before) == k;
-		uint64_t hb = load_relaxed(&j->head_before), cons = load_relaxed(&j->consumed);
+		uint64_t hb = load_relaxed(&j->head_before);
 
 		cnt = load_relaxed(&j->count);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -403,11 +411,11 @@ int shmt_ring_block_settled(const struct shmt_view *v, uint32_t i, uint64_t *bel
 		}
 		*head = h;
 		*below = k;
-		/* a flush of the block under way (its flusher holds the lock,
-		 * or died holding it) whose head is in h: its records are
-		 * in the ring below h, or were dropped and counted */
-		if (mine && (cnt ? hb + cnt <= h : true))
-			*below = k + cons;
+		/* a flush (or a copy) of the block under way (its flusher
+		 * holds the lock, or died holding it) whose head is in h: its
+		 * records are in the ring below h, or were dropped and counted */
+		if (mine && (cnt ? hb + cnt <= h : true) && moved >= k)
+			*below = moved;
 		if (sequenced)
 			*below = load_relaxed(&b->written);
 		return 0;

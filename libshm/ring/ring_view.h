@@ -187,6 +187,40 @@ static inline bool shmt_journal_published(const struct shmt_journal *j, uint64_t
 	       (stage == 1 && count && head == load_relaxed(&j->head_before) + count);
 }
 
+/* The step the journal covers (SHMT_JOURNAL_*), as the ring's level reads
+ * its last word: a flush in rings before 2.0, whose word was a count (1.0)
+ * or unused; a copy only from 2.2 on. A value no level defines is
+ * returned as it is, and moves no block. */
+static inline uint32_t shmt_journal_step(const struct shmt_view *v)
+{
+	uint32_t step = (uint32_t)load_relaxed(&v->h->journal.in_place);
+
+	if (v->minor < SHMT_MINOR_IN_PLACE || (step == SHMT_JOURNAL_COPY && v->minor < SHMT_MINOR_COPY))
+		return SHMT_JOURNAL_FLUSH;
+	return step;
+}
+
+/* The block whose staged records the journal's step moves into the ring,
+ * and in *taken where that step leaves its taken (once published):
+ * a flush's block, or the block a copy was made of (SHMT_JOURNAL_COPY);
+ * UINT32_MAX for a sequencing in place, which moves no block's taken.
+ * The one reading of the journal's kinds, for the repair and readers. */
+static inline uint32_t shmt_journal_moves(const struct shmt_view *v, uint64_t *taken)
+{
+	const struct shmt_journal *j = &v->h->journal;
+	uint32_t step = shmt_journal_step(v);
+
+	if (step == SHMT_JOURNAL_FLUSH) {
+		*taken = load_relaxed(&j->taken_before) + load_relaxed(&j->consumed);
+		return load_relaxed(&j->block);
+	}
+	if (step == SHMT_JOURNAL_COPY) {
+		*taken = load_relaxed(&j->taken_before) + load_relaxed(&j->count);
+		return (uint32_t)(load_relaxed(&j->in_place) >> 32);
+	}
+	return UINT32_MAX;
+}
+
 /* clock.c: reading the clock (shmtrace_now()) with a ring's parameters */
 void shmt_clock_adopt(const struct shmt_clock *c);
 uint64_t shmt_clock_now(const struct shmt_clock *c);

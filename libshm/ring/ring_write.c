@@ -117,7 +117,7 @@ static uint64_t publish_locked(struct shmt_view *v, uint32_t block, const struct
 	j->count = fit;
 	j->consumed = consumed;
 	j->ndrop = n - fit;
-	j->in_place = 0;
+	j->in_place = SHMT_JOURNAL_FLUSH;
 	j->active = 1;
 	/* the journal before any commit word is zeroed: a reader that sees
 	 * a zero (acquire) sees the journal that covers it
@@ -215,7 +215,7 @@ uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t 
 	j->count = w - k;
 	j->consumed = 0;	/* a repair that finishes it leaves taken */
 	j->ndrop = 0;
-	j->in_place = 1;
+	j->in_place = SHMT_JOURNAL_IN_PLACE;
 	j->active = 1;
 	store_relaxed(&b->seq0, head);
 	/* pairs with readers' acquire load of the state: seq0 first */
@@ -232,6 +232,73 @@ uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t 
 	store_release(&j->active, 0);
 	*seq0 = head;
 	return w - k;
+}
+
+/*
+ * Publishes the copy e describes (2.2, the collector's, lock held): block
+ * e->copy, claimed by the caller, holds records [e->taken, + e->n) of
+ * owned block e->i in its life e->no, copied there without the lock
+ * (adopt.c). If they are still that block's next records (the same life,
+ * its taken where it was, so the owner never rewrote them) and a discard
+ * ring has room for them, the copy becomes a SEQUENCED block holding them
+ * at the ring's next sequences and the block's taken moves past them, in
+ * one journalled step of a few stores (SHMT_JOURNAL_COPY): no record is
+ * copied under the lock. e then describes the copy, as a block sequenced
+ * in place (shmt_flush_full_locked()). Returns the records published, or
+ * 0 with nothing changed (the caller frees the copy).
+ */
+uint64_t shmt_sequence_copy_locked(struct shmt_view *v, struct shmt_full *e)
+{
+	struct shmt_block *b = shmt_block_at(v, e->i), *c = shmt_block_at(v, e->copy);
+	struct shmt_header *h = v->h;
+	struct shmt_journal *j = &h->journal;
+	uint64_t head = load_relaxed(&h->head.v), n = e->n, w, ct;
+
+	if (!b || !c || !e->copied || !n || n > v->block_records || v->minor < SHMT_MINOR_COPY)
+		return 0;
+	/* pairs with the owner's release store of written */
+	w = load_acquire(&b->written);
+	if (load_relaxed(&b->state) != SHMT_BLOCK_OWNED || load_relaxed(&b->claim_no) != e->no ||
+	    load_relaxed(&b->taken) != e->taken || w < e->taken || w - e->taken < n ||
+	    plan(v, head, n) < n)
+		return 0;
+	/* the copy as it was made: still claimed, still empty (a peer's
+	 * words: moved, the copy would be published out of place) */
+	ct = e->copy_taken;
+	if (SHMT_BLOCK_KIND(load_relaxed(&c->state)) != SHMT_BLOCK_CLAIMING ||
+	    load_relaxed(&c->taken) != ct || load_relaxed(&c->written) != ct)
+		return 0;
+	j->stage = 1;
+	j->block = e->copy;
+	j->head_before = head;
+	j->taken_before = e->taken;
+	j->count = n;
+	j->consumed = 0;
+	j->ndrop = 0;
+	j->in_place = SHMT_JOURNAL_COPY | (uint64_t)e->i << 32;
+	j->active = 1;
+	store_relaxed(&c->seq0, head);
+	/* pairs with readers' acquire load of the state: the journal and
+	 * seq0 first. Sequenced empty: a claim never holds records, for the
+	 * reaper frees a dead claimer's block as it is */
+	store_release(&c->state, SHMT_BLOCK_SEQUENCED);
+	SHMT_HOOK("copy-state");
+	/* the copy's records, counted: not pending for anyone while the
+	 * journal names the copy, and no extent until head covers them */
+	store_release(&c->written, ct + n);
+	SHMT_HOOK("copy-written");
+	/* pairs with readers' acquire load of head */
+	store_release(&h->head.v, head + n);
+	SHMT_HOOK("copy-head");
+	j->stage = 2;
+	/* pairs with the owner's acquire load of taken: the slots are free */
+	store_release(&b->taken, e->taken + n);
+	SHMT_HOOK("copy-taken");
+	j->stage = 3;
+	store_release(&j->active, 0);
+	*e = (struct shmt_full){ .no = load_relaxed(&c->claim_no), .i = e->copy, .n = (uint32_t)n,
+				 .seq = head, .taken = ct };
+	return n;
 }
 
 /* Writes one record straight into the ring (no staging block available).

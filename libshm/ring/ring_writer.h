@@ -39,6 +39,8 @@ extern void (*shmt_test_hook)(const char *where);
 uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx);
 uint64_t shmt_sequence_block_locked(struct shmt_view *v, uint32_t idx, uint64_t *seq0,
 				    uint64_t *taken);
+struct shmt_full;
+uint64_t shmt_sequence_copy_locked(struct shmt_view *v, struct shmt_full *e);
 int shmt_write_direct_locked(struct shmt_view *v, const struct shmt_record *r);
 bool shmt_wake_due(const struct shmt_view *v);
 void shmt_wake_collector(struct shmt_view *v);
@@ -73,14 +75,38 @@ uint32_t shmt_staged_blocks(const struct shmt_view *v, const struct shmt_owner *
 			    struct shmt_full *out);
 uint64_t shmt_adopt_listed_warm(const struct shmt_view *v, const struct shmt_full *list, uint32_t n,
 				uint32_t from, uint64_t most);
-uint64_t shmt_adopt_listed_locked(struct shmt_view *v, const struct shmt_full *list, uint32_t n,
+uint64_t shmt_adopt_listed_locked(struct shmt_view *v, struct shmt_full *list, uint32_t n,
 				  bool all, const struct shmt_owner *dead, uint64_t most,
 				  uint32_t *from);
+/*
+ * adopt.c, the collector's idle flush without a copy under the lock (2.2,
+ * a discard ring it drains): shmt_adopt_listed_copy(), before the lock,
+ * copies each live thread's staged records of list[from ..) (up to most
+ * records, at most `blocks` blocks) into a free block it claims for them
+ * (claimed by tid, the caller's thread: the reaper frees it should the
+ * caller die), and marks the entry copied; shmt_adopt_listed_locked()
+ * then publishes each copy in a few stores (shmt_sequence_copy_locked())
+ * instead of copying the block, and the entry describes the copy as an
+ * extent (seq not UINT64_MAX), which the caller keeps until it has
+ * written it out and then frees, as a block sequenced in place. A copy
+ * no longer the block's next records is freed and the block flushed as
+ * before. shmt_adopt_listed_uncopy() frees the copies of list[from, n)
+ * not published (a hold that did not reach them). Returns copies made,
+ * and freed.
+ */
+uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uint32_t n,
+				uint32_t from, uint64_t most, uint32_t blocks,
+				const struct shmt_owner *dead, uint32_t tid);
+uint32_t shmt_adopt_listed_uncopy(struct shmt_view *v, struct shmt_full *list, uint32_t n,
+				  uint32_t from);
 
 /*
  * handoff.c: blocks changing hands without the lock (ring_format.h,
  * SHMT_BLOCK_FULL). shmt_block_claim() takes a free block for owner me,
- * looking from block from on: its index, or -ENOSPC. shmt_block_handoff()
+ * looking from block from on: its index, or -ENOSPC;
+ * shmt_block_claim_copy() takes one for the collector's copy of block
+ * of's records, left CLAIMING by tid, with of's owner words, a claim
+ * number of its own and no open spans. shmt_block_handoff()
  * takes one the same way, moves block old's stack of open spans to it
  * and hands old over (FULL) for the collector to flush: the new index,
  * or -ENOSPC with old untouched. shmt_block_leave(): the owner gives its
@@ -108,6 +134,8 @@ uint64_t shmt_adopt_listed_locked(struct shmt_view *v, const struct shmt_full *l
  * blocks whose claimer died before it owned them (no lock).
  */
 int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t from);
+int shmt_block_claim_copy(struct shmt_view *v, uint32_t tid, uint32_t from,
+			  const struct shmt_block *of);
 int shmt_block_handoff(struct shmt_view *v, const struct shmt_owner *me, uint32_t old);
 void shmt_block_leave(struct shmt_view *v, uint32_t idx);
 bool shmt_handoff_on(const struct shmt_view *v);
@@ -120,6 +148,13 @@ struct shmt_full {
 	 * (seq UINT64_MAX: copied, or not reached) */
 	uint32_t n;
 	uint64_t seq, taken;
+	/* the collector's idle flush (2.2): block i's records [taken,
+	 * taken + n) copied into block `copy`, claimed for them without the
+	 * lock (shmt_adopt_listed_copy()); published, the entry describes
+	 * the copy as above, and copied is false again */
+	bool copied;
+	uint32_t copy;
+	uint64_t copy_taken;	/* the copy's taken: its records start there */
 };
 uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of, struct shmt_full *order);
 #define SHMT_FLUSH_KEEP	1u	/* keep what a discard ring has no room for yet */

@@ -450,7 +450,7 @@ done
 s=$(qfield "$S2" summary)
 hl=$(printf '%s\n' "$s" | sed -n 's/.*longest lock hold \([0-9.]*\) us (\([0-9]*\) of \([0-9]*\) over.*/\1 \2 \3/p')
 [ -n "$hl" ] && row "2 collector: lock holds over 100 us" "$(echo $hl | cut -d' ' -f2)" "" "" \
-	"of $(echo $hl | cut -d' ' -f3) holds, the longest $(echo $hl | cut -d' ' -f1) us (sustained run): a hold sequences full blocks or copies a partly filled one; longer when preempted"
+	"of $(echo $hl | cut -d' ' -f3) holds, the longest $(echo $hl | cut -d' ' -f1) us (sustained run): a hold sequences full blocks or publishes copies of partly filled ones, a few stores each; longer when preempted"
 
 for p in p50 p99 p999 p9999 max; do
 	v=$(field "$S3" $p); l=$(field "$L3" $p)
