@@ -188,7 +188,7 @@ static bool hold_once(struct hold *h, bool first)
 		 * (2.2): the hold publishes each copy in a few stores */
 		if (h->in_place && all)
 			shmt_adopt_listed_copy(v, h->staged, h->nstaged, h->idle_next, HOLD_MOST,
-					       HOLD_COPIES, h->reaped ? h->dead : NULL, h->tid);
+					       HOLD_COPIES, h->tid);
 		SHMT_HOOK("collector-copied");
 		h->warmed += shmt_adopt_listed_warm(v, h->staged, h->nstaged, h->idle_next, HOLD_MOST);
 	}

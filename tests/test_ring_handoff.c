@@ -955,6 +955,55 @@ static void test_idle_block_copied_without_the_lock(void **state)
 	}
 }
 
+/*
+ * A dead thread's block is copied without the lock too: under it the
+ * copy is published, the block freed, and the span the thread died in
+ * written after its records (a record of its own, into a slot). A
+ * post-mortem read finds the 37 spans, then the open one, each once.
+ */
+static void test_dead_threads_block_copied_without_the_lock(void **state)
+{
+	const char *ring = test_ring_name("idlecopydead");
+	const char *out = "/tmp/shmt-idlecopydead.cap";
+	struct shmtrace_open_span sp;
+	struct ring_dump dump;
+	struct drain *d;
+	uint32_t st[5];
+	int status;
+	pid_t p;
+
+	(void)state;
+	make_ring(ring, 0);
+	d = drain_here(ring, out);
+	p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		shmtrace_t *t = stage_here(ring, 37);
+
+		_exit(shmtrace_begin(t, &sp, 2, 1, 0) == 0 ? 0 : 3);	/* no close */
+	}
+	assert_int_equal(waitpid(p, &status, 0), p);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* the copy published, and the open span written into a slot */
+	pass_counting(d, count_hook, ring, 1, 1, 1);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_OWNED] + st[SHMT_BLOCK_CLAIMING], 0);
+	assert_int_equal(st[SHMT_BLOCK_SEQUENCED], 1);
+	ring_dump(ring, &dump);
+	assert_int_equal(dump.torn, 0);
+	assert_int_equal(dump.n, 38);
+	for (uint32_t k = 0; k < 38; k++) {
+		assert_int_equal(dump.recs[k].pid, (uint32_t)p);
+		assert_int_equal(SHMT_COMMIT_KIND(dump.recs[k].commit),
+				 k < 37 ? SHMTRACE_KIND_SPAN : SHMTRACE_KIND_OPEN);
+	}
+	free(dump.recs);
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
 /* The handle whose thread flushes its block itself once the collector
  * copied it (flush_hook). */
 static shmtrace_t *g_flusher;
@@ -1649,6 +1698,7 @@ int main(void)
 		cmocka_unit_test(test_collector_killed_sequencing_before_head),
 		cmocka_unit_test(test_collector_killed_sequencing_after_head),
 		cmocka_unit_test(test_idle_block_copied_without_the_lock),
+		cmocka_unit_test(test_dead_threads_block_copied_without_the_lock),
 		cmocka_unit_test(test_idle_copy_freed_when_the_thread_flushed_first),
 		cmocka_unit_test(test_idle_block_copied_under_the_lock_when_few_blocks_are_free),
 		cmocka_unit_test(test_collector_killed_publishing_a_copy),

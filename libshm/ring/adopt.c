@@ -138,27 +138,31 @@ static uint64_t flush_staged_locked(struct shmt_view *v, struct shmt_full *e, bo
 	uint64_t owned_no = e->no;
 	struct shmt_block *b = shmt_block_at(v, i);
 	uint32_t state = load_relaxed(&b->state);
-	bool pending = load_acquire(&b->written) != load_relaxed(&b->taken);
 	bool gone = state == SHMT_BLOCK_OWNED && owner_gone(b, i, dead);
+	bool pending;
 	uint64_t done = 0;
 
 	if (e->copied) {
-		/* made without the lock: published in a few stores, unless
-		 * the block moved on since (then flushed here, as before) */
-		done = all ? shmt_sequence_copy_locked(v, e) : 0;
-		if (done)
+		/* made without the lock: published in a few stores (e then
+		 * describes the copy), unless the block moved on since (then
+		 * flushed here, as before). What a live thread wrote since
+		 * waits for the next look; a dead one's block is freed. */
+		done = all || gone ? shmt_sequence_copy_locked(v, e) : 0;
+		if (!done)
+			copy_drop(v, e);
+		else if (!gone)
 			return done;
-		copy_drop(v, e);
 	}
+	pending = load_acquire(&b->written) != load_relaxed(&b->taken);
 	if (!staging(state))
-		return 0;
+		return done;
 	if (state == SHMT_BLOCK_OWNED && (owned_no == UINT64_MAX ||
 	    (v->minor >= SHMT_MINOR_HANDOFF && load_relaxed(&b->claim_no) != owned_no)))
-		return 0;
+		return done;
 	/* an owned block's records wait in it while a discard ring has
 	 * no room for them all: nothing is dropped that could wait */
 	if (state == SHMT_BLOCK_OWNED && pending && !shmt_ring_has_room(v, b))
-		return 0;
+		return done;
 	if (pending && (all || gone || state != SHMT_BLOCK_OWNED))
 		done += shmt_flush_block_locked(v, i);
 	if (gone) {
@@ -256,8 +260,7 @@ static uint32_t copies_allowed(const struct shmt_view *v, uint32_t most)
 }
 
 uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uint32_t n,
-				uint32_t from, uint64_t most, uint32_t blocks,
-				const struct shmt_owner *dead, uint32_t tid)
+				uint32_t from, uint64_t most, uint32_t blocks, uint32_t tid)
 {
 	uint64_t total = 0;
 	uint32_t made = 0, hint = 0;
@@ -271,9 +274,10 @@ uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uin
 		uint64_t w, t;
 		int ci;
 
-		/* a live thread's block in the life listed; a dead one's, a
-		 * free one's, are flushed under the lock as before */
-		if (e->copied || e->no == UINT64_MAX || !b || owner_gone(b, e->i, dead))
+		/* an owned block in the life listed, its thread alive or
+		 * dead (then freed under the lock once its copy is
+		 * published); a free one's are flushed under the lock */
+		if (e->copied || e->no == UINT64_MAX || !b)
 			continue;
 		/* pairs with the owner's release store of written: the records */
 		w = load_acquire(&b->written);

@@ -81,22 +81,23 @@ uint64_t shmt_adopt_listed_locked(struct shmt_view *v, struct shmt_full *list, u
 /*
  * adopt.c, the collector's idle flush without a copy under the lock (2.2,
  * a discard ring it drains): shmt_adopt_listed_copy(), before the lock,
- * copies each live thread's staged records of list[from ..) (up to most
+ * copies the staged records of each owned block of list[from ..), its
+ * thread alive or dead (up to most
  * records, at most `blocks` blocks) into a free block it claims for them
  * (claimed by tid, the caller's thread: the reaper frees it should the
  * caller die), and marks the entry copied; shmt_adopt_listed_locked()
  * then publishes each copy in a few stores (shmt_sequence_copy_locked())
  * instead of copying the block, and the entry describes the copy as an
  * extent (seq not UINT64_MAX), which the caller keeps until it has
- * written it out and then frees, as a block sequenced in place. A copy
+ * written it out and then frees, as a block sequenced in place; a dead
+ * thread's block is then freed, its open spans written after. A copy
  * no longer the block's next records is freed and the block flushed as
  * before. shmt_adopt_listed_uncopy() frees the copies of list[from, n)
  * not published (a hold that did not reach them). Returns copies made,
  * and freed.
  */
 uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uint32_t n,
-				uint32_t from, uint64_t most, uint32_t blocks,
-				const struct shmt_owner *dead, uint32_t tid);
+				uint32_t from, uint64_t most, uint32_t blocks, uint32_t tid);
 uint32_t shmt_adopt_listed_uncopy(struct shmt_view *v, struct shmt_full *list, uint32_t n,
 				  uint32_t from);
 
