@@ -966,6 +966,7 @@ static void test_dead_threads_block_copied_without_the_lock(void **state)
 	const char *ring = test_ring_name("idlecopydead");
 	const char *out = "/tmp/shmt-idlecopydead.cap";
 	struct shmtrace_open_span sp;
+	struct tally tl = { 0 };
 	struct ring_dump dump;
 	struct drain *d;
 	uint32_t st[5];
@@ -1000,6 +1001,20 @@ static void test_dead_threads_block_copied_without_the_lock(void **state)
 	free(dump.recs);
 	assert_int_equal(drain_finish(d), 0);
 	drain_free(d);
+	/* the capture: the 37 once, and the open span (not one of them) */
+	tally_init(&tl, 1, 37);
+	tl.pids[0] = (uint32_t)p;
+	/* and room for the open span's sequence, the 38th */
+	free(tl.seq_seen);
+	tl.max_seq = 38;
+	tl.seq_seen = calloc(tl.max_seq, 1);
+	assert_non_null(tl.seq_seen);
+	read_capture(out, &tl);
+	assert_int_equal(tl.records, 37);
+	assert_int_equal(tl.bad, 1);
+	tl.bad = 0;
+	check_exactly_once(&tl);
+	tally_free(&tl);
 	unlink(out);
 	shmtrace_ring_unlink(ring);
 }
@@ -1008,11 +1023,29 @@ static void test_dead_threads_block_copied_without_the_lock(void **state)
  * copied it (flush_hook). */
 static shmtrace_t *g_flusher;
 
+/* Blocks of ring name claimed by thread tid. */
+static uint32_t claimed_by(const char *name, uint32_t tid)
+{
+	struct shmt_view v;
+	uint32_t n = 0;
+
+	ring_view_rw(name, &v);
+	for (uint32_t i = 0; i < v.nblocks; i++)
+		n += load_relaxed(&shmt_block_at(&v, i)->state) == (SHMT_BLOCK_CLAIMING | tid << 8);
+	shmt_view_close(&v);
+	return n;
+}
+
+static const char *g_flusher_ring;
+
 static void flush_hook(const char *where)
 {
 	count_hook(where);
-	if (!strcmp(where, "collector-copied") && g_flusher)
-		assert_int_equal(shmtrace_flush(g_flusher), 0);
+	if (strcmp(where, "collector-copied") || !g_flusher)
+		return;
+	/* the copy made, by this thread, the collector's */
+	assert_int_equal(claimed_by(g_flusher_ring, (uint32_t)gettid()), 1);
+	assert_int_equal(shmtrace_flush(g_flusher), 0);
 }
 
 /*
@@ -1034,6 +1067,7 @@ static void test_idle_copy_freed_when_the_thread_flushed_first(void **state)
 	make_ring(ring, 0);
 	d = drain_here(ring, out);
 	g_flusher = stage_here(ring, n);
+	g_flusher_ring = ring;
 	/* the thread's own flush, and no copy published nor copied again */
 	pass_counting(d, flush_hook, ring, 0, 1, n);
 	block_states(ring, st);
@@ -1045,60 +1079,68 @@ static void test_idle_copy_freed_when_the_thread_flushed_first(void **state)
 }
 
 /*
- * Copies leave an eighth of the blocks free for the threads: with 15 of
- * 16 blocks owned (a thread each, alive: this one, as far as the ring
- * can tell), the one free block is not taken for a copy, and the idle
- * thread's records are copied into the slots under the lock, as before.
+ * Copies leave an eighth of the blocks free for the threads: of 16
+ * blocks, 13 more owned besides this thread's (alive: this one, as far as
+ * the ring can tell) leave 2 free, and none is taken for a copy: the idle
+ * thread's records are copied into the slots under the lock, as before;
+ * 12 more leave 3, and one is.
  */
 static void test_idle_block_copied_under_the_lock_when_few_blocks_are_free(void **state)
 {
 	const char *ring = test_ring_name("idlecopyfew");
 	const char *out = "/tmp/shmt-idlecopyfew.cap";
 	const uint64_t n = 37;
-	struct shmt_view v;
-	struct drain *d;
-	shmtrace_t *t;
-	uint32_t st[5], owner = UINT32_MAX, forged = 0;
 
 	(void)state;
-	make_ring(ring, 16);
-	d = drain_here(ring, out);
-	t = stage_here(ring, n);
-	ring_view_rw(ring, &v);
-	for (uint32_t i = 0; i < v.nblocks && owner == UINT32_MAX; i++)
-		if (shmt_block_at(&v, i)->state == SHMT_BLOCK_OWNED)
-			owner = i;
-	assert_true(owner != UINT32_MAX);
-	for (uint32_t i = 0; i < v.nblocks && forged < 14; i++) {
-		struct shmt_block *b = shmt_block_at(&v, i), *o = shmt_block_at(&v, owner);
+	for (uint32_t more = 13; more >= 12; more--) {
+		uint32_t st[5], owner = UINT32_MAX, forged = 0;
+		bool copy = more == 12;
+		struct shmt_view v;
+		struct drain *d;
+		shmtrace_t *t;
 
-		if (i == owner)
-			continue;
-		b->pid = o->pid;
-		b->tid = o->tid;
-		b->start_time = o->start_time;
-		b->state = SHMT_BLOCK_OWNED;
-		forged++;
+		make_ring(ring, 16);
+		d = drain_here(ring, out);
+		t = stage_here(ring, n);
+		ring_view_rw(ring, &v);
+		for (uint32_t i = 0; i < v.nblocks && owner == UINT32_MAX; i++)
+			if (shmt_block_at(&v, i)->state == SHMT_BLOCK_OWNED)
+				owner = i;
+		assert_true(owner != UINT32_MAX);
+		for (uint32_t i = 0; i < v.nblocks && forged < more; i++) {
+			struct shmt_block *b = shmt_block_at(&v, i), *o = shmt_block_at(&v, owner);
+
+			if (i == owner)
+				continue;
+			b->pid = o->pid;
+			b->tid = o->tid;
+			b->start_time = o->start_time;
+			b->state = SHMT_BLOCK_OWNED;
+			forged++;
+		}
+		shmt_view_close(&v);
+		pass_counting(d, count_hook, ring, copy ? 1 : 0, copy ? 0 : 1, copy ? 0 : n);
+		block_states(ring, st);
+		assert_int_equal(st[SHMT_BLOCK_OWNED], more + 1);
+		assert_int_equal(st[SHMT_BLOCK_SEQUENCED], copy ? 1 : 0);
+		shmtrace_close(t);
+		finish_here(d, out, ring, n);
 	}
-	shmt_view_close(&v);
-	pass_counting(d, count_hook, ring, 0, 1, n);
-	block_states(ring, st);
-	assert_int_equal(st[SHMT_BLOCK_OWNED], 15);
-	assert_int_equal(st[SHMT_BLOCK_FREE], 1);
-	shmtrace_close(t);
-	finish_here(d, out, ring, n);
 }
 
 /*
- * A collector killed while it publishes its copy of a live thread's
- * records, holding the lock: after the copy's state, or its count, before
- * the head (the repair frees the copy: the records are still the
- * thread's), after the head, or after the thread's taken (the copy stands, and the thread's
- * block holds none of them). A post-mortem read finds every record once,
- * none torn; once the thread left, the next collector captures every
- * record once, and leaves no block claimed or full.
+ * A collector killed with its copy of a live thread's records made:
+ * before the lock (the copy is still its claim, which the next
+ * collector's reaper frees), or holding it, while it publishes the copy:
+ * after the copy's state, or its count, before the head (the repair
+ * frees the copy: the records are still the thread's), after the head,
+ * or after the thread's taken (the copy stands, and the thread's block
+ * holds none of them). A post-mortem read finds every record once, none
+ * torn, before the repair and after it; once the thread left, the next
+ * collector captures every record once, and leaves no block claimed or
+ * full.
  */
-static void killed_copying(const char *where, const char *row)
+static void killed_copying(const char *where, bool locked, bool published, const char *row)
 {
 	const char *ring = test_ring_name("idlecopykill");
 	const char *dead_out = "/tmp/shmt-idlecopykill-dead.cap", *out = "/tmp/shmt-idlecopykill.cap";
@@ -1113,18 +1155,27 @@ static void killed_copying(const char *where, const char *row)
 	make_ring(ring, 0);
 	t = stage_here(ring, n);
 	collector_killed_in_pass(ring, dead_out, where, 0);
-	ring_dump(ring, &dump);
-	assert_int_equal(dump.torn, 0);
-	assert_int_equal(dump.n, n);
-	free(dump.recs);
+	for (int repaired = 0; repaired < 2; repaired++) {
+		ring_dump(ring, &dump);
+		assert_int_equal(dump.torn, 0);
+		assert_int_equal(dump.n, n);
+		free(dump.recs);
+		if (repaired)
+			break;
+		/* the lock taken: the repair runs if the collector held it */
+		ring_view_rw(ring, &v);
+		assert_int_equal(shmt_lock(&v, 1000000000ull), 0);
+		shmt_unlock(&v);
+		assert_int_equal(load_relaxed(&v.h->lock_recoveries), locked ? 1 : 0);
+		shmt_view_close(&v);
+		block_states(ring, st);
+		assert_int_equal(st[SHMT_BLOCK_SEQUENCED], published ? 1 : 0);
+		assert_int_equal(st[SHMT_BLOCK_CLAIMING], locked ? 0 : 1);
+	}
 	/* the thread leaves: its block goes over as it is */
 	shmtrace_close(t);
 	col = start_collector(ring, out, NULL, 0);
 	assert_clean_exit(stop(col, SIGTERM));
-	/* the lock the dead collector held was repaired once */
-	ring_view_rw(ring, &v);
-	assert_int_equal(load_relaxed(&v.h->lock_recoveries), 1);
-	shmt_view_close(&v);
 	tally_init(&tl, 1, n);
 	tl.pids[0] = (uint32_t)getpid();
 	read_capture(out, &tl);
@@ -1143,10 +1194,11 @@ static void killed_copying(const char *where, const char *row)
 static void test_collector_killed_publishing_a_copy(void **s)
 {
 	(void)s;
-	killed_copying("copy-state", "collector killed publishing a copy, before the head");
-	killed_copying("copy-written", "collector killed publishing a copy, its records counted");
-	killed_copying("copy-head", "collector killed publishing a copy, after the head");
-	killed_copying("copy-taken", "collector killed publishing a copy, after the taken");
+	killed_copying("collector-copied", false, false, "collector killed with a copy made, before the lock");
+	killed_copying("copy-state", true, false, "collector killed publishing a copy, before the head");
+	killed_copying("copy-written", true, false, "collector killed publishing a copy, its records counted");
+	killed_copying("copy-head", true, true, "collector killed publishing a copy, after the head");
+	killed_copying("copy-taken", true, true, "collector killed publishing a copy, after the taken");
 }
 
 /*

@@ -109,11 +109,11 @@ static bool owner_gone(struct shmt_block *b, uint32_t i, const struct shmt_owner
 static void copy_drop(struct shmt_view *v, struct shmt_full *e)
 {
 	struct shmt_block *c = shmt_block_at(v, e->copy);
-	uint32_t st = c ? load_relaxed(&c->state) : 0;
+	uint32_t st = SHMT_BLOCK_CLAIMING | e->copier << 8;
 
-	/* claimed by us, and empty: its written never moved (a block a peer
-	 * took from the claim meanwhile is left as it is) */
-	if (e->copied && c && SHMT_BLOCK_KIND(st) == SHMT_BLOCK_CLAIMING)
+	/* still our claim, and empty: its written never moved (a block a
+	 * peer took from the claim meanwhile is left as it is) */
+	if (e->copied && c && load_relaxed(&c->written) == load_relaxed(&c->taken))
 		__atomic_compare_exchange_n(&c->state, &st, SHMT_BLOCK_FREE, false, __ATOMIC_RELEASE,
 					    __ATOMIC_RELAXED);
 	e->copied = false;
@@ -296,6 +296,7 @@ uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uin
 		copy_records(v, c, e->copy_taken, b, t, w - t);
 		e->copied = true;
 		e->copy = (uint32_t)ci;
+		e->copier = tid;
 		e->taken = t;
 		e->n = (uint32_t)(w - t);
 		total += w - t;

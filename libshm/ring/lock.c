@@ -134,17 +134,16 @@ void shmt_repair(struct shmt_view *v)
 		if (!shmt_journal_published(j, load_relaxed(&h->head.v))) {
 			/* undo: nothing of it was published; the block keeps its records */
 			store_release(&h->head.v, j->head_before);
-			if (step != SHMT_JOURNAL_FLUSH && b &&
-			    load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED &&
-			    load_relaxed(&b->seq0) == j->head_before) {
-				if (step == SHMT_JOURNAL_COPY) {
-					/* a copy nobody reads: emptied, then free */
-					store_release(&b->taken, load_relaxed(&b->written));
-					store_release(&b->state, SHMT_BLOCK_FREE);
-				} else {
-					/* a block sequenced in place is full again */
-					store_release(&b->state, SHMT_BLOCK_FULL);
-				}
+			bool undone = b && load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED &&
+				      load_relaxed(&b->seq0) == j->head_before;
+
+			if (undone && step == SHMT_JOURNAL_COPY) {
+				/* a copy nobody reads: emptied, then free */
+				store_release(&b->taken, load_relaxed(&b->written));
+				store_release(&b->state, SHMT_BLOCK_FREE);
+			} else if (undone && step == SHMT_JOURNAL_IN_PLACE) {
+				/* a block sequenced in place is full again */
+				store_release(&b->state, SHMT_BLOCK_FULL);
 			}
 		} else {
 			uint64_t taken = 0;

@@ -265,7 +265,7 @@ uint64_t shmt_sequence_copy_locked(struct shmt_view *v, struct shmt_full *e)
 	/* the copy as it was made: still claimed, still empty (a peer's
 	 * words: moved, the copy would be published out of place) */
 	ct = e->copy_taken;
-	if (SHMT_BLOCK_KIND(load_relaxed(&c->state)) != SHMT_BLOCK_CLAIMING ||
+	if (load_relaxed(&c->state) != (SHMT_BLOCK_CLAIMING | e->copier << 8) ||
 	    load_relaxed(&c->taken) != ct || load_relaxed(&c->written) != ct)
 		return 0;
 	j->stage = 1;

@@ -155,6 +155,7 @@ struct shmt_full {
 	 * the copy as above, and copied is false again */
 	bool copied;
 	uint32_t copy;
+	uint32_t copier;	/* the tid the copy is claimed by */
 	uint64_t copy_taken;	/* the copy's taken: its records start there */
 };
 uint32_t shmt_full_blocks(const struct shmt_view *v, const struct shmt_owner *of, struct shmt_full *order);
