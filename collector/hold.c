@@ -164,7 +164,7 @@ static bool hold_once(struct hold *h, bool first)
 	bool full = h->next < h->nfull && h->moved < FLUSH_MOST && !h->full_stuck;
 	/* live threads' staged records too, once no full block waits */
 	bool all = h->next >= h->nfull;
-	uint32_t idle_from;
+	uint32_t idle_from, idle_end = h->nstaged;
 
 	if (!full && h->idle_due && !h->listed) {
 		/* the blocks with staged records, each block's header read
@@ -187,8 +187,8 @@ static bool hold_once(struct hold *h, bool first)
 		/* live threads' records copied here, not under the lock
 		 * (2.2): the hold publishes each copy in a few stores */
 		if (h->in_place && all)
-			shmt_adopt_listed_copy(v, h->staged, h->nstaged, h->idle_next, HOLD_MOST,
-					       HOLD_COPIES, h->tid);
+			idle_end = shmt_adopt_listed_copy(v, h->staged, h->nstaged, h->idle_next,
+							  HOLD_MOST, HOLD_COPIES, h->tid);
 		SHMT_HOOK("collector-copied");
 		h->warmed += shmt_adopt_listed_warm(v, h->staged, h->nstaged, h->idle_next, HOLD_MOST);
 	}
@@ -225,7 +225,8 @@ static bool hold_once(struct hold *h, bool first)
 	} else if (h->idle_due) {
 		/* what waits in owned blocks, once the full ones are moved
 		 * (only dead threads' while some wait) */
-		done = shmt_adopt_listed_locked(v, h->staged, h->nstaged, all,
+		/* no further than the copies made: the next hold copies on */
+		done = shmt_adopt_listed_locked(v, h->staged, idle_end, all,
 						h->reaped ? h->dead : NULL, HOLD_MOST, &h->idle_next);
 		/* the copies published, kept as blocks sequenced in place */
 		for (uint32_t k = idle_from; k < h->idle_next; k++)

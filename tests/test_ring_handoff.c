@@ -1079,6 +1079,49 @@ static void test_idle_copy_freed_when_the_thread_flushed_first(void **state)
 }
 
 /*
+ * A hold makes at most 128 copies without the lock, and flushes no block
+ * past them: the blocks of 129 idle threads, a span each, are all copied
+ * off the lock, over two holds, and none is copied into a slot.
+ */
+static void test_idle_copies_beyond_a_hold_wait_for_the_next(void **state)
+{
+	const char *ring = test_ring_name("idlecopymany");
+	const char *out = "/tmp/shmt-idlecopymany.cap";
+	enum { THREADS = 129 };
+	pthread_t th[THREADS];
+	struct drain *d;
+	shmtrace_t *t;
+
+	(void)state;
+	make_ring(ring, 0);
+	d = drain_here(ring, out);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	assert_int_equal(pthread_barrier_init(&g_owners, NULL, THREADS + 1), 0);
+	for (int i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, own_a_block, t), 0);
+	pthread_barrier_wait(&g_owners);
+	g_copy_steps = g_slot_copies = 0;
+	shmt_test_hook = count_hook;
+	for (int pass = 0; pass < 10 && header_word(ring, offsetof(struct shmt_header, head)) < THREADS;
+	     pass++)
+		drain_pass(d, false);
+	shmt_test_hook = NULL;
+	assert_int_equal(header_word(ring, offsetof(struct shmt_header, head)), THREADS);
+	assert_int_equal(g_copy_steps, THREADS);
+	assert_int_equal(g_slot_copies, 0);
+	assert_int_equal(slots_written(ring), 0);
+	pthread_barrier_wait(&g_owners);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&g_owners);
+	shmtrace_close(t);
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
  * Copies leave an eighth of the blocks free for the threads: of 16
  * blocks, 13 more owned besides this thread's (alive: this one, as far as
  * the ring can tell) leave 2 free, and none is taken for a copy: the idle
@@ -1752,6 +1795,7 @@ int main(void)
 		cmocka_unit_test(test_idle_block_copied_without_the_lock),
 		cmocka_unit_test(test_dead_threads_block_copied_without_the_lock),
 		cmocka_unit_test(test_idle_copy_freed_when_the_thread_flushed_first),
+		cmocka_unit_test(test_idle_copies_beyond_a_hold_wait_for_the_next),
 		cmocka_unit_test(test_idle_block_copied_under_the_lock_when_few_blocks_are_free),
 		cmocka_unit_test(test_collector_killed_publishing_a_copy),
 		cmocka_unit_test(test_forged_full_block_neither_stops_the_list_nor_counts),

@@ -263,12 +263,14 @@ uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uin
 				uint32_t from, uint64_t most, uint32_t blocks, uint32_t tid)
 {
 	uint64_t total = 0;
-	uint32_t made = 0, hint = 0;
+	uint32_t made = 0, hint = 0, k;
 
 	if (v->minor < SHMT_MINOR_COPY || v->mode != SHMTRACE_MODE_DISCARD || from >= n)
-		return 0;
+		return n;
 	blocks = copies_allowed(v, blocks);
-	for (uint32_t k = from; k < n && total < most && made < blocks; k++) {
+	if (!blocks)
+		return n;	/* no block to spare: all copied under the lock */
+	for (k = from; k < n && total < most && made < blocks; k++) {
 		struct shmt_full *e = &list[k];
 		struct shmt_block *b = shmt_block_at(v, e->i), *c;
 		uint64_t w, t;
@@ -287,11 +289,11 @@ uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uin
 			continue;
 		ci = shmt_block_claim_copy(v, tid, hint, b);
 		if (ci < 0)
-			break;	/* none free: the rest are copied under the lock */
+			return n;	/* none free: the rest are copied under the lock */
 		hint = (uint32_t)ci + 1;
 		c = shmt_block_at(v, (uint32_t)ci);
 		if (!c)
-			break;
+			return n;
 		e->copy_taken = load_relaxed(&c->taken);
 		copy_records(v, c, e->copy_taken, b, t, w - t);
 		e->copied = true;
@@ -302,7 +304,7 @@ uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uin
 		total += w - t;
 		made++;
 	}
-	return made;
+	return k;
 }
 
 uint32_t shmt_adopt_listed_uncopy(struct shmt_view *v, struct shmt_full *list, uint32_t n,

@@ -92,9 +92,12 @@ uint64_t shmt_adopt_listed_locked(struct shmt_view *v, struct shmt_full *list, u
  * written it out and then frees, as a block sequenced in place; a dead
  * thread's block is then freed, its open spans written after. A copy
  * no longer the block's next records is freed and the block flushed as
- * before. shmt_adopt_listed_uncopy() frees the copies of list[from, n)
- * not published (a hold that did not reach them). Returns copies made,
- * and freed.
+ * before. shmt_adopt_listed_copy() returns the end of what it looked at,
+ * for the hold to flush no further (the rest is copied by the next one):
+ * n when it looked at all, or when no block is free for a copy (then the
+ * rest is copied under the lock, as before). shmt_adopt_listed_uncopy()
+ * frees the copies of list[from, n) not published (a hold that did not
+ * reach them), and returns how many.
  */
 uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uint32_t n,
 				uint32_t from, uint64_t most, uint32_t blocks, uint32_t tid);
