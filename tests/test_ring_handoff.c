@@ -1179,7 +1179,8 @@ static void test_idle_block_copied_under_the_lock_when_few_blocks_are_free(void 
  * frees the copy: the records are still the thread's), after the head,
  * or after the thread's taken (the copy stands, and the thread's block
  * holds none of them). A post-mortem read finds every record once, none
- * torn, before the repair and after it; once the thread left, the next
+ * torn, and counts each once as waiting, before the repair and after it;
+ * once the thread left, the next
  * collector captures every record once, and leaves no block claimed or
  * full.
  */
@@ -1203,6 +1204,10 @@ static void killed_copying(const char *where, bool locked, bool published, const
 		assert_int_equal(dump.torn, 0);
 		assert_int_equal(dump.n, n);
 		free(dump.recs);
+		/* what `shmtrace ls` says waits: each record once too */
+		ring_view_rw(ring, &v);
+		assert_int_equal(shmt_ring_undrained(&v), n);
+		shmt_view_close(&v);
 		if (repaired)
 			break;
 		/* the lock taken: the repair runs if the collector held it */

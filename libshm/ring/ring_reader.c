@@ -312,6 +312,18 @@ int shmt_ring_thread(const struct shmt_view *v, uint32_t i, struct shmt_thread *
 	return 0;
 }
 
+/* Whether block i is the copy a collector is publishing (2.2, a step
+ * under way or cut short by a death): its records are still its source's
+ * until the repair or the head says otherwise, never pending in it. */
+static bool copy_in_step(const struct shmt_view *v, uint32_t i)
+{
+	const struct shmt_journal *j = &v->h->journal;
+
+	/* pairs with the release store that clears it */
+	return load_acquire(&j->active) && load_relaxed(&j->block) == i &&
+	       shmt_journal_step(v) == SHMT_JOURNAL_COPY;
+}
+
 int shmt_ring_block_copy(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
 			 struct shmt_block_info *info)
 {
@@ -344,9 +356,7 @@ int shmt_ring_block_copy(const struct shmt_view *v, uint32_t i, struct shmt_reco
 	 * being published (2.2) holds its source's, read there until the
 	 * head covers them */
 	if (info->state == SHMT_BLOCK_SEQUENCED &&
-	    ((load_acquire(&j->active) && load_relaxed(&j->block) == i &&
-	      shmt_journal_step(v) == SHMT_JOURNAL_COPY) ||
-	     shmt_block_sequenced(v, w, k, load_relaxed(&b->seq0))))
+	    (copy_in_step(v, i) || shmt_block_sequenced(v, w, k, load_relaxed(&b->seq0))))
 		k = w;
 	if (k > w)
 		k = w;
@@ -484,11 +494,17 @@ uint64_t shmt_ring_undrained(const struct shmt_view *v)
 		n = v->capacity;
 	for (uint32_t i = 0; i < v->nblocks; i++) {
 		struct shmt_block *b = shmt_block_at(v, i);
-		uint64_t w = load_acquire(&b->written), t = load_relaxed(&b->taken);
+		uint64_t w = load_acquire(&b->written), t = load_relaxed(&b->taken), moved = 0;
 
-		/* a sequenced block's are counted in head already */
+		/* a flush (or a copy) of the block that published and died, or
+		 * is about to move taken: its records are in head already */
+		if (load_acquire(&v->h->journal.active) && shmt_journal_moves(v, &moved) == i &&
+		    shmt_journal_published(&v->h->journal, head) && moved > t)
+			t = moved;
+		/* a sequenced block's are counted in head already, and a copy
+		 * being published (2.2) holds its source's */
 		if (load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED &&
-		    shmt_block_sequenced(v, w, t, load_relaxed(&b->seq0)))
+		    (copy_in_step(v, i) || shmt_block_sequenced(v, w, t, load_relaxed(&b->seq0))))
 			continue;
 		n += w > t && w - t <= v->block_records ? w - t : 0;
 	}
