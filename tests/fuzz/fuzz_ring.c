@@ -291,6 +291,10 @@ static void read_all(const struct shmt_view *v)
 		if (shmt_block_open_spans(v, i, blk) > SHMT_OPEN_MAX)
 			abort();
 	}
+	/* what waits: the ring and a block's worth a block at most, whatever
+	 * the journal, the states and the counts say */
+	if (shmt_ring_undrained(v) > v->capacity + (uint64_t)v->nblocks * v->block_records)
+		abort();
 	(void)sink;
 }
 
