@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,9 +189,12 @@ static inline void ring_dump(const char *name, struct ring_dump *d)
 	shmt_view_close(&v);
 }
 
-/* A process takes the ring's lock, unmaps the ring and exits: the kernel
- * never reports that owner dead, and the lock stays held. */
-static inline void ring_lock_by_unseen_dead_owner(const char *name)
+/*
+ * A process takes the ring's lock; then, stopped, stops inside it
+ * (SIGSTOP: SIGCONT lets it unlock and exit 0), or else unmaps the ring
+ * and exits holding it. Returns its pid once it has stopped or exited.
+ */
+static inline pid_t ring_lock_owner(const char *name, bool stopped)
 {
 	int status;
 	pid_t pid = fork();
@@ -201,13 +205,31 @@ static inline void ring_lock_by_unseen_dead_owner(const char *name)
 		char err[256];
 
 		if (shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)) < 0 ||
-		    shmt_lock(&v, 0) < 0)
+		    shmt_lock(&v, 1000000000ull) < 0)
 			_exit(3);
-		munmap(v.base, v.size);
+		if (stopped) {
+			raise(SIGSTOP);
+			shmt_unlock(&v);
+		} else {
+			munmap(v.base, v.size);
+		}
 		_exit(0);
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(waitpid(pid, &status, stopped ? WUNTRACED : 0), pid);
+	assert_true(stopped ? WIFSTOPPED(status) : WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return pid;
+}
+
+/* The kernel never reports that owner dead, and the lock stays held. */
+static inline void ring_lock_by_unseen_dead_owner(const char *name)
+{
+	(void)ring_lock_owner(name, false);
+}
+
+/* Its pid, once it has stopped holding the lock. */
+static inline pid_t ring_lock_by_stopped_owner(const char *name)
+{
+	return ring_lock_owner(name, true);
 }
 
 /* The pid of a child that has exited and been reaped: no process has it

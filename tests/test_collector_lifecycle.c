@@ -5,7 +5,8 @@
  * ring the last one left, one that removes only its own ring on exit, and
  * one with another configuration that replaces the ring and drains the old
  * one aside; every record captured once or counted; a failed start that
- * keeps the ring it replaced, and a lost capture of the old ring said.
+ * keeps the ring it replaced, and a lost capture of the old ring said;
+ * records left at the stop in a ring the collector did not make, said.
  */
 #include <sys/inotify.h>
 #include <sys/mman.h>
@@ -425,6 +426,48 @@ static void test_replaced_ring_capture_lost_fails_the_run(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * A collector that did not make its ring, and cannot take the ring lock
+ * at its stop (the lock's owner stopped inside it), leaves what its
+ * threads staged in the ring, and says how many records and how to read
+ * them: the next collector, or an export of the capture with the ring.
+ */
+static void test_records_left_in_a_ring_it_did_not_make_are_said(void **state)
+{
+	const char *ring = test_ring_name("leftsaid");
+	struct shmtrace_ring_config c = { .capacity = 4096 };
+	char out[256], errp[256], want[512], *said;
+	const char *const none[] = { NULL };
+	shmtrace_t *t;
+	int status;
+	pid_t holder, col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	snprintf(errp, sizeof(errp), "/tmp/%s.err", ring);
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint64_t i = 0; i < 37; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, i, i + 1, 0), 0);
+	holder = ring_lock_by_stopped_owner(ring);
+	col = start_collector_args(ring, out, 0, errp, none);
+	status = stop(col, SIGTERM);
+	/* let go first: a failed test leaves no process stopped */
+	kill(holder, SIGCONT);
+	assert_int_equal(waitpid(holder, NULL, 0), holder);
+	assert_clean_exit(status);
+	said = slurp(errp);
+	snprintf(want, sizeof(want), "37 records reached ring '%s' after the last pass; they stay in "
+		 "it for the next collector (or shmtrace export %s --ring %s)", ring, out, ring);
+	assert_non_null(strstr(said, want));
+	free(said);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+	unlink(out);
+	unlink(errp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_replaced_ring_drained_aside),
 		cmocka_unit_test(test_failed_start_keeps_the_ring_it_replaced),
 		cmocka_unit_test(test_replaced_ring_capture_lost_fails_the_run),
+		cmocka_unit_test(test_records_left_in_a_ring_it_did_not_make_are_said),
 	};
 
 	if (collector_bin_init() < 0)

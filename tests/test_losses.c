@@ -52,7 +52,7 @@ static uint64_t json_u64(const char *s, const char *key)
 
 /* The pipes between the test, the lock owner and the producers. */
 struct loss_pipes {
-	int held[2], ready[2], start[2], done[2], go[2];
+	int ready[2], start[2], done[2], go[2];
 };
 
 /* Creates ring name with the strings "losses" (1) and "span" (2). */
@@ -70,7 +70,6 @@ static void create_ring(const char *name)
 
 static void open_pipes(struct loss_pipes *pp)
 {
-	assert_int_equal(pipe(pp->held), 0);
 	assert_int_equal(pipe(pp->ready), 0);
 	assert_int_equal(pipe(pp->start), 0);
 	assert_int_equal(pipe(pp->done), 0);
@@ -80,7 +79,6 @@ static void open_pipes(struct loss_pipes *pp)
 static void close_pipes(struct loss_pipes *pp)
 {
 	for (int i = 0; i < 2; i++) {
-		close(pp->held[i]);
 		close(pp->ready[i]);
 		close(pp->start[i]);
 		close(pp->done[i]);
@@ -104,33 +102,6 @@ static void start_producers(const char *name, const struct loss_pipes *pp, pid_t
 	unsetenv("SHMTRACE_LOCK_TIMEOUT_MS");
 	for (int i = 0; i < PRODUCERS; i++)
 		assert_int_equal(read(pp->ready[0], &c, 1), 1);
-}
-
-/* Forks the owner, which takes the lock and stops inside it; returns once
- * it has stopped. */
-static pid_t stop_owner_in_lock(const char *name, const struct loss_pipes *pp)
-{
-	int status;
-	pid_t owner;
-	char c;
-
-	owner = fork();
-	assert_true(owner >= 0);
-	if (owner == 0) {
-		struct shmt_view v;
-		char e[256];
-
-		if (shmt_view_open(name, SHMT_OPEN_WRITE, &v, e, sizeof(e)) < 0 ||
-		    shmt_lock(&v, 1000000000ull) < 0 || write(pp->held[1], "h", 1) != 1)
-			_exit(1);
-		raise(SIGSTOP);
-		shmt_unlock(&v);
-		_exit(0);
-	}
-	assert_int_equal(read(pp->held[0], &c, 1), 1);
-	assert_int_equal(waitpid(owner, &status, WUNTRACED), owner);
-	assert_true(WIFSTOPPED(status));
-	return owner;
 }
 
 /* The producers write while the owner is stopped; then the owner goes on
@@ -233,7 +204,7 @@ static void test_stopped_lock_owner(void **state)
 	create_ring(name);
 	open_pipes(&pp);
 	start_producers(name, &pp, prod);
-	owner = stop_owner_in_lock(name, &pp);
+	owner = ring_lock_by_stopped_owner(name);
 	write_past_stopped_owner(&pp, owner, prod);
 	close_pipes(&pp);
 
