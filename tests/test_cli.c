@@ -408,14 +408,16 @@ static void test_collector_stream_usage_error_leaves_the_ring(void **state)
 /*
  * An output that is one of the inputs, under its name however spelled, is
  * refused before anything is read: written, it would have replaced the
- * capture. A hard link's other name is not: the output replaces that name
- * only, and the input keeps its file. A format the option does not apply
+ * capture, and so is it while the file has a second name (a hard link).
+ * That other name is not: the output replaces that name only, and the
+ * input keeps its file. A format the option does not apply
  * to is refused too, never ignored.
  */
 static void test_export_refuses_what_it_would_do_wrong(void **state)
 {
-	char cap[512], alias[512], pf[512], js[512], missing[512], *same, *before;
+	char cap[512], alias[512], own[512], pf[512], js[512], missing[512], *same, *before;
 	char *exp[] = { bin, "export", cap, "-o", alias, NULL };
+	char *self[] = { bin, "export", cap, "-o", own, NULL };
 	char *svg[] = { bin, "svg", cap, "-o", cap, NULL };
 	char *split[] = { bin, "export", cap, "-o", pf, "--format", "perfetto", "--split", "1s",
 			  NULL };
@@ -439,6 +441,7 @@ static void test_export_refuses_what_it_would_do_wrong(void **state)
 	before = slurp(cap);
 	/* the same name by another path */
 	snprintf(alias, sizeof(alias), "%s/./in.cap", tmpdir);
+	snprintf(own, sizeof(own), "%s", alias);
 	run_says(2, exp, "is the input", NULL);
 	run_says(2, svg, "would be replaced", NULL);
 	free(before);
@@ -456,6 +459,9 @@ static void test_export_refuses_what_it_would_do_wrong(void **state)
 		snprintf(alias, sizeof(alias), "%s", tmp("in-link.cap"));
 		unlink(alias);
 		assert_int_equal(link(cap, alias), 0);
+		/* the file has two names now: its own, however spelled, is
+		 * still refused */
+		run_says(2, self, "is the input", NULL);
 		run_says(0, exp, NULL, "is the input");
 		same = slurp(alias);
 		assert_non_null(strstr(same, "traceEvents"));
