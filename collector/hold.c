@@ -198,7 +198,7 @@ static bool hold_once(struct hold *h, bool first)
 				"(owner stuck or gone); staged records of live threads wait\n",
 				LOCK_WAIT_NS / 1000000);
 		h->lock_warned = true;
-		shmt_adopt_listed_uncopy(v, h->staged, h->nstaged, h->idle_next);
+		shmt_adopt_listed_uncopy(v, h->staged, h->nstaged, idle_from);
 		pass_end(h);
 		return false;
 	}

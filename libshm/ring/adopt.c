@@ -307,16 +307,10 @@ uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uin
 	return k;
 }
 
-uint32_t shmt_adopt_listed_uncopy(struct shmt_view *v, struct shmt_full *list, uint32_t n,
-				  uint32_t from)
+void shmt_adopt_listed_uncopy(struct shmt_view *v, struct shmt_full *list, uint32_t n, uint32_t from)
 {
-	uint32_t freed = 0;
-
-	for (uint32_t k = from; k < n; k++) {
-		freed += list[k].copied;
+	for (uint32_t k = from; k < n; k++)
 		copy_drop(v, &list[k]);
-	}
-	return freed;
 }
 
 /*

@@ -30,15 +30,11 @@ static int claim_at(struct shmt_view *v, uint32_t i, uint32_t tid)
 	return 0;
 }
 
-/* Sets up block i, CLAIMING by us, for owner me with the open-span stack
- * of block from (NULL: an empty one); then, if from is given, hands from
- * over (FULL); then makes i OWNED. A reader sees the stack on exactly one
- * OWNED block, or, in the instant between, on none. */
-static void own(struct shmt_view *v, uint32_t i, const struct shmt_owner *me,
-		struct shmt_block *from)
+/* Sets up block b, CLAIMING by us, for owner me: its owner words, a claim
+ * number, and the open-span stack of block from (NULL: an empty one). */
+static void set_up(struct shmt_view *v, struct shmt_block *b, const struct shmt_owner *me,
+		   struct shmt_block *from)
 {
-	struct shmt_block *b = shmt_block_at(v, i);
-
 	store_relaxed(&b->pid, me->pid);
 	store_relaxed(&b->tid, me->tid);
 	store_relaxed(&b->start_time, me->start_time);
@@ -61,6 +57,18 @@ static void own(struct shmt_view *v, uint32_t i, const struct shmt_owner *me,
 	} else {
 		store_relaxed(&b->open_depth, 0);
 	}
+}
+
+/* Sets up block i, CLAIMING by us, for owner me with the open-span stack
+ * of block from (NULL: an empty one); then, if from is given, hands from
+ * over (FULL); then makes i OWNED. A reader sees the stack on exactly one
+ * OWNED block, or, in the instant between, on none. */
+static void own(struct shmt_view *v, uint32_t i, const struct shmt_owner *me,
+		struct shmt_block *from)
+{
+	struct shmt_block *b = shmt_block_at(v, i);
+
+	set_up(v, b, me, from);
 	if (from) {
 		/* counted first: full_blocks is never below the blocks in
 		 * state FULL, so a reader that sees it 0 may skip the look */
@@ -104,24 +112,18 @@ int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t 
 int shmt_block_claim_copy(struct shmt_view *v, uint32_t tid, uint32_t from,
 			  const struct shmt_block *of)
 {
+	/* what readers see of the copy once it is sequenced: its records'
+	 * thread, and nothing open (the thread's stack stays on its block) */
+	const struct shmt_owner o = { .pid = load_relaxed(&of->pid), .tid = load_relaxed(&of->tid),
+				      .start_time = load_relaxed(&of->start_time) };
+
 	for (uint32_t k = 0; k < v->nblocks; k++) {
 		uint32_t i = (from + k) % v->nblocks;
-		struct shmt_block *b;
 
-		if (claim_at(v, i, tid) < 0)
-			continue;
-		b = shmt_block_at(v, i);
-		/* what readers see of the copy once it is sequenced: its
-		 * records' thread, and nothing open (the thread's stack stays
-		 * on its own block) */
-		store_relaxed(&b->pid, load_relaxed(&of->pid));
-		store_relaxed(&b->tid, load_relaxed(&of->tid));
-		store_relaxed(&b->start_time, load_relaxed(&of->start_time));
-		store_relaxed(&b->claim_no, fetch_add(&v->h->claim_seq.v, 1));
-		store_relaxed(&b->open_closing, 0);
-		store_relaxed(&b->open_depth, 0);
-		store_relaxed(&b->ask, 0);
-		return (int)i;
+		if (claim_at(v, i, tid) == 0) {
+			set_up(v, shmt_block_at(v, i), &o, NULL);
+			return (int)i;
+		}
 	}
 	return -ENOSPC;
 }

@@ -97,12 +97,11 @@ uint64_t shmt_adopt_listed_locked(struct shmt_view *v, struct shmt_full *list, u
  * n when it looked at all, or when no block is free for a copy (then the
  * rest is copied under the lock, as before). shmt_adopt_listed_uncopy()
  * frees the copies of list[from, n) not published (a hold that did not
- * reach them), and returns how many.
+ * reach them).
  */
 uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uint32_t n,
 				uint32_t from, uint64_t most, uint32_t blocks, uint32_t tid);
-uint32_t shmt_adopt_listed_uncopy(struct shmt_view *v, struct shmt_full *list, uint32_t n,
-				  uint32_t from);
+void shmt_adopt_listed_uncopy(struct shmt_view *v, struct shmt_full *list, uint32_t n, uint32_t from);
 
 /*
  * handoff.c: blocks changing hands without the lock (ring_format.h,
