@@ -163,16 +163,20 @@ static inline bool stack_in(const struct shmtrace_open_span *sp, const struct sh
  * Stores one event and its group g (NULL: none) in the slot's block: they
  * are published by one release store of written, so whoever flushes the
  * block, and a reader of a dead thread's block, sees all of them or none.
- * sp, when not NULL, is the open span this record ends: its stack entry
- * is marked as closing before the store (see struct shmt_block). The
- * caller made room for 1 + g->nrec records.
+ * sp, when not NULL, is the open span this record ends. When its stack
+ * entry is in this block (stack_in()), the entry is marked as closing
+ * before that store (see struct shmt_block) and popped after it, and
+ * sp->block_ cleared, so shmtrace_end() looks for it no further: a pop
+ * here costs no second look at the thread's slots. The caller made room
+ * for 1 + g->nrec records.
  */
 static inline void stage(struct shmt_tls_slot *s, const struct shmt_att *a, uint32_t kind,
 			 uint32_t cat, uint32_t name, uint64_t ts, uint64_t dur, uint64_t flow,
-			 const struct group *g, const struct shmtrace_open_span *sp)
+			 const struct group *g, struct shmtrace_open_span *sp)
 {
 	uint64_t w = s->written, n = 1 + (g ? g->nrec : 0);
 	struct shmt_record *r = &s->recs[w & s->mask];
+	bool here;
 
 	r->ts = ts;
 	r->dur = dur;
@@ -184,13 +188,20 @@ static inline void stage(struct shmt_tls_slot *s, const struct shmt_att *a, uint
 	r->commit = kind;
 	if (g)
 		fill_group(a, s->recs, s->mask, w, g);
-	if (sp && sp->block_ && sp->gen_ == shmt_fork_gen && sp->depth_ < SHMT_OPEN_MAX &&
-	    stack_in(sp, a, s))
+	here = sp && sp->block_ && sp->gen_ == shmt_fork_gen && stack_in(sp, a, s);
+	if (here && sp->depth_ < SHMT_OPEN_MAX)
 		store_relaxed(&s->b->open_closing, (w + n) << 8 | (sp->depth_ + 1));
 	/* pairs with the acquire load of written by whoever flushes the block;
 	 * orders open_closing before it too */
 	store_release(&s->b->written, w + n);
 	s->written = w + n;
+	if (here) {
+		/* after the record: a thread killed in between is seen
+		 * closing, and its span is not shown twice. Pairs with the
+		 * acquire load of open_depth by readers */
+		store_release(&s->b->open_depth, sp->depth_);
+		sp->block_ = NULL;
+	}
 }
 
 /*
@@ -202,7 +213,7 @@ static inline void stage(struct shmt_tls_slot *s, const struct shmt_att *a, uint
 static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uint32_t cat,
 					       uint32_t name, uint64_t ts, uint64_t dur,
 					       uint64_t flow, const struct group *g,
-					       const struct shmtrace_open_span *sp)
+					       struct shmtrace_open_span *sp)
 {
 	struct shmt_tls_slot *s = &shmt_tls[0];
 	struct shmt_att *a;
@@ -275,7 +286,7 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
  */
 static inline __attribute__((always_inline)) int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name,
 		       uint64_t ts, uint64_t dur, uint64_t flow, const struct group *g,
-		       const struct shmtrace_open_span *sp)
+		       struct shmtrace_open_span *sp)
 {
 	struct shmt_tls_slot *s = &shmt_tls[0];
 	const struct shmt_att *a;
@@ -378,15 +389,20 @@ SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32
 	d = load_relaxed(&b->open_depth);
 	if (likely(d < SHMT_OPEN_MAX)) {
 		struct shmt_open *e = shmt_block_open(b, d);
+		/* read before the stores, which the compiler cannot tell
+		 * apart from them */
+		uint16_t ename = (uint16_t)remap_id(a, name), ecat = (uint16_t)remap_id(a, cat);
+		uint32_t minor = a->v.minor;
+		uint32_t eflow = flow_id ? shmt_open_flow_pack(flow_id, minor >= 1 ?
+					   load_relaxed(&a->v.h->ring_id) : 0) : 0;
 
 		store_relaxed(&b->open_closing, 0);
 		store_relaxed(&e->ts, sp->start);
-		store_relaxed(&e->name, (uint16_t)remap_id(a, name));
-		store_relaxed(&e->cat, (uint16_t)remap_id(a, cat));
-		store_relaxed(&e->flow, flow_id ? shmt_open_flow_pack(flow_id, a->v.minor >= 1 ?
-					    load_relaxed(&a->v.h->ring_id) : 0) : 0);
+		store_relaxed(&e->name, ename);
+		store_relaxed(&e->cat, ecat);
+		store_relaxed(&e->flow, eflow);
 		/* before minor 7 this byte is padding, which readers ignore */
-		if (a->v.minor >= 7)
+		if (minor >= 7)
 			store_relaxed(&b->open_roles[d], (uint8_t)shmt_flow_role(flow_id));
 	}
 	/* pairs with the acquire load of open_depth by readers */
@@ -506,10 +522,10 @@ SHMT_API int shmtrace_end(struct shmtrace_open_span *sp)
 			   sp->flow, NULL, sp);
 	else
 		ret = end_args(sp, dur, n);
-	/* pop after the record is published: a thread killed in between is
-	 * seen closing (open_closing) and its span is not shown twice. Not
-	 * in a forked child: the block is its parent's. The stack is in the
-	 * block the thread writes now (its full blocks handed it on). */
+	/* not popped with the record (stage()): the entry is in another of
+	 * the thread's blocks, or the record was not staged. Popped after
+	 * the record is published, as there. Not in a forked child: the
+	 * block is its parent's. */
 	if (sp->block_ && sp->gen_ == shmt_fork_gen)
 		pop(sp);
 	sp->block_ = NULL;
