@@ -1078,6 +1078,119 @@ static void test_idle_copy_freed_when_the_thread_flushed_first(void **state)
 	finish_here(d, out, ring, n);
 }
 
+/* A process that writes CAP spans into ring's slots, flushing its block
+ * before the block's flush mark (a half block), so none is handed over:
+ * a discard ring nobody drained since is then full. Its pid. */
+static pid_t fill_slots(const char *ring)
+{
+	uint64_t ts, dur, flow;
+	shmtrace_t *t;
+	int status;
+	pid_t p = fork();
+
+	assert_true(p >= 0);
+	if (p == 0) {
+		shmt_test_hook = NULL;	/* the parent's, inherited */
+		if (shmtrace_open(ring, &t))
+			_exit(3);
+		for (uint64_t i = 0; i < CAP; i++) {
+			fill(i, &ts, &dur, &flow);
+			if (shmtrace_span(t, 2, 1, ts, ts + dur, flow) ||
+			    (i % 16 == 15 && shmtrace_flush(t)))
+				_exit(4);
+		}
+		shmtrace_close(t);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(p, &status, 0), p);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return p;
+}
+
+static pid_t g_filler;
+
+static void fill_hook(const char *where)
+{
+	count_hook(where);
+
+	if (strcmp(where, "collector-copied") || g_filler)
+		return;
+	/* the copy made, by this thread, the collector's; then the ring
+	 * filled before the collector takes the lock */
+	assert_int_equal(claimed_by(g_flusher_ring, (uint32_t)gettid()), 1);
+	g_filler = fill_slots(g_flusher_ring);
+}
+
+/*
+ * A copy is published only while a discard ring has room for it: the
+ * ring filled between the copy and the lock, the collector frees its copy
+ * unpublished and leaves the records staged in their thread's block,
+ * dropping none. The next pass, the ring drained meanwhile, publishes a
+ * new copy of them. The capture has every record of both processes once.
+ */
+static void test_idle_copy_not_published_into_a_full_ring(void **state)
+{
+	const char *ring = test_ring_name("idlecopyfull");
+	const char *out = "/tmp/shmt-idlecopyfull.cap";
+	const uint64_t n = 37;
+	struct tally tl = { 0 };
+	struct shmt_view v;
+	struct drain *d;
+	shmtrace_t *t;
+	uint32_t st[5];
+
+	(void)state;
+	make_ring(ring, 0);
+	d = drain_here(ring, out);
+	t = stage_here(ring, n);
+	g_flusher_ring = ring;
+	g_filler = 0;
+	pass_counting(d, fill_hook, ring, 0, 0, CAP);
+	assert_true(g_filler > 0);
+	block_states(ring, st);
+	assert_int_equal(st[SHMT_BLOCK_CLAIMING] + st[SHMT_BLOCK_SEQUENCED], 0);
+	assert_int_equal(st[SHMT_BLOCK_OWNED], 1);
+	ring_view_rw(ring, &v);
+	for (uint32_t i = 0; i < v.nblocks; i++) {
+		struct shmt_block *b = shmt_block_at(&v, i);
+
+		if (b->state == SHMT_BLOCK_OWNED)
+			assert_int_equal(b->written - b->taken, n);
+	}
+	assert_int_equal(load_relaxed(&v.h->dropped.v), 0);
+	shmt_view_close(&v);
+	/* once the capture holds the slots' records (tail moved: room
+	 * again), the next look publishes a copy of them, into no slot */
+	g_copy_steps = g_slot_copies = 0;
+	shmt_test_hook = count_hook;
+	for (int k = 0; k < 1000 && !g_copy_steps; k++) {
+		drain_sleep(d);
+		drain_pass(d, false);
+	}
+	shmt_test_hook = NULL;
+	assert_int_equal(g_copy_steps, 1);
+	assert_int_equal(g_slot_copies, 0);
+	assert_int_equal(header_word(ring, offsetof(struct shmt_header, head)), CAP + n);
+	shmtrace_close(t);
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	tally_init(&tl, 2, CAP);
+	tl.pids[0] = (uint32_t)g_filler;
+	tl.pids[1] = (uint32_t)getpid();
+	read_capture(out, &tl);
+	assert_int_equal(tl.dropped, 0);
+	assert_int_equal(tl.dup_seq, 0);
+	assert_int_equal(tl.bad, 0);
+	assert_int_equal(tl.records, CAP + n);
+	for (uint64_t i = 0; i < CAP; i++) {
+		assert_int_equal(tl.seen[i], 1);
+		assert_int_equal(tl.seen[CAP + i], i < n);
+	}
+	tally_free(&tl);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
 /*
  * A hold makes at most 128 copies without the lock, and flushes no block
  * past them: the blocks of 129 idle threads, a span each, are all copied
@@ -1800,6 +1913,7 @@ int main(void)
 		cmocka_unit_test(test_idle_block_copied_without_the_lock),
 		cmocka_unit_test(test_dead_threads_block_copied_without_the_lock),
 		cmocka_unit_test(test_idle_copy_freed_when_the_thread_flushed_first),
+		cmocka_unit_test(test_idle_copy_not_published_into_a_full_ring),
 		cmocka_unit_test(test_idle_copies_beyond_a_hold_wait_for_the_next),
 		cmocka_unit_test(test_idle_block_copied_under_the_lock_when_few_blocks_are_free),
 		cmocka_unit_test(test_collector_killed_publishing_a_copy),
