@@ -141,12 +141,9 @@ $(A_COL):  $(COL_OBJ)  ; $(archive)
 $(A_CLI):  $(CLI_OBJ)  ; $(archive)
 $(STATIC): $(RING_OBJ) $(LIB_OBJ) ; $(archive)
 
-# -Bsymbolic-functions: the library's calls to its own API (shmtrace_now()
-# in begin, end, instants and counters) are direct calls, not jumps through
-# its PLT; a preloaded shmtrace_now() still serves the application's calls
 $(SHARED): $(RING_OBJ) $(LIB_OBJ) libshm/libshmtrace.map
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libshmtrace.so.0 -Wl,-Bsymbolic-functions \
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libshmtrace.so.0 \
 		-Wl,--version-script=libshm/libshmtrace.map -o $@ $(RING_OBJ) $(LIB_OBJ) -lpthread
 	$(Q)ln -sf libshmtrace.so.0 $(BUILD)/libshmtrace.so
 

@@ -316,12 +316,12 @@ SHMT_API int shmtrace_span(shmtrace_t *t, uint32_t cat, uint32_t name,
 
 SHMT_API int shmtrace_instant(shmtrace_t *t, uint32_t cat, uint32_t name, uint64_t flow_id)
 {
-	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmtrace_now(), 0, flow_id, NULL, NULL);
+	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmt_now(), 0, flow_id, NULL, NULL);
 }
 
 SHMT_API int shmtrace_counter(shmtrace_t *t, uint32_t cat, uint32_t name, int64_t value)
 {
-	return emit(t, SHMTRACE_KIND_COUNTER, cat, name, shmtrace_now(), (uint64_t)value, 0,
+	return emit(t, SHMTRACE_KIND_COUNTER, cat, name, shmt_now(), (uint64_t)value, 0,
 		    NULL, NULL);
 }
 
@@ -344,7 +344,7 @@ SHMT_API int shmtrace_instant_args(shmtrace_t *t, uint32_t cat, uint32_t name, u
 
 	if (!plan(args, n, &g))
 		return -EINVAL;
-	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmtrace_now(), 0, flow_id, &g, NULL);
+	return emit(t, SHMTRACE_KIND_INSTANT, cat, name, shmt_now(), 0, flow_id, &g, NULL);
 }
 
 /*
@@ -353,46 +353,21 @@ SHMT_API int shmtrace_instant_args(shmtrace_t *t, uint32_t cat, uint32_t name, u
  * sees the depth sees the entry. No lock; shmt_slot_slow() only on a thread's
  * first record, as for emit().
  */
-SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32_t cat,
-			    uint32_t name, uint64_t flow_id)
+/* Pushes open span sp, its fields set, on the stack of slot s's block b
+ * (of attachment a). */
+static inline void push(struct shmtrace_open_span *sp, const struct shmt_att *a,
+			struct shmt_block *b)
 {
-	struct shmt_tls_slot *s = &shmt_tls[0];
-	struct shmt_att *a;
-	struct shmt_block *b;
-	uint32_t d;
-
-	sp->t = t;
-	sp->block_ = NULL;
-	sp->flow = flow_id;
-	sp->cat = cat;
-	sp->name = name;
-	sp->depth_ = 0;
-	sp->gen_ = 0;
-	sp->tid_ = 0;
-	sp->nargs = 0;
-	sp->start = shmtrace_now();
-	if (unlikely(t == NULL))
-		return -EINVAL;
-	/* pairs with the release store of cur in attach_locked() */
-	a = load_acquire(&t->cur);
-	if (unlikely(a == NULL))
-		return -ENOENT;	/* the end looks for the ring, as emit() does */
-	if (unlikely(!shmt_slot_is(s, a))) {
-		int ret;
-
-		s = shmt_slot_slow(t, a, NULL, 0, &ret);
-		if (!s)
-			return 0;	/* recorded at the end, not tracked */
-	}
-	b = s->b;
 	/* our own word; a peer may scribble on it, which only hides spans */
-	d = load_relaxed(&b->open_depth);
+	uint32_t d = load_relaxed(&b->open_depth);
+
 	if (likely(d < SHMT_OPEN_MAX)) {
 		struct shmt_open *e = shmt_block_open(b, d);
 		/* read before the stores, which the compiler cannot tell
 		 * apart from them */
-		uint16_t ename = (uint16_t)remap_id(a, name), ecat = (uint16_t)remap_id(a, cat);
+		uint16_t ename = (uint16_t)remap_id(a, sp->name), ecat = (uint16_t)remap_id(a, sp->cat);
 		uint32_t minor = a->v.minor;
+		uint64_t flow_id = sp->flow;
 		uint32_t eflow = flow_id ? shmt_open_flow_pack(flow_id, minor >= 1 ?
 					   load_relaxed(&a->v.h->ring_id) : 0) : 0;
 
@@ -411,6 +386,48 @@ SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32
 	sp->tid_ = shmt_tls_tid;
 	sp->depth_ = d;
 	sp->gen_ = shmt_fork_gen;
+}
+
+/* shmtrace_begin() on a thread with no block yet in a's ring: one is
+ * claimed (shmt_slot_slow()), out of line so that the fast path keeps
+ * no registers across a call. */
+static __attribute__((noinline)) int begin_slow(shmtrace_t *t, struct shmtrace_open_span *sp,
+						struct shmt_att *a)
+{
+	struct shmt_tls_slot *s;
+	int ret;
+
+	s = shmt_slot_slow(t, a, NULL, 0, &ret);
+	if (s)
+		push(sp, a, s->b);
+	return 0;	/* without a block: recorded at the end, not tracked */
+}
+
+SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32_t cat,
+			    uint32_t name, uint64_t flow_id)
+{
+	struct shmt_tls_slot *s = &shmt_tls[0];
+	struct shmt_att *a;
+
+	sp->t = t;
+	sp->block_ = NULL;
+	sp->flow = flow_id;
+	sp->cat = cat;
+	sp->name = name;
+	sp->depth_ = 0;
+	sp->gen_ = 0;
+	sp->tid_ = 0;
+	sp->nargs = 0;
+	sp->start = shmt_now();
+	if (unlikely(t == NULL))
+		return -EINVAL;
+	/* pairs with the release store of cur in attach_locked() */
+	a = load_acquire(&t->cur);
+	if (unlikely(a == NULL))
+		return -ENOENT;	/* the end looks for the ring, as emit() does */
+	if (unlikely(!shmt_slot_is(s, a)))
+		return begin_slow(t, sp, a);
+	push(sp, a, s->b);
 	return 0;
 }
 
@@ -509,7 +526,7 @@ static __attribute__((noinline)) int end_args(struct shmtrace_open_span *sp, uin
 
 SHMT_API int shmtrace_end(struct shmtrace_open_span *sp)
 {
-	uint64_t end = shmtrace_now();
+	uint64_t end = shmt_now();
 	unsigned n = sp->nargs <= SHMTRACE_MAX_ARGS ? sp->nargs : SHMTRACE_MAX_ARGS;
 	uint64_t dur;
 	int ret;
@@ -553,7 +570,7 @@ SHMT_API int shmtrace_trigger(shmtrace_t *t, const char *name, unsigned flags)
 	if (a->v.minor < SHMT_MINOR_TRIGGER)
 		return -EOPNOTSUPP;
 	id = shmtrace_intern(t, name);
-	ret = emit(t, SHMTRACE_KIND_TRIGGER, 0, id, shmtrace_now(), 0, 0, NULL, NULL);
+	ret = emit(t, SHMTRACE_KIND_TRIGGER, 0, id, shmt_now(), 0, 0, NULL, NULL);
 	/* staged (-ENOSPC: earlier records were dropped to make room) */
 	if (ret == 0 || ret == -ENOSPC) {
 		/* pairs with the release store of cur in attach_locked() */

@@ -16,38 +16,11 @@
 #include <time.h>
 
 #include "clock.h"
+#include "clock_now.h"
 #include "ring_writer.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-static inline uint64_t read_tsc(void)
-{
-	return __rdtsc();
-}
-#define HAVE_TSC 1
-#else
-static inline uint64_t read_tsc(void)
-{
-	return 0;
-}
-#define HAVE_TSC 0
-#endif
-
-/*
- * The one shift the creator writes: ns = ticks * mult >> 24 keeps mult
- * within 32 bits for any TSC above 4 MHz and the product within 128 bits
- * always. A constant shift is one instruction in shmtrace_now(), a shift
- * read from the header four; a ring stating another one (only a peer
- * writes that) is used with CLOCK_MONOTONIC instead.
- */
-#define TSC_SHIFT 24u
-
 /* The conversion this process uses; set from the first ring it attaches. */
-static struct {
-	uint64_t mono0, tsc0;
-	uint32_t mult;
-	int tsc_ok;
-} g_clock;
+struct shmt_tsc_conv shmt_tsc_conv;
 
 uint64_t shmt_mono_ns(void)
 {
@@ -68,7 +41,7 @@ static bool tsc_invariant(void)
 	bool c = false, n = false;
 	FILE *f;
 
-	if (!HAVE_TSC)
+	if (!SHMT_HAVE_TSC)
 		return false;
 	if (want && !strcmp(want, "monotonic"))
 		return false;
@@ -93,9 +66,9 @@ static void read_pair(uint64_t *tsc, uint64_t *mono)
 	uint64_t best = UINT64_MAX;
 
 	for (int i = 0; i < 5; i++) {
-		uint64_t a = read_tsc();
+		uint64_t a = shmt_read_tsc();
 		uint64_t m = shmt_mono_ns();
-		uint64_t b = read_tsc();
+		uint64_t b = shmt_read_tsc();
 
 		if (b - a < best) {
 			best = b - a;
@@ -120,7 +93,7 @@ void shmt_clock_calibrate(struct shmt_clock *c, bool allow_tsc)
 	read_pair(&t1, &m1);
 	if (t1 <= t0 || m1 <= m0)
 		return;
-	c->shift = TSC_SHIFT;
+	c->shift = SHMT_TSC_SHIFT;
 	c->mult = (uint32_t)(((unsigned __int128)(m1 - m0) << c->shift) / (t1 - t0));
 	if (!c->mult)
 		return;
@@ -134,32 +107,19 @@ void shmt_clock_adopt(const struct shmt_clock *c)
 	static int claimed;
 
 	/* first TSC ring wins; rings made on one host agree within calibration error */
-	if (!c->tsc_ok || !c->mult || c->shift != TSC_SHIFT)
+	if (!c->tsc_ok || !c->mult || c->shift != SHMT_TSC_SHIFT)
 		return;
 	if (__atomic_exchange_n(&claimed, 1, __ATOMIC_ACQ_REL))
 		return;
-	g_clock.mono0 = c->mono0;
-	g_clock.tsc0 = c->tsc0;
-	g_clock.mult = c->mult;
-	__atomic_store_n(&g_clock.tsc_ok, 1, __ATOMIC_RELEASE);
-}
-
-/* The TSC value tsc in ns, by the conversion (mono0, tsc0, mult). */
-static inline uint64_t tsc_ns(uint64_t tsc, uint64_t mono0, uint64_t tsc0, uint32_t mult)
-{
-	int64_t d = (int64_t)(tsc - tsc0);
-
-	/* a read before tsc0 (another core, a little behind) stays monotonic */
-	if (unlikely(d < 0))
-		return mono0 - (uint64_t)(((unsigned __int128)(uint64_t)-d * mult) >> TSC_SHIFT);
-	return mono0 + (uint64_t)(((unsigned __int128)(uint64_t)d * mult) >> TSC_SHIFT);
+	shmt_tsc_conv.mono0 = c->mono0;
+	shmt_tsc_conv.tsc0 = c->tsc0;
+	shmt_tsc_conv.mult = c->mult;
+	__atomic_store_n(&shmt_tsc_conv.tsc_ok, 1, __ATOMIC_RELEASE);
 }
 
 SHMT_API uint64_t shmtrace_now(void)
 {
-	if (likely(__atomic_load_n(&g_clock.tsc_ok, __ATOMIC_ACQUIRE)))
-		return tsc_ns(read_tsc(), g_clock.mono0, g_clock.tsc0, g_clock.mult);
-	return shmt_mono_ns();
+	return shmt_now();
 }
 
 /* Now on the clock of the ring whose anchor is c: its own conversion, not
@@ -167,7 +127,7 @@ SHMT_API uint64_t shmtrace_now(void)
  * or the collector notes is on the same clock as the ring's records. */
 uint64_t shmt_clock_now(const struct shmt_clock *c)
 {
-	if (c->tsc_ok && c->mult && c->shift == TSC_SHIFT)
-		return tsc_ns(read_tsc(), c->mono0, c->tsc0, c->mult);
+	if (c->tsc_ok && c->mult && c->shift == SHMT_TSC_SHIFT)
+		return shmt_tsc_ns(shmt_read_tsc(), c->mono0, c->tsc0, c->mult);
 	return shmt_mono_ns();
 }

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 
 #include "shmtrace.h"
+#include "clock_now.h"
 #include "ring_format.h"
 
 #define SHMT_API __attribute__((visibility("default")))
@@ -221,10 +222,10 @@ static inline uint32_t shmt_journal_moves(const struct shmt_view *v, uint64_t *t
 	return UINT32_MAX;
 }
 
-/* clock.c: reading the clock (shmtrace_now()) with a ring's parameters */
+/* clock.c: reading the clock (shmtrace_now(), shmt_now() in
+ * clock_now.h) with a ring's parameters */
 void shmt_clock_adopt(const struct shmt_clock *c);
 uint64_t shmt_clock_now(const struct shmt_clock *c);
-uint64_t shmt_mono_ns(void);
 uint64_t shmt_realtime_ns(void);
 
 /* procinfo.c */
