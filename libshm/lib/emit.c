@@ -164,11 +164,11 @@ static inline bool stack_in(const struct shmtrace_open_span *sp, const struct sh
  * are published by one release store of written, so whoever flushes the
  * block, and a reader of a dead thread's block, sees all of them or none.
  * sp, when not NULL, is the open span this record ends. When its stack
- * entry is in this block (stack_in()), the entry is marked as closing
- * before that store (see struct shmt_block) and popped after it, and
- * sp->block_ cleared, so shmtrace_end() looks for it no further: a pop
- * here costs no second look at the thread's slots. The caller made room
- * for 1 + g->nrec records.
+ * entry is in this block (stack_in()), the entry, if tracked (depth below
+ * SHMT_OPEN_MAX), is marked as closing before that store (see struct
+ * shmt_block), and the span is popped after it and sp->block_ cleared, so
+ * shmtrace_end() looks for it no further: a pop here costs no second look
+ * at the thread's slots. The caller made room for 1 + g->nrec records.
  */
 static inline void stage(struct shmt_tls_slot *s, const struct shmt_att *a, uint32_t kind,
 			 uint32_t cat, uint32_t name, uint64_t ts, uint64_t dur, uint64_t flow,
@@ -284,9 +284,10 @@ static __attribute__((noinline)) int emit_slow(shmtrace_t *t, uint32_t kind, uin
  * compares and the stores of the record; everything else is emit_slow().
  * A constant NULL g folds away for the plain calls.
  */
-static inline __attribute__((always_inline)) int emit(shmtrace_t *t, uint32_t kind, uint32_t cat, uint32_t name,
-		       uint64_t ts, uint64_t dur, uint64_t flow, const struct group *g,
-		       struct shmtrace_open_span *sp)
+static inline __attribute__((always_inline)) int emit(shmtrace_t *t, uint32_t kind, uint32_t cat,
+							uint32_t name, uint64_t ts, uint64_t dur,
+							uint64_t flow, const struct group *g,
+							struct shmtrace_open_span *sp)
 {
 	struct shmt_tls_slot *s = &shmt_tls[0];
 	const struct shmt_att *a;
@@ -348,13 +349,11 @@ SHMT_API int shmtrace_instant_args(shmtrace_t *t, uint32_t cat, uint32_t name, u
 }
 
 /*
- * Pushes a span on the calling thread's stack of open spans, in its
- * staging block: the entry, then the depth (release), so a reader that
- * sees the depth sees the entry. No lock; shmt_slot_slow() only on a thread's
- * first record, as for emit().
+ * Pushes open span sp, its fields set, on the calling thread's stack of
+ * open spans in its staging block b (of attachment a): the entry, then
+ * the depth (release), so a reader that sees the depth sees the entry.
+ * No lock.
  */
-/* Pushes open span sp, its fields set, on the stack of slot s's block b
- * (of attachment a). */
 static inline void push(struct shmtrace_open_span *sp, const struct shmt_att *a,
 			struct shmt_block *b)
 {
@@ -507,21 +506,18 @@ static void pop(const struct shmtrace_open_span *sp)
 }
 
 /*
- * An open span's end with its n arguments, out of line: through the
- * same emit() as the plain end, gcc 12 inlined neither (objdump of
- * emit.o: a call with its arguments on the stack). Arguments were checked
- * as they were added; a caller that rewrote them loses them.
+ * An open span's end with its n arguments, out of line, so that the plain
+ * end keeps its own copy of emit()'s fast path, the group folded away.
+ * Arguments were checked as they were added; a caller that rewrote them
+ * loses them.
  */
 static __attribute__((noinline)) int end_args(struct shmtrace_open_span *sp, uint64_t dur,
 					      unsigned n)
 {
 	struct group g;
 
-	if (!plan(sp->args, n, &g))
-		return emit(sp->t, SHMTRACE_KIND_SPAN, sp->cat, sp->name, sp->start, dur,
-			    sp->flow, NULL, sp);
 	return emit(sp->t, SHMTRACE_KIND_SPAN, sp->cat, sp->name, sp->start, dur, sp->flow,
-		    &g, sp);
+		    plan(sp->args, n, &g) ? &g : NULL, sp);
 }
 
 SHMT_API int shmtrace_end(struct shmtrace_open_span *sp)
@@ -540,9 +536,10 @@ SHMT_API int shmtrace_end(struct shmtrace_open_span *sp)
 	else
 		ret = end_args(sp, dur, n);
 	/* not popped with the record (stage()): the entry is in another of
-	 * the thread's blocks, or the record was not staged. Popped after
-	 * the record is published, as there. Not in a forked child: the
-	 * block is its parent's. */
+	 * the thread's blocks, the span is ended on another thread than its
+	 * own, or the record was not staged. Popped after the record is
+	 * published, as there. Not in a forked child: the block is its
+	 * parent's. */
 	if (sp->block_ && sp->gen_ == shmt_fork_gen)
 		pop(sp);
 	sp->block_ = NULL;

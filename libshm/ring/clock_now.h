@@ -41,7 +41,8 @@ struct shmt_tsc_conv {
 	uint32_t mult;
 	int tsc_ok;
 };
-extern struct shmt_tsc_conv shmt_tsc_conv;
+/* hidden: read where it is, not through the shared library's GOT */
+extern __attribute__((visibility("hidden"))) struct shmt_tsc_conv shmt_tsc_conv;
 
 uint64_t shmt_mono_ns(void);
 

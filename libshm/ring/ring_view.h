@@ -222,8 +222,9 @@ static inline uint32_t shmt_journal_moves(const struct shmt_view *v, uint64_t *t
 	return UINT32_MAX;
 }
 
-/* clock.c: reading the clock (shmtrace_now(), shmt_now() in
- * clock_now.h) with a ring's parameters */
+/* clock.c: the process's clock (shmtrace_now(); shmt_now() in
+ * clock_now.h) set from a ring's parameters, and a reading with a given
+ * ring's own (shmt_clock_now()) */
 void shmt_clock_adopt(const struct shmt_clock *c);
 uint64_t shmt_clock_now(const struct shmt_clock *c);
 uint64_t shmt_realtime_ns(void);
