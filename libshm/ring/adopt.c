@@ -291,9 +291,7 @@ uint32_t shmt_adopt_listed_copy(struct shmt_view *v, struct shmt_full *list, uin
 		if (ci < 0)
 			return n;	/* none free: the rest are copied under the lock */
 		hint = (uint32_t)ci + 1;
-		c = shmt_block_at(v, (uint32_t)ci);
-		if (!c)
-			return n;
+		c = shmt_block_at(v, (uint32_t)ci);	/* ci < nblocks: a block */
 		e->copy_taken = load_relaxed(&c->taken);
 		copy_records(v, c, e->copy_taken, b, t, w - t);
 		e->copied = true;

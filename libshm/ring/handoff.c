@@ -96,17 +96,26 @@ bool shmt_ring_has_room(const struct shmt_view *v, struct shmt_block *b)
 	return head - tail + pending <= v->capacity;
 }
 
-int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t from)
+/* Claims the first free block from block from on (cyclic) for tid: its
+ * index, CLAIMING, or -ENOSPC. */
+static int claim_from(struct shmt_view *v, uint32_t tid, uint32_t from)
 {
 	for (uint32_t k = 0; k < v->nblocks; k++) {
 		uint32_t i = (from + k) % v->nblocks;
 
-		if (claim_at(v, i, me->tid) == 0) {
-			own(v, i, me, NULL);
+		if (claim_at(v, i, tid) == 0)
 			return (int)i;
-		}
 	}
 	return -ENOSPC;
+}
+
+int shmt_block_claim(struct shmt_view *v, const struct shmt_owner *me, uint32_t from)
+{
+	int i = claim_from(v, me->tid, from);
+
+	if (i >= 0)
+		own(v, (uint32_t)i, me, NULL);
+	return i;
 }
 
 int shmt_block_claim_copy(struct shmt_view *v, uint32_t tid, uint32_t from,
@@ -116,16 +125,11 @@ int shmt_block_claim_copy(struct shmt_view *v, uint32_t tid, uint32_t from,
 	 * thread, and nothing open (the thread's stack stays on its block) */
 	const struct shmt_owner o = { .pid = load_relaxed(&of->pid), .tid = load_relaxed(&of->tid),
 				      .start_time = load_relaxed(&of->start_time) };
+	int i = claim_from(v, tid, from);
 
-	for (uint32_t k = 0; k < v->nblocks; k++) {
-		uint32_t i = (from + k) % v->nblocks;
-
-		if (claim_at(v, i, tid) == 0) {
-			set_up(v, shmt_block_at(v, i), &o, NULL);
-			return (int)i;
-		}
-	}
-	return -ENOSPC;
+	if (i >= 0)
+		set_up(v, shmt_block_at(v, (uint32_t)i), &o, NULL);
+	return i;
 }
 
 int shmt_block_handoff(struct shmt_view *v, const struct shmt_owner *me, uint32_t old)

@@ -324,13 +324,27 @@ static bool copy_in_step(const struct shmt_view *v, uint32_t i)
 	       shmt_journal_step(v) == SHMT_JOURNAL_COPY;
 }
 
+/* Block i's taken t, or where a journalled step of it (a flush of the
+ * block, or the collector's copy of it) that published below head and
+ * has yet to move taken (its maker holds the lock, or died in it) leaves
+ * it: those records are the ring's already (see shmt_repair). */
+static uint64_t taken_past_step(const struct shmt_view *v, uint32_t i, uint64_t t, uint64_t head)
+{
+	uint64_t moved = 0;
+
+	/* pairs with the release store that clears it */
+	if (load_acquire(&v->h->journal.active) && shmt_journal_moves(v, &moved) == i &&
+	    shmt_journal_published(&v->h->journal, head) && moved > t)
+		return moved;
+	return t;
+}
+
 int shmt_ring_block_copy(const struct shmt_view *v, uint32_t i, struct shmt_record *out,
 			 struct shmt_block_info *info)
 {
-	const struct shmt_journal *j = &v->h->journal;
 	struct shmt_block *b;
 	const struct shmt_record *recs;
-	uint64_t w, k, moved = 0;
+	uint64_t w, k;
 
 	memset(info, 0, sizeof(*info));
 	b = shmt_block_at(v, i);
@@ -346,12 +360,7 @@ int shmt_ring_block_copy(const struct shmt_view *v, uint32_t i, struct shmt_reco
 	/* pairs with the owner's release store of written */
 	w = load_acquire(&b->written);
 	k = load_acquire(&b->taken);
-	/* a flusher (or the collector publishing a copy of this block) died
-	 * after publishing into the ring but before moving taken: its
-	 * records are in the ring already (see shmt_repair) */
-	if (load_acquire(&j->active) && shmt_journal_moves(v, &moved) == i &&
-	    shmt_journal_published(j, load_relaxed(&v->h->head.v)))
-		k = moved;
+	k = taken_past_step(v, i, k, load_relaxed(&v->h->head.v));
 	/* sequenced in place: its records are the ring's (extents); a copy
 	 * being published (2.2) holds its source's, read there until the
 	 * head covers them */
@@ -494,13 +503,9 @@ uint64_t shmt_ring_undrained(const struct shmt_view *v)
 		n = v->capacity;
 	for (uint32_t i = 0; i < v->nblocks; i++) {
 		struct shmt_block *b = shmt_block_at(v, i);
-		uint64_t w = load_acquire(&b->written), t = load_relaxed(&b->taken), moved = 0;
+		uint64_t w = load_acquire(&b->written);
+		uint64_t t = taken_past_step(v, i, load_relaxed(&b->taken), head);
 
-		/* a flush (or a copy) of the block that published and died, or
-		 * is about to move taken: its records are in head already */
-		if (load_acquire(&v->h->journal.active) && shmt_journal_moves(v, &moved) == i &&
-		    shmt_journal_published(&v->h->journal, head) && moved > t)
-			t = moved;
 		/* a sequenced block's are counted in head already, and a copy
 		 * being published (2.2) holds its source's */
 		if (load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED &&
