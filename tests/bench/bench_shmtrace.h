@@ -47,7 +47,8 @@ const char *drainer_kind(const struct drainer *d);
 void collector_summary(const struct drainer *d, char *buf, size_t len);
 
 /* bench_tail.c: the producers' tail under stress, name "oversub",
- * "frozen" or "threads" */
+ * "frozen" or "threads"; "oversub-bare" or "threads-bare" for their
+ * loops with no tracer */
 int case_tail(const char *name);
 
 #endif

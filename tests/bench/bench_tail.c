@@ -13,6 +13,10 @@
  *   bench_shmtrace threads  BENCH_THREADS (1000) threads of one process,
  *                           BENCH_N spans (1000) each, into a ring of the
  *                           default configuration
+ *   bench_shmtrace oversub-bare, threads-bare  the control: the same
+ *                           loops timing a call that does nothing, with no
+ *                           tracer and no collector, what the scheduler
+ *                           alone makes of the case's calls
  *
  * (the defaults: bench_tail_env()). BENCH_RUNS runs each, with no warm-up
  * run (the producers of 9a and 9b warm up in each run), each into a ring
@@ -49,22 +53,44 @@ static void shm_producer_open(struct shm_producer *p)
 	p->name = shmtrace_intern(p->t, "tail");
 }
 
-static pid_t shm_spawn(const struct bench_tail_role *role, struct bench_barrier *b, int res)
+/* The control's call: nothing, behind a compiler barrier, through the
+ * same pointer as a traced call. */
+static int bare_emit(void *ctx, uint64_t t0, uint64_t t1, uint64_t i)
+{
+	(void)ctx, (void)t0, (void)t1, (void)i;
+	__asm__ volatile("" ::: "memory");
+	return 0;
+}
+
+/* A producer process of role: traced into g_ring, or the control's. */
+static pid_t fork_producer(const struct bench_tail_role *role, struct bench_barrier *b, int res, bool traced)
 {
 	pid_t pid = fork();
 
 	if (pid < 0)
 		bench_die("fork");
 	if (pid == 0) {
-		struct shm_producer p;
+		struct shm_producer p = { .t = NULL };
 		int ret;
 
-		shm_producer_open(&p);
-		ret = bench_tail_child(shm_emit, &p, role, b, res);
-		shmtrace_close(p.t);
+		if (traced)
+			shm_producer_open(&p);
+		ret = bench_tail_child(traced ? shm_emit : bare_emit, &p, role, b, res);
+		if (traced)
+			shmtrace_close(p.t);
 		_exit(ret);
 	}
 	return pid;
+}
+
+static pid_t shm_spawn(const struct bench_tail_role *role, struct bench_barrier *b, int res)
+{
+	return fork_producer(role, b, res, true);
+}
+
+static pid_t bare_spawn(const struct bench_tail_role *role, struct bench_barrier *b, int res)
+{
+	return fork_producer(role, b, res, false);
 }
 
 /* the ring's counters when the run's timed part began */
@@ -131,6 +157,33 @@ static const struct bench_tail_side shm_side = {
 	shm_spawn, shm_ready, shm_holds_lock, shm_emit, shm_open_parent, shm_close_parent,
 };
 
+static void bare_ready(void)
+{
+}
+
+static const struct bench_tail_side bare_side = {
+	bare_spawn, bare_ready, NULL, bare_emit, NULL, NULL,
+};
+
+/* The control of case name ("oversub" or "threads"): its runs with no
+ * tracer, and its RESULT line, as name-bare. */
+static int case_tail_bare(const char *name)
+{
+	struct bench_tail_env e;
+	struct bench_tail tail[BENCH_MAX_RUNS];
+	struct bench_tail_freezes fz = { 0, 0 };
+	int runs = (int)g_runs;
+
+	bench_tail_env(&e);
+	for (int r = 0; r < runs; r++)
+		bench_tail_run(name, &bare_side, &e, r, &tail[r], &fz);
+	printf("RESULT %s-bare runs=%d", name, runs);
+	bench_tail_print_settings(name, &bare_side, &e, &fz);
+	bench_tail_print(tail, runs);
+	printf("\n");
+	return 0;
+}
+
 /*
  * Case name's runs, each into a ring of its own (9c: of the default
  * configuration; else the bench's) with a collector of its own, and its
@@ -139,6 +192,9 @@ static const struct bench_tail_side shm_side = {
  */
 int case_tail(const char *name)
 {
+	if (!strcmp(name, "oversub-bare") || !strcmp(name, "threads-bare"))
+		return case_tail_bare(!strcmp(name, "oversub-bare") ? "oversub" : "threads");
+
 	/* the defaults but for the mode: capacity, blocks, thread name slots */
 	const struct shmtrace_ring_config defaults = { .mode = SHMTRACE_MODE_DISCARD };
 	struct bench_tail_env e;

@@ -245,6 +245,7 @@ say "  9b frozen peer: a producer flat out SIGSTOPped $N_FREEZES times for 200 m
 say "              2 producers paced at 1 M spans/s each timed"
 say "  9c many threads: 1000 threads of one process, $N_TSPANS spans each once all are alive (a barrier), the main thread asleep until all are done; a ring"
 say "              of the default configuration (262144 records, 1024 blocks, 1024 name slots)"
+say "  9 no tracer: 9a's and 9c's loops timing a call that does nothing, no tracer, no collector (the scheduler's floor)"
 say "  10 snapshot: \`shmtrace snapshot\`'s copy of a full overwrite ring of $RING_CAP records (no collector) into a"
 say "              capture on tmpfs, ms per M records; then case 3's timed span calls (no 2nd producer) into that"
 say "              ring, once alone, once with another process taking a snapshot every 100 ms, and once with"
@@ -370,12 +371,14 @@ fi
 say "running 9a oversubscribed..."
 S9A=$(shm_case oversub "$N_OVER_MS" "$TAIL_RUNS")
 L9A=$(lt_case oversub oversub "$N_OVER_MS" "$TAIL_RUNS")
+B9A=$(shm_case oversub-bare "$N_OVER_MS" "$TAIL_RUNS")
 say "running 9b frozen peer..."
 S9B=$(shm_case frozen "$N_FREEZES" "$TAIL_RUNS")
 L9B=$(lt_case frozen frozen "$N_FREEZES" "$TAIL_RUNS")
 say "running 9c many threads..."
 S9C=$(shm_case threads "$N_TSPANS" "$TAIL_RUNS")
 L9C=$(lt_case threads threads "$N_TSPANS" "$TAIL_RUNS")
+B9C=$(shm_case threads-bare "$N_TSPANS" "$TAIL_RUNS")
 
 # ------------------------------------------------------------------ table
 say ""
@@ -550,9 +553,9 @@ if [ -n "$S9A$L9A" ]; then
 		"flat out, $N_OVER_MS ms a run, every call timed"
 	for k in 100us 1ms 10ms; do
 		row "9a calls over ${k%??} ${k#"${k%??}"}" "$(n9 "$S9A" over_$k)" "$(n9 "$L9A" over_$k)" "" \
-			"per run, of $(n9 "$S9A" calls) calls (LTTng: $(n9 "$L9A" calls))"
+			"per run, of $(n9 "$S9A" calls) calls (LTTng: $(n9 "$L9A" calls)); no tracer: $(n9 "$B9A" over_$k)"
 	done
-	row "9a slowest call, ms" "$(ms9 "$S9A")" "$(ms9 "$L9A")" "" "of all runs"
+	row "9a slowest call, ms" "$(ms9 "$S9A")" "$(ms9 "$L9A")" "" "of all runs; no tracer: $(ms9 "$B9A")"
 	row "9a records lost" "$(pct9 "$S9A")" "$(pct9 "$L9A")" "" \
 		"of the calls; shmtrace: $(n9 "$S9A" dropped) ring full, $(n9 "$S9A" lock_dropped) to lock timeouts"
 fi
@@ -566,8 +569,8 @@ if [ -n "$S9B$L9B" ]; then
 fi
 if [ -n "$S9C$L9C" ]; then
 	row "9c 1000 threads, slowest call, ms" "$(ms9 "$S9C")" "$(ms9 "$L9C")" "" \
-		"$N_TSPANS spans each, the default ring: $(n9 "$S9C" capacity) records, $(n9 "$S9C" blocks) blocks"
-	row "9c calls over 5 ms" "$(n9 "$S9C" over_5ms)" "$(n9 "$L9C" over_5ms)" "" "per run"
+		"$N_TSPANS spans each, the default ring: $(n9 "$S9C" capacity) records, $(n9 "$S9C" blocks) blocks; no tracer: $(ms9 "$B9C")"
+	row "9c calls over 5 ms" "$(n9 "$S9C" over_5ms)" "$(n9 "$L9C" over_5ms)" "" "per run; no tracer: $(n9 "$B9C" over_5ms)"
 	row "9c records lost" "$(n9 "$S9C" lost)" "$(n9 "$L9C" lost)" "" \
 		"per run; shmtrace: $(n9 "$S9C" dropped) ring full, $(n9 "$S9C" lock_dropped) to lock timeouts"
 	row "9c thread names lost" "$(n9 "$S9C" names_dropped)" "-" "" "per run (names_dropped)"
@@ -621,7 +624,7 @@ s=$(qfield "$S6" summary); [ -n "$s" ] && say "collector summary (export):   $s"
 say ""
 say "raw results:"
 for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S3B" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8" \
-	"$S9A" "$L9A" "$S9B" "$L9B" "$S9C" "$L9C" "$S10" "$S11"; do [ -n "$r" ] && say "  $r"; done
+	"$S9A" "$L9A" "$B9A" "$S9B" "$L9B" "$S9C" "$L9C" "$B9C" "$S10" "$S11"; do [ -n "$r" ] && say "  $r"; done
 [ -n "$BT_SECS" ] && say "  babeltrace2: $N_EXPORT events in $BT_SECS s, max RSS ${BT_RSS:-?} KiB"
 say "(saved to $RESULTS)"
 exit 0
