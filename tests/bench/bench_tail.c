@@ -29,6 +29,7 @@
 #include "bench_shmtrace.h"
 #include "bench_tail.h"
 #include "loss.h"
+#include "ring_writer.h"
 
 /* the ring the producers of the case write to */
 static const char *g_ring;
@@ -62,6 +63,19 @@ static int bare_emit(void *ctx, uint64_t t0, uint64_t t1, uint64_t i)
 	return 0;
 }
 
+/* A producer asked to stop itself stops holding the ring lock, as one
+ * preempted for good inside it would (g_view: the parent's, inherited);
+ * if the lock cannot be had, it stops all the same, and the freeze counts
+ * as one outside it (shm_holds_lock()). */
+static void shm_stop_in_lock(void)
+{
+	bool held = shmt_lock(&g_view, 1000000000ull) == 0;
+
+	raise(SIGSTOP);
+	if (held)
+		shmt_unlock(&g_view);
+}
+
 /* A producer process of role: traced into g_ring, or the control's. */
 static pid_t fork_producer(const struct bench_tail_role *role, struct bench_barrier *b, int res, bool traced)
 {
@@ -73,8 +87,10 @@ static pid_t fork_producer(const struct bench_tail_role *role, struct bench_barr
 		struct shm_producer p = { .t = NULL };
 		int ret;
 
-		if (traced)
+		if (traced) {
 			shm_producer_open(&p);
+			bench_tail_stop_self = shm_stop_in_lock;
+		}
 		ret = bench_tail_child(traced ? shm_emit : bare_emit, &p, role, b, res);
 		if (traced)
 			shmtrace_close(p.t);

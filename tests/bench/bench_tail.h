@@ -179,6 +179,19 @@ struct bench_tail_role {
 static volatile sig_atomic_t bench_tail_stop;
 static inline void bench_tail_on_term(int sig) { (void)sig; bench_tail_stop = 1; }
 
+/* SIGUSR1 asks a producer to stop itself (SIGSTOP) between two calls,
+ * through the side's bench_tail_stop_self: with its tracer's lock held,
+ * where the tracer has one. */
+static volatile sig_atomic_t bench_tail_stop_asked;
+static inline void bench_tail_on_usr1(int sig) { (void)sig; bench_tail_stop_asked = 1; }
+
+static inline void bench_tail_raise_stop(void)
+{
+	raise(SIGSTOP);
+}
+
+static void (*bench_tail_stop_self)(void) = bench_tail_raise_stop;
+
 static inline void bench_sleep_until(uint64_t mono_ns)
 {
 	struct timespec ts = { (time_t)(mono_ns / 1000000000ull), (long)(mono_ns % 1000000000ull) };
@@ -225,6 +238,10 @@ static inline void bench_tail_loop(bench_tail_emit_fn emit, void *ctx, const str
 			t->slow_blocked += ru1.ru_nvcsw > ru0.ru_nvcsw;
 			t->slow_neither += ru1.ru_nivcsw == ru0.ru_nivcsw && ru1.ru_nvcsw == ru0.ru_nvcsw;
 		}
+		if (bench_tail_stop_asked) {
+			bench_tail_stop_asked = 0;
+			bench_tail_stop_self();
+		}
 		if (period && i % BENCH_TAIL_BATCH == BENCH_TAIL_BATCH - 1) {
 			due += period;
 			if (due > last) {
@@ -256,6 +273,7 @@ static inline int bench_tail_child(bench_tail_emit_fn emit, void *ctx, const str
 	memset(&m, 0, sizeof(m));
 	m.idx = role->idx;
 	signal(SIGTERM, bench_tail_on_term);
+	signal(SIGUSR1, bench_tail_on_usr1);
 	for (uint64_t i = 0; i < role->warm; i++) {
 		uint64_t a = bench_mono_ns();
 
@@ -376,12 +394,13 @@ struct bench_tail_freezes {
 	int in_lock;		/* of them, with the victim holding the tracer's lock */
 };
 
-/* Stops pid, and returns once it is stopped (its parent sees it). */
-static inline void bench_freeze(pid_t pid)
+/* Stops pid (SIGSTOP, or SIGUSR1: it stops itself, bench_tail_stop_self),
+ * and returns once it is stopped (its parent sees it). */
+static inline void bench_freeze(pid_t pid, int sig)
 {
 	int st;
 
-	kill(pid, SIGSTOP);
+	kill(pid, sig);
 	if (waitpid(pid, &st, WUNTRACED) != pid || !WIFSTOPPED(st))
 		bench_die("a frozen producer did not stop");
 }
@@ -389,8 +408,11 @@ static inline void bench_freeze(pid_t pid)
 /*
  * 9b, one run: producer 0 (the victim) flat out, producers 1 and 2 paced
  * at rate calls/s each. The victim is frozen nfreeze times for freeze_ns
- * each, after a random gap (seeded) each; a last gap after the last
- * freeze, then all are stopped. *paced: the two paced producers' calls.
+ * each, after a random gap (seeded) each: by SIGSTOP wherever it is, and
+ * every other time by asking it to stop itself between two calls with
+ * its tracer's lock held (a tracer without one: anywhere). A last gap
+ * after the last freeze, then all are stopped. *paced: the two paced
+ * producers' calls.
  */
 static inline void bench_tail_frozen(const struct bench_tail_side *s, int nfreeze, uint64_t freeze_ns,
 				     uint64_t rate, uint64_t seed, struct bench_tail *paced,
@@ -411,7 +433,7 @@ static inline void bench_tail_frozen(const struct bench_tail_side *s, int nfreez
 		bench_sleep_until(bench_mono_ns() + bench_rand(&rnd) % BENCH_TAIL_GAP_MAX_NS);
 		if (f == nfreeze)
 			break;
-		bench_freeze(p.pids[0]);
+		bench_freeze(p.pids[0], f % 2 ? SIGUSR1 : SIGSTOP);
 		fz->freezes++;
 		if (s->holds_lock && s->holds_lock(p.pids[0]))
 			fz->in_lock++;
