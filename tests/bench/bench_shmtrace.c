@@ -14,7 +14,8 @@
  *                            (export-otlp, export-perfetto: with --format otlp, perfetto)
  *   bench_shmtrace export-big capture of BENCH_N spans, exported once in each format to /dev/null
  *   bench_shmtrace oversub|frozen|threads  the producers' tail under stress (bench_tail.c);
- *                            oversub-bare, threads-bare: their loops with no tracer
+ *                            oversub-bare, threads-bare: their loops with no tracer;
+ *                            stopped, stopped-ow: calls beside a lock holder stopped in it
  *   bench_shmtrace snapshot  ms per M records of a snapshot of a full overwrite ring, and the
  *                            span call's p99.9 with a snapshot every 100 ms against none
  *
@@ -1289,7 +1290,7 @@ int main(int argc, char **argv)
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s span1|beginend|args|mp2|lat|disabled|drain|export|export-otlp|export-perfetto|export-big"
-			"|oversub|frozen|threads|oversub-bare|threads-bare|snapshot|alone\n", argv[0]);
+			"|oversub|frozen|threads|oversub-bare|threads-bare|stopped|stopped-ow|snapshot|alone\n", argv[0]);
 		return 2;
 	}
 	g_n = bench_env_u64("BENCH_N", 1000000);
@@ -1329,7 +1330,8 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "export-big"))
 		return case_export_big();
 	if (!strcmp(argv[1], "oversub") || !strcmp(argv[1], "frozen") || !strcmp(argv[1], "threads") ||
-	    !strcmp(argv[1], "oversub-bare") || !strcmp(argv[1], "threads-bare"))
+	    !strcmp(argv[1], "oversub-bare") || !strcmp(argv[1], "threads-bare") || !strcmp(argv[1], "stopped") ||
+	    !strcmp(argv[1], "stopped-ow"))
 		return case_tail(argv[1]);
 	if (!strcmp(argv[1], "snapshot"))
 		return case_snapshot();

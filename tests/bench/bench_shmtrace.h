@@ -48,7 +48,8 @@ void collector_summary(const struct drainer *d, char *buf, size_t len);
 
 /* bench_tail.c: the producers' tail under stress, name "oversub",
  * "frozen" or "threads"; "oversub-bare" or "threads-bare" for their
- * loops with no tracer */
+ * loops with no tracer; "stopped" or "stopped-ow", calls beside a lock
+ * holder stopped in it */
 int case_tail(const char *name);
 
 #endif

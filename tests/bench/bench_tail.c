@@ -13,6 +13,10 @@
  *   bench_shmtrace threads  BENCH_THREADS (1000) threads of one process,
  *                           BENCH_N spans (1000) each, into a ring of the
  *                           default configuration
+ *   bench_shmtrace stopped  a process stopped (SIGSTOP) holding the lock of a
+ *                           ring without a collector, BENCH_N timed span
+ *                           calls (100000) beside it; stopped-ow: an
+ *                           overwrite ring
  *   bench_shmtrace oversub-bare, threads-bare  the control: the same
  *                           loops timing a call that does nothing, with no
  *                           tracer and no collector, what the scheduler
@@ -201,6 +205,68 @@ static int case_tail_bare(const char *name)
 }
 
 /*
+ * 9d, one run: a fresh ring of mode with no collector, whose lock a
+ * process holds, stopped (SIGSTOP), while this one makes count timed span
+ * calls (it interned its strings before). *lost: what the ring lost.
+ */
+static void stopped_holder_run(uint32_t mode, uint64_t count, struct bench_tail *t, struct shmt_loss *lost)
+{
+	const struct bench_tail_role role = { .count = count };
+	struct shm_producer p;
+	char ring[128];
+	pid_t holder;
+	int st;
+
+	ring_name(ring, sizeof(ring), mode == SHMTRACE_MODE_OVERWRITE ? "stopped-ow" : "stopped");
+	ring_make(ring, mode);
+	view_open(ring);
+	g_ring = ring;
+	shm_producer_open(&p);
+	holder = fork();
+	if (holder < 0)
+		bench_die("fork");
+	if (holder == 0) {
+		if (shmt_lock(&g_view, 1000000000ull))
+			_exit(1);
+		raise(SIGSTOP);
+		shmt_unlock(&g_view);
+		_exit(0);
+	}
+	if (waitpid(holder, &st, WUNTRACED) != holder || !WIFSTOPPED(st))
+		bench_die("the lock holder did not stop");
+	shmt_loss_read(&g_view, &g_loss0, false);
+	bench_tail_loop(shm_emit, &p, &role, t);
+	shmt_loss_read(&g_view, lost, false);
+	for (int k = 0; k < SHMT_LOSS_NKINDS; k++)
+		*shmt_loss_at(lost, &shmt_loss_kinds[k]) -= shmt_loss_get(&g_loss0, &shmt_loss_kinds[k]);
+	kill(holder, SIGCONT);
+	if (waitpid(holder, &st, 0) != holder || !WIFEXITED(st) || WEXITSTATUS(st))
+		bench_die("the lock holder failed");
+	shmtrace_close(p.t);
+	shmtrace_ring_unlink(ring);
+}
+
+/* 9d: stopped_holder_run() BENCH_RUNS times in a ring of mode, and its
+ * RESULT line (name: "stopped" or "stopped-ow"): the calls, what the
+ * ring lost. */
+static int case_stopped(const char *name, uint32_t mode)
+{
+	const uint64_t count = bench_env_u64("BENCH_N", 100000);
+	struct bench_tail tail[BENCH_MAX_RUNS];
+	struct shmt_loss lost[BENCH_MAX_RUNS];
+	int runs = (int)g_runs;
+
+	for (int r = 0; r < runs; r++)
+		stopped_holder_run(mode, count, &tail[r], &lost[r]);
+	printf("RESULT %s runs=%d capacity=%u blocks=%u n=%llu", name, runs, g_view.capacity, g_view.nblocks,
+	       (unsigned long long)count);
+	bench_tail_print(tail, runs);
+	print_losses(lost, runs);
+	printf("\n");
+	return 0;
+}
+
+/*
  * Case name's runs, each into a ring of its own (9c: of the default
  * configuration; else the bench's) with a collector of its own, and its
  * RESULT line: the calls, what the ring lost, the last collector's
@@ -208,6 +274,8 @@ static int case_tail_bare(const char *name)
  */
 int case_tail(const char *name)
 {
+	if (!strcmp(name, "stopped") || !strcmp(name, "stopped-ow"))
+		return case_stopped(name, strcmp(name, "stopped") ? SHMTRACE_MODE_OVERWRITE : SHMTRACE_MODE_DISCARD);
 	if (!strcmp(name, "oversub-bare") || !strcmp(name, "threads-bare"))
 		return case_tail_bare(!strcmp(name, "oversub-bare") ? "oversub" : "threads");
 

@@ -246,6 +246,8 @@ say "              every other time stopping itself with the ring lock held (LTT
 say "              2 producers paced at 1 M spans/s each timed"
 say "  9c many threads: 1000 threads of one process, $N_TSPANS spans each once all are alive (a barrier), the main thread asleep until all are done; a ring"
 say "              of the default configuration (262144 records, 1024 blocks, 1024 name slots)"
+say "  9d stopped lock holder: a process stopped (SIGSTOP) holding the ring lock of a fresh ring with no collector"
+say "              (discard, and overwrite), 100000 timed span calls beside it: the span call's bound on a lock wait"
 say "  9 no tracer: 9a's and 9c's loops timing a call that does nothing, no tracer, no collector (the scheduler's floor)"
 say "  10 snapshot: \`shmtrace snapshot\`'s copy of a full overwrite ring of $RING_CAP records (no collector) into a"
 say "              capture on tmpfs, ms per M records; then case 3's timed span calls (no 2nd producer) into that"
@@ -380,6 +382,9 @@ say "running 9c many threads..."
 S9C=$(shm_case threads "$N_TSPANS" "$TAIL_RUNS")
 L9C=$(lt_case threads threads "$N_TSPANS" "$TAIL_RUNS")
 B9C=$(shm_case threads-bare "$N_TSPANS" "$TAIL_RUNS")
+say "running 9d stopped lock holder..."
+S9D=$(shm_case stopped 100000 "$TAIL_RUNS")
+S9DO=$(shm_case stopped-ow 100000 "$TAIL_RUNS")
 
 # ------------------------------------------------------------------ table
 say ""
@@ -576,6 +581,13 @@ if [ -n "$S9C$L9C" ]; then
 		"per run; shmtrace: $(n9 "$S9C" dropped) ring full, $(n9 "$S9C" lock_dropped) to lock timeouts"
 	row "9c thread names lost" "$(n9 "$S9C" names_dropped)" "-" "" "per run (names_dropped)"
 fi
+if [ -n "$S9D" ]; then
+	row "9d stopped holder, slowest call, ms" "$(ms9 "$S9D")" "-" "" \
+		"no collector, a discard ring, $(n9 "$S9D" n) calls a run; overwrite ring: $(ms9 "$S9DO") ms (the bound: 2 ms)"
+	row "9d calls over 5 ms" "$(n9 "$S9D" over_5ms)" "-" "" "per run; overwrite ring: $(n9 "$S9DO" over_5ms)"
+	row "9d records lost" "$(n9 "$S9D" lost)" "-" "" \
+		"per run, $(n9 "$S9D" lock_dropped) to the lock; overwrite ring: $(n9 "$S9DO" lost), $(n9 "$S9DO" lock_dropped) to the lock"
+fi
 if [ -n "$(field "$S10" ms_per_m)" ]; then
 	row "10 snapshot, ms per M records" "$(fmt "$(field "$S10" ms_per_m)" 1)" "-" "" \
 		"CPU $(fmt "$(field "$S10" cpu_ms_per_m)" 1) ms; a full overwrite ring of $(field "$S10" records) records"
@@ -625,7 +637,7 @@ s=$(qfield "$S6" summary); [ -n "$s" ] && say "collector summary (export):   $s"
 say ""
 say "raw results:"
 for r in "$S1" "$L1" "$S2B" "$L2B" "$S2" "$L2" "$L1X" "$L2X" "$S3" "$L3" "$S3B" "$S4" "$L4" "$S5" "$S6" "$S6B" "$L6" "$S8" \
-	"$S9A" "$L9A" "$B9A" "$S9B" "$L9B" "$S9C" "$L9C" "$B9C" "$S10" "$S11"; do [ -n "$r" ] && say "  $r"; done
+	"$S9A" "$L9A" "$B9A" "$S9B" "$L9B" "$S9C" "$L9C" "$B9C" "$S9D" "$S9DO" "$S10" "$S11"; do [ -n "$r" ] && say "  $r"; done
 [ -n "$BT_SECS" ] && say "  babeltrace2: $N_EXPORT events in $BT_SECS s, max RSS ${BT_RSS:-?} KiB"
 say "(saved to $RESULTS)"
 exit 0
