@@ -9,8 +9,9 @@
  * producer process (shmtrace: fork; LTTng: exec, so that it registers):
  *
  *   9a oversub  many producer processes flat out for a fixed time
- *   9b frozen   a flat-out producer SIGSTOPped at random moments, two paced
- *               producers beside it timed
+ *   9b frozen   a flat-out producer stopped at random moments, every other
+ *               time holding its tracer's lock, two paced producers beside
+ *               it timed
  *   9c threads  a thousand threads of one process behind a barrier
  *
  * These measure; they assert nothing. Header-only, as bench_common.h, for
