@@ -350,12 +350,13 @@ SHMT_API int shmtrace_instant_args(shmtrace_t *t, uint32_t cat, uint32_t name, u
 
 /*
  * Pushes open span sp, its fields set, on the calling thread's stack of
- * open spans in its staging block b (of attachment a): the entry, then
- * the depth (release), so a reader that sees the depth sees the entry.
- * No lock.
+ * open spans in its staging block b (of attachment a), with eflow its
+ * flow packed for the entry: the entry, then the depth (release), so a
+ * reader that sees the depth sees the entry. No lock.
  */
-static inline void push(struct shmtrace_open_span *sp, const struct shmt_att *a,
-			struct shmt_block *b)
+static inline __attribute__((always_inline)) void push_entry(struct shmtrace_open_span *sp,
+							      const struct shmt_att *a,
+							      struct shmt_block *b, uint32_t eflow)
 {
 	/* our own word; a peer may scribble on it, which only hides spans */
 	uint32_t d = load_relaxed(&b->open_depth);
@@ -366,18 +367,13 @@ static inline void push(struct shmtrace_open_span *sp, const struct shmt_att *a,
 		 * apart from them */
 		uint16_t ename = (uint16_t)remap_id(a, sp->name), ecat = (uint16_t)remap_id(a, sp->cat);
 		uint32_t minor = a->v.minor;
-		uint64_t flow_id = sp->flow;
-		uint32_t eflow = flow_id ? shmt_open_flow_pack(flow_id, minor >= 1 ?
-					   load_relaxed(&a->v.h->ring_id) : 0) : 0;
 
 		store_relaxed(&b->open_closing, 0);
 		store_relaxed(&e->ts, sp->start);
-		store_relaxed(&e->name, ename);
-		store_relaxed(&e->cat, ecat);
-		store_relaxed(&e->flow, eflow);
+		store_relaxed(&e->ids, shmt_open_ids(ename, ecat, eflow));
 		/* before minor 7 this byte is padding, which readers ignore */
 		if (minor >= 7)
-			store_relaxed(&b->open_roles[d], (uint8_t)shmt_flow_role(flow_id));
+			store_relaxed(&b->open_roles[d], (uint8_t)shmt_flow_role(sp->flow));
 	}
 	/* pairs with the acquire load of open_depth by readers */
 	store_release(&b->open_depth, d + 1);
@@ -385,6 +381,37 @@ static inline void push(struct shmtrace_open_span *sp, const struct shmt_att *a,
 	sp->tid_ = shmt_tls_tid;
 	sp->depth_ = d;
 	sp->gen_ = shmt_fork_gen;
+}
+
+/* push_entry() of a span with a flow, whose packing reads the ring's id:
+ * out of line, so that a begin without a flow keeps no registers for it. */
+static __attribute__((noinline)) void push_flow(struct shmtrace_open_span *sp,
+						const struct shmt_att *a, struct shmt_block *b)
+{
+	push_entry(sp, a, b, shmt_open_flow_pack(sp->flow, a->v.minor >= 1 ?
+						 load_relaxed(&a->v.h->ring_id) : 0));
+}
+
+/* Pushes open span sp (push_entry()). Inline in the begin's fast path: a
+ * call there saved four registers on every begin. */
+static inline __attribute__((always_inline)) void push(struct shmtrace_open_span *sp,
+							const struct shmt_att *a,
+							struct shmt_block *b)
+{
+	if (unlikely(sp->flow != 0))
+		push_flow(sp, a, b);
+	else
+		push_entry(sp, a, b, 0);
+}
+
+/* What an open span that is on no stack holds (push_entry() sets it
+ * otherwise): shmtrace_end() records it and pops nothing. */
+static void not_pushed(struct shmtrace_open_span *sp)
+{
+	sp->block_ = NULL;
+	sp->depth_ = 0;
+	sp->gen_ = 0;
+	sp->tid_ = 0;
 }
 
 /* shmtrace_begin() on a thread with no block yet in a's ring: one is
@@ -399,7 +426,9 @@ static __attribute__((noinline)) int begin_slow(shmtrace_t *t, struct shmtrace_o
 	s = shmt_slot_slow(t, a, NULL, 0, &ret);
 	if (s)
 		push(sp, a, s->b);
-	return 0;	/* without a block: recorded at the end, not tracked */
+	else
+		not_pushed(sp);	/* without a block: recorded at the end, not tracked */
+	return 0;
 }
 
 SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32_t cat,
@@ -408,22 +437,23 @@ SHMT_API int shmtrace_begin(shmtrace_t *t, struct shmtrace_open_span *sp, uint32
 	struct shmt_tls_slot *s = &shmt_tls[0];
 	struct shmt_att *a;
 
+	/* the stack's fields are set by push_entry(), or not_pushed() */
 	sp->t = t;
-	sp->block_ = NULL;
 	sp->flow = flow_id;
 	sp->cat = cat;
 	sp->name = name;
-	sp->depth_ = 0;
-	sp->gen_ = 0;
-	sp->tid_ = 0;
 	sp->nargs = 0;
 	sp->start = shmt_now();
-	if (unlikely(t == NULL))
+	if (unlikely(t == NULL)) {
+		not_pushed(sp);
 		return -EINVAL;
+	}
 	/* pairs with the release store of cur in attach_locked() */
 	a = load_acquire(&t->cur);
-	if (unlikely(a == NULL))
+	if (unlikely(a == NULL)) {
+		not_pushed(sp);
 		return -ENOENT;	/* the end looks for the ring, as emit() does */
+	}
 	if (unlikely(!shmt_slot_is(s, a)))
 		return begin_slow(t, sp, a);
 	push(sp, a, s->b);

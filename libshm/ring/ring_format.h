@@ -354,11 +354,24 @@ _Static_assert(sizeof(struct shmt_thread) == 96, "name slot is 96 bytes");
  */
 struct shmt_open {
 	uint64_t ts;		/* the span's start */
-	uint16_t name;		/* interned string ids */
-	uint16_t cat;
-	uint32_t flow;
+	union {
+		struct {
+			uint16_t name;	/* interned string ids */
+			uint16_t cat;
+			uint32_t flow;
+		};
+		uint64_t ids;	/* the three as one word: a push stores them at once */
+	};
 };
 _Static_assert(sizeof(struct shmt_open) == 16, "an open span is 16 bytes");
+
+/* name, cat and flow as struct shmt_open's ids word holds them */
+static inline uint64_t shmt_open_ids(uint16_t name, uint16_t cat, uint32_t flow)
+{
+	const struct shmt_open e = { .name = name, .cat = cat, .flow = flow };
+
+	return e.ids;
+}
 
 #define SHMT_OPEN_MAX		4u	/* open spans tracked per thread */
 #define SHMT_OPEN_FLOW_OWN	0x80000000u
