@@ -29,6 +29,7 @@
  * over the run's timed part.
  */
 #include <linux/futex.h>
+#include <sys/prctl.h>
 
 #include "bench_shmtrace.h"
 #include "bench_tail.h"
@@ -90,6 +91,10 @@ static pid_t fork_producer(const struct bench_tail_role *role, struct bench_barr
 	if (pid == 0) {
 		struct shm_producer p = { .t = NULL };
 		int ret;
+
+		/* a producer left stopped (9b) by a bench that died would
+		 * hold the ring lock for good */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 
 		if (traced) {
 			shm_producer_open(&p);
@@ -226,6 +231,7 @@ static void stopped_holder_run(uint32_t mode, uint64_t count, struct bench_tail 
 	if (holder < 0)
 		bench_die("fork");
 	if (holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* never left stopped in the lock */
 		if (shmt_lock(&g_view, 1000000000ull))
 			_exit(1);
 		raise(SIGSTOP);

@@ -9,9 +9,9 @@
  * producer process (shmtrace: fork; LTTng: exec, so that it registers):
  *
  *   9a oversub  many producer processes flat out for a fixed time
- *   9b frozen   a flat-out producer stopped at random moments, every other
- *               time holding its tracer's lock, two paced producers beside
- *               it timed
+ *   9b frozen   a flat-out producer stopped at random moments (every other
+ *               time holding its tracer's lock, where it has one), two
+ *               paced producers beside it timed
  *   9c threads  a thousand threads of one process behind a barrier
  *
  * These measure; they assert nothing. Header-only, as bench_common.h, for
@@ -409,9 +409,10 @@ static inline void bench_freeze(pid_t pid, int sig)
 /*
  * 9b, one run: producer 0 (the victim) flat out, producers 1 and 2 paced
  * at rate calls/s each. The victim is frozen nfreeze times for freeze_ns
- * each, after a random gap (seeded) each: by SIGSTOP wherever it is, and
- * every other time by asking it to stop itself between two calls with
- * its tracer's lock held (a tracer without one: anywhere). A last gap
+ * each, after a random gap (seeded) each: by SIGSTOP wherever it is, and,
+ * where the tracer has a lock, every other time by asking it to stop
+ * itself between two calls with the lock held (a tracer without one is
+ * stopped wherever it is every time, inside its calls too). A last gap
  * after the last freeze, then all are stopped. *paced: the two paced
  * producers' calls.
  */
@@ -434,7 +435,7 @@ static inline void bench_tail_frozen(const struct bench_tail_side *s, int nfreez
 		bench_sleep_until(bench_mono_ns() + bench_rand(&rnd) % BENCH_TAIL_GAP_MAX_NS);
 		if (f == nfreeze)
 			break;
-		bench_freeze(p.pids[0], f % 2 ? SIGUSR1 : SIGSTOP);
+		bench_freeze(p.pids[0], f % 2 && s->holds_lock ? SIGUSR1 : SIGSTOP);
 		fz->freezes++;
 		if (s->holds_lock && s->holds_lock(p.pids[0]))
 			fz->in_lock++;

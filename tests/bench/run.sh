@@ -242,7 +242,7 @@ say "              a ring and a collector per run; lost: ring counters over the 
 say "              discarded events, lttng stop/list/start around the timed part)"
 say "  9a oversubscribed: 32 producer processes flat out for $N_OVER_MS ms on $(nproc) cores, the collector draining"
 say "  9b frozen peer: a producer flat out SIGSTOPped $N_FREEZES times for 200 ms (random gaps of 0-100 ms between),"
-say "              every other time stopping itself with the ring lock held (LTTng, which has none: anywhere);"
+say "              every other time stopping itself with the ring lock held (LTTng, which has none: SIGSTOP every time);"
 say "              2 producers paced at 1 M spans/s each timed"
 say "  9c many threads: 1000 threads of one process, $N_TSPANS spans each once all are alive (a barrier), the main thread asleep until all are done; a ring"
 say "              of the default configuration (262144 records, 1024 blocks, 1024 name slots)"
