@@ -3,7 +3,8 @@
  * test_hostile_ring.c - another local user against the ring: a FIFO planted
  * where a ring is looked for, bytes of the mutex forged by any writer of
  * the ring, the mutex's robust-list links pointed elsewhere while a
- * producer holds it, a group member against a ring shared with its
+ * producer holds it (its kind too), the journal a dead owner's repair
+ * reads, a group member against a ring shared with its
  * group, more threads than staging blocks.
  * Each case prints a FIGURE row for the fault table of `make test`.
  */
@@ -219,6 +220,148 @@ static void test_producer_holding_the_lock_survives_forged_list_links(void **sta
 	shmtrace_ring_unlink(ring);
 }
 
+/* A robust mutex's shape in memory the test shares with its child, for
+ * forge_kind_and_links(); and its mutex in the ring. */
+static pthread_mutex_t *g_decoy;
+
+/* At a holder's unlock, once: the mutex's kind made one glibc is not given
+ * (the holder leaves the lock held) and its robust-list link pointed at
+ * the decoy, whose lock word holds the holder's tid. */
+static void forge_kind_and_links(const char *where)
+{
+	static bool done;
+
+	if (done || strcmp(where, "unlock") != 0)
+		return;
+	done = true;
+	*(volatile uint32_t *)((char *)g_forged_mutex + 16) = 0x20u;	/* __kind */
+	/* a link is the address of the next mutex's __next (glibc's list) */
+	g_forged_mutex->__data.__list.__next = (void *)&g_decoy->__data.__list.__next;
+}
+
+/*
+ * A writer of the ring forges the mutex's kind and its robust-list links
+ * while a producer holds it: the producer leaves the lock held (glibc is
+ * not given bytes it could abort on), so the mutex stays on the thread's
+ * robust list, which the kernel walks when the thread exits, marking as
+ * its owner dead each lock word that holds the thread's tid along the
+ * links. Put back as glibc set them, they lead to the ring's mutex alone:
+ * the decoy a forged link pointed at, a word of the producer's holding
+ * its tid, is left as it was.
+ */
+static void test_producer_left_holding_a_forged_lock_exits_through_its_own_links(void **state)
+{
+	const char *ring = test_ring_name("mutexkind");
+	struct shmt_view v;
+	uint32_t decoy_lock;
+	pid_t kid;
+	int rc;
+
+	(void)state;
+	fresh_ring(ring, &v);
+	g_decoy = mmap(NULL, sizeof(*g_decoy), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		       -1, 0);
+	assert_true(g_decoy != MAP_FAILED);
+	memset(g_decoy, 0, sizeof(*g_decoy));
+	kid = fork();
+	if (kid == 0) {
+		shmtrace_t *t;
+
+		alarm(GUARD_S);
+		setenv("SHMTRACE_LOCK_TIMEOUT_MS", "20", 1);
+		/* the decoy: the kernel's walk marks a word holding our tid,
+		 * then stops at a link it cannot read */
+		g_decoy->__data.__lock = getpid();
+		g_decoy->__data.__list.__next = (void *)0x1000;
+		if (shmtrace_open(ring, &t) < 0)
+			_exit(3);
+		/* the first unlock from here on: the thread's name's */
+		g_forged_mutex = &v.h->mutex;
+		shmt_test_hook = forge_kind_and_links;
+		for (int i = 0; i < 200; i++)
+			shmtrace_span(t, 1, 1, 1000 + (uint64_t)i, 1001 + (uint64_t)i, 0);
+		/* exits with the ring mapped, the lock held: a close unmaps
+		 * it, and the kernel's walk reads nothing unmapped */
+		_exit(0);
+	}
+	rc = exit_of(kid);
+	if (rc > 128)
+		fprintf(stderr, "producer killed by signal %d\n", rc - 128);
+	assert_int_equal(rc, 0);
+	decoy_lock = (uint32_t)g_decoy->__data.__lock;
+	/* the lock was left held and its owner died: the kernel said so in
+	 * the ring's mutex, through the links glibc set */
+	assert_true(v.h->mutex.__data.__lock & 0x40000000);
+	assert_int_equal(decoy_lock, (uint32_t)kid);
+	figure("forged mutex kind and links, holder exits", 1, 200, 0, 0, 0, 0,
+	       "holder left it held; its exit wrote through no forged link");
+	munmap(g_decoy, sizeof(*g_decoy));
+	shmt_view_close(&v);
+	shmtrace_ring_unlink(ring);
+}
+
+/* What shmt_repair() makes of the journal j, left active by an owner the
+ * lock says died (the owner-died bit, no owner: one store any writer of
+ * the ring can make), once the next holder takes the lock. */
+static void repair_forged(struct shmt_view *v, const struct shmt_journal *j)
+{
+	struct shmt_journal *hj = &v->h->journal;
+
+	hj->stage = j->stage;
+	hj->block = j->block;
+	hj->head_before = j->head_before;
+	hj->taken_before = j->taken_before;
+	hj->count = j->count;
+	hj->consumed = j->consumed;
+	hj->ndrop = 0;
+	hj->in_place = j->in_place;
+	hj->active = 1;
+	v->h->mutex.__data.__lock = 0x40000000;
+	assert_int_equal(shmt_lock(v, 1000000000ull), 0);
+	assert_int_equal(hj->active, 0);
+	shmt_unlock(v);
+}
+
+/*
+ * A journal forged by a writer of the ring, then the lock's owner made to
+ * look dead, so that the next holder repairs from it: it moves no word
+ * past what the step it names could have. An undone flush never moves
+ * head on; a finished one moves its block's taken on, never past written
+ * (the owner's next records would fall behind taken, where nothing moves
+ * them); a block sequenced in place takes one off full_blocks, never
+ * below 0.
+ */
+static void test_forged_journal_moves_no_word_past_what_its_step_could(void **state)
+{
+	const char *ring = test_ring_name("journal");
+	struct shmt_view v;
+	struct shmt_block *b;
+	uint64_t head;
+
+	(void)state;
+	fresh_ring(ring, &v);
+	b = shmt_block_at(&v, 0);
+	head = v.h->head.v;
+	/* an undo (nothing of the flush published) to a head ahead */
+	repair_forged(&v, &(struct shmt_journal){ .stage = 1, .head_before = head + 1000000,
+						   .count = 5, .in_place = SHMT_JOURNAL_FLUSH });
+	assert_int_equal(v.h->head.v, head);
+	/* a finished flush of block 0 that would move taken far past written */
+	repair_forged(&v, &(struct shmt_journal){ .stage = 2, .block = 0, .head_before = head,
+						   .taken_before = 1ull << 40,
+						   .in_place = SHMT_JOURNAL_FLUSH });
+	assert_int_equal(b->taken, b->written);
+	/* a block sequenced in place, with no block counted full */
+	v.h->full_blocks.v = 0;
+	repair_forged(&v, &(struct shmt_journal){ .stage = 2, .head_before = head,
+						   .in_place = SHMT_JOURNAL_IN_PLACE });
+	assert_int_equal(v.h->full_blocks.v, 0);
+	figure("forged journal, repaired by the next holder", 3, 0, 0, 0, 0, 0,
+	       "head, taken and full_blocks left where a flush could");
+	shmt_view_close(&v);
+	shmtrace_ring_unlink(ring);
+}
+
 /*
  * A ring shared with a group (mode 0660, the group the creator's, as
  * `shmtrace-collector --create --group` makes it): a member of the group,
@@ -420,6 +563,8 @@ int main(void)
 		cmocka_unit_test(test_fifo_in_place_of_a_ring),
 		cmocka_unit_test(test_producer_survives_forged_mutex),
 		cmocka_unit_test(test_producer_holding_the_lock_survives_forged_list_links),
+		cmocka_unit_test(test_producer_left_holding_a_forged_lock_exits_through_its_own_links),
+		cmocka_unit_test(test_forged_journal_moves_no_word_past_what_its_step_could),
 		cmocka_unit_test(test_group_member_produces),
 		cmocka_unit_test(test_more_threads_than_blocks),
 	};

@@ -131,9 +131,14 @@ void shmt_repair(struct shmt_view *v)
 		uint32_t step = shmt_journal_step(v);
 		struct shmt_block *b = shmt_block_at(v, j->block);
 
-		if (!shmt_journal_published(j, load_relaxed(&h->head.v))) {
-			/* undo: nothing of it was published; the block keeps its records */
-			store_release(&h->head.v, j->head_before);
+		uint64_t head = load_relaxed(&h->head.v);
+
+		if (!shmt_journal_published(j, head)) {
+			/* undo: nothing of it was published; the block keeps its
+			 * records. A flush only moves head on: a journal that
+			 * would move it on is forged, and leaves it */
+			if (j->head_before <= head)
+				store_release(&h->head.v, j->head_before);
 			bool undone = b && load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED &&
 				      load_relaxed(&b->seq0) == j->head_before;
 
@@ -153,12 +158,16 @@ void shmt_repair(struct shmt_view *v)
 			if (j->stage <= 2)
 				fetch_add(&h->dropped.v, j->ndrop);
 			/* sequenced in place: the block is the ring's as it is;
-			 * only full_blocks still counts it */
-			if (step == SHMT_JOURNAL_IN_PLACE && j->stage <= 2)
+			 * only full_blocks still counts it (a count at 0 was
+			 * forged, and is not wrapped) */
+			if (step == SHMT_JOURNAL_IN_PLACE && j->stage <= 2 && load_relaxed(&h->full_blocks.v))
 				__atomic_fetch_sub(&h->full_blocks.v, 1, __ATOMIC_RELAXED);
 			/* a flush's block, or the one a copy was made of: its
-			 * records are the ring's */
-			if (src)
+			 * records are the ring's. A flush moves taken on, and
+			 * never past written: a journal that says otherwise is
+			 * forged, and moves nothing (its owner's next records
+			 * would fall behind taken, where nobody moves them) */
+			if (src && taken >= load_relaxed(&src->taken) && taken <= load_relaxed(&src->written))
 				store_release(&src->taken, taken);
 		}
 		j->active = 0;
@@ -343,12 +352,14 @@ int shmt_lock(struct shmt_view *v, uint64_t timeout_ns)
 /* Releases the lock, unless its bytes were forged while we held it: then
  * they are left as they are (glibc could abort on them), and the lock
  * counts as wedged for everyone. Its robust-list links are put back as
- * glibc left them first (links_keep()). */
+ * glibc left them first (links_keep()), whatever the bytes: a mutex left
+ * held stays on this thread's robust list, which the kernel walks through
+ * those links when the thread exits, marking as its owner dead any word
+ * that holds its tid wherever a forged link points. */
 void shmt_unlock(struct shmt_view *v)
 {
 	SHMT_HOOK("unlock");
-	if (likely(shmt_mutex_sane(v))) {
-		links_restore(&v->h->mutex);
+	links_restore(&v->h->mutex);
+	if (likely(shmt_mutex_sane(v)))
 		pthread_mutex_unlock(&v->h->mutex);
-	}
 }

@@ -143,13 +143,13 @@ static uint64_t publish_locked(struct shmt_view *v, uint32_t block, const struct
 uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx)
 {
 	struct shmt_block *b = shmt_block_at(v, idx);
-	uint64_t w, k, n, done;
+	uint64_t w, k, k0, n, done;
 
 	if (!b)
 		return 0;
 	/* pairs with the owner's release store of written */
 	w = load_acquire(&b->written);
-	k = load_relaxed(&b->taken);
+	k = k0 = load_relaxed(&b->taken);
 
 	/* written behind taken: only a peer scribbling on the block does
 	 * this; nothing is pending (and no count may go below zero) */
@@ -163,8 +163,9 @@ uint64_t shmt_flush_block_locked(struct shmt_view *v, uint32_t idx)
 		k = w - v->block_records;
 		n = v->block_records;
 	}
-	done = publish_locked(v, idx, shmt_block_recs(b), k, n, load_relaxed(&b->taken),
-			      w - load_relaxed(&b->taken));
+	/* the journal says what was checked above, not a second read of
+	 * taken, which a writer of the ring may have moved since */
+	done = publish_locked(v, idx, shmt_block_recs(b), k, n, k0, w - k0);
 	/* pairs with the owner's acquire load of taken: the slots are free */
 	store_release(&b->taken, w);
 	/* after the records, head and taken: a reader that finds the journal
