@@ -184,26 +184,27 @@ static int check_output(struct drain *d)
  * A head no producer could have stored, said once a session: a forger
  * who shifts head (and tail) by a multiple of 2^24 makes the slots match
  * other sequences (the commit word holds 24 bits of one), which nothing
- * in the ring tells from records; the jump itself is what is seen. back:
- * it went below what was read, else past it by more than the slots.
+ * in the ring tells from records; the jump itself is what is seen: from
+ * a head read before to one below it, or from what was read to more than
+ * the slots past it.
  */
-static void forged_head(struct drain *d, uint64_t head, bool back)
+static void forged_head(struct drain *d, uint64_t from, uint64_t head)
 {
 	if (d->head_forged_said)
 		return;
 	d->head_forged_said = true;
-	if (back)
+	if (head < from)
 		fprintf(stderr, "shmtrace-collector: warning: ring '%s': its head went back from "
 			"%llu to %llu, which no producer does: its header is forged or damaged, and "
 			"records written from there on repeat sequences this capture holds (an "
-			"export drops them as doubles)\n", d->o.ring, (unsigned long long)d->pos,
+			"export drops them as doubles)\n", d->o.ring, (unsigned long long)from,
 			(unsigned long long)head);
 	else
 		fprintf(stderr, "shmtrace-collector: warning: ring '%s': its head jumped from %llu "
 			"to %llu, more than its %u slots past what was read, which a discard ring "
 			"never allows: its header is forged or damaged, and records may be missing, "
 			"or captured twice under other sequences\n", d->o.ring,
-			(unsigned long long)d->pos, (unsigned long long)head, d->v.capacity);
+			(unsigned long long)from, (unsigned long long)head, d->v.capacity);
 }
 
 /*
@@ -236,19 +237,25 @@ static int copy_published(struct drain *d, long *copied)
 	uint64_t head = shmt_ring_head(&d->v);
 	int ret;
 
+	/* a head only grows, whatever producers do: one below the head read
+	 * before was forged, whether or not it is below what was copied */
+	if (head < d->head_last) {
+		forged_head(d, d->head_last, head);
+		d->head_back = true;
+	}
+	d->head_last = head;
 	if (head < d->pos) {
-		/* a head only grows: one that went back was forged. Followed,
-		 * since producers write from there; said, since the capture
-		 * then holds their records under sequences it has already
-		 * given to others, which a reader drops as doubles */
-		forged_head(d, head, true);
+		/* followed, since producers write from there; said, since the
+		 * capture then holds their records under sequences it has
+		 * already given to others, which a reader drops as doubles */
+		forged_head(d, d->pos, head);
 		d->pos = head;
 	}
 	if (head - d->pos > d->v.capacity) {
 		/* lapped before we got to them (a peer moving tail past head
 		 * in discard mode is the only other way) */
 		if (d->v.mode == SHMTRACE_MODE_DISCARD)
-			forged_head(d, head, false);
+			forged_head(d, d->pos, head);
 		d->skipped.lapped += head - d->v.capacity - d->pos;
 		d->pos = head - d->v.capacity;
 	}
@@ -299,6 +306,7 @@ long drain_pass(struct drain *d, bool final)
 	bool active;
 	int ret;
 
+	SHMT_HOOK("collector-pass");
 	/* once a pass: before anything more is copied or released */
 	ret = check_output(d);
 	if (ret < 0)
@@ -432,7 +440,12 @@ int drain_finish(struct drain *d)
 	/* until a pass finds nothing: producers may still be flushing, and
 	 * handed-over blocks wait for room the capture's writes free; past
 	 * the head at the start (a backlog is never cut short), at most
-	 * DRAIN_FINISH_MOST_NS */
+	 * DRAIN_FINISH_MOST_NS. A head that goes back was forged (it only
+	 * grows) and ends the stop, what it did not copy left in the ring:
+	 * a writer of the ring who set it far ahead, then back and on a
+	 * record a pass, kept a stop going for as many passes as the ring
+	 * has slots */
+	d->head_back = false;
 	do {
 		r = drain_pass(d, true);
 		if (r < 0)
@@ -445,7 +458,7 @@ int drain_finish(struct drain *d)
 			drain_release_tail(d);
 			r = 1;
 		}
-	} while (r > 0 && (d->pos < head || shmt_mono_ns() < until));
+	} while (r > 0 && !d->head_back && (d->pos < head || shmt_mono_ns() < until));
 	ret = cw_drain(d->w);
 	if (ret < 0)
 		return ret;

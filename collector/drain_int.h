@@ -33,6 +33,9 @@ struct drain {
 	bool behind;		/* the last pass did not copy all there was */
 	uint32_t backlog;	/* at the last pass's end: drain_backlog() */
 	bool head_forged_said;	/* a head no producer stores was warned of */
+	uint64_t head_last;	/* the head the last pass read */
+	bool head_back;		/* a head read below the one before (since
+				 * drain_finish() began, while it runs) */
 	uint32_t strings_sent;	/* strings already in the capture part */
 	uint32_t threads_sent;
 	uint32_t part;

@@ -499,6 +499,53 @@ static void test_drain_behind_until_a_pass_copies_all_there_is(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* A writer of the ring forging its head while a stop drains it, at the
+ * start of each pass: the head a first pass follows, set far ahead before
+ * the stop, then put back below it, and on a record each pass, so that
+ * every pass finds one. */
+static struct shmt_view g_forged_head_view;
+static uint64_t g_forged_passes;
+
+static void forge_head_each_pass(const char *where)
+{
+	const uint64_t ahead = 1ull << 62;
+
+	if (strcmp(where, "collector-pass") != 0)
+		return;
+	if (++g_forged_passes >= 2)
+		store_release(&g_forged_head_view.h->head.v, ahead - (1ull << 17) + g_forged_passes);
+}
+
+/*
+ * A writer of the ring forges its head during a stop: far ahead of what
+ * was copied when the stop begins, then back below that, and on a record
+ * each pass. A head only grows: the one that went back ends the stop, at
+ * the pass that saw it, what it did not copy left in the ring. A stop
+ * that waited to reach the head at its start went on a record a pass for
+ * as many passes as the ring has slots (2^17 here).
+ */
+static void test_stop_ends_when_a_writer_puts_head_back(void **state)
+{
+	const char *ring = test_ring_name("forgedhead");
+	char out[256], err[256];
+	struct drain *d;
+
+	(void)state;
+	d = drain_on_filled_ring(ring, out, 1000);
+	assert_int_equal(drain_pass(d, false), 1000);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &g_forged_head_view, err, sizeof(err)), 0);
+	store_release(&g_forged_head_view.h->head.v, 1ull << 62);
+	g_forged_passes = 0;
+	shmt_test_hook = forge_head_each_pass;
+	assert_int_equal(drain_finish(d), 0);
+	shmt_test_hook = NULL;
+	assert_int_equal(g_forged_passes, 2);
+	drain_free(d);
+	shmt_view_close(&g_forged_head_view);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
 /*
  * A drain awake a millisecond since its last nap yields, though records
  * wait, only while they are under a sixteenth of the ring: with more it
@@ -1021,6 +1068,7 @@ int main(void)
 		cmocka_unit_test(test_overwrite_mode_accounts_every_record_under_load),
 		cmocka_unit_test(test_two_sessions_in_one_process_keep_their_strings),
 		cmocka_unit_test(test_drain_behind_until_a_pass_copies_all_there_is),
+		cmocka_unit_test(test_stop_ends_when_a_writer_puts_head_back),
 		cmocka_unit_test(test_drain_yields_a_millisecond_after_its_nap_under_a_sixteenth),
 		cmocka_unit_test(test_busy_collector_comes_back_before_its_poll_interval),
 		cmocka_unit_test(test_each_hold_of_the_lock_moves_a_few_blocks),
