@@ -4,7 +4,9 @@
  * path it POSTs to, and an endpoint that fails part way (an error status,
  * retries spent, a refused connection) with the spans sent and not sent
  * counted exactly; answers no endpoint should give (a status line with a
- * tab, a body without end, more spans rejected than sent) read safely.
+ * tab, a body without end, more spans rejected than sent) read safely;
+ * what a kept connection is used for; an answer given before the request
+ * was taken; long headers; Retry-After and the wait before a retry.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +18,7 @@
 
 #include "cli_run.h"
 #include "http.h"
+#include "otlp_int.h"
 #include "otlp_run.h"
 
 static void test_urls(void **state)
@@ -460,6 +463,361 @@ static void test_answers_no_endpoint_should_give(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* -------------------------------------- what a connection is used for */
+
+/* In a scripted endpoint's child: reads one request on fd, whole (its
+ * headers, and the body as long as take_body), into buf; false if the
+ * connection ended first. */
+static bool take_request(int fd, bool take_body, char *buf, size_t cap)
+{
+	size_t got = 0, want = SIZE_MAX;
+
+	while (got < want && got < cap - 1) {
+		ssize_t r = read(fd, buf + got, cap - 1 - got);
+		char *hend;
+
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+		buf[got] = 0;
+		if (want == SIZE_MAX && (hend = strstr(buf, "\r\n\r\n"))) {
+			const char *cl = strstr(buf, "Content-Length: ");
+
+			want = (size_t)(hend + 4 - buf) + (take_body && cl ? strtoul(cl + 16, NULL, 10) : 0);
+		}
+	}
+	return true;
+}
+
+/* A child running script on a new listening socket (*port) and the
+ * pipes of the test (go: the test to the child; said: the child to the
+ * test), killed with the test. */
+struct script_io {
+	int s, go, said;
+};
+
+static pid_t scripted(void (*script)(const struct script_io *io), int *port, int *go, int *said)
+{
+	int s = listen_local(port), p[2], q[2];
+	pid_t pid;
+
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(q, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		const struct script_io io = { s, p[0], q[1] };
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(60);
+		script(&io);
+		_exit(0);
+	}
+	close(s);
+	close(p[0]);
+	close(q[1]);
+	*go = p[1];
+	*said = q[0];
+	return pid;
+}
+
+static void say(int fd)
+{
+	assert_int_equal(write(fd, "x", 1), 1);
+}
+
+static void hear(int fd)
+{
+	char c;
+
+	assert_int_equal(read(fd, &c, 1), 1);
+}
+
+static void end_script(pid_t pid, int go, int said)
+{
+	int st;
+
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	close(go);
+	close(said);
+}
+
+/* Every later connection: each request answered 201, until killed. */
+static void answer_201_on_new_connections(const struct script_io *io)
+{
+	static char buf[1 << 16];
+	int fd;
+
+	while ((fd = accept4(io->s, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		while (take_request(fd, true, buf, sizeof(buf)))
+			if (write(fd, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n", 43) != 43)
+				break;
+}
+
+/* The first connection: its request answered 200, then, once the test
+ * says, a 408 and the end of the connection, said to the test. */
+static void stale_408(const struct script_io *io)
+{
+	static char buf[1 << 16];
+	const char *a = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+		   *late = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+	int fd = accept4(io->s, NULL, NULL, SOCK_CLOEXEC);
+	char c;
+
+	if (fd < 0 || !take_request(fd, true, buf, sizeof(buf)) ||
+	    write(fd, a, strlen(a)) != (ssize_t)strlen(a) || read(io->go, &c, 1) != 1 ||
+	    write(fd, late, strlen(late)) != (ssize_t)strlen(late))
+		_exit(3);
+	close(fd);
+	if (write(io->said, "x", 1) != 1)
+		_exit(3);
+	answer_201_on_new_connections(io);
+}
+
+/* The first connection's one request answered by what g_first_answer
+ * holds, the connection then left open, never read again. */
+static const char *g_first_answer;
+
+static void first_answer_then_silence(const struct script_io *io)
+{
+	static char buf[1 << 16];
+	int fd = accept4(io->s, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0 || !take_request(fd, true, buf, sizeof(buf)) ||
+	    write(fd, g_first_answer, strlen(g_first_answer)) != (ssize_t)strlen(g_first_answer))
+		_exit(3);
+	answer_201_on_new_connections(io);
+}
+
+/* One POST on the kept connection c. */
+static int post_on(struct http_conn *c, struct http_answer *a)
+{
+	struct http_req r = { .ctype = "application/json", .body = "{}", .len = 2 };
+	char err[512];
+
+	return http_conn_post(c, &r, a, err, sizeof(err));
+}
+
+static void kept_conn(struct http_conn *c, int port, int ms, const char *headers)
+{
+	struct http_url u;
+	char url[64], err[512];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	assert_int_equal(http_parse_url(url, "/v1/traces", &u, err, sizeof(err)), 0);
+	http_conn_init(c, &u, ms, true, headers);
+}
+
+/*
+ * A kept connection carries only answers to what was sent on it: one the
+ * endpoint wrote to while it was idle (a 408 before it closed), or that
+ * held bytes past an answer's body, or whose body's length could not be
+ * told (two Content-Lengths that differ, a chunk size that is not hex or
+ * is missing, chunk data longer than its size said),
+ * is not used again: the next request goes on a new connection and gets
+ * that one's answer (201), not the stale bytes nor a wait for an answer
+ * that never comes.
+ */
+static void test_kept_connection_carries_only_its_own_answers(void **state)
+{
+	static const char *const firsts[] = {
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 500 Stale\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcde\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\r\nHTTP/1.1 500 Stale\r\n\r\n",
+	};
+	static struct http_answer a;
+	struct http_conn c;
+	int port, go, said;
+	pid_t pid;
+
+	(void)state;
+	pid = scripted(stale_408, &port, &go, &said);
+	kept_conn(&c, port, 2000, NULL);
+	assert_int_equal(post_on(&c, &a), 0);
+	assert_int_equal(a.status, 200);
+	say(go);
+	hear(said);
+	assert_int_equal(post_on(&c, &a), 0);
+	assert_int_equal(a.status, 201);
+	assert_int_equal(c.connects, 2);
+	http_conn_close(&c);
+	end_script(pid, go, said);
+
+	for (size_t i = 0; i < sizeof(firsts) / sizeof(firsts[0]); i++) {
+		g_first_answer = firsts[i];
+		pid = scripted(first_answer_then_silence, &port, &go, &said);
+		kept_conn(&c, port, 2000, NULL);
+		assert_int_equal(post_on(&c, &a), 0);
+		assert_int_equal(a.status, 200);
+		assert_int_equal(post_on(&c, &a), 0);
+		assert_int_equal(a.status, 201);
+		assert_int_equal(c.connects, 2);
+		http_conn_close(&c);
+		end_script(pid, go, said);
+	}
+}
+
+/* Reads a request's headers only, answers 413 and keeps the connection
+ * open without reading on. */
+static void answer_413_before_the_body(const struct script_io *io)
+{
+	static char buf[1 << 16];
+	const char *a = "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n";
+	int fd = accept4(io->s, NULL, NULL, SOCK_CLOEXEC);
+	char c;
+
+	if (fd < 0 || !take_request(fd, false, buf, sizeof(buf)) ||
+	    write(fd, a, strlen(a)) != (ssize_t)strlen(a))
+		_exit(3);
+	/* until killed */
+	if (read(io->go, &c, 1) < 0)
+		_exit(3);
+}
+
+/*
+ * An endpoint that answers (413) without taking the request, and keeps
+ * the connection open: the send waits its whole timeout on full socket
+ * buffers, and the answer, there all along, is still read. Taken for a
+ * timeout, it was retried (never to be taken) as a failure to connect.
+ */
+static void test_answer_given_before_the_request_is_taken(void **state)
+{
+	const size_t big = 64u << 20;
+	static struct http_answer a;
+	struct http_req r = { .ctype = "application/json", .len = big };
+	struct http_conn c;
+	char err[512];
+	int port, go, said;
+	char *body = calloc(1, big);
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(body);
+	r.body = body;
+	pid = scripted(answer_413_before_the_body, &port, &go, &said);
+	kept_conn(&c, port, 300, NULL);
+	assert_int_equal(http_conn_post(&c, &r, &a, err, sizeof(err)), 0);
+	assert_int_equal(a.status, 413);
+	http_conn_close(&c);
+	end_script(pid, go, said);
+	free(body);
+}
+
+/* Answers one request 200, and says through the pipe whether it held
+ * the header g_header whole. */
+static const char *g_header;
+
+static void answer_if_header(const struct script_io *io)
+{
+	static char buf[1 << 16];
+	const char *a = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	int fd = accept4(io->s, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0 || !take_request(fd, true, buf, sizeof(buf)) ||
+	    write(io->said, strstr(buf, g_header) ? "y" : "n", 1) != 1 ||
+	    write(fd, a, strlen(a)) != (ssize_t)strlen(a))
+		_exit(3);
+	close(fd);
+}
+
+/* A header as long as a token for authentication can be (8 KiB) goes
+ * with the request; a head of a fixed 4 KiB refused every request. */
+static void test_long_header_sent(void **state)
+{
+	static char hdr[8300];
+	static struct http_answer a;
+	struct http_conn c;
+	int port, go, said;
+	char seen;
+	pid_t pid;
+
+	(void)state;
+	memcpy(hdr, "Authorization: Bearer ", 22);
+	memset(hdr + 22, 'k', 8192);
+	memcpy(hdr + 22 + 8192, "\r\n", 3);
+	g_header = hdr;
+	pid = scripted(answer_if_header, &port, &go, &said);
+	kept_conn(&c, port, 2000, hdr);
+	assert_int_equal(post_on(&c, &a), 0);
+	assert_int_equal(a.status, 200);
+	assert_int_equal(read(said, &seen, 1), 1);
+	assert_int_equal(seen, 'y');
+	http_conn_close(&c);
+	end_script(pid, go, said);
+}
+
+/* Answers every request with the status line and headers of
+ * g_retry_answer (a "%s" in it: an HTTP-date 120 s from now). */
+static const char *g_retry_answer;
+
+static void answer_retry(const struct script_io *io)
+{
+	static char buf[1 << 16];
+	char date[64], a[256];
+	time_t t = time(NULL) + 120;
+	int fd;
+
+	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime(&t));
+	snprintf(a, sizeof(a), g_retry_answer, date);
+	while ((fd = accept4(io->s, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		if (take_request(fd, true, buf, sizeof(buf)) &&
+		    write(fd, a, strlen(a)) != (ssize_t)strlen(a))
+			_exit(3);
+		close(fd);
+	}
+}
+
+/*
+ * Retry-After in seconds or as an HTTP-date (the two forms the HTTP
+ * specification gives it), and anything else, a negative number above
+ * all, taken as none; and the wait before the next try: what Retry-After
+ * asked, up to 300 s, else half the back-off and a random part of the
+ * other half, the back-off doubling up to its bound.
+ */
+static void test_retry_after_and_the_wait_before_a_retry(void **state)
+{
+	static const struct {
+		const char *answer;
+		unsigned lo, hi;
+	} cases[] = {
+		{ "HTTP/1.1 503 Busy\r\nRetry-After: 7\r\nContent-Length: 0\r\n\r\n%s", 7, 7 },
+		{ "HTTP/1.1 503 Busy\r\nRetry-After: %s\r\nContent-Length: 0\r\n\r\n", 100, 120 },
+		{ "HTTP/1.1 503 Busy\r\nRetry-After: -1\r\nContent-Length: 0\r\n\r\n%s", 0, 0 },
+		{ "HTTP/1.1 503 Busy\r\nRetry-After: 4294967300\r\nContent-Length: 0\r\n\r\n%s",
+		  UINT_MAX, UINT_MAX },
+		{ "HTTP/1.1 503 Busy\r\nRetry-After: soon\r\nContent-Length: 0\r\n\r\n%s", 0, 0 },
+	};
+	static struct http_answer a;
+	unsigned delay = 100, w;
+	int port, go, said;
+	pid_t pid;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		g_retry_answer = cases[i].answer;
+		pid = scripted(answer_retry, &port, &go, &said);
+		assert_int_equal(post_to(port, 2000, &a), 0);
+		assert_int_equal(a.status, 503);
+		if (a.retry_after < cases[i].lo || a.retry_after > cases[i].hi)
+			fail_msg("%s: Retry-After read as %u, not %u to %u", cases[i].answer,
+				 a.retry_after, cases[i].lo, cases[i].hi);
+		end_script(pid, go, said);
+	}
+	assert_int_equal(otlp_retry_wait(&delay, 5000, 7), 7000);
+	assert_int_equal(delay, 200);
+	assert_int_equal(otlp_retry_wait(&delay, 5000, UINT_MAX), OTLP_RETRY_AFTER_MAX_S * 1000u);
+	for (int i = 0; i < 10; i++) {
+		unsigned before = delay;
+
+		w = otlp_retry_wait(&delay, 5000, 0);
+		assert_true(w >= before / 2 && w <= before);
+		assert_int_equal(delay, before * 2 > 5000 ? 5000 : before * 2);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -468,6 +826,10 @@ int main(void)
 		cmocka_unit_test(test_endpoint_path),
 		cmocka_unit_test(test_timeout_from_the_environment),
 		cmocka_unit_test(test_answers_no_endpoint_should_give),
+		cmocka_unit_test(test_kept_connection_carries_only_its_own_answers),
+		cmocka_unit_test(test_answer_given_before_the_request_is_taken),
+		cmocka_unit_test(test_long_header_sent),
+		cmocka_unit_test(test_retry_after_and_the_wait_before_a_retry),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

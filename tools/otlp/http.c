@@ -5,7 +5,9 @@
  * network; the live stream keeps its connection open between requests.
  * No TLS (docs/DESIGN.md says why this is not libcurl).
  */
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 
 #include "clock.h"
 #include "http.h"
+#include "term.h"
 
 int http_parse_url(const char *url, const char *suffix, struct http_url *u, char *err,
 		   size_t errlen)
@@ -127,10 +130,25 @@ int http_timeout_from_env(char *err, size_t errlen)
 	return HTTP_TIMEOUT_MS;
 }
 
+/* A socket's bound on each send() and recv() (and on Linux connect()). */
+static void set_timeouts(int fd, uint64_t ns)
+{
+	struct timeval tv = { .tv_sec = (time_t)(ns / 1000000000ull),
+			      .tv_usec = (suseconds_t)(ns % 1000000000ull / 1000) };
+
+	if (!tv.tv_sec && !tv.tv_usec)
+		tv.tv_usec = 1;	/* 0 would be no bound */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+/* Connects to u within timeout_ms in all, whatever addresses its name
+ * has (the name's lookup is bounded by the resolver alone). */
 static int connect_to(const struct http_url *u, int timeout_ms, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
-	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = timeout_ms % 1000 * 1000 };
+	uint64_t timeout = (uint64_t)timeout_ms * 1000000ull;
+	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + timeout;
 	int rc, fd = -1, e = ECONNREFUSED;
 
 	rc = getaddrinfo(u->host, u->port, &hints, &res);
@@ -139,16 +157,23 @@ static int connect_to(const struct http_url *u, int timeout_ms, char *err, size_
 		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+		if (now >= deadline) {
+			e = ETIMEDOUT;
+			break;
+		}
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
 		if (fd < 0) {
 			e = errno;
 			continue;
 		}
-		/* bounds connect() as well as send() and recv() on Linux */
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+		set_timeouts(fd, deadline - now);
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			/* each send() and recv() of a request: the whole timeout */
+			set_timeouts(fd, timeout);
 			break;
+		}
 		e = errno == EINPROGRESS || errno == EAGAIN ? ETIMEDOUT : errno;
 		close(fd);
 		fd = -1;
@@ -189,7 +214,9 @@ struct rd {
 	int fd;
 	char buf[16384];
 	size_t pos, len;
+	size_t got;		/* bytes received in all */
 	bool eof;
+	bool late;		/* read once past the deadline */
 	uint64_t deadline;
 };
 
@@ -206,17 +233,27 @@ static int rd_fill(struct rd *r)
 	if (r->len == sizeof(r->buf))
 		return -EPROTO;
 	/* each recv() is bounded by SO_RCVTIMEO; the deadline bounds the
-	 * whole answer (a byte a second, headers or 1xx answers without end) */
+	 * whole answer (a byte a second, headers or 1xx answers without end).
+	 * Past it, what has come is still read once, without waiting: an
+	 * endpoint that answers (413, 400) without taking the request makes
+	 * the send take the whole timeout, and its answer is there */
 	do {
-		if (clock_ns(CLOCK_MONOTONIC) >= r->deadline)
-			return -ETIMEDOUT;
-		n = recv(r->fd, r->buf + r->len, sizeof(r->buf) - r->len, 0);
+		int flags = 0;
+
+		if (clock_ns(CLOCK_MONOTONIC) >= r->deadline) {
+			if (r->late)
+				return -ETIMEDOUT;
+			r->late = true;
+			flags = MSG_DONTWAIT;
+		}
+		n = recv(r->fd, r->buf + r->len, sizeof(r->buf) - r->len, flags);
 	} while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN ? -ETIMEDOUT : -errno;
 	if (n == 0)
 		r->eof = true;
 	r->len += (size_t)n;
+	r->got += (size_t)n;
 	return 0;
 }
 
@@ -244,7 +281,40 @@ static int rd_line(struct rd *r, char **line)
 struct head {
 	long long clen;		/* -1: none */
 	bool chunked, close;
+	bool bad;		/* a length no body can be read by */
 };
+
+#define SPACE	" \t\v\f\r\n"
+
+/* A decimal number of s, white space after it allowed, at most max
+ * (saturated there); -1 if s is not one. */
+static long long decimal(const char *s, unsigned long long max)
+{
+	unsigned long long v = 0;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v > (max - (unsigned)(*p - '0')) / 10 ? max : v * 10 + (unsigned)(*p - '0');
+	if (p == s || p[strspn(p, SPACE)])
+		return -1;
+	return (long long)v;
+}
+
+/* Seconds from now to the HTTP-date s (IMF-fixdate, "Sun, 06 Nov 1994
+ * 08:49:37 GMT"), 0 when it has passed; -1 if s is not one. */
+static long long seconds_to_date(const char *s)
+{
+	struct tm tm;
+	const char *end;
+	time_t t;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (!end || end[strspn(end, SPACE)])
+		return -1;
+	t = timegm(&tm);
+	return t > time(NULL) ? (long long)(t - time(NULL)) : 0;
+}
 
 static void parse_header(const char *h, struct http_answer *a, struct head *hd)
 {
@@ -254,47 +324,73 @@ static void parse_header(const char *h, struct http_answer *a, struct head *hd)
 		return;
 	v++;
 	v += strspn(v, " \t");
-	if (!strncasecmp(h, "Retry-After:", 12))
-		a->retry_after = (unsigned)strtoul(v, NULL, 10);
-	else if (!strncasecmp(h, "Content-Length:", 15))
-		hd->clen = strtoll(v, NULL, 10);
-	else if (!strncasecmp(h, "Transfer-Encoding:", 18))
+	if (!strncasecmp(h, "Retry-After:", 12)) {
+		/* seconds, or a date; anything else is no Retry-After */
+		long long sec = decimal(v, UINT_MAX);
+
+		if (sec < 0)
+			sec = seconds_to_date(v);
+		a->retry_after = sec > 0 ? (unsigned)(sec < UINT_MAX ? sec : UINT_MAX) : 0;
+	} else if (!strncasecmp(h, "Content-Length:", 15)) {
+		/* not a number, or two that differ: the body cannot be told
+		 * from what follows it */
+		long long n = decimal(v, LLONG_MAX);
+
+		if (n < 0 || (hd->clen >= 0 && n != hd->clen))
+			hd->bad = true;
+		hd->clen = n;
+	} else if (!strncasecmp(h, "Transfer-Encoding:", 18)) {
 		hd->chunked = strcasestr(v, "chunked") != NULL;
-	else if (!strncasecmp(h, "Connection:", 11))
-		hd->close = strcasestr(v, "close") != NULL;
-	else if (!strncasecmp(h, "Content-Type:", 13))
+	} else if (!strncasecmp(h, "Connection:", 11)) {
+		/* a close said in any header stands */
+		hd->close |= strcasestr(v, "close") != NULL;
+	} else if (!strncasecmp(h, "Content-Type:", 13)) {
 		snprintf(a->ctype, sizeof(a->ctype), "%s", v);
+	}
+}
+
+/* "HTTP/1.1 400 Bad Request", the separators any white space: the
+ * version and the status (three digits), and the reason into a (escaped
+ * for a terminal); -EPROTO if line is not a status line. */
+static int status_line(const char *line, struct http_answer *a, int *minor)
+{
+	const char *p = line;
+
+	if (strncmp(p, "HTTP/1.", 7) || p[7] < '0' || p[7] > '9' || !strchr(SPACE, p[8]) || !p[8])
+		return -EPROTO;
+	*minor = p[7] - '0';
+	p += 8;
+	p += strspn(p, SPACE);
+	if (p[0] < '1' || p[0] > '5' || p[1] < '0' || p[1] > '9' || p[2] < '0' || p[2] > '9' ||
+	    (p[3] && !strchr(SPACE, p[3])))
+		return -EPROTO;
+	a->status = (p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0');
+	p += 3;
+	p += strspn(p, SPACE);
+	term_str(p, a->reason, sizeof(a->reason));
+	return 0;
 }
 
 /* The status line and headers (a 1xx answer skipped). */
 static int read_head(struct rd *r, struct http_answer *a, struct head *hd)
 {
 	char *line;
-	int major, minor, status, ret;
+	int minor, ret;
 
 	do {
 		*hd = (struct head){ .clen = -1 };
 		if ((ret = rd_line(r, &line)) < 0)
 			return ret;
-		if (sscanf(line, "HTTP/%d.%d %d", &major, &minor, &status) != 3 || status < 100 ||
-		    status > 599)
-			return -EPROTO;
-		a->status = status;
-		/* "HTTP/1.1 400 Bad Request": what follows the code (the
-		 * separators any white space, as sscanf() took them) */
-		line += strcspn(line, " \t\v\f\r\n");
-		line += strspn(line, " \t\v\f\r\n");
-		line += strspn(line, "0123456789");
-		line += strspn(line, " \t\v\f\r\n");
-		snprintf(a->reason, sizeof(a->reason), "%s", line);
+		if ((ret = status_line(line, a, &minor)) < 0)
+			return ret;
 		while ((ret = rd_line(r, &line)) == 0 && *line)
 			parse_header(line, a, hd);
 		if (ret < 0)
 			return ret;
 		/* HTTP/1.0 closes unless told otherwise */
-		if (major == 1 && minor == 0)
+		if (minor == 0)
 			hd->close = true;
-	} while (status < 200);
+	} while (a->status < 200);
 	return 0;
 }
 
@@ -327,10 +423,12 @@ static int read_bytes(struct rd *r, struct http_answer *a, unsigned long long n)
 	return 0;
 }
 
-/* A chunked body: "SIZE\r\nDATA\r\n"..., "0\r\n", trailers, "\r\n". */
+/* A chunked body: "SIZE\r\nDATA\r\n"..., "0\r\n", trailers, "\r\n".
+ * A size that is not hex (extensions after ';' aside), or data not
+ * followed by its CRLF, is -EPROTO: the body's end cannot be told. */
 static int read_chunked(struct rd *r, struct http_answer *a)
 {
-	char *line;
+	char *line, *end;
 	int ret;
 
 	for (;;) {
@@ -338,11 +436,18 @@ static int read_chunked(struct rd *r, struct http_answer *a)
 
 		if ((ret = rd_line(r, &line)) < 0)
 			return ret;
-		n = strtoull(line, NULL, 16);
+		if (!isxdigit((unsigned char)line[0]))
+			return -EPROTO;
+		n = strtoull(line, &end, 16);
+		end += strspn(end, " \t");
+		if (*end && *end != ';')
+			return -EPROTO;
 		if (n == 0)
 			break;
 		if ((ret = read_bytes(r, a, n)) < 0 || (ret = rd_line(r, &line)) < 0)
 			return ret;
+		if (*line)
+			return -EPROTO;
 	}
 	while ((ret = rd_line(r, &line)) == 0 && *line)
 		;
@@ -355,9 +460,11 @@ static int read_body(struct rd *r, struct http_answer *a, const struct head *hd)
 {
 	int ret;
 
+	if (hd->bad)
+		return 0;	/* what the status says stands; nothing more is read */
 	if (a->status == 204 || a->status == 304)
-		return !hd->close;
-	if (hd->chunked)
+		ret = 0;
+	else if (hd->chunked)
 		ret = read_chunked(r, a);
 	else if (hd->clen >= 0)
 		ret = read_bytes(r, a, (unsigned long long)hd->clen);
@@ -371,7 +478,9 @@ static int read_body(struct rd *r, struct http_answer *a, const struct head *hd)
 				return ret;
 		}
 	}
-	return ret < 0 ? ret : !hd->close;
+	/* bytes past the body are no answer to anything we sent: the
+	 * connection is not used again */
+	return ret < 0 ? ret : !hd->close && r->pos == r->len;
 }
 
 void http_conn_init(struct http_conn *c, const struct http_url *u, int timeout_ms, bool keep,
@@ -397,38 +506,41 @@ void http_conn_close(struct http_conn *c)
 static int exchange(struct http_conn *c, const struct http_req *r, struct http_answer *a,
 		    bool *answered)
 {
-	char head[4096];
 	struct rd *rd = malloc(sizeof(*rd));
 	/* the whole exchange, sent and answered, within the timeout (each
 	 * step's own bound may add one more timeout at the end) */
 	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (uint64_t)c->timeout_ms * 1000000ull;
 	struct head hd;
+	char *head = NULL;
 	int n, ret, sret;
 
 	*answered = false;
-	if (!rd)
-		return -ENOMEM;
-	n = snprintf(head, sizeof(head),
+	/* the headers as long as --otlp-header's make them (a token for
+	 * authentication may take kilobytes) */
+	n = asprintf(&head,
 		     "POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: shmtrace/" SHMTRACE_VERSION
 		     "\r\nContent-Type: %s\r\n%s%s%sContent-Length: %zu\r\n%s%s\r\n", c->u.path,
 		     c->u.hostport, r->ctype, r->cenc ? "Content-Encoding: " : "",
 		     r->cenc ? r->cenc : "", r->cenc ? "\r\n" : "", r->len,
 		     c->keep ? "" : "Connection: close\r\n", c->headers ? c->headers : "");
-	if (n < 0 || (size_t)n >= sizeof(head)) {
+	if (!rd || n < 0) {
 		free(rd);
-		return -E2BIG;
+		if (n >= 0)
+			free(head);
+		return -ENOMEM;
 	}
 	sret = send_all(c->fd, head, (size_t)n, deadline);
+	free(head);
 	if (sret == 0)
 		sret = send_all(c->fd, r->body, r->len, deadline);
 	/* an endpoint may answer (413, 400) and close before taking all:
 	 * read what it said even when sending failed */
 	rd->fd = c->fd;
-	rd->pos = rd->len = 0;
-	rd->eof = false;
+	rd->pos = rd->len = rd->got = 0;
+	rd->eof = rd->late = false;
 	rd->deadline = deadline;
 	ret = read_head(rd, a, &hd);
-	*answered = ret == 0 || rd->len > 0;
+	*answered = ret == 0 || rd->got > 0;
 	/* a body cut short still says what the status says; the
 	 * connection is not used again */
 	if (ret == 0 && (ret = read_body(rd, a, &hd)) < 0)
@@ -440,6 +552,14 @@ static int exchange(struct http_conn *c, const struct http_req *r, struct http_a
 	return ret;
 }
 
+/* Whether a kept connection has nothing to read: no byte, no end. */
+static bool idle_and_open(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 0;
+}
+
 int http_conn_post(struct http_conn *c, const struct http_req *r, struct http_answer *a, char *err,
 		   size_t errlen)
 {
@@ -449,6 +569,10 @@ int http_conn_post(struct http_conn *c, const struct http_req *r, struct http_an
 	for (;;) {
 		memset(a, 0, offsetof(struct http_answer, body));
 		a->body[0] = 0;
+		/* a kept connection the endpoint wrote to, or closed, while
+		 * idle (a 408, say) holds no answer to what we send now */
+		if (c->fd >= 0 && !idle_and_open(c->fd))
+			http_conn_close(c);
 		reused = c->fd >= 0;
 		if (!reused) {
 			ret = connect_to(&c->u, c->timeout_ms, err, errlen);

@@ -325,12 +325,23 @@ bool otlp_batch_full(const struct otlp *o, size_t bytes);
 /* Empties the batch; frees the buffers it no longer needs. */
 void otlp_batch_reset(struct otlp *o);
 /* The spans an answer of 2xx says the endpoint rejected (OTLP partial
- * success, JSON or protobuf as its Content-Type says), its message in msg. */
+ * success, JSON or protobuf as its Content-Type says), its message in msg
+ * (escaped for a terminal). */
 uint64_t otlp_partial_success(const struct http_answer *a, char *msg, size_t msglen);
+/* The first line of an answer's body, escaped for a terminal, into buf. */
+const char *otlp_answer_line(const struct http_answer *a, char *buf, size_t len);
 /* Whether a request that failed so (ret < 0: its -errno; else the HTTP
  * status) is tried again, as the OTLP specification says: 429, 502, 503,
  * 504, and connections refused, reset or timed out. */
 bool otlp_retryable(int ret, int status);
+/* A Retry-After is followed up to this many seconds. */
+#define OTLP_RETRY_AFTER_MAX_S	300u
+/* The wait in ms before a request is tried again: the Retry-After the
+ * endpoint asked for (retry_after_s, 0 for none), up to
+ * OTLP_RETRY_AFTER_MAX_S, else half of *delay and a random part of the
+ * other half (jitter: senders that failed together do not come back
+ * together); *delay then doubles, up to max_ms. */
+unsigned otlp_retry_wait(unsigned *delay, unsigned max_ms, unsigned retry_after_s);
 /* Writes the batch as one request to the file and/or the endpoint. */
 int otlp_deliver(struct otlp *o);
 /* The batch as a request: each process's resource and scope made in pre,

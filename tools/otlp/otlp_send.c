@@ -14,8 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "otlp_int.h"
 #include "pb.h"
+#include "term.h"
 
 #define BACKOFF_MIN_MS	100u
 #define BACKOFF_MAX_MS	5000u
@@ -88,7 +90,7 @@ static uint64_t partial_json(const char *body, char *msg, size_t msglen)
 		m += strlen("\"errorMessage\"");
 		m += strspn(m, " \t:");
 		if (*m == '"')
-			snprintf(msg, msglen, "%.*s", (int)strcspn(m + 1, "\""), m + 1);
+			term_escape(m + 1, strcspn(m + 1, "\""), msg, msglen);
 	}
 	if (!p)
 		return 0;
@@ -116,7 +118,7 @@ static uint64_t partial_pb(const char *body, size_t len, char *msg, size_t msgle
 			if (field == 1 && wire == PB_VARINT)
 				rejected = v;
 			else if (field == 2 && wire == PB_LEN)
-				snprintf(msg, msglen, "%.*s", (int)dlen, data);
+				term_escape(data, dlen, msg, msglen);
 		}
 	}
 	return rejected;
@@ -130,12 +132,42 @@ uint64_t otlp_partial_success(const struct http_answer *a, char *msg, size_t msg
 	return partial_json(a->body, msg, msglen);
 }
 
+const char *otlp_answer_line(const struct http_answer *a, char *buf, size_t len)
+{
+	term_escape(a->body, strcspn(a->body, "\r\n"), buf, len);
+	return buf;
+}
+
 bool otlp_retryable(int ret, int status)
 {
 	if (ret < 0)
 		return ret == -ECONNREFUSED || ret == -ECONNRESET || ret == -ETIMEDOUT ||
 		       ret == -EPIPE;
 	return status == 429 || status == 502 || status == 503 || status == 504;
+}
+
+/* A random number for the jitter (xorshift64*, seeded per thread). */
+static uint64_t jitter_rand(void)
+{
+	static __thread uint64_t x;
+
+	if (!x)
+		x = (clock_ns(CLOCK_MONOTONIC) ^ (uint64_t)getpid() << 32) | 1;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+unsigned otlp_retry_wait(unsigned *delay, unsigned max_ms, unsigned retry_after_s)
+{
+	unsigned wait = *delay / 2 + (unsigned)(jitter_rand() % (*delay / 2 + 1));
+
+	if (retry_after_s)
+		wait = retry_after_s > OTLP_RETRY_AFTER_MAX_S ? OTLP_RETRY_AFTER_MAX_S * 1000u
+							       : retry_after_s * 1000u;
+	*delay = *delay * 2 > max_ms ? max_ms : *delay * 2;
+	return wait;
 }
 
 static void sleep_ms(unsigned ms)
@@ -151,7 +183,7 @@ static int post(struct otlp *o, const char *body, size_t len)
 {
 	unsigned delay = BACKOFF_MIN_MS;
 	struct http_answer a;
-	char why[512], gave_up[48];
+	char why[512], gave_up[48], line[TERM_ESC_MAX(200)];
 	unsigned attempt;
 	int ret = 0;
 
@@ -167,15 +199,7 @@ static int post(struct otlp *o, const char *body, size_t len)
 		if (!otlp_retryable(ret, a.status) || attempt >= o->o->retries)
 			break;
 		o->retries_used++;
-		if (ret == 0 && a.retry_after) {
-			unsigned ra = a.retry_after > BACKOFF_MAX_MS / 1000 ? BACKOFF_MAX_MS
-									    : a.retry_after * 1000;
-
-			if (ra > delay)
-				delay = ra;
-		}
-		sleep_ms(delay);
-		delay = delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2;
+		sleep_ms(otlp_retry_wait(&delay, BACKOFF_MAX_MS, ret == 0 ? a.retry_after : 0));
 	}
 	snprintf(gave_up, sizeof(gave_up), " (gave up after %u attempt%s)", attempt,
 		 attempt == 1 ? "" : "s");
@@ -186,10 +210,10 @@ static int post(struct otlp *o, const char *body, size_t len)
 		return ret;
 	}
 	/* the first line of the body says why, for most collectors */
-	a.body[strcspn(a.body, "\r\n")] = 0;
+	otlp_answer_line(&a, line, sizeof(line));
 	snprintf(o->err, sizeof(o->err), "OTLP endpoint http://%.200s%.200s: HTTP %d%s%s%s%.200s%s",
 		 o->url.hostport, o->url.path, a.status, a.reason[0] ? " " : "", a.reason,
-		 a.body[0] ? ": " : "", a.body, otlp_retryable(0, a.status) ? gave_up : "");
+		 line[0] ? ": " : "", line, otlp_retryable(0, a.status) ? gave_up : "");
 	return -EPROTO;
 }
 

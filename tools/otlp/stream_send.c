@@ -22,25 +22,10 @@
 
 #define BACKOFF_MIN_MS		100u
 #define BACKOFF_MAX_MS		30000u
-/* a Retry-After is followed up to this */
-#define RETRY_AFTER_MAX_S	300u
 /* how often a wait looks at whether the stream stops */
 #define WAKE_MS			100u
 /* a failure said once, then at most this often while it lasts */
 #define SAY_EVERY_NS		(60ull * 1000000000ull)
-
-/* A random number for the jitter (xorshift64*, seeded per process). */
-static uint64_t jitter_rand(void)
-{
-	static __thread uint64_t x;
-
-	if (!x)
-		x = (clock_ns(CLOCK_MONOTONIC) ^ (uint64_t)getpid() << 32) | 1;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	return x * 0x2545f4914f6cdd1dull;
-}
 
 /* Waits ms, or less when the stream stops: false then. */
 static bool nap(struct sender *s, unsigned ms)
@@ -92,7 +77,7 @@ static void answered(struct otlp_stream *st, const struct qreq *r, const struct 
 	stream_count(st, &st->c.rejected, r->spans);
 	if (clock_ns(CLOCK_MONOTONIC) - said[1] >= SAY_EVERY_NS) {
 		said[1] = clock_ns(CLOCK_MONOTONIC);
-		snprintf(msg, sizeof(msg), "%.*s", (int)strcspn(a->body, "\r\n"), a->body);
+		otlp_answer_line(a, msg, sizeof(msg));
 		fprintf(stderr, "shmtrace stream: http://%s%s answered HTTP %d%s%s%s%s: %llu spans "
 			"rejected, not sent again\n", st->so->url.hostport, st->so->url.path,
 			a->status, a->reason[0] ? " " : "", a->reason, msg[0] ? ": " : "", msg,
@@ -110,7 +95,7 @@ static int send_one(struct otlp_stream *st, const struct qreq *r)
 				.cenc = so->gzip ? "gzip" : NULL, .body = r->body.p,
 				.len = r->body.len };
 	static uint64_t said_fail, said_answer[2];
-	unsigned delay = BACKOFF_MIN_MS, wait;
+	unsigned delay = BACKOFF_MIN_MS;
 	struct http_answer *a = malloc(sizeof(*a));
 	char why[512];
 	int ret;
@@ -126,7 +111,7 @@ static int send_one(struct otlp_stream *st, const struct qreq *r)
 		/* any failure to reach it is tried again (a name that did not
 		 * resolve, a network down, a signal); an answer that is not
 		 * HTTP, or a request that cannot be made, is not */
-		if (ret < 0 ? ret == -EPROTO || ret == -E2BIG || ret == -ENOMEM
+		if (ret < 0 ? ret == -EPROTO || ret == -ENOMEM
 			    : !otlp_retryable(0, a->status))
 			break;
 		stream_count(st, &st->c.retried, 1);
@@ -139,13 +124,7 @@ static int send_one(struct otlp_stream *st, const struct qreq *r)
 					"trying again\n", so->url.hostport, so->url.path, a->status,
 					a->reason[0] ? " " : "", a->reason);
 		}
-		/* half the back-off, and a random part of the other half */
-		wait = delay / 2 + (unsigned)(jitter_rand() % (delay / 2 + 1));
-		if (ret == 0 && a->retry_after)
-			wait = a->retry_after > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S * 1000u
-								  : a->retry_after * 1000u;
-		delay = delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2;
-		if (!nap(&st->s, wait)) {
+		if (!nap(&st->s, otlp_retry_wait(&delay, BACKOFF_MAX_MS, ret == 0 ? a->retry_after : 0))) {
 			free(a);
 			return -ECANCELED;
 		}
