@@ -506,7 +506,7 @@ void http_conn_close(struct http_conn *c)
 static int exchange(struct http_conn *c, const struct http_req *r, struct http_answer *a,
 		    bool *answered)
 {
-	struct rd *rd = malloc(sizeof(*rd));
+	struct rd *rd = calloc(1, sizeof(*rd));
 	/* the whole exchange, sent and answered, within the timeout (each
 	 * step's own bound may add one more timeout at the end) */
 	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + (uint64_t)c->timeout_ms * 1000000ull;
@@ -536,8 +536,6 @@ static int exchange(struct http_conn *c, const struct http_req *r, struct http_a
 	/* an endpoint may answer (413, 400) and close before taking all:
 	 * read what it said even when sending failed */
 	rd->fd = c->fd;
-	rd->pos = rd->len = rd->got = 0;
-	rd->eof = rd->late = false;
 	rd->deadline = deadline;
 	ret = read_head(rd, a, &hd);
 	*answered = ret == 0 || rd->got > 0;
