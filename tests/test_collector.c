@@ -540,6 +540,8 @@ static void test_stop_ends_when_a_writer_puts_head_back(void **state)
 	assert_int_equal(drain_finish(d), 0);
 	shmt_test_hook = NULL;
 	assert_int_equal(g_forged_passes, 2);
+	figure("ring head put back under a stopping collector", 1, 1000, 0, 0, 0, 0,
+	       "the stop ends at the pass that read it, and says so");
 	drain_free(d);
 	shmt_view_close(&g_forged_head_view);
 	unlink(out);
