@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,6 +54,7 @@ struct flight {
 	uint32_t max, ntimes;
 	/* the run's figures, for the summary line */
 	uint64_t snaps, answered, suppressed_total, overwritten, records, failures;
+	uint64_t failed_triggers;	/* the triggers of snapshots not written */
 };
 
 /* Whether one more snapshot keeps within --max-per-hour. */
@@ -167,19 +169,32 @@ static void take(struct flight *f)
 	/* before the trigger's own record, when the copy finds it */
 	so.keep_ns = f->o->keep_ns;
 	f->last_start_ns = shmt_clock_now(&f->v.clock);
+	/* a name taken is passed over before the ring is copied: the copy
+	 * is the cost (a whole ring); a name taken between the look and the
+	 * write is refused by the write (never replaced), and the next tried */
 	for (unsigned k = 0; ret == -EEXIST && k < 100; k++) {
+		struct stat st;
+
 		snapshot_path(f, k, path, sizeof(path));
+		if (lstat(path, &st) == 0)
+			continue;
 		ret = shmt_snapshot_write(&f->v, path, &so, &res, err, sizeof(err));
 	}
 	f->p.on = false;
+	/* an attempt counts against --max-per-hour whether or not it was
+	 * written: each copies the whole ring, and a directory that refuses
+	 * every file must not make each trigger cost one */
+	f->times[f->ntimes++ % f->max] = shmt_mono_ns();
 	if (ret < 0) {
 		/* the recorder goes on: the next trigger may find room */
+		if (ret == -EEXIST)
+			snprintf(err, sizeof(err), "100 names taken in '%.400s'", f->o->dir);
 		fprintf(stderr, "shmtrace-collector: snapshot of ring '%s' not written: %s\n",
 			f->ring, err);
 		f->failures++;
+		f->failed_triggers += so.info.triggers;
 		return;
 	}
-	f->times[f->ntimes++ % f->max] = shmt_mono_ns();
 	f->snaps++;
 	f->answered += res.info.triggers;
 	f->overwritten += res.info.overwritten;
@@ -204,13 +219,14 @@ static void say_summary(const struct flight *f)
 	fprintf(stderr, "shmtrace-collector: flight recorder of ring '%s': %llu snapshot%s in '%s' "
 		"(%llu records, %llu triggers answered, %llu requests not answered for "
 		"--max-per-hour %u, %llu of them after the last snapshot), %llu records "
-		"overwritten during copies, %llu snapshots not written, longest lock hold %.1f us "
-		"(%llu of %llu over %llu us)\n",
+		"overwritten during copies, %llu snapshots not written (%llu triggers they "
+		"asked for), longest lock hold %.1f us (%llu of %llu over %llu us)\n",
 		f->ring, (unsigned long long)f->snaps, f->snaps == 1 ? "" : "s", f->o->dir,
 		(unsigned long long)f->records, (unsigned long long)f->answered,
 		(unsigned long long)f->suppressed_total, f->max,
 		(unsigned long long)f->suppressed, (unsigned long long)f->overwritten,
-		(unsigned long long)f->failures, (double)f->hold.lock_hold_max_ns / 1000.0,
+		(unsigned long long)f->failures, (unsigned long long)f->failed_triggers,
+		(double)f->hold.lock_hold_max_ns / 1000.0,
 		(unsigned long long)f->hold.lock_holds_long, (unsigned long long)f->hold.lock_holds, HOLD_LONG_NS / 1000);
 }
 
@@ -243,7 +259,17 @@ static int open_ring(struct flight *f)
 		fprintf(stderr, "shmtrace-collector: warning: ring '%s' is of format 1.%u, before "
 			"triggers: shmtrace_trigger() cannot reach it; SIGUSR1 and deaths still make "
 			"snapshots\n", f->ring, f->v.minor);
+	return 0;
+}
+
+/* The header's trigger count as the recorder starts, and where its marks
+ * begin (hold_mark()), for shmt_guarded(). */
+static int start_seen(void *arg)
+{
+	struct flight *f = arg;
+
 	hold_mark(&f->hold);
+	f->seen = shmt_ring_triggers(&f->v);
 	return 0;
 }
 
@@ -289,7 +315,16 @@ int flight_run(const char *ring, uint64_t poll_ns, const struct flight_opts *o, 
 	sa.sa_handler = on_usr1;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
-	f->seen = shmt_ring_triggers(&f->v);	/* those before us are not ours */
+	/* those before us are not ours; read under the guard, as every look
+	 * at the segment, which a writer of it may have cut short */
+	if (shmt_guarded(start_seen, f) < 0) {
+		fprintf(stderr, "shmtrace-collector: ring '%s' was truncated under us\n", ring);
+		hold_free(&f->hold);
+		shmt_view_close(&f->v);
+		free(f->times);
+		free(f);
+		return 1;
+	}
 	say_ready(ready_fd);
 	while (!stop()) {
 		if (shmt_guarded(look, f) < 0) {

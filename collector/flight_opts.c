@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "flight.h"
 #include "parse.h"
@@ -65,6 +66,12 @@ const char *flight_check(const struct flight_opts *f, bool output, bool create, 
 
 		snprintf(bad, sizeof(bad), "--snapshot-dir '%.4000s': %s", f->dir,
 			 st.st_mode && !S_ISDIR(st.st_mode) ? "not a directory" : strerror(e));
+		return bad;
+	}
+	/* a directory no snapshot can be written into is said now, not at
+	 * the first trigger */
+	if (access(f->dir, W_OK | X_OK) < 0) {
+		snprintf(bad, sizeof(bad), "--snapshot-dir '%.4000s': %s", f->dir, strerror(errno));
 		return bad;
 	}
 	/* the window is the ring: only an overwrite ring keeps the newest */

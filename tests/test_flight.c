@@ -342,6 +342,56 @@ static void test_storm_writes_at_most_the_limit_and_counts_the_rest(void **state
 }
 
 /*
+ * A snapshot directory that refuses every file (removed after the
+ * recorder started), a thousand triggers, --after 0 and --max-per-hour 3:
+ * at most 3 attempts, each a copy of the whole ring, whether written or
+ * not; every trigger counted, in the attempts that failed or as not
+ * answered for --max-per-hour, in the summary line.
+ */
+static void test_snapshots_not_written_count_against_the_limit_and_their_triggers(void **state)
+{
+	const char *ring = test_ring_name("nodir");
+	const char *const extra[] = { "--max-per-hour", "3", "--after", "0", NULL };
+	uint64_t total;
+	char *err;
+	int status, w;
+	pid_t col, prod;
+
+	(void)state;
+	col = flight_into(ring, "t9", &w, extra);
+	close(w);
+	assert_int_equal(rmdir(tmp("t9")), 0);
+	prod = fork();
+	assert_true(prod >= 0);
+	if (prod == 0) {
+		shmtrace_t *t;
+
+		if (shmtrace_open(ring, &t) < 0)
+			_exit(3);
+		for (int i = 0; i < 1000; i++)
+			if (shmtrace_trigger(t, "nodir", 0) < 0)
+				_exit(4);
+		shmtrace_close(t);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(prod, &status, 0), prod);
+	exited_0(status);
+	/* snapshots not written: exit status 1 */
+	status = stop_flight(col, SIGTERM);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+	err = slurp(tmp("t9.err"));
+	assert_true(number_before(err, "snapshots not written") >= 1);
+	assert_true(number_before(err, "snapshots not written") <= 3);
+	total = (uint64_t)number_before(err, "requests not answered for") +
+		(uint64_t)number_before(err, "triggers they asked for)");
+	if (total != 1000)
+		fail_msg("%llu of 1000 triggers counted: %s", (unsigned long long)total, err);
+	free(err);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
  * A producer killed inside two spans, after two steps of a flow: the
  * recorder finds it dead, records its open spans and takes a snapshot
  * ("death"), whose export shows them unfinished, and the flow.
@@ -628,6 +678,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trigger_snapshot_holds_the_keep_before_it),
 		cmocka_unit_test(test_storm_writes_at_most_the_limit_and_counts_the_rest),
+		cmocka_unit_test(test_snapshots_not_written_count_against_the_limit_and_their_triggers),
 		cmocka_unit_test(test_death_inside_spans_snapshots_them_unfinished),
 		cmocka_unit_test(test_sigusr1_takes_a_snapshot),
 		cmocka_unit_test(test_producers_hand_full_blocks_to_the_recorder),
