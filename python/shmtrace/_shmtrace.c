@@ -317,7 +317,8 @@ PyMODINIT_FUNC PyInit__shmtrace(void)
 		if (!pyst_flow_var)
 			return NULL;
 	}
-	if (PyType_Ready(&pyst_span_type) < 0 || PyType_Ready(&pyst_tracer_type) < 0)
+	if (PyType_Ready(&pyst_span_type) < 0 || pyst_span_type_finish() < 0 ||
+	    PyType_Ready(&pyst_tracer_type) < 0)
 		return NULL;
 	if (!pyst_stats_type.tp_name && PyStructSequence_InitType2(&pyst_stats_type, &pyst_stats_desc) < 0)
 		return NULL;

@@ -88,6 +88,9 @@ typedef struct {
 } Span;
 
 extern PyTypeObject pyst_tracer_type, pyst_span_type, pyst_stats_type;
+/* Once the Span type is ready: its __enter__ and __exit__ (span.c). 0, or
+ * -1 with a Python error set. */
+int pyst_span_type_finish(void);
 extern PyStructSequence_Desc pyst_stats_desc;
 extern PyObject *pyst_error;		/* shmtrace.Error */
 extern Tracer *pyst_default_tracer;	/* of the module-level calls; never NULL after init */

@@ -87,6 +87,7 @@ PYST_DOC(pyst_trigger_doc,
 
 PyObject *pyst_trigger(Tracer *tr, PyObject *arg)
 {
+	char buf[MAX_STRING + 1];
 	const char *u;
 	Py_ssize_t len;
 	int ret;
@@ -96,7 +97,9 @@ PyObject *pyst_trigger(Tracer *tr, PyObject *arg)
 		return NULL;
 	if (!pyst_enabled(tr))
 		Py_RETURN_NONE;
-	ret = shmtrace_trigger(tr->t, u, 0);
+	/* cut at a character, as every name: the library cuts at a byte */
+	pyst_copy_cut(buf, u, len, MAX_STRING);
+	ret = shmtrace_trigger(tr->t, buf, 0);
 	/* a ring too old to hold one: said, as nothing was recorded; other
 	 * failures are the ring's, counted there as for any record */
 	if (ret == -EOPNOTSUPP)

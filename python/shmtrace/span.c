@@ -144,11 +144,94 @@ static PyObject *span_call(PyObject *self, PyObject *const *args, size_t nargsf,
 	return NULL;
 }
 
-/* __enter__ and __exit__: the span itself, which span_call() dispatches */
-static PyObject *span_self(PyObject *s, void *Py_UNUSED(c))
+/*
+ * __enter__ and __exit__: looked up on a span (the `with` statement), the
+ * span itself, which span_call() dispatches on its arguments, so that a
+ * `with` makes no bound method; looked up on the class, as
+ * contextlib.ExitStack and unittest's enterContext() do
+ * (type(cm).__enter__(cm)), a function that calls the span given it. A
+ * getter alone gave the class its bare descriptor, which is not callable.
+ */
+typedef struct {
+	PyObject_HEAD
+	PyObject *fn;	/* what the class gives */
+	const char *doc;
+} SpanSlot;
+
+static PyObject *slot_get(PyObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
 {
-	Py_INCREF(s);
-	return s;
+	PyObject *r = obj && obj != Py_None ? obj : ((SpanSlot *)self)->fn;
+
+	Py_INCREF(r);
+	return r;
+}
+
+static PyObject *slot_get_doc(PyObject *self, void *Py_UNUSED(c))
+{
+	return PyUnicode_FromString(((SpanSlot *)self)->doc);
+}
+
+static PyGetSetDef slot_getset[] = {
+	{ "__doc__", slot_get_doc, NULL, NULL, NULL },
+	{ NULL, NULL, NULL, NULL, NULL }
+};
+
+static PyTypeObject span_slot_type = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "shmtrace.SpanMethod",
+	.tp_basicsize = sizeof(SpanSlot),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_descr_get = slot_get,
+	.tp_getset = slot_getset,
+};
+
+/* The class's __enter__ and __exit__: fn(span, *args) is span(*args). */
+static PyObject *span_unbound(PyObject *Py_UNUSED(m), PyObject *const *args, Py_ssize_t nargs)
+{
+	if (nargs < 1 || Py_TYPE(args[0]) != &pyst_span_type) {
+		PyErr_SetString(PyExc_TypeError, "a Span's __enter__ and __exit__ take the Span first");
+		return NULL;
+	}
+	return PyObject_Vectorcall(args[0], args + 1, (size_t)(nargs - 1), NULL);
+}
+
+static PyMethodDef span_enter_def = { "__enter__", (PyCFunction)(void (*)(void))span_unbound,
+				      METH_FASTCALL, NULL };
+static PyMethodDef span_exit_def = { "__exit__", (PyCFunction)(void (*)(void))span_unbound,
+				     METH_FASTCALL, NULL };
+
+static const char enter_doc[] =
+	"__enter__() opens the span: reads the clock, and shows it open in the ring.\n"
+	"(The span itself, called.)";
+static const char exit_doc[] =
+	"__exit__(exc_type, exc, tb) ends the span: reads the clock and records it with its\n"
+	"arguments. Never swallows an exception. (The span itself, called.)";
+
+/* Puts __enter__ and __exit__ in the Span type's dict, once it is ready. */
+int pyst_span_type_finish(void)
+{
+	static PyMethodDef *const defs[2] = { &span_enter_def, &span_exit_def };
+	static const char *const docs[2] = { enter_doc, exit_doc };
+
+	if (PyType_Ready(&span_slot_type) < 0)
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		SpanSlot *slot = PyObject_New(SpanSlot, &span_slot_type);
+		int ret;
+
+		if (!slot)
+			return -1;
+		defs[i]->ml_doc = docs[i];
+		slot->doc = docs[i];
+		slot->fn = PyCFunction_New(defs[i], NULL);
+		ret = slot->fn ? PyDict_SetItemString(pyst_span_type.tp_dict, defs[i]->ml_name,
+						      (PyObject *)slot) : -1;
+		Py_DECREF(slot);
+		if (ret < 0)
+			return -1;
+	}
+	PyType_Modified(&pyst_span_type);
+	return 0;
 }
 
 static PyObject *span_get_flow(Span *s, void *Py_UNUSED(c))
@@ -162,12 +245,6 @@ static PyObject *span_get_enabled(Span *s, void *Py_UNUSED(c))
 }
 
 static PyGetSetDef span_getset[] = {
-	{ "__enter__", span_self, NULL,
-	  "__enter__() opens the span: reads the clock, and shows it open in the ring.\n"
-	  "(The span itself, called.)", NULL },
-	{ "__exit__", span_self, NULL,
-	  "__exit__(exc_type, exc, tb) ends the span: reads the clock and records it with its\n"
-	  "arguments. Never swallows an exception. (The span itself, called.)", NULL },
 	{ "flow", (getter)span_get_flow, NULL, "The flow id the span carries (0: none).", NULL },
 	{ "enabled", (getter)span_get_enabled, NULL,
 	  "False for the no-op span of a tracer that is off.", NULL },

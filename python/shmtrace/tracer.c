@@ -39,8 +39,10 @@ uint32_t pyst_intern(Tracer *tr, PyObject *s, const char *what, int *ok)
 	pyst_copy_cut(buf, u, len, MAX_STRING);
 	id = shmtrace_intern(tr->t, buf);
 	/* only exact str keys: a subclass could hash differently, or hold
-	 * a reference back to the tracer */
-	if (PyUnicode_CheckExact(s) && PyDict_GET_SIZE(tr->cache) < CACHE_MAX) {
+	 * a reference back to the tracer; never id 0, what an intern that
+	 * could not have the lock returns (the library keeps its lasting
+	 * failures itself): cached, the name stayed "?" for the tracer's life */
+	if (id && PyUnicode_CheckExact(s) && PyDict_GET_SIZE(tr->cache) < CACHE_MAX) {
 		v = PyLong_FromUnsignedLong(id);
 		if (!v || PyDict_SetItem(tr->cache, s, v) < 0) {
 			Py_XDECREF(v);
@@ -99,8 +101,9 @@ int pyst_intern_name_cat(Tracer *tr, PyObject *name, PyObject *cat, uint32_t *na
 	*cat_id = pyst_intern(tr, cat, "cat", &ok);
 	if (!ok)
 		return -1;
-	/* exact str only: a subclass instance could refer back to the tracer */
-	if (PyUnicode_CheckExact(name) && PyUnicode_CheckExact(cat)) {
+	/* exact str only: a subclass instance could refer back to the tracer;
+	 * an id 0 is not kept (pyst_intern()) */
+	if (*name_id && *cat_id && PyUnicode_CheckExact(name) && PyUnicode_CheckExact(cat)) {
 		PyObject *old_name = p->name, *old_cat = p->cat;
 
 		Py_INCREF(name);

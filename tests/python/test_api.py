@@ -3,8 +3,11 @@
 arguments, tracing off, and a ring removed under a tracer; each checked in
 what `shmtrace export --ring` makes of the ring."""
 import asyncio
+import contextlib
+import mmap
 import os
 import pydoc
+import struct
 import subprocess
 import sys
 import tempfile
@@ -61,6 +64,12 @@ class TestCalls(RingTest):
         self.assertEqual(trig[0]["args"], {"trigger": "slow reply"})
         self.assertEqual(trig[0]["cat"], "shmtrace")
         self.assertEqual(trig[0]["pid"], os.getpid())
+        # a name past the library's 1024 bytes is cut at a character, as
+        # every name is (the euro sign is 3 bytes: 341 of them fit)
+        self.t.trigger("\u20ac" * 1000)
+        ev = self.export()
+        self.assertEqual(len([e for e in ev if e.get("ph") == "i" and
+                              e["name"] == "trigger: " + "\u20ac" * 341]), 1)
 
     def test_exception_leaves_span_recorded(self):
         with self.assertRaises(KeyError):
@@ -123,6 +132,49 @@ class TestCalls(RingTest):
         self.assertEqual(len(util.spans(ev, "é" * 512)), 1)
         self.assertEqual(len(util.spans(ev, "x" * 1024)), 1)
         self.assertIn("é" * 15, util.names(ev, "thread_name").values())
+
+    def test_name_that_could_not_be_interned_is_interned_later(self):
+        # the ring's lock held (its lock word set to another's tid, as a
+        # holder's is) and a tracer that only tries it: the new names of a
+        # span cannot be interned and it is named "?"; once the lock is
+        # free, a span of the same names has them: what failed is not kept
+        self.t.close()
+        os.environ["SHMTRACE_LOCK_TIMEOUT_MS"] = "0"
+        try:
+            t = shmtrace.open(self.ring)
+        finally:
+            del os.environ["SHMTRACE_LOCK_TIMEOUT_MS"]
+        self.addCleanup(t.close)
+        with open("/dev/shm/" + self.ring, "r+b") as f:
+            word = mmap.mmap(f.fileno(), 4096)
+        lock = 256  # the header's mutex: glibc's lock word first (docs/FORMAT.md)
+        word[lock:lock + 4] = struct.pack("<I", 1)
+        with t.span("later", cat="lockcat"):
+            pass
+        word[lock:lock + 4] = struct.pack("<I", 0)
+        with t.span("later", cat="lockcat"):
+            pass
+        t.instant("later-instant", cat="lockcat")
+        word.close()
+        t.flush()
+        ev, _, _ = util.export(self.tmp.name, "--ring", self.ring)
+        self.assertEqual(len(util.spans(ev, "later")), 1)
+        self.assertEqual(len(util.spans(ev, "?")), 1)
+        self.assertEqual([e["cat"] for e in util.spans(ev, "later")], ["lockcat"])
+
+    def test_span_enters_an_exit_stack(self):
+        # contextlib.ExitStack (and unittest's enterContext) call the
+        # class's __enter__ and __exit__ with the span
+        with contextlib.ExitStack() as st:
+            self.assertIs(type(st.enter_context(self.t.span("stacked"))), shmtrace.Span)
+        s = self.t.span("by-class")
+        self.assertIs(shmtrace.Span.__enter__(s), s)
+        self.assertIsNone(shmtrace.Span.__exit__(s, None, None, None))
+        with self.assertRaises(TypeError):
+            shmtrace.Span.__enter__(object())
+        ev = self.export()
+        self.assertEqual(len(util.spans(ev, "stacked")), 1)
+        self.assertEqual(len(util.spans(ev, "by-class")), 1)
 
     def test_interning_is_cached(self):
         with self.t.span("once", cat="c"):
