@@ -74,9 +74,11 @@ static size_t cut_to_fit(struct snap *s, uint64_t max, uint64_t fixed)
 	if (!k)
 		return 0;
 	if (k == f->n) {
+		/* the window's losses go with it; the blocks', counted after
+		 * it, stay */
 		s->info.first_seq = s->info.end_seq;
-		s->info.overwritten = 0;
-		s->torn = 0;
+		s->info.overwritten -= s->win_overwritten;
+		s->torn -= s->win_torn;
 		s->first_ts = 0;
 		return f->buf.size;
 	}

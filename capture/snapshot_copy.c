@@ -75,8 +75,11 @@ static int take(struct snap *s, uint64_t seq, const struct shmt_record *r)
 		/* before the window: no record of it lost */
 		if (!s->started)
 			return 0;
+		/* the run before it framed first: a frame's count is of the
+		 * slots lost before it, which a cut there leaves out with it */
+		ret = run_end(s);
 		s->torn++;
-		return run_end(s);
+		return ret;
 	}
 	if (!s->started) {
 		/* the window begins with an event that ends in it */
@@ -275,6 +278,8 @@ static int copy_slots(struct snap *s, uint64_t end)
 	if (!s->started)
 		s->info.first_seq = end;	/* an empty window */
 	s->info.end_seq = end;
+	s->win_overwritten = s->info.overwritten;
+	s->win_torn = s->torn;
 	return ret;
 }
 

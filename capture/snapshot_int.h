@@ -74,7 +74,11 @@ struct snap {
 	struct snap_frames win;	/* the window's records */
 	struct snap_frames staged;	/* then the blocks' and the open spans */
 	uint64_t since;		/* the window's records end at or after it */
-	uint64_t torn;		/* slots of the window not a finished record */
+	uint64_t torn;		/* slots of the window not a finished record,
+				 * then forged records of the blocks */
+	/* the window's own losses, once its slots are copied: what a cut of
+	 * all its frames takes with them */
+	uint64_t win_overwritten, win_torn;
 	uint64_t first_ts;	/* the window's first record's start */
 	uint64_t ring_id;	/* the ring's, read with the rest */
 	bool started;		/* the window has begun */

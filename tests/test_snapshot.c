@@ -353,6 +353,53 @@ static void test_last_and_max_size_bound_the_window(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * --max-size that leaves out every frame of the window: the window's
+ * losses go with it, and those the copy counted past it stay: here a
+ * record a writer of the ring forged among those a thread has staged
+ * (torn, counted), which a cut that zeroed the counts lost silently.
+ */
+static void test_max_size_cutting_the_whole_window_keeps_the_blocks_losses(void **state)
+{
+	const char *ring = test_ring_name("snapcut");
+	struct snap_file *s = calloc(1, sizeof(*s));
+	uint32_t cat, nm, forged = 0;
+	struct shmt_view v;
+	char err[256];
+	shmtrace_t *t;
+
+	(void)state;
+	overwrite_ring(ring, 16384);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	spans_at(t, "old", shmtrace_now() - 1000000ull, 10000);
+	cat = shmtrace_intern(t, "test");
+	nm = shmtrace_intern(t, "staged");
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(shmtrace_span(t, cat, nm, 1000 + (uint64_t)i, 1100 + (uint64_t)i, 0), 0);
+	/* the thread's staged records: one made no record of any kind */
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	for (uint32_t i = 0; i < v.nblocks && !forged; i++) {
+		struct shmt_block *b = shmt_block_at(&v, i);
+
+		if (b->written - b->taken == 10) {
+			shmt_block_recs(b)[(b->taken + 3) & (v.block_records - 1)].commit = 0x7f;
+			forged = 1;
+		}
+	}
+	assert_int_equal(forged, 1);
+	snapshot(ring, tmp("cut.cap"), "--max-size", "4k", s);
+	assert_int_equal(s->h.snapshot.first_seq, s->h.snapshot.end_seq);
+	assert_true(s->h.snapshot.cut > 0);
+	assert_int_equal(s->loss.torn, 1);
+	assert_int_equal(s->h.snapshot.overwritten, 0);
+	assert_int_equal(s->n, 9);
+	snap_free(s);
+	free(s);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
 /* A peer of the ring flipping its head between two values, 2^62 apart,
  * until told to stop; then the true one again. */
 struct head_flipper {
@@ -523,6 +570,7 @@ int main(void)
 		cmocka_unit_test(test_blocks_flushed_during_the_copy_are_copied_once),
 		cmocka_unit_test(test_completes_with_the_lock_held_by_a_stopped_process),
 		cmocka_unit_test(test_last_and_max_size_bound_the_window),
+		cmocka_unit_test(test_max_size_cutting_the_whole_window_keeps_the_blocks_losses),
 		cmocka_unit_test(test_head_flipped_by_a_peer_never_read_slot_by_slot),
 		cmocka_unit_test(test_export_shows_triggers_open_spans_and_the_window),
 		cmocka_unit_test(test_no_trigger_into_a_ring_before_triggers),
