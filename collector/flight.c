@@ -47,8 +47,10 @@ struct flight {
 		uint64_t due_ns;		/* monotonic */
 	} p;
 	uint64_t suppressed;	/* requests not answered since the last snapshot */
-	/* ring time the last snapshot's copy began: the triggers before it
-	 * were counted in it */
+	/* ring time from which a trigger's record may be a snapshot's: when
+	 * the recorder started (the triggers before were not its own), the
+	 * last snapshot's copy began (they were counted in it), or a request
+	 * was last not answered for --max-per-hour (they were counted so) */
 	uint64_t last_start_ns;
 	uint64_t *times;	/* the last max_per_hour snapshots' (monotonic) */
 	uint32_t max, ntimes;
@@ -76,9 +78,11 @@ static void request(struct flight *f, uint32_t cause, uint64_t triggers, const c
 		return;
 	}
 	if (!rate_allows(f, now)) {
-		/* a storm of triggers: each counted, in the next snapshot */
+		/* a storm of triggers: each counted, in the next snapshot,
+		 * whose own trigger is one after them */
 		f->suppressed += cause == SHMT_SNAP_TRIGGER ? triggers : 1;
 		f->suppressed_total += cause == SHMT_SNAP_TRIGGER ? triggers : 1;
+		f->last_start_ns = shmt_clock_now(&f->v.clock);
 		return;
 	}
 	memset(in, 0, sizeof(*in));
@@ -270,6 +274,7 @@ static int start_seen(void *arg)
 
 	hold_mark(&f->hold);
 	f->seen = shmt_ring_triggers(&f->v);
+	f->last_start_ns = shmt_clock_now(&f->v.clock);
 	return 0;
 }
 

@@ -342,6 +342,45 @@ static void test_storm_writes_at_most_the_limit_and_counts_the_rest(void **state
 }
 
 /*
+ * A recorder started again on a ring that holds the trigger an earlier
+ * one answered: its snapshot's trigger is the one that asked for it, not
+ * the earlier one, which the ring still holds (the recorder took its
+ * trigger records from 0 on).
+ */
+static void test_recorder_started_again_answers_its_own_trigger(void **state)
+{
+	const char *ring = test_ring_name("again");
+	char paths[8][512], first[512] = "";
+	struct snap_file *s = calloc(1, sizeof(*s));
+	int w, n;
+	pid_t col;
+	shmtrace_t *t;
+
+	(void)state;
+	col = flight_into(ring, "t10", &w, NULL);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	assert_int_equal(shmtrace_trigger(t, "first", 0), 0);
+	wait_snapshots(tmp("t10"), w, 1);
+	exited_0(stop_flight(col, SIGTERM));
+	assert_int_equal(snapshots_in(tmp("t10"), paths, 8), 1);
+	snprintf(first, sizeof(first), "%s", paths[0]);
+	/* the same ring, adopted */
+	col = start_flight(ring, tmp("t10"), tmp("t10.err"), NULL);
+	assert_int_equal(shmtrace_trigger(t, "second", 0), 0);
+	wait_snapshots(tmp("t10"), w, 2);
+	exited_0(stop_flight(col, SIGTERM));
+	n = snapshots_in(tmp("t10"), paths, 8);
+	assert_int_equal(n, 2);
+	snap_read(strcmp(paths[0], first) ? paths[0] : paths[1], s);
+	assert_string_equal(s->h.snapshot.trigger, "second");
+	snap_free(s);
+	free(s);
+	shmtrace_close(t);
+	close(w);
+	shmtrace_ring_unlink(ring);
+}
+
+/*
  * A snapshot directory that refuses every file (removed after the
  * recorder started), a thousand triggers, --after 0 and --max-per-hour 3:
  * at most 3 attempts, each a copy of the whole ring, whether written or
@@ -679,6 +718,7 @@ int main(void)
 		cmocka_unit_test(test_trigger_snapshot_holds_the_keep_before_it),
 		cmocka_unit_test(test_storm_writes_at_most_the_limit_and_counts_the_rest),
 		cmocka_unit_test(test_snapshots_not_written_count_against_the_limit_and_their_triggers),
+		cmocka_unit_test(test_recorder_started_again_answers_its_own_trigger),
 		cmocka_unit_test(test_death_inside_spans_snapshots_them_unfinished),
 		cmocka_unit_test(test_sigusr1_takes_a_snapshot),
 		cmocka_unit_test(test_producers_hand_full_blocks_to_the_recorder),
