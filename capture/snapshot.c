@@ -160,7 +160,12 @@ static int write_file(const char *path, const struct shmt_snap_opts *o, uint32_t
 		outfile_abort(&out);
 		return ret;
 	}
-	return outfile_commit(&out, err, errlen);
+	ret = outfile_commit(&out, err, errlen);
+	/* the name too, as the file's bytes: a snapshot taken is there
+	 * after a power loss */
+	if (!ret && o->sync && (ret = outfile_sync_dir(path)) < 0)
+		snprintf(err, errlen, "syncing the directory of '%.400s': %s", path, strerror(-ret));
+	return ret;
 }
 
 /* Everything after the copy: counters, header, the file. */

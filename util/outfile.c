@@ -329,3 +329,24 @@ void outfile_abort(struct outfile *o)
 	free(o->tmp);
 	o->tmp = NULL;
 }
+
+int outfile_sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	int fd, ret = 0;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}

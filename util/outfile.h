@@ -69,6 +69,10 @@ int outfile_open(struct outfile *o, const char *path, enum outfile_how how, unsi
  * is then removed). */
 int outfile_commit(struct outfile *o, char *err, size_t errlen);
 
+/* fsync()s the directory path is named in, so that a name just made
+ * survives a power loss with the file. 0 or -errno. */
+int outfile_sync_dir(const char *path);
+
 /* Closes o->fd if open and removes the temporary, if any: the path stays
  * as it was before outfile_open(). */
 void outfile_abort(struct outfile *o);
