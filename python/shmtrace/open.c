@@ -31,6 +31,8 @@
  */
 #include "_shmtrace.h"
 
+#include <stdbool.h>
+
 #define OPEN_STACKS	4	/* handles a thread may have spans open on at once */
 
 struct pyst_open_stack {
@@ -164,10 +166,26 @@ void pyst_open_begin(Span *s, shmtrace_t *t)
 		pyst_open_arg(s, k);
 }
 
+/* Whether span s, begun on t's stack, still has its entry there: its
+ * thread lives, and the entry at its depth is its own (deeper entries are
+ * counted by the library, not kept: the depth alone says whether a deep
+ * span is still on the stack). One that ended out of order took it off. */
+static bool on_stack(const Span *s, shmtrace_t *t)
+{
+	const struct pyst_open_stacks *m = s->stacks;
+	const struct pyst_open_stack *st = m ? &m->st[s->stack] : NULL;
+	uint32_t d = s->sp.depth_;
+
+	return st && m->alive && st->t == t && st->depth > d &&
+	       (d >= SHMTRACE_OPEN_MAX || st->tok[d] == s->token);
+}
+
 void pyst_open_arg(Span *s, uint32_t i)
 {
-	if (!s->stacks)
-		return;	/* not on the ring's stack: all go at exit */
+	/* not on the ring's stack (never, or no more): all go at exit; staged
+	 * now, it would land on the entry another span has at its depth */
+	if (!s->stacks || !on_stack(s, s->tr ? s->tr->t : NULL))
+		return;
 	if (i < s->handed) {
 		/* a key set again: the crash view keeps the first value, the
 		 * end the last (sp's copy, which shmtrace_end() writes) */
@@ -180,18 +198,13 @@ void pyst_open_arg(Span *s, uint32_t i)
 
 void pyst_open_end(Span *s, shmtrace_t *t)
 {
-	struct pyst_open_stacks *m = s->stacks;
-	struct pyst_open_stack *st = m ? &m->st[s->stack] : NULL;
 	uint32_t d = s->sp.depth_;
 
-	/* deeper entries are counted by the library, not kept: the depth
-	 * alone says whether a deep span is still on the stack */
-	if (st && m->alive && st->t == t && st->depth > d &&
-	    (d >= SHMTRACE_OPEN_MAX || st->tok[d] == s->token)) {
+	if (on_stack(s, t)) {
 		for (uint32_t i = s->handed; i < s->nargs; i++)
 			shmtrace_span_arg(&s->sp, s->args[i]);
 		shmtrace_end(&s->sp);
-		st->depth = d;
+		s->stacks->st[s->stack].depth = d;
 	} else {
 		shmtrace_span_args(t, s->cat, s->name, s->start, shmtrace_now(), s->flow, s->args,
 				   s->nargs);

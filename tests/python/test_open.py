@@ -95,6 +95,27 @@ def die_inside(*names):
         self.assertEqual(outer["args"], {"req": 42, "url": "/items/7?q=\u00e9",
                                          "status": "started", "unfinished": True})
 
+    def test_argument_of_a_span_popped_out_of_order_leaves_others_alone(self):
+        # b began inside a, then a ended first (coroutines do that): b is
+        # off the ring's stack, and c and d, begun after, are where a and b
+        # were; b's argument goes with b's end, and leaves d's as they are
+        body = r"""
+def die_inside(*names):
+    a = t.span("a"); a.__enter__()
+    b = t.span("b"); b.__enter__()
+    a.__exit__(None, None, None)
+    with t.span("c"):
+        with t.span("d", args={"mine": 1}):
+            b.set("other", 2)
+            os.write(1, b"inside\n")
+            os.read(0, 1)
+            raise SystemExit("not killed")
+"""
+        events, _, meta, pid = self.kill_inside(body)
+        self.assertEqual(sorted(e["name"] for e in self.unfinished(events, pid)), ["c", "d"])
+        d, = [e for e in self.unfinished(events, pid) if e["name"] == "d"]
+        self.assertEqual(d["args"], {"mine": 1, "unfinished": True})
+
     def test_spans_that_returned_are_not_shown_open(self):
         body = r"""
 for i in range(1000):  # more than a staging block: some flushed, some staged
