@@ -818,6 +818,48 @@ static void test_retry_after_and_the_wait_before_a_retry(void **state)
 	}
 }
 
+/*
+ * A protobuf partial success whose error_message runs past what is kept of
+ * an answer (4 KiB): its rejected_spans, which comes first, is still
+ * counted, and its message left out; a message kept whole is said,
+ * escaped for a terminal. A length past the end of an answer kept whole
+ * is no partial success.
+ */
+static void test_partial_success_read_from_a_long_answer(void **state)
+{
+	static struct http_answer a;
+	const size_t msg = 5000;
+	char said[256];
+	char *p = a.body;
+
+	(void)state;
+	snprintf(a.ctype, sizeof(a.ctype), "application/x-protobuf");
+	/* {1: {1: 5, 2: "x" * 5000}}: lengths 5000 + 3 + 2 and 5000 */
+	*p++ = 0x0a;
+	*p++ = (char)(0x80 | ((msg + 5) & 0x7f));
+	*p++ = (char)((msg + 5) >> 7);
+	*p++ = 0x08;
+	*p++ = 5;
+	*p++ = 0x12;
+	*p++ = (char)(0x80 | (msg & 0x7f));
+	*p++ = (char)(msg >> 7);
+	memset(p, 'x', HTTP_BODY_KEEP - (size_t)(p - a.body));
+	a.body_len = HTTP_BODY_KEEP;
+	assert_int_equal(otlp_partial_success(&a, said, sizeof(said)), 5);
+	assert_string_equal(said, "");
+
+	/* a whole one, its message with an escape sequence */
+	p = a.body;
+	memcpy(p, "\x0a\x0b\x08\x07\x12\x07" "bad\x1b" "[2J", 13);
+	a.body_len = 13;
+	assert_int_equal(otlp_partial_success(&a, said, sizeof(said)), 7);
+	assert_string_equal(said, "bad\\x1b[2J");
+
+	/* a length past the end of an answer kept whole */
+	a.body[1] = 0x40;
+	assert_int_equal(otlp_partial_success(&a, said, sizeof(said)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -830,6 +872,7 @@ int main(void)
 		cmocka_unit_test(test_answer_given_before_the_request_is_taken),
 		cmocka_unit_test(test_long_header_sent),
 		cmocka_unit_test(test_retry_after_and_the_wait_before_a_retry),
+		cmocka_unit_test(test_partial_success_read_from_a_long_answer),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

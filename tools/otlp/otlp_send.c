@@ -100,16 +100,41 @@ static uint64_t partial_json(const char *body, char *msg, size_t msglen)
 }
 
 /* The partial success of a protobuf answer: ExportTraceServiceResponse
- * {partial_success 1: {rejected_spans 1, error_message 2}}. */
-static uint64_t partial_pb(const char *body, size_t len, char *msg, size_t msglen)
+ * {partial_success 1: {rejected_spans 1, error_message 2}}. Of an answer
+ * longer than what was kept (cut: an error_message of kilobytes), the
+ * partial success is read as far as it was kept: rejected_spans comes
+ * first, and a message cut short is left out. */
+static uint64_t partial_pb(const char *body, size_t len, bool cut, char *msg, size_t msglen)
 {
 	const char *data, *p = body, *q;
 	size_t n = len, dlen, qn;
 	uint64_t v, rejected = 0;
 	uint32_t field;
 	unsigned wire;
+	int ret;
 
-	while (pb_next(&p, &n, &field, &wire, &v, &data, &dlen) == 1) {
+	for (;;) {
+		const char *at = p;
+		size_t left = n;
+		uint64_t key;
+
+		ret = pb_next(&p, &n, &field, &wire, &v, &data, &dlen);
+		if (!ret)
+			break;
+		if (ret < 0) {
+			/* partial_success's length past the end of what was kept:
+			 * read as far as it goes */
+			p = at;
+			n = left;
+			if (!cut || pb_get_varint(&p, &n, &key) < 0 || key != (1u << 3 | PB_LEN) ||
+			    pb_get_varint(&p, &n, &v) < 0 || v <= n)
+				break;
+			field = 1;
+			wire = PB_LEN;
+			data = p;
+			dlen = n;
+			n = 0;
+		}
 		if (field != 1 || wire != PB_LEN)
 			continue;
 		q = data;
@@ -128,7 +153,7 @@ uint64_t otlp_partial_success(const struct http_answer *a, char *msg, size_t msg
 {
 	msg[0] = 0;
 	if (strstr(a->ctype, "protobuf"))
-		return partial_pb(a->body, a->body_len, msg, msglen);
+		return partial_pb(a->body, a->body_len, a->body_len == HTTP_BODY_KEEP, msg, msglen);
 	return partial_json(a->body, msg, msglen);
 }
 
