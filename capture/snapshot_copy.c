@@ -337,6 +337,8 @@ static uint32_t moved_since(const struct snap *s, const struct snap_block *b,
 	uint64_t moved = b->below2 - b->below, past = 0;
 	uint32_t j = 0;
 
+	if (b->same_owner && !moved)
+		return 0;	/* the common case: no list of slots to look through */
 	if (b->same_owner) {
 		for (size_t i = 0; i < s->nafter; i++) {
 			const struct shmt_record *r = &s->after[i].r;
