@@ -159,6 +159,13 @@ static void tracer_detach(Tracer *tr)
 	shmtrace_t *t = tr->t;
 
 	tr->t = NULL;
+	if (tr == pyst_default_tracer && pyst_default_from_env) {
+		/* SHMTRACE_RING's tracer closed: it stays closed, though its
+		 * ring appears after (the library's watcher stops waiting) */
+		pyst_default_from_env = 0;
+		if (!t)
+			shmtrace_default_open(NULL);
+	}
 	if (!t)
 		return;
 	pyst_open_forget(t);

@@ -549,6 +549,31 @@ print('ok')
             events, _, _ = util.export(tmp, "--ring", ring)
         self.assertEqual(len(util.spans(events, "after")), 10)
 
+    def test_env_ring_closed_before_it_appears_stays_closed(self):
+        # the default tracer closed while SHMTRACE_RING's ring is missing:
+        # the ring made after, the tracer stays off (the library looks for
+        # the ring every 100 ms: a second is ten looks it does not make)
+        ring = util.ring_name("closedfirst")
+        self.addCleanup(util.unlink, ring)
+        env = dict(os.environ, SHMTRACE_RING=ring)
+        code = f"""
+import time, shmtrace
+shmtrace.get_default().close()
+shmtrace.create_ring({ring!r})
+end = time.monotonic() + 1
+while time.monotonic() < end:
+    assert not shmtrace.get_default().enabled
+    with shmtrace.span('after close'):
+        pass
+print('ok')
+"""
+        r = subprocess.run([sys.executable, "-c", code],
+                           env=env, capture_output=True, text=True, check=False)
+        self.assertEqual((r.returncode, r.stdout.strip(), r.stderr), (0, "ok", ""))
+        with tempfile.TemporaryDirectory() as tmp:
+            events, _, _ = util.export(tmp, "--ring", ring)
+        self.assertEqual(len(util.spans(events, "after close")), 0)
+
     def test_env_ring(self):
         ring = util.ring_name("env")
         shmtrace.create_ring(ring)
