@@ -310,16 +310,18 @@ int flight_run(const char *ring, uint64_t poll_ns, const struct flight_opts *o, 
 	f->ring = ring;
 	f->poll_ns = poll_ns;
 	f->max = o->max_per_hour ? o->max_per_hour : FLIGHT_MAX_PER_HOUR;
+	/* first: SIGUSR1's default action ends the process, and a request
+	 * that comes while the ring is opened is one to answer */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
 	f->times = calloc(f->max, sizeof(*f->times));
 	if (!f->times || open_ring(f) < 0) {
 		free(f->times);
 		free(f);
 		return 1;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_usr1;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
 	/* those before us are not ours; read under the guard, as every look
 	 * at the segment, which a writer of it may have cut short */
 	if (shmt_guarded(start_seen, f) < 0) {

@@ -54,6 +54,11 @@ static void test_urls(void **state)
 	assert_int_equal(http_parse_url("http://x:70000", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 	assert_int_equal(http_parse_url("http://:80", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 	assert_int_equal(http_parse_url("http://x/a?b", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
+	/* a space or a control character would end the request line early */
+	assert_int_equal(http_parse_url("http://x/a b", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "no space or control character"));
+	assert_int_equal(http_parse_url("http://x/a\r\nX-Evil: 1", "/v1/traces", &u, err,
+					sizeof(err)), -EINVAL);
 	assert_int_equal(http_parse_url("http://[::1", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 }
 

@@ -30,6 +30,14 @@ int http_parse_url(const char *url, const char *suffix, struct http_url *u, char
 	size_t hl, pl, sl;
 
 	memset(u, 0, sizeof(*u));
+	/* a space or a control character would end the request line, or
+	 * start a header, early */
+	for (const char *c = url; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f) {
+			snprintf(err, errlen, "an endpoint URL has no space or control character "
+				 "(byte %#x at %zu)", (unsigned char)*c, (size_t)(c - url));
+			return -EINVAL;
+		}
 	if (strncmp(url, "http://", 7)) {
 		snprintf(err, errlen, "'%s': only http:// endpoints are supported (put a local "
 			 "OpenTelemetry Collector in front of an https one)", url);
