@@ -524,16 +524,26 @@ print("ok")
                            text=True, check=False)
         self.assertEqual((r.returncode, r.stdout.strip(), r.stderr), (0, "ok", ""))
 
-    def test_env_ring_missing(self):
-        # off while the ring is missing, on once it appears (late attach)
-        ring = util.ring_name("absent")
+    def run_before_its_ring(self, what, code):
+        """Runs code (which prints "ok") in a Python whose SHMTRACE_RING
+        names a ring not made yet, RING in code; returns the ring's export."""
+        ring = util.ring_name(what)
         self.addCleanup(util.unlink, ring)
         env = dict(os.environ, SHMTRACE_RING=ring)
-        code = f"""
+        r = subprocess.run([sys.executable, "-c", "RING = %r\n" % ring + code],
+                           env=env, capture_output=True, text=True, check=False)
+        self.assertEqual((r.returncode, r.stdout.strip(), r.stderr), (0, "ok", ""))
+        with tempfile.TemporaryDirectory() as tmp:
+            events, _, _ = util.export(tmp, "--ring", ring)
+        return events
+
+    def test_env_ring_missing(self):
+        # off while the ring is missing, on once it appears (late attach)
+        events = self.run_before_its_ring("absent", """
 import shmtrace
 assert not shmtrace.get_default().enabled
 shmtrace.span('x').__enter__()
-shmtrace.create_ring({ring!r})
+shmtrace.create_ring(RING)
 while not shmtrace.get_default().enabled:
     with shmtrace.span('waiting'):
         pass
@@ -541,37 +551,24 @@ for i in range(10):
     with shmtrace.span('after'):
         pass
 print('ok')
-"""
-        r = subprocess.run([sys.executable, "-c", code],
-                           env=env, capture_output=True, text=True, check=False)
-        self.assertEqual((r.returncode, r.stdout.strip(), r.stderr), (0, "ok", ""))
-        with tempfile.TemporaryDirectory() as tmp:
-            events, _, _ = util.export(tmp, "--ring", ring)
+""")
         self.assertEqual(len(util.spans(events, "after")), 10)
 
     def test_env_ring_closed_before_it_appears_stays_closed(self):
         # the default tracer closed while SHMTRACE_RING's ring is missing:
         # the ring made after, the tracer stays off (the library looks for
         # the ring every 100 ms: a second is ten looks it does not make)
-        ring = util.ring_name("closedfirst")
-        self.addCleanup(util.unlink, ring)
-        env = dict(os.environ, SHMTRACE_RING=ring)
-        code = f"""
+        events = self.run_before_its_ring("closedfirst", """
 import time, shmtrace
 shmtrace.get_default().close()
-shmtrace.create_ring({ring!r})
+shmtrace.create_ring(RING)
 end = time.monotonic() + 1
 while time.monotonic() < end:
     assert not shmtrace.get_default().enabled
     with shmtrace.span('after close'):
         pass
 print('ok')
-"""
-        r = subprocess.run([sys.executable, "-c", code],
-                           env=env, capture_output=True, text=True, check=False)
-        self.assertEqual((r.returncode, r.stdout.strip(), r.stderr), (0, "ok", ""))
-        with tempfile.TemporaryDirectory() as tmp:
-            events, _, _ = util.export(tmp, "--ring", ring)
+""")
         self.assertEqual(len(util.spans(events, "after close")), 0)
 
     def test_env_ring(self):

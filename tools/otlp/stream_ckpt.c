@@ -169,23 +169,6 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* The folder of path synced, so that a rename in it lasts. */
-static int sync_dir(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char dir[4200];
-	int fd, ret = 0;
-
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 int ckpt_write(const char *path, struct obuf *b, const struct stream_counts *c)
 {
 	struct ckpt_head *h = (struct ckpt_head *)b->p;
@@ -206,7 +189,7 @@ int ckpt_write(const char *path, struct obuf *b, const struct stream_counts *c)
 		return ret;
 	}
 	ret = outfile_commit(&of, err, sizeof(err));
-	return ret < 0 ? ret : sync_dir(path);
+	return ret < 0 ? ret : outfile_sync_dir(path);
 }
 
 /* ---------------------------------------------------------------- load */
