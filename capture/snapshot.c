@@ -162,9 +162,14 @@ static int write_file(const char *path, const struct shmt_snap_opts *o, uint32_t
 	}
 	ret = outfile_commit(&out, err, errlen);
 	/* the name too, as the file's bytes: a snapshot taken is there
-	 * after a power loss */
-	if (!ret && o->sync && (ret = outfile_sync_dir(path)) < 0)
-		snprintf(err, errlen, "syncing the directory of '%.400s': %s", path, strerror(-ret));
+	 * after a power loss. A directory that cannot be opened to read
+	 * (write and search are what a snapshot needs) or synced (a file
+	 * system without it) leaves the snapshot written; an I/O error
+	 * does not */
+	if (!ret && o->sync && outfile_sync_dir(path) == -EIO) {
+		ret = -EIO;
+		snprintf(err, errlen, "syncing the directory of '%.400s': %s", path, strerror(EIO));
+	}
 	return ret;
 }
 

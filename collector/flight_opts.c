@@ -5,6 +5,7 @@
  * makes with --create.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -70,7 +71,7 @@ const char *flight_check(const struct flight_opts *f, bool output, bool create, 
 	}
 	/* a directory no snapshot can be written into is said now, not at
 	 * the first trigger */
-	if (access(f->dir, W_OK | X_OK) < 0) {
+	if (faccessat(AT_FDCWD, f->dir, W_OK | X_OK, AT_EACCESS) < 0) {
 		snprintf(bad, sizeof(bad), "--snapshot-dir '%.4000s': %s", f->dir, strerror(errno));
 		return bad;
 	}

@@ -176,10 +176,17 @@ static PyGetSetDef slot_getset[] = {
 	{ NULL, NULL, NULL, NULL, NULL }
 };
 
+static void slot_dealloc(PyObject *self)
+{
+	Py_XDECREF(((SpanSlot *)self)->fn);
+	PyObject_Del(self);
+}
+
 static PyTypeObject span_slot_type = {
 	PyVarObject_HEAD_INIT(NULL, 0)
 	.tp_name = "shmtrace.SpanMethod",
 	.tp_basicsize = sizeof(SpanSlot),
+	.tp_dealloc = slot_dealloc,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_descr_get = slot_get,
 	.tp_getset = slot_getset,
@@ -213,6 +220,9 @@ int pyst_span_type_finish(void)
 	static PyMethodDef *const defs[2] = { &span_enter_def, &span_exit_def };
 	static const char *const docs[2] = { enter_doc, exit_doc };
 
+	/* once: the type is static, and a module made again finds it done */
+	if (span_slot_type.tp_flags & Py_TPFLAGS_READY)
+		return 0;
 	if (PyType_Ready(&span_slot_type) < 0)
 		return -1;
 	for (int i = 0; i < 2; i++) {

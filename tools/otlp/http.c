@@ -150,21 +150,26 @@ static void set_timeouts(int fd, uint64_t ns)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
-/* Connects to u within timeout_ms in all, whatever addresses its name
- * has (the name's lookup is bounded by the resolver alone). */
+/* Connects to u within timeout_ms in all once its name is looked up
+ * (the lookup is bounded by the resolver alone), whatever addresses it
+ * has: each tried gets a share of what is left, so that one that never
+ * answers (a black-holed IPv6 address) leaves time for the next. */
 static int connect_to(const struct http_url *u, int timeout_ms, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
-	uint64_t timeout = (uint64_t)timeout_ms * 1000000ull;
-	uint64_t deadline = clock_ns(CLOCK_MONOTONIC) + timeout;
+	uint64_t timeout = (uint64_t)timeout_ms * 1000000ull, deadline;
 	int rc, fd = -1, e = ECONNREFUSED;
+	unsigned left = 0;
 
 	rc = getaddrinfo(u->host, u->port, &hints, &res);
 	if (rc) {
 		snprintf(err, errlen, "%s: %s", u->host, gai_strerror(rc));
 		return rc == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
 	}
-	for (ai = res; ai; ai = ai->ai_next) {
+	deadline = clock_ns(CLOCK_MONOTONIC) + timeout;
+	for (ai = res; ai; ai = ai->ai_next)
+		left++;
+	for (ai = res; ai; ai = ai->ai_next, left--) {
 		uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
 		if (now >= deadline) {
@@ -176,7 +181,7 @@ static int connect_to(const struct http_url *u, int timeout_ms, char *err, size_
 			e = errno;
 			continue;
 		}
-		set_timeouts(fd, deadline - now);
+		set_timeouts(fd, (deadline - now) / left);
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
 			/* each send() and recv() of a request: the whole timeout */
 			set_timeouts(fd, timeout);
@@ -340,13 +345,21 @@ static void parse_header(const char *h, struct http_answer *a, struct head *hd)
 			sec = seconds_to_date(v);
 		a->retry_after = sec > 0 ? (unsigned)(sec < UINT_MAX ? sec : UINT_MAX) : 0;
 	} else if (!strncasecmp(h, "Content-Length:", 15)) {
-		/* not a number, or two that differ: the body cannot be told
-		 * from what follows it */
-		long long n = decimal(v, LLONG_MAX);
+		/* not a number, or two that differ (in one header, a list, or
+		 * in two): the body cannot be told from what follows it */
+		char one[32];
 
-		if (n < 0 || (hd->clen >= 0 && n != hd->clen))
-			hd->bad = true;
-		hd->clen = n;
+		for (const char *c = v; *c; c += strspn(c, ", \t")) {
+			size_t k = strcspn(c, ",");
+			long long n;
+
+			snprintf(one, sizeof(one), "%.*s", (int)(k < sizeof(one) ? k : sizeof(one) - 1), c);
+			n = k < sizeof(one) ? decimal(one, LLONG_MAX) : -1;
+			if (n < 0 || (hd->clen >= 0 && n != hd->clen))
+				hd->bad = true;
+			hd->clen = n;
+			c += k;
+		}
 	} else if (!strncasecmp(h, "Transfer-Encoding:", 18)) {
 		hd->chunked = strcasestr(v, "chunked") != NULL;
 	} else if (!strncasecmp(h, "Connection:", 11)) {
@@ -468,8 +481,10 @@ static int read_body(struct rd *r, struct http_answer *a, const struct head *hd)
 {
 	int ret;
 
-	if (hd->bad)
-		return 0;	/* what the status says stands; nothing more is read */
+	/* what the status says stands; nothing more is read (a chunked
+	 * body's own framing wins over a Content-Length) */
+	if (hd->bad && !hd->chunked)
+		return 0;
 	if (a->status == 204 || a->status == 304)
 		ret = 0;
 	else if (hd->chunked)

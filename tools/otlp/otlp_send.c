@@ -208,7 +208,7 @@ static int post(struct otlp *o, const char *body, size_t len)
 {
 	unsigned delay = BACKOFF_MIN_MS;
 	struct http_answer a;
-	char why[512], gave_up[48], line[TERM_ESC_MAX(200)];
+	char why[512], gave_up[48], line[201];	/* escaped: at most 200 bytes, no escape cut */
 	unsigned attempt;
 	int ret = 0;
 
@@ -236,7 +236,7 @@ static int post(struct otlp *o, const char *body, size_t len)
 	}
 	/* the first line of the body says why, for most collectors */
 	otlp_answer_line(&a, line, sizeof(line));
-	snprintf(o->err, sizeof(o->err), "OTLP endpoint http://%.200s%.200s: HTTP %d%s%s%s%.200s%s",
+	snprintf(o->err, sizeof(o->err), "OTLP endpoint http://%.200s%.200s: HTTP %d%s%s%s%s%s",
 		 o->url.hostport, o->url.path, a.status, a.reason[0] ? " " : "", a.reason,
 		 line[0] ? ": " : "", line, otlp_retryable(0, a.status) ? gave_up : "");
 	return -EPROTO;
