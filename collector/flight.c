@@ -324,16 +324,10 @@ int flight_run(const char *ring, uint64_t poll_ns, const struct flight_opts *o, 
 	}
 	/* those before us are not ours; read under the guard, as every look
 	 * at the segment, which a writer of it may have cut short */
-	if (shmt_guarded(start_seen, f) < 0) {
-		fprintf(stderr, "shmtrace-collector: ring '%s' was truncated under us\n", ring);
-		hold_free(&f->hold);
-		shmt_view_close(&f->v);
-		free(f->times);
-		free(f);
-		return 1;
-	}
-	say_ready(ready_fd);
-	while (!stop()) {
+	gone = shmt_guarded(start_seen, f) < 0;
+	if (!gone)
+		say_ready(ready_fd);
+	while (!gone && !stop()) {
 		if (shmt_guarded(look, f) < 0) {
 			gone = true;
 			break;

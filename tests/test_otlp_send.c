@@ -665,6 +665,56 @@ static void test_kept_connection_carries_only_its_own_answers(void **state)
 	}
 }
 
+/* The first connection's requests answered in turn by g_first_answer,
+ * then 201; later connections: none taken. */
+static void first_answer_then_201_on_it(const struct script_io *io)
+{
+	static char buf[1 << 16];
+	const char *ok = "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
+	int fd = accept4(io->s, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0 || !take_request(fd, true, buf, sizeof(buf)) ||
+	    write(fd, g_first_answer, strlen(g_first_answer)) != (ssize_t)strlen(g_first_answer))
+		_exit(3);
+	while (take_request(fd, true, buf, sizeof(buf)))
+		if (write(fd, ok, strlen(ok)) != (ssize_t)strlen(ok))
+			_exit(3);
+}
+
+/*
+ * Answers whose body's end can be told though their lengths look odd: a
+ * Content-Length given as a list of the same value, and a chunked body
+ * beside a Content-Length that is no number (the chunks' framing wins):
+ * the body is read and the connection used again for the next request.
+ */
+static void test_kept_connection_reused_after_lengths_that_agree(void **state)
+{
+	static const char *const firsts[] = {
+		"HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nContent-Length: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"2\r\nok\r\n0\r\n\r\n",
+	};
+	static struct http_answer a;
+	struct http_conn c;
+	int port, go, said;
+	pid_t pid;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(firsts) / sizeof(firsts[0]); i++) {
+		g_first_answer = firsts[i];
+		pid = scripted(first_answer_then_201_on_it, &port, &go, &said);
+		kept_conn(&c, port, 2000, NULL);
+		assert_int_equal(post_on(&c, &a), 0);
+		assert_int_equal(a.status, 200);
+		assert_int_equal(a.body_len, 2);
+		assert_int_equal(post_on(&c, &a), 0);
+		assert_int_equal(a.status, 201);
+		assert_int_equal(c.connects, 1);
+		http_conn_close(&c);
+		end_script(pid, go, said);
+	}
+}
+
 /* Reads a request's headers only, answers 413 and keeps the connection
  * open without reading on. */
 static void answer_413_before_the_body(const struct script_io *io)
@@ -874,6 +924,7 @@ int main(void)
 		cmocka_unit_test(test_timeout_from_the_environment),
 		cmocka_unit_test(test_answers_no_endpoint_should_give),
 		cmocka_unit_test(test_kept_connection_carries_only_its_own_answers),
+		cmocka_unit_test(test_kept_connection_reused_after_lengths_that_agree),
 		cmocka_unit_test(test_answer_given_before_the_request_is_taken),
 		cmocka_unit_test(test_long_header_sent),
 		cmocka_unit_test(test_retry_after_and_the_wait_before_a_retry),

@@ -299,16 +299,18 @@ struct head {
 
 #define SPACE	" \t\v\f\r\n"
 
-/* A decimal number of s, white space after it allowed, at most max
- * (saturated there); -1 if s is not one. */
-static long long decimal(const char *s, unsigned long long max)
+/* The decimal number s starts with, at most max (saturated there),
+ * followed by white space and then the end or one of the characters of
+ * then; -1 if s does not start so. */
+static long long decimal(const char *s, const char *then, unsigned long long max)
 {
 	unsigned long long v = 0;
 	const char *p = s;
 
 	for (; *p >= '0' && *p <= '9'; p++)
 		v = v > (max - (unsigned)(*p - '0')) / 10 ? max : v * 10 + (unsigned)(*p - '0');
-	if (p == s || p[strspn(p, SPACE)])
+	p += strspn(p, SPACE);
+	if (p == s || (*p && !strchr(then, *p)))
 		return -1;
 	return (long long)v;
 }
@@ -339,7 +341,7 @@ static void parse_header(const char *h, struct http_answer *a, struct head *hd)
 	v += strspn(v, " \t");
 	if (!strncasecmp(h, "Retry-After:", 12)) {
 		/* seconds, or a date; anything else is no Retry-After */
-		long long sec = decimal(v, UINT_MAX);
+		long long sec = decimal(v, "", UINT_MAX);
 
 		if (sec < 0)
 			sec = seconds_to_date(v);
@@ -347,18 +349,12 @@ static void parse_header(const char *h, struct http_answer *a, struct head *hd)
 	} else if (!strncasecmp(h, "Content-Length:", 15)) {
 		/* not a number, or two that differ (in one header, a list, or
 		 * in two): the body cannot be told from what follows it */
-		char one[32];
+		for (const char *c = v; *c; c += strcspn(c, ","), c += strspn(c, ", \t")) {
+			long long n = decimal(c, ",", LLONG_MAX);
 
-		for (const char *c = v; *c; c += strspn(c, ", \t")) {
-			size_t k = strcspn(c, ",");
-			long long n;
-
-			snprintf(one, sizeof(one), "%.*s", (int)(k < sizeof(one) ? k : sizeof(one) - 1), c);
-			n = k < sizeof(one) ? decimal(one, LLONG_MAX) : -1;
 			if (n < 0 || (hd->clen >= 0 && n != hd->clen))
 				hd->bad = true;
 			hd->clen = n;
-			c += k;
 		}
 	} else if (!strncasecmp(h, "Transfer-Encoding:", 18)) {
 		hd->chunked = strcasestr(v, "chunked") != NULL;
