@@ -5,7 +5,8 @@
  * (overwrite) and counts the rest, a call whose flush found the ring full
  * says so, unfinished slots are refused, extents (format 2.0) are read
  * only as the geometry and the head allow, a thread's exit publishes its
- * block (in place, in a discard ring with no collector), the scope macros
+ * block (in place, in a discard ring with no collector), a thread's slots
+ * of handles another thread closed serve its next handles, the scope macros
  * and the default handle, the clock and flow ids, and open spans keep
  * their flow.
  */
@@ -418,6 +419,63 @@ static void test_thread_exit_flushes(void **state)
 	exit_publishes(SHMTRACE_MODE_OVERWRITE);
 }
 
+/* A thread writing through four handles (its slots) that another thread
+ * closes, then through a fifth. */
+struct closed_elsewhere {
+	shmtrace_t *h[4], *t;
+	pthread_barrier_t step;
+};
+
+static void *closed_elsewhere_body(void *arg)
+{
+	struct closed_elsewhere *c = arg;
+
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(shmtrace_span(c->h[i], 0, 0, 1, 2, 0), 0);
+	pthread_barrier_wait(&c->step);	/* the other thread closes them */
+	pthread_barrier_wait(&c->step);
+	assert_int_equal(shmtrace_span(c->t, 0, 0, 3, 4, 0), 0);
+	pthread_barrier_wait(&c->step);	/* the other thread reads the head */
+	pthread_barrier_wait(&c->step);
+	return NULL;
+}
+
+static void test_slots_of_handles_closed_by_another_thread_are_reused(void **state)
+{
+	const char *name = test_ring_name("slots");
+	struct closed_elsewhere c;
+	struct shmt_view v;
+	char err[256];
+	uint64_t head;
+	pthread_t p;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(shmtrace_open(name, &c.h[i]), 0);
+	assert_int_equal(shmtrace_open(name, &c.t), 0);
+	assert_int_equal(shmt_view_open(name, 0, &v, err, sizeof(err)), 0);
+	pthread_barrier_init(&c.step, NULL, 2);
+	assert_int_equal(pthread_create(&p, NULL, closed_elsewhere_body, &c), 0);
+	pthread_barrier_wait(&c.step);
+	for (int i = 0; i < 4; i++)
+		shmtrace_close(c.h[i]);	/* copies the thread's blocks out */
+	head = shmt_ring_head(&v);
+	assert_int_equal(head, 4);
+	pthread_barrier_wait(&c.step);
+	pthread_barrier_wait(&c.step);
+	/* staged in a block of the thread's, in a slot the closed handles
+	 * held: not written under the lock, which would have moved the head */
+	assert_int_equal(shmt_ring_head(&v), head);
+	pthread_barrier_wait(&c.step);
+	pthread_join(p, NULL);
+	assert_int_equal(shmt_ring_head(&v), head + 1);	/* published at its exit */
+	pthread_barrier_destroy(&c.step);
+	shmt_view_close(&v);
+	shmtrace_close(c.t);
+	shmtrace_ring_unlink(name);
+}
+
 static void test_scope_macros_record_through_the_default_handle(void **state)
 {
 	const char *name = test_ring_name("scope");
@@ -533,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_reader_refuses_unfinished_slots),
 		cmocka_unit_test(test_reader_checks_extents),
 		cmocka_unit_test(test_thread_exit_flushes),
+		cmocka_unit_test(test_slots_of_handles_closed_by_another_thread_are_reused),
 		cmocka_unit_test(test_scope_macros_record_through_the_default_handle),
 		cmocka_unit_test(test_clock_monotonic_and_flow_ids),
 		cmocka_unit_test(test_open_span_keeps_flow),

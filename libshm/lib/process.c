@@ -20,6 +20,7 @@ static __thread char tls_tname[SHMT_NAME_LEN] __attribute__((tls_model("initial-
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static shmtrace_t *g_handles[SHMT_MAX_HANDLES];
+static uint64_t g_removed;	/* handles closed so far: shmt_slot_of_closed() */
 static pthread_key_t g_exit_key;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -125,7 +126,36 @@ void shmt_registry_remove(shmtrace_t *t)
 	for (int i = 0; i < SHMT_MAX_HANDLES; i++)
 		if (g_handles[i] == t)
 			g_handles[i] = NULL;
+	g_removed++;
 	pthread_mutex_unlock(&g_lock);
+}
+
+/* Whether attachment id is one of a live handle's. Under g_lock. */
+static bool att_live(uint64_t id)
+{
+	for (int j = 0; j < SHMT_MAX_HANDLES; j++)
+		for (struct shmt_att *a = g_handles[j] ? g_handles[j]->cur : NULL; a; a = a->prev)
+			if (a->id == id)
+				return true;
+	return false;
+}
+
+struct shmt_tls_slot *shmt_slot_of_closed(void)
+{
+	static __thread uint64_t seen;
+	struct shmt_tls_slot *s = NULL;
+
+	pthread_mutex_lock(&g_lock);
+	if (seen != g_removed) {
+		for (int i = 0; i < SHMT_TLS_SLOTS && !s; i++)
+			if (!att_live(shmt_tls[i].id))
+				s = &shmt_tls[i];
+		/* all looked at, and all live: none until the next close */
+		if (!s)
+			seen = g_removed;
+	}
+	pthread_mutex_unlock(&g_lock);
+	return s;
 }
 
 void shmt_thread_name(char *buf)

@@ -74,6 +74,11 @@ void shmt_process_init(void);
 /* Registers a live handle (-EMFILE past SHMT_MAX_HANDLES), or forgets one. */
 int shmt_registry_add(shmtrace_t *t);
 void shmt_registry_remove(shmtrace_t *t);
+/* A slot of the calling thread's whose handle is closed, or NULL. A close
+ * gives up its own thread's slots; another thread's keep the id of an
+ * attachment that is gone, and would hold the slot for good. Looks only
+ * when a handle was closed since this thread last looked. */
+struct shmt_tls_slot *shmt_slot_of_closed(void);
 /* Arms the calling thread's exit handler (frees its blocks). */
 void shmt_thread_watch(void);
 /* The calling thread's name: the one it set, else its comm. */

@@ -293,6 +293,8 @@ struct shmt_tls_slot *shmt_slot_slow(shmtrace_t *t, struct shmt_att *a,
 			break;
 		}
 	}
+	if (!s)
+		s = shmt_slot_of_closed();
 	/* minor 10: a free block claimed without the lock, the name when the
 	 * lock is free (name_try()) */
 	if (s && a->v.minor >= SHMT_MINOR_HANDOFF) {

@@ -55,6 +55,10 @@ typedef struct {
 	PyObject *ring;		/* str, or None */
 	PyObject *cache;	/* dict: exact str -> int id */
 	struct pair pairs[PAIR_SLOTS];
+	/* calls of this process running without the GIL on t (tracer.c,
+	 * pyst_unlocked_begin()): close waits for them */
+	int unlocked;
+	pid_t unlocked_pid;
 } Tracer;
 
 struct pyst_open_stacks;	/* open.c */
@@ -129,6 +133,8 @@ void pyst_vals_clear(PyObject **vals);
 Tracer *pyst_tracer_new(shmtrace_t *t, int owned, PyObject *ring);
 Tracer *pyst_dflt(void);
 void pyst_name_thread(Tracer *tr);
+shmtrace_t *pyst_unlocked_begin(Tracer *tr);
+void pyst_unlocked_end(Tracer *tr);
 uint32_t pyst_intern(Tracer *tr, PyObject *s, const char *what, int *ok);
 int pyst_intern_name_cat(Tracer *tr, PyObject *name, PyObject *cat, uint32_t *name_id,
 			 uint32_t *cat_id);
@@ -142,7 +148,9 @@ static inline int pyst_enabled(Tracer *tr)
 		return 0;
 	if (!pyst_tls_named)
 		pyst_name_thread(tr);
-	return 1;
+	/* naming lets other threads run (pyst_unlocked_begin()): one may
+	 * have closed the tracer meanwhile */
+	return tr->t != NULL;
 }
 
 /* open.c: a Span's __enter__ and __exit__ on the thread's open-span stack;

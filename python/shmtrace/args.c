@@ -249,11 +249,18 @@ int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, PyObj
 	if (!mapping || mapping == Py_None)
 		return 0;
 	if (PyDict_Check(mapping)) {
-		/* no Python code runs in between: the dict cannot change */
 		if (args_fit(PyDict_GET_SIZE(mapping)) < 0)
 			return -1;
-		while (ret == 0 && PyDict_Next(mapping, &pos, &k, &v))
+		/* a key's intern lets other threads run (tracer.c), which may
+		 * change the dict: its items are held while in use, and a
+		 * key beyond the fifth is refused as set() refuses it */
+		while (ret == 0 && PyDict_Next(mapping, &pos, &k, &v)) {
+			Py_INCREF(k);
+			Py_INCREF(v);
 			ret = pyst_arg_set(tr, args, vals, n, k, v, NULL);
+			Py_DECREF(k);
+			Py_DECREF(v);
+		}
 		return ret;
 	}
 	items = PyMapping_Check(mapping) && !PySequence_Check(mapping) ?

@@ -47,6 +47,8 @@ struct pyst_open_stacks {
 	Py_ssize_t refs;
 	int alive;		/* 0 once its thread has ended */
 	struct pyst_open_stack st[OPEN_STACKS];
+	/* every thread's, for pyst_open_forget() */
+	struct pyst_open_stacks *next, **pprev;
 };
 
 #define CAPSULE_NAME	"shmtrace.open_stacks"
@@ -54,11 +56,16 @@ struct pyst_open_stacks {
 /* initial-exec, as the library's own: no __tls_get_addr() call per span */
 static __thread struct pyst_open_stacks *mine __attribute__((tls_model("initial-exec")));
 static uint64_t last_token;	/* under the GIL */
+static struct pyst_open_stacks *all_stacks;	/* under the GIL */
 
 static void stacks_unref(struct pyst_open_stacks *m)
 {
-	if (m && --m->refs == 0)
+	if (m && --m->refs == 0) {
+		*m->pprev = m->next;
+		if (m->next)
+			m->next->pprev = m->pprev;
 		PyMem_RawFree(m);
+	}
 }
 
 /* The capsule's destructor: its thread state is being cleared, the thread
@@ -96,9 +103,14 @@ static struct pyst_open_stacks *thread_stacks(void)
 		return NULL;
 	m->refs = 1;
 	m->alive = 1;
+	m->next = all_stacks;
+	if (all_stacks)
+		all_stacks->pprev = &m->next;
+	m->pprev = &all_stacks;
+	all_stacks = m;
 	capsule = PyCapsule_New(m, CAPSULE_NAME, stacks_thread_ended);
 	if (!capsule) {
-		PyMem_RawFree(m);
+		stacks_unref(m);
 		PyErr_Clear();
 		return NULL;
 	}
@@ -218,11 +230,13 @@ void pyst_open_drop(Span *s)
 	s->stacks = NULL;
 }
 
+/* Handle t is being closed: every thread's mirror of its stack goes, so
+ * that its spans end as plain spans (on_stack() fails), and a handle
+ * opened later at the same address starts on a mirror of its own. */
 void pyst_open_forget(shmtrace_t *t)
 {
-	if (!mine)
-		return;
-	for (int i = 0; i < OPEN_STACKS; i++)
-		if (mine->st[i].t == t)
-			mine->st[i].t = NULL;
+	for (struct pyst_open_stacks *m = all_stacks; m; m = m->next)
+		for (int i = 0; i < OPEN_STACKS; i++)
+			if (m->st[i].t == t)
+				m->st[i].t = NULL;
 }

@@ -30,7 +30,8 @@ PyObject *pyst_instant(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyOb
 	if (pyst_intern_name_cat(tr, a[0], a[1], &name, &cat) < 0)
 		return NULL;
 	ret = pyst_args_of(tr, a[3], av, vals, &n);
-	if (ret == 0) {
+	/* interning let other threads run: closed meanwhile, it is off */
+	if (ret == 0 && tr->t) {
 		if (!a[2] || a[2] == Py_None)
 			flow = pyst_current_flow();
 		shmtrace_instant_args(tr->t, cat, name, flow, av, n);
@@ -70,7 +71,8 @@ PyObject *pyst_counter(Tracer *tr, PyObject *const *args, Py_ssize_t nargs, PyOb
 		Py_RETURN_NONE;
 	if (pyst_intern_name_cat(tr, a[0], a[2], &name, &cat) < 0)
 		return NULL;
-	shmtrace_counter(tr->t, cat, name, value);
+	if (tr->t)	/* interning let other threads run: one may have closed it */
+		shmtrace_counter(tr->t, cat, name, value);
 	Py_RETURN_NONE;
 }
 
@@ -90,7 +92,7 @@ PyObject *pyst_trigger(Tracer *tr, PyObject *arg)
 	char buf[MAX_STRING + 1];
 	const char *u;
 	Py_ssize_t len;
-	int ret;
+	int ret, ok;
 
 	u = pyst_utf8_of(arg, "name", &len);
 	if (!u)
@@ -99,6 +101,13 @@ PyObject *pyst_trigger(Tracer *tr, PyObject *arg)
 		Py_RETURN_NONE;
 	/* cut at a character, as every name: the library cuts at a byte */
 	pyst_copy_cut(buf, u, len, MAX_STRING);
+	/* interned first, the lock waited for without the GIL: the
+	 * library's intern of it then finds it in its cache */
+	pyst_intern(tr, arg, "name", &ok);
+	if (!ok)
+		return NULL;
+	if (!tr->t)
+		Py_RETURN_NONE;
 	ret = shmtrace_trigger(tr->t, buf, 0);
 	/* a ring too old to hold one: said, as nothing was recorded; other
 	 * failures are the ring's, counted there as for any record */
@@ -122,6 +131,7 @@ PyObject *pyst_flow_new(Tracer *tr, PyObject *Py_UNUSED(ignored))
 PyObject *pyst_set_name(Tracer *tr, PyObject *arg, int process)
 {
 	char buf[MAX_NAME + 1];
+	shmtrace_t *t;
 	const char *u;
 	Py_ssize_t len;
 	int ret;
@@ -137,11 +147,17 @@ PyObject *pyst_set_name(Tracer *tr, PyObject *arg, int process)
 		 * thread's own name goes in first */
 		if (!pyst_tls_named)
 			pyst_name_thread(tr);
-		ret = shmtrace_set_process_name(tr->t, buf);
 	} else {
 		pyst_tls_named = 1;	/* the caller's name wins over threading's */
-		ret = shmtrace_set_thread_name(tr->t, buf);
 	}
+	/* the lock waited for without the GIL (tracer.c) */
+	t = pyst_unlocked_begin(tr);
+	ret = 0;
+	Py_BEGIN_ALLOW_THREADS
+	if (t)
+		ret = process ? shmtrace_set_process_name(t, buf) : shmtrace_set_thread_name(t, buf);
+	Py_END_ALLOW_THREADS
+	pyst_unlocked_end(tr);
 	if (ret < 0)
 		return pyst_raise(ret, NULL);
 	Py_RETURN_NONE;

@@ -6,11 +6,65 @@
  */
 #include "_shmtrace.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <structmember.h>
 
 PyObject *pyst_threading_mod;
 __thread int pyst_tls_named;
+
+/*
+ * The calls that may wait for the ring lock, up to the library's 100 ms
+ * while another process holds it (interning a string the tracer has not
+ * seen, naming a thread or the process, closing), wait without the GIL, so
+ * that the program's other threads go on meanwhile. Such a call holds the
+ * tracer's handle between pyst_unlocked_begin() and pyst_unlocked_end(),
+ * both under the GIL; a close meanwhile turns the tracer off at once (its
+ * calls are no-ops from then on) and waits for them before it closes the
+ * handle. The calls that stage records keep the GIL: their wait for the
+ * lock is bounded at 2 ms, and the open-span mirrors (open.c) are safe
+ * only under it. A fork leaves in the child no thread of those counted:
+ * the count is the process's that made it.
+ */
+static pthread_mutex_t unlocked_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t unlocked_done = PTHREAD_COND_INITIALIZER;
+
+static int unlocked_calls(Tracer *tr)
+{
+	return tr->unlocked_pid == getpid() ? tr->unlocked : 0;
+}
+
+/* The handle to call without the GIL (NULL: off), held until
+ * pyst_unlocked_end(). */
+shmtrace_t *pyst_unlocked_begin(Tracer *tr)
+{
+	tr->unlocked = unlocked_calls(tr) + 1;
+	tr->unlocked_pid = getpid();
+	return tr->t;
+}
+
+void pyst_unlocked_end(Tracer *tr)
+{
+	if (--tr->unlocked == 0) {
+		pthread_mutex_lock(&unlocked_mu);
+		pthread_cond_broadcast(&unlocked_done);
+		pthread_mutex_unlock(&unlocked_mu);
+	}
+}
+
+/* Waits, without the GIL, until no call holds tr's handle. The mutex is
+ * taken before the GIL is let go: the last call's end, which needs the
+ * GIL, cannot signal between the count read and the wait. */
+static void unlocked_wait(Tracer *tr)
+{
+	while (unlocked_calls(tr)) {
+		pthread_mutex_lock(&unlocked_mu);
+		Py_BEGIN_ALLOW_THREADS
+		pthread_cond_wait(&unlocked_done, &unlocked_mu);
+		pthread_mutex_unlock(&unlocked_mu);
+		Py_END_ALLOW_THREADS
+	}
+}
 
 /* The id of s in tr's ring, cached per tracer. Returns 0 with an exception
  * set on a bad argument; an id of 0 from a full string table is a valid
@@ -37,7 +91,14 @@ uint32_t pyst_intern(Tracer *tr, PyObject *s, const char *what, int *ok)
 	if (!u)
 		return 0;
 	pyst_copy_cut(buf, u, len, MAX_STRING);
-	id = shmtrace_intern(tr->t, buf);
+	{
+		shmtrace_t *t = pyst_unlocked_begin(tr);
+
+		Py_BEGIN_ALLOW_THREADS
+		id = shmtrace_intern(t, buf);
+		Py_END_ALLOW_THREADS
+		pyst_unlocked_end(tr);
+	}
 	/* only exact str keys: a subclass could hash differently, or hold
 	 * a reference back to the tracer; never id 0, what an intern that
 	 * could not have the lock returns (the library keeps its lasting
@@ -70,8 +131,13 @@ void pyst_name_thread(Tracer *tr)
 	th = pyst_threading_mod ? PyObject_CallMethod(pyst_threading_mod, "current_thread", NULL) : NULL;
 	name = th ? PyObject_GetAttrString(th, "name") : NULL;
 	if (name && PyUnicode_Check(name) && (u = PyUnicode_AsUTF8AndSize(name, &len))) {
+		shmtrace_t *t = pyst_unlocked_begin(tr);
+
 		pyst_copy_cut(buf, u, len, MAX_NAME);
-		shmtrace_set_thread_name(tr->t, buf);
+		Py_BEGIN_ALLOW_THREADS
+		shmtrace_set_thread_name(t, buf);
+		Py_END_ALLOW_THREADS
+		pyst_unlocked_end(tr);
 	}
 	Py_XDECREF(name);
 	Py_XDECREF(th);
@@ -169,10 +235,13 @@ static void tracer_detach(Tracer *tr)
 	if (!t)
 		return;
 	pyst_open_forget(t);
+	unlocked_wait(tr);
+	Py_BEGIN_ALLOW_THREADS
 	if (tr->owned)
 		shmtrace_close(t);
 	else if (t == shmtrace_default)
 		shmtrace_default_open(NULL);	/* closes it */
+	Py_END_ALLOW_THREADS
 }
 
 PyDoc_STRVAR(close_doc,
@@ -207,6 +276,8 @@ Tracer *pyst_tracer_new(shmtrace_t *t, int owned, PyObject *ring)
 		return NULL;
 	tr->t = t;
 	tr->owned = owned;
+	tr->unlocked = 0;
+	tr->unlocked_pid = 0;
 	memset(tr->pairs, 0, sizeof(tr->pairs));
 	tr->ring = ring ? ring : Py_None;
 	Py_INCREF(tr->ring);

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import shmtrace
@@ -161,6 +162,74 @@ class TestCalls(RingTest):
         self.assertEqual(len(util.spans(ev, "later")), 1)
         self.assertEqual(len(util.spans(ev, "?")), 1)
         self.assertEqual([e["cat"] for e in util.spans(ev, "later")], ["lockcat"])
+
+    def test_a_wait_for_the_ring_lock_lets_other_threads_run(self):
+        # the ring's lock word holds another's tid (pid 1, which runs: a
+        # waiter waits its whole bound, 100 ms) and a thread interns a new
+        # name: it waits for the lock without the GIL, so this thread runs
+        # meanwhile, sees the waiter's bit (FUTEX_WAITERS) in the lock word
+        # and frees the lock; the waiter then takes it and the name is kept.
+        # Holding the GIL, it would time out first and record "?"
+        with open("/dev/shm/" + self.ring, "r+b") as f:
+            word = mmap.mmap(f.fileno(), 4096)
+        self.addCleanup(word.close)
+        lock = 256  # the header's mutex: glibc's lock word first (docs/FORMAT.md)
+        waiters = 0x80000000
+        word[lock:lock + 4] = struct.pack("<I", 1)
+        done = []
+
+        def worker():
+            with self.t.span("named while waiting", cat="waitcat"):
+                pass
+            done.append(True)
+
+        th = threading.Thread(target=worker)
+        th.start()
+        seen = False
+        while not seen and not done:
+            seen = bool(struct.unpack("<I", word[lock:lock + 4])[0] & waiters)
+            time.sleep(0.0002)  # a poll: the word signals nothing
+        word[lock:lock + 4] = struct.pack("<I", 0)
+        th.join()
+        self.assertTrue(seen, "the waiter finished before this thread ran")
+        ev = self.export()
+        self.assertEqual([e["cat"] for e in util.spans(ev, "named while waiting")], ["waitcat"])
+        self.assertEqual(util.spans(ev, "?"), [])
+
+    def test_close_waits_for_a_call_waiting_for_the_lock(self):
+        # a thread waits for the lock (a new name) without the GIL; this
+        # one closes the tracer meanwhile: the close waits for that call
+        # before the handle goes, and the span it was naming is recorded
+        # or not, never written through a closed handle
+        with open("/dev/shm/" + self.ring, "r+b") as f:
+            word = mmap.mmap(f.fileno(), 4096)
+        self.addCleanup(word.close)
+        lock = 256
+        word[lock:lock + 4] = struct.pack("<I", 1)
+        errors = []
+
+        def worker():
+            try:
+                with self.t.span("closed while waiting"):
+                    pass
+                self.t.instant("after the close")
+            except Exception as e:  # pylint: disable=broad-except
+                errors.append(e)
+
+        th = threading.Thread(target=worker)
+        th.start()
+        while not struct.unpack("<I", word[lock:lock + 4])[0] & 0x80000000:
+            time.sleep(0.0002)  # a poll: the word signals nothing
+        closer = threading.Thread(target=self.t.close)
+        closer.start()
+        word[lock:lock + 4] = struct.pack("<I", 0)
+        closer.join()
+        th.join()
+        self.assertEqual(errors, [])
+        self.assertFalse(self.t.enabled)
+        ev, _, _ = util.export(self.tmp.name, "--ring", self.ring)
+        self.assertEqual(util.spans(ev, "?"), [])
+        self.assertEqual([e for e in ev if e.get("name") == "after the close"], [])
 
     def test_span_enters_an_exit_stack(self):
         # contextlib.ExitStack (and unittest's enterContext) call the

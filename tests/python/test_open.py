@@ -137,6 +137,27 @@ for i in range(1000):  # more than a staging block: some flushed, some staged
         self.assertEqual(sorted(e["name"] for e in self.unfinished(events, pid)),
                          sorted(names[:4]))
 
+    def test_tracers_closed_on_another_thread_leave_this_ones_stack_free(self):
+        # four tracers, each with a span left open on this thread, closed
+        # by another thread: their mirrors of this thread's stack go with
+        # them, so spans of the tracer opened before (more than the four a
+        # thread mirrors) are on the ring's stack, shown when it dies
+        body = r"""
+left = []
+for i in range(4):
+    u = shmtrace.open(sys.argv[1])
+    s = u.span("left open %d" % i)
+    s.__enter__()
+    left.append((u, s))
+th = threading.Thread(target=lambda: [u.close() for u, _ in left])
+th.start()
+th.join()
+"""
+        events, _, meta, pid = self.kill_inside(body, "outer", "inner")
+        self.assertEqual(sorted(e["name"] for e in self.unfinished(events, pid)),
+                         ["inner", "outer"])
+        self.assertEqual(meta["unfinished"], 2)
+
     def test_interleaved_coroutines_leave_nothing_open(self):
         # two tasks of one event loop, each inside a span across an await:
         # the first to enter leaves first, out of the library's order
