@@ -17,6 +17,7 @@
 #include "drain.h"
 #include "flight.h"
 #include "hold.h"
+#include "parts.h"
 #include "parse.h"
 #include "priority.h"
 #include "ring_config.h"
@@ -540,6 +541,29 @@ static bool finish_retired(struct drain **dp, const char *path)
 }
 
 /*
+ * A capture already at -o (a collector before this one, started again with
+ * the same command) is kept aside, never truncated: it holds records the
+ * ring has let go of. After the stream has taken the parts it has not
+ * sent, before a ring is made or replaced: a collector that cannot keep
+ * it leaves the ring as it was. Returns 0, or -1 after saying why.
+ */
+static int keep_previous(const struct args *a)
+{
+	char kept[4200], err[1024];
+	int n = parts_keep_previous(a->o.output, kept, sizeof(kept), err, sizeof(err));
+
+	if (n < 0) {
+		fprintf(stderr, "shmtrace-collector: %s\n", n == -ENOMEM ? strerror(ENOMEM) : err);
+		return -1;
+	}
+	if (n)
+		fprintf(stderr, "shmtrace-collector: the capture already at '%s' is kept as '%s' "
+			"(%d file%s); export it with this run's: shmtrace export %s*\n", a->o.output,
+			kept, n, n == 1 ? "" : "s", a->o.output);
+	return 0;
+}
+
+/*
  * --create: a restart adopts the ring it left, records and producers and
  * all; a ring of another configuration (or any, with --recreate) is
  * replaced, what it held drained into *retired. Returns what was done, or
@@ -761,6 +785,10 @@ int main(int argc, char **argv)
 	 * stream leaves the ring its producers use as it was */
 	if (a.stream.endpoint && (status = streamer_start(&a.stream, a.o.output)) != 0)
 		return status;
+	if (keep_previous(&a) < 0) {
+		streamer_finish(&a.stream, false, 0);
+		return 1;
+	}
 	if (a.create && (created = make_ring(&a, &retired, rpath, sizeof(rpath))) < 0) {
 		streamer_finish(&a.stream, false, 0);
 		return 1;

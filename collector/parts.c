@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * parts.c - a rotated capture's part names, and its oldest parts deleted
- * to keep within --max-files (parts.h).
+ * parts.c - a rotated capture's part names, the capture of a collector
+ * before this one kept aside, and its oldest parts deleted to keep within
+ * --max-files (parts.h).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,4 +123,117 @@ void parts_prune(struct parts *p)
 const struct shmt_cap_deleted *parts_deleted(const struct parts *p)
 {
 	return &p->deleted;
+}
+
+/* The name's tail after FILE's base when it is one of the capture's files:
+ * "" (FILE), ".N" (part N), ".replaced" (a replaced ring's), or NULL. */
+static const char *capture_suffix(const char *name, const char *base)
+{
+	size_t bl = strlen(base);
+	const char *t = name + bl, *d;
+
+	if (strncmp(name, base, bl))
+		return NULL;
+	if (!*t)
+		return t;
+	if (*t != '.')
+		return NULL;
+	d = t + 1;
+	if (!strcmp(d, "replaced"))
+		return t;
+	if (*d < '0' || *d > '9')
+		return NULL;
+	while (*d >= '0' && *d <= '9')
+		d++;
+	return *d ? NULL : t;
+}
+
+/* Whether dir holds a name that starts with prefix followed by nothing or
+ * a dot: FILE.prevN taken by itself or by one of its parts. */
+static bool prefix_taken(DIR *dir, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	struct dirent *e;
+
+	rewinddir(dir);
+	while ((e = readdir(dir)))
+		if (!strncmp(e->d_name, prefix, pl) && (!e->d_name[pl] || e->d_name[pl] == '.'))
+			return true;
+	return false;
+}
+
+/* rename() that never replaces a file: a name taken meanwhile fails with
+ * EEXIST (a file system without RENAME_NOREPLACE checks first) */
+static int rename_new(int dfd, const char *from, const char *to)
+{
+	if (renameat2(dfd, from, dfd, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	if (faccessat(dfd, to, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return -EEXIST;
+	return renameat(dfd, from, dfd, to) < 0 ? -errno : 0;
+}
+
+/* The capture's file at e in dir that holds bytes, or NULL: regular files
+ * only (a link there is refused when opened), and ours only (another
+ * user's file in a shared folder is no capture of ours, and one it could
+ * not be renamed would stop us) */
+static const char *kept_suffix(DIR *dir, const struct dirent *e, const char *base)
+{
+	const char *suffix = capture_suffix(e->d_name, base);
+	struct stat st;
+
+	if (!suffix || fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(st.st_mode) || !st.st_size || st.st_uid != geteuid())
+		return NULL;
+	return suffix;
+}
+
+int parts_keep_previous(const char *output, char *kept, size_t len, char *err, size_t errlen)
+{
+	const char *slash = strrchr(output, '/'), *base = slash ? slash + 1 : output, *suffix;
+	char *dname = strndup(output, slash ? (size_t)(slash - output) + 1 : 0);
+	char prefix[NAME_MAX + 1] = "", to[NAME_MAX + 1];
+	bool any = false;
+	struct dirent *e;
+	DIR *dir = NULL;
+	int ret = 0, moved = 0;
+
+	kept[0] = 0;
+	if (!dname)
+		return -ENOMEM;
+	if (!*base || strlen(base) > NAME_MAX - 16)
+		goto out;	/* opening it says what is wrong with the name */
+	dir = opendir(*dname ? dname : ".");
+	if (!dir)
+		goto out;	/* ... and with the folder */
+	while (!any && (e = readdir(dir)))
+		any = kept_suffix(dir, e, base) != NULL;
+	if (!any)
+		goto out;	/* nothing there to keep: the usual start */
+	for (unsigned n = 1; !*prefix || prefix_taken(dir, prefix); n++)
+		snprintf(prefix, sizeof(prefix), "%s.prev%u", base, n);
+	rewinddir(dir);
+	while ((e = readdir(dir))) {
+		if (!(suffix = kept_suffix(dir, e, base)))
+			continue;
+		snprintf(to, sizeof(to), "%s%s", prefix, suffix);
+		ret = rename_new(dirfd(dir), e->d_name, to);
+		if (ret < 0) {
+			snprintf(err, errlen, "cannot keep '%s%.200s' as '%s%.200s': %s; nothing "
+				 "was overwritten", dname, e->d_name, dname, to, strerror(-ret));
+			goto out;
+		}
+		moved++;
+		/* renamed within the folder being read: readdir() may show
+		 * it again, under its new name, which matches no base */
+	}
+	snprintf(kept, len, "%s%s", dname, prefix);
+	ret = moved;
+out:
+	if (dir)
+		closedir(dir);
+	free(dname);
+	return ret;
 }

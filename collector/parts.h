@@ -10,6 +10,7 @@
 #ifndef SHMTRACE_COLLECTOR_PARTS_H
 #define SHMTRACE_COLLECTOR_PARTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,19 @@ void parts_ended(struct parts *p, const struct part_ended *e);
  * them).
  */
 void parts_prune(struct parts *p);
+
+/*
+ * Before a collector writes the capture output: a capture already there
+ * (a collector before this one, restarted with the same -o) is kept, not
+ * truncated. FILE, its parts FILE.N and FILE.replaced, the regular files
+ * among them that are ours, are renamed to FILE.prevK, FILE.prevK.N, FILE.prevK.replaced
+ * with the first K whose names are all free; nothing is ever renamed onto
+ * a file. Only when FILE is a regular file holding bytes: an empty FILE,
+ * or none, is the usual start. Returns the files moved (0: none) with
+ * their new base in kept ("" when none), or -errno with err saying why
+ * (then nothing is overwritten either: the collector must not start).
+ */
+int parts_keep_previous(const char *output, char *kept, size_t len, char *err, size_t errlen);
 
 /* What the parts given up so far were: what the next header says. */
 const struct shmt_cap_deleted *parts_deleted(const struct parts *p);

@@ -123,7 +123,8 @@ static void wait_phase(const struct phases *ph, const struct tally *t, uint32_t 
 /*
  * A collector stopped and started again with the same command while
  * producers write, four times: the new one adopts the ring the old one
- * left, so every record is in one of the captures exactly once or
+ * left and keeps the old one's capture aside (the same -o), so every
+ * record is in one of the captures exactly once or
  * counted, from the producers that opened the ring and from one writing
  * through a handle it inherited across fork() and never opened itself.
  * None is dropped for want of room; while no collector runs, producers
@@ -139,7 +140,7 @@ static void test_restart_adopts_ring(void **state)
 	const char *const create[] = { "--create", "--capacity", "2097152", "--linger", "0", NULL };
 	struct phases *ph = mmap(NULL, sizeof(*ph), PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	char out[PHASES + 1][256];
+	char out[256], kept[PHASES + 1][300];
 	struct tally t = { 0 };
 	shmtrace_t *inherited;
 	uint64_t dev, ino;
@@ -147,9 +148,13 @@ static void test_restart_adopts_ring(void **state)
 
 	(void)state;
 	assert_true(ph != MAP_FAILED);
-	for (int k = 0; k <= PHASES; k++)
-		snprintf(out[k], sizeof(out[k]), "/tmp/%s.%d.cap", ring, k);
-	col = start_collector_args(ring, out[0], 0, NULL, create);
+	/* the same -o each time: each start keeps the last one's capture
+	 * aside, as out.prev1, out.prev2, ... */
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	for (int k = 0; k < PHASES; k++)
+		snprintf(kept[k], sizeof(kept[k]), "%s.prev%d", out, k + 1);
+	snprintf(kept[PHASES], sizeof(kept[PHASES]), "%s", out);
+	col = start_collector_args(ring, out, 0, NULL, create);
 	tally_init(&t, NPROD, per);
 	assert_int_equal(shmtrace_open(ring, &inherited), 0);
 	for (int p = 0; p < NPROD; p++) {
@@ -164,7 +169,7 @@ static void test_restart_adopts_ring(void **state)
 		__atomic_store_n(&ph->phase, k + 1, __ATOMIC_RELEASE);
 		/* while they write */
 		assert_clean_exit(stop(col, SIGTERM));
-		col = start_collector_args(ring, out[k + 1], 0, NULL, create);
+		col = start_collector_args(ring, out, 0, NULL, create);
 		wait_phase(ph, &t, k);
 	}
 	wait_producers(&t);
@@ -172,8 +177,8 @@ static void test_restart_adopts_ring(void **state)
 	/* nobody attached at the last stop: the ring went with its collector */
 	assert_int_equal(shmt_ring_identity(ring, &dev, &ino), -ENOENT);
 	for (int k = 0; k <= PHASES; k++) {
-		read_capture(out[k], &t);
-		unlink(out[k]);
+		read_capture(kept[k], &t);
+		unlink(kept[k]);
 	}
 	check_exactly_once(&t);
 	assert_int_equal(t.records + t.dropped, NPROD * per);

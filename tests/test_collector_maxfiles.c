@@ -6,8 +6,8 @@
  * stopped or still writing) names them in words, marks itself incomplete
  * and counts exported + deleted + lost = written. The collector deletes
  * only the files it wrote (a link or another file at a part's name is
- * left alone), a failed deletion is said and never fatal, and bad values
- * are usage errors.
+ * left alone), a failed deletion is said and never fatal, a capture
+ * already at the output is kept aside, and bad values are usage errors.
  */
 #include <sys/mount.h>
 
@@ -283,6 +283,63 @@ static void test_a_part_replaced_by_a_link_is_left_alone(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* A capture already at -o (a collector before this one: here only its
+ * part 7 and a replaced ring's file remain, the rest deleted by
+ * --max-files) is kept aside under the first free FILE.prevK, never
+ * truncated nor overwritten by a later part; a link, an empty file and
+ * other names are left as they are. */
+static void test_a_capture_already_there_is_kept_aside(void **state)
+{
+	const char *ring = test_ring_name("maxkp");
+	const char *const names[][2] = {
+		{ ".7", "part seven" }, { ".replaced", "a replaced ring's" },
+		{ ".prev1", "a name taken" }, { ".x", "not a part" }, { ".5", "" },
+	};
+	char path[700], to[700], victim[600], said[1600], *s;
+	struct files fs;
+	struct stat st;
+	pid_t col;
+
+	(void)state;
+	files_for(&fs, "mfk");
+	snprintf(victim, sizeof(victim), "%s", tmp("mfk-victim"));
+	put_file(victim, "not a capture\n", 14);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", fs.out, names[i][0]);
+		put_file(path, names[i][1], strlen(names[i][1]));
+	}
+	snprintf(path, sizeof(path), "%s.3", fs.out);
+	assert_int_equal(symlink(victim, path), 0);
+	col = start_bounded(ring, &fs, "--max-files=2");
+	produce_drained(ring, 1000);
+	kill(col, SIGTERM);
+	assert_int_equal(wait_exit(col), 0);
+
+	snprintf(said, sizeof(said), "the capture already at '%s' is kept as '%s.prev2' (2 files)",
+		 fs.out, fs.out);
+	expect_in(fs.errp, said);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		bool kept = i < 2;
+
+		snprintf(path, sizeof(path), "%s%s", fs.out, names[i][0]);
+		snprintf(to, sizeof(to), "%s.prev2%s", fs.out, names[i][0]);
+		s = slurp(kept ? to : path);
+		assert_string_equal(s, names[i][1]);
+		free(s);
+		if (kept)
+			assert_int_equal(lstat(path, &st), -1);
+		unlink(kept ? to : path);
+	}
+	snprintf(path, sizeof(path), "%s.3", fs.out);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	unlink(path);
+	assert_int_equal(header_of(fs.out).part, 0);
+	unlink(fs.out);
+	unlink(victim);
+	shmtrace_ring_unlink(ring);
+}
+
 /* Part 0 made a mount point (bound onto itself), so its unlink fails with
  * EBUSY: said, the collector goes on and exits 0, the part stays; with the
  * parts left it exports and adds up. */
@@ -369,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_export_while_writing_counts_the_deleted),
 		cmocka_unit_test(test_a_part_replaced_by_a_link_is_left_alone),
 		cmocka_unit_test(test_a_failed_deletion_is_said_never_fatal),
+		cmocka_unit_test(test_a_capture_already_there_is_kept_aside),
 		cmocka_unit_test(test_bad_max_files_are_usage_errors),
 	};
 
