@@ -144,6 +144,22 @@ static int end_part(struct drain *d, const struct shmt_cap_end *e)
 	return 0;
 }
 
+/* The part's bytes past its header and tables, on disk and buffered */
+static uint64_t part_size(const struct drain *d)
+{
+	return cw_offset(d->w) + cw_buffer(d->w)->size - d->part_base;
+}
+
+/* A part is full once what it holds past its header and the tables it
+ * began with reaches --max-size: those tables (every string and thread
+ * name the ring has, written again at the head of each part) can alone
+ * pass a small bound, and a rotation on them ended each part as soon as
+ * it began, a new part on every pass, though no record came. */
+static bool part_full(const struct drain *d)
+{
+	return d->o.max_size && part_size(d) >= d->o.max_size;
+}
+
 static int rotate(struct drain *d)
 {
 	struct shmt_cap_end e = { .records = d->st.records, .end_ns = shmtrace_now(),
@@ -164,7 +180,10 @@ static int rotate(struct drain *d)
 	ret = drain_open_part(d);
 	/* the new part names the strings and threads before the records
 	 * that use them (a reader may be given it alone) */
-	return ret < 0 ? ret : drain_put_tables(d);
+	if (ret == 0)
+		ret = drain_put_tables(d);
+	d->part_base = cw_offset(d->w) + cw_buffer(d->w)->size;
+	return ret;
 }
 
 /* -ESTALE, with d->err saying why, when the part being written was
@@ -265,7 +284,7 @@ static int copy_published(struct drain *d, long *copied)
 		if (r < 0)
 			return (int)r;
 		*copied += r;
-		if (d->o.max_size && cw_offset(d->w) + cw_buffer(d->w)->size >= d->o.max_size) {
+		if (part_full(d)) {
 			/* rotate before the part grows past the bound by more
 			 * than the batch just copied */
 			ret = rotate(d);
@@ -340,7 +359,7 @@ long drain_pass(struct drain *d, bool final)
 		return ret;
 	drain_release_tail(d);
 	d->backlog = backlog_now(d);
-	if (d->o.max_size && cw_offset(d->w) >= d->o.max_size) {
+	if (part_full(d)) {
 		ret = rotate(d);
 		if (ret < 0)
 			return ret;

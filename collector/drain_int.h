@@ -40,6 +40,10 @@ struct drain {
 	uint32_t threads_sent;
 	uint32_t part;
 	uint64_t part_started_ns;	/* ring time the part began (its header's) */
+	/* the part's bytes before its first record: its header and the
+	 * tables it starts with, which a part never counts against
+	 * --max-size (drain_part_full()) */
+	uint64_t part_base;
 	struct parts *parts;		/* the parts ended, for --max-files */
 	struct shmt_loss loss_sent;	/* the counters of the last LOSS frame */
 	uint64_t idle_ns;	/* next nap; grows while nothing happens */

@@ -549,6 +549,59 @@ static void test_stop_ends_when_a_writer_puts_head_back(void **state)
 }
 
 /*
+ * Tables larger than --max-size: 2,000 strings of 1,000 bytes (about 2 MB,
+ * written at the head of every part) and a bound of 1 MB. A part counts
+ * its records, not the tables it starts with: passes that copy nothing
+ * make no new part. One that counted them began a new part on every pass.
+ */
+static void test_tables_past_max_size_make_no_part_of_their_own(void **state)
+{
+	const char *ring = test_ring_name("bigtables");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16, .max_strings = 4096,
+					  .string_bytes = 4u << 20 };
+	struct drain_opts o = { .ring = ring, .poll_ns = 1000000, .max_size = 1u << 20 };
+	char out[256], name[1001];
+	struct drain_stats st;
+	struct drain *d;
+	shmtrace_t *t;
+	uint32_t id = 0;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	o.output = out;
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = 0;
+	for (int i = 0; i < 2000; i++) {
+		snprintf(name, 12, "%010d", i);
+		name[10] = 'n';
+		id = shmtrace_intern(t, name);
+		assert_true(id > 0);
+	}
+	assert_int_equal(shmtrace_span(t, id, id, 1, 2, 0), 0);
+	shmtrace_close(t);
+	d = drain_new();
+	assert_non_null(d);
+	assert_int_equal(drain_open(d, &o), 0);
+	assert_int_equal(drain_pass(d, false), 1);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(drain_pass(d, false), 0);
+	drain_get_stats(d, false, &st);
+	/* the first part's tables came with its first pass: one rotation */
+	assert_true(st.parts <= 2);
+	assert_int_equal(drain_finish(d), 0);
+	drain_free(d);
+	for (uint32_t k = 0; k <= 12; k++) {
+		char part[300];
+
+		snprintf(part, sizeof(part), k ? "%s.%u" : "%s", out, k);
+		unlink(part);
+	}
+	shmtrace_ring_unlink(ring);
+}
+
+/*
  * A drain awake a millisecond since its last nap yields, though records
  * wait, only while they are under a sixteenth of the ring: with more it
  * runs on, however long it has been awake; a nap starts the millisecond
@@ -1071,6 +1124,7 @@ int main(void)
 		cmocka_unit_test(test_two_sessions_in_one_process_keep_their_strings),
 		cmocka_unit_test(test_drain_behind_until_a_pass_copies_all_there_is),
 		cmocka_unit_test(test_stop_ends_when_a_writer_puts_head_back),
+		cmocka_unit_test(test_tables_past_max_size_make_no_part_of_their_own),
 		cmocka_unit_test(test_drain_yields_a_millisecond_after_its_nap_under_a_sixteenth),
 		cmocka_unit_test(test_busy_collector_comes_back_before_its_poll_interval),
 		cmocka_unit_test(test_each_hold_of_the_lock_moves_a_few_blocks),
