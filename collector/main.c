@@ -82,6 +82,11 @@ static void forced_exit(void)
 	_exit(130);
 }
 
+/* What stops the collector cleanly: SIGHUP too, which a terminal or an
+ * ssh session that closes sends, whose default action ended the collector
+ * with no last pass and no END frame, what the ring still held unsaid */
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
 static void on_signal(int sig)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC);	/* async-signal-safe */
@@ -108,8 +113,8 @@ static void block_stop_signals(void)
 	sigset_t s;
 
 	sigemptyset(&s);
-	sigaddset(&s, SIGINT);
-	sigaddset(&s, SIGTERM);
+	for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+		sigaddset(&s, stop_signals[i]);
 	sigprocmask(SIG_BLOCK, &s, NULL);
 #endif
 }
@@ -119,9 +124,10 @@ static bool stop_requested(void)
 #if SHMT_TSAN
 	sigset_t s;
 
-	if (!g_stop && sigpending(&s) == 0 &&
-	    (sigismember(&s, SIGINT) == 1 || sigismember(&s, SIGTERM) == 1))
-		g_stop = 1;
+	if (!g_stop && sigpending(&s) == 0)
+		for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+			if (sigismember(&s, stop_signals[i]) == 1)
+				g_stop = 1;
 #endif
 	return g_stop;
 }
@@ -131,12 +137,13 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: shmtrace-collector --ring NAME --output FILE [OPTION]...\n"
 "       shmtrace-collector --ring NAME --flight-recorder --snapshot-dir DIR [OPTION]...\n"
-"Drain a shmtrace ring into a capture file until SIGINT or SIGTERM, or keep\n"
+"Drain a shmtrace ring into a capture file until SIGINT, SIGTERM or SIGHUP, or keep\n"
 "it as a flight recorder, writing snapshots of it when something asks.\n"
 "\n"
 "  -r, --ring NAME          ring in /dev/shm to drain\n"
-"  -o, --output FILE        capture file to write (truncated if it exists; never\n"
-"                           through a symbolic link, nor into a FIFO)\n"
+"  -o, --output FILE        capture file to write (one already there is kept as\n"
+"                           FILE.prevK; never through a symbolic link, nor into\n"
+"                           a FIFO)\n"
 "  -c, --create             create the ring first, or adopt the ring of that name\n"
 "                           if it has the same configuration (a restart); remove\n"
 "                           it on exit once no producer is attached\n"
@@ -150,7 +157,7 @@ static void usage(FILE *f)
 "                           the oldest is deleted as a new one begins, and the parts\n"
 "                           left say which were deleted and how many records they held\n"
 "      --keep-ring          with --create, leave the ring in /dev/shm on exit\n"
-"      --linger SECONDS     after SIGINT or SIGTERM, go on draining while producers\n"
+"      --linger SECONDS     after the stop signal, go on draining while producers\n"
 "                           are attached, at most SECONDS (default 5; 0: stop now);\n"
 "                           with --otlp-endpoint, as long again for the stream to\n"
 "                           send what the capture holds\n"
@@ -174,7 +181,7 @@ FLIGHT_HELP
 "The ring's configuration, with --create:\n"
 SHMT_RING_CFG_HELP
 "\n"
-"A second SIGINT or SIGTERM, a second or more after the first, stops at once\n"
+"A second stop signal, a second or more after the first, stops at once\n"
 "and says what stays in the ring.\n"
 "\n"
 "Exit status: 0 after a clean stop, 1 on a runtime error (the capture written\n"
@@ -473,8 +480,8 @@ static void install_signals(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+		sigaction(stop_signals[i], &sa, NULL);
 	block_stop_signals();
 }
 

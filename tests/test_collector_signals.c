@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_collector_signals.c - stopping shmtrace-collector with signals while
- * producers write: what was published before SIGTERM is captured, what an
+ * producers write: what was published before SIGTERM is captured, SIGHUP
+ * is a clean stop too, what an
  * app records on its way out after the same Ctrl-C is captured, a repeated
  * stop signal is one stop, a late second one exits at once and says
  * what stays in the ring, a stop ends while a producer writes on, and
@@ -73,6 +74,34 @@ static void test_sigterm_under_load_captures_all_published(void **state)
 	unlink(out);
 	unlink(out2);
 	tally_free(&t);
+	shmtrace_ring_unlink(ring);
+}
+
+/* SIGHUP (a terminal that closes) is a clean stop: exit 0, every record
+ * in the capture, its END frame written. Its default action ended the
+ * collector at once, the capture cut short and nothing said. */
+static void test_sighup_stops_cleanly(void **state)
+{
+	const char *ring = test_ring_name("hup");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	struct tally t = { 0 };
+	char out[256];
+	int status;
+	pid_t col;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	col = start_collector(ring, out, NULL, 0);
+	run_producers(ring, &t, 1, 10000);
+	wait_producers(&t);
+	status = stop(col, SIGHUP);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	read_capture(out, &t);
+	assert_int_equal(t.clean_ends, 1);
+	assert_int_equal(t.records, 10000);
+	tally_free(&t);
+	unlink(out);
 	shmtrace_ring_unlink(ring);
 }
 
@@ -380,6 +409,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sigterm_under_load_captures_all_published),
+		cmocka_unit_test(test_sighup_stops_cleanly),
 		cmocka_unit_test(test_stop_while_app_runs),
 		cmocka_unit_test(test_stop_ends_while_a_producer_writes_on),
 		cmocka_unit_test(test_collector_ignores_sigpipe_and_sigxfsz),
