@@ -103,6 +103,19 @@ int cw_open(struct cwriter *w, const char *path, enum cw_engine engine, unsigned
 	w->engine = resolve_engine(w->fd, engine);
 	/* pwrite needs no ring: it works where io_uring is disabled */
 	ret = w->engine == CW_ENGINE_IO_URING ? io_uring_queue_init(CW_DEPTH * 2, &w->ring, 0) : 0;
+	if (ret < 0 && engine == CW_ENGINE_AUTO) {
+		/* the default must run where io_uring is denied (Docker's
+		 * seccomp profile, kernel.io_uring_disabled): the same bytes,
+		 * written from the collector's thread; said once a run */
+		static bool said;
+
+		if (!said)
+			fprintf(stderr, "shmtrace-collector: io_uring: %s; writing with pwrite\n",
+				strerror(-ret));
+		said = true;
+		w->engine = CW_ENGINE_PWRITE;
+		ret = 0;
+	}
 	if (ret < 0) {
 		snprintf(err, errlen, "cannot write '%.400s': io_uring: %s (--write-engine=pwrite "
 			 "does without it)", path, strerror(-ret));

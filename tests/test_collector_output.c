@@ -175,32 +175,41 @@ static enum cw_engine engine_for(const char *path, enum cw_engine e)
 	return got;
 }
 
-/* auto: pwrite for a file on tmpfs, io_uring for one on a disk (where
- * one is at hand: /var/tmp, or the working directory); an engine named
- * is the engine used. */
-static void test_auto_engine_pwrite_in_memory_io_uring_on_disk(void **state)
+/* A path for a capture named after what, in a directory on a disk (not
+ * tmpfs nor ramfs) where one is at hand: /var/tmp, or the working
+ * directory; false when none is. */
+static bool disk_path(char *path, size_t len, const char *what)
 {
 	static const char *const disks[] = { "/var/tmp", "." };
-	char path[300];
 	struct statfs sf;
-	bool disk = false;
+
+	for (unsigned i = 0; i < sizeof(disks) / sizeof(disks[0]); i++) {
+		if (statfs(disks[i], &sf) < 0 || sf.f_type == TMPFS_MAGIC ||
+		    sf.f_type == RAMFS_MAGIC || access(disks[i], W_OK) < 0)
+			continue;
+		snprintf(path, len, "%s/%s.cap", disks[i], test_ring_name(what));
+		return true;
+	}
+	return false;
+}
+
+/* auto: pwrite for a file on tmpfs, io_uring for one on a disk; an engine
+ * named is the engine used. */
+static void test_auto_engine_pwrite_in_memory_io_uring_on_disk(void **state)
+{
+	char path[300];
 
 	(void)state;
 	snprintf(path, sizeof(path), "/dev/shm/%s.cap", test_ring_name("eng"));
 	assert_int_equal(engine_for(path, CW_ENGINE_AUTO), CW_ENGINE_PWRITE);
 	assert_int_equal(engine_for(path, CW_ENGINE_IO_URING), CW_ENGINE_IO_URING);
 	assert_int_equal(engine_for(path, CW_ENGINE_PWRITE), CW_ENGINE_PWRITE);
-	for (unsigned i = 0; i < sizeof(disks) / sizeof(disks[0]) && !disk; i++) {
-		if (statfs(disks[i], &sf) < 0 || sf.f_type == TMPFS_MAGIC ||
-		    sf.f_type == RAMFS_MAGIC || access(disks[i], W_OK) < 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s.cap", disks[i], test_ring_name("eng"));
+	if (disk_path(path, sizeof(path), "eng")) {
 		assert_int_equal(engine_for(path, CW_ENGINE_AUTO), CW_ENGINE_IO_URING);
 		assert_int_equal(engine_for(path, CW_ENGINE_PWRITE), CW_ENGINE_PWRITE);
-		disk = true;
-	}
-	if (!disk)
+	} else {
 		print_message("no directory on a disk here: only the tmpfs half ran\n");
+	}
 }
 
 /*
@@ -297,8 +306,9 @@ static int collect(const char *ring, const char *out, const char *engine, bool d
 }
 
 /* Where io_uring is denied (a container's seccomp profile), the pwrite
- * engine captures every record, and the io_uring engine says at start
- * that it cannot, and what does without it. */
+ * engine captures every record, the io_uring engine says at start that it
+ * cannot, and what does without it, and the default (auto), which would
+ * use io_uring for a file on a disk, says so and writes with pwrite. */
 static void test_pwrite_engine_needs_no_io_uring(void **state)
 {
 	const char *ring = test_ring_name("nouring");
@@ -322,6 +332,21 @@ static void test_pwrite_engine_needs_no_io_uring(void **state)
 	tally_free(&t);
 	unlink(out);
 	shmtrace_ring_unlink(ring);
+	if (disk_path(out, sizeof(out), "nouring")) {
+		memset(&t, 0, sizeof(t));
+		assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+		status = collect(ring, out, "--write-engine=auto", true, 20000, &t, said,
+				 sizeof(said));
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		assert_non_null(strstr(said, "io_uring: Operation not permitted; writing with pwrite"));
+		read_capture(out, &t);
+		check_exactly_once(&t);
+		tally_free(&t);
+		unlink(out);
+		shmtrace_ring_unlink(ring);
+	} else {
+		print_message("no directory on a disk here: the default engine's half did not run\n");
+	}
 }
 
 /* A failing fsync is final: the collector reports it and exits 1 (fsync
