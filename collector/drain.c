@@ -60,7 +60,7 @@ static void free_buffers(struct drain *d)
 	d->scratch = NULL;
 }
 
-int drain_open(struct drain *d, const struct drain_opts *o)
+static int open_ring(struct drain *d, const struct drain_opts *o)
 {
 	char err[256];
 	int ret;
@@ -98,6 +98,7 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 		shmt_view_close(&d->v);
 		return ret;
 	}
+	SHMT_HOOK("collector-open");
 	/* touch one word per page of the records: on a VM the first access
 	 * to a page can cost microseconds even after MAP_POPULATE, and it
 	 * belongs here, not in the first drain */
@@ -115,10 +116,40 @@ int drain_open(struct drain *d, const struct drain_opts *o)
 	return 0;
 }
 
+struct open_arg {
+	struct drain *d;
+	const struct drain_opts *o;
+	int ret;
+};
+
+static int guarded_open(void *p)
+{
+	struct open_arg *a = p;
+
+	a->ret = open_ring(a->d, a->o);
+	return 0;
+}
+
+/* open_ring(), guarded as a pass is: it reads the ring's header and
+ * touches every page of its records, and a ring truncated meanwhile
+ * fails the open instead of killing the collector with SIGBUS. What it
+ * had set up then is left to drain_free() (its mapping to the exit). */
+int drain_open(struct drain *d, const struct drain_opts *o)
+{
+	struct open_arg a = { d, o, 0 };
+	int ret = shmt_guarded(guarded_open, &a);
+
+	if (ret == -EFAULT)
+		snprintf(d->err, sizeof(d->err), "ring '%s' was truncated while it was being opened",
+			 o->ring);
+	return ret < 0 ? ret : a.ret;
+}
+
 const char *drain_error(const struct drain *d)
 {
 	return d->err;
 }
+
 
 bool drain_part_failed(const struct drain *d)
 {
@@ -530,13 +561,31 @@ void drain_get_stats(const struct drain *d, bool failed, struct drain_stats *st)
 }
 
 /* Names that did not fit are not lost records: said apart, in words. */
+struct loss_arg {
+	const struct drain *d;
+	struct shmt_loss l;
+};
+
+static int loss_read(void *p)
+{
+	struct loss_arg *a = p;
+
+	shmt_loss_read(&a->d->v, &a->l, false);
+	return 0;
+}
+
 void drain_warn_names(const struct drain *d)
 {
+	struct loss_arg a = { .d = d };
 	struct shmt_loss l;
 	uint64_t s, n;
 	char why[192];
 
-	shmt_loss_read(&d->v, &l, false);
+	/* read as a pass reads: a ring truncated after the last pass has no
+	 * counts to give, and must not kill the collector before its exit */
+	if (shmt_guarded(loss_read, &a) < 0)
+		return;
+	l = a.l;
 	s = l.strings_dropped;
 	n = l.names_dropped;
 	/* counters that cannot be true are no counts (the summary says so) */

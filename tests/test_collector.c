@@ -548,6 +548,68 @@ static void test_stop_ends_when_a_writer_puts_head_back(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* The ring's segment cut to nothing, as its owner may do at any moment */
+static const char *g_truncate_ring;
+
+static void truncate_ring(const char *ring)
+{
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	close(fd);
+}
+
+static void truncate_at_open(const char *where)
+{
+	if (!strcmp(where, "collector-open"))
+		truncate_ring(g_truncate_ring);
+}
+
+/*
+ * A ring truncated under the collector while it opens it (before it
+ * touches every page of the records), or after its last pass (when it
+ * reads the ring's counters to warn of names lost): the open fails and
+ * says why, the warning is left out; neither raises SIGBUS, which killed
+ * the collector before its exit.
+ */
+static void test_ring_truncated_at_open_or_exit_is_no_sigbus(void **state)
+{
+	const char *ring = test_ring_name("trunc");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	struct drain_opts o = { .ring = ring, .poll_ns = 1000000 };
+	char out[256];
+	struct drain *d;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	o.output = out;
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	d = drain_new();
+	assert_non_null(d);
+	g_truncate_ring = ring;
+	shmt_test_hook = truncate_at_open;
+	assert_int_equal(drain_open(d, &o), -EFAULT);
+	shmt_test_hook = NULL;
+	assert_non_null(strstr(drain_error(d), "was truncated while it was being opened"));
+	drain_free(d);
+	shmtrace_ring_unlink(ring);
+
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	d = drain_new();
+	assert_non_null(d);
+	assert_int_equal(drain_open(d, &o), 0);
+	assert_int_equal(drain_pass(d, false), 0);
+	truncate_ring(ring);
+	drain_warn_names(d);
+	drain_free(d);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
 /*
  * Tables larger than --max-size: 2,000 strings of 1,000 bytes (about 2 MB,
  * written at the head of every part) and a bound of 1 MB. A part counts
@@ -1125,6 +1187,7 @@ int main(void)
 		cmocka_unit_test(test_drain_behind_until_a_pass_copies_all_there_is),
 		cmocka_unit_test(test_stop_ends_when_a_writer_puts_head_back),
 		cmocka_unit_test(test_tables_past_max_size_make_no_part_of_their_own),
+		cmocka_unit_test(test_ring_truncated_at_open_or_exit_is_no_sigbus),
 		cmocka_unit_test(test_drain_yields_a_millisecond_after_its_nap_under_a_sixteenth),
 		cmocka_unit_test(test_busy_collector_comes_back_before_its_poll_interval),
 		cmocka_unit_test(test_each_hold_of_the_lock_moves_a_few_blocks),
