@@ -388,10 +388,18 @@ void cw_close(struct cwriter *w)
 		close(w->fd);
 	}
 	w->ring_up = false;
-	/* emptied again, so that a second close frees nothing twice */
+	/* emptied again, so that a second close frees nothing twice; a
+	 * write still in flight after abandon_pending() gave up on it (a
+	 * stuck device) keeps its buffer: the kernel ends the ring's
+	 * requests after the ring is gone, and a buffer freed and reused
+	 * under such a write would put other bytes in the file. Left to
+	 * the exit, which a collector whose writes are stuck is near. */
 	for (int i = 0; i < CW_DEPTH; i++) {
+		if (w->req[i].busy)
+			(void)msgpack_sbuffer_release(&w->req[i].buf);
 		msgpack_sbuffer_destroy(&w->req[i].buf);
 		msgpack_sbuffer_init(&w->req[i].buf);
+		w->req[i].busy = false;
 	}
 	w->fd = -1;
 }
