@@ -5,9 +5,10 @@
  * two flows (the spans above and between the hops join the first flow;
  * the second hop keeps its flow's trace, a child of the hop before it,
  * linked to the span enclosing it); instants beyond the events a span
- * takes; hops of one flow with identical times (parents never in a
- * circle); nesting deeper than the walk follows; a span whose enclosing
- * span --from leaves out. The prefork shape from real producers is
+ * takes; hops of one flow with identical times, and a receiving span
+ * around earlier steps of its flow (parents never in a circle); nesting
+ * deeper than the walk follows; a span whose enclosing span --from
+ * leaves out. The prefork shape from real producers is
  * tests/e2e/otlp_tree.sh.
  */
 #include "cli_run.h"
@@ -20,7 +21,7 @@
 static const char *const NAMES[] = { "R", "A0", "A1", "x", "y", "B0", "B1", "z", "S", "inner",
 				     "i", "deep", "lone", "P", "Q", "Z", "Zs", "Zi", "n", "top",
 				     "at_max", "beyond", "beyond2", "early", "late", "ask", "reply",
-				     "ask2", "reply2" };
+				     "ask2", "reply2", "send", "handle", "call", "work", "req" };
 #define NNAMES (sizeof(NAMES) / sizeof(NAMES[0]))
 
 static uint32_t id_of(const char *name)
@@ -150,6 +151,62 @@ static void links_to(const struct ospan *a, const struct ospan *b, const char *w
 	assert_string_equal(a->ltrace, b->trace);
 }
 
+/* The spans of an export: each span's id, trace and parent. */
+struct tspan {
+	char id[17], trace[33], parent[17];
+};
+
+static size_t all_spans(const char *jsonl, struct tspan *v, size_t max)
+{
+	size_t n = 0;
+
+	/* a span's name follows its ids; a link's attributes follow its ids */
+	for (const char *p = jsonl; (p = strstr(p, "{\"traceId\":\"")); p++) {
+		const char *next = strstr(p + 1, "{\"traceId\":\""), *name = strstr(p, "\"name\":\"");
+		const char *attrs = strstr(p, "\"attributes\":");
+
+		if (!name || (attrs && attrs < name) || (next && next < name))
+			continue;
+		assert_true(n < max);
+		after(p, "{\"traceId\":\"", v[n].trace, sizeof(v[n].trace));
+		after(p, "\"spanId\":\"", v[n].id, sizeof(v[n].id));
+		v[n].parent[0] = 0;
+		if (strstr(p, "\"parentSpanId\":\"") && strstr(p, "\"parentSpanId\":\"") < name)
+			after(p, "\"parentSpanId\":\"", v[n].parent, sizeof(v[n].parent));
+		n++;
+	}
+	return n;
+}
+
+/* Every span of the export reaches a root through parents of its own
+ * trace, within as many steps as there are spans (else parents make a
+ * circle), and each trace has one root. Returns how many spans there are. */
+static size_t expect_trees(const char *jsonl)
+{
+	struct tspan v[64];
+	size_t n = all_spans(jsonl, v, 64);
+
+	for (size_t i = 0; i < n; i++) {
+		size_t at = i, steps = 0, roots = 0;
+
+		while (v[at].parent[0]) {
+			size_t k = 0;
+
+			while (k < n && strcmp(v[k].id, v[at].parent))
+				k++;
+			assert_true(k < n);
+			assert_string_equal(v[k].trace, v[at].trace);
+			at = k;
+			if (++steps > n)
+				fail_msg("span %s: its parents make a circle", v[i].id);
+		}
+		for (size_t k = 0; k < n; k++)
+			roots += !v[k].parent[0] && !strcmp(v[k].trace, v[i].trace);
+		assert_int_equal(roots, 1);
+	}
+	return n;
+}
+
 /*
  * Thread 1: R [0, 1000] holds hop A1 of flow 1 (x inside it), y, and hop B1
  * of flow 2 (z inside it); thread 2 has the hops before them, A0 and B0.
@@ -173,6 +230,7 @@ static void test_one_tree_two_flows(void **state)
 	(void)state;
 	two_flows();
 	j = export_otlp("two.cap", NULL, NULL);
+	assert_int_equal(expect_trees(j), 8);
 	R = find(j, "R"), A0 = find(j, "A0"), A1 = find(j, "A1"), x = find(j, "x");
 	y = find(j, "y"), B0 = find(j, "B0"), B1 = find(j, "B1"), z = find(j, "z");
 	/* the tree joins its first flow: R a child of the hop before A1 */
@@ -262,12 +320,98 @@ static void test_ties_make_no_circle(void **state)
 	(void)state;
 	capture("ties.cap", r, sizeof(r) / sizeof(r[0]));
 	j = export_otlp("ties.cap", NULL, NULL);
+	assert_int_equal(expect_trees(j), 5);
 	P = find(j, "P"), Q = find(j, "Q"), Z = find(j, "Z"), Zs = find(j, "Zs"), Zi = find(j, "Zi");
 	assert_string_equal(P.parent, "");
 	child_of(&Q, &P);
 	child_of(&Z, &Q);
 	assert_string_equal(Zs.parent, "");
 	child_of(&Zi, &Zs);
+	free(j);
+}
+
+/* The export of capture r[0..n) of spans, saved as cap: all n spans,
+ * each reaching its trace's one root. The text, to free. */
+static char *export_trees(const char *cap, const struct shmt_record *r, size_t n)
+{
+	char *j;
+
+	capture(cap, r, n);
+	j = export_otlp(cap, NULL, NULL);
+	assert_int_equal(expect_trees(j), n);
+	return j;
+}
+
+/* Flow 7's "send", "handle" and "call" as a receiving "call" around "send"
+ * leaves them: "send" first, a root linked to the span around it
+ * (enclosing), "handle" its child, "call" the child of "handle". */
+static void expect_send_first(const char *j, const char *enclosing)
+{
+	struct ospan send = find(j, "send"), handle = find(j, "handle"), call = find(j, "call");
+	struct ospan around = find(j, enclosing);
+
+	assert_string_equal(send.parent, "");
+	links_to(&send, &around, "enclosing_span");
+	child_of(&handle, &send);
+	child_of(&call, &handle);
+}
+
+/*
+ * A receiving span is placed in its flow by its end, so it can enclose
+ * steps of its flow that come before it: "call" (receiving, around
+ * "send") is placed after "handle", which follows "send". The parent of
+ * "send" cannot be "call" (which follows "handle", which follows "send"):
+ * it is the step before it (none), and it links to "call".
+ */
+static void test_receiving_span_around_its_flow(void **state)
+{
+	const struct shmt_record r[] = {
+		span(1, "send", 100, 10, 7), span(2, "handle", 120, 30, 7),
+		span(1, "call", 90, 110, shmtrace_flow_recv(7)),
+	};
+	char *j;
+
+	(void)state;
+	j = export_trees("recv.cap", r, 3);
+	expect_send_first(j, "call");
+	free(j);
+}
+
+/*
+ * The same with a span between: "work" (no step) inside "call", around
+ * "send", hangs from "call"; so "send" is no child of it either. And a
+ * tree whose root "req" is no step, whose first step by start "call"
+ * (receiving, [10, 100]) comes after "send" [95, 150], which overlaps it:
+ * "req" is the child of the step before "call", so "send" is none of
+ * "req"'s.
+ */
+static void test_receiving_span_around_a_span_of_its_flow(void **state)
+{
+	const struct shmt_record r[] = {
+		span(1, "send", 100, 10, 7), span(1, "work", 95, 20, 0), span(2, "handle", 120, 30, 7),
+		span(1, "call", 90, 110, shmtrace_flow_recv(7)),
+	};
+	const struct shmt_record r2[] = {
+		span(1, "call", 10, 90, shmtrace_flow_recv(8)), span(1, "send", 95, 55, 8),
+		span(1, "req", 0, 1000, 0),
+	};
+	struct ospan send, call, work, req;
+	char *j;
+
+	(void)state;
+	j = export_trees("recv2.cap", r, 4);
+	call = find(j, "call"), work = find(j, "work");
+	child_of(&work, &call);
+	expect_send_first(j, "work");
+	free(j);
+
+	j = export_trees("recv3.cap", r2, 3);
+	send = find(j, "send"), call = find(j, "call"), req = find(j, "req");
+	assert_string_equal(send.parent, "");
+	links_to(&send, &req, "enclosing_span");
+	child_of(&req, &send);
+	assert_string_equal(call.parent, req.id);
+	links_to(&call, &send, "previous_hop");
 	free(j);
 }
 
@@ -348,6 +492,8 @@ int main(void)
 		cmocka_unit_test(test_one_tree_two_flows),
 		cmocka_unit_test(test_events_and_instants_alone),
 		cmocka_unit_test(test_ties_make_no_circle),
+		cmocka_unit_test(test_receiving_span_around_its_flow),
+		cmocka_unit_test(test_receiving_span_around_a_span_of_its_flow),
 		cmocka_unit_test(test_nesting_deeper_than_followed),
 		cmocka_unit_test(test_from_cuts_the_tree),
 		cmocka_unit_test(test_reused_id_is_a_trace_of_its_own),

@@ -236,6 +236,8 @@ static int on_flow(void *ctx, char ph, uint64_t id, const struct flow_ev *fe,
 	h.owner = o->owner;
 	/* each step follows the one before it, as the arrows go */
 	h.prev = o->prev;
+	/* flows come whole, each in its order: one count rises along each */
+	h.step = o->steps++;
 	h.skip = otlp_is_traceparent(o, fe, &a, &b, &c);
 	if (!h.skip)
 		o->prev = otlp_span_id(o, fe->seq);

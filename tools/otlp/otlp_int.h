@@ -93,6 +93,7 @@ struct hop {
 	uint64_t owner;			/* the flow's: the seq of its first record */
 	uint64_t prev;			/* the span id of the hop before it in the flow, or of
 					 * the remote parent its traceparent names; 0: none */
+	uint64_t step;			/* its place among the hops, rising along each flow */
 	uint32_t skip;			/* a traceparent's instant: no span of its own */
 	uint32_t pad;
 };
@@ -104,9 +105,10 @@ struct event {
 };
 
 /* The thread tree rooted at the span numbered seq holds a hop: its first
- * hop's trace, which the tree joins, and the parent its root gets. */
+ * hop's trace, which the tree joins, the parent its root gets, and that
+ * hop's step. */
 struct join {
-	uint64_t seq, thi, tlo, owner, prev;
+	uint64_t seq, thi, tlo, owner, prev, step;
 };
 
 /* An event as written. */
@@ -198,8 +200,9 @@ struct otlp {
 	bool to_http;
 	struct http_url url;
 	int timeout_ms;			/* each step's (http_timeout_from_env()) */
-	/* the flow being assembled: its trace, owner and last hop */
-	uint64_t thi, tlo, owner, prev;
+	/* the flow being assembled: its trace, owner and last hop; the hops
+	 * assembled (struct hop's step) */
+	uint64_t thi, tlo, owner, prev, steps;
 	/* the flow before it, and how many flows its id made before (an id
 	 * reused after a step that terminated its flow) */
 	uint64_t last_flow;

@@ -8,9 +8,9 @@
  *   - a span's parent is the span that encloses it on its thread, and it
  *     is in that span's trace;
  *   - a hop (a record of a flow) is in its flow's trace; its parent is the
- *     span enclosing it if that span is in the same trace (then it links
- *     to the hop before it), else the hop before it (then it links to the
- *     span enclosing it, if any);
+ *     span enclosing it if that span is in the same trace and hangs from
+ *     no later hop of the flow (then it links to the hop before it), else
+ *     the hop before it (then it links to the span enclosing it, if any);
  *   - a root that is no hop is in the trace of the first hop of its tree,
  *     a child of the hop before that one, or, with no hop in its tree, in
  *     a trace of its own;
@@ -38,7 +38,9 @@ struct ent1 {
 
 struct ent2 {
 	struct nest_ent e;
-	uint64_t index, id, owner, thi, tlo;
+	/* step: of the hop it hangs from (itself, the nearest above it, or,
+	 * above every hop, its tree's first: struct hop) */
+	uint64_t index, id, owner, thi, tlo, step;
 	uint32_t nev;
 	bool in_flow;
 };
@@ -134,7 +136,8 @@ static int first_node(struct walk *w)
 		return ret;
 	if (w->hop && top && w->root && !w->joined) {
 		w->j = (struct join){ .seq = w->root, .thi = w->h.thi, .tlo = w->h.tlo,
-				      .owner = w->h.owner, .prev = w->h.prev };
+				      .owner = w->h.owner, .prev = w->h.prev,
+				      .step = w->h.step };
 		w->joined = true;
 	}
 	if (w->nd.k.kind == SHMTRACE_KIND_INSTANT) {
@@ -188,7 +191,8 @@ static void link_to(struct span *sp, uint32_t why, uint64_t hi, uint64_t lo, uin
 }
 
 /* A hop's trace, parent and link; top encloses it (or is NULL). */
-static void place_hop(struct walk *w, const struct ent2 *top, struct span *sp, uint64_t *owner)
+static void place_hop(struct walk *w, const struct ent2 *top, struct span *sp, uint64_t *owner,
+		      uint64_t *step)
 {
 	const struct hop *h = &w->h;
 	bool nested = top && !w->o->o->flows_only;
@@ -198,7 +202,11 @@ static void place_hop(struct walk *w, const struct ent2 *top, struct span *sp, u
 	sp->flow = h->flow;
 	sp->in_flow = true;
 	*owner = h->owner;
-	if (nested && top->owner == h->owner) {
+	*step = h->step;
+	/* a receiving span, placed by its end, may enclose earlier hops of
+	 * its flow: a span that hangs from a later hop is no parent (the
+	 * later hop descends from this one), so parents never circle */
+	if (nested && top->owner == h->owner && top->step <= h->step) {
 		sp->parent = top->id;
 		if (h->prev && h->prev != top->id)
 			link_to(sp, LINK_PREV_HOP, h->thi, h->tlo, h->prev);
@@ -213,7 +221,7 @@ static void place_hop(struct walk *w, const struct ent2 *top, struct span *sp, u
 /* A span that is no hop, numbered seq: its trace and parent; top encloses
  * it (or is NULL). */
 static int place(struct walk *w, const struct ent2 *top, uint64_t seq, struct span *sp,
-		 uint64_t *owner)
+		 uint64_t *owner, uint64_t *step)
 {
 	int ret;
 
@@ -223,6 +231,7 @@ static int place(struct walk *w, const struct ent2 *top, uint64_t seq, struct sp
 		sp->parent = top->id;
 		sp->in_flow = top->in_flow;
 		*owner = top->owner;
+		*step = top->step;
 		return 0;
 	}
 	if (w->have_nj && w->nj.seq == seq) {
@@ -232,6 +241,7 @@ static int place(struct walk *w, const struct ent2 *top, uint64_t seq, struct sp
 		sp->in_flow = true;
 		sp->parent = w->nj.prev;
 		*owner = w->nj.owner;
+		*step = w->nj.step;
 		ret = extsort_next(w->joins, &w->nj);
 		w->have_nj = ret > 0;
 		return ret < 0 ? ret : 0;
@@ -252,7 +262,7 @@ static int second_node(struct walk *w)
 		.id = otlp_span_id(o, nd->k.seq),
 	};
 	bool span = nd->k.kind != SHMTRACE_KIND_INSTANT;
-	uint64_t owner = 0;
+	uint64_t owner = 0, step = 0;
 	int ret;
 
 	if (!span && !w->hop && top && top->nev < OTLP_EVENTS_MAX) {
@@ -261,8 +271,8 @@ static int second_node(struct walk *w)
 		return 0;
 	}
 	if (w->hop)
-		place_hop(w, top, &sp, &owner);
-	else if ((ret = place(w, top, nd->k.seq, &sp, &owner)) < 0)
+		place_hop(w, top, &sp, &owner, &step);
+	else if ((ret = place(w, top, nd->k.seq, &sp, &owner, &step)) < 0)
 		return ret;
 	if (span) {
 		w->index++;
@@ -274,7 +284,8 @@ static int second_node(struct walk *w)
 		sp.ev = w->ev;
 		if (e)
 			*e = (struct ent2){ .e = e->e, .index = w->index, .id = sp.id, .owner = owner,
-					    .thi = sp.thi, .tlo = sp.tlo, .in_flow = sp.in_flow };
+					    .thi = sp.thi, .tlo = sp.tlo, .step = step,
+					    .in_flow = sp.in_flow };
 	}
 	if ((w->hop && w->h.skip) || (o->o->flows_only && !w->hop))
 		return 0;
