@@ -486,6 +486,55 @@ static void test_reused_id_is_a_trace_of_its_own(void **state)
 	free(j);
 }
 
+/* The number after key in text (a time, in quotes). */
+static uint64_t time_after(const char *text, const char *key)
+{
+	char digits[24];
+
+	after(text, key, digits, sizeof(digits));
+	assert_true(digits[0]);
+	return strtoull(digits, NULL, 10);
+}
+
+/*
+ * A forged duration that runs past 2^64 ends at the end of time, never
+ * before its start: on the wall clock (the capture's realtime0 - mono0
+ * added) as in the walk. Both encodings take their times from
+ * otlp_span_times().
+ */
+static void test_end_never_before_start(void **state)
+{
+	const uint64_t wall = 1700000000000000000ull - 1000;	/* capture()'s clocks */
+	const struct shmt_record r[] = { span(1, "top", 5, UINT64_MAX - 100, 0),
+					 span(1, "n", 10, 20, 0) };
+	struct otlp o = { .wall_off = wall };
+	struct span sp = { .ts = T0, .dur = UINT64_MAX - T0 - wall + 1 };
+	uint64_t start, end;
+	char *j, *top, *n;
+
+	(void)state;
+	capture("end.cap", r, 2);
+	j = export_otlp("end.cap", NULL, NULL);
+	top = otlp_span_text(j, "top");
+	n = otlp_span_text(j, "n");
+	assert_int_equal(time_after(top, "\"startTimeUnixNano\":\""), T0 + 5 + wall);
+	assert_true(time_after(top, "\"endTimeUnixNano\":\"") == UINT64_MAX);
+	/* still the span around the other */
+	assert_string_equal(find(j, "n").parent, find(j, "top").id);
+	assert_int_equal(time_after(n, "\"endTimeUnixNano\":\""), T0 + 30 + wall);
+	free(top);
+	free(n);
+	free(j);
+
+	/* wrapping only once the wall clock's offset is added */
+	otlp_span_times(&o, &sp, &start, &end);
+	assert_int_equal(start, T0 + wall);
+	assert_true(end == UINT64_MAX);
+	sp.dur = 7;
+	otlp_span_times(&o, &sp, &start, &end);
+	assert_int_equal(end, T0 + wall + 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_nesting_deeper_than_followed),
 		cmocka_unit_test(test_from_cuts_the_tree),
 		cmocka_unit_test(test_reused_id_is_a_trace_of_its_own),
+		cmocka_unit_test(test_end_never_before_start),
 	};
 
 	if (cli_setup_for("otlp-tree", false) < 0) {

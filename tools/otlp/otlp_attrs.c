@@ -130,3 +130,9 @@ const struct obuf *otlp_frag(struct otlp *o, uint32_t outpid, uint32_t tid, uint
 	f->used = true;
 	return &f->text;
 }
+
+void otlp_span_times(const struct otlp *o, const struct span *sp, uint64_t *start, uint64_t *end)
+{
+	*start = sp->ts + o->wall_off;
+	*end = shmt_time_end(*start, sp->dur);
+}

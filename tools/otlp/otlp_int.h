@@ -285,6 +285,10 @@ bool otlp_arg_repeated(struct otlp *o, const struct ev_args *a, uint32_t i);
 const char *otlp_event_name(struct otlp *o, uint32_t name, uint32_t cat, char *buf, size_t *len);
 /* The text of category cat: its string, or "shmtrace" for a trigger's. */
 const char *otlp_event_cat(struct otlp *o, uint32_t cat, size_t *len);
+/* Span sp's start and end on the wall clock (Unix ns): the end saturates,
+ * so a forged duration never puts it before the start. */
+void otlp_span_times(const struct otlp *o, const struct span *sp, uint64_t *start,
+		     uint64_t *end);
 /* Whether an event's name and category are strings of the trace. */
 bool otlp_names_known(struct otlp *o, uint32_t name, uint32_t cat);
 /* The attributes every span of thread (outpid, tid) in category cat

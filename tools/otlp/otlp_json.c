@@ -231,6 +231,7 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 	const struct obuf *fr;
 	const char *name;
 	uint32_t dropped = 0;
+	uint64_t start, end;
 	size_t nlen;
 	char *p;
 
@@ -260,9 +261,10 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 	p += nlen;
 	/* SPAN_KIND_INTERNAL: shmtrace does not know who called whom */
 	LIT(p, ",\"kind\":1,\"startTimeUnixNano\":\"");
-	p = otlp_time(&o->time, p, sp->ts + o->wall_off);
+	otlp_span_times(o, sp, &start, &end);
+	p = otlp_time(&o->time, p, start);
 	LIT(p, "\",\"endTimeUnixNano\":\"");
-	p = otlp_time(&o->time, p, sp->ts + sp->dur + o->wall_off);
+	p = otlp_time(&o->time, p, end);
 	LIT(p, "\",\"attributes\":[");
 	memcpy(p, fr->p, fr->len);
 	p += fr->len;

@@ -179,6 +179,7 @@ int otlp_pb_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 	size_t m, nlen;
 	const char *name = otlp_event_name(o, sp->name, sp->cat, label, &nlen);
 	uint32_t dropped = 0;
+	uint64_t start, end;
 
 	if (!fr)
 		return -ENOMEM;
@@ -193,8 +194,9 @@ int otlp_pb_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 		put_id(b, SPAN_PARENT_SPAN_ID, 0, sp->parent, false);
 	pb_string(b, SPAN_NAME, name, nlen);
 	pb_uint(b, SPAN_KIND, KIND_INTERNAL);
-	pb_fixed64(b, SPAN_START, sp->ts + o->wall_off);
-	pb_fixed64(b, SPAN_END, sp->ts + sp->dur + o->wall_off);
+	otlp_span_times(o, sp, &start, &end);
+	pb_fixed64(b, SPAN_START, start);
+	pb_fixed64(b, SPAN_END, end);
 	ob_raw(b, fr->p, fr->len);
 	if (sp->flow)
 		kv_int(b, SPAN_ATTRIBUTES, "shmtrace.flow.id", sp->flow);

@@ -365,7 +365,7 @@ int model_add(struct otlp_stream *st, const struct shmt_record *r, uint32_t outp
 	e = &m->v[i];
 	*e = (struct sev){ .r = *r, .pos = *pos, .seq = seq, .arr = ++m->arr, .outpid = outpid,
 			   .up = i, .tail = i + 1, .size = 1, .live = true };
-	e->end = e->cend = r->ts + dur < r->ts ? UINT64_MAX : r->ts + dur;
+	e->end = e->cend = shmt_time_end(r->ts, dur);
 	if (a && a->a.n && !(e->args = args_copy(a))) {
 		e->live = false;
 		m->free[m->nfree++] = i;

@@ -35,7 +35,7 @@
 
 static uint64_t end_of(const struct pf_ev *ev)
 {
-	return ev->ts + ev->dur < ev->ts ? UINT64_MAX : ev->ts + ev->dur;
+	return shmt_time_end(ev->ts, ev->dur);
 }
 
 static struct pf_group *group_at(struct pf_thread *th, uint64_t ts)

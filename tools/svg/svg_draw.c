@@ -249,7 +249,7 @@ static uint64_t flow_at(const struct svg_item *it)
 {
 	if (!(it->role & SHMT_ROLE_RECEIVES) || it->kind != SHMTRACE_KIND_SPAN)
 		return it->ts;
-	return it->ts + it->dur < it->ts ? UINT64_MAX : it->ts + it->dur;
+	return shmt_time_end(it->ts, it->dur);
 }
 
 /* Whether b, after a in the sorted slices, is a's next step. */

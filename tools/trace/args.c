@@ -320,8 +320,7 @@ struct shmt_record open_end(const struct shmt_record *open, uint32_t pid,
 	struct shmt_record r = *open;
 	const uint64_t *l = u64map_find(last, (uint64_t)pid << 32 | r.tid);
 	/* a forged dur saturates rather than wraps */
-	uint64_t end = r.dur == SHMT_OPEN_END_UNKNOWN ? last_end :
-		       r.ts + r.dur < r.ts ? UINT64_MAX : r.ts + r.dur;
+	uint64_t end = r.dur == SHMT_OPEN_END_UNKNOWN ? last_end : shmt_time_end(r.ts, r.dur);
 
 	if (l && *l > end)
 		end = *l;

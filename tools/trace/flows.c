@@ -74,7 +74,7 @@ uint64_t flow_ev_at(const struct flow_ev *e)
 {
 	if (!(e->role & SHMT_ROLE_RECEIVES) || e->kind == SHMTRACE_KIND_INSTANT)
 		return e->ts;
-	return e->ts + e->dur < e->ts ? UINT64_MAX : e->ts + e->dur;
+	return shmt_time_end(e->ts, e->dur);
 }
 
 bool flow_receiving_span(const struct shmt_record *r)
@@ -95,7 +95,7 @@ bool flow_split_receiving(const struct shmt_record *r, struct shmt_record *span,
 	*span = *r;
 	span->flow = 0;
 	*mark = *r;
-	mark->ts = r->ts + r->dur < r->ts ? UINT64_MAX : r->ts + r->dur;
+	mark->ts = shmt_time_end(r->ts, r->dur);
 	mark->dur = 0;
 	mark->commit = SHMTRACE_KIND_INSTANT;
 	return true;

@@ -9,7 +9,7 @@
 
 #include "array.h"
 #include "nest.h"
-#include "shmtrace.h"
+#include "record.h"
 
 #define CMP(a, b) ((a) < (b) ? -1 : (a) > (b))
 
@@ -38,15 +38,9 @@ void nest_free(struct nest *n)
 	nest_init(n, n->size, n->max);
 }
 
-/* Its end; a forged ts + dur past 2^64 ends at the end of time. */
-static uint64_t end_of(const struct nest_key *k)
-{
-	return k->ts + k->dur < k->ts ? UINT64_MAX : k->ts + k->dur;
-}
-
 bool nest_inside(const struct nest_key *k, uint64_t end)
 {
-	return end_of(k) <= end;
+	return shmt_time_end(k->ts, k->dur) <= end;
 }
 
 void *nest_find(struct nest *n, const struct nest_key *k)
@@ -73,7 +67,7 @@ int nest_push(struct nest *n, const struct nest_key *k, void **ent)
 		return -ENOMEM;
 	e = n->v + n->n++ * n->size;
 	memset(e, 0, n->size);
-	((struct nest_ent *)e)->end = end_of(k);
+	((struct nest_ent *)e)->end = shmt_time_end(k->ts, k->dur);
 	*ent = e;
 	return 0;
 }

@@ -36,6 +36,13 @@ static inline bool shmt_record_in_flow(const struct shmt_record *r)
 					     k == SHMTRACE_KIND_OPEN);
 }
 
+/* The end of what lasts dur from ts: a forged ts + dur past 2^64 ends at
+ * the end of time, never before ts. */
+static inline uint64_t shmt_time_end(uint64_t ts, uint64_t dur)
+{
+	return ts + dur < ts ? UINT64_MAX : ts + dur;
+}
+
 /* Whether r belongs to the event before it (an argument record, or the
  * text of one) instead of being an event: every reader of events skips
  * these, the exports attach them (args.h). */
