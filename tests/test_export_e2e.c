@@ -4,9 +4,10 @@
  * flow ids over pipes, killed (one inside a flush, holding the lock), then
  * the ring exported post-mortem and checked by the Chrome DevTools trace
  * engine (tests/devtools/check-trace.mjs); flows bound to the right slice,
- * and a flow of two categories bound under their list.
+ * and a flow of two categories bound under their list, whole past a NUL.
  */
 #include "cli_run.h"
+#include "json_writer.h"
 
 /* ---------------------------------------------------------------- flows */
 
@@ -373,6 +374,62 @@ static void test_flow_of_two_categories(void **state)
 	assert_int_equal(rc, 0);
 }
 
+/* How many times json has key followed by the JSON string of bytes
+ * s[0..n) (as the writer escapes it), then tail. */
+static size_t count_str(const char *json, const char *key, const char *s, size_t n,
+			const char *tail)
+{
+	char esc[128], want[256];
+
+	assert_true(json_escape(s, n, esc, sizeof(esc)) < sizeof(esc));
+	snprintf(want, sizeof(want), "%s\"%s\"%s", key, esc, tail);
+	return count(json, want);
+}
+
+/*
+ * Categories are bytes: a flow of "x\0y\nz" and "w" lists both whole, and
+ * one of "x\0a" and "x\0b" (alike up to the NUL) both, while "x\0a" under
+ * two ids is one category.
+ */
+static void test_flow_categories_past_a_nul(void **state)
+{
+	static const struct shmt_cap_string str[] = { { 1, 5, "x\0y\nz" }, { 2, 1, "w" },
+						      { 3, 3, "x\0a" }, { 4, 3, "x\0b" },
+						      { 5, 4, "call" }, { 6, 5, "serve" },
+						      { 7, 3, "x\0a" } };
+	const struct shmt_thread th[2] = { { .pid = 100, .tid = 100, .start_time = 5 },
+					   { .pid = 200, .tid = 201, .start_time = 6 } };
+	const struct { uint64_t ts, flow; uint16_t cat; } sp[] = {
+		{ 1000, 5, 1 }, { 2000, 5, 2 }, { 9000, 6, 3 }, { 10000, 6, 4 },
+		{ 20000, 7, 3 }, { 21000, 7, 7 },
+	};
+	struct shmt_record r[6];
+	char *argv[] = { bin, "export", (char *)tmp("nul.cap"), "-o", (char *)tmp("nul.json"),
+			 NULL };
+	char *json;
+
+	(void)state;
+	for (int i = 0; i < 6; i++)
+		r[i] = (struct shmt_record){ .ts = sp[i].ts, .dur = 500, .flow = sp[i].flow,
+					     .pid = th[i % 2].pid, .tid = th[i % 2].tid,
+					     .name = 5 + i % 2, .cat = sp[i].cat,
+					     .commit = SHMTRACE_KIND_SPAN };
+	write_capture(tmp("nul.cap"), 8, str, 7, th, 2, r, 6);
+	assert_int_equal(run(NULL, tmp("nul.err"), argv), 0);
+	json = slurp(tmp("nul.json"));
+	assert_int_equal(count_str(json, "\"cat\":", "w,x\0y\nz", 7, ",\"name\":\"call\""), 1);
+	assert_int_equal(count_str(json, "\"cat\":", "w,x\0y\nz", 7, ",\"name\":\"serve\""), 1);
+	assert_int_equal(count_str(json, "\"name\":\"flow\",\"cat\":", "w,x\0y\nz", 7, ","), 2);
+	assert_int_equal(count_str(json, "\"cat\":", "x\0a,x\0b", 7, ",\"name\":\"call\""), 1);
+	assert_int_equal(count_str(json, "\"cat\":", "x\0a,x\0b", 7, ",\"name\":\"serve\""), 1);
+	assert_int_equal(count_str(json, "\"name\":\"flow\",\"cat\":", "x\0a,x\0b", 7, ","), 2);
+	/* one category under two ids: one flow of it, not a list */
+	assert_int_equal(count_str(json, "\"cat\":", "x\0a", 3, ",\"name\":\"call\""), 1);
+	assert_int_equal(count_str(json, "\"cat\":", "x\0a", 3, ",\"name\":\"serve\""), 1);
+	assert_int_equal(count_str(json, "\"name\":\"flow\",\"cat\":", "x\0a", 3, ","), 2);
+	free(json);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +437,7 @@ int main(void)
 		cmocka_unit_test(test_killed_while_holding_lock),
 		cmocka_unit_test(test_flow_start_collisions),
 		cmocka_unit_test(test_flow_of_two_categories),
+		cmocka_unit_test(test_flow_categories_past_a_nul),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

@@ -5,15 +5,24 @@
  * then written with the flow events that join them into arrows.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "export_int.h"
 
-static int cmp_cstr(const void *a, const void *b)
+/* A string of the trace: bytes, NULs included (the table keeps lengths). */
+struct bytes {
+	const char *p;
+	size_t len;
+};
+
+/* Byte order; of two where one begins the other, the shorter first. */
+static int cmp_bytes(const void *pa, const void *pb)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	const struct bytes *a = pa, *b = pb;
+	int c = memcmp(a->p, b->p, a->len < b->len ? a->len : b->len);
+
+	return c ? c : (a->len > b->len) - (a->len < b->len);
 }
 
 /*
@@ -22,12 +31,13 @@ static int cmp_cstr(const void *a, const void *b)
  * flow's events by (cat, name, id): both hold only if every slice of the
  * flow has one category. When they differ, the slices get the list of
  * them, "a,b", which is how the format writes an event of several
- * categories, so no slice loses its own.
+ * categories, so no slice loses its own. The list is bytes, as the
+ * strings are (the writer escapes them): a category is whole past a NUL.
  */
 static int flow_cat(struct exporter *e, const struct flow_ev *g, size_t n)
 {
-	const char **v;
-	size_t m = 0, len = 0;
+	struct bytes *v;
+	size_t len = 0;
 	bool same = true;
 	char *out;
 
@@ -41,24 +51,23 @@ static int flow_cat(struct exporter *e, const struct flow_ev *g, size_t n)
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		size_t l;
-
-		v[m++] = source_string(e->src, g[i].cat, &l);
+		v[i].p = source_string(e->src, g[i].cat, &v[i].len);
+		len += v[i].len + 1;
 	}
-	qsort(v, m, sizeof(*v), cmp_cstr);
-	for (size_t i = 0; i < m; i++)
-		len += strlen(v[i]) + 1;
-	out = malloc(len + 1);
+	qsort(v, n, sizeof(*v), cmp_bytes);
+	out = malloc(len);
 	if (!out) {
 		free(v);
 		return -ENOMEM;
 	}
-	out[0] = 0;
 	len = 0;
-	for (size_t i = 0; i < m; i++) {
-		if (i && !strcmp(v[i], v[i - 1]))
+	for (size_t i = 0; i < n; i++) {
+		if (i && !cmp_bytes(&v[i], &v[i - 1]))
 			continue;
-		len += (size_t)sprintf(out + len, "%s%s", len ? "," : "", v[i]);
+		if (len)
+			out[len++] = ',';
+		memcpy(out + len, v[i].p, v[i].len);
+		len += v[i].len;
 	}
 	free(v);
 	e->fcat = out;
