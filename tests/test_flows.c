@@ -280,6 +280,32 @@ static void test_many_flows(void **state)
 	flows_free(&f);
 }
 
+/*
+ * Arrival numbers past 2^32 (the count set as if that many records had
+ * come: adding them would take hours): a flow begun there has an id of
+ * its own, not that of a flow begun 2^32 records earlier.
+ */
+static void test_ids_past_2_32_records(void **state)
+{
+	struct flows f;
+
+	(void)state;
+	flows_init(&f);
+	add(&f, 3, 10, 1, 1);
+	add(&f, 3, 20, 2, 2);
+	f.n = 1ull << 32;
+	add(&f, 4, 30, 1, 1);
+	add(&f, 4, 40, 2, 2);
+	assert_int_equal(run(&f), 2);
+	assert_int_equal(ngot, 4);
+	expect(0, 's', 1, 10, 1);
+	expect(1, 'f', 1, 20, 2);
+	expect(2, 's', (1ull << 32) + 1, 30, 1);
+	expect(3, 'f', (1ull << 32) + 1, 40, 2);
+	assert_true(got[3].e.order == (1ull << 32) + 1);
+	flows_free(&f);
+}
+
 /* A thread with an event every microsecond, as a busy producer has. */
 #define BIND_T0		10000000000000ull	/* ns: ~3 hours of uptime */
 #define BIND_EVENTS	1000000u
@@ -521,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_equal_timestamps),
 		cmocka_unit_test(test_emit_error_stops),
 		cmocka_unit_test(test_many_flows),
+		cmocka_unit_test(test_ids_past_2_32_records),
 		cmocka_unit_test(test_bind_free_starts_need_no_second_read),
 		cmocka_unit_test(test_bind_taken_starts_move),
 		cmocka_unit_test(test_bind_long_chain_in_few_reads),

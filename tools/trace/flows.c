@@ -43,11 +43,15 @@ int flows_put(struct flows *f, const struct flow_ev *e)
 	return ret;
 }
 
+/* an arrival number for every record a flows can count */
+_Static_assert(sizeof(((struct flow_ev *)0)->order) == sizeof(((struct flows *)0)->n),
+	       "flow_ev.order holds any arrival number");
+
 int flows_add(struct flows *f, const struct flow_ev *e)
 {
 	struct flow_ev c = *e;
 
-	c.order = (uint32_t)f->n;
+	c.order = f->n;
 	return flows_put(f, &c);
 }
 
@@ -135,7 +139,7 @@ static int cmp_ev(const void *pa, const void *pb)
 static int emit_group(const struct flow_ev *g, size_t n, flows_emit_fn emit, void *ctx,
 		      uint64_t *nflows)
 {
-	uint32_t first = g[0].order;
+	uint64_t first = g[0].order;
 	int ret = 0;
 
 	if (n == 1)
@@ -146,7 +150,7 @@ static int emit_group(const struct flow_ev *g, size_t n, flows_emit_fn emit, voi
 	for (size_t i = 0; i < n && !ret; i++) {
 		char ph = i == 0 ? 's' : i + 1 == n ? 'f' : 't';
 
-		ret = emit(ctx, ph, (uint64_t)first + 1, &g[i], g, n);
+		ret = emit(ctx, ph, first + 1, &g[i], g, n);
 	}
 	(*nflows)++;
 	return ret;

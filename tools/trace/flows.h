@@ -25,8 +25,10 @@ struct flow_ev {
 	uint32_t cat;		/* string ids of the slice */
 	uint32_t name;
 	uint32_t kind;
-	uint32_t order;		/* arrival order, set by flows_add() */
 	uint32_t args;		/* the caller's: its arguments, 0 = none */
+	/* arrival order, set by flows_add(): 64 bits, as many as records
+	 * can be, so that flow ids (flows_assemble()) never repeat */
+	uint64_t order;
 	uint64_t seq;		/* the caller's own number for it (OTLP span ids) */
 };
 
