@@ -5,6 +5,7 @@
  * together, and bad files and rings of every kind.
  */
 #include "cli_run.h"
+#include "flows.h"
 
 static void test_capture_parts_dedup_cut(void **state)
 {
@@ -379,6 +380,66 @@ static void test_bad_rings(void **state)
 }
 
 
+/* Exports cap in each format to /dev/null with $TMPDIR dir: each fails (1),
+ * and says that its temporary file in dir failed so, not its output. */
+static void temporary_fails(const char *cap, const char *dir, int err)
+{
+	static const char *const formats[] = { "chrome", "perfetto", "otlp" };
+	const char *old = getenv("TMPDIR");
+	char *saved = old ? strdup(old) : NULL, want[600];
+
+	snprintf(want, sizeof(want), "shmtrace export: temporary file in $TMPDIR (%s): %s\n", dir,
+		 strerror(err));
+	assert_int_equal(setenv("TMPDIR", dir, 1), 0);
+	for (size_t i = 0; i < 3; i++) {
+		char *argv[] = { bin, "export", (char *)cap, "--format", (char *)formats[i], "-o",
+				 "/dev/null", NULL };
+		char *said;
+
+		assert_int_equal(run(NULL, tmp("tmpdir.err"), argv), 1);
+		said = slurp(tmp("tmpdir.err"));
+		if (!strstr(said, want))
+			fail_msg("%s: no '%s' in: %s", formats[i], want, said);
+		assert_null(strstr(said, "writing"));
+		free(said);
+	}
+	if (saved)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
+}
+
+/*
+ * More flow records than every format keeps in memory (FLOWS_MEM; the
+ * OTLP export's sort of all records spills sooner), so each needs its
+ * temporary files: a $TMPDIR that does not exist, and one whose files
+ * cannot grow (EFBIG), are said to be the temporary files' failure.
+ */
+static void test_temporary_files_fail(void **state)
+{
+	static const struct shmt_cap_string str[] = { { 1, 3, "cat" }, { 2, 4, "span" } };
+	const struct shmt_thread th[2] = { { .pid = 100, .tid = 100, .start_time = 5 },
+					   { .pid = 200, .tid = 201, .start_time = 6 } };
+	size_t n = FLOWS_MEM / sizeof(struct flow_ev) / 4 * 5;
+	struct shmt_record *r = calloc(n, sizeof(*r));
+
+	(void)state;
+	assert_non_null(r);
+	/* two-record flows between the two processes */
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct shmt_record){ .ts = 1000 + i * 100, .dur = 50, .flow = i / 2 + 1,
+					     .pid = th[i % 2].pid, .tid = th[i % 2].tid, .name = 2,
+					     .cat = 1, .commit = SHMTRACE_KIND_SPAN };
+	write_capture(tmp("many.cap"), 11, str, 2, th, 2, r, n);
+	free(r);
+	temporary_fails(tmp("many.cap"), "/nonexistent-shmtrace-tmp", ENOENT);
+	/* the sort files hit the size limit; /dev/null has none */
+	fsize_limit = 1 << 20;
+	temporary_fails(tmp("many.cap"), tmpdir, EFBIG);
+	fsize_limit = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -386,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_two_rings),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_bad_rings),
+		cmocka_unit_test(test_temporary_files_fail),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmd_common.h"
+#include "extsort.h"
 
 #define MAX_OPTS	24	/* shared and own long options, with the end */
 
@@ -105,6 +106,15 @@ int cmd_create(struct cmd *c)
 		return cli_runtime_error(c->name, "cannot create %s: %s", c->out, strerror(e));
 	}
 	return 0;
+}
+
+void cmd_run_error(char *err, size_t errlen, int ret)
+{
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	else
+		snprintf(err, errlen, "temporary file in $TMPDIR (%s): %s", extsort_tempdir(),
+			 strerror(-ret));
 }
 
 int cmd_finish(struct cmd *c, int ret, const char *err)

@@ -56,4 +56,10 @@ int cmd_create(struct cmd *c);
  * was. Returns EXIT_OK or EXIT_RUNTIME. */
 int cmd_finish(struct cmd *c, int ret, const char *err);
 
+/* Says in err why an export's run failed with ret (-errno) when neither
+ * its input (which says so itself) nor its output did: out of memory, or
+ * else its temporary files, the only other files an export writes
+ * ("temporary file in $TMPDIR (DIR): ..."). */
+void cmd_run_error(char *err, size_t errlen, int ret);
+
 #endif /* SHMTRACE_CMD_COMMON_H */

@@ -77,14 +77,19 @@ unsigned extsort_runs(const struct extsort *s)
 	return (unsigned)s->nruns;
 }
 
-int extsort_tempfile(void)
+const char *extsort_tempdir(void)
 {
 	const char *dir = getenv("TMPDIR");
+
+	return dir && *dir ? dir : "/tmp";
+}
+
+int extsort_tempfile(void)
+{
+	const char *dir = extsort_tempdir();
 	char path[4096];
 	int fd;
 
-	if (!dir || !*dir)
-		dir = "/tmp";
 	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
 		return fd >= 0 ? fd : -errno;

@@ -26,6 +26,8 @@ typedef int (*extsort_cmp_fn)(const void *a, const void *b);
 /* An unlinked temporary file, read and written, in $TMPDIR or /tmp: its
  * descriptor, or -errno. */
 int extsort_tempfile(void);
+/* The directory it is made in: $TMPDIR if set and not empty, else /tmp. */
+const char *extsort_tempdir(void);
 
 /* A sorter of items of size bytes in the order of cmp (NULL: the order
  * they are added in), holding at most mem bytes of items in memory.

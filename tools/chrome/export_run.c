@@ -92,6 +92,8 @@ int chrome_export(struct source *src, const struct pick *pk, struct cmd *c)
 	ret = bind_init(&e->bind);
 	if (ret == 0)
 		ret = run_export(e, c->f, err, sizeof(err));
+	if (ret < 0 && !err[0] && !e->w->err)
+		cmd_run_error(err, sizeof(err), ret);
 	rc = cmd_finish(c, ret, err);
 	/* split.c says it once for all the pieces */
 	if (rc == EXIT_OK && !source_complete(src) && !pk->split_ns)

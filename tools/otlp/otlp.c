@@ -220,9 +220,12 @@ static int setup(struct otlp *o)
 /* What was sent (or not), and what was left out. Returns the exit code. */
 static int report(struct otlp *o, int ret)
 {
-	const char *why = o->err[0] ? o->err : strerror(-ret);
+	const char *why = o->err;
 	unsigned long long sent = o->spans_sent;
 
+	/* the output and the endpoint say what failed in o->err */
+	if (ret < 0 && !o->err[0])
+		cmd_run_error(o->err, sizeof(o->err), ret);
 	warn_losses(o);
 	/* a failed request ends the sending, not the pass: the spans not sent
 	 * are counted (otlp_span()), unless the pass itself stopped */

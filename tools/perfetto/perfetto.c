@@ -271,8 +271,8 @@ int perfetto_export(struct source *src, const struct pick *pk, struct cmd *c)
 	}
 	pf->progress = isatty(STDERR_FILENO);
 	ret = run_export(pf, c->f, err, sizeof(err));
-	if (ret == -ENOMEM && !err[0])
-		snprintf(err, sizeof(err), "out of memory");
+	if (ret < 0 && !err[0] && !pf->werr)
+		cmd_run_error(err, sizeof(err), ret);
 	rc = cmd_finish(c, ret, err);
 	if (rc == EXIT_OK && !source_complete(src))
 		fprintf(stderr, "shmtrace export: %s written from an incomplete capture (see above)\n",
