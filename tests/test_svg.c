@@ -7,7 +7,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "cli_run.h"
+#include "hostile_run.h"
 #include "cli.h"
 #include "svg.h"
 
@@ -427,6 +427,51 @@ static void test_caps(void **state)
 	free(doc);
 }
 
+/*
+ * A window that ends near 2^64 ns (a producer's span from UINT64_MAX-1001
+ * to UINT64_MAX-1, or the same in a capture) wrapped the axis's tick loop:
+ * it wrote ticks without end. svg finishes, with the file size bounded
+ * (a loop without end would fill it and be killed by the guard), and
+ * draws the span and about ten ticks.
+ */
+static void test_window_near_2_64(void **state)
+{
+	const char *ring = test_ring_name("svgwrap");
+	struct shmt_record r = { .ts = UINT64_MAX - 1001, .dur = 1000, .pid = 100, .tid = 100,
+				 .name = 1, .cat = 1, .commit = SHMTRACE_KIND_SPAN };
+	struct shmt_cap_string str[1] = { { 1, 1, "s" } };
+	struct shmt_thread th = { .pid = 100, .tid = 100, .start_time = 5 };
+	char cap[512], out[512];
+	char *from_ring[] = { bin, "svg", "--ring", (char *)ring, "-o", out, NULL };
+	char *from_cap[] = { bin, "svg", cap, "-o", out, NULL };
+	char *const *runs[] = { from_ring, from_cap };
+	shmtrace_t *t;
+	uint32_t n;
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("wrap.capture"));
+	snprintf(out, sizeof(out), "%s", tmp("wrap.svg"));
+	write_capture(cap, 9, str, 1, &th, 1, &r, 1);
+	small_ring(ring, 1024, 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	n = shmtrace_intern(t, "s");
+	assert_int_equal(shmtrace_span(t, n, n, UINT64_MAX - 1001, UINT64_MAX - 1, 0), 0);
+	shmtrace_close(t);
+	fsize_limit = 1 << 20;
+	for (size_t i = 0; i < 2; i++) {
+		char *doc;
+
+		assert_int_equal(run_guarded(NULL, tmp("wrap.err"), runs[i]), 0);
+		doc = slurp(out);
+		assert_non_null(strstr(doc, "</svg>"));
+		assert_int_equal(count(doc, "<rect x="), 1 + 1);	/* track band + the span */
+		assert_in_range(count(doc, "<line class=\"g\""), 5, 13);
+		free(doc);
+	}
+	fsize_limit = 0;
+	shmtrace_ring_unlink(ring);
+}
+
 static void test_usage(void **state)
 {
 	char cap[512];
@@ -460,7 +505,7 @@ static void test_usage(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	return cli_mkdtemp("svg");
+	return cli_setup_for("svg", false);
 }
 
 int main(void)
@@ -471,6 +516,7 @@ int main(void)
 		cmocka_unit_test(test_xml_checker),
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_caps),
+		cmocka_unit_test(test_window_near_2_64),
 		cmocka_unit_test(test_usage),
 	};
 

@@ -50,7 +50,7 @@ static const char svg_usage[] =
 static int on_scan(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct svg *g = ctx;
-	uint64_t end = r->ts + (shmt_record_kind(r) == SHMTRACE_KIND_SPAN ? r->dur : 0);
+	uint64_t end = shmt_record_end(r);
 
 	(void)start_time;
 	/* an argument's flow field is not a flow */
@@ -72,7 +72,7 @@ static int on_keep(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct svg *g = ctx;
 	uint32_t kind = shmt_record_kind(r);
-	uint64_t end = r->ts + (kind == SHMTRACE_KIND_SPAN ? r->dur : 0);
+	uint64_t end = shmt_record_end(r);
 	struct svg_item *it;
 
 	if (!filter_pid(&g->flt, r->pid))
@@ -119,15 +119,16 @@ static int run_svg(struct svg *g, char *err, size_t errlen)
 	}
 	len = g->tend - g->t0;
 	pick_warn_past_end(&g->flt, len, "its last span ends at");
+	/* times near 2^64 (a forged record) saturate: the window never wraps */
 	if (g->flt.has_from && g->flt.has_to) {
-		g->wfrom = g->t0 + g->flt.from;
-		g->wto = g->t0 + g->flt.to;
+		g->wfrom = shmt_time_end(g->t0, g->flt.from);
+		g->wto = shmt_time_end(g->t0, g->flt.to);
 	} else if (g->flt.has_from) {
-		g->wfrom = g->t0 + g->flt.from;
-		g->wto = g->wfrom + DEFAULT_SPAN;
+		g->wfrom = shmt_time_end(g->t0, g->flt.from);
+		g->wto = shmt_time_end(g->wfrom, DEFAULT_SPAN);
 	} else if (g->flt.has_to) {
 		g->wfrom = g->t0;
-		g->wto = g->t0 + g->flt.to;
+		g->wto = shmt_time_end(g->t0, g->flt.to);
 	} else if (len <= DEFAULT_SPAN) {
 		g->wfrom = g->t0;
 		g->wto = g->tend;
@@ -137,13 +138,16 @@ static int run_svg(struct svg *g, char *err, size_t errlen)
 
 		start = start - g->t0 > DEFAULT_SPAN / 50 ? start - DEFAULT_SPAN / 50 : g->t0;
 		g->wfrom = start;
-		g->wto = start + DEFAULT_SPAN;
+		g->wto = shmt_time_end(start, DEFAULT_SPAN);
 	}
 	/* past the last record there is nothing to draw: do not squash it */
 	if (g->wto > g->tend && g->tend > g->wfrom)
 		g->wto = g->tend;
-	if (g->wto <= g->wfrom)
+	if (g->wto <= g->wfrom) {
+		if (g->wfrom == UINT64_MAX)
+			g->wfrom--;
 		g->wto = g->wfrom + 1;
+	}
 	ret = source_records(&g->src, on_keep, g, err, errlen);
 	if (ret < 0)
 		return ret;

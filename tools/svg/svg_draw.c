@@ -115,7 +115,7 @@ static void put_header(struct svg *g)
 /* Round tick spacing: 1, 2 or 5 times a power of ten, about 10 ticks. */
 static void put_axis(struct svg *g)
 {
-	uint64_t span = g->wto - g->wfrom, step = 0, first;
+	uint64_t span = g->wto - g->wfrom, step = 0, first, from, last, ticks;
 	int dec = 0;
 
 	for (uint64_t p = 1; !step; p *= 10)
@@ -124,10 +124,18 @@ static void put_axis(struct svg *g)
 				step = m * p;
 	for (uint64_t s = step; s < 1000000 && dec < 6; s *= 10)
 		dec++;
-	first = (g->wfrom - g->t0 + step - 1) / step * step;
+	/* ticks relative to t0, at multiples of step in [from, last]: counted
+	 * so that nothing wraps when the window ends near 2^64 (a forged time) */
+	from = g->wfrom > g->t0 ? g->wfrom - g->t0 : 0;
+	last = g->wto > g->t0 ? g->wto - g->t0 : 0;
+	first = from / step * step;
+	if (first < from && UINT64_MAX - first >= step)
+		first += step;
+	ticks = first < from || first > last ? 0 : (last - first) / step + 1;
 	fprintf(g->f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>\n",
 		g->x0, AXIS_Y, g->x1, AXIS_Y);
-	for (uint64_t t = first; g->t0 + t <= g->wto; t += step) {
+	for (uint64_t k = 0; k < ticks; k++) {
+		uint64_t t = first + k * step;
 		double x = xof(g, g->t0 + t);
 
 		/* labels at the edges stay inside the plot */
@@ -190,7 +198,7 @@ static double row_y(const struct svg *g, const struct svg_item *it)
 
 static void put_span(struct svg *g, const struct svg_item *it)
 {
-	double x = xof(g, it->ts), x2 = xof(g, it->ts + it->dur), y = row_y(g, it);
+	double x = xof(g, it->ts), x2 = xof(g, shmt_time_end(it->ts, it->dur)), y = row_y(g, it);
 	double w = x2 - x;
 	unsigned c = colour_of(g, it->name);
 	size_t len;
@@ -356,7 +364,7 @@ int svg_draw(struct svg *g)
 			for (size_t d = 0; d < sizeof(painted) / sizeof(painted[0]); d++)
 				painted[d] = 0;
 		if (it->kind == SHMTRACE_KIND_SPAN) {
-			double x = xof(g, it->ts), x2 = xof(g, it->ts + it->dur);
+			double x = xof(g, it->ts), x2 = xof(g, shmt_time_end(it->ts, it->dur));
 
 			/* a sliver inside pixels already painted on its row adds
 			 * nothing to see, only bytes: a long window stays small

@@ -16,7 +16,7 @@ unsigned svg_nest(struct svg_item *v, size_t n)
 	unsigned sp = 0, max = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		uint64_t end = v[i].ts + v[i].dur;
+		uint64_t end = shmt_time_end(v[i].ts, v[i].dur);
 
 		if (v[i].kind != SHMTRACE_KIND_SPAN) {
 			v[i].depth = 0;

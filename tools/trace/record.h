@@ -51,4 +51,10 @@ static inline bool shmt_record_attached(const struct shmt_record *r)
 	return shmt_kind_attached(shmt_record_kind(r));
 }
 
+/* Where r ends: a span's saturated end, any other record's time. */
+static inline uint64_t shmt_record_end(const struct shmt_record *r)
+{
+	return shmt_time_end(r->ts, shmt_record_kind(r) == SHMTRACE_KIND_SPAN ? r->dur : 0);
+}
+
 #endif
