@@ -6,6 +6,7 @@
  */
 #include "cli_run.h"
 #include "flows.h"
+#include "hostile_run.h"
 
 static void test_capture_parts_dedup_cut(void **state)
 {
@@ -440,6 +441,59 @@ static void test_temporary_files_fail(void **state)
 	fsize_limit = 0;
 }
 
+/* A capture of one span, part part, whose END frame names next_part. */
+static void part_capture(const char *path, uint32_t part, uint32_t next_part)
+{
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .part = part, .run_id = 5, .ring_capacity = 1024,
+		.realtime0 = 1700000000000000000ull, .mono0 = 1000, .started_ns = 1000,
+	};
+	struct shmt_cap_string str[1] = { { 1, 1, "s" } };
+	struct shmt_record r = { .ts = 2000, .dur = 10, .pid = 100, .tid = 100, .name = 1,
+				 .cat = 1, .commit = SHMTRACE_KIND_SPAN };
+	struct shmt_cap_end e = { .records = 1, .end_ns = 9000, .next_part = next_part };
+	msgpack_sbuffer b;
+
+	snprintf(h.ring, sizeof(h.ring), "partring");
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, str, 1), 0);
+	assert_int_equal(shmt_cap_put_records(&b, 0, &r, 1), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	put_file(path, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/*
+ * Part numbers near 2^32, valid frames: an END frame whose next part is
+ * 0xffffffff made the loop over the missing parts wrap (it never ended),
+ * and a header saying part 0xfffffff0 made it look for 4e9 files. Both
+ * finish (the guard kills a loop without end), name a few parts and
+ * count the rest.
+ */
+static void test_part_numbers_near_2_32(void **state)
+{
+	char last[512], far[512];
+	char *sum_last[] = { bin, "summary", last, NULL };
+	char *exp_last[] = { bin, "export", last, "-o", (char *)tmp("np.json"), NULL };
+	char *sum_far[] = { bin, "summary", far, NULL };
+	char *exp_far[] = { bin, "export", far, "-o", (char *)tmp("np.json"), NULL };
+
+	(void)state;
+	snprintf(last, sizeof(last), "%s", tmp("last.cap"));
+	snprintf(far, sizeof(far), "%s", tmp("far.cap.4294967280"));
+	part_capture(last, 0, UINT32_MAX);
+	part_capture(far, 0xfffffff0u, 0);
+	assert_int_equal(run_guarded(NULL, tmp("np.err"), sum_last), 0);
+	expect_in(tmp("np.err"), "last.cap.4294967295 and any part after it");
+	assert_int_equal(run_guarded(NULL, tmp("np.err"), exp_last), 0);
+	expect_in(tmp("np.err"), "last.cap.4294967295 and any part after it");
+	assert_int_equal(run_guarded(NULL, tmp("np.err"), sum_far), 0);
+	expect_in(tmp("np.err"), "and 4294967274 more");
+	assert_int_equal(run_guarded(NULL, tmp("np.err"), exp_far), 0);
+	expect_in(tmp("np.err"), "and 4294967274 more (not found)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -448,6 +502,7 @@ int main(void)
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_bad_rings),
 		cmocka_unit_test(test_temporary_files_fail),
+		cmocka_unit_test(test_part_numbers_near_2_32),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

@@ -112,23 +112,37 @@ static int say_why(struct source *s, const char *why)
 static int report_gap(struct source *s, struct source_run *run, const struct session *ss,
 		      uint32_t from, uint32_t to, bool trailing, const uint64_t *records)
 {
-	char names[1024] = "", name[4200], tail[128], why[2048];
+	char names[1024] = "", name[4200], tail[128], why[2048], found_s[96];
 	size_t o = 0;
-	unsigned found = 0, total = to - from + 1;
+	/* to - from + 1 is up to 2^32, and a forged header or END frame
+	 * gives any: only the first KEEP_NAMES are named and looked for,
+	 * the rest counted, and no counter can wrap */
+	uint64_t total = (uint64_t)to - from + 1, look = total < KEEP_NAMES ? total : KEEP_NAMES;
+	unsigned found = 0;
 	int ret;
 
-	for (uint32_t k = from; k <= to; k++) {
+	for (uint64_t i = 0; i < look; i++) {
+		uint32_t k = from + (uint32_t)i;
+
 		part_name(ss, k, name, sizeof(name));
 		if ((ret = keep_name(s, name)) < 0)
 			return ret;
 		found += ss->base[0] && access(name, F_OK) == 0;
-		if (k - from < SHOW_NAMES && o < sizeof(names))
+		if (i < SHOW_NAMES && o < sizeof(names))
 			o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s",
-					      k > from ? ", " : "", name);
+					      i ? ", " : "", name);
 	}
 	if (total > SHOW_NAMES)
 		snprintf(names + o, sizeof(names) - (o < sizeof(names) ? o : sizeof(names)),
-			 " and %u more", total - SHOW_NAMES);
+			 " and %llu more", (unsigned long long)(total - SHOW_NAMES));
+	if (found == total)
+		snprintf(found_s, sizeof(found_s), "%s", total == 1 ? "it exists: add it to the inputs" :
+			 "they exist: add them to the inputs");
+	else if (found == look)
+		snprintf(found_s, sizeof(found_s), "the first %llu exist, the rest not looked for",
+			 (unsigned long long)look);
+	else
+		snprintf(found_s, sizeof(found_s), "%s", found ? "some not found" : "not found");
 	if (records)
 		snprintf(tail, sizeof(tail), "%s %llu records, not exported",
 			 total == 1 && !trailing ? "it holds" : "they hold",
@@ -138,11 +152,7 @@ static int report_gap(struct source *s, struct source_run *run, const struct ses
 			 total == 1 && !trailing ? "it holds" : "they hold");
 	snprintf(why, sizeof(why), "part%s of the capture of ring '%s' missing from the inputs: "
 		 "%s%s (%s); %s", total == 1 && !trailing ? "" : "s", run->ring, names,
-		 trailing ? " and any part after it" : "",
-		 found == total ? (total == 1 ? "it exists: add it to the inputs" :
-				   "they exist: add them to the inputs") :
-		 found ? "some not found" : "not found",
-		 tail);
+		 trailing ? " and any part after it" : "", found_s, tail);
 	if (records)
 		run->missing += *records;
 	else
