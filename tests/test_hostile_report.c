@@ -400,6 +400,64 @@ static void test_forged_head_said_by_collector(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * A ring with 2^20 thread slots, filled through a mapping of our own as
+ * a peer could: 2^19 processes, two slots each (the second attached
+ * late). ls, stat and rm compared every slot with every slot before it
+ * (~5e11 reads: half an hour); they copy the slots once and sort, and
+ * finish within the guard, counting each process once with the flags of
+ * both its slots.
+ */
+static void test_million_thread_slots(void **state)
+{
+	const char *ring = test_ring_name("slots");
+	struct shmtrace_ring_config c = { .capacity = 1024, .max_threads = 1u << 20 };
+	char *ls[] = { bin, "ls", "--json", NULL };
+	char *stat_[] = { bin, "stat", (char *)ring, "--json", NULL };
+	char *rm[] = { bin, "rm", (char *)ring, NULL };
+	char want[64];
+	struct shmt_view v;
+	char *out;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	ring_view_rw(ring, &v);
+	assert_int_equal(v.max_threads, 1u << 20);
+	for (uint32_t i = 0; i < v.max_threads; i++) {
+		struct shmt_thread *t = shmt_thread_at(&v, i);
+
+		/* pids past any pid_max: none alive */
+		*t = (struct shmt_thread){ .pid = 5000000 + i / 2, .tid = i + 1, .start_time = 7,
+					   .flags = i % 2 ? SHMT_THREAD_LATE : 0 };
+		snprintf(t->pname, sizeof(t->pname), "p%u", i / 2);
+	}
+	store_release(&v.h->threads, v.max_threads);
+	shmt_view_close(&v);
+
+	assert_int_equal(run_guarded(tmp("slots.out"), tmp("slots.err"), ls), 0);
+	out = slurp(tmp("slots.out"));
+	snprintf(want, sizeof(want), "\"name\":\"%s\"", ring);
+	assert_non_null(strstr(out, want));
+	assert_non_null(strstr(strstr(out, want), "\"producers_alive\":0,\"producers_dead\":524288"));
+	free(out);
+	assert_int_equal(run_guarded(tmp("slots.out"), tmp("slots.err"), stat_), 0);
+	out = slurp(tmp("slots.out"));
+	assert_int_equal(count(out, "{\"pid\":"), 1u << 19);
+	assert_int_equal(count(out, "\"attached\":\"late\""), 1u << 19);
+	assert_non_null(strstr(out, "{\"pid\":5000000,\"name\":\"p0\""));
+	free(out);
+	assert_int_equal(run_guarded(NULL, tmp("slots.err"), rm), 0);
+	{
+		uint64_t dev, ino;
+
+		assert_int_equal(shmt_ring_identity(ring, &dev, &ino), -ENOENT);
+	}
+	figure("2^20 thread slots, 2^19 processes", 1, 0, 0, 0, 0, 0,
+	       "ls, stat and rm finish, each process counted once");
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_slots_zeroed_by_a_peer_counted_torn_without_a_wait),
 		cmocka_unit_test(test_head_and_tail_shifted_together_said),
 		cmocka_unit_test(test_forged_head_said_by_collector),
+		cmocka_unit_test(test_million_thread_slots),
 	};
 
 	if (cli_setup_for("hostile", true) < 0) {

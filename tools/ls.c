@@ -30,47 +30,38 @@ struct census {
 	struct shmt_view v;
 	uint64_t fill;
 	uint64_t undrained;	/* published past the tail, and staged in blocks */
+	bool count_procs;	/* count the producers too (rm --force needs not) */
+	struct ring_proc *procs;	/* the pass's copy, freed by census_take() */
+	size_t nprocs;
 	uint32_t alive, dead;
 	uint32_t live_pids[MAX_LIVE];
 };
 
-/* Counts producers (one per pid and start time, as stat lists them) and
- * whether each lives. Runs under shmt_guarded(). */
+/* Reads the fill and copies the producers out (one per pid and start
+ * time, as stat lists them). Runs under shmt_guarded(). */
 static int census_pass(void *arg)
 {
 	struct census *c = arg;
 	const struct shmt_view *v = &c->v;
 	uint64_t head = shmt_ring_head(v), tail = shmt_ring_tail(v);
-	uint32_t nthr = shmt_ring_nthreads(v);
 
 	c->fill = head > tail ? head - tail : 0;
 	if (c->fill > v->capacity)
 		c->fill = v->capacity;
 	c->undrained = shmt_ring_undrained(v);
-	for (uint32_t i = 0; i < nthr; i++) {
-		struct shmt_thread t;
-
-		if (!ring_process_at(v, i, &t, false))
-			continue;
-		if (ring_process_alive(&t)) {
-			if (c->alive < MAX_LIVE)
-				c->live_pids[c->alive] = t.pid;
-			c->alive++;
-		} else {
-			c->dead++;
-		}
-	}
-	return 0;
+	return c->count_procs ? ring_processes(v, &c->procs, &c->nprocs) : 0;
 }
 
-/* Opens name read-only and counts; returns 0, or -errno with err set. */
-static int census_take(const char *name, struct census *c, struct stat *st, char *err,
-		       size_t errlen)
+/* Opens name read-only and counts (with procs, the producers alive and
+ * dead); returns 0, or -errno with err set. */
+static int census_take(const char *name, struct census *c, struct stat *st, bool procs,
+		       char *err, size_t errlen)
 {
 	char path[SHMT_PATH_MAX];
 	int ret;
 
 	memset(c, 0, sizeof(*c));
+	c->count_procs = procs;
 	ret = shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &c->v, err, errlen);
 	if (ret < 0)
 		return ret;
@@ -80,10 +71,26 @@ static int census_take(const char *name, struct census *c, struct stat *st, char
 		shmt_view_close(&c->v);
 		return ret;
 	}
-	if (shmt_guarded(census_pass, c) < 0) {
-		snprintf(err, errlen, "ring '%s': segment shrank while being read", name);
+	ret = shmt_guarded(census_pass, c);
+	/* whether each lives: /proc, not the segment, outside the guard */
+	for (size_t i = 0; ret == 0 && i < c->nprocs; i++) {
+		if (ring_process_alive(&c->procs[i])) {
+			if (c->alive < MAX_LIVE)
+				c->live_pids[c->alive] = c->procs[i].pid;
+			c->alive++;
+		} else {
+			c->dead++;
+		}
+	}
+	free(c->procs);
+	c->procs = NULL;
+	if (ret < 0) {
+		if (ret == -ENOMEM)
+			snprintf(err, errlen, "ring '%s': out of memory", name);
+		else
+			snprintf(err, errlen, "ring '%s': segment shrank while being read", name);
 		shmt_view_close(&c->v);
-		return -EFAULT;
+		return ret == -ENOMEM ? ret : -EFAULT;
 	}
 	return 0;
 }
@@ -240,7 +247,7 @@ static void ls_rings(struct jw *w, char **names, size_t n, bool json)
 		char err[512];
 
 		/* not readable by us, or not a ring: not ours to list */
-		if (census_take(names[i], &cs, &st, err, sizeof(err)) < 0)
+		if (census_take(names[i], &cs, &st, true, err, sizeof(err)) < 0)
 			continue;
 		if (json && any)
 			jw_puts(w, ",");
@@ -309,7 +316,7 @@ static int rm_one(const char *name, bool force)
 
 	if (shmt_name_check(name) < 0)
 		return cli_runtime_error("rm", "'%s' is not a ring name (1 to 200 bytes, no '/')", name);
-	ret = census_take(name, &cs, &st, err, sizeof(err));
+	ret = census_take(name, &cs, &st, !force, err, sizeof(err));
 	/* a FIFO, directory or socket under the name is no ring: never ours
 	 * to remove (rm(1) removes it) */
 	if (ret == -ENODEV)

@@ -3,6 +3,7 @@
  * ring_census.c - a ring's producer processes and whether a collector
  * drains it now, for `shmtrace ls`, `rm` and `stat` alike.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,31 +11,63 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "ring_reader.h"
 #include "ring_census.h"
 #include "ring_reader.h"
 
-bool ring_process_at(const struct shmt_view *v, uint32_t i, struct shmt_thread *t, bool all)
+static int cmp_proc(const void *pa, const void *pb)
 {
-	uint32_t nthr = shmt_ring_nthreads(v);
-	struct shmt_thread u;
+	const struct ring_proc *a = pa, *b = pb;
 
-	if (shmt_ring_thread(v, i, t) < 0)
-		return false;
-	for (uint32_t j = 0; j < i; j++)
-		if (shmt_ring_thread(v, j, &u) == 0 && u.pid == t->pid &&
-		    u.start_time == t->start_time)
-			return false;
-	for (uint32_t j = i + 1; all && j < nthr; j++)
-		if (shmt_ring_thread(v, j, &u) == 0 && u.pid == t->pid &&
-		    u.start_time == t->start_time)
-			t->flags |= u.flags;
-	return true;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->start_time != b->start_time)
+		return a->start_time < b->start_time ? -1 : 1;
+	return a->slot < b->slot ? -1 : a->slot > b->slot;
 }
 
-bool ring_process_alive(const struct shmt_thread *t)
+static int cmp_slot(const void *pa, const void *pb)
 {
-	return t->pid && shmt_proc_start_time(t->pid) == t->start_time;
+	const struct ring_proc *a = pa, *b = pb;
+
+	return a->slot < b->slot ? -1 : a->slot > b->slot;
+}
+
+int ring_processes(const struct shmt_view *v, struct ring_proc **out, size_t *n)
+{
+	/* read once: a peer may move the count while we look */
+	uint32_t nthr = shmt_ring_nthreads(v);
+	struct ring_proc *p = malloc((nthr ? nthr : 1) * sizeof(*p));
+	size_t m = 0, k = 0;
+
+	*out = p;
+	*n = 0;
+	if (!p)
+		return -ENOMEM;
+	/* one copy of each slot, then only private memory: comparing every
+	 * slot with every other in the segment was quadratic in slots */
+	for (uint32_t i = 0; i < nthr; i++) {
+		struct shmt_thread t;
+
+		if (shmt_ring_thread(v, i, &t) == 0)
+			p[m++] = (struct ring_proc){ .start_time = t.start_time, .pid = t.pid,
+						     .flags = t.flags, .slot = i };
+	}
+	qsort(p, m, sizeof(*p), cmp_proc);
+	for (size_t i = 0; i < m; i++) {
+		if (k && p[k - 1].pid == p[i].pid && p[k - 1].start_time == p[i].start_time) {
+			p[k - 1].flags |= p[i].flags;
+			continue;
+		}
+		p[k++] = p[i];	/* the first slot of its process: sorted by slot */
+	}
+	qsort(p, k, sizeof(*p), cmp_slot);
+	*n = k;
+	return 0;
+}
+
+bool ring_process_alive(const struct ring_proc *p)
+{
+	return p->pid && shmt_proc_start_time(p->pid) == p->start_time;
 }
 
 /*

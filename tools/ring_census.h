@@ -8,21 +8,33 @@
 #define SHMTRACE_RING_CENSUS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct shmt_view;
 struct shmt_thread;
 
-/*
- * Reads thread slot i of v into *t; true when it is the first slot of its
- * process (pid and start time): a process is counted, and listed, once.
- * With all, t->flags has the flags of every slot of the process (how it
- * came to the ring). Runs where v's segment may be read (shmt_guarded()).
- */
-bool ring_process_at(const struct shmt_view *v, uint32_t i, struct shmt_thread *t, bool all);
+/* A producer process, as its thread slots tell. */
+struct ring_proc {
+	uint64_t start_time;
+	uint32_t pid;
+	uint32_t flags;		/* SHMT_THREAD_* of all its slots, or-ed */
+	uint32_t slot;		/* its first thread slot */
+};
 
-/* Whether the process of t (from a thread slot) still runs. */
-bool ring_process_alive(const struct shmt_thread *t);
+/*
+ * The processes of v's thread slots, each once (pid and start time: a
+ * process is counted, and listed, once), in the order of their first
+ * slot. Copies each slot once into private memory and sorts there:
+ * O(n log n) in slots, which a ring may have 2^20 and more of. *out is
+ * set (to free) before any slot is read, so the caller frees it even when
+ * the pass fails; *n is how many. Runs where v's segment may be read
+ * (shmt_guarded()). Returns 0 or -ENOMEM.
+ */
+int ring_processes(const struct shmt_view *v, struct ring_proc **out, size_t *n);
+
+/* Whether process p still runs. */
+bool ring_process_alive(const struct ring_proc *p);
 
 /*
  * The collector that drains the ring v maps: its pid, 0 when one drains it

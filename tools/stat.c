@@ -92,6 +92,8 @@ struct ring_stat {
 	struct shmt_view v;
 	struct kv *o;
 	const char *name;
+	struct ring_proc *procs;	/* the pass's copy of the producers (to free) */
+	size_t nprocs;
 };
 
 /* The ring's header: geometry, fill, counters, tables, clock, collector. */
@@ -138,9 +140,10 @@ static void stat_ring_header(struct kv *o, const char *name, const struct shmt_v
 }
 
 /* One producer process: a JSON object, or a line "  PID  NAME  alive". */
-static void stat_producer(struct kv *o, const struct shmt_thread *t, bool first)
+static void stat_producer(struct kv *o, const struct shmt_thread *t, const struct ring_proc *p,
+			  bool first)
 {
-	bool alive = ring_process_alive(t);
+	bool alive = ring_process_alive(p);
 	const char *attached = t->flags & SHMT_THREAD_REATTACHED ? "again (ring made anew)" :
 			       t->flags & SHMT_THREAD_LATE ? "late (waited for the ring)" : NULL;
 	char esc[TERM_ESC_MAX(SHMT_NAME_LEN)], buf[32];
@@ -175,19 +178,26 @@ static int stat_ring_pass(void *arg)
 	struct ring_stat *rs = arg;
 	const struct shmt_view *v = &rs->v;
 	struct kv *o = rs->o;
-	uint32_t nthr = shmt_ring_nthreads(v);
 	bool any = false;
+	int ret;
 
 	stat_ring_header(o, rs->name, v);
+	if ((ret = ring_processes(v, &rs->procs, &rs->nprocs)) < 0)
+		return ret;
 	/* one line per process: the first slot of each (pid, start time) */
 	kv_key(o, "producers");
 	jw_puts(o->w, o->json ? "[" : "\n");
-	for (uint32_t i = 0; i < nthr; i++) {
+	for (size_t i = 0; i < rs->nprocs; i++) {
+		const struct ring_proc *p = &rs->procs[i];
 		struct shmt_thread t;
 
-		if (!ring_process_at(v, i, &t, true))
-			continue;
-		stat_producer(o, &t, !any);
+		/* its names from its first slot; what identifies it, from the copy */
+		if (shmt_ring_thread(v, p->slot, &t) < 0)
+			memset(&t, 0, sizeof(t));
+		t.pid = p->pid;
+		t.start_time = p->start_time;
+		t.flags = p->flags;
+		stat_producer(o, &t, p, !any);
 		any = true;
 	}
 	if (o->json)
@@ -207,6 +217,9 @@ static int stat_ring(const char *name, struct kv *o)
 		return cli_runtime_error("stat", "%s", err);
 	ret = shmt_guarded(stat_ring_pass, &rs);
 	shmt_view_close(&rs.v);
+	free(rs.procs);
+	if (ret == -ENOMEM)
+		return cli_runtime_error("stat", "ring '%s': out of memory", name);
 	if (ret < 0)
 		return cli_runtime_error("stat", "ring '%s': segment shrank while being read", name);
 	if ((ret = kv_end(o)) < 0)
