@@ -157,6 +157,58 @@ static void test_by_process_name(void **state)
 	free(out);
 }
 
+/*
+ * A discard ring of 1024 records with 100000 spans written: summary said
+ * nothing of the records dropped and exited 0 as if it had them all. It
+ * warns as export does, and its JSON counts them; a capture whose part 0
+ * is missing is not complete.
+ */
+static void test_losses_said(void **state)
+{
+	const char *ring = test_ring_name("sumloss");
+	struct shmtrace_ring_config c = { .capacity = 1024, .mode = SHMTRACE_MODE_DISCARD };
+	char *text[] = { bin, "summary", "--ring", (char *)ring, NULL };
+	char *json[] = { bin, "summary", "--ring", (char *)ring, "--json", NULL };
+	char want[96];
+	struct shmt_loss l;
+	msgpack_sbuffer b;
+	shmtrace_t *t;
+	uint32_t n;
+	char *out;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	n = shmtrace_intern(t, "s");
+	for (uint64_t i = 0; i < 100000; i++)
+		shmtrace_span(t, n, n, 1000 + i, 1001 + i, 0);
+	shmtrace_close(t);
+	ring_loss(ring, &l);
+	assert_true(l.dropped > 90000);
+
+	assert_int_equal(run(tmp("loss.out"), tmp("loss.err"), text), 0);
+	snprintf(want, sizeof(want), "%llu records were lost: %llu ",
+		 (unsigned long long)l.dropped, (unsigned long long)l.dropped);
+	expect_in(tmp("loss.err"), want);
+	assert_int_equal(run(tmp("loss.out"), tmp("loss.err"), json), 0);
+	snprintf(want, sizeof(want), "\"dropped\":%llu,", (unsigned long long)l.dropped);
+	expect_in(tmp("loss.out"), want);
+	snprintf(want, sizeof(want), "\"records_lost\":%llu,", (unsigned long long)l.dropped);
+	expect_in(tmp("loss.out"), want);
+	expect_in(tmp("loss.out"), "\"complete\":true}");
+	shmtrace_ring_unlink(ring);
+
+	/* part 1 alone: part 0 is missing */
+	make_part(&b, 1, 0, 10, true, NULL);
+	put_file(tmp("part.cap.1"), b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
+	out = summary(tmp("part.cap.1"), NULL, true);
+	assert_non_null(strstr(out, "\"complete\":false}"));
+	free(out);
+	expect_in(tmp("sum.err"), "missing from the inputs");
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -168,6 +220,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_unit_per_column),
 		cmocka_unit_test(test_by_process_name),
+		cmocka_unit_test(test_losses_said),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

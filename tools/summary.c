@@ -35,6 +35,7 @@ struct summary {
 	struct row **rows;
 	size_t n, cap;
 	uint64_t triggers;	/* shmtrace_trigger() records, counted apart */
+	uint64_t names_lost;	/* spans whose name is none of the trace's strings */
 };
 
 /* a command's help is its own text, whole: lines it shares with other
@@ -66,6 +67,7 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	s->triggers += shmt_record_kind(r) == SHMTRACE_KIND_TRIGGER;
 	if (shmt_record_kind(r) != SHMTRACE_KIND_SPAN && shmt_record_kind(r) != SHMTRACE_KIND_OPEN)
 		return 0;
+	s->names_lost += !source_has_string(&s->src, r->name);
 	pid = procs_outpid(&s->ps, r->pid, start_time, r->ts);
 	v = u64map_get(&s->idx, (uint64_t)pid << 32 | r->name, s->n, &added);
 	if (!v)
@@ -229,6 +231,39 @@ static void print_table(struct summary *s)
 	free(cells);
 }
 
+/* ,"KEY":v, or null when the counters cannot be true (loss.h). */
+static void put_loss_count(struct jw *w, const char *key, uint64_t v, bool corrupt)
+{
+	jw_puts(w, ",\"");
+	jw_puts(w, key);
+	jw_puts(w, "\":");
+	if (corrupt)
+		jw_puts(w, "null");
+	else
+		jw_u64(w, v);
+}
+
+/* The losses under the names the export's metadata gives them: each of
+ * loss.h's counters, their sum in records, what no counter accounts for,
+ * the spans whose name was lost, and whether the inputs are complete. */
+static void put_loss_json(struct jw *w, const struct summary *s)
+{
+	const struct source_loss *l = &s->src.loss;
+
+	for (size_t i = 0; i < SHMT_LOSS_NKINDS; i++)
+		put_loss_count(w, shmt_loss_kinds[i].name,
+			       shmt_loss_get(&l->counters, &shmt_loss_kinds[i]), l->corrupt);
+	put_loss_count(w, "records_lost", shmt_loss_records(&l->counters), l->corrupt);
+	put_loss_count(w, "unaccounted", l->unaccounted, l->corrupt);
+	if (l->corrupt) {
+		jw_puts(w, ",\"counters_corrupt\":true,\"counters_corrupt_why\":");
+		jw_cstr(w, l->corrupt_why);
+	}
+	put_loss_count(w, "names_lost", s->names_lost, false);
+	jw_puts(w, ",\"complete\":");
+	jw_puts(w, source_complete(&s->src) ? "true" : "false");
+}
+
 static int print_json(struct summary *s)
 {
 	struct jw *w = malloc(sizeof(*w));
@@ -275,6 +310,7 @@ static int print_json(struct summary *s)
 	}
 	jw_puts(w, "\n],\"triggers\":");
 	jw_u64(w, s->triggers);
+	put_loss_json(w, s);
 	jw_puts(w, "}\n");
 	ret = jw_flush(w);
 	free(w);
@@ -328,6 +364,10 @@ int cmd_summary(int argc, char **argv)
 		cli_runtime_error("summary", "%s", ret == -ENOMEM ? "out of memory" : err);
 		goto out_maps;
 	}
+	/* what was lost, as export says it: a summary of part of the
+	 * records must not pass for one of all of them */
+	source_warn_lost(&s->src.loss);
+	source_warn_names(&s->src, s->names_lost, 0);
 	if (by_name)
 		merge_by_process_name(s);
 	qsort(s->rows, s->n, sizeof(*s->rows), cmp_row);
