@@ -209,6 +209,40 @@ static void test_losses_said(void **state)
 	expect_in(tmp("sum.err"), "missing from the inputs");
 }
 
+/*
+ * Each (process, span name) row holds a histogram of ~30 KB: spans from
+ * 65536 pids took 2 GB. Past 4096 rows the rest are summed into one row,
+ * "(other)", last, and a warning says how many it sums.
+ */
+static void test_rows_bounded(void **state)
+{
+	size_t n = 5000;
+	struct shmt_record *r = calloc(n, sizeof(*r));
+	struct shmt_cap_string str[1] = { { 1, 1, "s" } };
+	char *out;
+
+	(void)state;
+	assert_non_null(r);
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct shmt_record){ .ts = 1000 + i, .dur = 10, .pid = 100000 + (uint32_t)i,
+					     .tid = 1, .name = 1, .cat = 1,
+					     .commit = SHMTRACE_KIND_SPAN };
+	write_capture(tmp("rows.cap"), 3, str, 1, NULL, 0, r, n);
+	free(r);
+	out = summary(tmp("rows.cap"), NULL, true);
+	assert_int_equal(count(out, "{\"pid\":"), 4096 + 1);
+	assert_non_null(strstr(out, "{\"pid\":0,\"process\":\"(other)\",\"processes\":1,"
+				"\"name\":\"(other)\",\"count\":904,"));
+	assert_non_null(strstr(out, "\"rows_folded\":904,"));
+	free(out);
+	expect_in(tmp("sum.err"), "more than 4096 (process, span name) rows: the spans of the "
+		  "other 904 are summed");
+	out = summary(tmp("rows.cap"), NULL, false);
+	assert_int_equal(count(out, "\n"), 1 + 4096 + 1);
+	assert_non_null(strstr(out, "(other: 904 rows)  (other)"));
+	free(out);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -221,6 +255,7 @@ int main(void)
 		cmocka_unit_test(test_one_unit_per_column),
 		cmocka_unit_test(test_by_process_name),
 		cmocka_unit_test(test_losses_said),
+		cmocka_unit_test(test_rows_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

@@ -19,12 +19,20 @@
 #include "source.h"
 #include "term.h"
 
+/* Rows of (process, span name) kept apart: each holds a histogram of
+ * ~30 KB, and a forged ring or capture may hold a span for each of
+ * millions of pids. The spans of the rows past it go to one row "other"
+ * (summed as --by-process-name sums), and a warning says so. */
+#define MAX_ROWS	4096
+#define OTHER		UINT64_MAX	/* the index of that row in idx */
+
 struct row {
 	uint32_t pid;		/* as in the trace (after reuse remapping); merged:
 				 * the lowest of its processes' */
 	uint32_t name;		/* string id */
 	uint32_t procs;		/* processes summed into it (--by-process-name) */
 	uint64_t unfinished;	/* spans open when their thread died (or now) */
+	bool other;		/* the rows past MAX_ROWS, summed */
 	struct hist h;
 };
 
@@ -36,6 +44,8 @@ struct summary {
 	size_t n, cap;
 	uint64_t triggers;	/* shmtrace_trigger() records, counted apart */
 	uint64_t names_lost;	/* spans whose name is none of the trace's strings */
+	struct row *other;	/* the rows past MAX_ROWS, summed; NULL: none */
+	uint64_t folded;	/* how many rows it sums */
 };
 
 /* a command's help is its own text, whole: lines it shares with other
@@ -48,7 +58,8 @@ static const char summary_usage[] =
 	"within 0.8% of the true value; count, total, mean and max are exact. Each\n"
 	"duration column is in one unit, the one its smallest non-zero value reads\n"
 	"best in (ns below 10 us, us below 10 ms, ms below 10 s, else s). Then the\n"
-	"number of triggers (shmtrace_trigger()), when there are any.\n"
+	"number of triggers (shmtrace_trigger()), when there are any. Past 4096\n"
+	"rows, the spans of the rest are summed into one last row, \"(other)\".\n"
 	"\n"
 	"  -r, --ring NAME        read the ring /dev/shm/NAME directly, read-only\n"
 	"      --by-process-name  one row per process name and span name: the\n"
@@ -57,9 +68,25 @@ static const char summary_usage[] =
 	"      --json             print JSON instead of a table\n"
 	"  -h, --help             show this help\n";
 
+static struct row *new_row(uint32_t pid, uint32_t name)
+{
+	struct row *row = malloc(sizeof(*row));
+
+	if (!row)
+		return NULL;
+	row->pid = pid;
+	row->name = name;
+	row->procs = 1;
+	row->unfinished = 0;
+	row->other = false;
+	hist_init(&row->h);
+	return row;
+}
+
 static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 {
 	struct summary *s = ctx;
+	struct row *row;
 	uint32_t pid;
 	uint64_t *v;
 	bool added;
@@ -72,26 +99,26 @@ static int on_span(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	v = u64map_get(&s->idx, (uint64_t)pid << 32 | r->name, s->n, &added);
 	if (!v)
 		return -ENOMEM;
-	if (added) {
-		struct row *row = malloc(sizeof(*row));
+	if (added && s->n >= MAX_ROWS) {
+		if (!s->other && !(s->other = new_row(0, 0)))
+			return -ENOMEM;
+		s->other->other = true;
+		s->folded++;
+		*v = OTHER;
+	} else if (added) {
+		struct row *row = new_row(pid, r->name);
 
-		if (array_reserve(&s->rows, &s->cap, s->n + 1, sizeof(*s->rows), 64) < 0) {
+		if (!row || array_reserve(&s->rows, &s->cap, s->n + 1, sizeof(*s->rows), 64) < 0) {
 			free(row);
 			return -ENOMEM;
 		}
-		if (!row)
-			return -ENOMEM;
-		row->pid = pid;
-		row->name = r->name;
-		row->procs = 1;
-		row->unfinished = 0;
-		hist_init(&row->h);
 		s->rows[s->n++] = row;
 	}
+	row = *v == OTHER ? s->other : s->rows[*v];
 	if (shmt_record_kind(r) == SHMTRACE_KIND_OPEN)
-		s->rows[*v]->unfinished++;	/* no duration: it never ended */
+		row->unfinished++;	/* no duration: it never ended */
 	else
-		hist_add(&s->rows[*v]->h, r->dur);
+		hist_add(&row->h, r->dur);
 	return 0;
 }
 
@@ -152,13 +179,27 @@ static void merge_by_process_name(struct summary *s)
 	s->n = k;
 }
 
-/* A row's process as shown: its name, "NAME (N processes)" when merged. */
+/* A row's process as shown: its name, "NAME (N processes)" when merged,
+ * "(other: N rows)" for the rows past MAX_ROWS. */
 static void row_process(const struct summary *s, const struct row *r, char *buf, size_t len)
 {
-	if (r->procs > 1)
+	if (r->other)
+		snprintf(buf, len, "(other: %llu rows)", (unsigned long long)s->folded);
+	else if (r->procs > 1)
 		snprintf(buf, len, "%s (%u processes)", group_name(s, r->pid), r->procs);
 	else
 		procs_name(&s->ps, r->pid, buf, len);
+}
+
+/* A row's span name (its length in *len): "(other)" for the rows past
+ * MAX_ROWS. */
+static const char *row_name(struct summary *s, const struct row *r, size_t *len)
+{
+	if (r->other) {
+		*len = strlen("(other)");
+		return "(other)";
+	}
+	return source_string(&s->src, r->name, len);
 }
 
 /* The durations of row r: total, mean, p50, p99, max. */
@@ -189,7 +230,7 @@ static void column_units(const struct summary *s, enum fmt_unit unit[5])
 		unit[c] = fmt_dur_unit(min[c]);
 }
 
-static void print_table(struct summary *s)
+static int print_table(struct summary *s)
 {
 	static const char *hdr[8] = { "PROCESS", "NAME", "COUNT", "TOTAL", "MEAN", "P50", "P99", "MAX" };
 	size_t w[8];
@@ -197,14 +238,14 @@ static void print_table(struct summary *s)
 	enum fmt_unit unit[5];
 
 	if (!cells)
-		return;
+		return -ENOMEM;
 	column_units(s, unit);
 	for (int c = 0; c < 8; c++)
 		w[c] = strlen(hdr[c]);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct row *r = s->rows[i];
 		size_t len;
-		const char *name = source_string(&s->src, r->name, &len);
+		const char *name = row_name(s, r, &len);
 		char pname[160];
 		uint64_t d[5];
 
@@ -229,6 +270,7 @@ static void print_table(struct summary *s)
 		printf("%llu trigger%s (shmtrace_trigger())\n", (unsigned long long)s->triggers,
 		       s->triggers == 1 ? "" : "s");
 	free(cells);
+	return 0;
 }
 
 /* ,"KEY":v, or null when the counters cannot be true (loss.h). */
@@ -277,9 +319,11 @@ static int print_json(struct summary *s)
 		const struct row *r = s->rows[i];
 		char pname[128];
 		size_t len;
-		const char *name = source_string(&s->src, r->name, &len);
+		const char *name = row_name(s, r, &len);
 
-		if (r->procs > 1)
+		if (r->other)
+			snprintf(pname, sizeof(pname), "(other)");
+		else if (r->procs > 1)
 			snprintf(pname, sizeof(pname), "%s", group_name(s, r->pid));
 		else
 			procs_name(&s->ps, r->pid, pname, sizeof(pname));
@@ -308,7 +352,9 @@ static int print_json(struct summary *s)
 		jw_u64(w, r->unfinished);
 		jw_puts(w, "}");
 	}
-	jw_puts(w, "\n],\"triggers\":");
+	jw_puts(w, "\n],\"rows_folded\":");
+	jw_u64(w, s->folded);
+	jw_puts(w, ",\"triggers\":");
 	jw_u64(w, s->triggers);
 	put_loss_json(w, s);
 	jw_puts(w, "}\n");
@@ -371,13 +417,28 @@ int cmd_summary(int argc, char **argv)
 	if (by_name)
 		merge_by_process_name(s);
 	qsort(s->rows, s->n, sizeof(*s->rows), cmp_row);
+	/* the rows past MAX_ROWS, summed: last, whatever their total */
+	if (s->other) {
+		if (array_reserve(&s->rows, &s->cap, s->n + 1, sizeof(*s->rows), 64) < 0) {
+			cli_runtime_error("summary", "out of memory");
+			goto out_maps;
+		}
+		s->rows[s->n++] = s->other;
+		s->other = NULL;
+		source_warnx("more than %u (process, span name) rows: the spans of the other %llu "
+			     "are summed into the last row, \"(other)\"", MAX_ROWS,
+			     (unsigned long long)s->folded);
+	}
 	if (json) {
 		if ((ret = print_json(s)) < 0) {
 			cli_runtime_error("summary", "writing output: %s", strerror(-ret));
 			goto out_maps;
 		}
 	} else {
-		print_table(s);
+		if (print_table(s) < 0) {
+			cli_runtime_error("summary", "out of memory");
+			goto out_maps;
+		}
 		if (fflush(stdout) != 0) {
 			cli_runtime_error("summary", "writing output: %s", strerror(errno));
 			goto out_maps;
@@ -388,6 +449,7 @@ out_maps:
 	for (size_t i = 0; i < s->n; i++)
 		free(s->rows[i]);
 	free(s->rows);
+	free(s->other);
 	u64map_free(&s->idx);
 	procs_free(&s->ps);
 out:
