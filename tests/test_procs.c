@@ -77,6 +77,44 @@ static void test_pid_reuse_split(void **state)
 	procs_free(&ps);
 }
 
+/*
+ * 1100 processes of one pid (forged slots): instance 1024's synthetic pid
+ * wrapped to the pid of instance 0. The first 1024 keep pids of their
+ * own, the later ones are shown as #1024 (and counted); each record
+ * still goes to the latest instance started by its time, found by a
+ * binary search, and a time near 2^64 does not wrap back to the first.
+ */
+static void test_many_instances(void **state)
+{
+	long tck = sysconf(_SC_CLK_TCK);
+	uint64_t off = ns_of(CLOCK_BOOTTIME) - ns_of(CLOCK_MONOTONIC);
+	const uint32_t n = 1100, last = 42 + 1023 * PROCS_PID_STRIDE;
+	struct shmt_thread *s = calloc(n, sizeof(*s));
+	struct procs ps;
+	char buf[128];
+
+	(void)state;
+	assert_non_null(s);
+	/* instance k started at 100 + k seconds after boot */
+	for (uint32_t k = 0; k < n; k++)
+		s[k] = slot(42, 42, (100 + (uint64_t)k) * (uint64_t)tck, "t", "svc");
+	assert_int_equal(procs_build(&ps, s, n), 0);
+	assert_int_equal(ps.capped, n - 1024);
+	for (uint32_t k = 0; k < n; k++) {
+		uint64_t at = (100 + (uint64_t)k) * 1000000000ull - off + 500000000ull;
+		uint32_t want = k < 1024 ? 42 + k * PROCS_PID_STRIDE : last;
+
+		assert_int_equal(procs_outpid(&ps, 42, 0, at), want);
+	}
+	assert_int_equal(procs_outpid(&ps, 42, 0, 1), 42);
+	assert_int_equal(procs_outpid(&ps, 42, 0, UINT64_MAX - 1), last);
+	assert_int_equal(procs_find(&ps, last)->k, 1024);
+	procs_name(&ps, last, buf, sizeof(buf));
+	assert_string_equal(buf, "svc (pid 42, #1024)");
+	procs_free(&ps);
+	free(s);
+}
+
 static void test_single_instance(void **state)
 {
 	struct shmt_thread s[] = {
@@ -121,6 +159,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pid_reuse_split),
 		cmocka_unit_test(test_single_instance),
+		cmocka_unit_test(test_many_instances),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "procs.h"
+#include "source.h"
 
 static int cmp_proc(const void *pa, const void *pb)
 {
@@ -76,14 +77,28 @@ int procs_build(struct procs *ps, const struct shmt_thread *slots, size_t n)
 
 		while (j < m && ps->p[j].pid == ps->p[i].pid)
 			j++;
+		/* the instances whose synthetic pid fits in 32 bits (1024 for a
+		 * real pid); any later ones (forged slots) are shown as the last
+		 * that fits, rather than wrapping onto another process's pid */
+		uint64_t fit = ((uint64_t)UINT32_MAX - ps->p[i].pid) / PROCS_PID_STRIDE + 1;
+
+		if (j - i > fit) {
+			ps->capped += j - i - fit;
+			if (!ps->said++)
+				source_warnx("pid %u: %zu processes in the name slots, more than the %llu "
+					     "that can have a pid of their own; the later ones are "
+					     "shown as #%llu", ps->p[i].pid, j - i,
+					     (unsigned long long)fit, (unsigned long long)fit);
+		}
 		for (size_t k = i; k < j; k++) {
 			struct proc *p = &ps->p[k];
 			uint64_t st = p->start_time / (uint64_t)tck * 1000000000ull +
 				      p->start_time % (uint64_t)tck * (1000000000ull / (uint64_t)tck);
+			uint64_t kk = k - i < fit ? k - i : fit - 1;
 
-			p->k = (uint32_t)(k - i + 1);
+			p->k = (uint32_t)(kk + 1);
 			p->nk = (uint32_t)(j - i);
-			p->outpid = p->pid + (uint32_t)(k - i) * PROCS_PID_STRIDE;
+			p->outpid = p->pid + (uint32_t)kk * PROCS_PID_STRIDE;
 			p->start_ns = st > boot_off ? st - boot_off : 0;
 		}
 		i = j;
@@ -139,11 +154,23 @@ uint32_t procs_outpid(const struct procs *ps, uint32_t pid, uint64_t start_time,
 		return p->outpid;
 	if (start_time && (best = find_inst(ps, pid, start_time)))
 		return best->outpid;
-	/* the latest instance started by ts, with a tick (10 ms) of slack */
-	best = p;
-	for (uint32_t k = 0; k < p->nk; k++)
-		if (p[k].start_ns <= ts + 10000000ull)
-			best = &p[k];
+	/* the latest instance started by ts, with a tick (10 ms) of slack
+	 * (saturated): the instances are sorted by start time, so a binary
+	 * search, not a walk over all of them for every record */
+	{
+		uint64_t by = ts + 10000000ull < ts ? UINT64_MAX : ts + 10000000ull;
+		uint32_t lo2 = 1, hi = p->nk;	/* the first instance is the default */
+
+		while (lo2 < hi) {
+			uint32_t mid = lo2 + (hi - lo2) / 2;
+
+			if (p[mid].start_ns <= by)
+				lo2 = mid + 1;
+			else
+				hi = mid;
+		}
+		best = &p[lo2 - 1];
+	}
 	return best->outpid;
 }
 

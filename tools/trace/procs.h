@@ -15,7 +15,9 @@
 #include "u64map.h"
 
 /* Synthetic pids: instance k (0-based) of a reused pid is pid + k * this,
- * above any real pid (pid_max is at most 2^22). */
+ * above any real pid (pid_max is at most 2^22); the instances past the
+ * last whose pid fits in 32 bits (k 1023 for a real pid) share its pid,
+ * with a warning. */
 #define PROCS_PID_STRIDE 4194304u
 
 struct proc {
@@ -33,6 +35,9 @@ struct procs {
 	size_t n;
 	struct u64map tname;	/* (outpid << 32 | tid) -> slot index + 1 */
 	const struct shmt_thread *slots;
+	uint64_t capped;	/* instances shown as an earlier one: their
+				 * synthetic pid would not fit in 32 bits */
+	unsigned said;		/* pids warned about (once is enough) */
 };
 
 /* Builds the table from name slots (kept by reference). Returns 0 or -ENOMEM. */
