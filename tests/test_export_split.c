@@ -227,6 +227,32 @@ static void test_bad_split_values(void **state)
 	}
 }
 
+/* A piece named like an input (-o t.cap --split with t.001.cap given)
+ * was renamed over it: the capture lost. Refused before any piece is
+ * written, the input untouched. */
+static void test_piece_over_an_input_refused(void **state)
+{
+	char in[512], out[512], first[512];
+	char *argv[] = { bin, "export", in, "-o", out, "--split", "25us", NULL };
+	struct stat before, after;
+
+	(void)state;
+	snprintf(in, sizeof(in), "%s", tmp("t.001.cap"));
+	snprintf(out, sizeof(out), "%s", tmp("t.cap"));
+	snprintf(first, sizeof(first), "%s", tmp("t.000.cap"));
+	make_requests(in);
+	assert_int_equal(stat(in, &before), 0);
+	assert_int_equal(run(NULL, tmp("split.err"), argv), EXIT_USAGE);
+	expect_in(tmp("split.err"), "is the input");
+	expect_in(tmp("split.err"), "t.001.cap' is the input");
+	assert_int_equal(access(first, F_OK), -1);
+	/* the same file, not a piece renamed over it */
+	assert_int_equal(stat(in, &after), 0);
+	assert_int_equal(after.st_ino, before.st_ino);
+	assert_int_equal(after.st_size, before.st_size);
+	assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +260,7 @@ int main(void)
 		cmocka_unit_test(test_pieces_of_a_selection),
 		cmocka_unit_test(test_piece_names),
 		cmocka_unit_test(test_bad_split_values),
+		cmocka_unit_test(test_piece_over_an_input_refused),
 	};
 
 	return cmocka_run_group_tests(tests, cli_setup, cli_teardown);

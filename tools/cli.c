@@ -215,22 +215,31 @@ static bool replaces(const char *out, const struct stat *so, const char *in)
 	return !a[0] || !strcmp(a, b);
 }
 
+int cli_check_output(const char *cmd, const char *out, char *const *files, int nfiles)
+{
+	struct stat so;
+
+	/* the output replaces what is at its path once written: never an
+	 * input (a slip of the keyboard would lose the capture) */
+	if (strcmp(out, "-") && stat(out, &so) == 0 && S_ISREG(so.st_mode))
+		for (int i = 0; i < nfiles; i++)
+			if (replaces(out, &so, files[i]))
+				return cli_usage_error(cmd, "the output '%s' is the input '%s': it "
+						       "would be replaced", out, files[i]);
+	return 0;
+}
+
 int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
 		     char *const *files, int nfiles, const struct filter *f)
 {
-	struct stat so;
+	int ret;
 
 	if (out_hint && !out)
 		return cli_usage_error(cmd, "no output given (%s)", out_hint);
 	if (!ring && !nfiles)
 		return cli_usage_error(cmd, "no input given (capture files or --ring NAME)");
-	/* the output replaces what is at its path once written: never an
-	 * input (a slip of the keyboard would lose the capture) */
-	if (out && strcmp(out, "-") && stat(out, &so) == 0 && S_ISREG(so.st_mode))
-		for (int i = 0; i < nfiles; i++)
-			if (replaces(out, &so, files[i]))
-				return cli_usage_error(cmd, "the output '%s' is the input '%s': it "
-						       "would be replaced", out, files[i]);
+	if (out && (ret = cli_check_output(cmd, out, files, nfiles)))
+		return ret;
 	if (f && f->has_from && f->has_to && f->from >= f->to)
 		return cli_usage_error(cmd, "--from must be before --to");
 	return 0;

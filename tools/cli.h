@@ -91,6 +91,12 @@ int filter_option(struct filter *f, const char *cmd, int c, const char *arg);
 int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
 		     char *const *files, int nfiles, const struct filter *f);
 
+/* Whether writing out (a whole file renamed over its name; "-" is
+ * stdout) would replace one of the input files: returns 0, or EXIT_USAGE
+ * after saying so. cli_check_inputs() checks -o with it; --split, each
+ * piece. */
+int cli_check_output(const char *cmd, const char *out, char *const *files, int nfiles);
+
 /* True when no --pid was given or pid is one of them. */
 bool filter_pid(const struct filter *f, uint32_t pid);
 

@@ -45,6 +45,13 @@ int split_export(struct source *src, struct pick *pk, struct cmd *c)
 	}
 	if (split_name(out, pk->npieces - 1, pk->npieces, name, sizeof(name)) < 0)
 		return cli_usage_error("export", "-o %s: too long to number the pieces", out);
+	/* a piece is renamed over whatever has its name: none may be an
+	 * input (-o t.cap with t.000.cap given), checked before any is written */
+	for (uint64_t i = 0; i < pk->npieces; i++) {
+		split_name(out, i, pk->npieces, name, sizeof(name));
+		if ((rc = cli_check_output("export", name, c->files, (int)c->nfiles)))
+			return rc;
+	}
 	for (uint64_t i = 0; i < pk->npieces && rc == EXIT_OK; i++) {
 		split_name(out, i, pk->npieces, name, sizeof(name));
 		if (i == 0)
