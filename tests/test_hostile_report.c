@@ -458,6 +458,23 @@ static void test_million_thread_slots(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* rm's word on the records it lost with a ring quoted the ring's name raw:
+ * a name with terminal escapes reached the terminal. */
+static void test_rm_lost_names_escaped(void **state)
+{
+	char ring[160];
+	char *rm[] = { bin, "rm", "--force", ring, NULL };	/* we are its producer */
+
+	(void)state;
+	snprintf(ring, sizeof(ring), "%s\x1b]0;pwned\x07\x1b[2J", test_ring_name("rmesc"));
+	small_ring(ring, 4096, 3);
+	assert_int_equal(run_guarded(NULL, tmp("rmesc.err"), rm), 0);
+	expect_in(tmp("rmesc.err"), "with 3 records no collector drained (lost)");
+	expect_in(tmp("rmesc.err"), "\\x1b[2J");
+	expect_no_control(tmp("rmesc.err"));
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -469,6 +486,7 @@ int main(void)
 		cmocka_unit_test(test_head_and_tail_shifted_together_said),
 		cmocka_unit_test(test_forged_head_said_by_collector),
 		cmocka_unit_test(test_million_thread_slots),
+		cmocka_unit_test(test_rm_lost_names_escaped),
 	};
 
 	if (cli_setup_for("hostile", true) < 0) {

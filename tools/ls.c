@@ -352,9 +352,9 @@ static int rm_one(const char *name, bool force)
 	/* a collector draining it keeps its mapping and drains on; else what
 	 * the ring held is gone with it */
 	if (cs.undrained && col < 0)
-		fprintf(stderr, "shmtrace rm: removed ring '%s' with %llu record%s no collector "
-			"drained (lost): export them first with shmtrace export --ring %s\n", name,
-			(unsigned long long)cs.undrained, cs.undrained == 1 ? "" : "s", name);
+		cli_note("rm", "removed ring '%s' with %llu record%s no collector drained (lost): "
+			 "export them first with shmtrace export --ring %s", name,
+			 (unsigned long long)cs.undrained, cs.undrained == 1 ? "" : "s", name);
 	return EXIT_OK;
 }
 
