@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "helpers.h"
+#include "cli.h"
 #include "ring_reader.h"
 #include "ring_writer.h"
 
@@ -233,6 +234,56 @@ static void test_failed_create_cleans_up(void **state)
 	assert_int_equal(shmtrace_ring_unlink(name), 0);
 }
 
+static const char *g_remake;
+
+/* Makes g_remake anew at "unlink_seen": between rm's look and its unlink. */
+static void remake_hook(const char *where)
+{
+	struct shmtrace_ring_config c = { .capacity = 1024 };
+
+	if (strcmp(where, "unlink_seen"))
+		return;
+	assert_int_equal(shmtrace_ring_unlink(g_remake), 0);
+	assert_int_equal(shmtrace_ring_create(g_remake, &c), 0);
+}
+
+/*
+ * rm looked at one ring and removed whatever had its name when it came to
+ * the unlink: a ring made anew in between, with live producers, went
+ * without a word. It removes only the ring it looked at: a ring made anew
+ * is "changed, not removed" (exit 1) and stays; else the ring it looked at
+ * is removed and marked retired for its producers.
+ */
+static void test_rm_removes_the_ring_it_looked_at(void **state)
+{
+	const char *name = test_ring_name("remade");
+	struct shmtrace_ring_config c = { .capacity = 1024 };
+	char *argv[] = { "rm", "--force", (char *)name, NULL };
+	uint64_t dev0, ino0, dev, ino;
+	struct shmt_view v;
+	char err[256];
+
+	(void)state;
+	shmtrace_ring_unlink(name);
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmt_ring_identity(name, &dev0, &ino0), 0);
+	g_remake = name;
+	shmt_test_hook = remake_hook;
+	optind = 0;
+	assert_int_equal(cmd_rm(3, argv), 1);
+	shmt_test_hook = NULL;
+	assert_int_equal(shmt_ring_identity(name, &dev, &ino), 0);
+	assert_true(dev != dev0 || ino != ino0);
+
+	/* left alone, the ring looked at is removed, and retired */
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	optind = 0;
+	assert_int_equal(cmd_rm(3, argv), 0);
+	assert_int_equal(shmt_ring_identity(name, &dev, &ino), -ENOENT);
+	assert_int_equal(load_acquire(&v.h->retired), 1);
+	shmt_view_close(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +292,7 @@ int main(void)
 		cmocka_unit_test(test_creator_killed_after_link),
 		cmocka_unit_test(test_live_creator_spared),
 		cmocka_unit_test(test_failed_create_cleans_up),
+		cmocka_unit_test(test_rm_removes_the_ring_it_looked_at),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

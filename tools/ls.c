@@ -324,7 +324,8 @@ static int rm_one(const char *name, bool force)
 	if (ret < 0)
 		return cli_runtime_error("rm", "%s", err);
 	col = ring_collector(&cs.v);
-	shmt_view_close(&cs.v);
+	/* cs.v stays open until the unlink: what is removed is the ring
+	 * looked at, never one made anew under its name meanwhile */
 	if (!force && cs.alive) {
 		char pids[MAX_LIVE * 12 + 8] = "";
 		size_t len = 0;
@@ -334,11 +335,13 @@ static int rm_one(const char *name, bool force)
 						cs.live_pids[i]);
 		if (cs.alive > MAX_LIVE)
 			snprintf(pids + len, sizeof(pids) - len, ", ...");
+		shmt_view_close(&cs.v);
 		return cli_runtime_error("rm", "ring '%s' has %u live producer%s (pid %s); not removed "
 					 "(--force removes it anyway)", name, cs.alive,
 					 cs.alive == 1 ? "" : "s", pids);
 	}
 	if (!force && col >= 0) {
+		shmt_view_close(&cs.v);
 		if (col > 0)
 			return cli_runtime_error("rm", "ring '%s' is being drained by a collector (pid %lld); "
 						 "not removed (--force removes it anyway)", name,
@@ -346,7 +349,11 @@ static int rm_one(const char *name, bool force)
 		return cli_runtime_error("rm", "ring '%s' is being drained by a collector; not removed "
 					 "(--force removes it anyway)", name);
 	}
-	ret = shmtrace_ring_unlink(name);
+	ret = shmt_ring_unlink_seen(name, &cs.v);
+	shmt_view_close(&cs.v);
+	if (ret == -ESTALE)
+		return cli_runtime_error("rm", "ring '%s' changed while being looked at (made anew); "
+					 "not removed", name);
 	if (ret < 0)
 		return cli_runtime_error("rm", "cannot remove ring '%s': %s", name, strerror(-ret));
 	/* a collector draining it keeps its mapping and drains on; else what

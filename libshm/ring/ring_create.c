@@ -292,6 +292,32 @@ int shmt_ring_unlink_view(const char *name, struct shmt_view *v)
 	return shm_unlink(path) < 0 ? -errno : 0;
 }
 
+int shmt_ring_unlink_seen(const char *name, const struct shmt_view *seen)
+{
+	struct shmt_view v;
+	char path[256], err[256];
+	uint64_t dev, ino;
+	int ret;
+
+	if (shmt_name_check(name) < 0)
+		return -EINVAL;
+	SHMT_HOOK("unlink_seen");	/* a test makes the ring anew here */
+	if (shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)) == 0) {
+		ret = v.dev == seen->dev && v.ino == seen->ino ? shmt_ring_unlink_view(name, &v)
+							       : -ESTALE;
+		shmt_view_close(&v);
+		return ret;
+	}
+	/* not a ring we may write (another owner's): no mark, and still
+	 * nothing but the file seen, unlike shmtrace_ring_unlink() */
+	if ((ret = shmt_ring_identity(name, &dev, &ino)) < 0)
+		return ret;
+	if (dev != seen->dev || ino != seen->ino)
+		return -ESTALE;
+	shmt_shm_name(path, sizeof(path), name);
+	return shm_unlink(path) < 0 ? -errno : 0;
+}
+
 SHMT_API int shmtrace_ring_unlink(const char *name)
 {
 	struct shmt_view v;

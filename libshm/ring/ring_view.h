@@ -124,6 +124,11 @@ int shmt_ring_path(const char *name, char *buf, size_t len);
 void shmt_shm_name(char *buf, size_t len, const char *name);
 /* The identity of the segment now behind a ring's name: 0 or -errno. */
 int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino);
+/* ring_create.c: removes name only if it still is the segment seen maps
+ * (kept mapped meanwhile, so that its inode cannot be reused), marking it
+ * retired when we may write it. Returns 0, -ESTALE when the name is now
+ * another file (made anew since: left alone), or another -errno. */
+int shmt_ring_unlink_seen(const char *name, const struct shmt_view *seen);
 /* A ring is made under "/dev/shm/" SHMT_TMP_PREFIX "<pidns>.<pid>.<start>.<rand>"
  * and linked to its name when whole; tools skip such names. */
 #define SHMT_TMP_PREFIX		".shmtrace-tmp."
