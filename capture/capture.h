@@ -184,6 +184,10 @@ struct shmt_cap_end {
  * outside SHMTRACE_KIND_SPAN..SHMTRACE_KIND_MAX. On any error b is left as
  * it was. Names longer than their field are cut to fit with their NUL. The
  * header's version field is ignored: SHMT_CAP_VERSION is written. */
+/* Whether b[0..len) could begin a capture (array header, type 1,
+ * "SHMTCAP"): 1, or 0 when it cannot. len >= 1. */
+int shmt_cap_looks_like(const uint8_t *b, size_t len);
+
 int shmt_cap_put_header(msgpack_sbuffer *b, const struct shmt_cap_header *h);
 int shmt_cap_put_strings(msgpack_sbuffer *b, const struct shmt_cap_string *s, size_t n);
 int shmt_cap_put_threads(msgpack_sbuffer *b, const struct shmt_thread *t, size_t n);

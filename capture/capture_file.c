@@ -130,9 +130,7 @@ static int next_frame(struct shmt_cap_reader *r, struct shmt_cap_frame *f,
 	}
 }
 
-/* The bytes a capture begins with: array header, type 1, "SHMTCAP".
- * Returns 1 if buf[0..len) could begin a capture, 0 if it cannot. */
-static int looks_like_capture(const uint8_t *b, size_t len)
+int shmt_cap_looks_like(const uint8_t *b, size_t len)
 {
 	static const uint8_t magic[] = { SHMT_CAP_HEADER, 0xa7, 'S', 'H', 'M', 'T', 'C', 'A', 'P' };
 	size_t h;
@@ -183,7 +181,7 @@ int shmt_cap_open(const char *path, struct shmt_cap_reader **out, char *err, siz
 		rc = seterr(err, errlen, -EBADMSG, "%s: empty capture file", path);
 		goto fail;
 	}
-	if (!looks_like_capture(r->buf, r->end)) {
+	if (!shmt_cap_looks_like(r->buf, r->end)) {
 		rc = seterr(err, errlen, -EPROTO, "%s: not a shmtrace capture", path);
 		goto fail;
 	}

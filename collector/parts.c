@@ -175,19 +175,29 @@ static int rename_new(int dfd, const char *from, const char *to)
 	return renameat(dfd, from, dfd, to) < 0 ? -errno : 0;
 }
 
-/* The capture's file at e in dir that holds bytes, or NULL: regular files
- * only (a link there is refused when opened), and ours only (another
- * user's file in a shared folder is no capture of ours, and one it could
- * not be renamed would stop us) */
+/* The capture's file at e in dir, or NULL: a capture of ours, the file's
+ * only name. Anything else is left where it is, for the open to refuse
+ * (a symbolic link, a hard link planted to have us write into another
+ * file) or to write over as before (an empty file, or one that is no
+ * capture); another user's file in a shared folder is no capture of ours,
+ * and one we could not rename would stop us. */
 static const char *kept_suffix(DIR *dir, const struct dirent *e, const char *base)
 {
 	const char *suffix = capture_suffix(e->d_name, base);
+	uint8_t head[16];
 	struct stat st;
+	ssize_t n;
+	int fd;
 
-	if (!suffix || fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !S_ISREG(st.st_mode) || !st.st_size || st.st_uid != geteuid())
+	if (!suffix)
 		return NULL;
-	return suffix;
+	fd = openat(dirfd(dir), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    st.st_uid != geteuid() ? 0 : read(fd, head, sizeof(head));
+	close(fd);
+	return n > 0 && shmt_cap_looks_like(head, (size_t)n) ? suffix : NULL;
 }
 
 int parts_keep_previous(const char *output, char *kept, size_t len, char *err, size_t errlen)

@@ -55,11 +55,11 @@ void parts_prune(struct parts *p);
 /*
  * Before a collector writes the capture output: a capture already there
  * (a collector before this one, restarted with the same -o) is kept, not
- * truncated. FILE, its parts FILE.N and FILE.replaced, the regular files
- * among them that are ours, are renamed to FILE.prevK, FILE.prevK.N, FILE.prevK.replaced
- * with the first K whose names are all free; nothing is ever renamed onto
- * a file. Only when FILE is a regular file holding bytes: an empty FILE,
- * or none, is the usual start. Returns the files moved (0: none) with
+ * truncated. FILE, its parts FILE.N and FILE.replaced, those that are
+ * captures of ours (regular files of one name that begin as a capture
+ * does), are renamed to FILE.prevK, FILE.prevK.N, FILE.prevK.replaced with
+ * the first K whose names are all free; nothing is ever renamed onto a
+ * file. With none, the usual start. Returns the files moved (0: none) with
  * their new base in kept ("" when none), or -errno with err saying why
  * (then nothing is overwritten either: the collector must not start).
  */

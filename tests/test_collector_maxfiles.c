@@ -286,14 +286,17 @@ static void test_a_part_replaced_by_a_link_is_left_alone(void **state)
 /* A capture already at -o (a collector before this one: here only its
  * part 7 and a replaced ring's file remain, the rest deleted by
  * --max-files) is kept aside under the first free FILE.prevK, never
- * truncated nor overwritten by a later part; a link, an empty file and
- * other names are left as they are. */
+ * truncated nor overwritten by a later part; a link, an empty file, a
+ * file that is no capture and other names are left as they are. */
 static void test_a_capture_already_there_is_kept_aside(void **state)
 {
 	const char *ring = test_ring_name("maxkp");
+	/* the first two begin as a capture does (array, type 1, "SHMTCAP") */
 	const char *const names[][2] = {
-		{ ".7", "part seven" }, { ".replaced", "a replaced ring's" },
+		{ ".7", "\x93\x01\xa7SHMTCAP part seven" },
+		{ ".replaced", "\x93\x01\xa7SHMTCAP a replaced ring's" },
 		{ ".prev1", "a name taken" }, { ".x", "not a part" }, { ".5", "" },
+		{ ".1", "a part that is no capture" },
 	};
 	char path[700], to[700], victim[600], said[1600], *s;
 	struct files fs;
