@@ -208,13 +208,7 @@ static int rotate(struct drain *d)
 	parts_ended(d->parts, &pe);
 	cw_close(d->w);
 	d->part++;
-	ret = drain_open_part(d);
-	/* the new part names the strings and threads before the records
-	 * that use them (a reader may be given it alone) */
-	if (ret == 0)
-		ret = drain_put_tables(d);
-	d->part_base = cw_offset(d->w) + cw_buffer(d->w)->size;
-	return ret;
+	return drain_open_part(d);
 }
 
 /* -ESTALE, with d->err saying why, when the part being written was

@@ -61,7 +61,14 @@ int drain_open_part(struct drain *d)
 	 * stops the collector, and must not have cost an old one */
 	if (d->part)
 		parts_prune(d->parts);
-	return put_header(d);
+	ret = put_header(d);
+	/* the part names the strings and threads before the records that
+	 * use them (a reader may be given it alone); what it holds past
+	 * them is what --max-size bounds (part_full()) */
+	if (ret == 0)
+		ret = drain_put_tables(d);
+	d->part_base = cw_offset(d->w) + cw_buffer(d->w)->size;
+	return ret;
 }
 
 /* Appends frames for strings and name slots the capture does not have yet,

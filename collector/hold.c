@@ -42,6 +42,21 @@ static int claim_ring(const struct shmt_view *v, const char *ring)
 	return fd;	/* kept open (and locked) until hold_free() */
 }
 
+bool hold_claimed(const char *ring)
+{
+	char err[256];
+	struct stat st;
+	int fd = shmt_ring_open_fd(ring, SHMT_OPEN_ANY_OWNER, &st, err, sizeof(err));
+	bool busy;
+
+	if (fd < 0)
+		return false;
+	/* closing the descriptor gives back the claim, if this took it */
+	busy = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return busy;
+}
+
 int hold_init(struct hold *h, struct shmt_view *v, const char *ring, uint64_t settle_ns)
 {
 	int ret;

@@ -90,6 +90,10 @@ struct hold {
  */
 int hold_init(struct hold *h, struct shmt_view *v, const char *ring, uint64_t settle_ns);
 
+/* Whether another collector holds ring's claim now (false when there is
+ * no such ring): a look, taking nothing. */
+bool hold_claimed(const char *ring);
+
 /*
  * A pass over the ring's blocks, in holds of the lock of at most
  * HOLD_MOST records each: hold_adopt() begins it and makes its first

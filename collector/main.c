@@ -480,8 +480,18 @@ static void install_signals(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+	for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++) {
+		struct sigaction old;
+
+		/* SIGHUP ignored by who started us stays so: nohup(1) ignores
+		 * it so that the session closing does not stop us (a shell
+		 * ignores SIGINT for its background jobs, which still stop
+		 * on it, as they always did) */
+		if (stop_signals[i] == SIGHUP && sigaction(SIGHUP, NULL, &old) == 0 &&
+		    old.sa_handler == SIG_IGN)
+			continue;
 		sigaction(stop_signals[i], &sa, NULL);
+	}
 	block_stop_signals();
 }
 
@@ -557,7 +567,16 @@ static bool finish_retired(struct drain **dp, const char *path)
 static int keep_previous(const struct args *a)
 {
 	char kept[4200], err[1024];
-	int n = parts_keep_previous(a->o.output, kept, sizeof(kept), err, sizeof(err));
+	int n;
+
+	/* a collector that drains the ring may be writing that capture now:
+	 * this one would not start, and must not have moved its file */
+	if (hold_claimed(a->o.ring)) {
+		fprintf(stderr, "shmtrace-collector: another collector is already draining ring "
+			"'%s'\n", a->o.ring);
+		return -1;
+	}
+	n = parts_keep_previous(a->o.output, kept, sizeof(kept), err, sizeof(err));
 
 	if (n < 0) {
 		fprintf(stderr, "shmtrace-collector: %s\n", n == -ENOMEM ? strerror(ENOMEM) : err);

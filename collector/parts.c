@@ -181,30 +181,34 @@ static int rename_new(int dfd, const char *from, const char *to)
  * file) or to write over as before (an empty file, or one that is no
  * capture); another user's file in a shared folder is no capture of ours,
  * and one we could not rename would stop us. */
-static const char *kept_suffix(DIR *dir, const struct dirent *e, const char *base)
+static bool our_capture(int dfd, const char *name)
 {
-	const char *suffix = capture_suffix(e->d_name, base);
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	uint8_t head[16];
 	struct stat st;
 	ssize_t n;
-	int fd;
 
-	if (!suffix)
-		return NULL;
-	fd = openat(dirfd(dir), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
-		return NULL;
+		return false;
 	n = fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
 	    st.st_uid != geteuid() ? 0 : read(fd, head, sizeof(head));
 	close(fd);
-	return n > 0 && shmt_cap_looks_like(head, (size_t)n) ? suffix : NULL;
+	return n > 0 && shmt_cap_looks_like(head, (size_t)n);
+}
+
+static const char *kept_suffix(DIR *dir, const struct dirent *e, const char *base)
+{
+	const char *suffix = capture_suffix(e->d_name, base);
+
+	return suffix && our_capture(dirfd(dir), e->d_name) ? suffix : NULL;
 }
 
 int parts_keep_previous(const char *output, char *kept, size_t len, char *err, size_t errlen)
 {
 	const char *slash = strrchr(output, '/'), *base = slash ? slash + 1 : output, *suffix;
 	char *dname = strndup(output, slash ? (size_t)(slash - output) + 1 : 0);
-	char prefix[NAME_MAX + 1] = "", to[NAME_MAX + 1];
+	char prefix[NAME_MAX + 32] = "", to[NAME_MAX + 32];
+	size_t longest = 0;
 	bool any = false;
 	struct dirent *e;
 	DIR *dir = NULL;
@@ -213,17 +217,40 @@ int parts_keep_previous(const char *output, char *kept, size_t len, char *err, s
 	kept[0] = 0;
 	if (!dname)
 		return -ENOMEM;
-	if (!*base || strlen(base) > NAME_MAX - 16)
+	if (!*base || strlen(base) > NAME_MAX)
 		goto out;	/* opening it says what is wrong with the name */
 	dir = opendir(*dname ? dname : ".");
-	if (!dir)
-		goto out;	/* ... and with the folder */
-	while (!any && (e = readdir(dir)))
-		any = kept_suffix(dir, e, base) != NULL;
+	if (!dir) {
+		int e = errno;
+
+		/* a folder we may write but not list: FILE alone is looked at,
+		 * and a capture there is not written over unseen */
+		if (e != ENOENT && our_capture(AT_FDCWD, output)) {
+			ret = -e;
+			snprintf(err, errlen, "cannot list the folder of '%.400s' to keep the capture "
+				 "there aside: %s; nothing was overwritten", output, strerror(e));
+		}
+		goto out;
+	}
+	while ((e = readdir(dir)))
+		if ((suffix = kept_suffix(dir, e, base))) {
+			any = true;
+			if (strlen(suffix) > longest)
+				longest = strlen(suffix);
+		}
 	if (!any)
 		goto out;	/* nothing there to keep: the usual start */
 	for (unsigned n = 1; !*prefix || prefix_taken(dir, prefix); n++)
 		snprintf(prefix, sizeof(prefix), "%s.prev%u", base, n);
+	/* a name that leaves no room for ".prevK" and its suffix is said,
+	 * not written over */
+	if (strlen(prefix) + longest > NAME_MAX) {
+		ret = -ENAMETOOLONG;
+		snprintf(err, errlen, "cannot keep the capture already at '%.400s' aside: its name "
+			 "leaves no room for .prevK; nothing was overwritten (give a shorter -o)",
+			 output);
+		goto out;
+	}
 	rewinddir(dir);
 	while ((e = readdir(dir))) {
 		if (!(suffix = kept_suffix(dir, e, base)))

@@ -343,6 +343,84 @@ static void test_a_capture_already_there_is_kept_aside(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* A capture at an -o whose name leaves no room for ".prevK" is neither
+ * kept aside nor written over: the collector says so and stops. */
+static void test_a_capture_whose_name_is_too_long_to_keep_is_said(void **state)
+{
+	const char *ring = test_ring_name("maxlong");
+	char name[251], out[800], errp[600], *s;
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	const char capture[] = "\x93\x01\xa7SHMTCAP the first run's";
+	pid_t col;
+
+	(void)state;
+	memset(name, 'n', 250);	/* 256 with ".prev1" */
+	name[250] = 0;
+	snprintf(out, sizeof(out), "%s", tmp(name));
+	snprintf(errp, sizeof(errp), "%s", tmp("mflong.err"));
+	put_file(out, capture, strlen(capture));
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	col = fork();
+	assert_true(col >= 0);
+	if (col == 0) {
+		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fe, 2);
+		execl(collector_bin, "shmtrace-collector", "--ring", ring, "--output", out,
+		      (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(wait_exit(col), 1);
+	expect_in(errp, "leaves no room for .prevK; nothing was overwritten");
+	s = slurp(out);
+	assert_string_equal(s, capture);
+	free(s);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+
+/* A second collector started on a ring another drains, with the same -o
+ * (the same command twice, or again while the first lingers): it stops
+ * at once, and leaves the first one's capture where it is, the first
+ * collector going on to a clean stop. It moved that capture aside, and
+ * the first, finding its file replaced, stopped with records undrained. */
+static void test_a_second_collector_leaves_the_first_ones_capture(void **state)
+{
+	const char *ring = test_ring_name("maxtwo");
+	char second_err[600], *s;
+	struct files fs;
+	struct stat st;
+	pid_t col, two;
+
+	(void)state;
+	files_for(&fs, "mf2");
+	snprintf(second_err, sizeof(second_err), "%s", tmp("mf2-second.err"));
+	col = start_bounded(ring, &fs, "--max-files=2");
+	produce_drained(ring, 1000);
+	two = fork();
+	assert_true(two >= 0);
+	if (two == 0) {
+		int fe = open(second_err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fe, 2);
+		execl(collector_bin, "shmtrace-collector", "--ring", ring, "--output", fs.out,
+		      (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(wait_exit(two), 1);
+	s = slurp(second_err);
+	assert_non_null(strstr(s, "another collector is already draining ring"));
+	free(s);
+	snprintf(second_err, sizeof(second_err), "%s.prev1", fs.out);
+	assert_int_equal(lstat(second_err, &st), -1);
+	produce_drained(ring, 1000);
+	kill(col, SIGTERM);
+	assert_int_equal(wait_exit(col), 0);
+	assert_int_equal(header_of(fs.out).part, 0);
+	unlink(fs.out);
+	shmtrace_ring_unlink(ring);
+}
+
 /* Part 0 made a mount point (bound onto itself), so its unlink fails with
  * EBUSY: said, the collector goes on and exits 0, the part stays; with the
  * parts left it exports and adds up. */
@@ -430,6 +508,8 @@ int main(void)
 		cmocka_unit_test(test_a_part_replaced_by_a_link_is_left_alone),
 		cmocka_unit_test(test_a_failed_deletion_is_said_never_fatal),
 		cmocka_unit_test(test_a_capture_already_there_is_kept_aside),
+		cmocka_unit_test(test_a_second_collector_leaves_the_first_ones_capture),
+		cmocka_unit_test(test_a_capture_whose_name_is_too_long_to_keep_is_said),
 		cmocka_unit_test(test_bad_max_files_are_usage_errors),
 	};
 

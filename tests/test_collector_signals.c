@@ -77,6 +77,23 @@ static void test_sigterm_under_load_captures_all_published(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* Whether process pid ignores signal sig (SigIgn in its status). */
+static bool sig_ignored(pid_t pid, int sig)
+{
+	char path[64], line[256];
+	unsigned long long mask = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigIgn: %llx", &mask) == 1)
+			break;
+	fclose(f);
+	return mask >> (sig - 1) & 1;
+}
+
 /* SIGHUP (a terminal that closes) is a clean stop: exit 0, every record
  * in the capture, its END frame written. Its default action ended the
  * collector at once, the capture cut short and nothing said. */
@@ -101,6 +118,16 @@ static void test_sighup_stops_cleanly(void **state)
 	assert_int_equal(t.clean_ends, 1);
 	assert_int_equal(t.records, 10000);
 	tally_free(&t);
+	unlink(out);
+
+	/* started under nohup(1), which ignores SIGHUP: it stays ignored,
+	 * and SIGTERM stops it */
+	signal(SIGHUP, SIG_IGN);
+	col = start_collector(ring, out, NULL, 0);
+	signal(SIGHUP, SIG_DFL);
+	assert_true(sig_ignored(col, SIGHUP));
+	status = stop(col, SIGTERM);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	unlink(out);
 	shmtrace_ring_unlink(ring);
 }
