@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_ring_strings.c - the ring's string table: strings stored intact, a
- * full table refused and counted, and interning that survives a table a
- * crashed or hostile process scribbled on.
+ * full table refused and counted, interning that survives a table a
+ * crashed or hostile process scribbled on, and a fork during an intern.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -152,12 +153,73 @@ static void test_intern_scribbled_table(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/* A thread interning a new string while the ring's lock is held by
+ * another (its word forged to tid 1, which runs: the wait is the whole
+ * 100 ms bound), with the handle's own lock taken for that wait. */
+struct intern_waiting {
+	shmtrace_t *t;
+	uint32_t id;
+};
+
+static void *intern_while_held(void *arg)
+{
+	struct intern_waiting *w = arg;
+
+	w->id = shmtrace_intern(w->t, "interned while the lock was held");
+	return NULL;
+}
+
+/*
+ * fork() while another thread waits for the ring lock inside an intern:
+ * the fork waits for that thread's hold of the handle, so the child's own
+ * first string is interned (or refused, the lock still held) at once. A
+ * child forked in the middle inherited the handle's lock held by a thread
+ * it does not have, and its first new string waited forever.
+ */
+static void test_fork_during_an_intern_leaves_the_child_a_free_handle(void **state)
+{
+	const char *name = test_ring_name("forkintern");
+	struct intern_waiting w = { 0 };
+	struct shmt_view v;
+	uint32_t *word;
+	char err[256];
+	pthread_t th;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, NULL), 0);
+	assert_int_equal(shmtrace_open(name, &w.t), 0);
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	word = (uint32_t *)&v.h->mutex;	/* glibc's lock word first (docs/FORMAT.md) */
+	__atomic_store_n(word, 1, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_create(&th, NULL, intern_while_held, &w), 0);
+	/* the waiter's bit: it waits in the kernel, its handle's lock held */
+	while (!(__atomic_load_n(word, __ATOMIC_ACQUIRE) & 0x80000000u))
+		sched_yield();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(10);	/* a child that waits forever fails, not hangs */
+		(void)shmtrace_intern(w.t, "the child's own string");
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	pthread_join(th, NULL);
+	__atomic_store_n(word, 0, __ATOMIC_RELEASE);
+	shmt_view_close(&v);
+	shmtrace_close(w.t);
+	shmtrace_ring_unlink(name);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strings_stored_intact),
 		cmocka_unit_test(test_string_table_full),
 		cmocka_unit_test(test_intern_scribbled_table),
+		cmocka_unit_test(test_fork_during_an_intern_leaves_the_child_a_free_handle),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,12 +49,34 @@ static void refresh_identity(void)
 	read_comm(shmt_pname, "/proc/self/comm");
 }
 
+/* A fork waits for the registry and for every live handle's own lock:
+ * a thread of the parent that held one (an intern waits up to 100 ms
+ * for the ring lock holding its handle's) does not exist in the child,
+ * which would wait for it forever at its first new string. Lock order:
+ * the registry, then handles (nothing takes the registry holding a
+ * handle's lock). */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&g_lock);
+	for (int i = 0; i < SHMT_MAX_HANDLES; i++)
+		if (g_handles[i])
+			pthread_mutex_lock(&g_handles[i]->local);
+}
+
+static void atfork_parent(void)
+{
+	for (int i = 0; i < SHMT_MAX_HANDLES; i++)
+		if (g_handles[i])
+			pthread_mutex_unlock(&g_handles[i]->local);
+	pthread_mutex_unlock(&g_lock);
+}
+
 static void atfork_child(void)
 {
 	refresh_identity();
 	__atomic_fetch_add(&shmt_fork_gen, 1, __ATOMIC_RELAXED);
-	/* the parent's lock on the registry was copied locked if held */
-	pthread_mutex_init(&g_lock, NULL);
+	/* taken by atfork_prepare(), in this thread */
+	atfork_parent();
 	/* the parent's blocks are the parent's: a handle of the child frees
 	 * only what the child claims through it */
 	for (int i = 0; i < SHMT_MAX_HANDLES; i++)
@@ -91,7 +113,7 @@ static void global_init(void)
 {
 	refresh_identity();
 	pthread_key_create(&g_exit_key, thread_exit);
-	pthread_atfork(NULL, NULL, atfork_child);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 void shmt_process_init(void)

@@ -361,5 +361,7 @@ PyMODINIT_FUNC PyInit__shmtrace(void)
 		Py_DECREF(m);
 		return NULL;
 	}
+	/* before the library closes the default handle at exit (tracer.c) */
+	Py_AtExit(pyst_unlocked_at_exit);
 	return m;
 }

@@ -135,6 +135,21 @@ Tracer *pyst_dflt(void);
 void pyst_name_thread(Tracer *tr);
 shmtrace_t *pyst_unlocked_begin(Tracer *tr);
 void pyst_unlocked_end(Tracer *tr);
+/* Library calls running without the GIL now, all tracers: the exit waits
+ * for them (tracer.c, pyst_unlocked_at_exit()) */
+extern int pyst_unlocked_running;
+void pyst_unlocked_at_exit(void);
+/* Runs stmt, a library call that may wait for the ring lock, without the
+ * GIL; counted out before the GIL is asked for again, which a daemon
+ * thread at the interpreter's end never gets back */
+#define PYST_UNLOCKED(stmt)							\
+	do {									\
+		__atomic_add_fetch(&pyst_unlocked_running, 1, __ATOMIC_ACQ_REL);	\
+		Py_BEGIN_ALLOW_THREADS						\
+		stmt;								\
+		__atomic_sub_fetch(&pyst_unlocked_running, 1, __ATOMIC_RELEASE);	\
+		Py_END_ALLOW_THREADS						\
+	} while (0)
 uint32_t pyst_intern(Tracer *tr, PyObject *s, const char *what, int *ok);
 int pyst_intern_name_cat(Tracer *tr, PyObject *name, PyObject *cat, uint32_t *name_id,
 			 uint32_t *cat_id);

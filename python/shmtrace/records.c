@@ -153,10 +153,9 @@ PyObject *pyst_set_name(Tracer *tr, PyObject *arg, int process)
 	/* the lock waited for without the GIL (tracer.c) */
 	t = pyst_unlocked_begin(tr);
 	ret = 0;
-	Py_BEGIN_ALLOW_THREADS
 	if (t)
-		ret = process ? shmtrace_set_process_name(t, buf) : shmtrace_set_thread_name(t, buf);
-	Py_END_ALLOW_THREADS
+		PYST_UNLOCKED(ret = process ? shmtrace_set_process_name(t, buf) :
+					      shmtrace_set_thread_name(t, buf));
 	pyst_unlocked_end(tr);
 	if (ret < 0)
 		return pyst_raise(ret, NULL);

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 #include <structmember.h>
 
 PyObject *pyst_threading_mod;
@@ -28,6 +29,34 @@ __thread int pyst_tls_named;
  */
 static pthread_mutex_t unlocked_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t unlocked_done = PTHREAD_COND_INITIALIZER;
+static pthread_once_t unlocked_once = PTHREAD_ONCE_INIT;
+int pyst_unlocked_running;
+
+/* A fork copies the mutex as a closer of the parent held it, for a child
+ * that has no such thread */
+static void unlocked_after_fork(void)
+{
+	pthread_mutex_init(&unlocked_mu, NULL);
+	pthread_cond_init(&unlocked_done, NULL);
+}
+
+static void unlocked_init(void)
+{
+	pthread_atfork(NULL, NULL, unlocked_after_fork);
+}
+
+/* At the interpreter's end (Py_AtExit()): a daemon thread may still be in
+ * a library call without the GIL, on a handle the library closes as the
+ * process exits. It returns within the library's bound on a lock wait
+ * (100 ms, or 2 ms once the holder is seen stopped); waited for that long
+ * and a little more, never for good. */
+void pyst_unlocked_at_exit(void)
+{
+	struct timespec nap = { 0, 100000 };
+
+	for (int i = 0; i < 3000 && __atomic_load_n(&pyst_unlocked_running, __ATOMIC_ACQUIRE); i++)
+		nanosleep(&nap, NULL);
+}
 
 static int unlocked_calls(Tracer *tr)
 {
@@ -38,6 +67,7 @@ static int unlocked_calls(Tracer *tr)
  * pyst_unlocked_end(). */
 shmtrace_t *pyst_unlocked_begin(Tracer *tr)
 {
+	pthread_once(&unlocked_once, unlocked_init);
 	tr->unlocked = unlocked_calls(tr) + 1;
 	tr->unlocked_pid = getpid();
 	return tr->t;
@@ -94,9 +124,7 @@ uint32_t pyst_intern(Tracer *tr, PyObject *s, const char *what, int *ok)
 	{
 		shmtrace_t *t = pyst_unlocked_begin(tr);
 
-		Py_BEGIN_ALLOW_THREADS
-		id = shmtrace_intern(t, buf);
-		Py_END_ALLOW_THREADS
+		PYST_UNLOCKED(id = shmtrace_intern(t, buf));
 		pyst_unlocked_end(tr);
 	}
 	/* only exact str keys: a subclass could hash differently, or hold
@@ -134,9 +162,7 @@ void pyst_name_thread(Tracer *tr)
 		shmtrace_t *t = pyst_unlocked_begin(tr);
 
 		pyst_copy_cut(buf, u, len, MAX_NAME);
-		Py_BEGIN_ALLOW_THREADS
-		shmtrace_set_thread_name(t, buf);
-		Py_END_ALLOW_THREADS
+		PYST_UNLOCKED(shmtrace_set_thread_name(t, buf));
 		pyst_unlocked_end(tr);
 	}
 	Py_XDECREF(name);
@@ -236,12 +262,12 @@ static void tracer_detach(Tracer *tr)
 		return;
 	pyst_open_forget(t);
 	unlocked_wait(tr);
-	Py_BEGIN_ALLOW_THREADS
-	if (tr->owned)
-		shmtrace_close(t);
-	else if (t == shmtrace_default)
-		shmtrace_default_open(NULL);	/* closes it */
-	Py_END_ALLOW_THREADS
+	PYST_UNLOCKED(
+		if (tr->owned)
+			shmtrace_close(t);
+		else if (t == shmtrace_default)
+			shmtrace_default_open(NULL)	/* closes it */
+	);
 }
 
 PyDoc_STRVAR(close_doc,
