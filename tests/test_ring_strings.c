@@ -153,6 +153,7 @@ static void test_intern_scribbled_table(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+#if !SHMT_TSAN	/* ThreadSanitizer reports the parent's thread leaked in the child */
 /* A thread interning a new string while the ring's lock is held by
  * another (its word forged to tid 1, which runs: the wait is the whole
  * 100 ms bound), with the handle's own lock taken for that wait. */
@@ -160,6 +161,14 @@ struct intern_waiting {
 	shmtrace_t *t;
 	uint32_t id;
 };
+
+static unsigned g_lock_slices;
+
+static void count_lock_slices(const char *where)
+{
+	if (!strcmp(where, "lock-slice"))
+		__atomic_add_fetch(&g_lock_slices, 1, __ATOMIC_RELEASE);
+}
 
 static void *intern_while_held(void *arg)
 {
@@ -193,9 +202,11 @@ static void test_fork_during_an_intern_leaves_the_child_a_free_handle(void **sta
 	assert_int_equal(shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
 	word = (uint32_t *)&v.h->mutex;	/* glibc's lock word first (docs/FORMAT.md) */
 	__atomic_store_n(word, 1, __ATOMIC_RELEASE);
+	g_lock_slices = 0;
+	shmt_test_hook = count_lock_slices;
 	assert_int_equal(pthread_create(&th, NULL, intern_while_held, &w), 0);
-	/* the waiter's bit: it waits in the kernel, its handle's lock held */
-	while (!(__atomic_load_n(word, __ATOMIC_ACQUIRE) & 0x80000000u))
+	/* a slice of its wait ended: it waits, its handle's lock held */
+	while (!__atomic_load_n(&g_lock_slices, __ATOMIC_ACQUIRE))
 		sched_yield();
 	pid = fork();
 	assert_true(pid >= 0);
@@ -207,11 +218,13 @@ static void test_fork_during_an_intern_leaves_the_child_a_free_handle(void **sta
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	pthread_join(th, NULL);
+	shmt_test_hook = NULL;
 	__atomic_store_n(word, 0, __ATOMIC_RELEASE);
 	shmt_view_close(&v);
 	shmtrace_close(w.t);
 	shmtrace_ring_unlink(name);
 }
+#endif
 
 int main(void)
 {
@@ -219,7 +232,9 @@ int main(void)
 		cmocka_unit_test(test_strings_stored_intact),
 		cmocka_unit_test(test_string_table_full),
 		cmocka_unit_test(test_intern_scribbled_table),
+#if !SHMT_TSAN
 		cmocka_unit_test(test_fork_during_an_intern_leaves_the_child_a_free_handle),
+#endif
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
