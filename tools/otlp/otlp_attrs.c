@@ -53,6 +53,11 @@ size_t otlp_scope_counters(struct otlp *o, struct otlp_counter *c)
 		c[n].v = l->unaccounted;
 		n += c[n].v != 0;
 	}
+	/* records of parts of a rotated capture not among the inputs, or
+	 * deleted by their collector: written, not lost by the ring */
+	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.missing_records");
+	c[n].v = l->missing;
+	n += c[n].v != 0;
 	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.names_lost");
 	c[n].v = o->names_lost;
 	n += c[n].v != 0;
@@ -60,7 +65,8 @@ size_t otlp_scope_counters(struct otlp *o, struct otlp_counter *c)
 	c[n].v = o->held.lost;
 	n += c[n].v != 0;
 	/* snapshots among the inputs: what their copies lost, the triggers
-	 * their recorder did not answer */
+	 * their recorder did not answer, the oldest records a size bound
+	 * left out (below) */
 	for (size_t i = 0; i < o->s->nsnaps; i++) {
 		over += o->s->snaps[i].overwritten;
 		suppressed += o->s->snaps[i].suppressed;
@@ -71,7 +77,17 @@ size_t otlp_scope_counters(struct otlp *o, struct otlp_counter *c)
 	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.snapshot.triggers_suppressed");
 	c[n].v = suppressed;
 	n += c[n].v != 0;
+	snprintf(c[n].key, sizeof(c[n].key), "shmtrace.snapshot.cut");
+	c[n].v = source_snapshots_cut(o->s);
+	n += c[n].v != 0;
 	return n;
+}
+
+bool otlp_scope_lossy(struct otlp *o)
+{
+	struct otlp_counter c[OTLP_COUNTERS_MAX];
+
+	return otlp_scope_counters(o, c) || o->s->loss.corrupt || !source_complete(o->s);
 }
 
 const char *otlp_event_name(struct otlp *o, uint32_t name, uint32_t cat, char *buf, size_t *len)

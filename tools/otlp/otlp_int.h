@@ -270,13 +270,17 @@ struct otlp_resource {
 };
 void otlp_resource_of(struct otlp *o, uint32_t outpid, struct otlp_resource *r);
 /* The scope's counters that are not zero (loss.h's kinds when they can
- * be true, names_lost, args_lost), into c: how many. */
+ * be true, missing_records, names_lost, args_lost, the snapshots'), into
+ * c: how many. */
 struct otlp_counter {
 	char key[48];
 	uint64_t v;
 };
-#define OTLP_COUNTERS_MAX	(SHMT_LOSS_NKINDS + 6)
+#define OTLP_COUNTERS_MAX	(SHMT_LOSS_NKINDS + 8)
 size_t otlp_scope_counters(struct otlp *o, struct otlp_counter *c);
+/* Whether the scope says of any loss: a counter not 0, counters corrupt,
+ * or the capture incomplete. */
+bool otlp_scope_lossy(struct otlp *o);
 /* Whether argument i of a is left out: a later one has its key (the last
  * is kept, as a reader of the Chrome export's "args" object keeps it). */
 bool otlp_arg_repeated(struct otlp *o, const struct ev_args *a, uint32_t i);
@@ -312,6 +316,10 @@ char *otlp_time(struct time_text *t, char *p, uint64_t ns);
 int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp);
 /* A process's resource, and its scope up to the spans ("...,\"spans\":["). */
 void otlp_put_resource(struct otlp *o, struct obuf *b, uint32_t outpid);
+/* A request of no span whose scope carries the losses (a trace that lost
+ * records but has no span to carry them), its resource the export's own:
+ * service.name "shmtrace" (or --service) and the first host's name. */
+void otlp_put_loss_request(struct otlp *o, struct obuf *b);
 void otlp_json_free(struct otlp *o);
 
 /* otlp_pb.c: the protobuf encoding. */
@@ -365,6 +373,10 @@ int otlp_writer_start(struct otlp *o);
 /* Hands the batch to the writer; its span buffers go with it. Returns 0,
  * -ENOMEM, or -EIO (an earlier request failed) with o->err set. */
 int otlp_write_batch(struct otlp *o);
+/* With no request written yet, one of no span carrying the losses
+ * (otlp_put_loss_request()), so that a trace of no span still says what
+ * it lost. Returns 0, -ENOMEM or -EIO with o->err set. */
+int otlp_write_losses(struct otlp *o);
 /* Gives b (empty, without a buffer) a buffer of a written request. */
 void otlp_writer_spare(struct otlp *o, struct obuf *b);
 /* Waits for every request to be written and ends the writer. Returns 0

@@ -330,6 +330,15 @@ static void put_scope_losses(struct otlp *o, struct obuf *b)
 	ob_puts(b, "],\"droppedAttributesCount\":0}");
 }
 
+/* The end of a resource's attributes, and its scope up to the spans. */
+static void put_scope(struct otlp *o, struct obuf *b)
+{
+	ob_puts(b, "],\"droppedAttributesCount\":0},\"scopeSpans\":[{\"scope\":{\"name\":\"shmtrace\","
+		   "\"version\":\"" SHMTRACE_VERSION "\"");
+	put_scope_losses(o, b);
+	ob_puts(b, ",\"spans\":[");
+}
+
 void otlp_put_resource(struct otlp *o, struct obuf *b, uint32_t outpid)
 {
 	struct otlp_resource r;
@@ -345,10 +354,17 @@ void otlp_put_resource(struct otlp *o, struct obuf *b, uint32_t outpid)
 		ob_raw(b, ",", 1);
 		attr_cstr(b, "process.executable.name", r.pname);
 	}
-	ob_puts(b, "],\"droppedAttributesCount\":0},\"scopeSpans\":[{\"scope\":{\"name\":\"shmtrace\","
-		   "\"version\":\"" SHMTRACE_VERSION "\"");
-	put_scope_losses(o, b);
-	ob_puts(b, ",\"spans\":[");
+	put_scope(o, b);
+}
+
+void otlp_put_loss_request(struct otlp *o, struct obuf *b)
+{
+	ob_puts(b, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[");
+	attr_cstr(b, "service.name", o->o->service ? o->o->service : "shmtrace");
+	ob_raw(b, ",", 1);
+	attr_cstr(b, "host.name", hosts_name(&o->hosts, 0));
+	put_scope(o, b);
+	ob_puts(b, "]}]}]}\n");
 }
 
 void otlp_json_free(struct otlp *o)

@@ -139,6 +139,10 @@ int otlp_run(struct otlp *o)
 	if (ret < 0)
 		return ret;
 	ret = otlp_deliver(o);
+	/* a file of no span still says what the trace lost (an endpoint is
+	 * sent spans only) */
+	if (ret == 0 && !o->requests && o->w && otlp_scope_lossy(o))
+		ret = otlp_write_losses(o);
 	if (ret < 0)
 		return ret;
 	o->counted = true;

@@ -168,6 +168,26 @@ int otlp_write_batch(struct otlp *o)
 	return 0;
 }
 
+int otlp_write_losses(struct otlp *o)
+{
+	struct otlp_writer *w = o->w;
+	struct wreq *r = &w->req[w->next];
+	struct iovec v;
+	int err;
+
+	/* called before any batch: no request is on its way */
+	r->pre.len = 0;
+	otlp_put_loss_request(o, &r->pre);
+	if (r->pre.oom)
+		return -ENOMEM;
+	v = (struct iovec){ .iov_base = r->pre.p, .iov_len = r->pre.len };
+	err = otlp_write_all(w->fd, &v, 1);
+	if (err)
+		return failed(o, err);
+	o->requests++;
+	return 0;
+}
+
 int otlp_writer_finish(struct otlp *o)
 {
 	struct otlp_writer *w = o->w;

@@ -58,7 +58,7 @@ static void put_figures(struct pf *pf)
 	fmt_iso_ns(iso, sizeof(iso), wall);
 	kv[n++] = STR("version", SHMTRACE_VERSION);
 	kv[n++] = STR("source", source_kind(s));
-	for (size_t i = 0; (in = source_input(s, i)) && n < MAX_KV - 24 - SHMT_LOSS_NKINDS; i++)
+	for (size_t i = 0; (in = source_input(s, i)) && n < MAX_KV - 26 - SHMT_LOSS_NKINDS; i++)
 		kv[n++] = STR("input", in);
 	kv[n++] = STR("clock", s->clock_tsc ? "tsc" : "monotonic");
 	kv[n++] = NUM("records", pf->records);
@@ -71,6 +71,10 @@ static void put_figures(struct pf *pf)
 	kv[n++] = NUM("unfinished", pf->unfinished);
 	kv[n++] = NUM("triggers", pf->triggers);
 	kv[n++] = NUM("overlapping", pf->overlapping);
+	/* records of parts not among the inputs, and of the snapshots'
+	 * windows left out for a size bound: not lost, not here either */
+	kv[n++] = NUM("missing_records", s->loss.missing);
+	kv[n++] = NUM("snapshot_cut", source_snapshots_cut(s));
 	kv[n++] = NUM("complete", source_complete(s));
 	kv[n++] = NUM("trace_start_ns", pf->first_ts);
 	kv[n++] = NUM("trace_start_wall_ns", wall);

@@ -217,6 +217,9 @@ const char *source_trigger_label(struct source *s, const struct shmt_record *r, 
  * trigger time on the trace's clock. Returns how many. */
 typedef void (*source_snap_fn)(void *ctx, uint64_t ts, const char *line);
 size_t source_snapshot_lines(const struct source *s, source_snap_fn fn, void *ctx);
+/* The records of the snapshots' windows left out for a size bound (their
+ * `cut`), summed over the snapshots among the inputs. */
+uint64_t source_snapshots_cut(const struct source *s);
 
 /* Whether id names a string of the trace (not "?"). */
 bool source_has_string(const struct source *s, uint32_t id);

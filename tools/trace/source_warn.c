@@ -203,3 +203,12 @@ size_t source_snapshot_lines(const struct source *s, source_snap_fn fn, void *ct
 	}
 	return s->nsnaps;
 }
+
+uint64_t source_snapshots_cut(const struct source *s)
+{
+	uint64_t cut = 0;
+
+	for (size_t i = 0; i < s->nsnaps; i++)
+		cut += s->snaps[i].cut;
+	return cut;
+}
