@@ -6,7 +6,9 @@
  * and some flow slices on starts other events of their thread take, is
  * within a fixed margin of the same export of 1 M spans: wait4()'s rusage
  * of the child, never timed), the flows of the smaller one are all there,
- * and an export killed while it writes leaves no file behind.
+ * and an export killed while it writes leaves no file behind. So do
+ * hostile traces: a million threads that each hold an instant (Perfetto),
+ * millions of open spans (every format).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -26,6 +28,9 @@
 #define RSS_MARGIN_KB	(48L << 10)
 #define FLOW_EVERY	20	/* a flow starts at every 20th span: 10 % in flows */
 #define TAKEN_EVERY	1000	/* ... and every 1000th flow slice starts with an instant */
+/* what 900 k more threads may cost: their tracks and maps, ~300 bytes
+ * each, not what they hold */
+#define THREAD_MARGIN_KB	(300L << 10)
 
 /* Appends b to the file f and empties b. */
 static void drain_to(msgpack_sbuffer *b, FILE *f)
@@ -94,6 +99,48 @@ static uint64_t make_capture(const char *path, uint64_t n)
 	msgpack_sbuffer_destroy(&b);
 	assert_int_equal(fclose(f), 0);
 	return flows;
+}
+
+/*
+ * A hostile capture of n records on ntids threads (pid 100, tid 1000 + i
+ * % ntids), 1 us apart, of the kind kind: instants, which a thread holds
+ * until something of it ends later, or open spans, which wait for the end
+ * of the pass.
+ */
+static void make_threads_capture(const char *path, uint64_t n, uint64_t ntids, uint32_t kind)
+{
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .run_id = 12, .ring_capacity = 1 << 20,
+		.realtime0 = 1700000000000000000ull, .mono0 = 1000, .started_ns = 1000,
+	};
+	struct shmt_cap_string s[2] = { { 1, 3, "cat" }, { 2, 4, "mark" } };
+	struct shmt_thread th = { .pid = 100, .tid = 100, .start_time = 5 };
+	struct shmt_cap_end e = { .records = n, .end_ns = 1000000 + n * 1000 };
+	static struct shmt_record r[4096];
+	msgpack_sbuffer b;
+	FILE *f = fopen(path, "w");
+	size_t k = 0;
+
+	assert_non_null(f);
+	snprintf(h.ring, sizeof(h.ring), "threadring");
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, s, 2), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, &th, 1), 0);
+	for (uint64_t i = 0; i < n; i++) {
+		r[k++] = (struct shmt_record){ .ts = 1000000 + i * 1000, .pid = 100,
+					       .tid = (uint32_t)(1000 + i % ntids), .name = 2, .cat = 1,
+					       .commit = kind };
+		if (k == 4096 || i + 1 == n) {
+			assert_int_equal(shmt_cap_put_records(&b, i + 1 - k, r, k), 0);
+			k = 0;
+			drain_to(&b, f);
+		}
+	}
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	drain_to(&b, f);
+	msgpack_sbuffer_destroy(&b);
+	assert_int_equal(fclose(f), 0);
 }
 
 /* Runs `shmtrace export CAP -o OUT --format FMT`: its peak RSS in KiB;
@@ -193,6 +240,59 @@ static void test_perfetto_export_memory_flat(void **state)
 	expect_flat("perfetto");
 }
 
+/* The peak RSS of the export to format of n records of kind on ntids
+ * threads. */
+static long threads_rss(uint64_t n, uint64_t ntids, uint32_t kind, const char *format)
+{
+	long kb;
+
+	make_threads_capture(tmp("th.cap"), n, ntids, kind);
+	kb = export_rss(tmp("th.cap"), "/dev/null", format);
+	unlink(tmp("th.cap"));
+	return kb;
+}
+
+/*
+ * Instants each on a thread of its own: each thread holds its instant
+ * until the end of the pass (nothing of it ends later). What the threads
+ * hold is bounded across them: 1 M such threads cost what a thread's
+ * track costs (its descriptor, its entry in the maps: about 200 bytes
+ * each, the Chrome export's order of magnitude), not a held array each.
+ */
+static void test_perfetto_instant_threads_bounded(void **state)
+{
+	long small, big;
+
+	(void)state;
+	if (getenv("SHMTRACE_SAN"))
+		skip();
+	small = threads_rss(100000, 100000, SHMTRACE_KIND_INSTANT, "perfetto");
+	big = threads_rss(1000000, 1000000, SHMTRACE_KIND_INSTANT, "perfetto");
+	printf("perfetto export peak RSS: 100 k instant threads %ld KiB, 1 M %ld KiB\n", small,
+	       big);
+	assert_true(big - small < THREAD_MARGIN_KB);
+}
+
+/* Open spans, 2 M of them on 16 threads (about 160 bytes each if kept in
+ * memory: 300 MB), cost every export what 200 k cost: they wait for the
+ * end of the pass in the temporary file. */
+static void test_open_spans_bounded(void **state)
+{
+	static const char *const formats[] = { "chrome", "otlp", "perfetto" };
+
+	(void)state;
+	if (getenv("SHMTRACE_SAN"))
+		skip();
+	for (size_t i = 0; i < 3; i++) {
+		long small = threads_rss(200000, 16, SHMTRACE_KIND_OPEN, formats[i]);
+		long big = threads_rss(2000000, 16, SHMTRACE_KIND_OPEN, formats[i]);
+
+		printf("%s export peak RSS: 200 k open spans %ld KiB, 2 M %ld KiB\n", formats[i],
+		       small, big);
+		assert_true(big - small < RSS_MARGIN_KB);
+	}
+}
+
 /* Killed while writing its output: no output, and no temporary either. */
 static void test_killed_export_leaves_nothing(void **state)
 {
@@ -235,6 +335,8 @@ int main(void)
 		cmocka_unit_test(test_chrome_export_memory_flat),
 		cmocka_unit_test(test_otlp_export_memory_flat),
 		cmocka_unit_test(test_perfetto_export_memory_flat),
+		cmocka_unit_test(test_perfetto_instant_threads_bounded),
+		cmocka_unit_test(test_open_spans_bounded),
 		cmocka_unit_test(test_killed_export_leaves_nothing),
 	};
 	int ret;

@@ -253,17 +253,18 @@ int export_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
  * the spans a thread died in nest as they were. */
 int export_open_spans(struct exporter *e)
 {
-	for (size_t i = 0; i < e->open.n; i++) {
-		struct shmt_record r = open_span_at(&e->open, &e->seen, i);
-		const struct ev_args *a = open_args(&e->open, i);
-		int ret;
+	struct open_ev oe;
+	struct shmt_record r;
+	int ret = open_spans_rewind(&e->open);
+
+	while (ret == 0 && (ret = open_spans_next(&e->open, &e->seen, &oe, &r)) == 1) {
+		const struct ev_args *a = open_args(&oe);
 
 		e->unfinished++;
 		e->pend.args += a ? a->n : 0;
-		if ((ret = put_record(e, &r, e->open.v[i].pid, a, e->open.v[i].ring)) != 0)
-			return ret;
+		ret = put_record(e, &r, oe.pid, a, oe.ring);
 	}
-	return 0;
+	return ret;
 }
 
 void export_meta_event(struct exporter *e, uint32_t pid, const uint32_t *tid, const char *what,

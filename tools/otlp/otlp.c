@@ -127,6 +127,8 @@ struct otlp *otlp_new(struct source *src, const struct otlp_opts *opts)
 	flows_init(&o->fl);
 	args_store_init(&o->args);
 	o->arrive = &o->args;
+	/* numbered down from OTLP_OPEN_SEQ by arrival, added as before */
+	o->open.newest_first = true;
 	keyed_init(&o->batch, sizeof(struct pbatch));
 	u64map_init(&o->last);
 	o->esc = calloc(src->nstr ? src->nstr : 1, sizeof(*o->esc));

@@ -107,15 +107,14 @@ int otlp_on_record(void *ctx, const struct shmt_record *r, uint64_t start_time)
  * so as they come). */
 static int put_open(struct otlp *o)
 {
-	for (size_t i = o->open.n; i-- > 0;) {
-		struct shmt_record r = open_span_at(&o->open, &o->last, i);
-		int ret = otlp_node(o, &r, o->open.v[i].pid, o->open.v[i].ring, OTLP_OPEN_SEQ - i,
-				    open_args(&o->open, i));
+	struct open_ev e;
+	struct shmt_record r;
+	int ret = open_spans_rewind(&o->open);
 
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
+	/* the newest first (o->open.newest_first) */
+	while (ret == 0 && (ret = open_spans_next(&o->open, &o->last, &e, &r)) == 1)
+		ret = otlp_node(o, &r, e.pid, e.ring, OTLP_OPEN_SEQ - e.i, open_args(&e));
+	return ret;
 }
 
 int otlp_run(struct otlp *o)

@@ -107,6 +107,8 @@ static int on_record(void *ctx, const struct shmt_record *r, uint64_t start_time
 static int run_pass(struct pass *ps, char *err, size_t errlen)
 {
 	struct pf *pf = ps->pf;
+	struct open_ev oe;
+	struct shmt_record r;
 	int ret;
 
 	memset(&pf->pend, 0, sizeof(pf->pend));
@@ -121,12 +123,13 @@ static int run_pass(struct pass *ps, char *err, size_t errlen)
 		fputs("\r\033[K", stderr);
 	if (ret == 0)
 		ret = take_pending(ps);
-	for (size_t i = 0; ret == 0 && i < pf->open.n; i++) {
-		struct shmt_record r = open_span_at(&pf->open, &pf->seen, i);
-		const struct ev_args *a = open_args(&pf->open, i);
+	if (ret == 0)
+		ret = open_spans_rewind(&pf->open);
+	while (ret == 0 && (ret = open_spans_next(&pf->open, &pf->seen, &oe, &r)) == 1) {
+		const struct ev_args *a = open_args(&oe);
 
 		pf->pend.args += a ? a->n : 0;
-		ret = thread_event(ps, &r, pf->open.v[i].pid, pf->open.v[i].ring, a);
+		ret = thread_event(ps, &r, oe.pid, oe.ring, a);
 	}
 	return ret;
 }

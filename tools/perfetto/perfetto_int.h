@@ -40,6 +40,10 @@
 
 /* a thread holds at most so many events back; past it, all are written */
 #define PF_HOLD_MAX	256u
+/* all threads together hold at most so many (10 MB): past it, all are
+ * written, so that a trace of many threads that each hold an instant
+ * (nothing of theirs ends after it) does not keep one per thread */
+#define PF_HOLD_ALL_MAX	65536u
 
 /* One event of a thread (a span, an instant, an open span ended where its
  * thread's last moment is), as both passes number it. */
@@ -78,6 +82,7 @@ struct pf_thread {
 	size_t nheld, caph;
 	struct pf_group *grp;
 	size_t ngrp, capg;
+	size_t holder;		/* its place in pf->holders + 1, 0: holds nothing */
 };
 
 /* What the first pass learns (perfetto_plan.c). */
@@ -139,6 +144,9 @@ struct pf {
 	uint64_t first_ts, last_ts, records;
 	uint64_t names_lost, threads_unnamed, unfinished, flows, triggers;
 	uint64_t forced;	/* events written before their time was settled */
+	size_t held_all;	/* the events all threads hold back */
+	uint32_t *holders;	/* the threads that hold some (index in thr) */
+	size_t nholders, capholders;
 	uint64_t overlapping;	/* spans that begin inside another and end after it */
 	uint64_t hops_unmatched; /* flow records the second pass did not find */
 };

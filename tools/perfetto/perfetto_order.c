@@ -25,7 +25,9 @@
  *
  * What a thread holds is bounded: past PF_HOLD_MAX (records that do not
  * come in the order of their ends, or a plan that expected more), all of
- * it is written, counted in pf->forced.
+ * it is written, counted in pf->forced. So is what all threads hold:
+ * past PF_HOLD_ALL_MAX, every thread's is written (counted the same), and
+ * a thread that holds nothing keeps no array.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,13 +48,39 @@ static struct pf_group *group_at(struct pf_thread *th, uint64_t ts)
 	return NULL;
 }
 
-static int hold(struct pf_thread *th, const struct pf_ev *ev, bool grouped)
+static int hold(struct pf *pf, struct pf_thread *th, const struct pf_ev *ev, bool grouped)
 {
-	if (array_reserve(&th->held, &th->caph, th->nheld + 1, sizeof(*th->held), 8) < 0)
+	if (!th->holder &&
+	    array_reserve(&pf->holders, &pf->capholders, pf->nholders + 1, sizeof(*pf->holders),
+			  64) < 0)
+		return -ENOMEM;
+	/* most threads hold one or two at a time */
+	if (array_reserve(&th->held, &th->caph, th->nheld + 1, sizeof(*th->held), 2) < 0)
 		return -ENOMEM;
 	th->held[th->nheld].ev = *ev;
 	th->held[th->nheld++].grouped = grouped;
+	pf->held_all++;
+	if (!th->holder) {
+		pf->holders[pf->nholders++] = (uint32_t)(th - pf->thr);
+		th->holder = pf->nholders;
+	}
 	return 0;
+}
+
+/* th holds nothing more: its arrays freed, and it is no holder. */
+static void unhold(struct pf *pf, struct pf_thread *th)
+{
+	uint32_t last = pf->holders[--pf->nholders];
+
+	free(th->held);
+	free(th->grp);
+	th->held = NULL;
+	th->grp = NULL;
+	th->caph = th->capg = 0;
+	/* the last holder takes its place */
+	pf->holders[th->holder - 1] = last;
+	pf->thr[last].holder = th->holder;
+	th->holder = 0;
 }
 
 /* Longest first; of two that end together, the later record (the outer). */
@@ -112,7 +140,7 @@ static int write_group(struct pf *pf, struct pf_thread *th, const struct pf_grou
  */
 static int release(struct pf *pf, struct pf_thread *th, bool force)
 {
-	size_t k = 0;
+	size_t k = 0, was = th->nheld;
 
 	for (size_t gi = 0; gi < th->ngrp;) {
 		struct pf_group *g = &th->grp[gi];
@@ -135,7 +163,25 @@ static int release(struct pf *pf, struct pf_thread *th, bool force)
 			th->held[k++] = *h;
 	}
 	th->nheld = k;
+	pf->held_all -= was - k;
+	if (!k && !th->ngrp && th->holder)
+		unhold(pf, th);
 	return 0;
+}
+
+/* Writes what every thread holds. */
+static int release_all(struct pf *pf)
+{
+	int ret = 0;
+
+	/* each release that empties a thread moves the last holder in */
+	while (pf->nholders && ret == 0) {
+		struct pf_thread *th = &pf->thr[pf->holders[pf->nholders - 1]];
+
+		pf->forced += th->nheld;
+		ret = release(pf, th, true);
+	}
+	return ret;
 }
 
 int order_put(struct pf *pf, struct pf_thread *th, const struct pf_ev *ev)
@@ -156,9 +202,9 @@ int order_put(struct pf *pf, struct pf_thread *th, const struct pf_ev *ev)
 			g->arrived = 0;
 		}
 		g->arrived += !ev->point;
-		ret = hold(th, ev, true);
+		ret = hold(pf, th, ev, true);
 	} else if (ev->point) {
-		ret = hold(th, ev, false);
+		ret = hold(pf, th, ev, false);
 	} else {
 		packet_event(pf, th->uuid, ev);
 	}
@@ -174,10 +220,15 @@ int order_put(struct pf *pf, struct pf_thread *th, const struct pf_ev *ev)
 		th->max_end = end;
 		th->max_start = ev->ts;
 	}
-	if ((ret = release(pf, th, false)) < 0 || th->nheld <= PF_HOLD_MAX)
+	if ((ret = release(pf, th, false)) < 0)
 		return ret;
-	pf->forced += th->nheld;
-	return release(pf, th, true);
+	if (th->nheld > PF_HOLD_MAX) {
+		pf->forced += th->nheld;
+		ret = release(pf, th, true);
+	}
+	if (ret == 0 && pf->held_all > PF_HOLD_ALL_MAX)
+		ret = release_all(pf);
+	return ret;
 }
 
 int order_flush(struct pf *pf)
@@ -199,6 +250,10 @@ void order_free(struct pf *pf)
 		free(pf->thr[i].grp);
 	}
 	free(pf->thr);
+	free(pf->holders);
 	pf->thr = NULL;
+	pf->holders = NULL;
 	pf->nthr = pf->capthr = 0;
+	pf->nholders = pf->capholders = 0;
+	pf->held_all = 0;
 }

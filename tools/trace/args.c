@@ -299,19 +299,29 @@ int args_texts_out(struct args_store *s, const struct ev_args *a, struct open_ar
 	return 0;
 }
 
+/* The newest first: by arrival, down. */
+static int cmp_newest(const void *pa, const void *pb)
+{
+	const struct open_ev *a = pa, *b = pb;
+
+	return a->i < b->i ? 1 : a->i > b->i ? -1 : 0;
+}
+
 int open_add(struct open_spans *o, struct args_store *s, const struct shmt_record *r,
 	     uint32_t pid, uint32_t ring, const struct open_args *a)
 {
-	struct open_ev *e;
+	struct open_ev e = { .r = *r, .pid = pid, .ring = ring, .i = o->n };
+	int ret;
 
-	if (array_reserve(&o->v, &o->cap, o->n + 1, sizeof(*o->v), 16) < 0)
+	if (!o->s && !(o->s = extsort_new(sizeof(e), o->newest_first ? cmp_newest : NULL,
+					  OPEN_MEM)))
 		return -ENOMEM;
-	e = &o->v[o->n++];
-	e->r = *r;
-	e->pid = pid;
-	e->ring = ring;
-	e->a.n = e->a.count = 0;
-	return a ? args_keep_texts(s, a, &e->a) : 0;
+	if (a && (ret = args_keep_texts(s, a, &e.a)) < 0)
+		return ret;
+	if ((ret = extsort_add(o->s, &e)) < 0)
+		return ret;
+	o->n++;
+	return 0;
 }
 
 struct shmt_record open_end(const struct shmt_record *open, uint32_t pid,
@@ -328,19 +338,29 @@ struct shmt_record open_end(const struct shmt_record *open, uint32_t pid,
 	return r;
 }
 
-struct shmt_record open_span_at(const struct open_spans *o, const struct u64map *last, size_t i)
+int open_spans_rewind(struct open_spans *o)
 {
-	return open_end(&o->v[i].r, o->v[i].pid, last, o->last_end);
+	return o->s ? extsort_rewind(o->s) : 0;
 }
 
-const struct ev_args *open_args(const struct open_spans *o, size_t i)
+int open_spans_next(struct open_spans *o, const struct u64map *last, struct open_ev *e,
+	      struct shmt_record *r)
 {
-	return o->v[i].a.n ? &o->v[i].a : NULL;
+	int ret = o->s ? extsort_next(o->s, e) : 0;
+
+	if (ret == 1)
+		*r = open_end(&e->r, e->pid, last, o->last_end);
+	return ret;
+}
+
+const struct ev_args *open_args(const struct open_ev *e)
+{
+	return e->a.n ? &e->a : NULL;
 }
 
 void open_free(struct open_spans *o)
 {
-	free(o->v);
-	o->v = NULL;
-	o->n = o->cap = 0;
+	extsort_free(o->s);
+	o->s = NULL;
+	o->n = 0;
 }

@@ -139,6 +139,7 @@ struct open_ev {
 	struct shmt_record r;
 	uint32_t pid;			/* as written */
 	uint32_t ring;			/* the source's ring index */
+	uint64_t i;			/* its arrival among the open spans, from 0 */
 	struct ev_args a;		/* added while it was open (source_open_args()) */
 };
 
@@ -154,9 +155,18 @@ struct open_ev {
  * counter, an open span's start), as Perfetto draws a slice that did not
  * end. Either way the spans a thread died in nest as they were.
  */
+/*
+ * Kept in bounded memory, as a hostile trace may leave millions open: the
+ * first OPEN_MEM bytes of them in memory, the rest in an unlinked
+ * temporary file (util/extsort.h), read back after the pass in the order
+ * they came, or the newest first.
+ */
+#define OPEN_MEM (4u << 20)
+
 struct open_spans {
-	struct open_ev *v;
-	size_t n, cap;
+	struct extsort *s;		/* NULL until the first */
+	uint64_t n;			/* kept */
+	bool newest_first;		/* read back the newest first (set before the first) */
 	uint64_t last_end;		/* the trace's last recorded moment */
 };
 
@@ -171,16 +181,21 @@ int open_note(struct open_spans *o, struct u64map *last, uint64_t key,
  * in s. Returns 0, -ENOMEM, or -errno when s could not keep a text. */
 int open_add(struct open_spans *o, struct args_store *s, const struct shmt_record *r,
 	     uint32_t pid, uint32_t ring, const struct open_args *a);
-/* Open span i as a span record ending where it ends (its dur set). */
-struct shmt_record open_span_at(const struct open_spans *o, const struct u64map *last, size_t i);
+/* Starts reading the open spans kept back (again). Returns 0 or -errno. */
+int open_spans_rewind(struct open_spans *o);
+/* The next open span into *e, and it as a span record ending where it
+ * ends (open_end()) into *r: 1, 0 after the last, or -errno. */
+int open_spans_next(struct open_spans *o, const struct u64map *last, struct open_ev *e,
+	      struct shmt_record *r);
 /* Open span open of thread (pid as written, open->tid) as a span record
  * ending where it ends: where it was last seen, else at last_end (the
  * trace's last moment); never before its thread's last moment in last
  * (open_note()), so the spans a thread died in nest as they were. */
 struct shmt_record open_end(const struct shmt_record *open, uint32_t pid,
 			    const struct u64map *last, uint64_t last_end);
-/* Open span i's arguments, or NULL when it has none. */
-const struct ev_args *open_args(const struct open_spans *o, size_t i);
+/* An open span's arguments, or NULL when it has none. */
+const struct ev_args *open_args(const struct open_ev *e);
+/* Forgets the open spans kept (newest_first stays). */
 void open_free(struct open_spans *o);
 
 #endif
