@@ -185,6 +185,53 @@ static void test_timestamps_as_deltas_per_track(void **state)
 	expect_not_in(tmp("check.out"), said);
 }
 
+/*
+ * Captures of 16 hosts, one span of pid 100 each: host h's pid is 100 +
+ * h * 2^27, every one below 2^31, as the int32 pid of Perfetto's
+ * ProcessDescriptor and ThreadDescriptor must be (at 2^28 a host, hosts
+ * 8 to 15 decoded negative).
+ */
+static void test_pids_of_16_hosts_fit_int32(void **state)
+{
+	const struct shmt_cap_string s[] = { { S_CAT, 3, "cat" }, { S_A, 1, "a" } };
+	struct shmt_thread th = { .pid = 100, .tid = 100, .start_time = 5 };
+	struct shmt_record r = R(1000, 50, 0, 100, 100, S_A, SPAN);
+	char cmd[4096], name[32], want[64], *txt;
+	size_t len = 0;
+
+	(void)state;
+	if (!have_protoc())
+		skip();
+	len = (size_t)snprintf(cmd, sizeof(cmd), "'%s' export", bin);
+	for (uint32_t h = 0; h < 16; h++) {
+		struct cap_spec c = {
+			.h = { .version = SHMT_CAP_VERSION, .run_id = 100 + h, .ring_id = 100 + h,
+			       .ring_capacity = 1024, .realtime0 = 1700000000000000000ull,
+			       .mono0 = 1000, .started_ns = 1000 },
+			.str = s, .nstr = 2, .th = &th, .nth = 1, .r = &r, .nr = 1,
+		};
+
+		snprintf(c.h.ring, sizeof(c.h.ring), "ring%u", h);
+		snprintf(c.h.host, sizeof(c.h.host), "host%02u", h);
+		snprintf(name, sizeof(name), "h%02u.cap", h);
+		put_capture(tmp(name), &c);
+		len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, " '%s'", tmp(name));
+	}
+	snprintf(cmd + len, sizeof(cmd) - len,
+		 " --format perfetto -o '%s' 2>/dev/null && protoc --decode=perfetto.Trace -I "
+		 "tests/perfetto tests/perfetto/perfetto_trace.proto <'%s' >'%s'",
+		 tmp("h.pftrace"), tmp("h.pftrace"), tmp("h.txt"));
+	assert_int_equal(system(cmd), 0);
+	txt = slurp(tmp("h.txt"));
+	assert_null(strstr(txt, "pid: -"));
+	/* each host's process and thread */
+	for (uint32_t h = 0; h < 16; h++) {
+		snprintf(want, sizeof(want), "pid: %u\n", 100 + h * (1u << 27));
+		assert_int_equal(count(txt, want), 2);
+	}
+	free(txt);
+}
+
 /* The trace goes to stdout with -o -: the same bytes as to a file. */
 static void test_stdout(void **state)
 {
@@ -261,6 +308,7 @@ int main(void)
 		cmocka_unit_test(test_nesting_as_chrome),
 		cmocka_unit_test(test_flow_roles_as_chrome),
 		cmocka_unit_test(test_timestamps_as_deltas_per_track),
+		cmocka_unit_test(test_pids_of_16_hosts_fit_int32),
 		cmocka_unit_test(test_stdout),
 		cmocka_unit_test(test_failures),
 	};

@@ -144,6 +144,7 @@ struct pf {
 	uint64_t first_ts, last_ts, records;
 	uint64_t names_lost, threads_unnamed, unfinished, flows, triggers;
 	uint64_t forced;	/* events written before their time was settled */
+	uint64_t pids_capped;	/* processes whose pid did not fit in int32 */
 	size_t held_all;	/* the events all threads hold back */
 	uint32_t *holders;	/* the threads that hold some (index in thr) */
 	size_t nholders, capholders;

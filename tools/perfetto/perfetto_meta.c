@@ -114,6 +114,11 @@ void meta_write(struct pf *pf)
 		source_warnx("%llu spans begin inside another span of their thread and end after it: "
 			     "Perfetto stacks a thread's slices, so it shows them with wrong ends",
 			     (unsigned long long)pf->overlapping);
+	if (pf->pids_capped)
+		source_warnx("%llu processes have pids past 2^31 - 1 (a pid reused by hundreds of "
+			     "processes): Perfetto's pids are int32, so they are written as "
+			     "2147483647 and shown as one process",
+			     (unsigned long long)pf->pids_capped);
 	if (pf->hops_unmatched)
 		source_warnx("%llu flow records changed between the two reads of the input (a ring "
 			     "still written to?): they are exported without their flow",

@@ -10,6 +10,7 @@
  * format).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,6 +244,17 @@ static void end_both(struct pf *pf, size_t pk, size_t inner)
 	pb_end(&pf->out, pk);
 }
 
+/* Output pid as Perfetto's int32 pid: itself below 2^31 (every host's
+ * pids are, hosts.h), else 2^31 - 1, counted (only the synthetic pids of
+ * hundreds of processes of one pid pass it). */
+static uint32_t int32_pid(struct pf *pf, uint32_t pid, bool count)
+{
+	if (pid <= INT32_MAX)
+		return pid;
+	pf->pids_capped += count;
+	return INT32_MAX;
+}
+
 /* The track of process pid: found, or made and described (0: no memory). */
 static uint64_t process_track(struct pf *pf, uint32_t pid)
 {
@@ -257,7 +269,7 @@ static uint64_t process_track(struct pf *pf, uint32_t pid)
 	hosts_proc_name(&pf->hosts, pid, name, sizeof(name));
 	describe_begin(pf, *u, 0, &pk, &td);
 	pd = pb_begin(&pf->out, TD_PROCESS);
-	pb_uint(&pf->out, PD_PID, pid);
+	pb_uint(&pf->out, PD_PID, int32_pid(pf, pid, true));
 	pb_string(&pf->out, PD_PROCESS_NAME, name, strlen(name));
 	pb_end(&pf->out, pd);
 	end_both(pf, pk, td);
@@ -290,7 +302,7 @@ struct pf_thread *packet_thread(struct pf *pf, uint32_t pid, uint32_t tid)
 	}
 	describe_begin(pf, th->uuid, proc, &pk, &td);
 	thd = pb_begin(&pf->out, TD_THREAD);
-	pb_uint(&pf->out, THD_PID, pid);
+	pb_uint(&pf->out, THD_PID, int32_pid(pf, pid, false));
 	pb_uint(&pf->out, THD_TID, tid);
 	pb_string(&pf->out, THD_THREAD_NAME, tn, strlen(tn));
 	pb_end(&pf->out, thd);

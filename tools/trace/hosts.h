@@ -15,8 +15,9 @@
 
 /* Output pid = the host's own output pid + host * HOSTS_PID_STRIDE: host
  * 0 keeps its pids, the others get pids that no process of host 0 has
- * (procs' synthetic pids stay below it up to 64 processes of one pid). */
-#define HOSTS_PID_STRIDE	(1u << 28)
+ * (procs' synthetic pids stay below it up to 32 processes of one pid).
+ * HOSTS_MAX strides fit in 31 bits: Perfetto's pids are int32. */
+#define HOSTS_PID_STRIDE	(1u << 27)
 #define HOSTS_MAX		16u
 
 struct hosts {
