@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -268,6 +269,51 @@ static void test_rm_says_lost(void **state)
 	run_says(0, rm_force, want, NULL);
 	assert_false(ring_exists(ring));
 	shmtrace_close(t);
+}
+
+/*
+ * Any user who can open a ring, read-only, can take an flock on it, an
+ * exclusive one too. Such a lock made ls name its holder as the ring's
+ * collector, and rm refuse the ring, and rm --force say nothing of the
+ * records lost. A lock counts only where its holder is the collector the
+ * header records: a reader's, shared or exclusive, is none (the real
+ * collector is still told, test_ls_and_rm).
+ */
+static void test_a_readers_lock_is_no_collector(void **state)
+{
+	static const int ops[] = { LOCK_SH, LOCK_EX };
+	const char *ring = test_ring_name("flocked");
+	char *ls_argv[] = { bin, "ls", "--json", NULL };
+	char *rm_plain[] = { bin, "rm", (char *)ring, NULL };
+	char *rm_force[] = { bin, "rm", "--force", (char *)ring, NULL };
+	char path[300], want[600], *out, *e;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+	snprintf(want, sizeof(want), "shmtrace rm: removed ring '%s' with 1 record no collector "
+		 "drained (lost)", ring);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		int fd;
+
+		shmtrace_ring_unlink(ring);
+		assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+		producer(ring, false, &fd);	/* one record, its producer gone */
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_int_equal(flock(fd, ops[i] | LOCK_NB), 0);
+
+		assert_int_equal(run(tmp("flocked.json"), NULL, ls_argv), 0);
+		out = slurp(tmp("flocked.json"));
+		e = ls_entry(out, ring);
+		assert_non_null(e);
+		assert_non_null(strstr(e, "\"collector\":false,\"collector_pid\":0,"));
+		free(e);
+		free(out);
+		/* shared: plain rm removes it; exclusive: --force says the loss */
+		run_says(0, ops[i] == LOCK_SH ? rm_plain : rm_force, want, NULL);
+		assert_false(ring_exists(ring));
+		close(fd);
+	}
 }
 
 static void test_stat_names_missing_once(void **state)
@@ -623,6 +669,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ls_and_rm),
 		cmocka_unit_test(test_rm_says_lost),
+		cmocka_unit_test(test_a_readers_lock_is_no_collector),
 		cmocka_unit_test(test_stat_names_missing_once),
 		cmocka_unit_test(test_a_ring_name_for_a_file_is_pointed_at_the_ring),
 		cmocka_unit_test(test_collector_option_checks),

@@ -30,6 +30,7 @@ struct census {
 	struct shmt_view v;
 	uint64_t fill;
 	uint64_t undrained;	/* published past the tail, and staged in blocks */
+	uint64_t recorded;	/* the collector pid the header names (ring_collector()) */
 	bool count_procs;	/* count the producers too (rm --force needs not) */
 	struct ring_proc *procs;	/* the pass's copy, freed by census_take() */
 	size_t nprocs;
@@ -49,6 +50,7 @@ static int census_pass(void *arg)
 	if (c->fill > v->capacity)
 		c->fill = v->capacity;
 	c->undrained = shmt_ring_undrained(v);
+	c->recorded = shmt_ring_collector_pid(v);
 	return c->count_procs ? ring_processes(v, &c->procs, &c->nprocs) : 0;
 }
 
@@ -219,11 +221,10 @@ static void ls_text(struct jw *w, const char *name, const struct census *cs,
 	term_escape(name, strlen(name), esc, sizeof(esc));
 	fmt_size(size, sizeof(size), (uint64_t)st->st_size);
 	fmt_age(age, sizeof(age), cs->v.clock.realtime0, now);
-	/* a collector in another pid namespace: attached, pid unknown */
 	if (col > 0)
 		snprintf(colbuf, sizeof(colbuf), "%lld", (long long)col);
 	else
-		snprintf(colbuf, sizeof(colbuf), "%s", col == 0 ? "yes" : "-");
+		snprintf(colbuf, sizeof(colbuf), "-");
 	snprintf(line, sizeof(line), " %7s  %04o  %-9s  %8u  %4.0f%%  %5u  %4u  %9s  %s\n", size,
 		 (unsigned)(st->st_mode & 07777), mode_name(cs), cs->v.capacity,
 		 100.0 * (double)cs->fill / cs->v.capacity, cs->alive, cs->dead, colbuf, age);
@@ -254,7 +255,7 @@ static void ls_rings(struct jw *w, char **names, size_t n, bool json)
 		else if (!json && !any)
 			jw_puts(w, "NAME                    SIZE  PERM  MODE       CAPACITY   FILL"
 				   "  ALIVE  DEAD  COLLECTOR  AGE\n");
-		(json ? ls_json : ls_text)(w, names[i], &cs, &st, ring_collector(&cs.v), now);
+		(json ? ls_json : ls_text)(w, names[i], &cs, &st, ring_collector(&cs.v, cs.recorded), now);
 		any = true;
 		shmt_view_close(&cs.v);
 	}
@@ -323,7 +324,7 @@ static int rm_one(const char *name, bool force)
 		return cli_runtime_error("rm", "%s; not a ring, not removed", err);
 	if (ret < 0)
 		return cli_runtime_error("rm", "%s", err);
-	col = ring_collector(&cs.v);
+	col = ring_collector(&cs.v, cs.recorded);
 	/* cs.v stays open until the unlink: what is removed is the ring
 	 * looked at, never one made anew under its name meanwhile */
 	if (!force && cs.alive) {
@@ -342,12 +343,8 @@ static int rm_one(const char *name, bool force)
 	}
 	if (!force && col >= 0) {
 		shmt_view_close(&cs.v);
-		if (col > 0)
-			return cli_runtime_error("rm", "ring '%s' is being drained by a collector (pid %lld); "
-						 "not removed (--force removes it anyway)", name,
-						 (long long)col);
-		return cli_runtime_error("rm", "ring '%s' is being drained by a collector; not removed "
-					 "(--force removes it anyway)", name);
+		return cli_runtime_error("rm", "ring '%s' is being drained by a collector (pid %lld); "
+					 "not removed (--force removes it anyway)", name, (long long)col);
 	}
 	ret = shmt_ring_unlink_seen(name, &cs.v);
 	shmt_view_close(&cs.v);

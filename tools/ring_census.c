@@ -71,40 +71,84 @@ bool ring_process_alive(const struct ring_proc *p)
 }
 
 /*
- * The collector holds an flock on the ring (collector/drain.c), which
- * /proc/locks lists with the ring's device and inode. Without a readable
- * /proc/locks, falls back to the pid the header names, if alive.
+ * Whether process pid (as /proc shows it) is the collector whose pid the
+ * header records: the collector writes its own getpid(), which in a pid
+ * namespace of its own is the last field of its NSpid line (the kernel
+ * lists its pids from our namespace down to its own). A kernel without
+ * NSpid (before 4.1) has one namespace to compare in.
  */
-int64_t ring_collector(const struct shmt_view *v)
+static bool pid_is_recorded(long long pid, uint64_t recorded)
 {
-	char line[256], want[64];
+	char path[64], line[256];
+	long long last = pid;
+	FILE *f;
+
+	if (!recorded)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%lld/status", pid);
+	if (!(f = fopen(path, "re")))
+		return false;	/* gone since it was listed: not draining */
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + 6, *end;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (;;) {
+			long long x = strtoll(p, &end, 10);
+
+			if (end == p)
+				break;
+			last = x;
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return last > 0 && (uint64_t)last == recorded;
+}
+
+/*
+ * The collector holds an exclusive flock on the ring (claim_ring() in
+ * collector/hold.c), which /proc/locks lists with its pid and the ring's
+ * device and inode. Any user who can open the ring, read-only too, can
+ * take an flock on it, an exclusive one included (flock() asks for no
+ * write access): so a lock counts only when it is exclusive, held (not
+ * waited for: "->"), and its owner is the collector the header records,
+ * a word only the ring's writers can set. Both must agree. Without a
+ * readable /proc/locks, falls back to the recorded pid, if alive.
+ */
+int64_t ring_collector(const struct shmt_view *v, uint64_t recorded)
+{
+	char line[256];
 	FILE *f = fopen("/proc/locks", "re");
 	int64_t pid = -1;
 
 	if (!f) {
-		uint64_t p = shmt_ring_collector_pid(v);
 		char path[64];
 		struct stat ps;
 
-		snprintf(path, sizeof(path), "/proc/%" PRIu64, p);
-		return p && p <= UINT32_MAX && stat(path, &ps) == 0 ? (int64_t)p : -1;
+		snprintf(path, sizeof(path), "/proc/%" PRIu64, recorded);
+		return recorded && recorded <= UINT32_MAX && stat(path, &ps) == 0 ? (int64_t)recorded
+										   : -1;
 	}
-	snprintf(want, sizeof(want), " %02x:%02x:%llu ", major((dev_t)v->dev), minor((dev_t)v->dev),
-		 (unsigned long long)v->ino);
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, want);
+	/* "N: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INO START END"; a waiter's
+	 * line has "->" where FLOCK is, and fails the match */
+	while (pid < 0 && fgets(line, sizeof(line), f)) {
+		char type[16], access[16];
+		unsigned int maj, min;
+		unsigned long long ino;
 		long long lp;
 
-		if (!p || !strstr(line, "FLOCK"))
+		if (sscanf(line, "%*d: %15s %*15s %15s %lld %x:%x:%llu", type, access, &lp, &maj, &min,
+			   &ino) != 6)
 			continue;
-		/* the pid is the field just before the device */
-		while (p > line && p[-1] == ' ')
-			p--;
-		while (p > line && p[-1] >= '0' && p[-1] <= '9')
-			p--;
-		lp = strtoll(p, NULL, 10);
-		pid = lp > 0 && lp <= UINT32_MAX ? lp : 0;
-		break;
+		if (strcmp(type, "FLOCK") || strcmp(access, "WRITE") || maj != major((dev_t)v->dev) ||
+		    min != minor((dev_t)v->dev) || ino != v->ino)
+			continue;
+		/* pid 0, one outside our namespace (kernels that list such
+		 * locks), cannot be checked against the header: not counted */
+		if (lp > 0 && lp <= UINT32_MAX && pid_is_recorded(lp, recorded))
+			pid = lp;
 	}
 	fclose(f);
 	return pid;

@@ -37,12 +37,13 @@ int ring_processes(const struct shmt_view *v, struct ring_proc **out, size_t *n)
 bool ring_process_alive(const struct ring_proc *p);
 
 /*
- * The collector that drains the ring v maps: its pid, 0 when one drains it
- * from another pid namespace (pid unknown), or -1 when none does (the pid
- * in the header, if any, is then a collector that died or was killed).
- * The header alone cannot tell: a collector SIGKILLed leaves its pid there.
- * Reads the header: call it where v's segment may be read (shmt_guarded()).
+ * The collector that drains the ring v maps: its pid, or -1 when none
+ * does. recorded is the pid the header names (shmt_ring_collector_pid(),
+ * read by the caller where the segment may be read): the header alone
+ * cannot tell, a collector SIGKILLed leaves its pid there, and the lock
+ * alone cannot either, any reader may take one; a collector counts only
+ * where the two agree. Reads /proc only, never the segment.
  */
-int64_t ring_collector(const struct shmt_view *v);
+int64_t ring_collector(const struct shmt_view *v, uint64_t recorded);
 
 #endif

@@ -78,8 +78,6 @@ static void kv_collector(struct kv *o, int64_t col, uint64_t recorded)
 	}
 	if (col > 0)
 		snprintf(buf, sizeof(buf), "%lld", (long long)col);
-	else if (col == 0)
-		snprintf(buf, sizeof(buf), "running (in another pid namespace)");
 	else if (recorded)
 		snprintf(buf, sizeof(buf), "none (pid %llu recorded, not running)",
 			 (unsigned long long)recorded);
@@ -103,6 +101,7 @@ static void stat_ring_header(struct kv *o, const char *name, const struct shmt_v
 	uint64_t fill;
 	uint32_t nthr, nstr;
 	struct shmt_loss loss;
+	uint64_t recorded;
 	char buf[96];
 
 	shmt_ring_status(v, &st);
@@ -136,7 +135,8 @@ static void stat_ring_header(struct kv *o, const char *name, const struct shmt_v
 	fmt_iso_ns(buf, sizeof(buf), v->clock.realtime0);
 	kv_str(o, "wall_clock_anchor", buf);
 	kv_u64(o, "anchor_mono_ns", v->clock.mono0);
-	kv_collector(o, ring_collector(v), shmt_ring_collector_pid(v));
+	recorded = shmt_ring_collector_pid(v);	/* read once: both uses agree */
+	kv_collector(o, ring_collector(v, recorded), recorded);
 }
 
 /* One producer process: a JSON object, or a line "  PID  NAME  alive". */
