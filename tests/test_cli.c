@@ -316,6 +316,106 @@ static void test_a_readers_lock_is_no_collector(void **state)
 	}
 }
 
+/* Writes n bytes of what at offset off of ring's file, as a writer of the
+ * ring (or a newer shmtrace) could. */
+static void poke(const char *ring, size_t off, const void *what, size_t n)
+{
+	char path[300];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, what, n, (off_t)off), (ssize_t)n);
+	close(fd);
+}
+
+/*
+ * A ring of a format this shmtrace does not read (3.1, which says readers
+ * of 3 at the oldest) and one that fails validation (its header's size
+ * not its file's) were left out of ls, and rm refused them even with
+ * --force: only rm(1) removed them. ls lists each with what is wrong with
+ * it; rm says why it refuses and that --force removes it; rm --force
+ * removes it, saying so, but never through a symbolic link.
+ */
+static void test_unreadable_rings_listed_and_removed(void **state)
+{
+	const char *newer = test_ring_name("newer"), *damaged = test_ring_name("damaged");
+	const char *link_name = test_ring_name("damlink");
+	const uint16_t v31[3] = { 3, 1, 3 };	/* major, minor, compat */
+	const uint64_t size = 12345;
+	char *ls_json[] = { bin, "ls", "--json", NULL };
+	char *ls_text[] = { bin, "ls", NULL };
+	char *rm_plain[] = { bin, "rm", (char *)newer, (char *)damaged, NULL };
+	char *rm_link[] = { bin, "rm", "--force", (char *)link_name, NULL };
+	char *rm_force[] = { bin, "rm", "--force", (char *)newer, (char *)damaged, NULL };
+	char want[400], lpath[300], target[300], *out, *e;
+
+	(void)state;
+	shmtrace_ring_unlink(newer);
+	shmtrace_ring_unlink(damaged);
+	assert_int_equal(shmtrace_ring_create(newer, NULL), 0);
+	assert_int_equal(shmtrace_ring_create(damaged, NULL), 0);
+	poke(newer, offsetof(struct shmt_header, major), v31, sizeof(v31));
+	poke(damaged, offsetof(struct shmt_header, segment_size), &size, sizeof(size));
+
+	assert_int_equal(run(tmp("unread.json"), NULL, ls_json), 0);
+	out = slurp(tmp("unread.json"));
+	e = ls_entry(out, newer);
+	assert_non_null(e);
+	assert_non_null(strstr(e, "\"unreadable\":\"newer_format\","
+				  "\"why\":\"format 3.1, newer than this shmtrace reads\"}"));
+	free(e);
+	e = ls_entry(out, damaged);
+	assert_non_null(e);
+	assert_non_null(strstr(e, "\"unreadable\":\"damaged\",\"why\":\"damaged: header says "
+				  "12345 bytes"));
+	free(e);
+	free(out);
+	assert_int_equal(run(tmp("unread.txt"), NULL, ls_text), 0);
+	out = slurp(tmp("unread.txt"));
+	e = strstr(out, newer);
+	assert_non_null(e);
+	assert_non_null(strstr(e, "format 3.1, newer than this shmtrace reads\n"));
+	e = strstr(out, damaged);
+	assert_non_null(e);
+	assert_non_null(strstr(e, "damaged: header says 12345 bytes"));
+	free(out);
+
+	/* plain rm: refused, and said why and how */
+	assert_int_equal(run(NULL, tmp("unread.err"), rm_plain), 1);
+	snprintf(want, sizeof(want), "shmtrace rm: ring '%s': format 3.1, newer than this shmtrace "
+		 "reads; not removed (--force removes it)", newer);
+	expect_in(tmp("unread.err"), want);
+	snprintf(want, sizeof(want), "shmtrace rm: ring '%s': damaged: header says 12345 bytes",
+		 damaged);
+	expect_in(tmp("unread.err"), want);
+	expect_in(tmp("unread.err"), "; not removed (--force removes it)");
+	assert_true(ring_exists(newer));
+	assert_true(ring_exists(damaged));
+
+	/* a symbolic link to the damaged ring: not followed, nothing removed */
+	snprintf(lpath, sizeof(lpath), "/dev/shm/%s", link_name);
+	snprintf(target, sizeof(target), "/dev/shm/%s", damaged);
+	unlink(lpath);
+	assert_int_equal(symlink(target, lpath), 0);
+	run_says(1, rm_link, "is a symbolic link", NULL);
+	assert_true(ring_exists(link_name));
+	assert_true(ring_exists(damaged));
+	unlink(lpath);
+
+	/* --force: both removed, each said with what was wrong */
+	assert_int_equal(run(NULL, tmp("unread.err"), rm_force), 0);
+	snprintf(want, sizeof(want), "shmtrace rm: removed ring '%s' (format 3.1, newer than this "
+		 "shmtrace reads)", newer);
+	expect_in(tmp("unread.err"), want);
+	snprintf(want, sizeof(want), "shmtrace rm: removed ring '%s' (damaged: header says 12345 "
+		 "bytes", damaged);
+	expect_in(tmp("unread.err"), want);
+	assert_false(ring_exists(newer));
+	assert_false(ring_exists(damaged));
+}
+
 static void test_stat_names_missing_once(void **state)
 {
 	const char *name = test_ring_name("nope");
@@ -670,6 +770,7 @@ int main(void)
 		cmocka_unit_test(test_ls_and_rm),
 		cmocka_unit_test(test_rm_says_lost),
 		cmocka_unit_test(test_a_readers_lock_is_no_collector),
+		cmocka_unit_test(test_unreadable_rings_listed_and_removed),
 		cmocka_unit_test(test_stat_names_missing_once),
 		cmocka_unit_test(test_a_ring_name_for_a_file_is_pointed_at_the_ring),
 		cmocka_unit_test(test_collector_option_checks),

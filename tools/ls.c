@@ -97,6 +97,41 @@ static int census_take(const char *name, struct census *c, struct stat *st, bool
 	return 0;
 }
 
+/*
+ * A file under a ring's name that census_take() refused (-EPROTO,
+ * -EBADMSG): when it carries the ring's magic, what is wrong with it in
+ * words, "damaged: WHY" or "format M.m, newer than this shmtrace reads",
+ * into what, and its kind into *kind (for --json). Returns the examine's
+ * descriptor (shmt_ring_examine(): to close), or -errno when it is no
+ * ring, or no longer one we cannot read (made anew meanwhile), with err
+ * set.
+ */
+static int unreadable_ring(const char *name, struct stat *st, char *what, size_t len,
+			   const char **kind, char *err, size_t errlen)
+{
+	struct shmt_ring_exam x;
+	int fd = shmt_ring_examine(name, st, &x, err, errlen);
+
+	if (fd < 0)
+		return fd;
+	if (x.verdict == 0) {
+		close(fd);
+		snprintf(err, errlen, "ring '%s' changed while being looked at (made anew)", name);
+		return -ESTALE;
+	}
+	if (x.verdict == -EPROTO) {
+		bool newer = x.major >= SHMT_RING_OLDEST;
+
+		*kind = newer ? "newer_format" : "older_format";
+		snprintf(what, len, "format %u.%u, %s than this shmtrace reads", x.major, x.minor,
+			 newer ? "newer" : "older");
+	} else {
+		*kind = "damaged";
+		snprintf(what, len, "damaged: %s", x.why);
+	}
+	return fd;
+}
+
 static void fmt_size(char *buf, size_t len, uint64_t b)
 {
 	static const char units[] = "KMGT";
@@ -173,7 +208,9 @@ static const char ls_usage[] =
 	"Usage: shmtrace ls [--json]\n"
 	"Lists the shmtrace rings in /dev/shm that can be read: size, permissions,\n"
 	"mode, capacity, fill, producers alive and dead, the collector draining it\n"
-	"(its pid, or '-'), and age (since creation). Other files are skipped.\n"
+	"(its pid, or '-'), and age (since creation). A ring that is damaged, or of\n"
+	"a format this shmtrace does not read, is listed with what is wrong with it.\n"
+	"Other files are skipped.\n"
 	"\n"
 	"      --json  print one JSON array of objects\n"
 	"  -h, --help  show this help\n";
@@ -185,20 +222,28 @@ static const char *mode_name(const struct census *cs)
 	return cs->v.mode == SHMTRACE_MODE_OVERWRITE ? "overwrite" : "discard";
 }
 
+/* Begins a ring's JSON object with what ls knows of its file, whether
+ * the ring can be read or not. */
+static void ls_json_file(struct kv *o, struct jw *w, const char *name, const struct stat *st)
+{
+	char perm[8];
+
+	kv_begin(o, w, true);
+	kv_str(o, "name", name);
+	kv_u64(o, "size", (uint64_t)st->st_size);
+	snprintf(perm, sizeof(perm), "%04o", (unsigned)(st->st_mode & 07777));
+	kv_str(o, "perm", perm);
+	kv_u64(o, "uid", (uint64_t)st->st_uid);
+}
+
 /* One ring as a JSON object. */
 static void ls_json(struct jw *w, const char *name, const struct census *cs,
 		    const struct stat *st, int64_t col, uint64_t now)
 {
 	uint64_t created = cs->v.clock.realtime0;
-	char perm[8];
 	struct kv o;
 
-	kv_begin(&o, w, true);
-	kv_str(&o, "name", name);
-	kv_u64(&o, "size", (uint64_t)st->st_size);
-	snprintf(perm, sizeof(perm), "%04o", (unsigned)(st->st_mode & 07777));
-	kv_str(&o, "perm", perm);
-	kv_u64(&o, "uid", (uint64_t)st->st_uid);
+	ls_json_file(&o, w, name, st);
 	kv_str(&o, "mode", mode_name(cs));
 	kv_u64(&o, "capacity", cs->v.capacity);
 	kv_u64(&o, "fill", cs->fill);
@@ -211,26 +256,60 @@ static void ls_json(struct jw *w, const char *name, const struct census *cs,
 	kv_close(&o);
 }
 
-/* One ring as a line of the table. */
-static void ls_text(struct jw *w, const char *name, const struct census *cs,
-		    const struct stat *st, int64_t col, uint64_t now)
+/* A ring that cannot be read, as a JSON object: what ls knows of its
+ * file, and what is wrong with it. */
+static void ls_json_unreadable(struct jw *w, const char *name, const struct stat *st,
+			       const char *kind, const char *what)
 {
-	char size[32], age[32], colbuf[24], line[512], esc[TERM_ESC_MAX(256)];
+	struct kv o;
+
+	ls_json_file(&o, w, name, st);
+	kv_str(&o, "unreadable", kind);
+	kv_str(&o, "why", what);
+	kv_close(&o);
+}
+
+/* Begins a ring's line of the table: its name, size and permissions,
+ * whether it can be read or not. */
+static void ls_text_file(struct jw *w, const char *name, const struct stat *st)
+{
+	char size[32], line[64], esc[TERM_ESC_MAX(256)];
 
 	/* a file name is untrusted bytes: escaped, never raw */
 	term_escape(name, strlen(name), esc, sizeof(esc));
 	fmt_size(size, sizeof(size), (uint64_t)st->st_size);
+	snprintf(line, sizeof(line), " %7s  %04o  ", size, (unsigned)(st->st_mode & 07777));
+	jw_puts(w, esc);
+	for (size_t k = strlen(esc); k < 20; k++)
+		jw_puts(w, " ");
+	jw_puts(w, line);
+}
+
+/* A ring that cannot be read, as a line of the table: its size and
+ * permissions, then what is wrong with it in place of the other columns. */
+static void ls_text_unreadable(struct jw *w, const char *name, const struct stat *st,
+			       const char *what)
+{
+	ls_text_file(w, name, st);
+	jw_puts(w, what);
+	jw_puts(w, "\n");
+}
+
+/* One ring as a line of the table. */
+static void ls_text(struct jw *w, const char *name, const struct census *cs,
+		    const struct stat *st, int64_t col, uint64_t now)
+{
+	char age[32], colbuf[24], line[512];
+
 	fmt_age(age, sizeof(age), cs->v.clock.realtime0, now);
 	if (col > 0)
 		snprintf(colbuf, sizeof(colbuf), "%lld", (long long)col);
 	else
 		snprintf(colbuf, sizeof(colbuf), "-");
-	snprintf(line, sizeof(line), " %7s  %04o  %-9s  %8u  %4.0f%%  %5u  %4u  %9s  %s\n", size,
-		 (unsigned)(st->st_mode & 07777), mode_name(cs), cs->v.capacity,
-		 100.0 * (double)cs->fill / cs->v.capacity, cs->alive, cs->dead, colbuf, age);
-	jw_puts(w, esc);
-	for (size_t k = strlen(esc); k < 20; k++)
-		jw_puts(w, " ");
+	snprintf(line, sizeof(line), "%-9s  %8u  %4.0f%%  %5u  %4u  %9s  %s\n", mode_name(cs),
+		 cs->v.capacity, 100.0 * (double)cs->fill / cs->v.capacity, cs->alive, cs->dead,
+		 colbuf, age);
+	ls_text_file(w, name, st);
 	jw_puts(w, line);
 }
 
@@ -245,18 +324,33 @@ static void ls_rings(struct jw *w, char **names, size_t n, bool json)
 	for (size_t i = 0; i < n; i++) {
 		struct census cs;
 		struct stat st;
-		char err[512];
+		char err[512], what[300];
+		const char *kind = NULL;
+		int ret = census_take(names[i], &cs, &st, true, err, sizeof(err)), fd = -1;
 
-		/* not readable by us, or not a ring: not ours to list */
-		if (census_take(names[i], &cs, &st, true, err, sizeof(err)) < 0)
+		/* a ring of a newer format, or damaged, is listed with what
+		 * is wrong with it: hidden, it was left for ever; one not
+		 * readable by us, or not a ring, is not ours to list */
+		if ((ret == -EPROTO || ret == -EBADMSG) &&
+		    (fd = unreadable_ring(names[i], &st, what, sizeof(what), &kind, err,
+					  sizeof(err))) >= 0)
+			close(fd);
+		if (ret < 0 && fd < 0)
 			continue;
 		if (json && any)
 			jw_puts(w, ",");
 		else if (!json && !any)
 			jw_puts(w, "NAME                    SIZE  PERM  MODE       CAPACITY   FILL"
 				   "  ALIVE  DEAD  COLLECTOR  AGE\n");
-		(json ? ls_json : ls_text)(w, names[i], &cs, &st, ring_collector(&cs.v, cs.recorded), now);
 		any = true;
+		if (kind) {
+			if (json)
+				ls_json_unreadable(w, names[i], &st, kind, what);
+			else
+				ls_text_unreadable(w, names[i], &st, what);
+			continue;
+		}
+		(json ? ls_json : ls_text)(w, names[i], &cs, &st, ring_collector(&cs.v, cs.recorded), now);
 		shmt_view_close(&cs.v);
 	}
 	if (json)
@@ -296,8 +390,9 @@ int cmd_ls(int argc, char **argv)
 static const char rm_usage[] =
 	"Usage: shmtrace rm [--force] NAME...\n"
 	"Removes rings from /dev/shm. A ring that live producers are attached to,\n"
-	"or that a collector is draining, is refused unless --force; a file that is\n"
-	"not a shmtrace ring (a FIFO or a directory too) is always refused.\n"
+	"or that a collector is draining, or that is damaged or of a format this\n"
+	"shmtrace does not read, is refused unless --force; a file that is not a\n"
+	"shmtrace ring (a FIFO or a directory too) is always refused.\n"
 	"Processes attached to a removed ring keep their mapping; the memory is\n"
 	"freed when the last one detaches.\n"
 	"Removing a ring that holds records no collector drained says how many\n"
@@ -305,6 +400,40 @@ static const char rm_usage[] =
 	"\n"
 	"  -f, --force  remove even rings in use\n"
 	"  -h, --help   show this help\n";
+
+/* rm of a ring census_take() refused (-EPROTO, -EBADMSG; first_err its
+ * reason): refused unless force, as what is in it cannot be counted; with
+ * force, the file looked at is removed, and what was wrong with it said.
+ * A file that is no ring is refused as before. */
+static int rm_unreadable(const char *name, bool force, const char *first_err)
+{
+	char err[512], what[300];
+	const char *kind;
+	struct stat st;
+	int fd = unreadable_ring(name, &st, what, sizeof(what), &kind, err, sizeof(err)), ret;
+
+	if (fd == -EPROTO)
+		return cli_runtime_error("rm", "%s", first_err);
+	if (fd < 0)
+		return cli_runtime_error("rm", "%s; not removed", err);
+	if (!force) {
+		close(fd);
+		return cli_runtime_error("rm", "ring '%s': %s; not removed (--force removes it)", name,
+					 what);
+	}
+	/* fd held open until the unlink: the inode looked at cannot be
+	 * reused, so the identity check removes only that file */
+	ret = shmt_ring_unlink_seen(name, &(const struct shmt_view){ .dev = st.st_dev,
+								     .ino = st.st_ino });
+	close(fd);
+	if (ret == -ESTALE)
+		return cli_runtime_error("rm", "ring '%s' changed while being looked at (made anew); "
+					 "not removed", name);
+	if (ret < 0)
+		return cli_runtime_error("rm", "cannot remove ring '%s': %s", name, strerror(-ret));
+	cli_note("rm", "removed ring '%s' (%s); its records, if any, were not counted", name, what);
+	return EXIT_OK;
+}
 
 /* Removes one ring; returns EXIT_OK or EXIT_RUNTIME after saying why not. */
 static int rm_one(const char *name, bool force)
@@ -322,6 +451,8 @@ static int rm_one(const char *name, bool force)
 	 * to remove (rm(1) removes it) */
 	if (ret == -ENODEV)
 		return cli_runtime_error("rm", "%s; not a ring, not removed", err);
+	if (ret == -EPROTO || ret == -EBADMSG)
+		return rm_unreadable(name, force, err);
 	if (ret < 0)
 		return cli_runtime_error("rm", "%s", err);
 	col = ring_collector(&cs.v, cs.recorded);

@@ -316,6 +316,32 @@ int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, 
 	return 0;
 }
 
+int shmt_ring_examine(const char *name, struct stat *st, struct shmt_ring_exam *x, char *err,
+		      size_t errlen)
+{
+	struct shmt_header copy;
+	struct shmt_view v;
+	ssize_t n;
+	int fd = shmt_ring_open_fd(name, SHMT_OPEN_ANY_OWNER, st, err, errlen);
+
+	memset(x, 0, sizeof(*x));
+	if (fd < 0)
+		return fd;
+	/* read, not mapped: a damaged ring's size need not be its header's,
+	 * and a private copy is all that is looked at */
+	memset(&copy, 0, sizeof(copy));
+	n = pread(fd, &copy, sizeof(copy), 0);
+	if (n < (ssize_t)sizeof(copy.magic) || copy.magic != SHMT_RING_MAGIC) {
+		close(fd);
+		ERR(-EPROTO, "ring '%s': not a shmtrace ring (bad magic)", name);
+	}
+	x->major = copy.major;
+	x->minor = copy.minor;
+	memset(&v, 0, sizeof(v));
+	x->verdict = shmt_view_validate(&v, &copy, (uint64_t)st->st_size, x->why, sizeof(x->why));
+	return fd;
+}
+
 uint64_t shmt_view_prefault(const struct shmt_view *v)
 {
 	const volatile unsigned char *p = v->base;

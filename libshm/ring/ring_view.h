@@ -105,6 +105,22 @@ int shmt_view_open(const char *name, int flags, struct shmt_view *v, char *err, 
 int shmt_view_validate(struct shmt_view *v, const struct shmt_header *copy, uint64_t file_size,
 		       char *err, size_t errlen);
 void shmt_view_close(struct shmt_view *v);
+/* What a file that shmt_view_open() refuses says of itself, for ls and rm
+ * to tell a ring they cannot read from a file that is no ring. */
+struct shmt_ring_exam {
+	uint16_t major, minor;	/* the header's version */
+	int verdict;		/* shmt_view_validate()'s: 0, -EPROTO (a version not
+				 * read here) or -EBADMSG (damaged) */
+	char why[200];		/* its reason */
+};
+/* Opens name as shmt_ring_open_fd() does (any owner), reads its header
+ * into private memory (never maps it) and validates that copy. Returns
+ * the descriptor, left open for the caller to close, so that the inode st
+ * names cannot be reused before an unlink of it (shmt_ring_unlink_seen()),
+ * when the file carries the ring's magic, with *x filled; -EPROTO when it
+ * does not (not a ring); or the open's -errno; the reason in err. */
+int shmt_ring_examine(const char *name, struct stat *st, struct shmt_ring_exam *x, char *err,
+		      size_t errlen);
 /* Reads a byte of every page of v's mapping, for a producer that is about
  * to write into it: MAP_POPULATE maps the pages, but on some virtual
  * machines the first access of each page from this process still costs
@@ -125,8 +141,9 @@ void shmt_shm_name(char *buf, size_t len, const char *name);
 /* The identity of the segment now behind a ring's name: 0 or -errno. */
 int shmt_ring_identity(const char *name, uint64_t *dev, uint64_t *ino);
 /* ring_create.c: removes name only if it still is the segment seen maps
- * (kept mapped meanwhile, so that its inode cannot be reused), marking it
- * retired when we may write it. Returns 0, -ESTALE when the name is now
+ * (kept mapped, or open, meanwhile, so that its inode cannot be reused;
+ * only seen's dev and ino are read), marking it retired when we may write
+ * it. Returns 0, -ESTALE when the name is now
  * another file (made anew since: left alone), or another -errno. */
 int shmt_ring_unlink_seen(const char *name, const struct shmt_view *seen);
 /* A ring is made under "/dev/shm/" SHMT_TMP_PREFIX "<pidns>.<pid>.<start>.<rand>"
