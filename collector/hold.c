@@ -18,14 +18,31 @@
 #define REAP_EVERY_NS (1000ull * 1000 * 1000)
 #define FLUSH_MOST (64u * 1024)	/* records of full blocks moved per pass */
 
-/* Opens a second descriptor on the ring only to hold an advisory lock.
- * Opened as every ring is (shmt_ring_open_fd()), and only if it is the
- * segment mapped. */
-static int claim_ring(const struct shmt_view *v, const char *ring)
+/* A descriptor on ring holding its claim, the exclusive advisory lock a
+ * collector holds (*st its file), or -EBUSY when another holds it, or
+ * -errno. Opened as every ring is (shmt_ring_open_fd()). */
+static int lock_ring(const char *ring, struct stat *st)
 {
 	char err[256];
+	int fd = shmt_ring_open_fd(ring, SHMT_OPEN_ANY_OWNER, st, err, sizeof(err));
+
+	if (fd < 0)
+		return fd;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		close(fd);
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	return fd;
+}
+
+/* Opens a second descriptor on the ring only to hold its claim, and only
+ * if it is the segment mapped. */
+static int claim_ring(const struct shmt_view *v, const char *ring)
+{
 	struct stat st;
-	int fd = shmt_ring_open_fd(ring, SHMT_OPEN_ANY_OWNER, &st, err, sizeof(err));
+	int fd = lock_ring(ring, &st);
 
 	if (fd < 0)
 		return fd;
@@ -33,28 +50,18 @@ static int claim_ring(const struct shmt_view *v, const char *ring)
 		close(fd);
 		return -ESTALE;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int e = errno;
-
-		close(fd);
-		return e == EWOULDBLOCK ? -EBUSY : -e;
-	}
 	return fd;	/* kept open (and locked) until hold_free() */
 }
 
 bool hold_claimed(const char *ring)
 {
-	char err[256];
 	struct stat st;
-	int fd = shmt_ring_open_fd(ring, SHMT_OPEN_ANY_OWNER, &st, err, sizeof(err));
-	bool busy;
+	int fd = lock_ring(ring, &st);
 
-	if (fd < 0)
-		return false;
-	/* closing the descriptor gives back the claim, if this took it */
-	busy = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-	close(fd);
-	return busy;
+	/* closing the descriptor gives back the claim this took */
+	if (fd >= 0)
+		close(fd);
+	return fd == -EBUSY;
 }
 
 int hold_init(struct hold *h, struct shmt_view *v, const char *ring, uint64_t settle_ns)
