@@ -22,7 +22,9 @@ __thread int pyst_tls_named;
  * tracer's handle between pyst_unlocked_begin() and pyst_unlocked_end(),
  * both under the GIL; a close meanwhile turns the tracer off at once (its
  * calls are no-ops from then on) and waits for them before it closes the
- * handle. The calls that stage records keep the GIL: their wait for the
+ * handle; the close holds the handle as such a call does, so that a
+ * second close returns only once the first is done. The calls that stage
+ * records keep the GIL: their wait for the
  * lock is bounded at 2 ms, and the open-span mirrors (open.c) are safe
  * only under it. A fork leaves in the child no thread of those counted:
  * the count is the process's that made it.
@@ -73,21 +75,22 @@ shmtrace_t *pyst_unlocked_begin(Tracer *tr)
 	return tr->t;
 }
 
+/* Each end is told: a close waits for all calls but its own, a second
+ * close for all of them. */
 void pyst_unlocked_end(Tracer *tr)
 {
-	if (--tr->unlocked == 0) {
-		pthread_mutex_lock(&unlocked_mu);
-		pthread_cond_broadcast(&unlocked_done);
-		pthread_mutex_unlock(&unlocked_mu);
-	}
+	tr->unlocked--;
+	pthread_mutex_lock(&unlocked_mu);
+	pthread_cond_broadcast(&unlocked_done);
+	pthread_mutex_unlock(&unlocked_mu);
 }
 
-/* Waits, without the GIL, until no call holds tr's handle. The mutex is
- * taken before the GIL is let go: the last call's end, which needs the
+/* Waits, without the GIL, until at most keep calls hold tr's handle. The
+ * mutex is taken before the GIL is let go: a call's end, which needs the
  * GIL, cannot signal between the count read and the wait. */
-static void unlocked_wait(Tracer *tr)
+static void unlocked_wait(Tracer *tr, int keep)
 {
-	while (unlocked_calls(tr)) {
+	while (unlocked_calls(tr) > keep) {
 		pthread_mutex_lock(&unlocked_mu);
 		Py_BEGIN_ALLOW_THREADS
 		pthread_cond_wait(&unlocked_done, &unlocked_mu);
@@ -258,16 +261,22 @@ static void tracer_detach(Tracer *tr)
 		if (!t)
 			shmtrace_default_open(NULL);
 	}
-	if (!t)
+	if (!t) {
+		/* closed, or closing in another thread: returns once that
+		 * close is done, which holds the handle as a call does */
+		unlocked_wait(tr, 0);
 		return;
+	}
+	pyst_unlocked_begin(tr);
 	pyst_open_forget(t);
-	unlocked_wait(tr);
+	unlocked_wait(tr, 1);
 	PYST_UNLOCKED(
 		if (tr->owned)
 			shmtrace_close(t);
 		else if (t == shmtrace_default)
 			shmtrace_default_open(NULL)	/* closes it */
 	);
+	pyst_unlocked_end(tr);
 }
 
 PyDoc_STRVAR(close_doc,
@@ -275,7 +284,8 @@ PyDoc_STRVAR(close_doc,
 "--\n\n"
 "Flushes this process's staged records into the ring and detaches; the\n"
 "tracer is off from then on (its calls are no-ops). Also what leaving a\n"
-"`with shmtrace.open(...) as t:` block does. Closing twice is harmless.");
+"`with shmtrace.open(...) as t:` block does. Closing twice is harmless: a\n"
+"close while another thread closes returns once that close is done.");
 
 static PyObject *tracer_close(Tracer *tr, PyObject *Py_UNUSED(ignored))
 {

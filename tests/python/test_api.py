@@ -231,6 +231,42 @@ class TestCalls(RingTest):
         self.assertEqual(util.spans(ev, "?"), [])
         self.assertEqual([e for e in ev if e.get("name") == "after the close"], [])
 
+    def test_a_second_close_returns_after_the_first(self):
+        # a thread waits for the lock (a new name) without the GIL, and a
+        # close waits for that call; a second close meanwhile must not
+        # return before the first is done: the lock word is still another
+        # process's while the first waits, and free once it is done
+        with open("/dev/shm/" + self.ring, "r+b") as f:
+            word = mmap.mmap(f.fileno(), 4096)
+        self.addCleanup(word.close)
+        lock = 256
+        word[lock:lock + 4] = struct.pack("<I", 1)
+        entered, owners = [], []
+
+        def worker():
+            with self.t.span("waits for the lock"):
+                pass
+
+        def closer(tag):
+            entered.append(tag)
+            self.t.close()
+            owners.append(struct.unpack("<I", word[lock:lock + 4])[0] & 0x3fffffff)
+
+        th = threading.Thread(target=worker)
+        th.start()
+        while not struct.unpack("<I", word[lock:lock + 4])[0] & 0x80000000:
+            time.sleep(0.0002)  # a poll: the word signals nothing
+        closers = [threading.Thread(target=closer, args=(i,)) for i in range(2)]
+        for i, c in enumerate(closers):
+            c.start()
+            while len(entered) <= i:
+                time.sleep(0.0002)  # a poll: entering close() signals nothing
+        word[lock:lock + 4] = struct.pack("<I", 0)
+        for c in closers:
+            c.join()
+        th.join()
+        self.assertEqual(owners, [0, 0], "a close returned while the lock was another's")
+
     def test_span_enters_an_exit_stack(self):
         # contextlib.ExitStack (and unittest's enterContext) call the
         # class's __enter__ and __exit__ with the span
