@@ -105,7 +105,6 @@ static int open_ring(struct drain *d, const struct drain_opts *o)
 	for (uint64_t off = 0; off < (uint64_t)d->v.capacity * SHMT_RECORD_SIZE; off += 4096)
 		(void)*(volatile const uint8_t *)((const uint8_t *)d->v.records + off);
 	d->pos = load_acquire(&d->v.h->tail.v);
-	d->start_seq = d->pos;
 	/* producers hand full blocks over from here on, and sequence none
 	 * of their own any more: whatever they sequenced before is found
 	 * by hold_in_place()'s look, which takes the lock after this */
@@ -549,7 +548,7 @@ void drain_get_stats(const struct drain *d, bool failed, struct drain_stats *st)
 			.discard = d->v.mode == SHMTRACE_MODE_DISCARD,
 		}, st->ring_corrupt_why, sizeof(st->ring_corrupt_why));
 	if (failed) {
-		st->records = done > d->start_seq ? done - d->start_seq : 0;
+		st->records = drain_records_written(d, done);
 		st->bytes += cw_written(d->w);
 	}
 }

@@ -141,7 +141,17 @@ int drain_submit(struct drain *d)
 	}
 	last->seq = d->pos;
 	last->skipped = d->skipped;
+	last->records = d->st.records;
 	return cw_submit(d->w, d->pos);
+}
+
+uint64_t drain_records_written(const struct drain *d, uint64_t done)
+{
+	uint64_t records = d->records_published;
+
+	for (uint32_t i = 0; i < d->nckpt && d->ckpt[i].seq <= done; i++)
+		records = d->ckpt[i].records;
+	return records;
 }
 
 void drain_release_tail(struct drain *d)
@@ -161,6 +171,7 @@ void drain_release_tail(struct drain *d)
 		d->st.lapped += s->lapped - d->skipped_published.lapped;
 		d->st.torn += s->torn - d->skipped_published.torn;
 		d->skipped_published = *s;
+		d->records_published = d->ckpt[n - 1].records;
 		memmove(d->ckpt, d->ckpt + n, (d->nckpt - n) * sizeof(d->ckpt[0]));
 		d->nckpt -= n;
 	}

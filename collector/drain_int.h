@@ -50,8 +50,7 @@ struct drain {
 	uint64_t awake_since;	/* when the last nap ended, or the session began */
 	struct shmt_record *scratch;	/* DRAIN_BATCH records */
 	struct hold hold;		/* the claim, blocks moved and adopted */
-	uint64_t start_seq;		/* ring sequence we started from */
-	uint64_t done_parts;		/* ... and written up to, in ended parts */
+	uint64_t done_parts;		/* ring sequence written up to, in ended parts */
 	/*
 	 * Slots we skipped, counted into the ring's `overwritten` and `torn`
 	 * only once the capture holds everything before them (tail moved
@@ -59,9 +58,11 @@ struct drain {
 	 * one, which visits them again, so each is counted exactly once.
 	 */
 	struct shmt_ring_skips skipped, skipped_published;
+	uint64_t records_published;	/* records framed below the tail we moved */
 	struct drain_checkpoint {
 		uint64_t seq;			/* submitted up to here ... */
 		struct shmt_ring_skips skipped;	/* ... having skipped these */
+		uint64_t records;		/* ... and framed these */
 	} ckpt[DRAIN_CHECKPOINTS];
 	uint32_t nckpt;
 	struct drain_stats st;
@@ -83,5 +84,8 @@ int drain_put_loss(struct drain *d, bool force);
 long drain_copy_records(struct drain *d, uint64_t head);
 int drain_submit(struct drain *d);
 void drain_release_tail(struct drain *d);
+/* The records framed in what is written up to ring sequence done (the
+ * slots skipped below it are no records). */
+uint64_t drain_records_written(const struct drain *d, uint64_t done);
 
 #endif

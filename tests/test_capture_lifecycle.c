@@ -3,8 +3,9 @@
  * test_capture_lifecycle.c - what happens to a capture file around the
  * collector, and nothing lost silently through it: the capture deleted
  * while being written, a rotation that cannot open its next part, an
- * export given only some parts, and a full file whose rest stays in the
- * ring, exported together with it.
+ * export given only some parts, a full file whose rest stays in the
+ * ring, exported together with it, and the collector's count of what it
+ * wrote before a write failed.
  */
 #include "lifecycle_run.h"
 
@@ -233,6 +234,79 @@ static void test_full_file_with_ring(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* Makes the record of sequence seq no finished record (half-written, as a
+ * producer killed inside it leaves it): in its block, when one holds it,
+ * or in its slot. */
+static void unfinish(struct shmt_view *v, uint64_t seq)
+{
+	struct shmt_extent e;
+
+	if (shmt_ring_extents(v, seq, seq + 1, &e, 1) == 1) {
+		uint64_t at = (e.taken + seq - e.seq) & (v->block_records - 1);
+
+		shmt_block_recs(shmt_block_at(v, e.block))[at].commit = 0;
+	} else {
+		v->records[seq & v->mask].commit = 0;
+	}
+}
+
+/* Records in the RECORDS and PACKED frames within the first bytes of a
+ * capture file. */
+static uint64_t records_within(const char *path, uint64_t bytes)
+{
+	struct shmt_cap_reader *r;
+	struct shmt_cap_frame f;
+	char err[256];
+	uint64_t n = 0;
+
+	assert_int_equal(shmt_cap_open(path, &r, err, sizeof(err)), 0);
+	while (shmt_cap_next(r, &f, err, sizeof(err)) == 1 && shmt_cap_offset(r) <= bytes)
+		if (f.type == SHMT_CAP_RECORDS)
+			n += f.records.n;
+	shmt_cap_close(r);
+	return n;
+}
+
+/*
+ * E: the collector's summary line after a failed write counts the records
+ * it wrote: not the slots it skipped (half-written records, counted as
+ * torn) below what reached the file. Before: it counted every sequence up
+ * to there.
+ */
+static void test_summary_after_a_failed_write_counts_records(void **state)
+{
+	const char *ring = test_ring_name("sumfail");
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	const char *const pwrite_engine[] = { "--write-engine=pwrite", NULL };
+	struct files fs;
+	struct shmt_view v;
+	uint64_t records, bytes;
+	char err[256], *said;
+	pid_t col;
+
+	(void)state;
+	files_for(&fs, "sumfail");
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	produce(ring, 60000);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	unfinish(&v, 500);
+	unfinish(&v, 700);
+	shmt_view_close(&v);
+	/* the writes in order, the first whole and the next cut: the summary's
+	 * bytes are the first write's, its records those of the frames in it */
+	col = start_collector_with(ring, fs.out, pwrite_engine, fs.errp, 512 * 1024);
+	assert_int_equal(wait_exit(col), 1);
+	records = summary_records(fs.errp);
+	said = slurp(fs.errp);
+	assert_non_null(strstr(said, " records, "));
+	bytes = strtoull(strstr(said, " records, ") + strlen(" records, "), NULL, 10);
+	free(said);
+	assert_true(bytes > 0);
+	assert_int_equal(records, records_within(fs.out, bytes));
+	assert_true(records > 700);
+	shmtrace_ring_unlink(ring);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +314,7 @@ int main(void)
 		cmocka_unit_test(test_rotation_fails),
 		cmocka_unit_test(test_parts_missing),
 		cmocka_unit_test(test_full_file_with_ring),
+		cmocka_unit_test(test_summary_after_a_failed_write_counts_records),
 	};
 
 	if (lifecycle_setup("lifecycle") < 0)
