@@ -157,6 +157,7 @@ static void test_collector_runs_at_its_nice_value(void **state)
 	/* started at another nice value than 0, it keeps that one */
 	assert_int_equal(nice_of(pid), mine != 0 ? mine : geteuid() == 0 ? -10 : 0);
 	assert_clean_exit(stop(pid, SIGTERM));
+	unlink(out);	/* else kept aside as out.prev1 by the next start */
 	pid = start_collector_args(ring, out, 0, NULL, five);
 	assert_int_equal(nice_of(pid), 5);
 	assert_clean_exit(stop(pid, SIGTERM));
@@ -270,6 +271,7 @@ static void test_collector_priority_follows_its_backlog(void **state)
 	stop_for_summary(pid, BACKLOG_ERR, said, sizeof(said));
 	assert_non_null(strstr(said, ", at nice -10 for "));
 	shmtrace_ring_unlink(ring);
+	unlink(BACKLOG_OUT);	/* else kept aside by the next start */
 
 	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
 	pid = g_collector = start_collector_args(ring, BACKLOG_OUT, 0, BACKLOG_ERR, three);
