@@ -9,6 +9,7 @@
  * left alone), a failed deletion is said and never fatal, a capture
  * already at the output is kept aside, and bad values are usage errors.
  */
+#include <grp.h>
 #include <sys/mount.h>
 
 #include "lifecycle_run.h"
@@ -379,6 +380,58 @@ static void test_a_capture_whose_name_is_too_long_to_keep_is_said(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* A capture at an -o in a folder the collector may write but not list
+ * (mode 0333) is not written over unseen: the collector cannot look for a
+ * free FILE.prevK there, says so and stops. As root, which lists any
+ * folder, the collector runs as nobody, the capture nobody's. */
+static void test_a_capture_in_a_folder_it_cannot_list_is_not_written_over(void **state)
+{
+	const char *ring = test_ring_name("maxunlist");
+	const char capture[] = "\x93\x01\xa7SHMTCAP the first run's";
+	const uid_t nobody = 65534;
+	struct shmtrace_ring_config c = { .capacity = 1 << 16 };
+	char dir[] = "/tmp/shmt-unlistable-XXXXXX", out[600], errp[600], *s;
+	pid_t col;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/run.cap", dir);
+	snprintf(errp, sizeof(errp), "%s", tmp("mfunlist.err"));
+	put_file(out, capture, strlen(capture));
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	if (geteuid() == 0) {
+		char path[300];
+
+		snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+		assert_int_equal(chown(out, nobody, nobody), 0);
+		assert_int_equal(chown(path, nobody, nobody), 0);
+	}
+	assert_int_equal(chmod(dir, 0333), 0);
+	col = fork();
+	assert_true(col >= 0);
+	if (col == 0) {
+		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fe, 2);
+		if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setgid(nobody) < 0 ||
+				       setuid(nobody) < 0))
+			_exit(126);
+		execl(collector_bin, "shmtrace-collector", "--ring", ring, "--output", out,
+		      (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(wait_exit(col), 1);
+	expect_in(errp, "cannot list the folder of");
+	expect_in(errp, "nothing was overwritten");
+	s = slurp(out);
+	assert_string_equal(s, capture);
+	free(s);
+	assert_int_equal(chmod(dir, 0700), 0);
+	unlink(out);
+	rmdir(dir);
+	shmtrace_ring_unlink(ring);
+}
+
 /* A second collector started on a ring another drains, with the same -o
  * (the same command twice, or again while the first lingers): it stops
  * at once, and leaves the first one's capture where it is, the first
@@ -510,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_a_capture_already_there_is_kept_aside),
 		cmocka_unit_test(test_a_second_collector_leaves_the_first_ones_capture),
 		cmocka_unit_test(test_a_capture_whose_name_is_too_long_to_keep_is_said),
+		cmocka_unit_test(test_a_capture_in_a_folder_it_cannot_list_is_not_written_over),
 		cmocka_unit_test(test_bad_max_files_are_usage_errors),
 	};
 
