@@ -109,7 +109,8 @@ static int take(struct snap *s, uint64_t seq, const struct shmt_record *r)
  * time as the writer stores them (ring_write.c): every commit word
  * (acquire), then every record, one fence, every commit word again. A
  * slot whose two words differ, or are not a finished record of its
- * sequence, was being written or is another lap's: ok[i] false.
+ * sequence, was being written or is another lap's: ok[i] false; so is one
+ * that a later lap took while it was copied (shmt_ring_overtaken()).
  */
 static void copy_chunk(const struct shmt_view *v, uint64_t from, uint32_t n,
 		       struct shmt_record *buf, uint8_t *ok)
@@ -126,7 +127,8 @@ static void copy_chunk(const struct shmt_view *v, uint64_t from, uint32_t n,
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t c2 = load_relaxed(&v->records[(from + i) & v->mask].commit);
 
-		ok[i] = c1[i] == c2 && shmt_commit_is(c1[i], from + i);
+		ok[i] = c1[i] == c2 && shmt_commit_is(c1[i], from + i) &&
+			!shmt_ring_overtaken(v, from + i);
 		buf[i].commit = SHMT_COMMIT_KIND(c1[i]);
 	}
 }

@@ -273,6 +273,46 @@ static void test_reader_refuses_unfinished_slots(void **state)
 	shmtrace_ring_unlink(name);
 }
 
+/*
+ * A commit word keeps 24 bits of the sequence: in a ring of 2^24 records
+ * one lap later, and in any ring a multiple of 2^24 sequences later, a
+ * slot's record names the earlier sequence too. A reader that asked for
+ * the earlier one (a snapshot or an export that a producer lapped while it
+ * copied) must not take the later record for it: the head past the slot
+ * says it was given to another lap, which is counted as lapped.
+ */
+static void test_a_record_2_to_the_24_later_is_not_read_as_the_earlier(void **state)
+{
+	const char *name = test_ring_name("lap24");
+	struct shmtrace_ring_config c = { .capacity = 1 << 12, .mode = SHMTRACE_MODE_OVERWRITE };
+	const uint64_t seq = 100, later = seq + (1u << 24);
+	struct shmt_record r = { .ts = 1, .pid = 1, .tid = 1, .commit = SHMTRACE_KIND_INSTANT };
+	struct shmt_view v;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(name, &c), 0);
+	assert_int_equal(shmt_view_open(name, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	assert_int_equal(shmt_lock(&v, 0), 0);
+	v.h->head.v = seq;
+	v.h->tail.v = seq;
+	assert_int_equal(shmt_write_direct_locked(&v, &r), 0);
+	/* the ring as 2^24 sequences later: the slot rewritten, its word the same */
+	v.h->head.v = later;
+	v.h->tail.v = later - v.capacity;
+	r.ts = 2;
+	assert_int_equal(shmt_write_direct_locked(&v, &r), 0);
+	shmt_unlock(&v);
+	assert_int_equal(load_relaxed(&v.records[seq & v.mask].commit),
+			 SHMT_COMMIT(seq, SHMTRACE_KIND_INSTANT));
+	assert_int_equal(shmt_ring_read(&v, seq, &r), -EAGAIN);
+	assert_true(shmt_ring_lapped(&v, seq));
+	assert_int_equal(shmt_ring_read(&v, later, &r), 0);
+	assert_int_equal(r.ts, 2);
+	shmt_view_close(&v);
+	shmtrace_ring_unlink(name);
+}
+
 /* Counts what a range read hands over: records, and slots skipped. */
 static int count_read(void *arg, uint64_t seq, const struct shmt_record *r)
 {
@@ -589,6 +629,7 @@ int main(void)
 		cmocka_unit_test(test_span_whose_flush_dropped_returns_enospc),
 		cmocka_unit_test(test_span_whose_copy_dropped_returns_enospc),
 		cmocka_unit_test(test_reader_refuses_unfinished_slots),
+		cmocka_unit_test(test_a_record_2_to_the_24_later_is_not_read_as_the_earlier),
 		cmocka_unit_test(test_reader_checks_extents),
 		cmocka_unit_test(test_thread_exit_flushes),
 		cmocka_unit_test(test_slots_of_handles_closed_by_another_thread_are_reused),

@@ -115,6 +115,35 @@ int shmt_extent_read(const struct shmt_view *v, const struct shmt_extent *e, uin
 	return 0;
 }
 
+/* Whether a flush under way (or cut short by its flusher's death) is
+ * writing the slot of seq for a later lap: its journal covers it. */
+static bool rewriting(const struct shmt_view *v, uint64_t seq)
+{
+	const struct shmt_journal *j = &v->h->journal;
+	uint64_t hb, n, lap;
+
+	/* pairs with the release store that clears it in ring_write.c */
+	if (!load_acquire(&j->active))
+		return false;
+	hb = load_relaxed(&j->head_before);
+	n = load_relaxed(&j->count);
+	/* the one sequence of [hb, hb + n) (n at most a lap) in seq's slot */
+	lap = hb + ((seq - hb) & v->mask);
+	if (n > v->capacity)
+		return false;
+	/* a later lap's, within the flush (and no wrap: the journal is
+	 * untrusted) */
+	return lap - hb < n && lap >= hb && lap > seq && lap - seq >= v->capacity;
+}
+
+bool shmt_ring_overtaken(const struct shmt_view *v, uint64_t seq)
+{
+	uint64_t head = shmt_ring_head(v);
+
+	/* a flush stores head after its records: the journal covers those */
+	return (head > seq && head - seq > v->capacity) || rewriting(v, seq);
+}
+
 /* A slot's record of sequence seq, from the slot only. */
 static int read_slot(const struct shmt_view *v, uint64_t seq, struct shmt_record *out)
 {
@@ -128,7 +157,7 @@ static int read_slot(const struct shmt_view *v, uint64_t seq, struct shmt_record
 	/* the copy must complete before the second look at commit (seqlock) */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	c2 = load_relaxed(&r->commit);
-	if (c2 != c1)
+	if (c2 != c1 || shmt_ring_overtaken(v, seq))
 		return -EAGAIN;
 	out->commit = c1;
 	return 0;
@@ -150,27 +179,6 @@ int shmt_ring_read(const struct shmt_view *v, uint64_t seq, struct shmt_record *
 		return 0;
 	}
 	return read_slot(v, seq, out);
-}
-
-/* Whether a flush under way (or cut short by its flusher's death) is
- * writing the slot of seq for a later lap: its journal covers it. */
-static bool rewriting(const struct shmt_view *v, uint64_t seq)
-{
-	const struct shmt_journal *j = &v->h->journal;
-	uint64_t hb, n, lap;
-
-	/* pairs with the release store that clears it in ring_write.c */
-	if (!load_acquire(&j->active))
-		return false;
-	hb = load_relaxed(&j->head_before);
-	n = load_relaxed(&j->count);
-	/* the one sequence of [hb, hb + n) (n at most a lap) in seq's slot */
-	lap = hb + ((seq - hb) & v->mask);
-	if (n > v->capacity)
-		return false;
-	/* a later lap's, within the flush (and no wrap: the journal is
-	 * untrusted) */
-	return lap - hb < n && lap >= hb && lap > seq && lap - seq >= v->capacity;
 }
 
 /*

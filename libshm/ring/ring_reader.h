@@ -99,6 +99,15 @@ bool shmt_ring_lapped(const struct shmt_view *v, uint64_t seq);
  * snapshot) meets when producers write on during it. */
 bool shmt_ring_reused(const struct shmt_view *v, uint64_t seq);
 
+/* After a copy of the slot of seq whose commit word named seq twice (read
+ * behind an acquire fence that orders the copy before it): whether the
+ * copy may be of a later lap's record all the same. A commit word keeps 24
+ * bits of the sequence, so a record a multiple of 2^24 sequences later
+ * (one lap of a ring of 2^24 records) names seq too: the head past seq +
+ * capacity, or a flush under way that rewrites the slot for a later lap
+ * (its journal covers it), says that the slot was given to another. */
+bool shmt_ring_overtaken(const struct shmt_view *v, uint64_t seq);
+
 /* Slots a reader found without a finished record of their sequence. */
 struct shmt_ring_skips {
 	uint64_t lapped;	/* overwrite mode: lapped before read */
