@@ -332,14 +332,22 @@ static uint32_t share(uint64_t part, uint64_t whole)
 
 /* drain_backlog() now. full_blocks, head and tail are words any producer
  * can write: a forged one only moves the collector's priority
- * (priority.h), between its two values. */
+ * (priority.h), between its two values; and full_blocks no higher than
+ * this pass's look found full, nor tail below what the collector wrote,
+ * so that a forged word cannot keep it raised on an empty ring. */
 static uint32_t backlog_now(const struct drain *d)
 {
 	uint64_t full = load_relaxed(&d->v.h->full_blocks.v);
 	uint64_t head = shmt_ring_head(&d->v), tail = load_relaxed(&d->v.h->tail.v);
-	uint32_t b = d->v.nblocks ? share(full, d->v.nblocks) : 0;
-	uint32_t r = head > tail ? share(head - tail, d->v.capacity) : 0;
+	uint64_t wrote = cw_done_seq(d->w);
+	uint32_t b, r;
 
+	if (full > d->hold.nfull)
+		full = d->hold.nfull;
+	if (tail < wrote)
+		tail = wrote;
+	b = d->v.nblocks ? share(full, d->v.nblocks) : 0;
+	r = head > tail ? share(head - tail, d->v.capacity) : 0;
 	return b > r ? b : r;
 }
 
@@ -383,6 +391,7 @@ long drain_pass(struct drain *d, bool final)
 		return ret;
 	drain_release_tail(d);
 	d->backlog = backlog_now(d);
+	d->worked = copied > 0 || d->hold.nfull > 0;
 	if (part_full(d)) {
 		ret = rotate(d);
 		if (ret < 0)
@@ -428,8 +437,11 @@ static void nap(struct drain *d, uint64_t ns, bool reap_first)
 	 * stores: either they see it set and wake us, or we see here what
 	 * they would have woken us for */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!shmt_wake_due(&d->v) && shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 &&
-	    !reap && !d->hold.full_left) {
+	/* what the ring's words say waits is not waited for, unless the last
+	 * pass found work: tail and full_blocks are any producer's to write,
+	 * and forged they would keep every nap from waiting */
+	if (!(d->worked && shmt_wake_due(&d->v)) &&
+	    shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 && !reap && !d->hold.full_left) {
 #if SHMT_TSAN
 		/* ThreadSanitizer runs a signal's handler only inside a call
 		 * it intercepts, which a raw futex is not: SIGTERM would wait

@@ -32,6 +32,9 @@ struct drain {
 	uint64_t pos;		/* next ring sequence to copy */
 	bool behind;		/* the last pass did not copy all there was */
 	uint32_t backlog;	/* at the last pass's end: drain_backlog() */
+	/* the last pass found records or full blocks: the ring's words that
+	 * say work waits (wake-ups') are believed for the next nap */
+	bool worked;
 	bool head_forged_said;	/* a head no producer stores was warned of */
 	uint64_t head_last;	/* the head the last pass read */
 	bool head_back;		/* a head read below the one before (since

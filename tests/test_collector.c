@@ -8,8 +8,10 @@
  * is behind, and when it yields the CPU though records wait; the lock held
  * for a few blocks at a time.
  */
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <pthread.h>
 
@@ -1173,6 +1175,47 @@ static void test_busy_collector_comes_back_before_its_poll_interval(void **state
 	shmtrace_ring_unlink(ring);
 }
 
+#if !SHMT_TSAN	/* under TSan the collector's nap is a timer, not the futex */
+/*
+ * The ring's words that say work waits for the collector (full_blocks,
+ * tail) are any producer's to write. Forged to say a quarter of the blocks
+ * wait and the tail is past the head, they made every nap return at once:
+ * the collector spun, at nice -10, for as long as it ran. It now believes
+ * them only after a pass that found work: woken, it finds none, and waits
+ * in its nap again (a wake-up of the futex finds it there).
+ */
+static void test_forged_words_saying_work_waits_do_not_keep_the_collector_awake(void **state)
+{
+	const char *ring = test_ring_name("forgedwake");
+	const char *const minute[] = { "--poll-interval", "60000", NULL };
+	const char *out = "/tmp/shmt-forgedwake.cap";
+	struct shmt_view v;
+	long woken = 0;
+	char err[256];
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	pid = start_collector_args(ring, out, 0, NULL, minute);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_WRITE, &v, err, sizeof(err)), 0);
+	store_relaxed(&v.h->full_blocks.v, v.nblocks);
+	store_relaxed(&v.h->tail.v, 1ull << 63);
+	/* the first wake-up makes it look at the words; each later one that
+	 * finds it waiting says it napped after a pass that found nothing */
+	for (int i = 0; i < 10000 && woken < 2; i++) {
+		woken += syscall(SYS_futex, (uint32_t *)&v.h->wake_seq.v, FUTEX_WAKE, 1, NULL, NULL, 0);
+		usleep(1000);	/* a poll: the nap it waits in signals nothing */
+	}
+	store_relaxed(&v.h->full_blocks.v, 0);
+	store_relaxed(&v.h->tail.v, 0);
+	shmt_view_close(&v);
+	assert_clean_exit(stop(pid, SIGTERM));
+	assert_int_equal(woken, 2);
+	unlink(out);
+	shmtrace_ring_unlink(ring);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1195,6 +1238,9 @@ int main(void)
 		cmocka_unit_test(test_moving_block_asked_a_poll_interval_after_first_left),
 		cmocka_unit_test(test_ask_names_the_life_listed),
 		cmocka_unit_test(test_dead_threads_block_copied_at_once_while_full_blocks_come),
+#if !SHMT_TSAN
+		cmocka_unit_test(test_forged_words_saying_work_waits_do_not_keep_the_collector_awake),
+#endif
 	};
 
 	if (collector_bin_init() < 0)
