@@ -362,6 +362,7 @@ PyMODINIT_FUNC PyInit__shmtrace(void)
 		return NULL;
 	}
 	/* before the library closes the default handle at exit (tracer.c) */
+	pyst_unlocked_setup();
 	Py_AtExit(pyst_unlocked_at_exit);
 	return m;
 }

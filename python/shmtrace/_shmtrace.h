@@ -56,7 +56,7 @@ typedef struct {
 	PyObject *cache;	/* dict: exact str -> int id */
 	struct pair pairs[PAIR_SLOTS];
 	/* calls of this process running without the GIL on t (tracer.c,
-	 * pyst_unlocked_begin()): close waits for them */
+	 * pyst_unlocked_begin()), atomic: close waits for them */
 	int unlocked;
 	pid_t unlocked_pid;
 } Tracer;
@@ -138,6 +138,7 @@ void pyst_unlocked_end(Tracer *tr);
 /* Library calls running without the GIL now, all tracers: the exit waits
  * for them (tracer.c, pyst_unlocked_at_exit()) */
 extern int pyst_unlocked_running;
+void pyst_unlocked_setup(void);
 void pyst_unlocked_at_exit(void);
 /* Runs stmt, a library call that may wait for the ring lock, without the
  * GIL; counted out before the GIL is asked for again, which a daemon
@@ -149,6 +150,16 @@ void pyst_unlocked_at_exit(void);
 		stmt;								\
 		__atomic_sub_fetch(&pyst_unlocked_running, 1, __ATOMIC_RELEASE);	\
 		Py_END_ALLOW_THREADS						\
+	} while (0)
+/* PYST_UNLOCKED(stmt) with t, tr's handle, held (a close waits for it);
+ * not run when tr is off (t NULL). The hold ends without the GIL too. */
+#define PYST_HOLDING(tr, t, stmt)						\
+	do {									\
+		shmtrace_t *t = pyst_unlocked_begin(tr);			\
+		if (t)								\
+			PYST_UNLOCKED(stmt; pyst_unlocked_end(tr));		\
+		else								\
+			pyst_unlocked_end(tr);					\
 	} while (0)
 uint32_t pyst_intern(Tracer *tr, PyObject *s, const char *what, int *ok);
 int pyst_intern_name_cat(Tracer *tr, PyObject *name, PyObject *cat, uint32_t *name_id,

@@ -131,7 +131,6 @@ PyObject *pyst_flow_new(Tracer *tr, PyObject *Py_UNUSED(ignored))
 PyObject *pyst_set_name(Tracer *tr, PyObject *arg, int process)
 {
 	char buf[MAX_NAME + 1];
-	shmtrace_t *t;
 	const char *u;
 	Py_ssize_t len;
 	int ret;
@@ -151,12 +150,9 @@ PyObject *pyst_set_name(Tracer *tr, PyObject *arg, int process)
 		pyst_tls_named = 1;	/* the caller's name wins over threading's */
 	}
 	/* the lock waited for without the GIL (tracer.c) */
-	t = pyst_unlocked_begin(tr);
 	ret = 0;
-	if (t)
-		PYST_UNLOCKED(ret = process ? shmtrace_set_process_name(t, buf) :
-					      shmtrace_set_thread_name(t, buf));
-	pyst_unlocked_end(tr);
+	PYST_HOLDING(tr, t, ret = process ? shmtrace_set_process_name(t, buf) :
+					    shmtrace_set_thread_name(t, buf));
 	if (ret < 0)
 		return pyst_raise(ret, NULL);
 	Py_RETURN_NONE;
@@ -198,11 +194,10 @@ PYST_DOC(pyst_flush_doc,
 
 PyObject *pyst_flush(Tracer *tr, PyObject *Py_UNUSED(ignored))
 {
-	int ret;
+	int ret = 0;
 
-	if (!tr->t)
-		Py_RETURN_NONE;
-	ret = shmtrace_flush(tr->t);
+	/* the lock waited for without the GIL, as an intern's (tracer.c) */
+	PYST_HOLDING(tr, t, ret = shmtrace_flush(t));
 	if (ret < 0)
 		return pyst_raise(ret, NULL);
 	Py_RETURN_NONE;

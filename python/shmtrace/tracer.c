@@ -17,34 +17,52 @@ __thread int pyst_tls_named;
 /*
  * The calls that may wait for the ring lock, up to the library's 100 ms
  * while another process holds it (interning a string the tracer has not
- * seen, naming a thread or the process, closing), wait without the GIL, so
- * that the program's other threads go on meanwhile. Such a call holds the
- * tracer's handle between pyst_unlocked_begin() and pyst_unlocked_end(),
- * both under the GIL; a close meanwhile turns the tracer off at once (its
- * calls are no-ops from then on) and waits for them before it closes the
+ * seen, naming a thread or the process, flushing, closing), wait without
+ * the GIL, so that the program's other threads go on meanwhile. Such a
+ * call holds the tracer's handle between pyst_unlocked_begin(), under the
+ * GIL, and pyst_unlocked_end(), still without it: a daemon thread at the
+ * interpreter's end never gets the GIL back, and a close waiting for it
+ * would wait for good. A close turns the tracer off at once (its calls
+ * are no-ops from then on) and waits for them before it closes the
  * handle; the close holds the handle as such a call does, so that a
  * second close returns only once the first is done. The calls that stage
- * records keep the GIL: their wait for the
- * lock is bounded at 2 ms, and the open-span mirrors (open.c) are safe
- * only under it. A fork leaves in the child no thread of those counted:
- * the count is the process's that made it.
+ * records keep the GIL: their wait for the lock is bounded at 2 ms, and
+ * the open-span mirrors (open.c) are safe only under it. A fork leaves in
+ * the child no thread of those counted: the counts are the process's that
+ * made them.
  */
 static pthread_mutex_t unlocked_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t unlocked_done = PTHREAD_COND_INITIALIZER;
-static pthread_once_t unlocked_once = PTHREAD_ONCE_INIT;
 int pyst_unlocked_running;
 
-/* A fork copies the mutex as a closer of the parent held it, for a child
- * that has no such thread */
+/* A fork copies the mutex as a closer of the parent held it, and the
+ * count of calls other threads of the parent were in */
 static void unlocked_after_fork(void)
 {
 	pthread_mutex_init(&unlocked_mu, NULL);
 	pthread_cond_init(&unlocked_done, NULL);
+	__atomic_store_n(&pyst_unlocked_running, 0, __ATOMIC_RELAXED);
 }
 
 static void unlocked_init(void)
 {
 	pthread_atfork(NULL, NULL, unlocked_after_fork);
+}
+
+/* At the module's import, before any thread can be in such a call. */
+void pyst_unlocked_setup(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, unlocked_init);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* At the interpreter's end (Py_AtExit()): a daemon thread may still be in
@@ -55,48 +73,52 @@ static void unlocked_init(void)
 void pyst_unlocked_at_exit(void)
 {
 	struct timespec nap = { 0, 100000 };
+	uint64_t end = mono_ns() + 300 * 1000000ull;
 
-	for (int i = 0; i < 3000 && __atomic_load_n(&pyst_unlocked_running, __ATOMIC_ACQUIRE); i++)
+	while (__atomic_load_n(&pyst_unlocked_running, __ATOMIC_ACQUIRE) && mono_ns() < end)
 		nanosleep(&nap, NULL);
 }
 
+/* Calls holding tr's handle now; the caller holds the GIL. */
 static int unlocked_calls(Tracer *tr)
 {
-	return tr->unlocked_pid == getpid() ? tr->unlocked : 0;
+	return tr->unlocked_pid == getpid() ? __atomic_load_n(&tr->unlocked, __ATOMIC_ACQUIRE) : 0;
 }
 
 /* The handle to call without the GIL (NULL: off), held until
- * pyst_unlocked_end(). */
+ * pyst_unlocked_end(). Under the GIL. */
 shmtrace_t *pyst_unlocked_begin(Tracer *tr)
 {
-	pthread_once(&unlocked_once, unlocked_init);
-	tr->unlocked = unlocked_calls(tr) + 1;
-	tr->unlocked_pid = getpid();
+	if (tr->unlocked_pid != getpid()) {
+		tr->unlocked = 0;	/* a parent's, before a fork */
+		tr->unlocked_pid = getpid();
+	}
+	__atomic_add_fetch(&tr->unlocked, 1, __ATOMIC_ACQ_REL);
 	return tr->t;
 }
 
-/* Each end is told: a close waits for all calls but its own, a second
- * close for all of them. */
+/* With or without the GIL. Each end is told under the mutex, so that a
+ * waiter that looked at the count under it misses none: a close waits for
+ * all calls but its own, a second close for all of them. */
 void pyst_unlocked_end(Tracer *tr)
 {
-	tr->unlocked--;
 	pthread_mutex_lock(&unlocked_mu);
+	__atomic_sub_fetch(&tr->unlocked, 1, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&unlocked_done);
 	pthread_mutex_unlock(&unlocked_mu);
 }
 
-/* Waits, without the GIL, until at most keep calls hold tr's handle. The
- * mutex is taken before the GIL is let go: a call's end, which needs the
- * GIL, cannot signal between the count read and the wait. */
+/* Waits, without the GIL, until at most keep calls hold tr's handle. */
 static void unlocked_wait(Tracer *tr, int keep)
 {
-	while (unlocked_calls(tr) > keep) {
-		pthread_mutex_lock(&unlocked_mu);
-		Py_BEGIN_ALLOW_THREADS
+	if (unlocked_calls(tr) <= keep)
+		return;
+	Py_BEGIN_ALLOW_THREADS
+	pthread_mutex_lock(&unlocked_mu);
+	while (__atomic_load_n(&tr->unlocked, __ATOMIC_ACQUIRE) > keep)
 		pthread_cond_wait(&unlocked_done, &unlocked_mu);
-		pthread_mutex_unlock(&unlocked_mu);
-		Py_END_ALLOW_THREADS
-	}
+	pthread_mutex_unlock(&unlocked_mu);
+	Py_END_ALLOW_THREADS
 }
 
 /* The id of s in tr's ring, cached per tracer. Returns 0 with an exception
@@ -124,12 +146,8 @@ uint32_t pyst_intern(Tracer *tr, PyObject *s, const char *what, int *ok)
 	if (!u)
 		return 0;
 	pyst_copy_cut(buf, u, len, MAX_STRING);
-	{
-		shmtrace_t *t = pyst_unlocked_begin(tr);
-
-		PYST_UNLOCKED(id = shmtrace_intern(t, buf));
-		pyst_unlocked_end(tr);
-	}
+	id = 0;
+	PYST_HOLDING(tr, t, id = shmtrace_intern(t, buf));
 	/* only exact str keys: a subclass could hash differently, or hold
 	 * a reference back to the tracer; never id 0, what an intern that
 	 * could not have the lock returns (the library keeps its lasting
@@ -162,11 +180,8 @@ void pyst_name_thread(Tracer *tr)
 	th = pyst_threading_mod ? PyObject_CallMethod(pyst_threading_mod, "current_thread", NULL) : NULL;
 	name = th ? PyObject_GetAttrString(th, "name") : NULL;
 	if (name && PyUnicode_Check(name) && (u = PyUnicode_AsUTF8AndSize(name, &len))) {
-		shmtrace_t *t = pyst_unlocked_begin(tr);
-
 		pyst_copy_cut(buf, u, len, MAX_NAME);
-		PYST_UNLOCKED(shmtrace_set_thread_name(t, buf));
-		pyst_unlocked_end(tr);
+		PYST_HOLDING(tr, t, shmtrace_set_thread_name(t, buf));
 	}
 	Py_XDECREF(name);
 	Py_XDECREF(th);
@@ -274,9 +289,9 @@ static void tracer_detach(Tracer *tr)
 		if (tr->owned)
 			shmtrace_close(t);
 		else if (t == shmtrace_default)
-			shmtrace_default_open(NULL)	/* closes it */
+			shmtrace_default_open(NULL);	/* closes it */
+		pyst_unlocked_end(tr)
 	);
-	pyst_unlocked_end(tr);
 }
 
 PyDoc_STRVAR(close_doc,

@@ -267,6 +267,76 @@ class TestCalls(RingTest):
         th.join()
         self.assertEqual(owners, [0, 0], "a close returned while the lock was another's")
 
+    def test_a_flush_waiting_for_the_ring_lock_lets_other_threads_run(self):
+        # flush() may wait for the lock (100 ms while another process
+        # holds it): without the GIL, so this thread sees the waiter's bit
+        # and frees the lock, and the flush takes it. Holding the GIL, it
+        # timed out first and raised ETIMEDOUT
+        self.t.instant("staged")
+        with open("/dev/shm/" + self.ring, "r+b") as f:
+            word = mmap.mmap(f.fileno(), 4096)
+        self.addCleanup(word.close)
+        lock = 256
+        errors = []
+
+        def worker():
+            self.t.instant("staged by the worker")
+            word[lock:lock + 4] = struct.pack("<I", 1)
+            try:
+                self.t.flush()
+            except shmtrace.Error as e:
+                errors.append(e)
+
+        th = threading.Thread(target=worker)
+        th.start()
+        while th.is_alive() and not struct.unpack("<I", word[lock:lock + 4])[0] & 0x80000000:
+            time.sleep(0.0002)  # a poll: the word signals nothing
+        word[lock:lock + 4] = struct.pack("<I", 0)
+        th.join()
+        self.assertEqual(errors, [])
+
+    def test_a_close_at_the_interpreters_end_waits_for_no_daemon_thread_for_good(self):
+        # a daemon thread waits for the lock without the GIL when the
+        # interpreter ends; a tracer closed then (by a module's object)
+        # waits for that call, which returns but never gets the GIL back:
+        # its hold of the handle must end without the GIL, or the close
+        # waits for good
+        mod = os.path.join(self.tmp.name, "holder_at_exit.py")
+        with open(mod, "w", encoding="utf-8") as f:
+            f.write("import os\n"
+                    "class Holder:\n"
+                    "    def __init__(self, t):\n"
+                    "        self.t = t\n"
+                    "    def __del__(self, w=os.write):\n"
+                    "        self.t.close()\n"
+                    "        w(1, b'closed\\n')\n")
+        code = """
+import mmap, struct, sys, threading, time
+import shmtrace, holder_at_exit
+t = shmtrace.open(%r)
+with open("/dev/shm/" + %r, "r+b") as f:
+    word = mmap.mmap(f.fileno(), 4096)
+word[256:260] = struct.pack("<I", 1)
+holder_at_exit.h = holder_at_exit.Holder(t)
+def daemon():
+    i = 0
+    while True:
+        t.instant("new name %%d" %% i)
+        i += 1
+threading.Thread(target=daemon, daemon=True).start()
+while not struct.unpack("<I", word[256:260])[0] & 0x80000000:
+    time.sleep(0.0002)
+del t
+""" % (self.ring, self.ring)
+        env = dict(os.environ, PYTHONPATH=self.tmp.name + os.pathsep + os.environ["PYTHONPATH"])
+        env.pop("SHMTRACE_RING", None)
+        try:
+            r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                               text=True, check=False, timeout=60)
+        except subprocess.TimeoutExpired:
+            self.fail("the interpreter's end waited for good")
+        self.assertEqual((r.returncode, r.stdout), (0, "closed\n"), r.stderr)
+
     def test_span_enters_an_exit_stack(self):
         # contextlib.ExitStack (and unittest's enterContext) call the
         # class's __enter__ and __exit__ with the span
