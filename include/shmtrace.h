@@ -362,7 +362,11 @@ int shmtrace_trigger(shmtrace_t *t, const char *name, unsigned flags);
 
 /* Names the calling thread (and, from the main thread, the process) in the
  * trace. Without it the kernel's comm names are used. At most
- * SHMTRACE_NAME_MAX bytes; longer ones are cut. */
+ * SHMTRACE_NAME_MAX bytes; longer ones are cut. Each new name takes a slot
+ * of the ring's name table; a thread's name set again as it is takes
+ * none. Returns 0, -EINVAL (t or name NULL), -ENOENT (no ring yet: kept
+ * for when it appears), -ENOSPC (the table is full: counted in the ring's
+ * names_dropped) or -ETIMEDOUT (the ring lock not had in time). */
 int shmtrace_set_thread_name(shmtrace_t *t, const char *name);
 int shmtrace_set_process_name(shmtrace_t *t, const char *name);
 

@@ -255,6 +255,40 @@ static void test_thread_names_full(void **state)
 		  "recorded: the ring's thread-name table (1024) is full");
 }
 
+/* A thread that names itself again with the name it has takes no new slot
+ * of the ring's name table: 2,000 renamings to one name in a table of
+ * 1,024 all succeed and take one slot, a new name the next; a fork's child
+ * is named anew under its own pid. It took a slot each, and the 1,025th
+ * failed with ENOSPC. */
+static void test_the_same_thread_name_again_takes_no_slot(void **state)
+{
+	const char *ring = test_ring_name("samename");
+	struct shmt_view v;
+	char err[256];
+	shmtrace_t *t;
+	int st;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (int i = 0; i < 2000; i++)
+		assert_int_equal(shmtrace_set_thread_name(t, "worker"), 0);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), 0);
+	assert_int_equal(shmt_ring_nthreads(&v), 1);
+	assert_int_equal(shmtrace_set_thread_name(t, "renamed"), 0);
+	assert_int_equal(shmt_ring_nthreads(&v), 2);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(shmtrace_set_thread_name(t, "renamed") == 0 && shmt_ring_nthreads(&v) == 3 ? 0 : 1);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	shmt_view_close(&v);
+	shmtrace_close(t);
+	shmtrace_ring_unlink(ring);
+}
+
 /* The LOSS frame carries the name counts and the table sizes; a frame of
  * six fields (captures written before them) still decodes, as zeros. */
 static void test_loss_frame(void **state)
@@ -312,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_string_table_full),
 		cmocka_unit_test(test_strings_option),
 		cmocka_unit_test(test_thread_names_full),
+		cmocka_unit_test(test_the_same_thread_name_again_takes_no_slot),
 		cmocka_unit_test(test_loss_frame),
 	};
 

@@ -231,13 +231,35 @@ static int append_name(shmtrace_t *t, const char *tname)
 	return append_name_to(t, a, tname);
 }
 
+/* The attachment this thread last named itself in, with tls_tname, and
+ * the process then (a fork's child is another pid, named anew): the same
+ * name again there takes no slot of the ring's name table, which a thread
+ * that names itself for every task would fill up. */
+static __thread uint64_t tls_named_in __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tls_named_gen __attribute__((tls_model("initial-exec")));
+
 SHMT_API int shmtrace_set_thread_name(shmtrace_t *t, const char *name)
 {
+	struct shmt_att *a;
+	bool same;
+	int ret;
+
 	if (!name)
 		return -EINVAL;
+	same = !strncmp(tls_tname, name, SHMT_NAME_LEN - 1);
 	strncpy(tls_tname, name, SHMT_NAME_LEN - 1);
 	tls_tname[SHMT_NAME_LEN - 1] = 0;
-	return append_name(t, tls_tname);
+	if (!t)
+		return -EINVAL;
+	a = shmt_attach_current(t);
+	if (!a)
+		return -ENOENT;	/* kept: used when the ring appears */
+	if (same && tls_named_in == a->id && tls_named_gen == shmt_fork_gen)
+		return 0;
+	ret = append_name_to(t, a, tls_tname);
+	tls_named_in = ret == 0 ? a->id : 0;
+	tls_named_gen = shmt_fork_gen;
+	return ret;
 }
 
 SHMT_API int shmtrace_set_process_name(shmtrace_t *t, const char *name)

@@ -153,7 +153,10 @@ PyObject *pyst_set_name(Tracer *tr, PyObject *arg, int process)
 	ret = 0;
 	PYST_HOLDING(tr, t, ret = process ? shmtrace_set_process_name(t, buf) :
 					    shmtrace_set_thread_name(t, buf));
-	if (ret < 0)
+	/* a name with no room in the ring's table, or that could not wait
+	 * for its lock, is counted there (names_dropped, lock_timeouts): a
+	 * program's flow is not the tracer's to change */
+	if (ret < 0 && ret != -ENOSPC && ret != -ETIMEDOUT)
 		return pyst_raise(ret, NULL);
 	Py_RETURN_NONE;
 }
@@ -165,8 +168,10 @@ PYST_DOC(pyst_set_thread_name_doc,
 "--\n\n"
 "Names the calling thread in the trace (at most 31 bytes of UTF-8, cut at\n"
 "a character boundary). Without it a thread is named after\n"
-"threading.current_thread().name when it first records. Raises\n"
-"shmtrace.Error when the ring's name table is full.");
+"threading.current_thread().name when it first records. The same name\n"
+"again takes no new slot of the ring's name table; a name the full table\n"
+"has no room for, or that could not wait for the ring lock, is counted in\n"
+"the ring (names_dropped, lock_timeouts), not raised.");
 
 PyObject *pyst_set_thread_name(Tracer *tr, PyObject *arg)
 {
@@ -177,7 +182,9 @@ PYST_DOC(pyst_set_process_name_doc,
 "set_process_name(name) -> None\n"
 "--\n\n"
 "Names the calling process in the trace (at most 31 bytes of UTF-8).\n"
-"Without it the kernel's name (comm, e.g. \"python3\") is shown.");
+"Without it the kernel's name (comm, e.g. \"python3\") is shown. A name\n"
+"the full table has no room for, or that could not wait for the ring\n"
+"lock, is counted in the ring, not raised.");
 
 PyObject *pyst_set_process_name(Tracer *tr, PyObject *arg)
 {

@@ -118,6 +118,31 @@ class TestCalls(RingTest):
         self.assertEqual(tn[(os.getpid(), seen[1])], "explicit")
         self.assertEqual(tn[(os.getpid(), threading.get_native_id())], "MainThread")
 
+    def test_naming_never_raises_for_a_full_name_table(self):
+        # a worker naming its thread for every task: the same name again
+        # takes no slot, and names past the table's 1,024 slots are
+        # counted in the ring (names_dropped), not raised (ENOSPC was)
+        tids = []
+
+        def worker():  # a thread of its own: a name is the thread's for good
+            for _ in range(2000):
+                self.t.set_thread_name("same")
+            for i in range(1100):
+                self.t.set_thread_name("task %d" % i)
+            with self.t.span("named"):
+                pass
+            self.t.flush()
+            tids.append(threading.get_native_id())
+
+        th = threading.Thread(target=worker)
+        th.start()
+        th.join()
+        ev, _, trace = util.export(self.tmp.name, "--ring", self.ring)
+        # 1,100 new names, the 2,000 "same" in one of the 1,024 slots: at
+        # most 1,023 left for them (the 2,000 took them all before)
+        self.assertIn(util.metadata(trace)["names_dropped"], range(1100 - 1023, 100))
+        self.assertTrue(util.names(ev, "thread_name")[(os.getpid(), tids[0])].startswith("task "))
+
     def test_long_names_cut_at_a_character(self):
         def named():  # not the main thread: its name is the other tests'
             self.t.set_thread_name("é" * 40)  # 80 bytes: 15 characters fit in 31
