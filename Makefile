@@ -196,7 +196,7 @@ python: $(PY_EXT) $(BUILD)/tests/py-c-hop
 $(PY_EXT): $(wildcard python/shmtrace/*.c python/shmtrace/*.h) python/setup.py $(RING_SRC) $(LIB_SRC) \
 		$(wildcard include/*.h libshm/*/*.h)
 	@$(if $(Q),echo "  PY      $@")
-	$(Q)cd python && $(PYTHON) setup.py -q build_ext --inplace >/dev/null
+	$(Q)cd python && SHMTRACE_WERROR=1 $(PYTHON) setup.py -q build_ext --inplace >/dev/null
 
 $(BUILD)/tests/py-c-hop: tests/python/c_hop.c $(STATIC)
 	@mkdir -p $(dir $@)

@@ -65,6 +65,7 @@ static void read_pair(uint64_t *tsc, uint64_t *mono)
 {
 	uint64_t best = UINT64_MAX;
 
+	*tsc = *mono = 0;	/* what no compiler can tell the loop sets */
 	for (int i = 0; i < 5; i++) {
 		uint64_t a = shmt_read_tsc();
 		uint64_t m = shmt_mono_ns();

@@ -263,13 +263,16 @@ int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, PyObj
 		}
 		return ret;
 	}
-	items = PyMapping_Check(mapping) && !PySequence_Check(mapping) ?
-		PyMapping_Items(mapping) : NULL;
-	if (!items) {
-		PyErr_Format(PyExc_TypeError, "args must be a dict or None, not %.100s",
+	/* a mapping as dict() takes one: any object with keys() (UserDict,
+	 * ChainMap, a mappingproxy), its items() listed once */
+	if (!PyObject_HasAttrString(mapping, "keys")) {
+		PyErr_Format(PyExc_TypeError, "args must be a mapping or None, not %.100s",
 			     Py_TYPE(mapping)->tp_name);
 		return -1;
 	}
+	items = PyMapping_Items(mapping);
+	if (!items)
+		return -1;
 	ret = args_fit(PyList_GET_SIZE(items));
 	for (pos = 0; ret == 0 && pos < PyList_GET_SIZE(items); pos++) {
 		PyObject *kv = PyList_GET_ITEM(items, pos);

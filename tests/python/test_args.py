@@ -5,6 +5,7 @@ Span.set(), instant(args=)): int and str values reach the Chrome JSON's
 than a record holds is refused (args=) or warned about (set()); bad types
 raise, with tracing on and off alike; str values go with their records,
 so distinct per-request values never use up the ring's string table."""
+import collections
 import json
 import os
 import types
@@ -75,9 +76,11 @@ class TestArgs(RingTest):
             s.set("status", "ok")
             s.set("bytes", 2 ** 63 - 1)  # again: the new value
             s.set("delta", -2 ** 63)
-            # any mapping, not only a dict
+            # any mapping, not only a dict: one written in Python too
             t.instant("retry", cat="rpc",
                       args=types.MappingProxyType({"attempt": 2, "why": "busy"}))
+            t.instant("chained", cat="rpc",
+                      args=collections.ChainMap({"attempt": 3}, collections.UserDict(why="down")))
 
     def test_args_in_chrome_json(self):
         self.record()
@@ -87,6 +90,8 @@ class TestArgs(RingTest):
                           "delta": -2 ** 63})
         inst = [e for e in ev if e.get("ph") == "i" and e["name"] == "retry"]
         self.assertEqual(inst[0]["args"], {"attempt": 2, "why": "busy"})
+        inst = [e for e in ev if e.get("ph") == "i" and e["name"] == "chained"]
+        self.assertEqual(inst[0]["args"], {"attempt": 3, "why": "down"})
 
     def test_args_in_otlp_attributes(self):
         self.record()
