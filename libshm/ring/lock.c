@@ -132,15 +132,17 @@ void shmt_repair(struct shmt_view *v)
 		struct shmt_block *b = shmt_block_at(v, j->block);
 
 		uint64_t head = load_relaxed(&h->head.v);
+		/* a peer's word: read once, the value checked the one stored */
+		uint64_t hb = load_relaxed(&j->head_before);
 
 		if (!shmt_journal_published(j, head)) {
 			/* undo: nothing of it was published; the block keeps its
 			 * records. A flush only moves head on: a journal that
 			 * would move it on is forged, and leaves it */
-			if (j->head_before <= head)
-				store_release(&h->head.v, j->head_before);
+			if (hb <= head)
+				store_release(&h->head.v, hb);
 			bool undone = b && load_relaxed(&b->state) == SHMT_BLOCK_SEQUENCED &&
-				      load_relaxed(&b->seq0) == j->head_before;
+				      load_relaxed(&b->seq0) == hb;
 
 			if (undone && step == SHMT_JOURNAL_COPY) {
 				/* a copy nobody reads: emptied, then free */

@@ -418,10 +418,11 @@ int shmt_ring_block_settled(const struct shmt_view *v, uint32_t i, uint64_t *bel
 		/* pairs with the flusher's release store of taken, which
 		 * follows its store of head */
 		uint64_t k = load_acquire(&b->taken), h = shmt_ring_head(v), cnt, moved = 0;
-		/* sequenced in place, below h: all of it is the ring's */
+		/* sequenced in place, below h: all of it is the ring's (its
+		 * written the one checked: a peer's word, read once) */
+		uint64_t w = load_relaxed(&b->written);
 		bool sequenced = load_acquire(&b->state) == SHMT_BLOCK_SEQUENCED &&
-				 shmt_block_sequenced(v, load_relaxed(&b->written), k,
-						      load_relaxed(&b->seq0));
+				 shmt_block_sequenced(v, w, k, load_relaxed(&b->seq0));
 		/* the journal is written before the head it publishes: seen
 		 * with any head that holds its flush (or a copy of the block) */
 		bool mine = load_acquire(&j->active) && shmt_journal_moves(v, &moved) == i &&
@@ -444,7 +445,7 @@ int shmt_ring_block_settled(const struct shmt_view *v, uint32_t i, uint64_t *bel
 		if (mine && (cnt ? hb + cnt <= h : true) && moved >= k)
 			*below = moved;
 		if (sequenced)
-			*below = load_relaxed(&b->written);
+			*below = w;
 		return 0;
 	}
 	return -EAGAIN;
