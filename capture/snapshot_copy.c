@@ -323,6 +323,46 @@ static bool same(const struct shmt_record *a, const struct shmt_record *b)
 }
 
 /*
+ * The slots read after the blocks (late, after) are looked up by each
+ * block's thread: sorted by thread, then sequence, once, so that a block
+ * reads its own thread's records, not every one of them (a ring's worth,
+ * for each of thousands of blocks: a snapshot a peer could stretch to
+ * minutes).
+ */
+static int by_thread(const void *pa, const void *pb)
+{
+	const struct snap_late *a = pa, *b = pb;
+
+	if (a->r.pid != b->r.pid)
+		return a->r.pid < b->r.pid ? -1 : 1;
+	if (a->r.tid != b->r.tid)
+		return a->r.tid < b->r.tid ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+static bool is_thread(const struct shmt_record *r, const struct snap_block *b)
+{
+	return r->pid == b->info.pid && r->tid == b->info.tid;
+}
+
+/* The first of l[0..n) (sorted by_thread()) of b's thread, or n. */
+static size_t thread_first(const struct snap_late *l, size_t n, const struct snap_block *b)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct shmt_record *r = &l[mid].r;
+
+		if (r->pid < b->info.pid || (r->pid == b->info.pid && r->tid < b->info.tid))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
  * Of block b's records not below b->below (the others are in the
  * window): how many a flush moved into the window's slots after the block
  * was settled. Flushes move a block's records in order from its taken on,
@@ -337,27 +377,23 @@ static uint32_t moved_since(const struct snap *s, const struct snap_block *b,
 			    const struct shmt_record *kept, uint32_t n)
 {
 	uint64_t moved = b->below2 - b->below, past = 0;
+	size_t i;
 	uint32_t j = 0;
 
 	if (b->same_owner && !moved)
 		return 0;	/* the common case: no list of slots to look through */
 	if (b->same_owner) {
-		for (size_t i = 0; i < s->nafter; i++) {
-			const struct shmt_record *r = &s->after[i].r;
-
-			past += s->after[i].seq < b->head2 && r->pid == b->info.pid &&
-				r->tid == b->info.tid && r->commit != SHMTRACE_KIND_OPEN;
-		}
+		for (i = thread_first(s->after, s->nafter, b); i < s->nafter &&
+		     is_thread(&s->after[i].r, b) && s->after[i].seq < b->head2; i++)
+			past += s->after[i].r.commit != SHMTRACE_KIND_OPEN;
 		moved = moved > past ? moved - past : 0;
 		return moved < n ? (uint32_t)moved : n;
 	}
-	for (size_t i = 0; i < s->nlate && j < n; i++) {
+	for (i = thread_first(s->late, s->nlate, b); i < s->nlate && is_thread(&s->late[i].r, b) &&
+	     j < n; i++) {
 		const struct shmt_record *r = &s->late[i].r;
 
-		if (s->late[i].seq < b->head || r->pid != b->info.pid || r->tid != b->info.tid ||
-		    r->commit == SHMTRACE_KIND_OPEN)
-			continue;
-		if (same(r, &kept[j]))
+		if (s->late[i].seq >= b->head && r->commit != SHMTRACE_KIND_OPEN && same(r, &kept[j]))
 			j++;
 	}
 	return j;
@@ -411,10 +447,11 @@ static int settle_again(struct snap *s, uint64_t end)
 static bool open_in_slots(const struct snap *s, const struct snap_block *b,
 			  const struct shmt_record *o)
 {
-	for (size_t i = 0; i < s->nlate; i++) {
+	for (size_t i = thread_first(s->late, s->nlate, b); i < s->nlate &&
+	     is_thread(&s->late[i].r, b); i++) {
 		const struct shmt_record *r = &s->late[i].r;
 
-		if (s->late[i].seq >= b->head && r->pid == b->info.pid && r->tid == b->info.tid &&
+		if (s->late[i].seq >= b->head &&
 		    (r->commit == SHMTRACE_KIND_SPAN || r->commit == SHMTRACE_KIND_OPEN) &&
 		    r->ts == o->ts && r->name == o->name)
 			return true;
@@ -495,6 +532,10 @@ int snap_copy(struct snap *s)
 		ret = copy_slots(s, end);
 	if (!ret)
 		ret = settle_again(s, end);
+	if (s->nlate)
+		qsort(s->late, s->nlate, sizeof(*s->late), by_thread);
+	if (s->nafter)
+		qsort(s->after, s->nafter, sizeof(*s->after), by_thread);
 	seq = end;
 	for (size_t i = 0; i < s->nblk && !ret; i++)
 		ret = block_put(s, &s->blk[i], &seq);

@@ -115,33 +115,44 @@ int shmt_extent_read(const struct shmt_view *v, const struct shmt_extent *e, uin
 	return 0;
 }
 
-/* Whether a flush under way (or cut short by its flusher's death) is
- * writing the slot of seq for a later lap: its journal covers it. */
-static bool rewriting(const struct shmt_view *v, uint64_t seq)
+/* The later lap's sequence a flush under way (or cut short by its
+ * flusher's death) is writing into the slot of seq, as its journal says,
+ * or 0: none. */
+static uint64_t rewriting_lap(const struct shmt_view *v, uint64_t seq)
 {
 	const struct shmt_journal *j = &v->h->journal;
 	uint64_t hb, n, lap;
 
 	/* pairs with the release store that clears it in ring_write.c */
 	if (!load_acquire(&j->active))
-		return false;
+		return 0;
 	hb = load_relaxed(&j->head_before);
 	n = load_relaxed(&j->count);
 	/* the one sequence of [hb, hb + n) (n at most a lap) in seq's slot */
 	lap = hb + ((seq - hb) & v->mask);
 	if (n > v->capacity)
-		return false;
+		return 0;
 	/* a later lap's, within the flush (and no wrap: the journal is
 	 * untrusted) */
-	return lap - hb < n && lap >= hb && lap > seq && lap - seq >= v->capacity;
+	return lap - hb < n && lap >= hb && lap > seq && lap - seq >= v->capacity ? lap : 0;
+}
+
+static bool rewriting(const struct shmt_view *v, uint64_t seq)
+{
+	return rewriting_lap(v, seq) != 0;
 }
 
 bool shmt_ring_overtaken(const struct shmt_view *v, uint64_t seq)
 {
-	uint64_t head = shmt_ring_head(v);
+	uint64_t head = shmt_ring_head(v), lap;
 
-	/* a flush stores head after its records: the journal covers those */
-	return (head > seq && head - seq > v->capacity) || rewriting(v, seq);
+	/* a flush stores head after its records; before, its journal says
+	 * which lap it writes, whose commit word names seq too only 2^24
+	 * sequences on (a slot it has yet to reach still holds seq's) */
+	if (head > seq && head - seq > v->capacity)
+		return true;
+	lap = rewriting_lap(v, seq);
+	return lap && SHMT_COMMIT(lap, 0) == SHMT_COMMIT(seq, 0);
 }
 
 /* A slot's record of sequence seq, from the slot only. */
