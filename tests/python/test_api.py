@@ -20,6 +20,35 @@ import util
 from util import RingTest
 
 
+class LockWord:
+    """The ring's lock word (the header's mutex: glibc's lock word first,
+    docs/FORMAT.md), mapped, to play another process holding the lock."""
+    AT = 256
+    WAITERS = 0x80000000  # FUTEX_WAITERS: a thread waits for the lock
+
+    def __init__(self, test):
+        with open("/dev/shm/" + test.ring, "r+b") as f:
+            self.map = mmap.mmap(f.fileno(), 4096)
+        test.addCleanup(self.map.close)
+
+    def get(self):
+        return struct.unpack("<I", self.map[self.AT:self.AT + 4])[0]
+
+    def set(self, tid):
+        """tid 1 (pid 1, which runs: a waiter waits its whole bound,
+        100 ms) holds it; 0 frees it."""
+        self.map[self.AT:self.AT + 4] = struct.pack("<I", tid)
+
+    def wait_for_a_waiter(self, going=lambda: True):
+        """Until a thread waits for the lock (True), or going() says no
+        more (False)."""
+        while going():
+            if self.get() & self.WAITERS:
+                return True
+            time.sleep(0.0002)  # a poll: the word signals nothing
+        return False
+
+
 class TestCalls(RingTest):
     def test_span_instant_counter_flow(self):
         t = self.t
@@ -171,17 +200,14 @@ class TestCalls(RingTest):
         finally:
             del os.environ["SHMTRACE_LOCK_TIMEOUT_MS"]
         self.addCleanup(t.close)
-        with open("/dev/shm/" + self.ring, "r+b") as f:
-            word = mmap.mmap(f.fileno(), 4096)
-        lock = 256  # the header's mutex: glibc's lock word first (docs/FORMAT.md)
-        word[lock:lock + 4] = struct.pack("<I", 1)
+        word = LockWord(self)
+        word.set(1)
         with t.span("later", cat="lockcat"):
             pass
-        word[lock:lock + 4] = struct.pack("<I", 0)
+        word.set(0)
         with t.span("later", cat="lockcat"):
             pass
         t.instant("later-instant", cat="lockcat")
-        word.close()
         t.flush()
         ev, _, _ = util.export(self.tmp.name, "--ring", self.ring)
         self.assertEqual(len(util.spans(ev, "later")), 1)
@@ -195,12 +221,8 @@ class TestCalls(RingTest):
         # meanwhile, sees the waiter's bit (FUTEX_WAITERS) in the lock word
         # and frees the lock; the waiter then takes it and the name is kept.
         # Holding the GIL, it would time out first and record "?"
-        with open("/dev/shm/" + self.ring, "r+b") as f:
-            word = mmap.mmap(f.fileno(), 4096)
-        self.addCleanup(word.close)
-        lock = 256  # the header's mutex: glibc's lock word first (docs/FORMAT.md)
-        waiters = 0x80000000
-        word[lock:lock + 4] = struct.pack("<I", 1)
+        word = LockWord(self)
+        word.set(1)
         done = []
 
         def worker():
@@ -210,11 +232,8 @@ class TestCalls(RingTest):
 
         th = threading.Thread(target=worker)
         th.start()
-        seen = False
-        while not seen and not done:
-            seen = bool(struct.unpack("<I", word[lock:lock + 4])[0] & waiters)
-            time.sleep(0.0002)  # a poll: the word signals nothing
-        word[lock:lock + 4] = struct.pack("<I", 0)
+        seen = word.wait_for_a_waiter(lambda: not done)
+        word.set(0)
         th.join()
         self.assertTrue(seen, "the waiter finished before this thread ran")
         ev = self.export()
@@ -226,11 +245,8 @@ class TestCalls(RingTest):
         # one closes the tracer meanwhile: the close waits for that call
         # before the handle goes, and the span it was naming is recorded
         # or not, never written through a closed handle
-        with open("/dev/shm/" + self.ring, "r+b") as f:
-            word = mmap.mmap(f.fileno(), 4096)
-        self.addCleanup(word.close)
-        lock = 256
-        word[lock:lock + 4] = struct.pack("<I", 1)
+        word = LockWord(self)
+        word.set(1)
         errors = []
 
         def worker():
@@ -243,11 +259,10 @@ class TestCalls(RingTest):
 
         th = threading.Thread(target=worker)
         th.start()
-        while not struct.unpack("<I", word[lock:lock + 4])[0] & 0x80000000:
-            time.sleep(0.0002)  # a poll: the word signals nothing
+        word.wait_for_a_waiter()
         closer = threading.Thread(target=self.t.close)
         closer.start()
-        word[lock:lock + 4] = struct.pack("<I", 0)
+        word.set(0)
         closer.join()
         th.join()
         self.assertEqual(errors, [])
@@ -261,11 +276,8 @@ class TestCalls(RingTest):
         # close waits for that call; a second close meanwhile must not
         # return before the first is done: the lock word is still another
         # process's while the first waits, and free once it is done
-        with open("/dev/shm/" + self.ring, "r+b") as f:
-            word = mmap.mmap(f.fileno(), 4096)
-        self.addCleanup(word.close)
-        lock = 256
-        word[lock:lock + 4] = struct.pack("<I", 1)
+        word = LockWord(self)
+        word.set(1)
         entered, owners = [], []
 
         def worker():
@@ -275,18 +287,17 @@ class TestCalls(RingTest):
         def closer(tag):
             entered.append(tag)
             self.t.close()
-            owners.append(struct.unpack("<I", word[lock:lock + 4])[0] & 0x3fffffff)
+            owners.append(word.get() & 0x3fffffff)
 
         th = threading.Thread(target=worker)
         th.start()
-        while not struct.unpack("<I", word[lock:lock + 4])[0] & 0x80000000:
-            time.sleep(0.0002)  # a poll: the word signals nothing
+        word.wait_for_a_waiter()
         closers = [threading.Thread(target=closer, args=(i,)) for i in range(2)]
         for i, c in enumerate(closers):
             c.start()
             while len(entered) <= i:
                 time.sleep(0.0002)  # a poll: entering close() signals nothing
-        word[lock:lock + 4] = struct.pack("<I", 0)
+        word.set(0)
         for c in closers:
             c.join()
         th.join()
@@ -298,15 +309,12 @@ class TestCalls(RingTest):
         # and frees the lock, and the flush takes it. Holding the GIL, it
         # timed out first and raised ETIMEDOUT
         self.t.instant("staged")
-        with open("/dev/shm/" + self.ring, "r+b") as f:
-            word = mmap.mmap(f.fileno(), 4096)
-        self.addCleanup(word.close)
-        lock = 256
+        word = LockWord(self)
         errors = []
 
         def worker():
             self.t.instant("staged by the worker")
-            word[lock:lock + 4] = struct.pack("<I", 1)
+            word.set(1)
             try:
                 self.t.flush()
             except shmtrace.Error as e:
@@ -314,9 +322,8 @@ class TestCalls(RingTest):
 
         th = threading.Thread(target=worker)
         th.start()
-        while th.is_alive() and not struct.unpack("<I", word[lock:lock + 4])[0] & 0x80000000:
-            time.sleep(0.0002)  # a poll: the word signals nothing
-        word[lock:lock + 4] = struct.pack("<I", 0)
+        word.wait_for_a_waiter(th.is_alive)
+        word.set(0)
         th.join()
         self.assertEqual(errors, [])
 
