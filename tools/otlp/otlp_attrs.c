@@ -19,6 +19,7 @@ void otlp_resource_of(struct otlp *o, uint32_t outpid, struct otlp_resource *r)
 {
 	const struct proc *p = hosts_proc(&o->hosts, outpid);
 
+	r->process = true;
 	r->pid = p ? p->pid : hosts_local(outpid) % PROCS_PID_STRIDE;
 	r->host = hosts_name(&o->hosts, hosts_host_of(&o->hosts, outpid));
 	r->pname = p && p->pname[0] ? p->pname : NULL;
@@ -30,6 +31,13 @@ void otlp_resource_of(struct otlp *o, uint32_t outpid, struct otlp_resource *r)
 		snprintf(r->service, sizeof(r->service), "%s (#%u)", r->pname, p->k);
 	else
 		snprintf(r->service, sizeof(r->service), "pid %u", r->pid);
+}
+
+void otlp_loss_resource(struct otlp *o, struct otlp_resource *r)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->service, sizeof(r->service), "%s", o->o->service ? o->o->service : "shmtrace");
+	r->host = hosts_name(&o->hosts, 0);
 }
 
 size_t otlp_scope_counters(struct otlp *o, struct otlp_counter *c)
@@ -83,11 +91,25 @@ size_t otlp_scope_counters(struct otlp *o, struct otlp_counter *c)
 	return n;
 }
 
-bool otlp_scope_lossy(struct otlp *o)
+uint64_t otlp_scope_said(struct otlp *o)
 {
 	struct otlp_counter c[OTLP_COUNTERS_MAX];
+	size_t n = otlp_scope_counters(o, c);
+	bool corrupt = o->s->loss.corrupt, complete = source_complete(o->s);
+	uint64_t h = hash_splitmix64((uint64_t)corrupt << 1 | complete);
 
-	return otlp_scope_counters(o, c) || o->s->loss.corrupt || !source_complete(o->s);
+	if (!n && !corrupt && complete)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		h = hash_splitmix64(h ^ fnv1a32(c[i].key, strlen(c[i].key)));
+		h = hash_splitmix64(h ^ c[i].v);
+	}
+	return h ? h : 1;
+}
+
+bool otlp_scope_lossy(struct otlp *o)
+{
+	return otlp_scope_said(o) != 0;
 }
 
 const char *otlp_event_name(struct otlp *o, uint32_t name, uint32_t cat, char *buf, size_t *len)

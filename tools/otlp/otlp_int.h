@@ -262,13 +262,19 @@ bool otlp_is_traceparent(struct otlp *o, const struct flow_ev *fe, uint64_t *hi,
 /* Why a span links (Span.links' shmtrace.link), by LINK_*. */
 extern const char *const otlp_link_why[];
 /* A process's resource: service.name, host.name, process.pid and
- * process.executable.name (NULL: not known). */
+ * process.executable.name (NULL: not known); or, process false, the
+ * export's own, of service.name and host.name alone. */
 struct otlp_resource {
 	char service[128];
 	const char *host, *pname;
 	uint32_t pid;
+	bool process;
 };
 void otlp_resource_of(struct otlp *o, uint32_t outpid, struct otlp_resource *r);
+/* The resource of a request of no span that carries the losses (a trace
+ * that lost records but has no span to carry them): service.name
+ * "shmtrace" (or --service) and the first host's name. */
+void otlp_loss_resource(struct otlp *o, struct otlp_resource *r);
 /* The scope's counters that are not zero (loss.h's kinds when they can
  * be true, missing_records, names_lost, args_lost, the snapshots'), into
  * c: how many. */
@@ -281,6 +287,12 @@ size_t otlp_scope_counters(struct otlp *o, struct otlp_counter *c);
 /* Whether the scope says of any loss: a counter not 0, counters corrupt,
  * or the capture incomplete. */
 bool otlp_scope_lossy(struct otlp *o);
+/* What the scope says of the losses now, as a number: 0 when it says of
+ * none, else a hash (never 0) of its counters' keys and values and of
+ * the two flags, which differs once any of them does. The stream keeps
+ * the one its last request carried, to tell what the endpoint was not
+ * told yet. */
+uint64_t otlp_scope_said(struct otlp *o);
 /* Whether argument i of a is left out: a later one has its key (the last
  * is kept, as a reader of the Chrome export's "args" object keeps it). */
 bool otlp_arg_repeated(struct otlp *o, const struct ev_args *a, uint32_t i);
@@ -317,8 +329,8 @@ int otlp_put_span(struct otlp *o, struct pbatch *pb, const struct span *sp);
 /* A process's resource, and its scope up to the spans ("...,\"spans\":["). */
 void otlp_put_resource(struct otlp *o, struct obuf *b, uint32_t outpid);
 /* A request of no span whose scope carries the losses (a trace that lost
- * records but has no span to carry them), its resource the export's own:
- * service.name "shmtrace" (or --service) and the first host's name. */
+ * records but has no span to carry them), its resource
+ * otlp_loss_resource(); a line, as the file has it. */
 void otlp_put_loss_request(struct otlp *o, struct obuf *b);
 void otlp_json_free(struct otlp *o);
 
@@ -328,6 +340,9 @@ int otlp_pb_span(struct otlp *o, struct pbatch *pb, const struct span *sp);
 /* The batch as one ExportTraceServiceRequest in body (pre: room for a
  * process's resource and scope). Returns 0 or -ENOMEM. */
 int otlp_pb_request(struct otlp *o, struct obuf *pre, struct obuf *body);
+/* otlp_put_loss_request()'s request as protobuf, in body (pre: room for
+ * its resource and scope). Returns 0 or -ENOMEM. */
+int otlp_pb_loss_request(struct otlp *o, struct obuf *pre, struct obuf *body);
 
 /* otlp_send.c: batches, written to the file and/or POSTed. */
 /* Adds span sp to the batch, delivering the batch when it is full (the

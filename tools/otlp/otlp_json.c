@@ -339,31 +339,39 @@ static void put_scope(struct otlp *o, struct obuf *b)
 	ob_puts(b, ",\"spans\":[");
 }
 
+/* Resource r, and its scope up to the spans. */
+static void put_resource(struct otlp *o, struct obuf *b, const struct otlp_resource *r)
+{
+	ob_puts(b, "{\"resource\":{\"attributes\":[");
+	attr_cstr(b, "service.name", r->service);
+	ob_raw(b, ",", 1);
+	attr_cstr(b, "host.name", r->host);
+	if (r->process) {
+		ob_raw(b, ",", 1);
+		attr_int(b, "process.pid", r->pid);
+	}
+	if (r->process && r->pname) {
+		ob_raw(b, ",", 1);
+		attr_cstr(b, "process.executable.name", r->pname);
+	}
+	put_scope(o, b);
+}
+
 void otlp_put_resource(struct otlp *o, struct obuf *b, uint32_t outpid)
 {
 	struct otlp_resource r;
 
 	otlp_resource_of(o, outpid, &r);
-	ob_puts(b, "{\"resource\":{\"attributes\":[");
-	attr_cstr(b, "service.name", r.service);
-	ob_raw(b, ",", 1);
-	attr_cstr(b, "host.name", r.host);
-	ob_raw(b, ",", 1);
-	attr_int(b, "process.pid", r.pid);
-	if (r.pname) {
-		ob_raw(b, ",", 1);
-		attr_cstr(b, "process.executable.name", r.pname);
-	}
-	put_scope(o, b);
+	put_resource(o, b, &r);
 }
 
 void otlp_put_loss_request(struct otlp *o, struct obuf *b)
 {
-	ob_puts(b, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[");
-	attr_cstr(b, "service.name", o->o->service ? o->o->service : "shmtrace");
-	ob_raw(b, ",", 1);
-	attr_cstr(b, "host.name", hosts_name(&o->hosts, 0));
-	put_scope(o, b);
+	struct otlp_resource r;
+
+	otlp_loss_resource(o, &r);
+	ob_puts(b, "{\"resourceSpans\":[");
+	put_resource(o, b, &r);
 	ob_puts(b, "]}]}]}\n");
 }
 

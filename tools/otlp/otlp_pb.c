@@ -216,21 +216,21 @@ int otlp_pb_span(struct otlp *o, struct pbatch *pb, const struct span *sp)
 
 /* ------------------------------------------------ resources and scopes */
 
-/* A process's Resource (field RS_RESOURCE) and its scope (field
- * SS_SCOPE) into pre: where the scope starts in *scope_off. */
-static void put_resource(struct otlp *o, struct obuf *pre, uint32_t outpid, size_t *scope_off)
+/* Resource r (field RS_RESOURCE) and the scope (field SS_SCOPE) into pre:
+ * where the scope starts in *scope_off. */
+static void put_resource(struct otlp *o, struct obuf *pre, const struct otlp_resource *r,
+			 size_t *scope_off)
 {
 	struct otlp_counter c[OTLP_COUNTERS_MAX];
-	struct otlp_resource r;
 	size_t m, n;
 
-	otlp_resource_of(o, outpid, &r);
 	m = pb_begin(pre, RS_RESOURCE);
-	kv_str(pre, RES_ATTRIBUTES, "service.name", r.service, strlen(r.service));
-	kv_str(pre, RES_ATTRIBUTES, "host.name", r.host, strlen(r.host));
-	kv_int(pre, RES_ATTRIBUTES, "process.pid", r.pid);
-	if (r.pname)
-		kv_str(pre, RES_ATTRIBUTES, "process.executable.name", r.pname, strlen(r.pname));
+	kv_str(pre, RES_ATTRIBUTES, "service.name", r->service, strlen(r->service));
+	kv_str(pre, RES_ATTRIBUTES, "host.name", r->host, strlen(r->host));
+	if (r->process)
+		kv_int(pre, RES_ATTRIBUTES, "process.pid", r->pid);
+	if (r->process && r->pname)
+		kv_str(pre, RES_ATTRIBUTES, "process.executable.name", r->pname, strlen(r->pname));
 	pb_end(pre, m);
 	*scope_off = pre->len;
 	m = pb_begin(pre, SS_SCOPE);
@@ -260,25 +260,49 @@ static void len_prefix(struct obuf *b, uint32_t field, size_t len)
 	pb_varint(b, len);
 }
 
+/* One ResourceSpans into body: the resource and scope made in pre (the
+ * scope from scope_off), then the spans' len bytes. */
+static void put_resource_spans(struct obuf *body, const struct obuf *pre, size_t scope_off,
+			       const char *spans, size_t len)
+{
+	/* the lengths first, so that the spans are copied once */
+	size_t ss_len = pre->len - scope_off + len;
+	size_t rs_len = scope_off + 1 + pb_varint_len(ss_len) + ss_len;
+
+	len_prefix(body, REQ_RESOURCE_SPANS, rs_len);
+	ob_raw(body, pre->p, scope_off);
+	len_prefix(body, RS_SCOPE_SPANS, ss_len);
+	ob_raw(body, pre->p + scope_off, pre->len - scope_off);
+	ob_raw(body, spans, len);
+}
+
 int otlp_pb_request(struct otlp *o, struct obuf *pre, struct obuf *body)
 {
 	body->len = 0;
 	for (size_t i = 0; i < o->batch.n; i++) {
 		struct pbatch *pb = keyed_at(&o->batch, i);
-		size_t scope_off, ss_len, rs_len;
+		struct otlp_resource r;
+		size_t scope_off;
 
 		if (!pb->nspans)
 			continue;
 		pre->len = 0;
-		put_resource(o, pre, pb->outpid, &scope_off);
-		/* the lengths first, so that the spans are copied once */
-		ss_len = pre->len - scope_off + pb->spans.len;
-		rs_len = scope_off + 1 + pb_varint_len(ss_len) + ss_len;
-		len_prefix(body, REQ_RESOURCE_SPANS, rs_len);
-		ob_raw(body, pre->p, scope_off);
-		len_prefix(body, RS_SCOPE_SPANS, ss_len);
-		ob_raw(body, pre->p + scope_off, pre->len - scope_off);
-		ob_raw(body, pb->spans.p, pb->spans.len);
+		otlp_resource_of(o, pb->outpid, &r);
+		put_resource(o, pre, &r, &scope_off);
+		put_resource_spans(body, pre, scope_off, pb->spans.p, pb->spans.len);
 	}
+	return pre->oom || body->oom ? -ENOMEM : 0;
+}
+
+int otlp_pb_loss_request(struct otlp *o, struct obuf *pre, struct obuf *body)
+{
+	struct otlp_resource r;
+	size_t scope_off;
+
+	body->len = 0;
+	pre->len = 0;
+	otlp_loss_resource(o, &r);
+	put_resource(o, pre, &r, &scope_off);
+	put_resource_spans(body, pre, scope_off, "", 0);
 	return pre->oom || body->oom ? -ENOMEM : 0;
 }
