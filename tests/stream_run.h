@@ -50,19 +50,20 @@ static inline bool have_receiver(void)
 }
 
 /* Starts the receiver in tmp(name) with answers script (or NULL) and
- * --notify-after notify (0: none), on port (0: any); its FIFOs notify and
- * release made first. Waits on a pipe until it says its port. */
-static inline void receiver_start(struct receiver *r, const char *name, const char *script,
-				  int notify, int port)
+ * --notify-after notify ("N,M,...": a line once the N-th request was
+ * answered 200, then the M-th, ...; "0": none), on port (0: any); its
+ * FIFOs notify and release made first. Waits on a pipe until it says its
+ * port. */
+static inline void receiver_start_at(struct receiver *r, const char *name, const char *script,
+				     const char *notify, int port)
 {
-	char buf[32] = "", n[16], p[16];
+	char buf[32] = "", p[16];
 	int fd[2];
 
 	snprintf(r->dir, sizeof(r->dir), "%s", tmp(name));
 	mkdir(r->dir, 0755);
 	mkfifo(tmp2(r->dir, "notify"), 0600);
 	mkfifo(tmp2(r->dir, "release"), 0600);
-	snprintf(n, sizeof(n), "%d", notify);
 	snprintf(p, sizeof(p), "%d", port);
 	assert_int_equal(pipe(fd), 0);
 	r->pid = fork();
@@ -72,7 +73,7 @@ static inline void receiver_start(struct receiver *r, const char *name, const ch
 		dup2(fd[1], 1);
 		close(fd[0]);
 		execlp(python(), python(), "tests/otlp/receiver.py", r->dir, "--port", p, "--script",
-		       script ? script : "", "--notify-after", n, (char *)NULL);
+		       script ? script : "", "--notify-after", notify, (char *)NULL);
 		_exit(127);
 	}
 	close(fd[1]);
@@ -92,6 +93,17 @@ static inline void receiver_start(struct receiver *r, const char *name, const ch
 	r->notify = open(tmp2(r->dir, "notify"), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	assert_true(r->notify >= 0);
 	fcntl(r->notify, F_SETFL, 0);
+}
+
+/* The receiver, a line in its FIFO once the notify-th request was
+ * answered 200 (0: never). */
+static inline void receiver_start(struct receiver *r, const char *name, const char *script,
+				  int notify, int port)
+{
+	char n[16];
+
+	snprintf(n, sizeof(n), "%d", notify);
+	receiver_start_at(r, name, script, n, port);
 }
 
 /* Stops it: its port refuses connections from then on. */

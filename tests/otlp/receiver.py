@@ -2,14 +2,17 @@
 # SPDX-License-Identifier: MIT
 """receiver.py - a loopback OTLP/HTTP endpoint for the live stream's tests.
 
-  receiver.py DIR [--port P] [--script A,B,...] [--notify-after N]
+  receiver.py DIR [--port P] [--script A,B,...] [--notify-after N[,M...]]
 
 Takes POST /v1/traces over HTTP/1.1 with keep-alive, bodies in protobuf
 (decoded by `protoc --decode` against tests/otlp/trace.proto, written from
 opentelemetry-proto's field numbers: not our decoder) or OTLP/JSON,
 gzipped or not, and appends each span it keeps to DIR/spans.jsonl, one
-JSON object a line (ids in hex, times in ns, attributes as a map). Each
-request's answer is the next of --script, then 200:
+JSON object a line (ids in hex, times in ns, attributes as a map), and
+each scope of the requests it keeps to DIR/scopes.jsonl (its resource's
+and its own attributes, and how many spans it held: a request of no span
+that carries the losses is seen there). Each request's answer is the next
+of --script, then 200:
 
   200      OK (an empty ExportTraceServiceResponse)
   pN       200 with a partial success of N rejected spans (the last N of
@@ -25,9 +28,10 @@ DIR/log gets one line per request: "STATUS CONTENT-TYPE ENCODING SPANS",
 and for those kept the spans rejected and the client's port (one port for
 the requests of one connection).
 With --notify-after N, once the N-th request was answered 200 it writes a
-line into the FIFO DIR/notify. It holds both FIFOs (which the test makes)
-open from its start. Prints its port once listening; SIGTERM stops it
-(the port refuses connections from then on).
+line into the FIFO DIR/notify (N,M,...: once the N-th was, then the M-th,
+...). It holds both FIFOs (which the test makes) open from its start.
+Prints its port once listening; SIGTERM stops it (the port refuses
+connections from then on).
 """
 import gzip
 import http.server
@@ -92,6 +96,19 @@ def pb_spans(req):
     return out
 
 
+def pb_scopes(req):
+    """Scopes of a decoded protobuf request: resource, scope, spans held."""
+    out = []
+    for rs in req.get('resource_spans', []):
+        res = pb_attrs(one(rs, 'resource', {}).get('attributes'))
+        for ss in rs.get('scope_spans', []):
+            sc = one(ss, 'scope', {})
+            out.append({'resource': res, 'name': one(sc, 'name', b'').decode(),
+                        'attributes': pb_attrs(sc.get('attributes')),
+                        'spans': len(ss.get('spans', []))})
+    return out
+
+
 def js_value(v):
     if 'stringValue' in v:
         return v['stringValue']
@@ -132,6 +149,19 @@ def json_spans(req):
     return out
 
 
+def json_scopes(req):
+    """Scopes of an OTLP/JSON request: resource, scope, spans held."""
+    out = []
+    for rs in req.get('resourceSpans', []):
+        res = js_attrs(rs.get('resource', {}).get('attributes'))
+        for ss in rs.get('scopeSpans', []):
+            sc = ss.get('scope', {})
+            out.append({'resource': res, 'name': sc.get('name', ''),
+                        'attributes': js_attrs(sc.get('attributes')),
+                        'spans': len(ss.get('spans', []))})
+    return out
+
+
 def protoc(args, data):
     r = subprocess.run(['protoc', '--proto_path=' + HERE, *args, PROTO], input=data,
                        capture_output=True, check=False)
@@ -141,11 +171,14 @@ def protoc(args, data):
 
 
 def decode(body, ctype):
+    """The request's spans and scopes."""
     if 'protobuf' in ctype:
         text = protoc(['--decode=opentelemetry.proto.ExportTraceServiceRequest'], body)
-        return pb_spans(parse(text.decode('utf-8', 'replace').splitlines(),
-                              lambda raw: unquote(raw) if raw.startswith('"') else raw))
-    return json_spans(json.loads(body))
+        req = parse(text.decode('utf-8', 'replace').splitlines(),
+                    lambda raw: unquote(raw) if raw.startswith('"') else raw)
+        return pb_spans(req), pb_scopes(req)
+    req = json.loads(body)
+    return json_spans(req), json_scopes(req)
 
 
 def answer_body(ctype, rejected):
@@ -181,9 +214,12 @@ class State:
         with open(os.path.join(self.dir, 'log'), 'a') as f:
             f.write(line + '\n')
 
-    def keep(self, spans):
+    def keep(self, spans, scopes):
         with open(os.path.join(self.dir, 'spans.jsonl'), 'a') as f:
             for s in spans:
+                f.write(json.dumps(s, sort_keys=True) + '\n')
+        with open(os.path.join(self.dir, 'scopes.jsonl'), 'a') as f:
+            for s in scopes:
                 f.write(json.dumps(s, sort_keys=True) + '\n')
 
 
@@ -213,7 +249,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path != '/v1/traces':
             act = '404'
         try:
-            spans = decode(gzip.decompress(body) if cenc == 'gzip' else body, ctype)
+            spans, scopes = decode(gzip.decompress(body) if cenc == 'gzip' else body, ctype)
         except Exception as e:  # noqa: BLE001 - a bad body is the test's failure
             st.log('BAD %s %s %s' % (ctype, cenc, e))
             self.reply(400, 'text/plain', b'undecodable\n')
@@ -229,13 +265,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if act == '200' or act.startswith('p'):
             rej = int(act[1:]) if act.startswith('p') else 0
             with st.lock:
-                st.keep(spans[:len(spans) - rej])
+                st.keep(spans[:len(spans) - rej], scopes)
                 st.ok += 1
                 ok = st.ok
             st.log('200 %s %s %d %d port=%d' % (ctype, cenc, len(spans), rej,
                                                 self.client_address[1]))
             self.reply(200, ctype, answer_body(ctype, rej))
-            if st.notify_after and ok == st.notify_after:
+            if ok in st.notify_after:
                 os.write(st.notify, b'%d\n' % ok)
             return
         status = int(act)
@@ -246,7 +282,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 def main():
     args = sys.argv[1:]
-    d, port, script, notify = args[0], 0, [], 0
+    d, port, script, notify = args[0], 0, [], []
     i = 1
     while i < len(args):
         if args[i] == '--port':
@@ -254,7 +290,7 @@ def main():
         elif args[i] == '--script':
             script = [a for a in args[i + 1].split(',') if a]
         elif args[i] == '--notify-after':
-            notify = int(args[i + 1])
+            notify = [int(n) for n in args[i + 1].split(',') if int(n)]
         else:
             sys.exit('receiver: unknown argument ' + args[i])
         i += 2

@@ -207,6 +207,14 @@ static int on_rec(void *ctx, const struct shmt_record *r, uint64_t start_time)
 	return ret == -ECANCELED ? 1 : ret;
 }
 
+/* Losses the endpoint was not told, with no span held that will carry
+ * them: a quiet capture sends them in a request of their own (counters
+ * only, or losses that came after the last span). */
+static bool losses_waiting(struct otlp_stream *st)
+{
+	return st->run_started && !st->o->held.has && !st->m.live && stream_losses_untold(st);
+}
+
 /* Nothing more in the capture for now. */
 static int on_idle(void *ctx)
 {
@@ -237,9 +245,12 @@ static int on_idle(void *ctx)
 		ret = model_release(st, true);
 	if (ret == 0 && o->batch_spans && now - st->batch_t0 >= STREAM_FLUSH_NS)
 		ret = stream_cut(st, false);
-	/* the position alone, when records were passed over or sampled out */
-	else if (ret == 0 && !o->batch_spans && st->next_seq != st->cut_seq &&
-		 now - st->cut_at >= STREAM_FLUSH_NS)
+	/* the position alone, when records were passed over or sampled out;
+	 * and the losses no span carries (a run of no record yet is made
+	 * ready for them: its host's name) */
+	else if (ret == 0 && !o->batch_spans && now - st->cut_at >= STREAM_FLUSH_NS &&
+		 (st->next_seq != st->cut_seq || losses_waiting(st)) &&
+		 (ret = run_ready(st)) == 0)
 		ret = stream_cut(st, true);
 	stream_publish(st, st->skipping ? "skipping" : "running");
 	stream_status(st, false);
@@ -345,7 +356,8 @@ static int prepare(struct otlp_stream *st, char *err, size_t errlen)
 	return 0;
 }
 
-/* The capture ended: everything held goes, and the last checkpoint. */
+/* The capture ended: everything held goes, and the last checkpoint, with
+ * the losses no span carried (stream_cut()). */
 static int finish(struct otlp_stream *st)
 {
 	int ret = 0;

@@ -14,21 +14,28 @@
 #include "source_follow.h"
 #include "stream_int.h"
 
-/* The batch as a request body: protobuf or JSON, gzipped or not. */
+/* The batch as a request body: protobuf or JSON, gzipped or not; of an
+ * empty batch, the request of no span that carries the losses (the file
+ * export's otlp_put_loss_request()). */
 static int make_body(struct otlp_stream *st, struct obuf *out)
 {
 	struct otlp *o = st->o;
 	struct obuf *raw = st->so->gzip ? &st->req : out;
 	int ret = 0;
 
-	if (st->so->oo.protobuf) {
+	if (st->so->oo.protobuf && o->batch_spans) {
 		ret = otlp_pb_request(o, &st->pre, raw);
+	} else if (st->so->oo.protobuf) {
+		ret = otlp_pb_loss_request(o, &st->pre, raw);
 	} else {
 		struct sink k = { .body = raw };
 
 		raw->len = 0;
-		otlp_put_request(o, &st->pre, &k);
-		if (k.oom)
+		if (o->batch_spans)
+			otlp_put_request(o, &st->pre, &k);
+		else
+			otlp_put_loss_request(o, raw);
+		if (k.oom || raw->oom)
 			ret = -ENOMEM;
 		else
 			raw->len--;	/* the line's end, for a file only */
@@ -36,6 +43,13 @@ static int make_body(struct otlp_stream *st, struct obuf *out)
 	if (ret == 0 && st->so->gzip)
 		ret = gz_compress(&st->gz, raw->p, raw->len, out);
 	return ret;
+}
+
+bool stream_losses_untold(struct otlp_stream *st)
+{
+	uint64_t said = otlp_scope_said(st->o);
+
+	return said && said != st->loss_said;
 }
 
 int stream_cut(struct otlp_stream *st, bool force)
@@ -47,9 +61,12 @@ int stream_cut(struct otlp_stream *st, bool force)
 	if (!o->batch_spans && !force)
 		return 0;
 	memset(&r, 0, sizeof(r));
-	if (o->batch_spans) {
+	/* a request's scope says what was lost: with no span to carry what
+	 * the endpoint was not told, a request of none carries it */
+	if (o->batch_spans || stream_losses_untold(st)) {
 		ret = make_body(st, &r.body);
 		r.spans = o->batch_spans;
+		st->loss_said = otlp_scope_said(o);
 		otlp_batch_reset(o);
 	}
 	if (ret == 0)

@@ -5,13 +5,13 @@
  * on from, and the numbers the records' spans had then), which events the
  * model holds (the oldest one's place, to read the capture again from
  * there, and each one's ring sequence: the others since were sent), the
- * flows it continues, each thread's last moment, and what the stream
- * did. One is made as each request is cut, and written, replacing the
- * last, once the endpoint took the request: a stream started again reads
- * it and goes on exactly from there, so that no span is sent twice and
- * none is missed. Written to a temporary, synced and renamed over the
- * last one, then the folder synced: a crash leaves the old one or the new
- * one, whole. It holds no event itself, so it stays small: the capture
+ * flows it continues, each thread's last moment, what the requests told
+ * of the losses, and what the stream did. One is made as each request is
+ * cut, and written, replacing the last, once the endpoint took the
+ * request: a stream started again reads it and goes on exactly from
+ * there, so that no span is sent twice and none is missed. Written to a
+ * temporary, synced and renamed over the last one, then the folder
+ * synced: a crash leaves the old one or the new one, whole. It holds no event itself, so it stays small: the capture
  * (and the backlog, stream_files.c) keeps them.
  *
  * The bytes are this machine's structs, behind a header that names the
@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@
 #include "stream_int.h"
 
 #define CKPT_MAGIC	"SHMTSTRM"
-#define CKPT_VERSION	1u
+#define CKPT_VERSION	2u
 
 struct ckpt_head {
 	char magic[8];
@@ -45,7 +46,17 @@ struct ckpt_head {
 	uint64_t last_end, frontier, win_skip;
 	struct stream_counts c;
 	uint64_t nlast, ncarry, nheld, nruns, nopens;
+	/* version 2: the losses told (st->loss_said) */
+	uint64_t loss_said;
 };
+
+/* Version 1's header is version 2's without its last field: a stream of
+ * an earlier shmtrace goes on from its checkpoint, as if no loss had been
+ * told (at worst, losses a span request carried are told once more: the
+ * counters are totals, the same value said again). */
+#define CKPT_HEAD_V1	offsetof(struct ckpt_head, loss_said)
+_Static_assert(CKPT_HEAD_V1 == sizeof(struct ckpt_head) - sizeof(uint64_t),
+	       "version 1's header is a prefix of version 2's");
 
 static const uint32_t sizes[2] = { sizeof(struct carry_ent), sizeof(struct stream_counts) };
 
@@ -131,7 +142,7 @@ int ckpt_make(struct otlp_stream *st, struct obuf *b)
 		.last_end = st->o->open.last_end, .frontier = st->m.frontier,
 		.win_skip = st->in_win ? st->win_made : 0,
 		.nlast = u64map_count(&st->o->last), .ncarry = otlp_carry_count(st->o->carry),
-		.nheld = st->m.live,
+		.nheld = st->m.live, .loss_said = st->loss_said,
 	};
 	struct ckpt_head *hp;
 	size_t pos = 0;
@@ -270,15 +281,33 @@ static int load_held(struct otlp_stream *st, struct rd *r, const struct ckpt_hea
 	return 0;
 }
 
+/* The header at r (of version 1 or 2) into h. Returns 0 or -EBADMSG. */
+static int load_head(struct rd *r, struct ckpt_head *h)
+{
+	const void *v1 = take(r, CKPT_HEAD_V1), *rest;
+
+	memset(h, 0, sizeof(*h));
+	if (!v1)
+		return -EBADMSG;
+	memcpy(h, v1, CKPT_HEAD_V1);
+	if (h->version == 1)
+		return 0;
+	if (h->version != CKPT_VERSION || !(rest = take(r, sizeof(*h) - CKPT_HEAD_V1)))
+		return -EBADMSG;
+	memcpy((char *)h + CKPT_HEAD_V1, rest, sizeof(*h) - CKPT_HEAD_V1);
+	return 0;
+}
+
 static int load(struct otlp_stream *st, const char *p, size_t len)
 {
 	struct rd r = { .p = p, .len = len };
-	const struct ckpt_head *h = take(&r, sizeof(*h));
+	struct ckpt_head head;
+	const struct ckpt_head *h = &head;
 	int ret;
 
-	if (!h || memcmp(h->magic, CKPT_MAGIC, 8) || h->version != CKPT_VERSION ||
+	if (load_head(&r, &head) < 0 || memcmp(h->magic, CKPT_MAGIC, 8) ||
 	    memcmp(h->sizes, sizes, sizeof(sizes)) || h->size != len ||
-	    h->sum != fnv1a32(p + sizeof(*h), len - sizeof(*h)) || h->from_seq > h->next_seq)
+	    h->sum != fnv1a32(p + r.pos, len - r.pos) || h->from_seq > h->next_seq)
 		return -EBADMSG;
 	st->run_id = h->run_id;
 	st->ring_id = h->ring_id;
@@ -291,6 +320,7 @@ static int load(struct otlp_stream *st, const char *p, size_t len)
 	st->o->open.last_end = h->last_end;
 	st->m.frontier = h->frontier;
 	st->win_skip = h->win_skip;
+	st->loss_said = h->loss_said;
 	st->c = h->c;
 	st->have_run = true;
 	ret = load_tables(st, &r, h);

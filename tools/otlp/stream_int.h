@@ -231,6 +231,10 @@ struct otlp_stream {
 	uint64_t win_made, win_skip;
 	bool in_win;
 	uint64_t batch_t0;		/* when the batch's first span was made (mono) */
+	/* what the scope said of the losses (otlp_scope_said()) in the last
+	 * request made: the checkpoint keeps it, so that a stream run again
+	 * does not tell the same losses twice */
+	uint64_t loss_said;
 	uint64_t idle_since;		/* mono ns the capture last gave a record */
 	bool fresh;			/* records came since nothing more did */
 	uint64_t status_at;		/* mono ns of the last status written */
@@ -267,8 +271,13 @@ int stream_take_held(struct otlp_stream *st);
 int stream_replay_end(struct otlp_stream *st);
 
 /* stream.c, stream_batch.c, stream_files.c */
-/* Cuts the batch: a request with its checkpoint, queued. */
-int stream_cut(struct otlp_stream *st, bool last);
+/* Cuts the batch: a request with its checkpoint, queued; with no span,
+ * only when force says so: then the checkpoint alone, or, when the
+ * endpoint was not told the losses the scope says now, a request of no
+ * span that carries them. */
+int stream_cut(struct otlp_stream *st, bool force);
+/* Whether the scope says of losses that no request made carried. */
+bool stream_losses_untold(struct otlp_stream *st);
 /* The reader's state (state: "running", "skipping", ...; NULL: as it
  * was) for the status and the summary. */
 void stream_publish(struct otlp_stream *st, const char *state);

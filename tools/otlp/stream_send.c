@@ -50,11 +50,20 @@ static bool nap(struct sender *s, unsigned ms)
 	return false;
 }
 
+/* What request r holds, in words: its spans, or the losses alone. */
+static const char *what_of(const struct qreq *r, char *buf, size_t len)
+{
+	if (!r->spans)
+		return "the request of the losses (no span)";
+	snprintf(buf, len, "%llu spans", (unsigned long long)r->spans);
+	return buf;
+}
+
 /* An answer the endpoint gave: counted. */
 static void answered(struct otlp_stream *st, const struct qreq *r, const struct http_answer *a,
 		     uint64_t said[2])
 {
-	char msg[256];
+	char msg[256], what[32];
 	uint64_t rej;
 
 	if (a->status >= 200 && a->status < 300) {
@@ -78,10 +87,10 @@ static void answered(struct otlp_stream *st, const struct qreq *r, const struct 
 	if (clock_ns(CLOCK_MONOTONIC) - said[1] >= SAY_EVERY_NS) {
 		said[1] = clock_ns(CLOCK_MONOTONIC);
 		otlp_answer_line(a, msg, sizeof(msg));
-		fprintf(stderr, "shmtrace stream: http://%s%s answered HTTP %d%s%s%s%s: %llu spans "
+		fprintf(stderr, "shmtrace stream: http://%s%s answered HTTP %d%s%s%s%s: %s "
 			"rejected, not sent again\n", st->so->url.hostport, st->so->url.path,
 			a->status, a->reason[0] ? " " : "", a->reason, msg[0] ? ": " : "", msg,
-			(unsigned long long)r->spans);
+			what_of(r, what, sizeof(what)));
 	}
 }
 
@@ -97,7 +106,7 @@ static int send_one(struct otlp_stream *st, const struct qreq *r)
 	static uint64_t said_fail, said_answer[2];
 	unsigned delay = BACKOFF_MIN_MS;
 	struct http_answer *a = malloc(sizeof(*a));
-	char why[512];
+	char why[512], what[32];
 	int ret;
 
 	if (!a)
@@ -131,8 +140,8 @@ static int send_one(struct otlp_stream *st, const struct qreq *r)
 	}
 	if (ret < 0) {
 		/* not HTTP, or a local error: the request cannot go as it is */
-		fprintf(stderr, "shmtrace stream: %s; %llu spans not sent\n", why,
-			(unsigned long long)r->spans);
+		fprintf(stderr, "shmtrace stream: %s; %s not sent\n", why,
+			what_of(r, what, sizeof(what)));
 		stream_count(st, &st->c.rejected, r->spans);
 	} else {
 		answered(st, r, a, said_answer);
@@ -185,7 +194,8 @@ static void *sender_main(void *arg)
 			break;
 		r = &s->q[s->head];
 		pthread_mutex_unlock(&s->mu);
-		if (r->spans)
+		/* a checkpoint alone has no body */
+		if (r->body.len)
 			ret = send_one(st, r);
 		if (ret == 0 && (ret = keep(st, r)) < 0)
 			snprintf(s->err, sizeof(s->err), "writing %.400s: %s", st->ckpt_path,
