@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * export_read.h - exporting and reading back what an export wrote, for
- * the tests that check it: an export's text, an event of the Chrome JSON
- * by name (its ts and dur in ns, its text), and the Perfetto export of an
- * input compared with its Chrome export by tests/perfetto/check-perfetto.py.
+ * the tests that check it: a small capture made by hand, an export's text,
+ * an event of the Chrome JSON by name (its ts and dur in ns, its text), and
+ * the Perfetto export of an input compared with its Chrome export by
+ * tests/perfetto/check-perfetto.py.
  */
 #ifndef SHMTRACE_TEST_EXPORT_READ_H
 #define SHMTRACE_TEST_EXPORT_READ_H
@@ -34,6 +35,46 @@ static inline char *export_caps(const char *const *caps, const char *fmt, const 
 		print_file(tmp("export.err"));
 	assert_int_equal(n, 0);
 	return slurp(out);
+}
+
+/* A capture at path: part part of run 7 of ring "lossring", strings 1
+ * "cat" and 2 "depth", one thread (pid and tid 100, "alpha"), records
+ * r[0..n) from sequence first, a LOSS frame of dropped records when
+ * dropped is not 0, and an END frame; a snapshot's header, its window cut
+ * by cut, when cut is not 0. */
+static inline void put_small_capture(const char *path, uint32_t part, uint64_t first,
+				     const struct shmt_record *r, size_t n, uint64_t dropped,
+				     uint64_t cut)
+{
+	struct shmt_cap_header h = {
+		.version = SHMT_CAP_VERSION, .part = part, .run_id = 7, .ring_id = 7,
+		.ring_capacity = 1024, .realtime0 = 1700000000000000000ull, .mono0 = 1000,
+		.started_ns = 1000,
+	};
+	static const struct shmt_cap_string strs[] = { { 1, 3, "cat" }, { 2, 5, "depth" } };
+	struct shmt_thread th = { .pid = 100, .tid = 100, .start_time = 5 };
+	struct shmt_cap_loss loss = { .at_ns = 2000, .dropped = dropped };
+	struct shmt_cap_end e = { .records = first + n, .end_ns = 90000 };
+	msgpack_sbuffer b;
+
+	snprintf(h.ring, sizeof(h.ring), "lossring");
+	strcpy(th.pname, "alpha");
+	if (cut)
+		h.snapshot = (struct shmt_cap_snapshot){
+			.cause = SHMT_SNAP_COMMAND, .first_seq = first, .end_seq = first + n,
+			.from_ns = 1000, .to_ns = 90000, .cut = cut,
+		};
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	assert_int_equal(shmt_cap_put_strings(&b, strs, 2), 0);
+	assert_int_equal(shmt_cap_put_threads(&b, &th, 1), 0);
+	if (n)
+		assert_int_equal(shmt_cap_put_records(&b, first, r, n), 0);
+	if (dropped)
+		assert_int_equal(shmt_cap_put_loss(&b, &loss), 0);
+	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
+	put_file(path, b.data, b.size);
+	msgpack_sbuffer_destroy(&b);
 }
 
 /* A Chrome event with a "dur": a span, or an open span. */

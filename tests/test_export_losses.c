@@ -9,44 +9,6 @@
  */
 #include "export_read.h"
 
-static const struct shmt_cap_string strs[] = { { 1, 3, "cat" }, { 2, 5, "depth" } };
-
-/* A capture at path: part part of run 7, records r[0..n) from sequence
- * first, a LOSS frame of dropped records when dropped is not 0, and an END
- * frame; a snapshot's header, its window cut by cut, when cut is not 0. */
-static void put_cap(const char *path, uint32_t part, uint64_t first, const struct shmt_record *r,
-		    size_t n, uint64_t dropped, uint64_t cut)
-{
-	struct shmt_cap_header h = {
-		.version = SHMT_CAP_VERSION, .part = part, .run_id = 7, .ring_id = 7,
-		.ring_capacity = 1024, .realtime0 = 1700000000000000000ull, .mono0 = 1000,
-		.started_ns = 1000,
-	};
-	struct shmt_thread th = { .pid = 100, .tid = 100, .start_time = 5 };
-	struct shmt_cap_loss loss = { .at_ns = 2000, .dropped = dropped };
-	struct shmt_cap_end e = { .records = first + n, .end_ns = 90000 };
-	msgpack_sbuffer b;
-
-	snprintf(h.ring, sizeof(h.ring), "lossring");
-	strcpy(th.pname, "alpha");
-	if (cut)
-		h.snapshot = (struct shmt_cap_snapshot){
-			.cause = SHMT_SNAP_COMMAND, .first_seq = first, .end_seq = first + n,
-			.from_ns = 1000, .to_ns = 90000, .cut = cut,
-		};
-	msgpack_sbuffer_init(&b);
-	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
-	assert_int_equal(shmt_cap_put_strings(&b, strs, 2), 0);
-	assert_int_equal(shmt_cap_put_threads(&b, &th, 1), 0);
-	if (n)
-		assert_int_equal(shmt_cap_put_records(&b, first, r, n), 0);
-	if (dropped)
-		assert_int_equal(shmt_cap_put_loss(&b, &loss), 0);
-	assert_int_equal(shmt_cap_put_end(&b, &e), 0);
-	put_file(path, b.data, b.size);
-	msgpack_sbuffer_destroy(&b);
-}
-
 /* The integer value of the OTLP/JSON attribute key in json (the first),
  * or -1 when there is none. */
 static long long otlp_attr(const char *json, const char *key)
@@ -105,7 +67,7 @@ static void test_otlp_losses_without_spans(void **state)
 
 	(void)state;
 	snprintf(cap, sizeof(cap), "%s", tmp("c.cap"));
-	put_cap(cap, 0, 0, r, 1, 3, 0);
+	put_small_capture(cap, 0, 0, r, 1, 3, 0);
 	out = export_caps(caps, "otlp", tmp("c.jsonl"));
 	assert_int_equal(count(out, "\n"), 1);
 	assert_int_equal(otlp_attr(out, "shmtrace.dropped"), 3);
@@ -115,14 +77,14 @@ static void test_otlp_losses_without_spans(void **state)
 	free(out);
 
 	/* nothing but the LOSS frame */
-	put_cap(cap, 0, 0, NULL, 0, 5, 0);
+	put_small_capture(cap, 0, 0, NULL, 0, 5, 0);
 	out = export_caps(caps, "otlp", tmp("c.jsonl"));
 	assert_int_equal(count(out, "\n"), 1);
 	assert_int_equal(otlp_attr(out, "shmtrace.dropped"), 5);
 	free(out);
 
 	/* nothing lost: nothing to say */
-	put_cap(cap, 0, 0, r, 1, 0, 0);
+	put_small_capture(cap, 0, 0, r, 1, 0, 0);
 	out = export_caps(caps, "otlp", tmp("c.jsonl"));
 	assert_string_equal(out, "");
 	free(out);
@@ -143,7 +105,7 @@ static void test_missing_and_cut_in_every_format(void **state)
 
 	(void)state;
 	snprintf(cap, sizeof(cap), "%s", tmp("p.cap.1"));
-	put_cap(cap, 1, 10, r, 1, 0, 0);
+	put_small_capture(cap, 1, 10, r, 1, 0, 0);
 	out = export_caps(caps, NULL, tmp("p.json"));
 	assert_non_null(strstr(out, "\"missing_records\":10"));
 	free(out);
@@ -156,7 +118,7 @@ static void test_missing_and_cut_in_every_format(void **state)
 	}
 
 	snprintf(cap, sizeof(cap), "%s", tmp("s.cap"));
-	put_cap(cap, 0, 0, r, 1, 0, 6);
+	put_small_capture(cap, 0, 0, r, 1, 0, 6);
 	out = export_caps(caps, NULL, tmp("s.json"));
 	assert_non_null(strstr(out, "\"cut\":6"));
 	free(out);

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 
 #include "cli_run.h"
+#include "export_read.h"
 #include "http.h"
 #include "otlp_int.h"
 #include "otlp_run.h"
@@ -176,6 +177,35 @@ static long endpoint_took(pid_t pid, int fd)
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	return took;
+}
+
+/*
+ * A trace that lost records and holds no span (nothing but a LOSS frame of
+ * 5 records): the endpoint is sent one request of no span whose scope
+ * carries the losses, the file beside it (-o) the same line, as the file
+ * export alone writes it. It was sent nothing.
+ */
+static void test_losses_without_spans_reach_the_endpoint(void **state)
+{
+	char cap[512], out[512], url[64], *said;
+	char *argv[] = { bin, "export", cap, "--format", "otlp", "--retries", "1", "--otlp-endpoint",
+			 url, "-o", out, NULL };
+	int port, fd;
+	pid_t pid;
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("lossonly.cap"));
+	snprintf(out, sizeof(out), "%s", tmp("lossonly.jsonl"));
+	put_small_capture(cap, 0, 0, NULL, 0, 5, 0);
+	pid = endpoint(1, 0, "200 OK", &port, &fd);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	assert_int_equal(run(NULL, tmp("lossonly.err"), argv), 0);
+	/* its one request taken, of no span */
+	assert_int_equal(endpoint_took(pid, fd), 0);
+	said = slurp(out);
+	assert_int_equal(count(said, "\n"), 1);
+	assert_non_null(strstr(said, "{\"key\":\"shmtrace.dropped\",\"value\":{\"intValue\":5}}"));
+	free(said);
 }
 
 /*
@@ -921,6 +951,7 @@ int main(void)
 		cmocka_unit_test(test_urls),
 		cmocka_unit_test(test_endpoint_fails),
 		cmocka_unit_test(test_endpoint_path),
+		cmocka_unit_test(test_losses_without_spans_reach_the_endpoint),
 		cmocka_unit_test(test_timeout_from_the_environment),
 		cmocka_unit_test(test_answers_no_endpoint_should_give),
 		cmocka_unit_test(test_kept_connection_carries_only_its_own_answers),

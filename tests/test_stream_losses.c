@@ -127,6 +127,25 @@ static long long attr(const char *line, const char *key)
 	return p ? strtoll(p + strlen(k), NULL, 10) : -1;
 }
 
+/* The receiver took n scopes in all: line k of them (from 0) into buf. */
+static const char *scope_line(const struct receiver *r, size_t n, size_t k, char *buf, size_t len)
+{
+	char *s = scopes(r);
+
+	assert_int_equal(lines(s), n);
+	line_of(s, k, buf, len);
+	free(s);
+	return buf;
+}
+
+/* A scope's line of no span that tells dropped records dropped, and lost. */
+static void expect_told(const char *line, long long dropped)
+{
+	assert_non_null(strstr(line, "\"spans\": 0"));
+	assert_int_equal(attr(line, "shmtrace.dropped"), dropped);
+	assert_int_equal(attr(line, "shmtrace.records_lost"), dropped);
+}
+
 /* Counters only, 3 records dropped: one request of no span, protobuf and
  * gzipped, its resource the stream's own and its scope the counters; run
  * again, nothing more is sent. Then nothing but a LOSS frame, in JSON;
@@ -141,7 +160,6 @@ static void test_losses_without_spans_reach_the_endpoint_once(void **state)
 			       "--service", "svc", NULL };
 	char cap[512], line[2048];
 	struct receiver rv;
-	char *s;
 
 	(void)state;
 	if (!have_receiver())
@@ -153,24 +171,16 @@ static void test_losses_without_spans_reach_the_endpoint_once(void **state)
 	expect_in(tmp("counters.err"), "0 spans sent to http://127.0.0.1:");
 	expect_in(tmp("counters.err"), " in 1 requests,");
 	expect_in(tmp2(rv.dir, "log"), "200 application/x-protobuf gzip 0 0 ");
-	s = scopes(&rv);
-	assert_int_equal(lines(s), 1);
-	line_of(s, 0, line, sizeof(line));
-	assert_non_null(strstr(line, "\"spans\": 0"));
+	expect_told(scope_line(&rv, 1, 0, line, sizeof(line)), 3);
 	assert_non_null(strstr(line, "\"name\": \"shmtrace\""));
-	assert_int_equal(attr(line, "shmtrace.dropped"), 3);
-	assert_int_equal(attr(line, "shmtrace.records_lost"), 3);
 	assert_non_null(strstr(line, "\"service.name\": \"shmtrace\""));
 	assert_non_null(strstr(line, "\"host.name\": \"lossbox\""));
 	assert_null(strstr(line, "process.pid"));
-	free(s);
 	assert_int_equal(stream_stat(cap, "requests"), 1);
 	assert_int_equal(stream_stat(cap, "sent"), 0);
 	/* run again: its checkpoint says the endpoint was told */
 	assert_int_equal(stream(cap, &rv, tmp("counters2.err"), NULL), 0);
-	s = scopes(&rv);
-	assert_int_equal(lines(s), 1);
-	free(s);
+	scope_line(&rv, 1, 0, line, sizeof(line));
 	assert_int_equal(stream_stat(cap, "requests"), 1);
 
 	/* nothing but the LOSS frame, in JSON */
@@ -178,22 +188,14 @@ static void test_losses_without_spans_reach_the_endpoint_once(void **state)
 	put_cap(cap, NULL, 0, 5);
 	assert_int_equal(stream(cap, &rv, tmp("lossonly.err"), json), 0);
 	expect_in(tmp2(rv.dir, "log"), "200 application/json identity 0 0 ");
-	s = scopes(&rv);
-	assert_int_equal(lines(s), 2);
-	line_of(s, 1, line, sizeof(line));
-	assert_non_null(strstr(line, "\"spans\": 0"));
-	assert_int_equal(attr(line, "shmtrace.dropped"), 5);
-	assert_int_equal(attr(line, "shmtrace.records_lost"), 5);
+	expect_told(scope_line(&rv, 2, 1, line, sizeof(line)), 5);
 	assert_non_null(strstr(line, "\"service.name\": \"svc\""));
-	free(s);
 
 	/* nothing lost: nothing to tell */
 	snprintf(cap, sizeof(cap), "%s", tmp("clean.cap"));
 	put_cap(cap, r, 1, 0);
 	assert_int_equal(stream(cap, &rv, tmp("clean.err"), NULL), 0);
-	s = scopes(&rv);
-	assert_int_equal(lines(s), 2);
-	free(s);
+	scope_line(&rv, 2, 1, line, sizeof(line));
 	assert_int_equal(stream_stat(cap, "requests"), 0);
 	receiver_stop(&rv);
 }
@@ -215,7 +217,6 @@ static void test_losses_after_the_last_span_reach_the_endpoint(void **state)
 	msgpack_sbuffer b;
 	pid_t p;
 	int st;
-	char *s;
 
 	(void)state;
 	if (!have_receiver())
@@ -238,24 +239,15 @@ static void test_losses_after_the_last_span_reach_the_endpoint(void **state)
 	}
 	/* the span, and no loss yet */
 	receiver_wait(&rv);
-	s = scopes(&rv);
-	assert_int_equal(lines(s), 1);
-	line_of(s, 0, line, sizeof(line));
+	scope_line(&rv, 1, 0, line, sizeof(line));
 	assert_non_null(strstr(line, "\"spans\": 1"));
 	assert_int_equal(attr(line, "shmtrace.dropped"), -1);
-	free(s);
 	/* losses, and the capture quiet */
 	msgpack_sbuffer_init(&b);
 	cap_loss(&b, 4, false, 0);
 	append(cap, &b);
 	receiver_wait(&rv);
-	s = scopes(&rv);
-	assert_int_equal(lines(s), 2);
-	line_of(s, 1, line, sizeof(line));
-	assert_non_null(strstr(line, "\"spans\": 0"));
-	assert_int_equal(attr(line, "shmtrace.dropped"), 4);
-	assert_int_equal(attr(line, "shmtrace.records_lost"), 4);
-	free(s);
+	expect_told(scope_line(&rv, 2, 1, line, sizeof(line)), 4);
 	/* more, and the end */
 	msgpack_sbuffer_init(&b);
 	cap_loss(&b, 6, true, 1);
@@ -266,19 +258,11 @@ static void test_losses_after_the_last_span_reach_the_endpoint(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	expect_in(tmp("grow.err"), "1 spans sent to http://127.0.0.1:");
 	expect_in(tmp("grow.err"), "(finished)");
-	s = scopes(&rv);
-	assert_int_equal(lines(s), 3);
-	line_of(s, 2, line, sizeof(line));
-	assert_non_null(strstr(line, "\"spans\": 0"));
-	assert_int_equal(attr(line, "shmtrace.dropped"), 6);
-	assert_int_equal(attr(line, "shmtrace.records_lost"), 6);
-	free(s);
+	expect_told(scope_line(&rv, 3, 2, line, sizeof(line)), 6);
 	assert_int_equal(stream_stat(cap, "requests"), 3);
 	/* run again: everything was told */
 	assert_int_equal(stream(cap, &rv, tmp("grow2.err"), NULL), 0);
-	s = scopes(&rv);
-	assert_int_equal(lines(s), 3);
-	free(s);
+	scope_line(&rv, 3, 2, line, sizeof(line));
 	assert_int_equal(stream_stat(cap, "requests"), 3);
 	assert_int_equal(stream_stat(cap, "sent"), 1);
 	receiver_stop(&rv);

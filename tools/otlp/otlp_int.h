@@ -374,6 +374,11 @@ bool otlp_retryable(int ret, int status);
 unsigned otlp_retry_wait(unsigned *delay, unsigned max_ms, unsigned retry_after_s);
 /* Writes the batch as one request to the file and/or the endpoint. */
 int otlp_deliver(struct otlp *o);
+/* To the endpoint (and the file beside), with no request sent yet: one of
+ * no span carrying the losses (otlp_put_loss_request()), as
+ * otlp_write_losses() writes it to a file. Returns what otlp_deliver()
+ * does. */
+int otlp_deliver_losses(struct otlp *o);
 /* The batch as a request: each process's resource and scope made in pre,
  * then all the pieces to k (k->oom: out of memory). */
 void otlp_put_request(struct otlp *o, struct obuf *pre, struct sink *k);

@@ -336,16 +336,13 @@ void otlp_batch_reset(struct otlp *o)
 }
 
 /* The batch as one request in o->body, to the file if any and POSTed. */
-static int deliver_http(struct otlp *o)
+/* The request in o->body (a line) to the file beside (-o) and the
+ * endpoint; spans: how many it holds. */
+static int send_body(struct otlp *o, uint64_t spans)
 {
-	struct sink k = { .body = &o->body };
 	struct iovec v;
 	int ret;
 
-	o->body.len = 0;
-	otlp_put_request(o, &o->req, &k);
-	if (k.oom)
-		return -ENOMEM;
 	v = (struct iovec){ .iov_base = o->body.p, .iov_len = o->body.len };
 	ret = o->fd >= 0 ? otlp_write_all(o->fd, &v, 1) : 0;
 	if (ret) {
@@ -357,8 +354,30 @@ static int deliver_http(struct otlp *o)
 	if (ret < 0)
 		return ret;
 	o->requests_sent++;
-	o->spans_sent += o->batch_spans;
+	o->spans_sent += spans;
 	return 0;
+}
+
+static int deliver_http(struct otlp *o)
+{
+	struct sink k = { .body = &o->body };
+
+	o->body.len = 0;
+	otlp_put_request(o, &o->req, &k);
+	if (k.oom)
+		return -ENOMEM;
+	return send_body(o, o->batch_spans);
+}
+
+/* A request that failed to reach the endpoint: the rest is counted, not
+ * sent (otlp_span()); otlp_run() fails */
+static int sent(struct otlp *o, int ret)
+{
+	if (ret < 0 && o->to_http) {
+		o->send_failed = ret;
+		ret = 0;
+	}
+	return ret;
 }
 
 int otlp_deliver(struct otlp *o)
@@ -368,16 +387,21 @@ int otlp_deliver(struct otlp *o)
 	if (!o->batch_spans)
 		return 0;
 	o->requests++;
-	ret = o->to_http ? deliver_http(o) : otlp_write_batch(o);
-	if (ret < 0 && o->to_http) {
-		/* the rest is counted, not sent (otlp_span()); otlp_run() fails */
-		o->send_failed = ret;
-		ret = 0;
-	}
+	ret = sent(o, o->to_http ? deliver_http(o) : otlp_write_batch(o));
 	if (ret < 0)
 		return ret;
 	otlp_batch_reset(o);
 	return 0;
+}
+
+int otlp_deliver_losses(struct otlp *o)
+{
+	o->body.len = 0;
+	otlp_put_loss_request(o, &o->body);
+	if (o->body.oom)
+		return -ENOMEM;
+	o->requests++;
+	return sent(o, send_body(o, 0));
 }
 
 void otlp_batches_free(struct otlp *o)

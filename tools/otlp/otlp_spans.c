@@ -138,10 +138,10 @@ int otlp_run(struct otlp *o)
 	if (ret < 0)
 		return ret;
 	ret = otlp_deliver(o);
-	/* a file of no span still says what the trace lost (an endpoint is
-	 * sent spans only) */
-	if (ret == 0 && !o->requests && o->w && otlp_scope_lossy(o))
-		ret = otlp_write_losses(o);
+	/* a trace of no span still says what it lost, to a file or an
+	 * endpoint */
+	if (ret == 0 && !o->requests && otlp_scope_lossy(o))
+		ret = o->to_http ? otlp_deliver_losses(o) : o->w ? otlp_write_losses(o) : 0;
 	if (ret < 0)
 		return ret;
 	o->counted = true;
