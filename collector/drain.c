@@ -392,6 +392,8 @@ long drain_pass(struct drain *d, bool final)
 	drain_release_tail(d);
 	d->backlog = backlog_now(d);
 	d->worked = copied > 0 || d->hold.nfull > 0;
+	d->seen_full = load_relaxed(&d->v.h->full_blocks.v);
+	d->seen_tail = load_relaxed(&d->v.h->tail.v);
 	if (part_full(d)) {
 		ret = rotate(d);
 		if (ret < 0)
@@ -438,9 +440,11 @@ static void nap(struct drain *d, uint64_t ns, bool reap_first)
 	 * they would have woken us for */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* what the ring's words say waits is not waited for, unless the last
-	 * pass found work: tail and full_blocks are any producer's to write,
-	 * and forged they would keep every nap from waiting */
-	if (!(d->worked && shmt_wake_due(&d->v)) &&
+	 * pass found work or they moved since: tail and full_blocks are any
+	 * producer's to write, and forged they would keep every nap from
+	 * waiting; a burst after the pass's look moves them */
+	if (!((d->worked || load_relaxed(&h->full_blocks.v) != d->seen_full ||
+	       load_relaxed(&h->tail.v) != d->seen_tail) && shmt_wake_due(&d->v)) &&
 	    shmt_ring_head(&d->v) - d->pos < d->v.capacity / 4 && !reap && !d->hold.full_left) {
 #if SHMT_TSAN
 		/* ThreadSanitizer runs a signal's handler only inside a call

@@ -33,8 +33,10 @@ struct drain {
 	bool behind;		/* the last pass did not copy all there was */
 	uint32_t backlog;	/* at the last pass's end: drain_backlog() */
 	/* the last pass found records or full blocks: the ring's words that
-	 * say work waits (wake-ups') are believed for the next nap */
+	 * say work waits (wake-ups') are believed for the next nap; and
+	 * those words as the pass left them: moved since, they are too */
 	bool worked;
+	uint64_t seen_full, seen_tail;
 	bool head_forged_said;	/* a head no producer stores was warned of */
 	uint64_t head_last;	/* the head the last pass read */
 	bool head_back;		/* a head read below the one before (since

@@ -365,8 +365,9 @@ int shmtrace_trigger(shmtrace_t *t, const char *name, unsigned flags);
  * SHMTRACE_NAME_MAX bytes; longer ones are cut. Each new name takes a slot
  * of the ring's name table; a thread's name set again as it is takes
  * none. Returns 0, -EINVAL (t or name NULL), -ENOENT (no ring yet: kept
- * for when it appears), -ENOSPC (the table is full: counted in the ring's
- * names_dropped) or -ETIMEDOUT (the ring lock not had in time). */
+ * for when it appears), -ENOSPC (the table is full) or -ETIMEDOUT (the
+ * ring lock not had in time); either of the last two is counted in the
+ * ring's names_dropped. */
 int shmtrace_set_thread_name(shmtrace_t *t, const char *name);
 int shmtrace_set_process_name(shmtrace_t *t, const char *name);
 

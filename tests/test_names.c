@@ -258,14 +258,15 @@ static void test_thread_names_full(void **state)
 /* A thread that names itself again with the name it has takes no new slot
  * of the ring's name table: 2,000 renamings to one name in a table of
  * 1,024 all succeed and take one slot, a new name the next; a fork's child
- * is named anew under its own pid. It took a slot each, and the 1,025th
- * failed with ENOSPC. */
+ * is named anew under its own pid, and a name first said where no ring is
+ * yet is new to the ring. It took a slot each, and the 1,025th failed with
+ * ENOSPC. */
 static void test_the_same_thread_name_again_takes_no_slot(void **state)
 {
 	const char *ring = test_ring_name("samename");
 	struct shmt_view v;
 	char err[256];
-	shmtrace_t *t;
+	shmtrace_t *t, *none;
 	int st;
 	pid_t pid;
 
@@ -284,6 +285,12 @@ static void test_the_same_thread_name_again_takes_no_slot(void **state)
 		_exit(shmtrace_set_thread_name(t, "renamed") == 0 && shmt_ring_nthreads(&v) == 3 ? 0 : 1);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* a new name said where no ring is yet is new to this ring too */
+	assert_int_equal(shmtrace_open_wait(test_ring_name("samename-none"), &none), 0);
+	assert_int_equal(shmtrace_set_thread_name(none, "elsewhere"), -ENOENT);
+	assert_int_equal(shmtrace_set_thread_name(t, "elsewhere"), 0);
+	assert_int_equal(shmt_ring_nthreads(&v), 4);
+	shmtrace_close(none);
 	shmt_view_close(&v);
 	shmtrace_close(t);
 	shmtrace_ring_unlink(ring);

@@ -197,8 +197,9 @@ static int append_name_to(shmtrace_t *t, struct shmt_att *a, const char *tname)
 {
 	int ret = shmt_producer_lock(a, t->lock_timeout_ns);
 
+	/* -EBUSY from a wedged lock's try is a timeout too */
 	if (ret < 0)
-		return ret;
+		return ret == -EBUSY ? -ETIMEDOUT : ret;
 	ret = shmt_name_append_locked(&a->v, shmt_pid, shmt_my_tid(), shmt_start, shmt_pidns, a->slot_flags,
 				      tname, shmt_pname);
 	shmt_unlock(&a->v);
@@ -219,6 +220,18 @@ void shmt_name_at_release(shmtrace_t *t, struct shmt_att *a, struct shmt_tls_slo
 		s->unnamed = false;
 }
 
+/* append_name_to() for a naming call: a name the lock was not had for
+ * in time is not recorded, and counted as one the table had no room for
+ * is (a thread's own naming at release counts its own, core.c). */
+static int name_call(shmtrace_t *t, struct shmt_att *a, const char *tname)
+{
+	int ret = append_name_to(t, a, tname);
+
+	if (ret == -ETIMEDOUT)
+		fetch_add(&a->v.h->names_dropped.v, 1);
+	return ret;
+}
+
 static int append_name(shmtrace_t *t, const char *tname)
 {
 	struct shmt_att *a;
@@ -228,7 +241,7 @@ static int append_name(shmtrace_t *t, const char *tname)
 	a = shmt_attach_current(t);
 	if (!a)
 		return -ENOENT;	/* kept: used when the ring appears */
-	return append_name_to(t, a, tname);
+	return name_call(t, a, tname);
 }
 
 /* The attachment this thread last named itself in, with tls_tname, and
@@ -247,6 +260,8 @@ SHMT_API int shmtrace_set_thread_name(shmtrace_t *t, const char *name)
 	if (!name)
 		return -EINVAL;
 	same = !strncmp(tls_tname, name, SHMT_NAME_LEN - 1);
+	if (!same)
+		tls_named_in = 0;	/* no ring has the new name yet */
 	strncpy(tls_tname, name, SHMT_NAME_LEN - 1);
 	tls_tname[SHMT_NAME_LEN - 1] = 0;
 	if (!t)
@@ -256,8 +271,9 @@ SHMT_API int shmtrace_set_thread_name(shmtrace_t *t, const char *name)
 		return -ENOENT;	/* kept: used when the ring appears */
 	if (same && tls_named_in == a->id && tls_named_gen == shmt_fork_gen)
 		return 0;
-	ret = append_name_to(t, a, tls_tname);
-	tls_named_in = ret == 0 ? a->id : 0;
+	ret = name_call(t, a, tls_tname);
+	/* kept, or counted once as the full table's (it never empties) */
+	tls_named_in = ret == 0 || ret == -ENOSPC ? a->id : 0;
 	tls_named_gen = shmt_fork_gen;
 	return ret;
 }

@@ -62,6 +62,8 @@ _Static_assert(SHMT_STRING_MAX == SHMTRACE_STRING_MAX, "shmtrace.h's SHMTRACE_ST
 _Static_assert(SHMT_NAME_LEN - 1 == SHMTRACE_NAME_MAX, "shmtrace.h's SHMTRACE_NAME_MAX");
 #define SHMT_MAX_STRINGS	65535u	/* ids are 16 bits; 0 means none */
 #define SHMT_MAX_CAPACITY	(1u << 24)	/* the commit word holds 24 bits of sequence */
+/* sequences a commit word tells apart: 24 bits of them */
+#define SHMT_COMMIT_SEQ_SPAN	(1ull << 24)
 #define SHMT_MAX_BLOCKS		65536u
 #define SHMT_MAX_THREADS	(1u << 20)
 

@@ -144,14 +144,17 @@ static bool rewriting(const struct shmt_view *v, uint64_t seq)
 
 bool shmt_ring_overtaken(const struct shmt_view *v, uint64_t seq)
 {
-	uint64_t head = shmt_ring_head(v), lap;
+	/* the journal first: a flush clears it (release) after it stored
+	 * head, so a journal seen cleared is seen with that head */
+	uint64_t lap = rewriting_lap(v, seq), head = shmt_ring_head(v);
 
-	/* a flush stores head after its records; before, its journal says
-	 * which lap it writes, whose commit word names seq too only 2^24
-	 * sequences on (a slot it has yet to reach still holds seq's) */
-	if (head > seq && head - seq > v->capacity)
+	/* a flush stores head after its records, and under way its journal
+	 * says which lap it writes. A later record whose commit word names
+	 * seq too is 2^24 sequences on at least (a capacity at most, so a
+	 * lap of the largest ring): nearer ones read another word, which the
+	 * seqlock's two loads catch */
+	if (head > seq && head - seq > SHMT_COMMIT_SEQ_SPAN)
 		return true;
-	lap = rewriting_lap(v, seq);
 	return lap && SHMT_COMMIT(lap, 0) == SHMT_COMMIT(seq, 0);
 }
 

@@ -154,8 +154,8 @@ PyObject *pyst_set_name(Tracer *tr, PyObject *arg, int process)
 	PYST_HOLDING(tr, t, ret = process ? shmtrace_set_process_name(t, buf) :
 					    shmtrace_set_thread_name(t, buf));
 	/* a name with no room in the ring's table, or that could not wait
-	 * for its lock, is counted there (names_dropped, lock_timeouts): a
-	 * program's flow is not the tracer's to change */
+	 * for its lock, is counted there (names_dropped): a program's flow is
+	 * not the tracer's to change */
 	if (ret < 0 && ret != -ENOSPC && ret != -ETIMEDOUT)
 		return pyst_raise(ret, NULL);
 	Py_RETURN_NONE;
@@ -171,7 +171,7 @@ PYST_DOC(pyst_set_thread_name_doc,
 "threading.current_thread().name when it first records. The same name\n"
 "again takes no new slot of the ring's name table; a name the full table\n"
 "has no room for, or that could not wait for the ring lock, is counted in\n"
-"the ring (names_dropped, lock_timeouts), not raised.");
+"the ring (names_dropped), not raised.");
 
 PyObject *pyst_set_thread_name(Tracer *tr, PyObject *arg)
 {

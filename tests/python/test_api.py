@@ -172,6 +172,37 @@ class TestCalls(RingTest):
         self.assertIn(util.metadata(trace)["names_dropped"], range(1100 - 1023, 100))
         self.assertTrue(util.names(ev, "thread_name")[(os.getpid(), tids[0])].startswith("task "))
 
+    def test_naming_never_raises_for_a_lock_not_had(self):
+        # the lock held by another process: a naming waits in vain, or,
+        # within a second of a wait in vain, only tries it; each name
+        # counted in the ring's names_dropped, none raised
+        self.t.close()
+        os.environ["SHMTRACE_LOCK_TIMEOUT_MS"] = "0"
+        try:
+            t = shmtrace.open(self.ring)
+        finally:
+            del os.environ["SHMTRACE_LOCK_TIMEOUT_MS"]
+        self.addCleanup(t.close)
+        word = LockWord(self)
+        word.set(1)
+        errors = []
+
+        def worker():  # a thread of its own: a name is the thread's for good
+            try:
+                for i in range(3):
+                    t.set_thread_name("held %d" % i)
+            except shmtrace.Error as e:
+                errors.append(e)
+
+        th = threading.Thread(target=worker)
+        th.start()
+        th.join()
+        word.set(0)
+        self.assertEqual(errors, [])
+        t.flush()
+        _, _, trace = util.export(self.tmp.name, "--ring", self.ring)
+        self.assertEqual(util.metadata(trace)["names_dropped"], 3)
+
     def test_long_names_cut_at_a_character(self):
         def named():  # not the main thread: its name is the other tests'
             self.t.set_thread_name("é" * 40)  # 80 bytes: 15 characters fit in 31
@@ -348,7 +379,7 @@ import shmtrace, holder_at_exit
 t = shmtrace.open(%r)
 with open("/dev/shm/" + %r, "r+b") as f:
     word = mmap.mmap(f.fileno(), 4096)
-word[256:260] = struct.pack("<I", 1)
+word[%d:%d + 4] = struct.pack("<I", 1)
 holder_at_exit.h = holder_at_exit.Holder(t)
 def daemon():
     i = 0
@@ -356,10 +387,11 @@ def daemon():
         t.instant("new name %%d" %% i)
         i += 1
 threading.Thread(target=daemon, daemon=True).start()
-while not struct.unpack("<I", word[256:260])[0] & 0x80000000:
+while not struct.unpack("<I", word[%d:%d + 4])[0] & %d:
     time.sleep(0.0002)
 del t
-""" % (self.ring, self.ring)
+""" % (self.ring, self.ring, LockWord.AT, LockWord.AT, LockWord.AT, LockWord.AT,
+       LockWord.WAITERS)
         env = dict(os.environ, PYTHONPATH=self.tmp.name + os.pathsep + os.environ["PYTHONPATH"])
         env.pop("SHMTRACE_RING", None)
         try:
