@@ -30,7 +30,9 @@ lib_src = sorted(os.path.relpath(p, HERE) for d in ("libshm/ring", "libshm/lib")
 if not lib_src:
     raise SystemExit("setup.py: no libshm/ring/*.c next to python/: build from the shmtrace source tree")
 
-MACROS = [("_GNU_SOURCE", None), ("SHMTRACE_VERSION", '"0.1.0"')]
+# the library's thread state in TLS the module takes when it is loaded,
+# not the process's static TLS (libshm/lib/core.h, SHMT_TLS)
+MACROS = [("_GNU_SOURCE", None), ("SHMTRACE_VERSION", '"0.1.0"'), ("SHMT_TLS_DYNAMIC", None)]
 # warnings are errors in the tree's own builds (`make python` sets
 # SHMTRACE_WERROR=1), not in a pip install with another Python's flags
 CFLAGS = ["-std=gnu11", "-pthread", "-fvisibility=hidden",

@@ -20,9 +20,9 @@ uint64_t shmt_pidns;
 uint32_t shmt_fork_gen = 1;
 char shmt_pname[SHMT_NAME_LEN];
 
-__thread struct shmt_tls_slot shmt_tls[SHMT_TLS_SLOTS] __attribute__((tls_model("initial-exec")));
-__thread uint32_t shmt_tls_tid __attribute__((tls_model("initial-exec")));
-__thread uint32_t shmt_tls_tid_gen __attribute__((tls_model("initial-exec")));
+__thread struct shmt_tls_slot shmt_tls[SHMT_TLS_SLOTS] SHMT_TLS;
+__thread uint32_t shmt_tls_tid SHMT_TLS;
+__thread uint32_t shmt_tls_tid_gen SHMT_TLS;
 
 static uint64_t g_next_id = 1;
 

@@ -123,11 +123,26 @@ struct shmt_tls_slot {
 	uint32_t nofree_skip;
 };
 
+/*
+ * The TLS model of the library's per-thread state. Initial-exec, a fixed
+ * offset from the thread pointer, where the library is part of a program
+ * from its start: the hot path reads its slot with one load. A module
+ * loaded later (the Python extension, which compiles the library in with
+ * SHMT_TLS_DYNAMIC) takes its state dynamically instead: the static TLS
+ * left for modules loaded after the start is a few hundred bytes that
+ * other modules may have taken, and `import shmtrace` then failed
+ * ("cannot allocate memory in static TLS block").
+ */
+#ifdef SHMT_TLS_DYNAMIC
+#define SHMT_TLS __attribute__((tls_model("global-dynamic")))
+#else
+#define SHMT_TLS __attribute__((tls_model("initial-exec")))
+#endif
+
 /* the calling thread's slots, slot 0 the one the hot path (emit.c) checks */
-extern __thread struct shmt_tls_slot shmt_tls[SHMT_TLS_SLOTS]
-	__attribute__((tls_model("initial-exec")));
-extern __thread uint32_t shmt_tls_tid __attribute__((tls_model("initial-exec")));
-extern __thread uint32_t shmt_tls_tid_gen __attribute__((tls_model("initial-exec")));
+extern __thread struct shmt_tls_slot shmt_tls[SHMT_TLS_SLOTS] SHMT_TLS;
+extern __thread uint32_t shmt_tls_tid SHMT_TLS;
+extern __thread uint32_t shmt_tls_tid_gen SHMT_TLS;
 
 /* the process's identity, set by process.c and refreshed there in the
  * child after fork() */

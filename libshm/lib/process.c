@@ -16,7 +16,7 @@
 
 /* a name set with shmtrace_set_thread_name(), kept for the rings this
  * thread first writes to later */
-static __thread char tls_tname[SHMT_NAME_LEN] __attribute__((tls_model("initial-exec")));
+static __thread char tls_tname[SHMT_NAME_LEN] SHMT_TLS;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static shmtrace_t *g_handles[SHMT_MAX_HANDLES];
@@ -248,8 +248,8 @@ static int append_name(shmtrace_t *t, const char *tname)
  * the process then (a fork's child is another pid, named anew): the same
  * name again there takes no slot of the ring's name table, which a thread
  * that names itself for every task would fill up. */
-static __thread uint64_t tls_named_in __attribute__((tls_model("initial-exec")));
-static __thread uint32_t tls_named_gen __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_named_in SHMT_TLS;
+static __thread uint32_t tls_named_gen SHMT_TLS;
 
 SHMT_API int shmtrace_set_thread_name(shmtrace_t *t, const char *name)
 {

@@ -137,8 +137,8 @@ static void release_retired(shmtrace_t *t, struct shmt_att *a)
  */
 #define NAMED_RINGS 8
 static __thread struct { uint64_t id; uint32_t gen; } tls_named[NAMED_RINGS]
-	__attribute__((tls_model("initial-exec")));
-static __thread uint32_t tls_named_next __attribute__((tls_model("initial-exec")));
+	SHMT_TLS;
+static __thread uint32_t tls_named_next SHMT_TLS;
 
 /* Whether the calling thread is named in a's ring (or was counted). */
 static bool named(const struct shmt_att *a)

@@ -54,7 +54,9 @@ struct pyst_open_stacks {
 #define CAPSULE_NAME	"shmtrace.open_stacks"
 
 /* initial-exec, as the library's own: no __tls_get_addr() call per span */
-static __thread struct pyst_open_stacks *mine __attribute__((tls_model("initial-exec")));
+/* the module's default TLS model: a module loaded late takes no static TLS
+ * (libshm/lib/core.h, SHMT_TLS) */
+static __thread struct pyst_open_stacks *mine;
 static uint64_t last_token;	/* under the GIL */
 static struct pyst_open_stacks *all_stacks;	/* under the GIL */
 

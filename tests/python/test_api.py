@@ -825,6 +825,26 @@ print('ok')
         self.assertEqual(len(util.spans(ev, "from env")), 1)
 
 
+class TestLoadedLate(unittest.TestCase):
+    def test_imports_after_modules_that_took_the_static_tls(self):
+        # a process has a few hundred bytes of static TLS for modules it
+        # loads after its start; another module's initial-exec TLS (here
+        # 1,200 bytes) may take them all. The extension's thread state is
+        # not in it: the import failed ("cannot allocate memory in static
+        # TLS block")
+        with tempfile.TemporaryDirectory() as d:
+            src, lib = os.path.join(d, "bigtls.c"), os.path.join(d, "libbigtls.so")
+            with open(src, "w", encoding="utf-8") as f:
+                f.write('__thread char big[1200] __attribute__((tls_model("initial-exec")));\n'
+                        "int touch(void) { return ++big[0]; }\n")
+            subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-o", lib, src],
+                           check=True)
+            code = "import ctypes\nctypes.CDLL(%r)\nimport shmtrace\nprint('imported')\n" % lib
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               check=False)
+        self.assertEqual((r.returncode, r.stdout), (0, "imported\n"), r.stderr)
+
+
 class TestDocs(unittest.TestCase):
     def test_help_is_the_manual(self):
         text = pydoc.render_doc(shmtrace.span)
