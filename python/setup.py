@@ -27,6 +27,8 @@ LIB_INCLUDE = [os.path.join(TOP, d) for d in ("include", "util", "libshm/ring", 
 # relative to it, and keeps object files inside its build directory
 lib_src = sorted(os.path.relpath(p, HERE) for d in ("libshm/ring", "libshm/lib")
                  for p in glob.glob(os.path.join(TOP, d, "*.c")))
+LIB_DEPENDS = [os.path.relpath(p, HERE) for d in LIB_INCLUDE for p in glob.glob(os.path.join(d, "*.h"))]
+LIB_DEPENDS.append("setup.py")
 if not lib_src:
     raise SystemExit("setup.py: no libshm/ring/*.c next to python/: build from the shmtrace source tree")
 
@@ -49,9 +51,11 @@ class BuildExt(build_ext):
     def build_extension(self, ext):
         # the objects of ../libshm/ go beside build_temp: it must exist
         os.makedirs(self.build_temp, exist_ok=True)
+        # compiled again when this file (its macros, its flags) or a header
+        # changed, not only when a source did
         objs = self.compiler.compile(lib_src, output_dir=self.build_temp, macros=MACROS,
                                      include_dirs=[os.path.relpath(d, HERE) for d in LIB_INCLUDE],
-                                     extra_postargs=CFLAGS)
+                                     extra_postargs=CFLAGS, depends=LIB_DEPENDS)
         ext.extra_objects = list(objs)
         super().build_extension(ext)
 
