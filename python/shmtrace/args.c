@@ -271,8 +271,15 @@ int pyst_args_of(Tracer *tr, PyObject *mapping, struct shmtrace_arg *args, PyObj
 		return -1;
 	}
 	items = PyMapping_Items(mapping);
-	if (!items)
+	if (!items) {
+		/* keys() and no items(): no mapping either */
+		if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+			PyErr_Clear();
+			PyErr_Format(PyExc_TypeError, "args must be a mapping or None, not %.100s",
+				     Py_TYPE(mapping)->tp_name);
+		}
 		return -1;
+	}
 	ret = args_fit(PyList_GET_SIZE(items));
 	for (pos = 0; ret == 0 && pos < PyList_GET_SIZE(items); pos++) {
 		PyObject *kv = PyList_GET_ITEM(items, pos);

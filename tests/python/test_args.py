@@ -158,7 +158,12 @@ class TestArgs(RingTest):
                     s.set(*bad)
             with self.assertRaises(TypeError):
                 s.set("k")
-        for bad, exc in (([("k", 1)], TypeError), ({1: 1}, TypeError),
+
+        class KeysOnly:  # pylint: disable=too-few-public-methods
+            def keys(self):
+                return ["k"]
+
+        for bad, exc in (([("k", 1)], TypeError), ({1: 1}, TypeError), (KeysOnly(), TypeError),
                          ({"k": 1.0}, TypeError), ({"k": 2 ** 64}, OverflowError)):
             with self.assertRaises(exc, msg=repr(bad)):
                 t.span("x", args=bad)
