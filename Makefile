@@ -244,7 +244,12 @@ fuzz: deps all
 
 # Static analysis: cppcheck and clang-tidy (the analyzer and bugprone checks
 # minus those that flag this code's deliberate idioms), both must be clean.
+# Of the analyzer's va_list checks, Uninitialized and Unterminated are off:
+# in one of six runs on 2026-12-05, on code none of them changed,
+# valist.Unterminated reported a va_list "initialized" in msgpack's
+# msgpack_pack_bin_with_body(), which has none.
 TIDY_CHECKS := -*,clang-analyzer-*,bugprone-*,-clang-analyzer-valist.Uninitialized,\
+	-clang-analyzer-valist.Unterminated,\
 	-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling,\
 	-bugprone-easily-swappable-parameters,-bugprone-narrowing-conversions,\
 	-bugprone-reserved-identifier,-bugprone-macro-parentheses,\
