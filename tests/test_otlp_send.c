@@ -183,7 +183,7 @@ static long endpoint_took(pid_t pid, int fd)
  * A trace that lost records and holds no span (nothing but a LOSS frame of
  * 5 records): the endpoint is sent one request of no span whose scope
  * carries the losses, the file beside it (-o) the same line, as the file
- * export alone writes it. It was sent nothing.
+ * export alone writes it. It was sent nothing. Refused, the export fails.
  */
 static void test_losses_without_spans_reach_the_endpoint(void **state)
 {
@@ -206,6 +206,13 @@ static void test_losses_without_spans_reach_the_endpoint(void **state)
 	assert_int_equal(count(said, "\n"), 1);
 	assert_non_null(strstr(said, "{\"key\":\"shmtrace.dropped\",\"value\":{\"intValue\":5}}"));
 	free(said);
+
+	/* refused: the export fails, as for a request of spans */
+	pid = endpoint(0, 1, "400 Bad Request", &port, &fd);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	assert_int_equal(run(NULL, tmp("lossonly.err"), argv), 1);
+	assert_int_equal(endpoint_took(pid, fd), 0);
+	expect_in(tmp("lossonly.err"), "400");
 }
 
 /*

@@ -50,6 +50,18 @@ class LockWord:
 
 
 class TestCalls(RingTest):
+    def trying_tracer(self):
+        """self.t closed, and a tracer on the ring in its place that only
+        tries the ring lock (SHMTRACE_LOCK_TIMEOUT_MS=0)."""
+        self.t.close()
+        os.environ["SHMTRACE_LOCK_TIMEOUT_MS"] = "0"
+        try:
+            t = shmtrace.open(self.ring)
+        finally:
+            del os.environ["SHMTRACE_LOCK_TIMEOUT_MS"]
+        self.addCleanup(t.close)
+        return t
+
     def test_span_instant_counter_flow(self):
         t = self.t
         self.assertTrue(t.enabled)
@@ -176,13 +188,7 @@ class TestCalls(RingTest):
         # the lock held by another process: a naming waits in vain, or,
         # within a second of a wait in vain, only tries it; each name
         # counted in the ring's names_dropped, none raised
-        self.t.close()
-        os.environ["SHMTRACE_LOCK_TIMEOUT_MS"] = "0"
-        try:
-            t = shmtrace.open(self.ring)
-        finally:
-            del os.environ["SHMTRACE_LOCK_TIMEOUT_MS"]
-        self.addCleanup(t.close)
+        t = self.trying_tracer()
         word = LockWord(self)
         word.set(1)
         errors = []
@@ -224,13 +230,7 @@ class TestCalls(RingTest):
         # holder's is) and a tracer that only tries it: the new names of a
         # span cannot be interned and it is named "?"; once the lock is
         # free, a span of the same names has them: what failed is not kept
-        self.t.close()
-        os.environ["SHMTRACE_LOCK_TIMEOUT_MS"] = "0"
-        try:
-            t = shmtrace.open(self.ring)
-        finally:
-            del os.environ["SHMTRACE_LOCK_TIMEOUT_MS"]
-        self.addCleanup(t.close)
+        t = self.trying_tracer()
         word = LockWord(self)
         word.set(1)
         with t.span("later", cat="lockcat"):
