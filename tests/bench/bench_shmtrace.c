@@ -338,17 +338,23 @@ static uint64_t file_size(const char *path)
 /* ---------------------------------------------------------------- cases */
 
 /* Waits while the ring is over half full: keeps a producer below the
- * drainer's rate (outside any timed region), so that nothing is dropped. */
-static void pace(shmtrace_t *t)
+ * drainer's rate (outside any timed region), so that nothing is dropped.
+ * Returns how many times it slept: each a sleep and a wake-up, which let
+ * the scheduler put the producer on another task's CPU. */
+static unsigned pace(shmtrace_t *t)
 {
 	struct shmtrace_stats st;
+	unsigned slept = 0;
 
 	for (;;) {
 		if (shmtrace_stats(t, &st) < 0 || st.head - st.tail <= st.capacity / 2)
-			return;
+			return slept;
 		usleep(200);
+		slept++;
 	}
 }
+
+static uint64_t g_lat_paused;	/* pace()'s sleeps in lat_timed()'s runs */
 
 static double g_loop_cpu;	/* CPU ns per span of the last span_loop() */
 
@@ -599,8 +605,12 @@ static void lat_timed(shmtrace_t *t, uint32_t cat, uint32_t nm, uint64_t *lat,
 		for (uint64_t i = 0; i < g_n; i++) {
 			uint64_t t0, t1, a;
 
-			if ((i & 1023) == 0 && paced)
-				pace(t);	/* not timed */
+			if ((i & 1023) == 0 && paced) {
+				unsigned slept = pace(t);	/* not timed */
+
+				if (r >= 0)
+					g_lat_paused += slept;
+			}
 			t0 = shmtrace_now();
 			t1 = shmtrace_now();
 			a = bench_tsc_begin();
@@ -636,13 +646,15 @@ static int case_lat(void)
 	struct bench_lat l;
 	double ovh;
 	uint64_t dropped;
-	volatile int *stop = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	/* shared with the second producer: when to stop, how often it paused */
+	volatile struct { int stop; uint64_t paused; } *sh =
+		mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int runs = (int)g_runs;
 	pid_t bg;
 	shmtrace_t *t;
 	uint32_t cat, nm;
 
-	if (!lat || stop == MAP_FAILED)
+	if (!lat || sh == MAP_FAILED)
 		bench_die("alloc");
 	ring_name(name, sizeof(name), "lat");
 	ring_make(name, SHMTRACE_MODE_DISCARD);
@@ -654,8 +666,8 @@ static int case_lat(void)
 		shmtrace_t *t2 = ring_open(name);
 		uint32_t c2 = shmtrace_intern(t2, "bench"), n2 = shmtrace_intern(t2, "bg");
 
-		while (!*stop) {
-			pace(t2);
+		while (!sh->stop) {
+			sh->paused += pace(t2);
 			for (int k = 0; k < 1024; k++) {
 				uint64_t t0 = shmtrace_now();
 
@@ -671,7 +683,7 @@ static int case_lat(void)
 	bench_lat_init(&l);
 	ovh = bench_lat_overhead(&l, lat, g_n);
 	lat_runs(t, cat, nm, lat, &l, runs, true);
-	*stop = 1;
+	sh->stop = 1;
 	waitpid(bg, NULL, 0);
 	shmtrace_close(t);
 	wait_drained(10000);
@@ -680,8 +692,12 @@ static int case_lat(void)
 	drainer_drop_capture(&d);
 	printf("RESULT lat");
 	bench_lat_print(&l, runs);
-	printf(" timing_overhead=%.1f runs=%d n=%llu drainer=%s dropped=%llu\n", ovh, runs,
-	       (unsigned long long)g_n, drainer_kind(&d), (unsigned long long)dropped);
+	/* paused: the timed producer's sleeps in pace() during its runs, and
+	 * the second producer's over its whole life */
+	printf(" timing_overhead=%.1f runs=%d n=%llu drainer=%s dropped=%llu paused=%llu "
+	       "paused_bg=%llu\n", ovh, runs, (unsigned long long)g_n, drainer_kind(&d),
+	       (unsigned long long)dropped, (unsigned long long)g_lat_paused,
+	       (unsigned long long)sh->paused);
 	shmtrace_ring_unlink(name);
 	free(lat);
 	return 0;
