@@ -311,13 +311,17 @@ void collector_summary(const struct drainer *d, char *buf, size_t len)
 			*p = '\'';
 }
 
+/* CPU (user + system) the stopped drainer used, in seconds */
+static double drainer_cpu_s(const struct drainer *d)
+{
+	return (double)d->ru.ru_utime.tv_sec + d->ru.ru_utime.tv_usec / 1e6 +
+	       (double)d->ru.ru_stime.tv_sec + d->ru.ru_stime.tv_usec / 1e6;
+}
+
 /* CPU (user + system) the stopped drainer used, ms per million records */
 static double drainer_cpu_ms_per_m(const struct drainer *d, uint64_t records)
 {
-	double s = (double)d->ru.ru_utime.tv_sec + d->ru.ru_utime.tv_usec / 1e6 +
-		   (double)d->ru.ru_stime.tv_sec + d->ru.ru_stime.tv_usec / 1e6;
-
-	return records ? s * 1000.0 / ((double)records / 1e6) : 0.0;
+	return records ? drainer_cpu_s(d) * 1000.0 / ((double)records / 1e6) : 0.0;
 }
 
 static double drainer_sys_share(const struct drainer *d)
@@ -645,7 +649,7 @@ static int case_lat(void)
 	uint64_t *lat = malloc(g_n * sizeof(*lat));
 	struct bench_lat l;
 	double ovh;
-	uint64_t dropped;
+	uint64_t dropped, start_ns, made_ns, end_ns;
 	/* shared with the second producer: when to stop, how often it paused */
 	volatile struct { int stop; uint64_t paused; } *sh =
 		mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -660,6 +664,7 @@ static int case_lat(void)
 	ring_make(name, SHMTRACE_MODE_DISCARD);
 	view_open(name);
 	drainer_start(&d, name, "lat");
+	start_ns = bench_mono_ns();
 	/* the second producer: spans as fast as it can until told to stop */
 	bg = fork();
 	if (bg == 0) {
@@ -685,19 +690,24 @@ static int case_lat(void)
 	lat_runs(t, cat, nm, lat, &l, runs, true);
 	sh->stop = 1;
 	waitpid(bg, NULL, 0);
+	made_ns = bench_mono_ns() - start_ns;
 	shmtrace_close(t);
 	wait_drained(10000);
 	dropped = ring_dropped();
 	drainer_stop(&d);
+	end_ns = bench_mono_ns();
 	drainer_drop_capture(&d);
+	/* the load the two producers make: their records per second, and the
+	 * drainer's CPU per second of the case, as a share of one core */
 	printf("RESULT lat");
 	bench_lat_print(&l, runs);
 	/* paused: the timed producer's sleeps in pace() during its runs, and
 	 * the second producer's over its whole life */
 	printf(" timing_overhead=%.1f runs=%d n=%llu drainer=%s dropped=%llu paused=%llu "
-	       "paused_bg=%llu\n", ovh, runs, (unsigned long long)g_n, drainer_kind(&d),
-	       (unsigned long long)dropped, (unsigned long long)g_lat_paused,
-	       (unsigned long long)sh->paused);
+	       "paused_bg=%llu rate=%.0f drainer_core=%.2f\n", ovh, runs, (unsigned long long)g_n,
+	       drainer_kind(&d), (unsigned long long)dropped, (unsigned long long)g_lat_paused,
+	       (unsigned long long)sh->paused, (double)ring_head() * 1e9 / (double)made_ns,
+	       drainer_cpu_s(&d) * 1e9 / (double)(end_ns - start_ns));
 	shmtrace_ring_unlink(name);
 	free(lat);
 	return 0;

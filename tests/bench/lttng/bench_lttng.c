@@ -271,12 +271,15 @@ static int case_lat(void)
 	struct bench_lat l;
 	double ovh;
 	int runs = (int)g_runs;
+	uint64_t ticks0, start_ns;
 	pid_t bg;
 
 	if (!lat)
 		bench_die("malloc");
 	bg = spawn("spin", 0, 0, 0);
 	usleep(200 * 1000);	/* let it register and start */
+	ticks0 = consumerd_ticks();
+	start_ns = bench_mono_ns();
 	bench_lat_init(&l);
 	ovh = bench_lat_overhead(&l, lat, g_n);
 	for (int r = -1; r < runs; r++) {
@@ -294,7 +297,12 @@ static int case_lat(void)
 	waitpid(bg, NULL, 0);
 	printf("RESULT lttng_lat");
 	bench_lat_print(&l, runs);
-	printf(" timing_overhead=%.1f runs=%d n=%llu\n", ovh, runs, (unsigned long long)g_n);
+	/* the consumer's CPU per second of the case, as a share of one core
+	 * (bench_shmtrace's drainer_core) */
+	printf(" timing_overhead=%.1f runs=%d n=%llu consumerd_core=%.2f\n", ovh, runs,
+	       (unsigned long long)g_n,
+	       (double)(consumerd_ticks() - ticks0) / (double)sysconf(_SC_CLK_TCK) /
+	       ((double)(bench_mono_ns() - start_ns) / 1e9));
 	free(lat);
 	return 0;
 }
