@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "capture_dec.h"
+#include "outfile.h"
 
 #define READ_MIN	(256u << 10)	/* first size of the reader's buffer */
 
@@ -168,13 +169,23 @@ int shmt_cap_open(const char *path, struct shmt_cap_reader **out, char *err, siz
 		rc = seterr(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0) {
+	/* O_NONBLOCK: the open() of a FIFO no one writes would wait for a
+	 * writer; it is refused below instead (on a regular file the flag
+	 * changes nothing) */
+	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (r->fd < 0 || fstat(r->fd, &st) < 0) {
 		rc = seterr(err, errlen, -errno, "%s: %s", path, strerror(errno));
 		goto fail;
 	}
-	/* unknown: taken as readable by its owner only */
-	r->mode = fstat(r->fd, &st) == 0 ? (uint32_t)st.st_mode & 07777 : 0600;
+	/* a capture is a file: read again from its start by exports, which
+	 * read their inputs twice, and by restarts; a pipe's bytes would be
+	 * gone, a directory or a device holds none */
+	if (!S_ISREG(st.st_mode)) {
+		rc = seterr(err, errlen, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+			    "%s: is %s, not a capture file", path, file_kind_name(st.st_mode));
+		goto fail;
+	}
+	r->mode = (uint32_t)st.st_mode & 07777;
 	if ((rc = fill(r, err, errlen)))
 		goto fail;
 	if (r->end == 0) {

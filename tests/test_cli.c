@@ -557,7 +557,9 @@ static void test_collector_stream_usage_error_leaves_the_ring(void **state)
  * capture, and so is it while the file has a second name (a hard link).
  * That other name is not: the output replaces that name only, and the
  * input keeps its file. A format the option does not apply
- * to is refused too, never ignored.
+ * to is refused too, never ignored, and so is an output with an empty
+ * name, before the input is read rather than when the output is renamed
+ * into place at the end.
  */
 static void test_export_refuses_what_it_would_do_wrong(void **state)
 {
@@ -622,6 +624,17 @@ static void test_export_refuses_what_it_would_do_wrong(void **state)
 	run_says(2, split, "not with --format perfetto", NULL);
 	run_says(2, batch, "need --format otlp", NULL);
 	run_says(2, retries, "need --format otlp", NULL);
+	{
+		char *empty[] = { bin, "export", missing, "-o", "", NULL };
+		char *empty_otlp[] = { bin, "export", missing, "--format", "otlp", "-o", "", NULL };
+		char *empty_svg[] = { bin, "svg", missing, "-o", "", NULL };
+		char *empty_snap[] = { bin, "snapshot", "shmt-no-such-ring", "-o", "", NULL };
+
+		run_says(2, empty, "name is empty", "No such file");
+		run_says(2, empty_otlp, "name is empty", "No such file");
+		run_says(2, empty_svg, "name is empty", "No such file");
+		run_says(2, empty_snap, "name is empty", "no ring");
+	}
 }
 
 /* A capture whose collector is still running ends without its END frame:

@@ -101,6 +101,59 @@ static void test_output_fifo_refused(void **state)
 }
 
 /*
+ * An input that is not a file: a FIFO no one writes (its open() would
+ * wait for a writer for good), a pipe whose writer stays open (a read
+ * would wait as long, and an export reads its inputs twice, which a
+ * pipe's bytes cannot be) and a directory. Every command that reads a
+ * capture refuses each at once (run_guarded() fails a hang), naming the
+ * path and what it is, and writes no output.
+ */
+static void test_input_not_a_file_refused(void **state)
+{
+	char fifo[512], dir[512], piped[64], out_json[512], out_svg[512];
+	int p[2];
+
+	(void)state;
+	snprintf(fifo, sizeof(fifo), "%s", tmp("in.fifo"));
+	snprintf(dir, sizeof(dir), "%s", tmp("in.dir"));
+	snprintf(out_json, sizeof(out_json), "%s", tmp("in.json"));
+	snprintf(out_svg, sizeof(out_svg), "%s", tmp("in.svg"));
+	unlink(fifo);
+	rmdir(dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(pipe(p), 0);
+	snprintf(piped, sizeof(piped), "/dev/fd/%d", p[0]);
+	{
+		const char *in[][2] = { { fifo, "is a FIFO" }, { piped, "is a FIFO" },
+					{ dir, "is a directory" } };
+
+		for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+			char *cmds[][6] = {
+				{ bin, "export", (char *)in[i][0], "-o", out_json, NULL },
+				{ bin, "stat", (char *)in[i][0], NULL },
+				{ bin, "summary", (char *)in[i][0], NULL },
+				{ bin, "svg", (char *)in[i][0], "-o", out_svg, NULL },
+			};
+
+			for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+				assert_int_equal(run_guarded(NULL, tmp("in.err"), cmds[k]), 1);
+				expect_in(tmp("in.err"), in[i][0]);
+				expect_in(tmp("in.err"), in[i][1]);
+			}
+		}
+	}
+	assert_int_equal(access(out_json, F_OK), -1);
+	assert_int_equal(access(out_svg, F_OK), -1);
+	figure("input a FIFO, a pipe or a directory", 12, 0, 0, 0, 0, 0,
+	       "export, stat, summary and svg refuse each at once");
+	close(p[0]);
+	close(p[1]);
+	unlink(fifo);
+	rmdir(dir);
+}
+
+/*
  * A file planted at the collector's output path for it to fill: a hard
  * link to another file (writing would change that one too), and, root
  * only, a file of another user in a directory anyone may write (what
@@ -370,6 +423,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_output_symlink_refused),
 		cmocka_unit_test(test_output_fifo_refused),
+		cmocka_unit_test(test_input_not_a_file_refused),
 		cmocka_unit_test(test_output_planted_file_refused),
 		cmocka_unit_test(test_rotated_part_symlink_refused),
 		cmocka_unit_test(test_outputs_no_more_readable_than_their_inputs),

@@ -219,6 +219,9 @@ int cli_check_output(const char *cmd, const char *out, char *const *files, int n
 {
 	struct stat so;
 
+	/* said now, not after the whole input is read */
+	if (!*out)
+		return cli_usage_error(cmd, "the output's name is empty (-o '')");
 	/* the output replaces what is at its path once written: never an
 	 * input (a slip of the keyboard would lose the capture) */
 	if (strcmp(out, "-") && stat(out, &so) == 0 && S_ISREG(so.st_mode))

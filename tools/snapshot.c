@@ -98,6 +98,8 @@ static int parse(int argc, char **argv, struct snapshot_args *a)
 				       "not '.' or '..')", a->ring, SHMT_NAME_MAX);
 	if (!a->out)
 		return cli_usage_error("snapshot", "no output given (-o FILE.cap)");
+	if ((rc = cli_check_output("snapshot", a->out, NULL, 0)))
+		return rc;
 	return -1;
 }
 

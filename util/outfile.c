@@ -23,9 +23,10 @@ static bool refused_kind(mode_t m)
 	return !S_ISREG(m) && !S_ISCHR(m);
 }
 
-/* What a refused file of mode m is, in words. */
-static const char *kind_name(mode_t m)
+const char *file_kind_name(mode_t m)
 {
+	if (S_ISREG(m))
+		return "a regular file";
 	if (S_ISLNK(m))
 		return "a symbolic link";
 	if (S_ISFIFO(m))
@@ -36,6 +37,8 @@ static const char *kind_name(mode_t m)
 		return "a directory";
 	if (S_ISBLK(m))
 		return "a block device";
+	if (S_ISCHR(m))
+		return "a character device";
 	return "not a regular file";
 }
 
@@ -48,7 +51,7 @@ static int refuse(const char *path, mode_t m, char *err, size_t errlen)
 		return -ELOOP;
 	}
 	snprintf(err, errlen, "'%.400s' is %s, not a regular file: refusing to write to it", path,
-		 kind_name(m));
+		 file_kind_name(m));
 	return S_ISDIR(m) ? -EISDIR : -EINVAL;
 }
 

@@ -26,6 +26,7 @@
 #define SHMTRACE_OUTFILE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 enum outfile_how {
 	OUTFILE_IN_PLACE,	/* opened at the path, truncated */
@@ -49,6 +50,10 @@ struct outfile {
  * of (a capture of a private ring, an export of a private capture).
  */
 unsigned outfile_mode_within(unsigned mode, unsigned src);
+
+/* What a file of mode m is, in words, for a message that refuses it: "a
+ * FIFO", "a directory", "a character device", ... */
+const char *file_kind_name(mode_t m);
 
 /*
  * Opens path for writing as how says, into o->fd (O_CLOEXEC; a new file
