@@ -163,10 +163,16 @@ $(DEMO): $(DEMO_OBJ) $(STATIC)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# A test that steps in between a library function and its callers: ld
+# --wrap=FUNC sends their calls to the test's __wrap_FUNC, which calls
+# __real_FUNC (LDWRAP_<test>, the test's name without tests/ and .c).
+LDWRAP_test_snapshot_interleave := -Wl,--wrap=shmt_ring_block_settled
+
 $(BUILD)/tests/%: tests/%.c $(INTERNAL)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST    $@")
-	$(Q)$(CC) $(CFLAGS) $(INC_tests) -MMD -MP -MF $@.d $(LDFLAGS) -o $@ $< $(INTERNAL) $(LDLIBS) -lcmocka
+	$(Q)$(CC) $(CFLAGS) $(INC_tests) -MMD -MP -MF $@.d $(LDFLAGS) $(LDWRAP_$*) -o $@ $< $(INTERNAL) \
+		$(LDLIBS) -lcmocka
 
 $(BUILD)/bench/bench_shmtrace: $(call obj,$(BENCH_CASES))
 $(BUILD)/bench/%: tests/bench/%.c $(INTERNAL)
