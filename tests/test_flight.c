@@ -15,6 +15,7 @@
  * a flight recorder's ring or command line is refused in one line.
  */
 #include <dirent.h>
+#include <grp.h>
 #include <poll.h>
 #include <sys/inotify.h>
 
@@ -706,6 +707,72 @@ static void test_refuses_what_is_no_flight_recorders(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/*
+ * A --snapshot-dir the collector may not write into (mode 0555; as root,
+ * which may write anywhere, the collector runs as nobody) is refused as it
+ * starts, in one line and exit status 2, not found out at the first
+ * trigger, when the snapshot it was there to keep is lost: it says it
+ * holds no ring (the ready pipe ends unwritten), makes none, and the
+ * folder stays empty.
+ */
+static void test_snapshot_dir_it_may_not_write_into_is_refused_at_start(void **state)
+{
+	const char *ring = test_ring_name("fltro");
+	const uid_t nobody = 65534;
+	char dir[] = "/tmp/shmt-fltro-XXXXXX", errp[600], want[700], fd[16], buf[16], paths[8][512],
+	     err[256];
+	struct shmt_view v;
+	int p[2], status;
+	ssize_t n;
+	pid_t col;
+	char *said;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 0555), 0);
+	snprintf(errp, sizeof(errp), "%s", tmp("fltro.err"));
+	assert_int_equal(pipe(p), 0);
+	col = fork();
+	assert_true(col >= 0);
+	if (col == 0) {
+		int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		close(p[0]);
+		if (fe < 0 || dup2(fe, 2) < 0)
+			_exit(126);
+		if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setgid(nobody) < 0 ||
+				       setuid(nobody) < 0))
+			_exit(126);
+		/* after setuid(), which clears it */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		snprintf(fd, sizeof(fd), "%d", p[1]);
+		execl(collector_bin, "shmtrace-collector", "--ring", ring, "--create", "--mode",
+		      "overwrite", "--flight-recorder", "--snapshot-dir", dir, "--ready-fd", fd,
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	/* the collector's end closes when it exits; "ready" if it started */
+	n = read(p[0], buf, sizeof(buf));
+	close(p[0]);
+	if (n > 0)
+		kill(col, SIGTERM);
+	assert_int_equal(waitpid(col, &status, 0), col);
+	said = slurp(errp);
+	snprintf(want, sizeof(want), "shmtrace-collector: --snapshot-dir '%s': %s\n"
+		 "Try 'shmtrace-collector --help'.\n", dir, strerror(EACCES));
+	assert_string_equal(said, want);
+	free(said);
+	assert_int_equal(n, 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 2);
+	assert_int_equal(shmt_view_open(ring, SHMT_OPEN_ANY_OWNER, &v, err, sizeof(err)), -ENOENT);
+	assert_int_equal(snapshots_in(dir, paths, 8), 0);
+	assert_int_equal(rmdir(dir), 0);
+	shmtrace_ring_unlink(ring);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -724,6 +791,7 @@ int main(void)
 		cmocka_unit_test(test_producers_hand_full_blocks_to_the_recorder),
 		cmocka_unit_test(test_trigger_count_forged_to_the_top_leaves_triggers_heard),
 		cmocka_unit_test(test_refuses_what_is_no_flight_recorders),
+		cmocka_unit_test(test_snapshot_dir_it_may_not_write_into_is_refused_at_start),
 		cmocka_unit_test(test_ring_truncated_under_the_recorder),
 	};
 
