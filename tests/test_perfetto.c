@@ -6,7 +6,7 @@
  * ends; siblings sharing a boundary; a span of no length; a flow slice
  * that begins with its parent; records out of the order of their ends; an
  * open span beginning with its child; flows whose steps receive and end
- * them), each compared with the Chrome export of the same records by
+ * them; flows whose steps share a time), each compared with the Chrome export of the same records by
  * tests/perfetto/check-perfetto.py, also under --pid and --from/--to; and how the command fails: a bad input, an
  * output through a symbolic link, a write that fails, options of another
  * format. The demo's capture and a ring read post-mortem: tests/e2e/perfetto.sh.
@@ -147,6 +147,37 @@ static void test_flow_roles_as_chrome(void **state)
 	assert_int_equal(count(json, "\"receives\":true"), 3);
 	assert_non_null(strstr(json, "\"flow_starts_moved\":1,"));
 	free(json);
+}
+
+/*
+ * Flows whose hops share a time on two threads, each recorded so that
+ * the later hop's record comes first: flow 5's receiving span (pid 200)
+ * begins with the sending one (pid 100) and ends before it; flow 6's step
+ * that receives ends (pid 100) where the next step begins (pid 200); flow
+ * 7 has three hops at one time, the first on pid 100, whose record comes
+ * last. The trace processor takes the events of one time in file order,
+ * so each hop must be written after the one before it in its flow, or the
+ * terminating id ends nothing and the flow is cut. Both exports draw
+ * the same three flows, hop for hop; nothing is forced out of order.
+ */
+static void test_a_flow_whose_steps_share_a_time_is_whole(void **state)
+{
+	const struct shmt_record r[] = {
+		R(1000, 100, 5, 200, 201, S_F, SPAN), R(1000, 500, 5, 100, 100, S_A, SPAN),
+		R(2500, 100, 6, 100, 100, S_A, SPAN),
+		R(2800, 300, shmtrace_flow_recv(6), 100, 100, S_B, SPAN),
+		R(3100, 50, 6, 200, 201, S_F, SPAN),
+		R(5000, 10, 7, 200, 201, S_F, SPAN), R(5000, 0, 7, 200, 201, S_I, INSTANT),
+		R(5000, 500, 7, 100, 100, S_A, SPAN),
+	};
+
+	(void)state;
+	if (!have_protoc())
+		skip();
+	put_records(tmp("t.cap"), r, sizeof(r) / sizeof(r[0]));
+	compare("", "--expect-flows 3 --expect-unfinished 0");
+	expect_in(tmp("check.out"), "9 slices and instants, 3 flows");
+	expect_not_in(tmp("t.err"), "warning");
 }
 
 /*
@@ -307,6 +338,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nesting_as_chrome),
 		cmocka_unit_test(test_flow_roles_as_chrome),
+		cmocka_unit_test(test_a_flow_whose_steps_share_a_time_is_whole),
 		cmocka_unit_test(test_timestamps_as_deltas_per_track),
 		cmocka_unit_test(test_pids_of_16_hosts_fit_int32),
 		cmocka_unit_test(test_stdout),

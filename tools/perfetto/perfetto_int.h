@@ -56,6 +56,13 @@ struct pf_ev {
 	char ph;		/* 's', 't' or 'f' (the last hop), as flows.h says */
 	bool point;		/* no duration: written as one instant */
 	bool receives;		/* a step that receives (flows.h): said in its annotations */
+	/* hops of one flow at one time, written in the flow's order
+	 * (perfetto_order.c): its arrival among the flow records + 1
+	 * (0: no hop), the hop before it when that is at its time (0:
+	 * none) and the thread of each neighbour at its time */
+	bool awaited;		/* the hop after it is at its time */
+	uint64_t hop, after;
+	uint64_t after_thread, next_thread;	/* pid << 32 | tid */
 	struct ev_args args;
 };
 
@@ -64,6 +71,7 @@ struct pf_ev {
 struct pf_held {
 	struct pf_ev ev;
 	bool grouped;		/* slices that begin at its time are still to come */
+	bool waits;		/* the hop before it, at its time, is not written yet */
 };
 
 /* The slices of a thread that begin at one time, when several do. */
@@ -93,7 +101,10 @@ struct pf_hop {
 	uint64_t flow, ts;	/* to check it is the same record */
 	uint32_t pid, tid;
 	char ph;		/* 's', 't', 'f' or 0 */
-	uint8_t pad[7];
+	uint8_t awaited;	/* the next hop of its flow is at its time */
+	uint8_t pad[6];
+	uint64_t after;		/* the previous hop's order + 1 when at its time, or 0 */
+	uint64_t after_thread, next_thread;	/* those hops' pid << 32 | tid */
 };
 
 struct pf_plan {
@@ -150,6 +161,8 @@ struct pf {
 	size_t nholders, capholders;
 	uint64_t overlapping;	/* spans that begin inside another and end after it */
 	uint64_t hops_unmatched; /* flow records the second pass did not find */
+	uint32_t *woken;	/* threads a hop they wait for was written for */
+	size_t nwoken, capwoken;
 };
 
 /* Interning name spaces: InternedData's event_names, event_categories and
@@ -173,7 +186,8 @@ uint64_t plan_key(uint32_t pid, uint32_t tid, uint64_t ts);
 bool plan_tie(const struct pf_plan *p, uint64_t key, uint64_t n, bool begin, uint32_t *expected);
 /* The flow id and hop of flow record k of the second pass, of flow id
  * flow (its role taken off) (ph 0 and id 0 when it is a flow of one
- * record, or not the first pass's record k). */
+ * record, or not the first pass's record k), and its neighbours in the
+ * flow that are at its time. */
 void plan_hop(struct pf *pf, uint64_t k, struct pf_ev *ev, uint32_t pid, uint32_t tid,
 	      uint64_t flow);
 

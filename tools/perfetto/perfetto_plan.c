@@ -109,9 +109,20 @@ static int on_hop(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
 	struct pf_plan *p = ctx;
 	struct pf_hop h = { .order = e->order, .id = id, .flow = e->flow, .ts = e->ts,
 			    .pid = e->pid, .tid = e->tid, .ph = ph };
+	size_t i = (size_t)(e - group);
 
-	(void)group;
-	(void)n;
+	/* the trace processor takes the events of one time in the file's
+	 * order: hops of a flow at one time must be written in the flow's
+	 * order (perfetto_order.c), so each says which of its neighbours
+	 * are at its time */
+	if (i > 0 && group[i - 1].ts == e->ts) {
+		h.after = group[i - 1].order + 1;
+		h.after_thread = (uint64_t)group[i - 1].pid << 32 | group[i - 1].tid;
+	}
+	if (i + 1 < n && group[i + 1].ts == e->ts) {
+		h.awaited = 1;
+		h.next_thread = (uint64_t)group[i + 1].pid << 32 | group[i + 1].tid;
+	}
 	return extsort_add(p->hops, &h);
 }
 
@@ -176,4 +187,9 @@ void plan_hop(struct pf *pf, uint64_t k, struct pf_ev *ev, uint32_t pid, uint32_
 	}
 	ev->flow_id = h->id;
 	ev->ph = h->ph;
+	ev->hop = k + 1;
+	ev->after = h->after;
+	ev->after_thread = h->after_thread;
+	ev->awaited = h->awaited;
+	ev->next_thread = h->next_thread;
 }
