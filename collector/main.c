@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cmdline.h"
 #include "drain.h"
 #include "flight.h"
 #include "hold.h"
@@ -29,6 +31,7 @@
  * process group, which holds it too. */
 #define SIGNAL_REPEAT_NS	(1000ull * 1000 * 1000)
 #define LINGER_DEFAULT_S	5
+#define PROG			"shmtrace-collector"
 
 static volatile sig_atomic_t g_stop;
 static uint64_t g_stop_ns;
@@ -214,12 +217,17 @@ static int parse_num_opt(int c, const char *arg, uint64_t *v, char *err, size_t 
 	return 0;
 }
 
-static int usage_error(const char *fmt, const char *arg)
+/* A usage error, said as the shmtrace command says its own (cmdline.h):
+ * status 2. */
+static int __attribute__((format(printf, 1, 2))) usage_error(const char *fmt, ...)
 {
-	fprintf(stderr, "shmtrace-collector: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'shmtrace-collector --help'.\n");
-	return 2;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = cmdline_vusage(PROG, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 struct pass_arg {
@@ -419,7 +427,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->linger_ns = LINGER_DEFAULT_S * 1000000000ull;
 	a->ready_fd = -1;
 	a->nice = NICE_BEHIND;
-	while ((c = getopt_long(argc, argv, "r:o:cp:qhV", opts, NULL)) != -1) {
+	/* an unknown option, or one without its argument, is named here */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":r:o:cp:qhV", opts, NULL)) != -1) {
 		int taken = shmt_ring_cfg_option(cfg, c, optarg, bad, sizeof(bad));
 
 		if (!taken)
@@ -458,9 +468,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'q': a->quiet = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf("shmtrace-collector %s\n", SHMTRACE_VERSION); return 0;
-		default:
-			fprintf(stderr, "Try 'shmtrace-collector --help'.\n");
-			return 2;
+		default:	/* ':' or '?' */
+			return cmdline_option_error(PROG, c, argv);
 		}
 	}
 	if (optind < argc)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_collector_cli.c - shmtrace-collector's command line: bad options,
- * a missing ring, a ring of another version and an output it cannot write
- * each exit with a code and a message that says what is wrong; the nice
+ * test_collector_cli.c - shmtrace-collector's command line: bad options
+ * (said as the shmtrace command says them), a missing ring, a ring of
+ * another version and an output it cannot write each exit with a code and
+ * a message that says what is wrong; the nice
  * value it runs at, how it follows the drain's backlog, and what it says
  * when the system refuses one.
  */
@@ -116,6 +117,31 @@ static void test_bad_command_lines_exit_with_a_reason(void **state)
 				 NULL), 1);
 	assert_non_null(strstr(line, "cannot write"));
 	shmtrace_ring_unlink(ring);
+}
+
+/*
+ * An unknown option, or one without its argument, is said as the shmtrace
+ * command says it: the program's name (not getopt's message, which names
+ * the path it was run by), the option as given, and the line that points
+ * at --help; status 2.
+ */
+static void test_option_errors_said_as_shmtrace_says_them(void **state)
+{
+	char line[1024];
+
+	(void)state;
+	assert_int_equal(run_cli(line, sizeof(line), "--bogus", NULL, NULL, NULL, NULL), 2);
+	assert_string_equal(line, "shmtrace-collector: unknown option '--bogus'\n"
+			    "Try 'shmtrace-collector --help'.\n");
+	assert_int_equal(run_cli(line, sizeof(line), "-qx", NULL, NULL, NULL, NULL), 2);
+	assert_string_equal(line, "shmtrace-collector: unknown option '-x'\n"
+			    "Try 'shmtrace-collector --help'.\n");
+	assert_int_equal(run_cli(line, sizeof(line), "-o", "x.cap", "--ring", NULL, NULL), 2);
+	assert_string_equal(line, "shmtrace-collector: option '--ring' needs an argument\n"
+			    "Try 'shmtrace-collector --help'.\n");
+	assert_int_equal(run_cli(line, sizeof(line), "--ring", "r", "-o", NULL, NULL), 2);
+	assert_string_equal(line, "shmtrace-collector: option '-o' needs an argument\n"
+			    "Try 'shmtrace-collector --help'.\n");
 }
 
 /* The nice value of process pid (/proc/PID/stat, field 19). */
@@ -370,6 +396,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_command_lines_exit_with_a_reason),
+		cmocka_unit_test(test_option_errors_said_as_shmtrace_says_them),
 		cmocka_unit_test(test_collector_runs_at_its_nice_value),
 		cmocka_unit_test_teardown(test_collector_priority_follows_its_backlog, kill_collector),
 		cmocka_unit_test(test_priority_calm_doubles_after_an_early_letting_down),

@@ -11,29 +11,35 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cmdline.h"
 #include "ring_view.h"
-#include "term.h"
 
-/* "shmtrace CMD: message", without the end of the line; the message
- * may quote names from a ring or a capture: escaped (term.h), never raw */
+/* "shmtrace CMD", the program a subcommand's messages name, in buf */
+static const char *prog_of(const char *cmd, char *buf, size_t len)
+{
+	snprintf(buf, len, "shmtrace %s", cmd);
+	return buf;
+}
+
+/* "shmtrace CMD: message", without the end of the line (cmdline.h: the
+ * message escaped) */
 static void __attribute__((format(printf, 2, 0))) vsay(const char *cmd, const char *fmt, va_list ap)
 {
-	char msg[2048], esc[TERM_ESC_MAX(2048)];
+	char prog[64];
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	term_escape(msg, strlen(msg), esc, sizeof(esc));
-	fprintf(stderr, "shmtrace %s: %s", cmd, esc);
+	cmdline_vsay(prog_of(cmd, prog, sizeof(prog)), fmt, ap);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+	char prog[64];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsay(cmd, fmt, ap);
+	rc = cmdline_vusage(prog_of(cmd, prog, sizeof(prog)), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry 'shmtrace %s --help'.\n", cmd);
-	return EXIT_USAGE;
+	return rc;
 }
 
 int cli_runtime_error(const char *cmd, const char *fmt, ...)
@@ -81,21 +87,9 @@ void cli_getopt_start(void)
 
 int cli_option_error(const char *cmd, int c, char **argv)
 {
-	/* a long option is the word getopt just passed (optopt is 0, or its
-	 * value); a short one is named by its letter: it may sit inside a
-	 * group getopt has not passed yet ("-qf": the word before it is
-	 * another), or end one it has ("-fq") */
-	const char *word = optind > 0 ? argv[optind - 1] : "";
-	const char *cur = optind > 0 && argv[optind] ? argv[optind] : "";
-	char letter[3] = { '-', (char)optopt, 0 };
-	bool short_opt = optopt > 0 && optopt < 128 &&
-			 (strncmp(word, "--", 2) ||
-			  (cur[0] == '-' && cur[1] != '-' && strchr(cur + 1, optopt)));
-	const char *name = short_opt ? letter : word;
+	char prog[64];
 
-	if (c == ':')
-		return cli_usage_error(cmd, "option '%s' needs an argument", name);
-	return cli_usage_error(cmd, "unknown option '%s'", name);
+	return cmdline_option_error(prog_of(cmd, prog, sizeof(prog)), c, argv);
 }
 
 int cli_getopt(const struct cli_opts *o, int argc, char **argv, int *rc)

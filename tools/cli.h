@@ -51,7 +51,8 @@ void cli_getopt_start(void);
 
 /* After getopt_long() returned c, ':' (an option without its argument) or
  * '?' (an unknown one): says so naming the option as given ("--colour",
- * or "-x" of "-jx"). Returns EXIT_USAGE. */
+ * or "-x" of "-jx"), as shmtrace-collector does (cmdline.h). Returns
+ * EXIT_USAGE. */
 int cli_option_error(const char *cmd, int c, char **argv);
 
 /* The next option of a subcommand's argv as getopt_long() returns it, with
