@@ -135,9 +135,7 @@ static bool stop_requested(void)
 	return g_stop;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
+static const char usage[] =
 "Usage: shmtrace-collector --ring NAME --output FILE [OPTION]...\n"
 "       shmtrace-collector --ring NAME --flight-recorder --snapshot-dir DIR [OPTION]...\n"
 "Drain a shmtrace ring into a capture file until SIGINT, SIGTERM or SIGHUP, or keep\n"
@@ -189,8 +187,7 @@ SHMT_RING_CFG_HELP
 "\n"
 "Exit status: 0 after a clean stop, 1 on a runtime error (the capture written\n"
 "so far stays readable, the ring keeps the rest), 2 on a usage error,\n"
-"130 when stopped at once by a second signal.\n");
-}
+"130 when stopped at once by a second signal.\n";
 
 /* The numeric options (getopt's value of each) and what they accept, as
  * shmt_layout_compute() does for the ring's; outside it, a usage error. */
@@ -466,8 +463,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 				return usage_error("--write-engine '%s': auto, pwrite or io_uring", optarg);
 			break;
 		case 'q': a->quiet = true; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("shmtrace-collector %s\n", SHMTRACE_VERSION); return 0;
+		case 'h': cmdline_put(usage); return 0;
+		case 'V': cmdline_put("shmtrace-collector " SHMTRACE_VERSION "\n"); return 0;
 		default:	/* ':' or '?' */
 			return cmdline_option_error(PROG, c, argv);
 		}
@@ -796,7 +793,7 @@ static void say_left(struct drain *d, const struct drain_opts *o)
 			"%s)\n", (unsigned long long)left, o->ring, o->output, o->ring);
 }
 
-int main(int argc, char **argv)
+static int collect(int argc, char **argv)
 {
 	struct drain *d, *retired = NULL;
 	char rpath[4096 + 16];
@@ -880,4 +877,11 @@ int main(int argc, char **argv)
 		say_left(d, &a.o);
 	drain_free(d);
 	return status;
+}
+
+/* --help and --version reached stdout, or the exit status says they did
+ * not (1), as the shmtrace command's does */
+int main(int argc, char **argv)
+{
+	return cmdline_close_stdout(PROG, collect(argc, argv));
 }

@@ -5,8 +5,8 @@
  * name that is neither ring nor capture, the collector's option checks,
  * a capture exported while its collector writes it, --from past the end
  * (export and svg), outputs and options an export refuses, a ring's name
- * given for a file, and the option errors of the subcommands
- * (cli_getopt()).
+ * given for a file, the option errors of the subcommands (cli_getopt()),
+ * and a --help that cannot be written.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -734,6 +734,49 @@ static void test_option_messages(void **state)
 	expect_in(tmp("version.out"), "shmtrace " SHMTRACE_VERSION "\n");
 }
 
+/*
+ * --help and --version of both programs, and a subcommand's --help, into
+ * a stdout that cannot be written (a full disk): status 1 and the reason,
+ * as a command that writes data says it; they exited 0, the text lost.
+ */
+static void test_help_into_a_full_disk_fails(void **state)
+{
+	static const struct {
+		const char *args[3];
+		const char *said;
+	} cases[] = {
+		{ { "--help" }, "shmtrace: writing output: No space left on device\n" },
+		{ { "--version" }, "shmtrace: writing output: No space left on device\n" },
+		{ { "export", "--help" }, "shmtrace export: writing output: No space left on device\n" },
+		{ { "help", "stat" }, "shmtrace stat: writing output: No space left on device\n" },
+		{ { "ls", "--version" }, "shmtrace: writing output: No space left on device\n" },
+	};
+	char *col_help[] = { collector_bin, "--help", NULL };
+	char *col_version[] = { collector_bin, "-V", NULL };
+	const char *err = tmp("full.err");
+	char *s;
+
+	(void)state;
+	if (access("/dev/full", W_OK) < 0)
+		skip();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[] = { bin, (char *)cases[i].args[0], (char *)cases[i].args[1], NULL };
+
+		assert_int_equal(run("/dev/full", err, argv), 1);
+		s = slurp(err);
+		assert_string_equal(s, cases[i].said);
+		free(s);
+	}
+	assert_int_equal(run("/dev/full", err, col_help), 1);
+	s = slurp(err);
+	assert_string_equal(s, "shmtrace-collector: writing output: No space left on device\n");
+	free(s);
+	assert_int_equal(run("/dev/full", err, col_version), 1);
+	s = slurp(err);
+	assert_string_equal(s, "shmtrace-collector: writing output: No space left on device\n");
+	free(s);
+}
+
 /* cli_getopt(): the options in order, then -1 with optind at the operands;
  * --help and bad options end the parse with the exit code to return. */
 static void test_cli_getopt(void **state)
@@ -792,6 +835,7 @@ int main(void)
 		cmocka_unit_test(test_export_capture_being_written),
 		cmocka_unit_test(test_export_from_past_end),
 		cmocka_unit_test(test_option_messages),
+		cmocka_unit_test(test_help_into_a_full_disk_fails),
 		cmocka_unit_test(test_cli_getopt),
 	};
 

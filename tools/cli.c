@@ -98,7 +98,7 @@ int cli_getopt(const struct cli_opts *o, int argc, char **argv, int *rc)
 
 	switch (c) {
 	case 'h':
-		fputs(o->usage, stdout);
+		cmdline_put(o->usage);
 		*rc = EXIT_OK;
 		return CLI_OPT_EXIT;
 	case ':':

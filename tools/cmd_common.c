@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmd_common.h"
+#include "cmdline.h"
 #include "extsort.h"
 
 #define MAX_OPTS	24	/* shared and own long options, with the end */
@@ -52,7 +53,7 @@ int cmd_parse(struct cmd *c, int argc, char **argv)
 				return rc;
 			break;
 		case 'h':
-			fputs(c->usage, stdout);
+			cmdline_put(c->usage);
 			return EXIT_OK;
 		case ':':
 		case '?':

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmdline.h"
 
 static const char usage[] =
 	"Usage: shmtrace COMMAND [options]\n"
@@ -44,18 +45,24 @@ static const struct command *find(const struct command *cmds, size_t n, const ch
 	return NULL;
 }
 
+/* who says that standard output could not be written: "shmtrace", or
+ * the subcommand that ran ("shmtrace export") */
+static char prog[64] = "shmtrace";
+
 /* argv[0] names the subcommand, which runs with argv as its own */
 static int run(const struct command *cmds, size_t n, int argc, char **argv)
 {
 	const struct command *c = find(cmds, n, argv[0]);
 
-	if (c)
+	if (c) {
+		snprintf(prog, sizeof(prog), "shmtrace %s", c->name);
 		return c->fn(argc, argv);
+	}
 	fprintf(stderr, "shmtrace: unknown command '%s'\nTry 'shmtrace --help'.\n", argv[0]);
 	return EXIT_USAGE;
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
 	static const struct command cmds[] = { { "create", cmd_create_ring }, { "export", cmd_export }, { "ls", cmd_ls }, { "rm", cmd_rm },
 		    { "snapshot", cmd_snapshot }, { "stat", cmd_stat }, { "stream", cmd_stream },
@@ -73,15 +80,25 @@ int main(int argc, char **argv)
 		return run(cmds, sizeof(cmds) / sizeof(cmds[0]), 2, help);
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		fputs(usage, stdout);
+		cmdline_put(usage);
 		return EXIT_OK;
 	}
 	/* the version, asked of the command or of any of its subcommands */
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
 	    (argc == 3 && !strcmp(argv[2], "--version") && find(cmds, sizeof(cmds) / sizeof(cmds[0]),
 								  argv[1]))) {
-		puts("shmtrace " SHMTRACE_VERSION);
+		cmdline_put("shmtrace " SHMTRACE_VERSION "\n");
 		return EXIT_OK;
 	}
 	return run(cmds, sizeof(cmds) / sizeof(cmds[0]), argc - 1, argv + 1);
+}
+
+/* What was printed (a help, the version, a command's output) reached
+ * stdout, or the exit status says it did not (1): a --help into a full
+ * disk is no success. */
+int main(int argc, char **argv)
+{
+	int rc = dispatch(argc, argv);
+
+	return cmdline_close_stdout(prog, rc);
 }

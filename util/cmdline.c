@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmdline.c - usage errors, alike in both programs (cmdline.h).
+ * cmdline.c - usage errors and the end of standard output, alike in both
+ * programs (cmdline.h).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -54,4 +56,35 @@ int cmdline_option_error(const char *prog, int c, char **argv)
 	if (c == ':')
 		return cmdline_usage(prog, "option '%s' needs an argument", name);
 	return cmdline_usage(prog, "unknown option '%s'", name);
+}
+
+/* why cmdline_put() could not write, 0 when it could */
+static int put_errno;
+
+void cmdline_put(const char *text)
+{
+	/* flushed now: once the stream's buffer gave up the bytes it could
+	 * not write, nothing said why any more */
+	if ((fputs(text, stdout) == EOF || fflush(stdout) != 0) && !put_errno)
+		put_errno = errno ? errno : EIO;
+}
+
+int cmdline_close_stdout(const char *prog, int rc)
+{
+	int e = put_errno;
+
+	/* what waits in the buffer, written now: its errno said; an error
+	 * met before, whose errno is gone, said as EIO */
+	if (fflush(stdout) != 0 && !e)
+		e = errno;
+	else if (ferror(stdout) && !e)
+		e = EIO;
+	/* EBADF: a stdout closed before, nothing waiting (the flush above
+	 * would have failed), is none (as gnulib's close_stdout()) */
+	if (fclose(stdout) != 0 && !e && errno != EBADF)
+		e = errno;
+	if (!e || rc != 0)
+		return rc;
+	fprintf(stderr, "%s: writing output: %s\n", prog, strerror(e));
+	return 1;
 }
