@@ -60,7 +60,9 @@ static void free_buffers(struct drain *d)
 	d->scratch = NULL;
 }
 
-static int open_ring(struct drain *d, const struct drain_opts *o)
+/* Maps the ring, checks it and takes its claim: all that can refuse a
+ * ring, nothing more. */
+static int attach_ring(struct drain *d, const struct drain_opts *o)
 {
 	char err[256];
 	int ret;
@@ -81,6 +83,16 @@ static int open_ring(struct drain *d, const struct drain_opts *o)
 		shmt_view_close(&d->v);
 		return ret;
 	}
+	d->attached = true;
+	return 0;
+}
+
+static int open_ring(struct drain *d, const struct drain_opts *o)
+{
+	int ret;
+
+	if (!d->attached && (ret = attach_ring(d, o)) < 0)
+		return ret;
 	shmt_clock_adopt(&d->v.clock);
 	/* the run id names the ring, not this process: every collector that
 	 * ever drains this ring writes the same id, so a reader dedupes
@@ -96,6 +108,7 @@ static int open_ring(struct drain *d, const struct drain_opts *o)
 	if (ret < 0) {
 		free_buffers(d);
 		shmt_view_close(&d->v);
+		d->attached = false;
 		return ret;
 	}
 	SHMT_HOOK("collector-open");
@@ -118,6 +131,7 @@ static int open_ring(struct drain *d, const struct drain_opts *o)
 struct open_arg {
 	struct drain *d;
 	const struct drain_opts *o;
+	int (*fn)(struct drain *d, const struct drain_opts *o);
 	int ret;
 };
 
@@ -125,23 +139,35 @@ static int guarded_open(void *p)
 {
 	struct open_arg *a = p;
 
-	a->ret = open_ring(a->d, a->o);
+	a->ret = a->fn(a->d, a->o);
 	return 0;
 }
 
-/* open_ring(), guarded as a pass is: it reads the ring's header and
- * touches every page of its records, and a ring truncated meanwhile
- * fails the open instead of killing the collector with SIGBUS. What it
- * had set up then is left to drain_free() (its mapping to the exit). */
-int drain_open(struct drain *d, const struct drain_opts *o)
+/* fn (attach_ring() or open_ring()), guarded as a pass is: they read the
+ * ring's header, and open_ring() touches every page of its records, and
+ * a ring truncated meanwhile fails the open instead of killing the
+ * collector with SIGBUS. What was set up then is left to drain_free()
+ * (its mapping to the exit). */
+static int open_guarded(struct drain *d, const struct drain_opts *o,
+			int (*fn)(struct drain *d, const struct drain_opts *o))
 {
-	struct open_arg a = { d, o, 0 };
+	struct open_arg a = { d, o, fn, 0 };
 	int ret = shmt_guarded(guarded_open, &a);
 
 	if (ret == -EFAULT)
 		snprintf(d->err, sizeof(d->err), "ring '%s' was truncated while it was being opened",
 			 o->ring);
 	return ret < 0 ? ret : a.ret;
+}
+
+int drain_attach(struct drain *d, const struct drain_opts *o)
+{
+	return open_guarded(d, o, attach_ring);
+}
+
+int drain_open(struct drain *d, const struct drain_opts *o)
+{
+	return open_guarded(d, o, open_ring);
 }
 
 const char *drain_error(const struct drain *d)
@@ -621,7 +647,7 @@ void drain_free(struct drain *d)
 	if (d->opened)
 		cw_close(d->w);
 	free_buffers(d);
-	if (d->opened)
+	if (d->opened || d->attached)
 		shmt_view_close(&d->v);
 	free(d);
 }

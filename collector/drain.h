@@ -48,8 +48,15 @@ struct drain;
 /* A session not yet open, or NULL when out of memory. */
 struct drain *drain_new(void);
 
-/* Attaches to the ring and opens the output. Returns 0 or -errno, and then
- * drain_error() says why. */
+/* Attaches to the ring: maps it, checks it (there, of a format this
+ * collector reads) and takes its claim (no other collector drains it),
+ * and nothing else: what can refuse the ring, asked before anything on
+ * disk changes. Returns 0 or -errno, and then drain_error() says why. */
+int drain_attach(struct drain *d, const struct drain_opts *o);
+
+/* Attaches to the ring, unless drain_attach() did (with the same o), and
+ * opens the output. Returns 0 or -errno, and then drain_error() says why
+ * (and the ring is let go). */
 int drain_open(struct drain *d, const struct drain_opts *o);
 
 /* Why drain_open() failed, in one line; "" if it gave no reason. Also

@@ -26,6 +26,7 @@ struct drain {
 	struct drain_opts o;
 	struct shmt_view v;
 	struct cwriter *w;
+	bool attached;		/* the ring mapped and claimed (drain_attach()) */
 	bool opened;		/* drain_open() succeeded: drain_free() detaches */
 	bool part_failed;	/* the last error: a capture part could not be opened */
 	uint64_t run_id;

@@ -568,16 +568,18 @@ static bool finish_retired(struct drain **dp, const char *path)
  * the same command) is kept aside, never truncated: it holds records the
  * ring has let go of. After the stream has taken the parts it has not
  * sent, before a ring is made or replaced: a collector that cannot keep
- * it leaves the ring as it was. Returns 0, or -1 after saying why.
+ * it leaves the ring as it was. With claimed, this collector holds the
+ * ring's claim (drain_attach()). Returns 0, or -1 after saying why.
  */
-static int keep_previous(const struct args *a)
+static int keep_previous(const struct args *a, bool claimed)
 {
 	char kept[4200], err[1024];
 	int n;
 
 	/* a collector that drains the ring may be writing that capture now:
-	 * this one would not start, and must not have moved its file */
-	if (hold_claimed(a->o.ring)) {
+	 * this one would not start, and must not have moved its file (one
+	 * that holds the ring's claim already knows) */
+	if (!claimed && hold_claimed(a->o.ring)) {
 		fprintf(stderr, "shmtrace-collector: another collector is already draining ring "
 			"'%s'\n", a->o.ring);
 		return -1;
@@ -675,6 +677,13 @@ static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, cons
 		*retired_failed = finish_retired(retired, rpath);
 	ret = pass(d, true);
 	return ret < 0 ? (int)ret : 0;
+}
+
+/* Why drain_attach() or drain_open() failed with ret. */
+static void say_open_error(const struct drain *d, int ret)
+{
+	fprintf(stderr, "shmtrace-collector: %s\n",
+		drain_error(d)[0] ? drain_error(d) : shmtrace_strerror(ret));
 }
 
 static void say_error(struct drain *d, const struct drain_opts *o, int ret)
@@ -811,25 +820,45 @@ static int collect(int argc, char **argv)
 	if (a.fl.on)
 		return a.create && flight_make_ring(a.o.ring, &a.cfg, a.recreate) < 0 ? 1 :
 		       flight_run(a.o.ring, a.o.poll_ns, &a.fl, a.quiet, a.ready_fd, stop_requested);
-	/* before the capture is opened, which truncates what it held, and
-	 * before a ring is made or replaced: the stream checks its options
-	 * (a usage error, 2) and finds its tool, and a collector that cannot
-	 * stream leaves the ring its producers use as it was */
-	if (a.stream.endpoint && (status = streamer_start(&a.stream, a.o.output)) != 0)
+	if (!(d = drain_new())) {
+		fprintf(stderr, "shmtrace-collector: %s\n", strerror(ENOMEM));
+		return 1;
+	}
+	/*
+	 * What can refuse the start is asked before anything on disk
+	 * changes (the stream's backlog moved aside, a capture kept aside, a
+	 * ring made or replaced, the capture begun), so that a collector
+	 * that will not run leaves all as it was. First the ring, unless
+	 * --create makes it: there, of a format this collector reads, and
+	 * drained by no other collector (the claim, taken now, is kept).
+	 */
+	if (!a.create && (ret = drain_attach(d, &a.o)) < 0) {
+		say_open_error(d, ret);
+		drain_free(d);
+		return 1;
+	}
+	/* then the stream, before the capture is opened, which truncates
+	 * what it held, and before a ring is made or replaced: it checks
+	 * its options (a usage error, 2) and finds its tool, and a
+	 * collector that cannot stream leaves the ring its producers use as
+	 * it was */
+	if (a.stream.endpoint && (status = streamer_start(&a.stream, a.o.output)) != 0) {
+		drain_free(d);
 		return status;
-	if (keep_previous(&a) < 0) {
+	}
+	if (keep_previous(&a, !a.create) < 0) {
 		streamer_finish(&a.stream, false, 0);
+		drain_free(d);
 		return 1;
 	}
 	if (a.create && (created = make_ring(&a, &retired, rpath, sizeof(rpath))) < 0) {
 		streamer_finish(&a.stream, false, 0);
+		drain_free(d);
 		return 1;
 	}
-	d = drain_new();
-	ret = d ? drain_open(d, &a.o) : -ENOMEM;
+	ret = drain_open(d, &a.o);
 	if (ret < 0) {
-		fprintf(stderr, "shmtrace-collector: %s\n",
-			d && drain_error(d)[0] ? drain_error(d) : shmtrace_strerror(ret));
+		say_open_error(d, ret);
 		streamer_finish(&a.stream, false, 0);
 		drain_free(d);
 		if (retired)

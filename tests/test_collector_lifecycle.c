@@ -6,7 +6,8 @@
  * one with another configuration that replaces the ring and drains the old
  * one aside; every record captured once or counted; a failed start that
  * keeps the ring it replaced, and a lost capture of the old ring said;
- * records left at the stop in a ring the collector did not make, said.
+ * records left at the stop in a ring the collector did not make, said; a
+ * start refused that moves no capture aside.
  */
 #include <sys/inotify.h>
 #include <sys/mman.h>
@@ -473,6 +474,96 @@ static void test_records_left_in_a_ring_it_did_not_make_are_said(void **state)
 	unlink(errp);
 }
 
+/* A capture file at path: a header frame, as a collector begins one. */
+static void put_header_only(const char *path)
+{
+	struct shmt_cap_header h = { .version = SHMT_CAP_VERSION, .run_id = 1,
+				     .ring_capacity = 4096 };
+	msgpack_sbuffer b;
+	int fd;
+
+	msgpack_sbuffer_init(&b);
+	assert_int_equal(shmt_cap_put_header(&b, &h), 0);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b.data, b.size), (ssize_t)b.size);
+	close(fd);
+	msgpack_sbuffer_destroy(&b);
+}
+
+/* The collector with args (NULL-ended) exits 1 saying why, and leaves the
+ * capture at out where it was, none kept aside, no stream's file beside
+ * it. */
+static void refused_start_moves_nothing(const char *const *args, const char *out,
+					const char *errp, const char *why)
+{
+	char prev[300], lock[300], *said;
+	const char *slash = strrchr(out, '/');
+
+	snprintf(prev, sizeof(prev), "%s.prev1", out);
+	snprintf(lock, sizeof(lock), "%.*s.%s.otlp-lock", (int)(slash - out + 1), out, slash + 1);
+	assert_int_equal(collector_exit_of(args, errp), 1);
+	said = slurp(errp);
+	if (!strstr(said, why) || strstr(said, "is kept as"))
+		fprintf(stderr, "said: %s\n", said);
+	assert_non_null(strstr(said, why));
+	assert_null(strstr(said, "is kept as"));
+	free(said);
+	assert_int_equal(access(out, F_OK), 0);
+	assert_int_equal(access(prev, F_OK), -1);
+	assert_int_equal(access(lock, F_OK), -1);
+}
+
+/*
+ * A collector that cannot start (no such ring, a ring of another format
+ * version, a ring another collector drains, with a stream or without)
+ * moves nothing aside: the capture already at -o stays where it is. It
+ * was kept as FILE.prev1 before the ring was even looked at, the user's
+ * file gone from its name by a typo in --ring.
+ */
+static void test_refused_start_keeps_the_capture_in_place(void **state)
+{
+	const char *ring = test_ring_name("refused");
+	const char *typo = test_ring_name("refused-typo");
+	struct shmtrace_ring_config c = { .capacity = 4096 };
+	char out[256], other[256], errp[256], path[256];
+	const char *const plain[] = { "--ring", typo, "-o", out, NULL };
+	const char *const streamed[] = { "--ring", typo, "-o", out, "--otlp-endpoint",
+					 "http://127.0.0.1:1", NULL };
+	const char *const on_ring[] = { "--ring", ring, "-o", out, NULL };
+	uint16_t major = 99;
+	pid_t col;
+	int fd;
+
+	(void)state;
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	snprintf(other, sizeof(other), "/tmp/%s-other.cap", ring);
+	snprintf(errp, sizeof(errp), "/tmp/%s.err", ring);
+	shmtrace_ring_unlink(typo);
+	put_header_only(out);
+	refused_start_moves_nothing(plain, out, errp, "no ring named");
+	refused_start_moves_nothing(streamed, out, errp, "no ring named");
+	/* a ring of another version */
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &major, 2, offsetof(struct shmt_header, major)), 2);
+	assert_int_equal(pwrite(fd, &major, 2, offsetof(struct shmt_header, compat)), 2);
+	close(fd);
+	refused_start_moves_nothing(on_ring, out, errp, "version");
+	shmtrace_ring_unlink(ring);
+	/* a ring another collector drains */
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	col = start_collector(ring, other, "-q", 0);
+	refused_start_moves_nothing(on_ring, out, errp, "another collector is already draining");
+	assert_clean_exit(stop(col, SIGTERM));
+	shmtrace_ring_unlink(ring);
+	unlink(out);
+	unlink(other);
+	unlink(errp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -483,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_failed_start_keeps_the_ring_it_replaced),
 		cmocka_unit_test(test_replaced_ring_capture_lost_fails_the_run),
 		cmocka_unit_test(test_records_left_in_a_ring_it_did_not_make_are_said),
+		cmocka_unit_test(test_refused_start_keeps_the_capture_in_place),
 	};
 
 	if (collector_bin_init() < 0)
