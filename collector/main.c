@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "clock.h"
 #include "cmdline.h"
 #include "drain.h"
@@ -746,6 +748,23 @@ static void say_summary(const struct drain *d, bool failed, uint64_t t0, const s
 		(unsigned long long)st.lock_holds, HOLD_LONG_NS / 1000, raised);
 }
 
+/* Whether the capture at path is one a reader opens (a regular file that
+ * begins with a whole header): what the hint to export it with the ring
+ * may name. A device (/dev/full) is none, nor is a file whose header
+ * could not be written. */
+static bool capture_readable(const char *path)
+{
+	struct shmt_cap_reader *r;
+	struct stat st;
+	char err[256];
+
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    shmt_cap_open(path, &r, err, sizeof(err)) < 0)
+		return false;
+	shmt_cap_close(r);
+	return true;
+}
+
 /*
  * The end of a ring this collector created or adopted: removed only when
  * nothing is lost by it, that is after a clean stop, with no producer
@@ -753,24 +772,33 @@ static void say_summary(const struct drain *d, bool failed, uint64_t t0, const s
  * restarted collector adopts it and drains on), nothing in it
  * past the capture's end (a producer that closed its handle after the last
  * drain flushed its block into it), and only if its name still refers to
- * the segment drained (else it is another collector's ring now).
+ * the segment drained (else it is another collector's ring now). After a
+ * failure, the same holds of a ring this run created (created), which no
+ * producer came to and which holds nothing (the collector could not even
+ * write its capture's header): nothing is lost with it. Any other stays
+ * with what the capture lacks, and the export that reads it is said.
  */
-static void leave_ring(struct drain *d, const struct drain_opts *o, bool keep, bool failed)
+static void leave_ring(struct drain *d, const struct drain_opts *o, int created, bool keep,
+		       bool failed)
 {
 	uint64_t left;
 	uint32_t live;
 	int ret;
 
-	if (failed) {
-		fprintf(stderr, "shmtrace-collector: ring '%s' kept in /dev/shm with what was not "
-			"drained (%llu records): shmtrace export %s --ring %s\n", o->ring,
-			(unsigned long long)drain_undrained(d), o->output, o->ring);
-		return;
-	}
-	if (keep)
+	if (keep && !failed)
 		return;
 	live = drain_mappers(d);
 	left = drain_undrained(d);
+	if (failed && (keep || created != SHMTRACE_CREATED || live || left ||
+		       drain_live_writers(d))) {
+		/* the capture in the command only if there is one to read */
+		bool cap = capture_readable(o->output);
+
+		fprintf(stderr, "shmtrace-collector: ring '%s' kept in /dev/shm with what was not "
+			"drained (%llu records): shmtrace export %s%s--ring %s\n", o->ring,
+			(unsigned long long)left, cap ? o->output : "", cap ? " " : "", o->ring);
+		return;
+	}
 	if (live || left || drain_live_writers(d)) {
 		fprintf(stderr, "shmtrace-collector: ring '%s' left in /dev/shm (%u other process%s "
 			"attached, %llu records written since the last drain); the same command "
@@ -901,7 +929,7 @@ static int collect(int argc, char **argv)
 		drain_warn_names(d);
 	g_drain = NULL;
 	if (a.create)
-		leave_ring(d, &a.o, a.keep, ret < 0);
+		leave_ring(d, &a.o, created, a.keep, ret < 0);
 	else if (ret == 0)
 		say_left(d, &a.o);
 	drain_free(d);

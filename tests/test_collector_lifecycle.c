@@ -7,7 +7,8 @@
  * one aside; every record captured once or counted; a failed start that
  * keeps the ring it replaced, and a lost capture of the old ring said;
  * records left at the stop in a ring the collector did not make, said; a
- * start refused that moves no capture aside.
+ * start refused that moves no capture aside, and a capture that cannot be
+ * written that leaves no ring the collector made.
  */
 #include <sys/inotify.h>
 #include <sys/mman.h>
@@ -564,6 +565,77 @@ static void test_refused_start_keeps_the_capture_in_place(void **state)
 	unlink(errp);
 }
 
+/* n spans into ring, from this process, its handle closed after. */
+static void spans_into(const char *ring, uint64_t n)
+{
+	shmtrace_t *t;
+
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(shmtrace_span(t, 1, 1, 1000 + i, 1001 + i, 0), 0);
+	shmtrace_close(t);
+}
+
+/*
+ * A collector with --create whose capture cannot be written from its
+ * first byte (/dev/full): the ring it made, which no producer came to,
+ * goes with it; it stayed, 50 MB of /dev/shm, with the hint "shmtrace
+ * export /dev/full --ring NAME". A ring it adopted, records in it, stays,
+ * and the hint names the ring alone; the capture is named once it holds
+ * a header a reader opens (a file-size limit that cuts the records).
+ */
+static void test_failed_start_leaves_no_ring_it_made(void **state)
+{
+	const char *ring = test_ring_name("fullout");
+	struct shmtrace_ring_config c = { .capacity = 4096 };
+	const char *const args[] = { "--ring", ring, "--create", "--capacity", "4096", "-o",
+				     "/dev/full", NULL };
+	const char *const more[] = { "--create", "--capacity", "4096", "-q", NULL };
+	char errp[256], out[256], want[512], *said;
+	int status;
+	pid_t col;
+
+	(void)state;
+	if (access("/dev/full", W_OK) < 0)
+		skip();
+	snprintf(errp, sizeof(errp), "/tmp/%s.err", ring);
+	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(collector_exit_of(args, errp), 1);
+	said = slurp(errp);
+	assert_non_null(strstr(said, "No space left on device"));
+	assert_null(strstr(said, "kept in /dev/shm"));
+	free(said);
+	assert_int_equal(shmtrace_ring_unlink(ring), -ENOENT);
+	/* adopted, with records the capture never got */
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	spans_into(ring, 37);
+	assert_int_equal(collector_exit_of(args, errp), 1);
+	said = slurp(errp);
+	assert_non_null(strstr(said, "adopted ring"));
+	snprintf(want, sizeof(want), "ring '%s' kept in /dev/shm with what was not drained (37 "
+		 "records): shmtrace export --ring %s\n", ring, ring);
+	if (!strstr(said, want))
+		fprintf(stderr, "said: %s\n", said);
+	assert_non_null(strstr(said, want));
+	free(said);
+	/* a capture cut by the file-size limit after its header */
+	col = start_collector_args(ring, out, 512, errp, more);
+	spans_into(ring, 2000);
+	assert_int_equal(waitpid(col, &status, 0), col);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+	said = slurp(errp);
+	snprintf(want, sizeof(want), "records): shmtrace export %s --ring %s\n", out, ring);
+	if (!strstr(said, want))
+		fprintf(stderr, "said: %s\n", said);
+	assert_non_null(strstr(said, want));
+	free(said);
+	assert_int_equal(shmtrace_ring_unlink(ring), 0);
+	unlink(out);
+	unlink(errp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -575,6 +647,7 @@ int main(void)
 		cmocka_unit_test(test_replaced_ring_capture_lost_fails_the_run),
 		cmocka_unit_test(test_records_left_in_a_ring_it_did_not_make_are_said),
 		cmocka_unit_test(test_refused_start_keeps_the_capture_in_place),
+		cmocka_unit_test(test_failed_start_leaves_no_ring_it_made),
 	};
 
 	if (collector_bin_init() < 0)
