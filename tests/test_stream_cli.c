@@ -8,7 +8,8 @@
  * without the span around them; it waits while its collector's drain is
  * behind; the collector starts its stream again when it stops; the spans
  * a killed producer was inside go out unfinished; bad options are one
- * line and exit 2, from the stream or the collector.
+ * line and exit 2, from the stream or the collector; a capture that is
+ * none leaves no file beside it.
  */
 #include <poll.h>
 #include <sys/inotify.h>
@@ -494,6 +495,62 @@ static void test_stream_waits_while_its_collector_says_behind(void **state)
 	}
 }
 
+/* Whether tmp(".NAME.otlp-WHAT") is there. */
+static bool side_file(const char *name, const char *what)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/.%s.otlp-%s", tmpdir, name, what);
+	return access(path, F_OK) == 0;
+}
+
+/*
+ * A capture that is not there, or is none (a directory, an empty file,
+ * other bytes), fails the stream before anything is made beside it, and
+ * a stream that follows one that fails so removes the lock and status it
+ * made; a lock from before stays.
+ */
+static void test_bad_capture_leaves_nothing_beside_it(void **state)
+{
+	/* followed, a capture not there yet, or with no whole header yet,
+	 * is waited for: only the others fail then */
+	static const struct {
+		const char *name;
+		bool followed_fails;
+	} bad[] = { { "nothere.cap", false }, { "adir", true }, { "empty.cap", false },
+		    { "bytes.cap", true } };
+	char lock[600], bytes[256];
+	char *argv[] = { bin, "stream", NULL, "--otlp-endpoint", "http://127.0.0.1:1", NULL, NULL };
+
+	(void)state;
+	assert_int_equal(mkdir(tmp("adir"), 0700), 0);
+	put_file(tmp("empty.cap"), "", 0);
+	for (size_t i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (char)(i * 37 + 11);
+	put_file(tmp("bytes.cap"), bytes, sizeof(bytes));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		argv[2] = (char *)tmp(bad[i].name);
+		for (int follow = 0; follow <= bad[i].followed_fails; follow++) {
+			argv[5] = follow ? "--follow" : NULL;
+			assert_int_equal(run_for(NULL, tmp("badin.err"), argv, 60), 1);
+			assert_false(side_file(bad[i].name, "lock"));
+			assert_false(side_file(bad[i].name, "status"));
+			assert_false(side_file(bad[i].name, "checkpoint"));
+		}
+	}
+	/* a lock an earlier stream left is not this run's to remove */
+	snprintf(lock, sizeof(lock), "%s/.adir.otlp-lock", tmpdir);
+	put_file(lock, "", 0);
+	assert_int_equal(chmod(lock, 0600), 0);
+	argv[2] = (char *)tmp("adir");
+	argv[5] = "--follow";
+	assert_int_equal(run_for(NULL, tmp("badin.err"), argv, 60), 1);
+	assert_true(side_file("adir", "lock"));
+	assert_false(side_file("adir", "status"));
+	unlink(lock);
+	rmdir(tmp("adir"));
+}
+
 /*
  * Files planted beside the capture by another user, as one can in a
  * folder anyone may write: a FIFO at the checkpoint's name (reading it
@@ -522,7 +579,8 @@ static void test_files_planted_beside_the_capture_refused(void **state)
 		 "other name: refusing it", NULL);
 	unlink(ckpt);
 	if (geteuid() == 0) {
-		unlink(lock);	/* the stream's own, from the run above */
+		/* the run above, refused, removed the lock it made */
+		assert_int_equal(access(lock, F_OK), -1);
 		fd = open(lock, O_WRONLY | O_CREAT | O_EXCL, 0644);
 		assert_true(fd >= 0);
 		assert_int_equal(fchown(fd, 65534, 65534), 0);
@@ -598,6 +656,7 @@ int main(void)
 		cmocka_unit_test(test_spans_of_a_killed_producer_go_out_unfinished),
 		cmocka_unit_test(test_stream_waits_while_its_collector_says_behind),
 		cmocka_unit_test(test_files_planted_beside_the_capture_refused),
+		cmocka_unit_test(test_bad_capture_leaves_nothing_beside_it),
 		cmocka_unit_test(test_bad_options_say_one_line),
 	};
 

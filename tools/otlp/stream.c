@@ -323,16 +323,14 @@ static int prepare(struct otlp_stream *st, char *err, size_t errlen)
 				  .ctx = st };
 	int ret;
 
-	/* a capture that is not there now never comes, unless followed */
-	if (!so->follow && access(so->capture, R_OK) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", so->capture, strerror(errno));
+	/* the source first, which, unless it follows, finds a capture that
+	 * is not there or is none (a directory, an empty file): before any
+	 * file is made beside it */
+	if ((ret = source_open_follow(&st->src, &fo, err, errlen)) < 0)
 		return ret;
-	}
 	stream_paths(so->capture, st->ckpt_path, st->status_path, st->lock_path,
 		     sizeof(st->ckpt_path));
-	if ((ret = stream_lock(st, err, errlen)) < 0 ||
-	    (ret = source_open_follow(&st->src, &fo, err, errlen)) < 0)
+	if ((ret = stream_lock(st, err, errlen)) < 0)
 		return ret;
 	st->o = otlp_new(&st->src, &so->oo);
 	if (!st->o || !(st->o->carry = otlp_carry_new())) {
@@ -446,6 +444,7 @@ int stream_main(const struct stream_opts *so)
 	gz_init(&st->gz, 1);
 	if ((ret = prepare(st, err, sizeof(err))) < 0 || (ret = sender_start(st)) < 0) {
 		rc = cli_runtime_error("stream", "%s", err[0] ? err : strerror(-ret));
+		stream_unmake(st);
 		cleanup(st);
 		return rc;
 	}
@@ -463,6 +462,11 @@ int stream_main(const struct stream_opts *so)
 	if (st->s.failed)
 		rc = cli_runtime_error("stream", "%s", st->s.err);
 	say_done(st, rc ? "failed" : stopped ? "stopped" : "finished");
+	/* failed before a run of the capture began (a directory followed,
+	 * a file that is no capture): nothing was streamed, and the files
+	 * this run made beside the capture go with it */
+	if (rc && !st->run_started)
+		stream_unmake(st);
 	cleanup(st);
 	return rc;
 }

@@ -51,39 +51,85 @@ void stream_paths(const char *capture, char *ckpt, char *status, char *lock, siz
 	beside(capture, "otlp-lock", lock, len);
 }
 
+/* Opens the lock file, made if it is not there (st->lock_new: by this
+ * run). 0 or -errno. */
+static int open_lock(struct otlp_stream *st)
+{
+	/* O_NONBLOCK: a FIFO planted at the name must not hang the open */
+	const int fl = O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+
+	st->lock_fd = open(st->lock_path, fl | O_EXCL, 0600);
+	st->lock_new = st->lock_fd >= 0;
+	if (st->lock_fd < 0 && errno == EEXIST)
+		st->lock_fd = open(st->lock_path, fl, 0600);
+	return st->lock_fd >= 0 ? 0 : -errno;
+}
+
+/* Whether the lock held (fd, its file sb) is still the file at its name:
+ * a stream that failed before it streamed anything removes the lock it
+ * made (stream_unmake()), and one that waited for it then holds a file
+ * no other stream finds. */
+static bool lock_named(const struct otlp_stream *st, const struct stat *sb)
+{
+	struct stat at;
+
+	return stat(st->lock_path, &at) == 0 && at.st_dev == sb->st_dev && at.st_ino == sb->st_ino;
+}
+
 int stream_lock(struct otlp_stream *st, char *err, size_t errlen)
 {
 	struct stat sb;
+	bool said = false;
 	int ret;
 
-	/* O_NONBLOCK: a FIFO planted at the name must not hang the open */
-	st->lock_fd = open(st->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-			   0600);
-	if (st->lock_fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", st->lock_path, strerror(errno));
-		return ret;
-	}
-	/* another user's file there could be held locked by them for good */
-	if (fstat(st->lock_fd, &sb) < 0 ||
-	    stream_side_file_ours(st->lock_path, &sb, err, errlen) < 0) {
+	for (;;) {
+		if ((ret = open_lock(st)) < 0) {
+			snprintf(err, errlen, "%s: %s", st->lock_path, strerror(-ret));
+			return ret;
+		}
+		/* another user's file there could be held locked by them for good */
+		if (fstat(st->lock_fd, &sb) < 0 ||
+		    stream_side_file_ours(st->lock_path, &sb, err, errlen) < 0) {
+			close(st->lock_fd);
+			st->lock_fd = -1;
+			return -EPERM;
+		}
+		if (flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+			/* the stream of a collector that was stopped may still be
+			 * finishing its request: its checkpoint is the one to go
+			 * on from */
+			if (!said)
+				fprintf(stderr, "shmtrace stream: another stream of %s is running; "
+					"waiting for it to stop\n", st->so->capture);
+			said = true;
+			while (flock(st->lock_fd, LOCK_EX) < 0)
+				if (errno != EINTR || stream_stopping()) {
+					snprintf(err, errlen, "%s: %s", st->lock_path,
+						 stream_stopping() ? "stopped while waiting" :
+						 strerror(errno));
+					return -EINTR;
+				}
+		}
+		if (lock_named(st, &sb))
+			break;
 		close(st->lock_fd);
 		st->lock_fd = -1;
-		return -EPERM;
 	}
-	if (flock(st->lock_fd, LOCK_EX | LOCK_NB) == 0)
-		return 0;
-	/* the stream of a collector that was stopped may still be finishing
-	 * its request: its checkpoint is the one to go on from */
-	fprintf(stderr, "shmtrace stream: another stream of %s is running; waiting for it to "
-		"stop\n", st->so->capture);
-	while (flock(st->lock_fd, LOCK_EX) < 0)
-		if (errno != EINTR || stream_stopping()) {
-			snprintf(err, errlen, "%s: %s", st->lock_path,
-				 stream_stopping() ? "stopped while waiting" : strerror(errno));
-			return -EINTR;
-		}
+	/* the status is this run's to remove, too, if it fails before it
+	 * streamed anything and none was there before it (under the lock:
+	 * no other stream writes one meanwhile) */
+	st->status_new = access(st->status_path, F_OK) < 0 && errno == ENOENT;
 	return 0;
+}
+
+void stream_unmake(struct otlp_stream *st)
+{
+	if (st->status_new)
+		unlink(st->status_path);
+	/* while it is held: a stream waiting for it finds it gone from its
+	 * name (lock_named()) and makes another */
+	if (st->lock_new && st->lock_fd >= 0)
+		unlink(st->lock_path);
 }
 
 /* ------------------------------------------------------------- backlog */

@@ -207,6 +207,9 @@ struct otlp_stream {
 	char **backlog;			/* files of an earlier collector, read first */
 	size_t nbacklog, backlog_cap, backlog_removed;
 	int lock_fd;
+	/* the lock and the status were not there before this run: it made
+	 * them (stream_unmake() removes them) */
+	bool lock_new, status_new;
 	/* where the pass is: the ring sequence to read from again (records
 	 * below it are in the model or sent), and the numbers then */
 	uint64_t run_id, ring_id, next_seq, pseq, nopen;
@@ -302,6 +305,10 @@ void stream_paths(const char *capture, char *ckpt, char *status, char *lock, siz
 /* Takes the lock: waits for another stream of the capture to stop.
  * Returns 0 or -errno with err set. */
 int stream_lock(struct otlp_stream *st, char *err, size_t errlen);
+/* A run that failed before it streamed anything: the files it made beside
+ * the capture (the lock, which it still holds, and the status) removed;
+ * what runs before it made stays. */
+void stream_unmake(struct otlp_stream *st);
 /* The backlog there, and, going on from a checkpoint with a collector,
  * the parts of the collector before it not sent yet moved into it.
  * Returns 0 or -errno. */

@@ -473,6 +473,17 @@ int source_open_follow(struct source *s, const struct follow_opts *o, char *err,
 	const char *slash;
 
 	memset(s, 0, sizeof(*s));
+	/* not followed, the capture is read as it is now: one that is not
+	 * there or is no capture (a directory, an empty file, other bytes)
+	 * never becomes one, and is said now, before the caller begins */
+	if (!o->follow) {
+		struct shmt_cap_reader *r;
+		int ret = shmt_cap_open(o->output, &r, err, errlen);
+
+		if (ret < 0)
+			return ret;
+		shmt_cap_close(r);
+	}
 	s->ops = &source_follow_ops;
 	s->name = o->output;
 	s->be = f = calloc(1, sizeof(*f));

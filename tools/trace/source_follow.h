@@ -45,8 +45,9 @@ struct follow_opts {
 	unsigned poll_ms;
 };
 
-/* Sets s up to follow o->output (nothing is read before the pass).
- * Returns 0 or -errno with err set. */
+/* Sets s up to follow o->output (nothing is read before the pass but,
+ * unless o->follow, its header: a capture that is not there or is none
+ * is an error now). Returns 0 or -errno with err set. */
 int source_open_follow(struct source *s, const struct follow_opts *o, char *err, size_t errlen);
 /* Before the pass: the backlog (files read first), and where a run was
  * read to before (records of run_id below from_seq not handed over). */
