@@ -9,7 +9,8 @@
  * behind; the collector starts its stream again when it stops; the spans
  * a killed producer was inside go out unfinished; bad options are one
  * line and exit 2, from the stream or the collector; a capture that is
- * none leaves no file beside it.
+ * none leaves no file beside it, and the status is as private as the
+ * capture.
  */
 #include <poll.h>
 #include <sys/inotify.h>
@@ -552,6 +553,46 @@ static void test_bad_capture_leaves_nothing_beside_it(void **state)
 }
 
 /*
+ * The status describes the capture: readable by no one the capture does
+ * not let read it. It was 0644 beside a 0600 capture.
+ */
+static void test_status_is_as_private_as_the_capture(void **state)
+{
+	const char *ring = test_ring_name("strpriv");
+	char cap[512], status[600];
+	char *argv[] = { bin, "stream", cap, "--otlp-endpoint", "http://127.0.0.1:1", NULL };
+	struct stat sb;
+	pid_t p;
+	int st;
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("private.cap"));
+	snprintf(status, sizeof(status), "%s/.private.cap.otlp-status", tmpdir);
+	flow_capture(ring, cap, 5, 0);
+	assert_int_equal(chmod(cap, 0600), 0);
+	p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		int e = open(tmp("private.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(e, 2);
+		execv(bin, argv);
+		_exit(127);
+	}
+	/* the endpoint refuses: the stream retries, "running"; stopped
+	 * before the check, a failed one leaves no stream behind */
+	wait_state(status, "running");
+	assert_int_equal(stat(status, &sb), 0);
+	kill(p, SIGTERM);
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(sb.st_mode & 077, 0);
+	/* and so is the last, written as it stopped */
+	assert_int_equal(stat(status, &sb), 0);
+	assert_int_equal(sb.st_mode & 077, 0);
+}
+
+/*
  * Files planted beside the capture by another user, as one can in a
  * folder anyone may write: a FIFO at the checkpoint's name (reading it
  * would hang), and, as root, a lock of another user (who could hold it
@@ -657,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_stream_waits_while_its_collector_says_behind),
 		cmocka_unit_test(test_files_planted_beside_the_capture_refused),
 		cmocka_unit_test(test_bad_capture_leaves_nothing_beside_it),
+		cmocka_unit_test(test_status_is_as_private_as_the_capture),
 		cmocka_unit_test(test_bad_options_say_one_line),
 	};
 

@@ -288,8 +288,10 @@ int stream_status_write(const struct otlp_stream *st, const struct stream_counts
 {
 	char buf[2048], err[512];
 	struct outfile of;
+	struct stat cs;
 	time_t now = time(NULL);
 	struct tm tm;
+	unsigned mode;
 	int n, ret;
 
 	gmtime_r(&now, &tm);
@@ -303,7 +305,10 @@ int stream_status_write(const struct otlp_stream *st, const struct stream_counts
 		     (unsigned long long)c->sampled_out, (unsigned long long)l->held,
 		     (double)stream_lag(l) / 1e9, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
 		     tm.tm_hour, tm.tm_min, tm.tm_sec);
-	ret = outfile_open(&of, st->status_path, OUTFILE_WHOLE, 0644, err, sizeof(err));
+	/* it describes the capture: readable by no one the capture does not
+	 * let read it (by its owner only while there is no capture yet) */
+	mode = stat(st->so->capture, &cs) == 0 ? outfile_mode_within(0644, cs.st_mode) : 0600;
+	ret = outfile_open(&of, st->status_path, OUTFILE_WHOLE, mode, err, sizeof(err));
 	if (ret < 0)
 		return ret;
 	if (write(of.fd, buf, (size_t)n) != n) {
