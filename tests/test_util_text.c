@@ -124,8 +124,11 @@ static void test_parse_size(void **state)
 	expect_size("2G", 0, 2ull << 30);
 	expect_size("18446744073709551615", 0, UINT64_MAX);
 	expect_size("17179869183G", 0, 17179869183ull << 30);
-	expect_size("17179869184G", -EINVAL, 0);
-	expect_size("18446744073709551616", -EINVAL, 0);
+	/* a number, too large: told apart from no number */
+	expect_size("17179869184G", -ERANGE, 0);
+	expect_size("18446744073709551616", -ERANGE, 0);
+	expect_size("99999999999999999999k", -ERANGE, 0);
+	expect_size("99999999999999999999x", -EINVAL, 0);
 	expect_size("", -EINVAL, 0);
 	expect_size("k", -EINVAL, 0);
 	expect_size("-1", -EINVAL, 0);
@@ -161,8 +164,17 @@ static void test_parse_num(void **state)
 	assert_int_equal(parse_num("100", &ms, &v, err, sizeof(err)), 0);
 	assert_int_equal(parse_num("1k", &ms, &v, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "--poll-interval '1k': need 1 to 60000 ms");
+	/* without an upper bound, what is wrong: too small, too large, or
+	 * no number (never "need at least" of a number above it) */
+	assert_int_equal(parse_num("64k", &big, &v, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--max-size '64k': need at least 1M");
 	assert_int_equal(parse_num("17179869185G", &big, &v, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "--max-size '17179869185G': need at least 1M");
+	assert_string_equal(err, "--max-size '17179869185G': too large (at most 2^64 - 1)");
+	assert_int_equal(parse_num("99999999999999999999", &big, &v, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--max-size '99999999999999999999': too large (at most 2^64 - 1)");
+	assert_int_equal(parse_num("1e99", &big, &v, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--max-size '1e99': not a whole number (digits, then k, M or G); "
+			    "need at least 1M");
 	assert_int_equal(parse_num("-1", &big, &v, err, sizeof(err)), -EINVAL);
 	assert_int_equal(parse_num("1G", &big, &v, err, sizeof(err)), 0);
 	assert_true(v == 1ull << 30);

@@ -3,6 +3,7 @@
  * parse.c - numbers given on a command line (parse.h).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@ int parse_size(const char *s, uint64_t *v)
 {
 	unsigned shift = 0;
 	unsigned long long n;
+	bool big = false;
 	char *end;
 
 	/* strtoull would take "-1" as 2^64 - 1, and skip blanks and a '+' */
@@ -20,7 +22,9 @@ int parse_size(const char *s, uint64_t *v)
 		return -EINVAL;
 	errno = 0;
 	n = strtoull(s, &end, 10);
-	if (errno || end == s)
+	if (errno == ERANGE)
+		big = true;
+	else if (errno || end == s)
 		return -EINVAL;
 	switch (*end) {
 	case 'k': case 'K': shift = 10; end++; break;
@@ -28,8 +32,10 @@ int parse_size(const char *s, uint64_t *v)
 	case 'g': case 'G': shift = 30; end++; break;
 	default: break;
 	}
-	if (*end || (shift && n > UINT64_MAX >> shift))
+	if (*end)
 		return -EINVAL;
+	if (big || (shift && n > UINT64_MAX >> shift))
+		return -ERANGE;
 	*v = (uint64_t)n << shift;
 	return 0;
 }
@@ -50,34 +56,47 @@ static void put_size(char *buf, size_t len, uint64_t n, unsigned flags)
 		snprintf(buf, len, "%llu%c", (unsigned long long)n, suffix[i]);
 }
 
-/* err: "OPT 'ARG': need [a power of two ]from LO to HI[ UNIT]". */
-static int num_error(const char *s, const struct num_spec *sp, char *err, size_t errlen)
+/* err: "OPT 'ARG': need [a power of two ]from LO to HI[ UNIT]"; without
+ * an upper bound (HI 2^64 - 1), what is wrong with ARG: below LO ("need
+ * at least LO"), above 2^64 - 1 (ret -ERANGE: "too large"), or no
+ * number at all. */
+static int num_error(const char *s, const struct num_spec *sp, int ret, char *err,
+		     size_t errlen)
 {
 	char lo[32], hi[32];
 	const char *unit = sp->unit ? sp->unit : "";
 	const char *sep = sp->unit ? " " : "";
+	const char *pow2 = sp->flags & PARSE_POW2 ? "a power of two, " : "";
 
 	put_size(lo, sizeof(lo), sp->lo, sp->flags);
 	put_size(hi, sizeof(hi), sp->hi, sp->flags);
-	if (sp->hi == UINT64_MAX)
-		snprintf(err, errlen, "%s '%.64s': need %s%s%s%s", sp->opt, s,
-			 sp->flags & PARSE_POW2 ? "a power of two, at least " : "at least ", lo, sep,
-			 unit);
-	else
+	if (sp->hi != UINT64_MAX)
 		snprintf(err, errlen, "%s '%.64s': need %s%s to %s%s%s", sp->opt, s,
 			 sp->flags & PARSE_POW2 ? "a power of two from " : "", lo, hi, sep, unit);
+	else if (ret == -ERANGE)
+		snprintf(err, errlen, "%s '%.64s': too large (at most 2^64 - 1%s%s)", sp->opt, s,
+			 sep, unit);
+	else if (ret < 0)
+		snprintf(err, errlen, "%s '%.64s': not a whole number (digits%s); need %sat least "
+			 "%s%s%s", sp->opt, s, sp->flags & PARSE_SUFFIX ? ", then k, M or G" : "",
+			 pow2, lo, sep, unit);
+	else
+		snprintf(err, errlen, "%s '%.64s': need %sat least %s%s%s", sp->opt, s, pow2, lo,
+			 sep, unit);
 	return -EINVAL;
 }
 
 int parse_num(const char *s, const struct num_spec *sp, uint64_t *v, char *err, size_t errlen)
 {
 	uint64_t n;
+	int ret = parse_size(s, &n);
 
-	if ((sp->flags & PARSE_SUFFIX) ? parse_size(s, &n) < 0 :
-	    parse_size(s, &n) < 0 || strpbrk(s, "kKmMgG"))
-		return num_error(s, sp, err, errlen);
+	if (!ret && !(sp->flags & PARSE_SUFFIX) && strpbrk(s, "kKmMgG"))
+		ret = -EINVAL;
+	if (ret < 0)
+		return num_error(s, sp, ret, err, errlen);
 	if (n < sp->lo || n > sp->hi || ((sp->flags & PARSE_POW2) && (n & (n - 1))))
-		return num_error(s, sp, err, errlen);
+		return num_error(s, sp, 0, err, errlen);
 	*v = n;
 	return 0;
 }

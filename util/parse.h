@@ -13,8 +13,9 @@
 /*
  * Parses a size: a decimal integer with an optional binary suffix, k or K
  * (2^10), m or M (2^20), g or G (2^30), and nothing after it: "4096", "64k",
- * "4M", "1G". It starts with a digit (no blank, no sign). Returns 0, or
- * -EINVAL (not such a number, or one beyond 2^64 - 1, suffix included).
+ * "4M", "1G". It starts with a digit (no blank, no sign). Returns 0,
+ * -EINVAL (not such a number) or -ERANGE (one beyond 2^64 - 1, suffix
+ * included).
  */
 int parse_size(const char *s, uint64_t *v);
 
@@ -33,7 +34,9 @@ struct num_spec {
  * Parses s, an argument of option spec->opt, into *v. Returns 0, or
  * -EINVAL with a one-line usage error in err that names the option, the
  * argument and what is accepted: "--capacity '1': need a power of two
- * from 2 to 16777216 (16M)".
+ * from 2 to 16M"; without an upper bound (hi 2^64 - 1), what is wrong:
+ * "need at least 1M", "too large (at most 2^64 - 1)" or "not a whole
+ * number".
  */
 int parse_num(const char *s, const struct num_spec *spec, uint64_t *v, char *err,
 	      size_t errlen);
