@@ -32,7 +32,7 @@ int shmt_layout_compute(uint32_t capacity, uint32_t max_strings, uint32_t string
 		return -EINVAL;
 	if (max_strings < 1 || max_strings > SHMT_MAX_STRINGS)
 		return -EINVAL;
-	if (string_bytes < 64 || string_bytes > (1u << 28))
+	if (string_bytes < SHMT_MIN_STRING_BYTES || string_bytes > SHMT_MAX_STRING_BYTES)
 		return -EINVAL;
 	if (max_threads < 1 || max_threads > SHMT_MAX_THREADS)
 		return -EINVAL;

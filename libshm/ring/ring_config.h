@@ -44,8 +44,8 @@ _Static_assert(SHMTRACE_THREADS_MAX == SHMT_MAX_THREADS, "shmtrace.h's SHMTRACE_
 "                           whose members may then produce into it\n"	\
 "      --strings N          distinct names and categories the ring can intern,\n" \
 "                           all processes together (default 4096, at most 65535)\n" \
-"      --string-bytes BYTES text space for them (default 64 per string, at least\n" \
-"                           256k; suffixes k, M)\n"			\
+"      --string-bytes BYTES text space for them, 64 to 256M (suffixes k, M);\n" \
+"                           default 64 per string, and at least 256k\n"	\
 "      --threads N          thread name slots: one per thread that ever writes,\n" \
 "                           plus one per rename (default 1024)\n"
 
@@ -62,7 +62,8 @@ static inline int shmt_ring_cfg_option(struct shmtrace_ring_config *cfg, int c, 
 		{ 'C', { "--capacity", SHMTRACE_CAPACITY_MIN, SHMTRACE_CAPACITY_MAX,
 			 PARSE_SUFFIX | PARSE_POW2, NULL } },
 		{ 's', { "--strings", 1, SHMTRACE_STRINGS_MAX, PARSE_SUFFIX, NULL } },
-		{ 'B', { "--string-bytes", 64, 1u << 28, PARSE_SUFFIX, NULL } },
+		{ 'B', { "--string-bytes", SHMT_MIN_STRING_BYTES, SHMT_MAX_STRING_BYTES,
+			 PARSE_SUFFIX, NULL } },
 		{ 'T', { "--threads", 1, SHMTRACE_THREADS_MAX, PARSE_SUFFIX, NULL } },
 	};
 	uint64_t v;

@@ -61,6 +61,9 @@
 _Static_assert(SHMT_STRING_MAX == SHMTRACE_STRING_MAX, "shmtrace.h's SHMTRACE_STRING_MAX");
 _Static_assert(SHMT_NAME_LEN - 1 == SHMTRACE_NAME_MAX, "shmtrace.h's SHMTRACE_NAME_MAX");
 #define SHMT_MAX_STRINGS	65535u	/* ids are 16 bits; 0 means none */
+/* a string table's text space, bytes (--string-bytes) */
+#define SHMT_MIN_STRING_BYTES	64u
+#define SHMT_MAX_STRING_BYTES	(1u << 28)
 #define SHMT_MAX_CAPACITY	(1u << 24)	/* the commit word holds 24 bits of sequence */
 /* sequences a commit word tells apart: 24 bits of them */
 #define SHMT_COMMIT_SEQ_SPAN	(1ull << 24)
