@@ -34,6 +34,22 @@ static void test_string_bytes_range(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* An endpoint that is no URL is said to be none (with the form
+ * expected), a usage error before any input is read; https:// is pointed
+ * at a local collector. */
+static void test_endpoint_not_a_url(void **state)
+{
+	(void)state;
+	run_says(2, ARGV("export", (char *)tmp("none.cap"), "--format", "otlp", "--otlp-endpoint",
+			 "foo"),
+		 "shmtrace export: --otlp-endpoint 'foo': not a URL (expected http://HOST:PORT[/PATH])\n"
+		 "Try 'shmtrace export --help'.", "https");
+	run_says(2, ARGV("export", (char *)tmp("none.cap"), "--format", "otlp", "--otlp-endpoint",
+			 "https://h:4318"),
+		 "only http:// endpoints are supported (put a local OpenTelemetry Collector in "
+		 "front of an https one)", NULL);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -44,6 +60,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_string_bytes_range),
+		cmocka_unit_test(test_endpoint_not_a_url),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

@@ -51,6 +51,15 @@ static void test_urls(void **state)
 	assert_string_equal(u.path, "/x/v1/tracesfoo/v1/traces");
 	assert_int_equal(http_parse_url("https://x", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "only http://"));
+	assert_non_null(strstr(err, "in front of an https one"));
+	/* another scheme: no https hint; no scheme at all: not a URL */
+	assert_int_equal(http_parse_url("ftp://x", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "'ftp://x': only http:// endpoints are supported");
+	assert_int_equal(http_parse_url("foo", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "'foo': not a URL (expected http://HOST:PORT[/PATH])");
+	assert_int_equal(http_parse_url("localhost:4318", "/v1/traces", &u, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "not a URL"));
 	assert_int_equal(http_parse_url("http://x:0", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 	assert_int_equal(http_parse_url("http://x:70000", "/v1/traces", &u, err, sizeof(err)), -EINVAL);
 	assert_int_equal(http_parse_url("http://:80", "/v1/traces", &u, err, sizeof(err)), -EINVAL);

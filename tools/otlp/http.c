@@ -39,8 +39,19 @@ int http_parse_url(const char *url, const char *suffix, struct http_url *u, char
 			return -EINVAL;
 		}
 	if (strncmp(url, "http://", 7)) {
-		snprintf(err, errlen, "'%s': only http:// endpoints are supported (put a local "
-			 "OpenTelemetry Collector in front of an https one)", url);
+		/* a scheme ("ftp://") is a URL this does not speak; anything
+		 * else ("localhost:4318") is no URL at all */
+		size_t scheme = strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					    "0123456789+-.");
+
+		if (!scheme || strncmp(url + scheme, "://", 3))
+			snprintf(err, errlen, "'%s': not a URL (expected http://HOST:PORT[/PATH])",
+				 url);
+		else if (!strncasecmp(url, "https://", 8))
+			snprintf(err, errlen, "'%s': only http:// endpoints are supported (put a local "
+				 "OpenTelemetry Collector in front of an https one)", url);
+		else
+			snprintf(err, errlen, "'%s': only http:// endpoints are supported", url);
 		return -EINVAL;
 	}
 	p = url + 7;
