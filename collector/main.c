@@ -360,6 +360,8 @@ static int check_args(struct args *a, const char *ready_arg)
 
 	if (!a->o.ring)
 		return usage_error("%s", "--ring NAME is required");
+	if (shmt_name_check(a->o.ring) < 0)
+		return usage_error("invalid ring name '%s' (" SHMT_NAME_RULE ")", a->o.ring);
 	if (fl)
 		return usage_error("%s", fl);
 	if (!a->o.output && !a->fl.on)

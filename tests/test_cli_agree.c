@@ -50,6 +50,52 @@ static void test_endpoint_not_a_url(void **state)
 		 "front of an https one)", NULL);
 }
 
+/* A name no ring can have: the same usage error (exit 2, the whole rule,
+ * where help is) from every command that takes one, the collector's too;
+ * rm removes none of the names it was given. */
+static void test_bad_ring_name(void **state)
+{
+	const char *ring = test_ring_name("badname");
+	char out[300];
+	const struct {
+		const char *who, *name;	/* who says it, of which name */
+		char *const *argv;
+	} cases[] = {
+		{ "shmtrace create", "a/b", ARGV("create", "a/b") },
+		{ "shmtrace snapshot", "../x", ARGV("snapshot", "../x", "-o", out) },
+		{ "shmtrace export", "../x", ARGV("export", "--ring", "../x", "-o", out) },
+		{ "shmtrace export", "", ARGV("export", "--ring", "", "-o", out) },
+		{ "shmtrace summary", "..", ARGV("summary", "--ring", "..") },
+		{ "shmtrace svg", "a/b", ARGV("svg", "--ring", "a/b", "-o", out) },
+		{ "shmtrace rm", ".", ARGV("rm", ".") },
+		{ "shmtrace rm", "..", ARGV("rm", (char *)ring, "..") },
+		{ "shmtrace-collector", "a/b",
+		  (char *[]){ collector_bin, "--ring", "a/b", "--create", "-o", out, NULL } },
+		{ "shmtrace-collector", "",
+		  (char *[]){ collector_bin, "--ring", "", "--create", "-o", out, NULL } },
+	};
+	char path[300];
+
+	(void)state;
+	/* a copy: tmp() reuses its buffers */
+	snprintf(out, sizeof(out), "%s", tmp("x.out"));
+	shmtrace_ring_unlink(ring);
+	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char want[300];
+
+		snprintf(want, sizeof(want), "%s: invalid ring name '%s' (1 to 200 bytes, no '/', "
+			 "not '.' or '..')\nTry '%s --help'.\n", cases[i].who, cases[i].name,
+			 cases[i].who);
+		run_says(2, cases[i].argv, want, "Invalid argument");
+	}
+	/* the good name beside the bad one is not removed */
+	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(access(out, F_OK), -1);
+	shmtrace_ring_unlink(ring);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -61,6 +107,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_string_bytes_range),
 		cmocka_unit_test(test_endpoint_not_a_url),
+		cmocka_unit_test(test_bad_ring_name),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

@@ -181,7 +181,7 @@ static void test_forged_head_said(void **state)
 {
 	const char *ring = test_ring_name("head\x1b]0;pwned\x07\x1b[2J");
 	char *exp[] = { bin, "export", "--ring", (char *)ring, "-o", NULL, NULL };
-	char *rm[] = { bin, "rm", (char *)ring, (char *)ring, "x/y", NULL };
+	char *rm[] = { bin, "rm", (char *)ring, (char *)ring, NULL };
 	struct {
 		uint64_t head, tail;
 		const char *said;

@@ -226,6 +226,13 @@ int cli_check_output(const char *cmd, const char *out, char *const *files, int n
 	return 0;
 }
 
+int cli_check_ring_name(const char *cmd, const char *name)
+{
+	if (shmt_name_check(name) < 0)
+		return cli_usage_error(cmd, "invalid ring name '%s' (" SHMT_NAME_RULE ")", name);
+	return 0;
+}
+
 int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
 		     char *const *files, int nfiles, const struct filter *f)
 {
@@ -235,6 +242,8 @@ int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, con
 		return cli_usage_error(cmd, "no output given (%s)", out_hint);
 	if (!ring && !nfiles)
 		return cli_usage_error(cmd, "no input given (capture files or --ring NAME)");
+	if (ring && (ret = cli_check_ring_name(cmd, ring)))
+		return ret;
 	if (out && (ret = cli_check_output(cmd, out, files, nfiles)))
 		return ret;
 	if (f && f->has_from && f->has_to && f->from >= f->to)

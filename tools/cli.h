@@ -85,10 +85,15 @@ struct filter {
  * 0 when handled, or EXIT_USAGE after printing what is wrong. */
 int filter_option(struct filter *f, const char *cmd, int c, const char *arg);
 
+/* Whether name is a ring name (ring_view.h's shmt_name_check()): returns
+ * 0, or EXIT_USAGE after saying "invalid ring name 'NAME' (the rule)",
+ * the one message of every command for a name no ring can have. */
+int cli_check_ring_name(const char *cmd, const char *name);
+
 /* Checks what a reading subcommand was given: an output (when out_hint is
  * not NULL, it says how to give one) that is none of its inputs, either
- * --ring or capture files, and --from before --to. Returns 0, or
- * EXIT_USAGE after saying what is wrong. */
+ * --ring (a valid name) or capture files, and --from before --to.
+ * Returns 0, or EXIT_USAGE after saying what is wrong. */
 int cli_check_inputs(const char *cmd, const char *out, const char *out_hint, const char *ring,
 		     char *const *files, int nfiles, const struct filter *f);
 

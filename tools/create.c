@@ -86,9 +86,9 @@ int cmd_create_ring(int argc, char **argv)
 		return cli_usage_error("create", "one ring at a time ('%s' is one too many)",
 				       argv[optind + 1]);
 	name = argv[optind];
-	if (shmt_ring_path(name, path, sizeof(path)) < 0)
-		return cli_usage_error("create", "invalid ring name '%s' (1 to %d bytes, no '/', "
-				       "not '.' or '..')", name, SHMT_NAME_MAX);
+	if ((ret = cli_check_ring_name("create", name)) != 0)
+		return ret;
+	shmt_ring_path(name, path, sizeof(path));
 	shmt_ring_cfg_finish(&cfg);
 	ret = shmtrace_ring_create(name, &cfg);
 	/* shmtrace rm removes rings only: no advice it would refuse */

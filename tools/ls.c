@@ -435,7 +435,8 @@ static int rm_unreadable(const char *name, bool force, const char *first_err)
 	return EXIT_OK;
 }
 
-/* Removes one ring; returns EXIT_OK or EXIT_RUNTIME after saying why not. */
+/* Removes one ring (a valid name); returns EXIT_OK or EXIT_RUNTIME after
+ * saying why not. */
 static int rm_one(const char *name, bool force)
 {
 	struct census cs;
@@ -444,8 +445,6 @@ static int rm_one(const char *name, bool force)
 	int64_t col;
 	int ret;
 
-	if (shmt_name_check(name) < 0)
-		return cli_runtime_error("rm", "'%s' is not a ring name (1 to 200 bytes, no '/')", name);
 	ret = census_take(name, &cs, &st, !force, err, sizeof(err));
 	/* a FIFO, directory or socket under the name is no ring: never ours
 	 * to remove (rm(1) removes it) */
@@ -510,6 +509,10 @@ int cmd_rm(int argc, char **argv)
 		return rc;
 	if (optind == argc)
 		return cli_usage_error("rm", "no ring given");
+	/* a name no ring can have is a usage error: before any is removed */
+	for (int i = optind; i < argc; i++)
+		if (cli_check_ring_name("rm", argv[i]))
+			return EXIT_USAGE;
 	for (int i = optind; i < argc; i++)
 		if (rm_one(argv[i], force) != EXIT_OK)
 			rc = EXIT_RUNTIME;

@@ -93,9 +93,8 @@ static int parse(int argc, char **argv, struct snapshot_args *a)
 		return cli_usage_error("snapshot", "one ring at a time ('%s' is one too many)",
 				       argv[optind + 1]);
 	a->ring = argv[optind];
-	if (shmt_name_check(a->ring) < 0)
-		return cli_usage_error("snapshot", "invalid ring name '%s' (1 to %d bytes, no '/', "
-				       "not '.' or '..')", a->ring, SHMT_NAME_MAX);
+	if ((rc = cli_check_ring_name("snapshot", a->ring)) != 0)
+		return rc;
 	if (!a->out)
 		return cli_usage_error("snapshot", "no output given (-o FILE.cap)");
 	if ((rc = cli_check_output("snapshot", a->out, NULL, 0)))

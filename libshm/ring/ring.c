@@ -226,7 +226,7 @@ int shmt_ring_open_fd(const char *name, int flags, struct stat *st, char *err, s
 
 	memset(st, 0, sizeof(*st));
 	if (shmt_ring_path(name, path, sizeof(path)) < 0)
-		ERR(-EINVAL, "invalid ring name '%s' (1 to 200 bytes, no '/')", name ? name : "");
+		ERR(-EINVAL, "invalid ring name '%s' (" SHMT_NAME_RULE ")", name ? name : "");
 	fd = open(path, (wr ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		ret = -errno;

@@ -131,6 +131,11 @@ uint64_t shmt_view_prefault(const struct shmt_view *v);	/* pages read */
 /* The one rule for a ring name: 0, or -EINVAL for an empty or too long
  * name, one with a '/', "." or "..". */
 int shmt_name_check(const char *name);
+/* ... in words, as every message of a name it refuses gives it:
+ * "invalid ring name 'NAME' (" SHMT_NAME_RULE ")" */
+#define SHMT_NAME_STR_(n)	#n
+#define SHMT_NAME_STR(n)	SHMT_NAME_STR_(n)
+#define SHMT_NAME_RULE	"1 to " SHMT_NAME_STR(SHMT_NAME_MAX) " bytes, no '/', not '.' or '..'"
 /* The one place a ring's file is named: SHMT_SHM_DIR "/<name>" into buf.
  * Returns 0, or -EINVAL for a bad name (shmt_name_check) or a short buf. */
 #define SHMT_SHM_DIR		"/dev/shm"
