@@ -96,6 +96,47 @@ static void test_bad_ring_name(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* -V and --version wherever --help is taken, in every command: the
+ * version on stdout, exit 0, and nothing else done. */
+static void test_version_anywhere(void **state)
+{
+	const char *ring = test_ring_name("version");
+	char *const *cases[] = {
+		ARGV("export", "-V"),
+		ARGV("export", "run.cap", "--version"),
+		ARGV("export", "--pid", "1", "run.cap", "-o", "x.json", "-V"),
+		ARGV("ls", "--json", "--version"),
+		ARGV("ls", "-V"),
+		ARGV("rm", "-f", (char *)ring, "--version"),
+		ARGV("stat", (char *)ring, "-V"),
+		ARGV("summary", "--ring", (char *)ring, "--version"),
+		ARGV("svg", "x.cap", "-V"),
+		ARGV("snapshot", (char *)ring, "-o", "x.cap", "--version"),
+		ARGV("stream", "x.cap", "-V"),
+		ARGV("create", (char *)ring, "--capacity", "64", "--version"),
+		ARGV("create", "--version"),
+		ARGV("--version"),
+		ARGV("-V"),
+	};
+	char path[300];
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct stat st;
+
+		assert_int_equal(run(tmp("v.out"), tmp("v.err"), cases[i]), 0);
+		expect_in(tmp("v.out"), "shmtrace " SHMTRACE_VERSION "\n");
+		assert_int_equal(stat(tmp("v.err"), &st), 0);
+		assert_int_equal(st.st_size, 0);
+	}
+	/* create --version made no ring */
+	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+	assert_int_equal(access(path, F_OK), -1);
+	/* after a bad option, the bad option is what is said */
+	run_says(2, ARGV("export", "--bogus", "-V"), "unknown option '--bogus'", NULL);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -108,6 +149,7 @@ int main(void)
 		cmocka_unit_test(test_string_bytes_range),
 		cmocka_unit_test(test_endpoint_not_a_url),
 		cmocka_unit_test(test_bad_ring_name),
+		cmocka_unit_test(test_version_anywhere),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

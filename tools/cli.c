@@ -75,9 +75,13 @@ const char *cli_ring_hint(char *const *files, size_t n)
 
 const struct option cli_json_longopts[] = {
 	{ "json", no_argument, NULL, 'j' },
-	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
+
+void cli_version(void)
+{
+	cmdline_put("shmtrace " SHMTRACE_VERSION "\n");
+}
 
 void cli_getopt_start(void)
 {
@@ -92,13 +96,35 @@ int cli_option_error(const char *cmd, int c, char **argv)
 	return cmdline_option_error(prog_of(cmd, prog, sizeof(prog)), c, argv);
 }
 
+/* The most long options a subcommand has, its own and these two. */
+#define CLI_MAX_OPTS	48
+
 int cli_getopt(const struct cli_opts *o, int argc, char **argv, int *rc)
 {
-	int c = getopt_long(argc, argv, o->shortopts, o->longopts, NULL);
+	/* what every subcommand takes, wherever --help is taken */
+	static const struct option every[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+	};
+	struct option lo[CLI_MAX_OPTS];
+	char so[128];
+	size_t n = 0;
+	int c;
 
+	for (const struct option *l = o->longopts; l && l->name && n < CLI_MAX_OPTS - 3; l++)
+		lo[n++] = *l;
+	lo[n++] = every[0];
+	lo[n++] = every[1];
+	memset(&lo[n], 0, sizeof(lo[n]));
+	snprintf(so, sizeof(so), "%shV", o->shortopts);
+	c = getopt_long(argc, argv, so, lo, NULL);
 	switch (c) {
 	case 'h':
 		cmdline_put(o->usage);
+		*rc = EXIT_OK;
+		return CLI_OPT_EXIT;
+	case 'V':
+		cli_version();
 		*rc = EXIT_OK;
 		return CLI_OPT_EXIT;
 	case ':':

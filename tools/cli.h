@@ -32,7 +32,8 @@ void cli_note(const char *cmd, const char *fmt, ...) __attribute__((format(print
  * "". */
 const char *cli_ring_hint(char *const *files, size_t n);
 
-/* A subcommand's options, as cli_getopt() parses them. */
+/* A subcommand's options, as cli_getopt() parses them: its own, without
+ * -h, --help and -V, --version, which cli_getopt() adds. */
 struct cli_opts {
 	const char *cmd;		/* "ls": names it in messages */
 	const char *usage;		/* printed for -h, --help */
@@ -40,8 +41,12 @@ struct cli_opts {
 	const struct option *longopts;	/* ended by a zero entry */
 };
 
-/* The long options of a subcommand that has only --json and --help. */
+/* The long options of a subcommand whose only own option is --json. */
 extern const struct option cli_json_longopts[];
+
+/* Prints "shmtrace VERSION" on stdout: -V, --version of the command and
+ * of every subcommand. */
+void cli_version(void);
 
 /* What cli_getopt() returns when the subcommand is to return *rc now. */
 #define CLI_OPT_EXIT	(-2)
@@ -57,7 +62,8 @@ int cli_option_error(const char *cmd, int c, char **argv);
 
 /* The next option of a subcommand's argv as getopt_long() returns it, with
  * what every subcommand does alike done here: -h and --help print the usage
- * on stdout (*rc = EXIT_OK); an unknown option or one without its argument
+ * on stdout, -V and --version the version (*rc = EXIT_OK), wherever they
+ * are among the options; an unknown option or one without its argument
  * is a usage error (*rc = EXIT_USAGE). Returns the option's character, -1
  * after the last option, or CLI_OPT_EXIT. */
 int cli_getopt(const struct cli_opts *o, int argc, char **argv, int *rc);

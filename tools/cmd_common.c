@@ -20,7 +20,6 @@ static const struct option shared_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "from", required_argument, NULL, 'F' },
 	{ "to", required_argument, NULL, 'T' },
-	{ "help", no_argument, NULL, 'h' },
 };
 
 #define NSHARED	(sizeof(shared_opts) / sizeof(shared_opts[0]))
@@ -29,16 +28,17 @@ int cmd_parse(struct cmd *c, int argc, char **argv)
 {
 	struct option opts[MAX_OPTS] = { { 0 } };
 	char shortopts[64];
+	const struct cli_opts co = { c->name, c->usage, shortopts, opts };
 	size_t n = NSHARED;
-	int o, rc;
+	int o, rc = EXIT_OK;
 
 	memcpy(opts, shared_opts, sizeof(shared_opts));
 	for (const struct option *l = c->longopts; l && l->name && n < MAX_OPTS - 1; l++)
 		opts[n++] = *l;
-	snprintf(shortopts, sizeof(shortopts), ":o:r:p:h%s", c->shortopts ? c->shortopts : "");
-	opterr = 0;
-	optind = 0;
-	while ((o = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+	snprintf(shortopts, sizeof(shortopts), ":o:r:p:%s", c->shortopts ? c->shortopts : "");
+	cli_getopt_start();
+	/* -h, -V and bad options: cli_getopt()'s */
+	while ((o = cli_getopt(&co, argc, argv, &rc)) > 0) {
 		switch (o) {
 		case 'o':
 			c->out = optarg;
@@ -52,18 +52,14 @@ int cmd_parse(struct cmd *c, int argc, char **argv)
 			if ((rc = filter_option(c->flt, c->name, o, optarg)) != 0)
 				return rc;
 			break;
-		case 'h':
-			cmdline_put(c->usage);
-			return EXIT_OK;
-		case ':':
-		case '?':
-			return cli_option_error(c->name, o, argv);
 		default:
 			if ((rc = c->option(c->ctx, o, optarg)) != 0)
 				return rc;
 			break;
 		}
 	}
+	if (o == CLI_OPT_EXIT)
+		return rc;
 	c->files = argv + optind;
 	c->nfiles = (size_t)(argc - optind);
 	return CMD_CONTINUE;

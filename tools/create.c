@@ -27,18 +27,18 @@ static const char create_usage[] =
 	"\n"
 	SHMT_RING_CFG_HELP
 	"  -h, --help               show this help\n"
+	"  -V, --version            show the version\n"
 	"\n"
 	"Exit status: 0 when created, 1 when it could not be (a ring of that name\n"
 	"exists already), 2 on a usage error.\n";
 
 static const struct option create_longopts[] = {
 	SHMT_RING_CFG_LONGOPTS,
-	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 static const struct cli_opts create_opts = {
-	.cmd = "create", .usage = create_usage, .shortopts = ":h", .longopts = create_longopts,
+	.cmd = "create", .usage = create_usage, .shortopts = ":", .longopts = create_longopts,
 };
 
 /* Whether the file at a ring's name is one: a regular file that starts

@@ -61,7 +61,8 @@ static const char export_usage[] =
 	"      --split D      Chrome: write OUT as one file per D of time (10s, 500ms):\n"
 	"                     trace.json as trace.000.json, trace.001.json, ...; a flow\n"
 	"                     goes whole into the file its first selected record is in\n"
-	"  -h, --help         show this help\n";
+	"  -h, --help         show this help\n"
+	"  -V, --version      show the version\n";
 
 /* HOST=NS, NS a signed 64-bit integer of nanoseconds. */
 static int parse_offset(const char *arg, char *host, size_t hostlen, int64_t *ns)

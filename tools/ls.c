@@ -212,10 +212,11 @@ static const char ls_usage[] =
 	"a format this shmtrace does not read, is listed with what is wrong with it.\n"
 	"Other files are skipped.\n"
 	"\n"
-	"      --json  print one JSON array of objects\n"
-	"  -h, --help  show this help\n";
+	"      --json     print one JSON array of objects\n"
+	"  -h, --help     show this help\n"
+	"  -V, --version  show the version\n";
 
-static const struct cli_opts ls_opts = { "ls", ls_usage, ":h", cli_json_longopts };
+static const struct cli_opts ls_opts = { "ls", ls_usage, ":", cli_json_longopts };
 
 static const char *mode_name(const struct census *cs)
 {
@@ -398,8 +399,9 @@ static const char rm_usage[] =
 	"Removing a ring that holds records no collector drained says how many\n"
 	"were lost (shmtrace export --ring NAME saves them first).\n"
 	"\n"
-	"  -f, --force  remove even rings in use\n"
-	"  -h, --help   show this help\n";
+	"  -f, --force    remove even rings in use\n"
+	"  -h, --help     show this help\n"
+	"  -V, --version  show the version\n";
 
 /* rm of a ring census_take() refused (-EPROTO, -EBADMSG; first_err its
  * reason): refused unless force, as what is in it cannot be counted; with
@@ -494,11 +496,10 @@ static int rm_one(const char *name, bool force)
 
 static const struct option rm_longopts[] = {
 	{ "force", no_argument, NULL, 'f' },
-	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
-static const struct cli_opts rm_opts = { "rm", rm_usage, ":fh", rm_longopts };
+static const struct cli_opts rm_opts = { "rm", rm_usage, ":f", rm_longopts };
 
 int cmd_rm(int argc, char **argv)
 {

@@ -83,11 +83,10 @@ static int dispatch(int argc, char **argv)
 		cmdline_put(usage);
 		return EXIT_OK;
 	}
-	/* the version, asked of the command or of any of its subcommands */
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
-	    (argc == 3 && !strcmp(argv[2], "--version") && find(cmds, sizeof(cmds) / sizeof(cmds[0]),
-								  argv[1]))) {
-		cmdline_put("shmtrace " SHMTRACE_VERSION "\n");
+	/* the version of the command; a subcommand's is its own option
+	 * (cli_getopt()) */
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		cli_version();
 		return EXIT_OK;
 	}
 	return run(cmds, sizeof(cmds) / sizeof(cmds[0]), argc - 1, argv + 1);

@@ -34,6 +34,7 @@ static const char snapshot_usage[] =
 	"                         threads' staged records are always whole)\n"
 	"  -q, --quiet            no summary line\n"
 	"  -h, --help             show this help\n"
+	"  -V, --version          show the version\n"
 	"\n"
 	"Exit status: 0 when written, 1 when the ring cannot be read or the file\n"
 	"written, 2 on a usage error.\n";
@@ -43,12 +44,11 @@ static const struct option snapshot_longopts[] = {
 	{ "last", required_argument, NULL, 'l' },
 	{ "max-size", required_argument, NULL, 'S' },
 	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 static const struct cli_opts snapshot_opts = {
-	.cmd = "snapshot", .usage = snapshot_usage, .shortopts = ":o:qh",
+	.cmd = "snapshot", .usage = snapshot_usage, .shortopts = ":o:q",
 	.longopts = snapshot_longopts,
 };
 

@@ -401,10 +401,11 @@ static const char stat_usage[] =
 	"why, its window, what its copy lost), frames, records, loss and whether\n"
 	"it ended cleanly or was cut.\n"
 	"\n"
-	"      --json  print one JSON object\n"
-	"  -h, --help  show this help\n";
+	"      --json     print one JSON object\n"
+	"  -h, --help     show this help\n"
+	"  -V, --version  show the version\n";
 
-static const struct cli_opts stat_opts = { "stat", stat_usage, ":h", cli_json_longopts };
+static const struct cli_opts stat_opts = { "stat", stat_usage, ":", cli_json_longopts };
 
 int cmd_stat(int argc, char **argv)
 {

@@ -66,7 +66,8 @@ static const char summary_usage[] =
 	"                         processes of one name (a pool of workers) summed,\n"
 	"                         \"NAME (N processes)\"; unnamed ones stay apart\n"
 	"      --json             print JSON instead of a table\n"
-	"  -h, --help             show this help\n";
+	"  -h, --help             show this help\n"
+	"  -V, --version          show the version\n";
 
 static struct row *new_row(uint32_t pid, uint32_t name)
 {
@@ -367,11 +368,10 @@ static const struct option summary_longopts[] = {
 	{ "ring", required_argument, NULL, 'r' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "by-process-name", no_argument, NULL, 'p' },
-	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
-static const struct cli_opts summary_opts = { "summary", summary_usage, ":r:h", summary_longopts };
+static const struct cli_opts summary_opts = { "summary", summary_usage, ":r:", summary_longopts };
 
 int cmd_summary(int argc, char **argv)
 {

@@ -49,6 +49,7 @@ static const char stream_usage[] =
 	"      --pace-fd FD   read on when FD last said 'g' (or ended), wait while it\n"
 	"                     last said 'p' (the collector's drain is behind)\n"
 	"  -h, --help         show this help\n"
+	"  -V, --version      show the version\n"
 	"\n"
 	"Exit status: 0 when the capture was sent (or the stream stopped by SIGINT or\n"
 	"SIGTERM: run again, it goes on), 1 on a runtime error, 2 on a usage error.\n";
@@ -194,10 +195,9 @@ static int parse(int argc, char **argv, struct stream_opts *so, struct obuf *hdr
 		{ "ready-fd", required_argument, NULL, O_READY },
 		{ "status-fd", required_argument, NULL, O_STATUS },
 		{ "pace-fd", required_argument, NULL, O_PACE },
-		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const struct cli_opts co = { "stream", stream_usage, ":h", opts };
+	static const struct cli_opts co = { "stream", stream_usage, ":", opts };
 	char err[512];
 	int c, rc = EXIT_OK;
 

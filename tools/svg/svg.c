@@ -40,6 +40,7 @@ static const char svg_usage[] =
 	"                     (T is relative to the earliest record: 1.5s, 200ms, 300us)\n"
 	"  -w, --width PX     width of the picture (default 1400, 400..20000)\n"
 	"  -h, --help         show this help\n"
+	"  -V, --version      show the version\n"
 	"\n"
 	"Default window: 2 ms from just before the first flow (or from the start\n"
 	"of the trace when it has no flows); --from alone shows 2 ms from T, --to\n"
