@@ -14,6 +14,31 @@
 /* argv (NULL-ended after bin and cmd) as a vector for run(). */
 #define ARGV(...) ((char *[]){ bin, __VA_ARGS__, NULL })
 
+/* A capture at path from host: two spans of pid 100 ("main" of
+ * "alpha"), in category "cat", named "span". */
+static void small_capture(const char *path, const char *host)
+{
+	static const struct shmt_cap_string str[2] = { { 1, 3, "cat" }, { 2, 4, "span" } };
+	struct shmt_thread th = { .pid = 100, .tid = 100, .start_time = 5 };
+	const struct shmt_record r[2] = {
+		{ .ts = 10000, .dur = 50, .pid = 100, .tid = 100, .name = 2, .cat = 1,
+		  .commit = SHMTRACE_KIND_SPAN },
+		{ .ts = 20000, .dur = 50, .pid = 100, .tid = 100, .name = 2, .cat = 1,
+		  .commit = SHMTRACE_KIND_SPAN },
+	};
+	struct cap_spec c = {
+		.h = { .version = SHMT_CAP_VERSION, .run_id = 3, .ring_id = 3, .ring_capacity = 1024,
+		       .realtime0 = 1700000000000000000ull, .mono0 = 1000, .started_ns = 1000 },
+		.str = str, .nstr = 2, .th = &th, .nth = 1, .r = r, .nr = 2,
+	};
+
+	strcpy(th.name, "main");
+	strcpy(th.pname, "alpha");
+	snprintf(c.h.host, sizeof(c.h.host), "%s", host);
+	snprintf(c.h.ring, sizeof(c.h.ring), "ring3");
+	put_capture(path, &c);
+}
+
 /* --string-bytes: its help, its check and the man page's range agree (64
  * to 256M), in shmtrace create and in the collector. */
 static void test_string_bytes_range(void **state)
@@ -137,6 +162,26 @@ static void test_version_anywhere(void **state)
 	run_says(2, ARGV("export", "--bogus", "-V"), "unknown option '--bogus'", NULL);
 }
 
+/* --clock-offset of a host no input comes from: a usage error as every
+ * other bad --clock-offset is (exit 2, where help is), naming the hosts
+ * the inputs come from; nothing written. */
+static void test_clock_offset_unknown_host(void **state)
+{
+	char cap[300], json[300];
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("h.cap"));
+	snprintf(json, sizeof(json), "%s", tmp("h.json"));
+	small_capture(cap, "hosta");
+	run_says(2, ARGV("export", cap, "--clock-offset", "nohost=5", "-o", json),
+		 "shmtrace export: --clock-offset 'nohost=5': no input comes from host 'nohost' "
+		 "(the inputs' hosts: 'hosta')\nTry 'shmtrace export --help'.\n", NULL);
+	assert_int_equal(access(json, F_OK), -1);
+	run_says(2, ARGV("export", cap, "--clock-offset", "hosta=abc", "-o", json),
+		 "Try 'shmtrace export --help'.", NULL);
+	run_says(0, ARGV("export", cap, "--clock-offset", "hosta=5", "-o", json), NULL, NULL);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -150,6 +195,7 @@ int main(void)
 		cmocka_unit_test(test_endpoint_not_a_url),
 		cmocka_unit_test(test_bad_ring_name),
 		cmocka_unit_test(test_version_anywhere),
+		cmocka_unit_test(test_clock_offset_unknown_host),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

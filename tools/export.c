@@ -151,11 +151,24 @@ static int export_option(void *ctx, int c, const char *arg)
 	}
 }
 
-/* Says how the inputs' clocks are joined; returns 0, or EXIT_RUNTIME (no
- * such host) or EXIT_USAGE (an offset that would wrap a time) after saying
- * why. */
+/* The hosts of the inputs, "a, b", into buf. */
+static void hosts_of(const struct source *src, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (uint32_t h = 0; h < src->nhosts && n < len; h++)
+		n += (size_t)snprintf(buf + n, len - n, "%s'%s'", h ? ", " : "", src->hosts[h]);
+}
+
+/* Says how the inputs' clocks are joined; returns 0, or EXIT_USAGE after
+ * saying what is wrong with a --clock-offset: a host no input comes from
+ * (a usage error found once the inputs' headers are read, as an output
+ * that is an input is), or an offset that would wrap a time. */
 static int export_clocks(struct source *src, const struct export_opts *x)
 {
+	char hosts[512];
+
 	for (size_t i = 0; i < x->noff; i++) {
 		int ret = source_clock_offset(src, x->offhost[i], x->offns[i]);
 
@@ -164,9 +177,12 @@ static int export_clocks(struct source *src, const struct export_opts *x)
 					       "host '%s' before time 0 or past 2^63 ns (the times "
 					       "are unsigned ns of its clock, wall-clock aligned)",
 					       x->offarg[i], x->offhost[i]);
-		if (ret < 0)
-			return cli_runtime_error("export", "--clock-offset: no input comes from host '%s'",
-						 x->offhost[i]);
+		if (ret < 0) {
+			hosts_of(src, hosts, sizeof(hosts));
+			return cli_usage_error("export", "--clock-offset '%s': no input comes from host "
+					       "'%s' (the inputs' hosts: %s)", x->offarg[i],
+					       x->offhost[i], hosts);
+		}
 	}
 	if (src->nhosts > 1)
 		fprintf(stderr, "shmtrace export: the inputs come from %u hosts; their times are "
