@@ -182,6 +182,34 @@ static void test_clock_offset_unknown_host(void **state)
 	run_says(0, ARGV("export", cap, "--clock-offset", "hosta=5", "-o", json), NULL, NULL);
 }
 
+/* --pid of processes not in the trace: export and svg fail alike (exit
+ * 1, one message naming the pids and the input), and write nothing; a
+ * pid that is there is exported. */
+static void test_pid_not_in_trace(void **state)
+{
+	char cap[300], out[300];
+	const char *const fmts[] = { "chrome", "perfetto", "otlp" };
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("p.cap"));
+	snprintf(out, sizeof(out), "%s", tmp("p.out"));
+	small_capture(cap, "hosta");
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		run_says(1, ARGV("export", cap, "--pid", "1", "-f", (char *)fmts[i], "-o", out),
+			 "shmtrace export: no records of pid 1 in '", "Try");
+		expect_in(tmp("run.err"), "p.cap'\n");
+		assert_int_equal(access(out, F_OK), -1);
+	}
+	run_says(1, ARGV("export", cap, "--pid", "1", "--pid", "7", "--split", "1s", "-o", out),
+		 "shmtrace export: no records of pids 1, 7 in '", NULL);
+	run_says(1, ARGV("svg", cap, "--pid", "1", "-o", out), "shmtrace svg: no records of pid 1 in '",
+		 NULL);
+	assert_int_equal(access(out, F_OK), -1);
+	/* one of them there: that one is exported */
+	run_says(0, ARGV("export", cap, "--pid", "1", "--pid", "100", "-o", out), NULL, "no records");
+	expect_in(out, "\"records\":2,");
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -196,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_bad_ring_name),
 		cmocka_unit_test(test_version_anywhere),
 		cmocka_unit_test(test_clock_offset_unknown_host),
+		cmocka_unit_test(test_pid_not_in_trace),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

@@ -197,7 +197,8 @@ static int export_clocks(struct source *src, const struct export_opts *x)
 }
 
 /* Reads what --pid, --from/--to and --split select (pick.h). Returns 0,
- * or EXIT_RUNTIME after saying why not. */
+ * or EXIT_RUNTIME after saying why not: the input could not be read, or
+ * none of the --pid processes is in it. */
 static int export_pick(struct export_opts *x)
 {
 	char err[768] = "";
@@ -205,6 +206,8 @@ static int export_pick(struct export_opts *x)
 
 	if (ret < 0)
 		return cli_runtime_error("export", "%s", err[0] ? err : strerror(-ret));
+	if (pick_pids_missing(&x->flt, x->pick.any, &x->src, err, sizeof(err)))
+		return cli_runtime_error("export", "%s", err);
 	return 0;
 }
 

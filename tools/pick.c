@@ -5,6 +5,7 @@
  * answer for each record of the export's own passes.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "pick.h"
@@ -123,6 +124,25 @@ void pick_warn_past_end(const struct filter *f, uint64_t last, const char *what)
 	if (f->has_from && f->from > last)
 		source_warnx("--from %.6f s is past the end of the trace (%s %.6f s); the output "
 			     "has no events", (double)f->from / 1e9, what, (double)last / 1e9);
+}
+
+bool pick_pids_missing(const struct filter *f, bool any, const struct source *src, char *err,
+		       size_t errlen)
+{
+	char pids[FILTER_MAX_PIDS * 12] = "", more[64] = "";
+	size_t n = 0, nin = 0;
+
+	if (!f->npids || any)
+		return false;
+	for (size_t i = 0; i < f->npids && n < sizeof(pids); i++)
+		n += (size_t)snprintf(pids + n, sizeof(pids) - n, "%s%u", i ? ", " : "", f->pids[i]);
+	while (source_input(src, nin))
+		nin++;
+	if (nin > 1)
+		snprintf(more, sizeof(more), " and %zu other input%s", nin - 1, nin > 2 ? "s" : "");
+	snprintf(err, errlen, "no records of pid%s %s in %s'%s'%s", f->npids > 1 ? "s" : "", pids,
+		 strcmp(source_kind(src), "ring") ? "" : "ring ", src->name, more);
+	return true;
 }
 
 int pick_prepare(struct pick *p, struct source *src, const struct filter *f, uint64_t split_ns,

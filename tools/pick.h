@@ -47,6 +47,14 @@ void pick_free(struct pick *p);
  * output has no events. */
 void pick_warn_past_end(const struct filter *f, uint64_t last, const char *what);
 
+/* Whether --pid (f) selects nothing: none of its pids has a record in
+ * src (any: whether one does). Then err says so ("no records of pid 1 in
+ * 'run.cap'"), the one message of export and svg, which both fail with
+ * it (exit 1): a trace of none of the processes asked for is taken for
+ * a mistake, not written empty. */
+bool pick_pids_missing(const struct filter *f, bool any, const struct source *src, char *err,
+		       size_t errlen);
+
 /* Selects piece i (< npieces) of a split. */
 void pick_piece(struct pick *p, uint64_t i);
 

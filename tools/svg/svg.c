@@ -113,9 +113,10 @@ static int run_svg(struct svg *g, char *err, size_t errlen)
 	ret = source_records(&g->src, on_scan, g, err, errlen);
 	if (ret < 0)
 		return ret;
+	if (pick_pids_missing(&g->flt, g->any, &g->src, err, errlen))
+		return -ENODATA;
 	if (!g->any) {
-		snprintf(err, errlen, "%s: no records%s", g->src.name,
-			 g->flt.npids ? " of the given pids" : "");
+		snprintf(err, errlen, "%s: no records", g->src.name);
 		return -ENODATA;
 	}
 	len = g->tend - g->t0;
