@@ -210,6 +210,51 @@ static void test_pid_not_in_trace(void **state)
 	expect_in(out, "\"records\":2,");
 }
 
+/* A ring whose string table (2 strings) is full, written with spans,
+ * counters and instants named by strings that did not fit: the export
+ * counts the events that lost their names and says "events", summary
+ * counts the spans and says "spans"; each number is what it names. */
+static void test_names_lost_counts_what_it_says(void **state)
+{
+	const char *ring = test_ring_name("names");
+	struct shmtrace_ring_config c;
+	uint32_t cat, lost;
+	shmtrace_t *t;
+	uint64_t t0;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	small_cfg(&c, 1024, 0);
+	c.max_strings = 2;
+	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	cat = shmtrace_intern(t, "cat");
+	assert_true(shmtrace_intern(t, "kept") != 0);
+	lost = shmtrace_intern(t, "one too many");
+	assert_int_equal(lost, 0);
+	t0 = shmtrace_now();
+	for (uint64_t i = 0; i < 5; i++)
+		assert_int_equal(shmtrace_span(t, cat, lost, t0 + i * 100, t0 + i * 100 + 50, 0), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(shmtrace_counter(t, cat, lost, i), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(shmtrace_instant(t, cat, lost, 0), 0);
+	shmtrace_close(t);
+
+	run_says(0, ARGV("export", "--ring", (char *)ring, "-o", (char *)tmp("n.json")),
+		 "shmtrace: warning: 10 events lost their names: the ring's string table (2) is full",
+		 "spans lost");
+	expect_in(tmp("n.json"), "\"names_lost\":10,");
+	expect_in(tmp("n.json"), "shmtrace: 10 events exported as \\\"?\\\"");
+	run_says(0, ARGV("export", "--ring", (char *)ring, "-f", "perfetto", "-o",
+			 (char *)tmp("n.pftrace")),
+		 "shmtrace: warning: 10 events lost their names", NULL);
+	assert_int_equal(run(tmp("n.txt"), tmp("run.err"), ARGV("summary", "--ring", (char *)ring)),
+			 0);
+	expect_in(tmp("run.err"), "shmtrace: warning: 5 spans lost their names");
+	shmtrace_ring_unlink(ring);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -225,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_version_anywhere),
 		cmocka_unit_test(test_clock_offset_unknown_host),
 		cmocka_unit_test(test_pid_not_in_trace),
+		cmocka_unit_test(test_names_lost_counts_what_it_says),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

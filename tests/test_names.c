@@ -119,12 +119,13 @@ static void expect_reported(const char *msg, const char *json, const char *text)
 }
 
 /* 6,000 distinct names into the default table of 4,096 strings: 1,904
- * spans lost their names, and every output says so in those words. */
+ * events (spans) lost their names, and every output says so in those
+ * words. */
 static void test_string_table_full(void **state)
 {
 	const char *ring = test_ring_name("strfull");
 	const char *cap = tmp("strfull.cap");
-	const char *msg = "shmtrace: warning: 1,904 spans lost their names: the ring's string "
+	const char *msg = "shmtrace: warning: 1,904 events lost their names: the ring's string "
 			  "table (4,096) is full; create the ring with a larger --strings";
 	pid_t cpid;
 

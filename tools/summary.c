@@ -413,7 +413,7 @@ int cmd_summary(int argc, char **argv)
 	/* what was lost, as export says it: a summary of part of the
 	 * records must not pass for one of all of them */
 	source_warn_lost(&s->src.loss);
-	source_warn_names(&s->src, s->names_lost, 0);
+	source_warn_names(&s->src, s->names_lost, "span", 0);
 	if (by_name)
 		merge_by_process_name(s);
 	qsort(s->rows, s->n, sizeof(*s->rows), cmp_row);

@@ -52,7 +52,7 @@ void export_loss(struct exporter *e)
 	if (e->pick->split_ns && e->pick->piece)
 		return;
 	source_warn_lost(&e->src->loss);
-	source_warn_names(e->src, e->names_lost, e->threads_unnamed);
+	source_warn_names(e->src, e->names_lost, "event", e->threads_unnamed);
 }
 
 /* "inputs": every file (or the ring), "rings": the rings they come from. */

@@ -104,7 +104,7 @@ void meta_write(struct pf *pf)
 	source_snapshot_lines(pf->src, put_snapshot, pf);
 	put_figures(pf);
 	source_warn_lost(l);
-	source_warn_names(pf->src, pf->names_lost, pf->threads_unnamed);
+	source_warn_names(pf->src, pf->names_lost, "event", pf->threads_unnamed);
 	if (pf->forced || pf->plan.untracked)
 		source_warnx("%llu events were written before all slices that begin at their time "
 			     "were known (records not in the order of their ends, or too many such "

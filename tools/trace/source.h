@@ -231,11 +231,14 @@ void source_strings_used(const struct source *s, uint32_t *n, uint64_t *bytes);
  * corrupt were warned about once, when found, and are not repeated. */
 void source_warn_lost(const struct source_loss *l);
 
-/* Says in words which names were lost and why (stderr): names_lost events
- * written as "?" because the ring's string table was full (or an id was
- * never interned), threads_unnamed threads shown as "tid N" because its
- * thread-name table was. Neither is a lost record. */
-void source_warn_names(const struct source *s, uint64_t names_lost, uint64_t threads_unnamed);
+/* Says in words which names were lost and why (stderr): names_lost of
+ * what kind names, "event" (what an export writes, of every kind) or
+ * "span" (what summary counts), written as "?" because the ring's string
+ * table was full (or an id was never interned),
+ * threads_unnamed threads shown as "tid N" because its thread-name
+ * table was. Neither is a lost record. */
+void source_warn_names(const struct source *s, uint64_t names_lost, const char *kind,
+		       uint64_t threads_unnamed);
 
 /* The losses in words, one line each, as every export puts them at the
  * start of its trace ("shmtrace: 3 records dropped ..."): loss.h's kinds,

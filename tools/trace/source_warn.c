@@ -79,7 +79,8 @@ static const char *grouped(char *buf, size_t len, uint64_t v)
 }
 
 /* Which names were lost and why (source.h). */
-void source_warn_names(const struct source *s, uint64_t names_lost, uint64_t threads_unnamed)
+void source_warn_names(const struct source *s, uint64_t names_lost, const char *kind,
+		       uint64_t threads_unnamed)
 {
 	const struct source_loss *l = &s->loss;
 	const struct source_tables *t = &s->tables;
@@ -91,8 +92,8 @@ void source_warn_names(const struct source *s, uint64_t names_lost, uint64_t thr
 	if (l->corrupt && !names_lost)
 		return;
 	if (names_lost)
-		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), names_lost),
-			 names_lost == 1 ? "span lost its name" : "spans lost their names");
+		snprintf(what, sizeof(what), "%s %s%s", grouped(a, sizeof(a), names_lost), kind,
+			 names_lost == 1 ? " lost its name" : "s lost their names");
 	else
 		snprintf(what, sizeof(what), "%s %s", grouped(a, sizeof(a), l->strings_dropped),
 			 l->strings_dropped == 1 ? "string was not interned" : "strings were not interned");
@@ -144,7 +145,7 @@ size_t source_loss_lines(const struct source_loss *l, uint64_t names_lost, sourc
 		v[nv].what = shmt_loss_kinds[i].words;
 	}
 	v[nv].n = names_lost;
-	v[nv++].what = "spans exported as \"?\" (name or category unknown)";
+	v[nv++].what = "events exported as \"?\" (name or category unknown)";
 	v[nv].n = l->corrupt ? 0 : l->unaccounted;
 	v[nv++].what = "records missing that no counter accounts for (a bug: please report it)";
 	v[nv].n = l->corrupt;
