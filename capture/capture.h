@@ -122,7 +122,10 @@ struct shmt_cap_snapshot {
 	uint64_t trigger_ns;		/* ring time of the trigger (or the request) */
 	uint32_t trigger_pid, trigger_tid;	/* who triggered (0: nobody known) */
 	uint64_t first_seq, end_seq;	/* the window, in ring sequences */
-	uint64_t from_ns, to_ns;	/* ... and ring times: its start, the copy's end */
+	/* ... and ring times: the start of the records it holds, the
+	 * window's and the staged ones (0: it holds none, so has no start),
+	 * and the copy's end */
+	uint64_t from_ns, to_ns;
 	uint64_t overwritten;		/* records of the window overwritten during the copy */
 	uint64_t staged;		/* records after the window: blocks, open spans */
 	uint64_t triggers;		/* triggers this snapshot answers */

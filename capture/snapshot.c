@@ -55,15 +55,27 @@ static void loss_of(struct snap *s, struct shmt_cap_loss *l, uint64_t at_ns)
 	l->max_threads = s->v->max_threads;
 }
 
+/* The earliest of t and the starts of the records of f's frames from k
+ * on (t 0: none yet); 0 when there are none. */
+static uint64_t start_of(const struct snap_frames *f, size_t k, uint64_t t)
+{
+	for (; k < f->n; k++)
+		if (!t || f->v[k].min_ts < t)
+			t = f->v[k].min_ts;
+	return t;
+}
+
 /* Leaves the window's oldest frames out until the file is at most max
  * bytes (fixed: what is not the window's frames), with the losses the
- * copy counted before the first one kept. Returns the offset in the
- * window's buffer of the first frame kept. */
-static size_t cut_to_fit(struct snap *s, uint64_t max, uint64_t fixed)
+ * copy counted before the first one kept; *kept is the first frame kept
+ * (f->n: none). Returns the offset in the window's buffer of the first
+ * frame kept. */
+static size_t cut_to_fit(struct snap *s, uint64_t max, uint64_t fixed, size_t *kept)
 {
 	struct snap_frames *f = &s->win;
 	size_t k = 0;
 
+	*kept = 0;
 	if (!max)
 		return 0;
 	while (k < f->n && fixed + f->buf.size - f->v[k].off > max) {
@@ -71,6 +83,7 @@ static size_t cut_to_fit(struct snap *s, uint64_t max, uint64_t fixed)
 		s->records -= f->v[k].n;
 		k++;
 	}
+	*kept = k;
 	if (!k)
 		return 0;
 	if (k == f->n) {
@@ -79,14 +92,12 @@ static size_t cut_to_fit(struct snap *s, uint64_t max, uint64_t fixed)
 		s->info.first_seq = s->info.end_seq;
 		s->info.overwritten -= s->win_overwritten;
 		s->torn -= s->win_torn;
-		s->first_ts = 0;
 		return f->buf.size;
 	}
 	/* the window now begins with its first frame kept */
 	s->info.first_seq = f->v[k].first_seq;
 	s->info.overwritten -= f->v[k].overwritten;
 	s->torn -= f->v[k].torn;
-	s->first_ts = f->v[k].first_ts;
 	return f->v[k].off;
 }
 
@@ -181,16 +192,20 @@ static int finish(struct snap *s, struct snap_read *g, uint64_t started_ns, cons
 	msgpack_sbuffer head = { 0 }, tail = { 0 };
 	struct shmt_cap_header h;
 	struct shmt_cap_end e = { 0 };
-	size_t off;
+	uint64_t first_ts;
+	size_t off, kept;
 	int ret;
 
 	s->info.to_ns = shmt_clock_now(&s->v->clock);
 	/* a guess of the header and the tail, for the bound: they are small */
 	off = cut_to_fit(s, o->max_bytes, g->tables.size + s->staged.buf.size + 2048 +
-			 sizeof(s->info.trigger));
-	/* where the window starts: at since, unless the ring (or the bound)
-	 * kept nothing so old */
-	s->info.from_ns = s->first_ts > s->since ? s->first_ts : s->since;
+			 sizeof(s->info.trigger), &kept);
+	/* where the snapshot's records start: at since, unless those kept
+	 * (the window's the bound left, and the staged ones) begin after it;
+	 * nowhere (0) when it holds none, none copied or all left out for
+	 * the bound: no start is made up */
+	first_ts = start_of(&s->staged, 0, start_of(&s->win, kept, 0));
+	s->info.from_ns = !first_ts ? 0 : first_ts > s->since ? first_ts : s->since;
 	loss_of(s, &g->loss, s->info.to_ns);
 	e.records = s->records;
 	e.end_ns = s->info.to_ns;

@@ -20,13 +20,20 @@ static int frames_put(struct snap_frames *f, uint64_t first_seq, const struct sh
 		      uint32_t n, uint64_t overwritten, uint64_t torn)
 {
 	size_t off = f->buf.size;
+	uint64_t min_ts;
 
 	if (!n)
 		return 0;
 	if (array_reserve(&f->v, &f->cap, f->n + 1, sizeof(*f->v), 64) < 0 ||
 	    shmt_cap_put_records(&f->buf, first_seq, r, n) < 0)
 		return -ENOMEM;
-	f->v[f->n++] = (struct snap_frame){ off, first_seq, n, r[0].ts, overwritten, torn };
+	/* records are in the order they were committed: a span committed
+	 * after another may have begun before it */
+	min_ts = r[0].ts;
+	for (uint32_t i = 1; i < n; i++)
+		if (r[i].ts < min_ts)
+			min_ts = r[i].ts;
+	f->v[f->n++] = (struct snap_frame){ off, first_seq, n, min_ts, overwritten, torn };
 	return 0;
 }
 
@@ -87,7 +94,6 @@ static int take(struct snap *s, uint64_t seq, const struct shmt_record *r)
 			return 0;
 		s->started = true;
 		s->info.first_seq = seq;
-		s->first_ts = r->ts;
 	}
 	if (s->nrun == SNAP_FRAME && (ret = run_end(s)) < 0)
 		return ret;
@@ -267,7 +273,6 @@ static int copy_slots(struct snap *s, uint64_t end)
 				    (ev < end && end_of(&buf[ev - from]) >= s->since))) {
 			s->started = true;
 			s->info.first_seq = from;
-			s->first_ts = ev < end ? buf[ev - from].ts : 0;
 			s->info.overwritten = kept - from;
 		}
 		for (uint64_t seq = kept; seq < end && !ret; seq++)

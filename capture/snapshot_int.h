@@ -23,7 +23,7 @@ struct snap_frames {
 		size_t off;		/* where it starts in buf */
 		uint64_t first_seq;
 		uint32_t n;
-		uint64_t first_ts;	/* its first record's start */
+		uint64_t min_ts;	/* the earliest start of its records */
 		uint64_t overwritten;	/* the window's, before this frame */
 		uint64_t torn;
 	} *v;
@@ -79,7 +79,6 @@ struct snap {
 	/* the window's own losses, once its slots are copied: what a cut of
 	 * all its frames takes with them */
 	uint64_t win_overwritten, win_torn;
-	uint64_t first_ts;	/* the window's first record's start */
 	uint64_t ring_id;	/* the ring's, read with the rest */
 	bool started;		/* the window has begun */
 	bool trigger_found;

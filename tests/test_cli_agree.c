@@ -255,6 +255,85 @@ static void test_names_lost_counts_what_it_says(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* The value after key in the file at path, up to the first of end (to
+ * free), or NULL. */
+static char *value_in(const char *path, const char *key, const char *end)
+{
+	char *s = slurp(path), *v = strstr(s, key), *r = NULL;
+
+	if (v) {
+		v += strlen(key);
+		r = strndup(v, strcspn(v, end));
+	}
+	free(s);
+	return r;
+}
+
+/* A snapshot that holds no record (the ring empty, or every record left
+ * out for --max-size) says "0 records" and no window, stat shows none
+ * (null in JSON), the export gives no start (null) rather than the
+ * clock's 0, the machine's boot; one that keeps some starts with the
+ * records kept, where the export of it starts. */
+static void test_snapshot_without_records_has_no_window(void **state)
+{
+	const char *ring = test_ring_name("nowin");
+	char cap[300], json[300];
+	char *from, *start;
+	shmtrace_t *t;
+	uint32_t cat, name;
+	uint64_t t0;
+
+	(void)state;
+	snprintf(cap, sizeof(cap), "%s", tmp("w.cap"));
+	snprintf(json, sizeof(json), "%s", tmp("w.json"));
+	shmtrace_ring_unlink(ring);
+	run_says(0, ARGV("create", (char *)ring, "--capacity", "8192"), NULL, NULL);
+	for (int pass = 0; pass < 2; pass++) {
+		char *const empty[] = { bin, "snapshot", (char *)ring, "-o", cap, NULL };
+		char *const cut[] = { bin, "snapshot", (char *)ring, "-o", cap, "--max-size", "4k",
+				      NULL };
+		char want[400];
+
+		/* pass 0: nothing in the ring; pass 1: all cut */
+		snprintf(want, sizeof(want), "shmtrace snapshot: 0 records of ring '%s' in '%s', ",
+			 ring, cap);
+		run_says(0, pass ? cut : empty, want, " s,");
+		assert_int_equal(run(tmp("s.txt"), NULL, ARGV("stat", cap)), 0);
+		expect_in(tmp("s.txt"), "window_from:        none (no record)\n");
+		assert_int_equal(run(tmp("s.json"), NULL, ARGV("stat", "--json", cap)), 0);
+		expect_in(tmp("s.json"), "\"window_from\":null,");
+		run_says(0, ARGV("export", cap, "-o", json), NULL, NULL);
+		expect_in(json, "\"trace_start_ns\":null,\"trace_start_wall_ns\":null,"
+			  "\"trace_start\":null}");
+		expect_in(json, "\"from_ns\":null,");
+		expect_in(json, " staged, no record; ");
+		if (pass)
+			break;
+		assert_int_equal(shmtrace_open(ring, &t), 0);
+		cat = shmtrace_intern(t, "cat");
+		name = shmtrace_intern(t, "span");
+		t0 = shmtrace_now();
+		for (uint64_t i = 0; i < 5000; i++)
+			assert_int_equal(shmtrace_span(t, cat, name, t0 + i * 1000, t0 + i * 1000 + 10,
+						       0), 0);
+		shmtrace_close(t);
+	}
+	/* some kept: the window starts with them, as the export does */
+	run_says(0, ARGV("snapshot", (char *)ring, "-o", cap, "--max-size", "20k"), "oldest left out",
+		 NULL);
+	assert_int_equal(run(tmp("s.txt"), NULL, ARGV("stat", cap)), 0);
+	expect_not_in(tmp("s.txt"), "window_cut:         0\n");
+	run_says(0, ARGV("export", cap, "-o", json), NULL, NULL);
+	from = value_in(tmp("s.txt"), "window_from:        ", "\n");
+	start = value_in(json, "\"trace_start\":\"", "\"");
+	assert_non_null(from);
+	assert_non_null(start);
+	assert_string_equal(from, start);
+	free(from);
+	free(start);
+	shmtrace_ring_unlink(ring);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -271,6 +350,7 @@ int main(void)
 		cmocka_unit_test(test_clock_offset_unknown_host),
 		cmocka_unit_test(test_pid_not_in_trace),
 		cmocka_unit_test(test_names_lost_counts_what_it_says),
+		cmocka_unit_test(test_snapshot_without_records_has_no_window),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

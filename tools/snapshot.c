@@ -103,18 +103,21 @@ static int parse(int argc, char **argv, struct snapshot_args *a)
 }
 
 /* One line on stderr: what was written, and what the copy lost (the
- * names given are escaped, as every line of the tools that quotes one). */
+ * names given are escaped, as every line of the tools that quotes one). A
+ * snapshot that holds no record has no start (capture.h): no sequences,
+ * no duration are said of it. */
 static void say(const struct snapshot_args *a, const struct shmt_snap_result *r)
 {
 	const struct shmt_cap_snapshot *in = &r->info;
-	char msg[1024], esc[TERM_ESC_MAX(1024)];
+	char msg[1024], esc[TERM_ESC_MAX(1024)], window[160] = "";
 	int n;
 
-	n = snprintf(msg, sizeof(msg), "%llu records of ring '%s' (sequences %llu to %llu, "
-		     "%.3f s, and %llu staged) in '%s', %llu bytes; %llu overwritten during the "
-		     "copy", (unsigned long long)r->records, a->ring,
-		     (unsigned long long)in->first_seq, (unsigned long long)in->end_seq,
-		     (double)(in->to_ns - in->from_ns) / 1e9, (unsigned long long)in->staged,
+	if (in->from_ns)
+		snprintf(window, sizeof(window), " (sequences %llu to %llu, %.3f s, and %llu staged)",
+			 (unsigned long long)in->first_seq, (unsigned long long)in->end_seq,
+			 (double)(in->to_ns - in->from_ns) / 1e9, (unsigned long long)in->staged);
+	n = snprintf(msg, sizeof(msg), "%llu records of ring '%s'%s in '%s', %llu bytes; %llu "
+		     "overwritten during the copy", (unsigned long long)r->records, a->ring, window,
 		     a->out, (unsigned long long)r->bytes, (unsigned long long)in->overwritten);
 	if (in->cut && n > 0 && (size_t)n < sizeof(msg))
 		snprintf(msg + n, sizeof(msg) - (size_t)n, ", the %llu oldest left out for "

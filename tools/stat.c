@@ -29,11 +29,19 @@ static const char *mode_name(uint32_t mode)
 											   : "unknown";
 }
 
+/* key: null (JSON) or text, for a value there is none of */
+static void kv_none(struct kv *o, const char *k, const char *text)
+{
+	kv_key(o, k);
+	jw_puts(o->w, o->json ? "null" : text);
+	if (!o->json)
+		jw_puts(o->w, "\n");
+}
+
 /* key: null (JSON) or "corrupt" (text), for a counter that is no count */
 static void kv_corrupt(struct kv *o, const char *k)
 {
-	kv_key(o, k);
-	jw_puts(o->w, o->json ? "null" : "corrupt\n");
+	kv_none(o, k, "corrupt");
 }
 
 /* The loss counters, one key each as loss.h's table names them, and the
@@ -297,8 +305,13 @@ static void put_snapshot(struct kv *o, const struct shmt_cap_header *h)
 	kv_str(o, "triggered", buf);
 	kv_u64(o, "window_first_seq", sn->first_seq);
 	kv_u64(o, "window_end_seq", sn->end_seq);
-	fmt_iso_ns(buf, sizeof(buf), h->realtime0 + (sn->from_ns - h->mono0));
-	kv_str(o, "window_from", buf);
+	/* a snapshot that holds no record has no start (capture.h) */
+	if (sn->from_ns) {
+		fmt_iso_ns(buf, sizeof(buf), h->realtime0 + (sn->from_ns - h->mono0));
+		kv_str(o, "window_from", buf);
+	} else {
+		kv_none(o, "window_from", "none (no record)");
+	}
 	fmt_iso_ns(buf, sizeof(buf), h->realtime0 + (sn->to_ns - h->mono0));
 	kv_str(o, "window_to", buf);
 	kv_u64(o, "copy_overwritten", sn->overwritten);

@@ -112,7 +112,8 @@ static void put_count(struct jw *w, const char *name, uint64_t n)
 	jw_u64(w, n);
 }
 
-/* ,"name":null: a counter found corrupt, which is no count */
+/* ,"name":null: a counter found corrupt, which is no count, or a time
+ * there is none of */
 static void put_null(struct jw *w, const char *name)
 {
 	jw_puts(w, ",\"");
@@ -186,7 +187,14 @@ static void put_snapshots(struct exporter *e)
 			{ "trigger_tid", sn->trigger_tid },
 			{ "first_seq", sn->first_seq },
 			{ "end_seq", sn->end_seq },
-			{ "from_ns", sn->from_ns },
+			{ NULL, 0 },
+		});
+		/* a snapshot that holds no record has no start */
+		if (sn->from_ns)
+			put_count(w, "from_ns", sn->from_ns);
+		else
+			put_null(w, "from_ns");
+		put_counts(w, (const struct count[]){
 			{ "to_ns", sn->to_ns },
 			{ "overwritten_during_copy", sn->overwritten },
 			{ "staged", sn->staged },
@@ -286,11 +294,17 @@ void export_metadata(struct exporter *e)
 	put_piece(e);
 	jw_puts(w, ",\"complete\":");
 	jw_puts(w, source_complete(e->src) ? "true" : "false");
-	jw_puts(w, ",\"trace_start_ns\":");
-	jw_u64(w, e->first_ts);
-	jw_puts(w, ",\"trace_start_wall_ns\":");
-	jw_u64(w, wall);
-	jw_puts(w, ",\"trace_start\":");
-	jw_cstr(w, iso);
+	/* the first record's time: none without a record, not the clock's 0
+	 * (the machine's boot) */
+	if (e->any) {
+		put_count(w, "trace_start_ns", e->first_ts);
+		put_count(w, "trace_start_wall_ns", wall);
+		jw_puts(w, ",\"trace_start\":");
+		jw_cstr(w, iso);
+	} else {
+		put_null(w, "trace_start_ns");
+		put_null(w, "trace_start_wall_ns");
+		put_null(w, "trace_start");
+	}
 	jw_puts(w, "}}}\n");
 }

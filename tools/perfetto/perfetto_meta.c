@@ -76,9 +76,13 @@ static void put_figures(struct pf *pf)
 	kv[n++] = NUM("missing_records", s->loss.missing);
 	kv[n++] = NUM("snapshot_cut", source_snapshots_cut(s));
 	kv[n++] = NUM("complete", source_complete(s));
-	kv[n++] = NUM("trace_start_ns", pf->first_ts);
-	kv[n++] = NUM("trace_start_wall_ns", wall);
-	kv[n++] = STR("trace_start", iso);
+	/* the first record's time: none without a record (not the clock's 0,
+	 * the machine's boot), as the Chrome export's null */
+	if (pf->records) {
+		kv[n++] = NUM("trace_start_ns", pf->first_ts);
+		kv[n++] = NUM("trace_start_wall_ns", wall);
+		kv[n++] = STR("trace_start", iso);
+	}
 	kv[n] = (struct pf_kv){ NULL, NULL, 0 };
 	packet_self(pf, "shmtrace export", kv);
 }

@@ -58,7 +58,7 @@ struct source_snapshot {
 	uint64_t trigger_ns;
 	uint32_t trigger_pid, trigger_tid;
 	uint64_t first_seq, end_seq;	/* the window, ring sequences ... */
-	uint64_t from_ns, to_ns;	/* ... and times */
+	uint64_t from_ns, to_ns;	/* ... and times (from_ns 0: no record, no start) */
 	uint64_t overwritten;		/* records of the window lost during the copy */
 	uint64_t staged;		/* records from staging blocks, open spans */
 	uint64_t triggers, suppressed;	/* triggers it answers; not answered (rate) */

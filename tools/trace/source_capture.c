@@ -286,7 +286,8 @@ static int note_snapshots(struct source *s, struct source_capture *c)
 		sn->trigger_tid = in->trigger_tid;
 		sn->first_seq = in->first_seq;
 		sn->end_seq = in->end_seq;
-		sn->from_ns = in->from_ns + run->shift;
+		/* 0: no start (capture.h), not a time to move */
+		sn->from_ns = in->from_ns ? in->from_ns + run->shift : 0;
 		sn->to_ns = in->to_ns + run->shift;
 		sn->overwritten = in->overwritten;
 		sn->staged = in->staged;
@@ -538,7 +539,8 @@ static int cap_clock_offset(struct source *s, const char *host, int64_t ns)
 		if (strcmp(s->hosts[s->host_of[sn->ring_index]], host))
 			continue;
 		sn->trigger_ns += (uint64_t)ns;
-		sn->from_ns += (uint64_t)ns;
+		if (sn->from_ns)
+			sn->from_ns += (uint64_t)ns;
 		sn->to_ns += (uint64_t)ns;
 	}
 	return found ? 0 : -ENOENT;

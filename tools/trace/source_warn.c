@@ -170,7 +170,7 @@ size_t source_loss_lines(const struct source_loss *l, uint64_t names_lost, sourc
 /* One snapshot in words, into line. */
 static void snapshot_line(const struct source_snapshot *sn, char *line, size_t len)
 {
-	char who[1200] = "";
+	char who[1200] = "", span[48] = ", no record";
 	int n = 0;
 
 	if (sn->trigger[0] && sn->trigger_pid)
@@ -180,11 +180,14 @@ static void snapshot_line(const struct source_snapshot *sn, char *line, size_t l
 		snprintf(who, sizeof(who), " '%s'", sn->trigger);
 	else if (sn->trigger_pid)
 		snprintf(who, sizeof(who), " by pid %u", sn->trigger_pid);
+	/* a snapshot without a record has no start, so no length */
+	if (sn->from_ns)
+		snprintf(span, sizeof(span), ", %.6f s", (double)(sn->to_ns - sn->from_ns) / 1e9);
 	n = snprintf(line, len, "shmtrace: snapshot of ring '%s' (%s%s): sequences %llu to %llu "
-		     "and %llu staged, %.6f s; %llu records of the window overwritten during the "
-		     "copy", sn->ring, sn->cause, who, (unsigned long long)sn->first_seq,
-		     (unsigned long long)sn->end_seq, (unsigned long long)sn->staged,
-		     (double)(sn->to_ns - sn->from_ns) / 1e9, (unsigned long long)sn->overwritten);
+		     "and %llu staged%s; %llu records of the window overwritten during the copy",
+		     sn->ring, sn->cause, who, (unsigned long long)sn->first_seq,
+		     (unsigned long long)sn->end_seq, (unsigned long long)sn->staged, span,
+		     (unsigned long long)sn->overwritten);
 	if (sn->suppressed && n > 0 && (size_t)n < len)
 		n += snprintf(line + n, len - (size_t)n, "; %llu triggers not answered (rate limit)",
 			      (unsigned long long)sn->suppressed);
@@ -200,7 +203,7 @@ size_t source_snapshot_lines(const struct source *s, source_snap_fn fn, void *ct
 		char line[1600];
 
 		snapshot_line(sn, line, sizeof(line));
-		fn(ctx, sn->trigger_ns ? sn->trigger_ns : sn->from_ns, line);
+		fn(ctx, sn->trigger_ns ? sn->trigger_ns : sn->from_ns ? sn->from_ns : sn->to_ns, line);
 	}
 	return s->nsnaps;
 }
