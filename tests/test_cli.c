@@ -204,9 +204,10 @@ static void rm_check(const struct ls_rings *r, pid_t lp)
 	/* not a ring: never removed */
 	run_says(1, rm_junk, "not a shmtrace ring", NULL);
 	assert_true(ring_exists(r->junk));
-	/* unused, whatever was left in them: what was, said lost */
+	/* unused, whatever was left in them: what was, said gone unless exported */
 	snprintf(lost, sizeof(lost), "shmtrace rm: removed ring '%s' with 1 record no collector "
-		 "drained (lost): export them first with shmtrace export --ring %s\n", r->dead, r->dead);
+		 "drained; unless exported (shmtrace export --ring %s), it is gone\n", r->dead,
+		 r->dead);
 	snprintf(want, sizeof(want), "'%s'", r->idle);
 	run_says(0, rm_two, lost, want);
 	assert_false(ring_exists(r->idle));
@@ -265,7 +266,8 @@ static void test_rm_says_lost(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(shmtrace_span(t, 1, 1, 1, 2, 0), 0);
 	snprintf(want, sizeof(want), "shmtrace rm: removed ring '%s' with 8 records no collector "
-		 "drained (lost): export them first with shmtrace export --ring %s\n", ring, ring);
+		 "drained; unless exported (shmtrace export --ring %s), they are gone\n", ring,
+		 ring);
 	run_says(0, rm_force, want, NULL);
 	assert_false(ring_exists(ring));
 	shmtrace_close(t);
@@ -291,7 +293,7 @@ static void test_a_readers_lock_is_no_collector(void **state)
 	(void)state;
 	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
 	snprintf(want, sizeof(want), "shmtrace rm: removed ring '%s' with 1 record no collector "
-		 "drained (lost)", ring);
+		 "drained; unless exported", ring);
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		int fd;
 

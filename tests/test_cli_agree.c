@@ -334,6 +334,50 @@ static void test_snapshot_without_records_has_no_window(void **state)
 	shmtrace_ring_unlink(ring);
 }
 
+/* The man page's flight recorder: create, write, export --ring, rm. The
+ * records were just exported: rm's line must not call them lost, nor
+ * tell to export them first; it says they are gone unless exported, true
+ * either way (an export leaves no mark in the ring). rm refuses nothing
+ * more: exit 0, the ring removed. */
+static void test_rm_after_export_is_not_told_lost(void **state)
+{
+	const char *ring = test_ring_name("flightrm");
+	char path[300], want[400];
+	int st;
+	pid_t p;
+
+	(void)state;
+	shmtrace_ring_unlink(ring);
+	run_says(0, ARGV("create", (char *)ring, "--capacity", "1024", "--mode", "overwrite"), NULL,
+		 NULL);
+	/* the program, run and gone (a live one would be refused) */
+	p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		shmtrace_t *t;
+		uint32_t cat;
+
+		if (shmtrace_open(ring, &t) < 0)
+			_exit(3);
+		cat = shmtrace_intern(t, "cat");
+		for (uint64_t i = 0; i < 3; i++)
+			if (shmtrace_span(t, cat, cat, 1000 + i, 1001 + i, 0) < 0)
+				_exit(4);
+		shmtrace_close(t);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	run_says(0, ARGV("export", "--ring", (char *)ring, "-o", (char *)tmp("last.json")), NULL, NULL);
+	expect_in(tmp("last.json"), "\"records\":3,");
+	snprintf(want, sizeof(want), "shmtrace rm: removed ring '%s' with 3 records no collector "
+		 "drained; unless exported (shmtrace export --ring %s), they are gone\n", ring, ring);
+	run_says(0, ARGV("rm", (char *)ring), want, "(lost)");
+	expect_not_in(tmp("run.err"), "export them first");
+	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -351,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_pid_not_in_trace),
 		cmocka_unit_test(test_names_lost_counts_what_it_says),
 		cmocka_unit_test(test_snapshot_without_records_has_no_window),
+		cmocka_unit_test(test_rm_after_export_is_not_told_lost),
 	};
 
 	return cmocka_run_group_tests(tests, setup, cli_teardown);

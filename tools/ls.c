@@ -396,8 +396,8 @@ static const char rm_usage[] =
 	"shmtrace ring (a FIFO or a directory too) is always refused.\n"
 	"Processes attached to a removed ring keep their mapping; the memory is\n"
 	"freed when the last one detaches.\n"
-	"Removing a ring that holds records no collector drained says how many\n"
-	"were lost (shmtrace export --ring NAME saves them first).\n"
+	"Removing a ring that holds records no collector drained says how many:\n"
+	"gone with it, unless exported first (shmtrace export --ring NAME).\n"
 	"\n"
 	"  -f, --force    remove even rings in use\n"
 	"  -h, --help     show this help\n"
@@ -486,11 +486,13 @@ static int rm_one(const char *name, bool force)
 	if (ret < 0)
 		return cli_runtime_error("rm", "cannot remove ring '%s': %s", name, strerror(-ret));
 	/* a collector draining it keeps its mapping and drains on; else what
-	 * the ring held is gone with it */
+	 * the ring held is gone with it, unless the user exported it (which
+	 * leaves no mark in the ring: said either way) */
 	if (cs.undrained && col < 0)
-		cli_note("rm", "removed ring '%s' with %llu record%s no collector drained (lost): "
-			 "export them first with shmtrace export --ring %s", name,
-			 (unsigned long long)cs.undrained, cs.undrained == 1 ? "" : "s", name);
+		cli_note("rm", "removed ring '%s' with %llu record%s no collector drained; unless "
+			 "exported (shmtrace export --ring %s), %s gone", name,
+			 (unsigned long long)cs.undrained, cs.undrained == 1 ? "" : "s", name,
+			 cs.undrained == 1 ? "it is" : "they are");
 	return EXIT_OK;
 }
 
