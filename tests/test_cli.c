@@ -751,7 +751,8 @@ static void test_help_into_a_full_disk_fails(void **state)
 		{ { "--version" }, "shmtrace: writing output: No space left on device\n" },
 		{ { "export", "--help" }, "shmtrace export: writing output: No space left on device\n" },
 		{ { "help", "stat" }, "shmtrace stat: writing output: No space left on device\n" },
-		{ { "ls", "--version" }, "shmtrace: writing output: No space left on device\n" },
+		{ { "ls", "--version" }, "shmtrace ls: writing output: No space left on device\n" },
+		{ { "export", "-V" }, "shmtrace export: writing output: No space left on device\n" },
 	};
 	char *col_help[] = { collector_bin, "--help", NULL };
 	char *col_version[] = { collector_bin, "-V", NULL };
