@@ -125,7 +125,12 @@ void export_count_names(struct exporter *e, uint32_t name, uint32_t cat)
 		e->names_lost++;
 }
 
-/* Writes one record as it comes (bind_streams()): where it starts is
+bool export_streams(const struct shmt_record *r)
+{
+	return !shmt_record_attached(r) && (!shmt_record_in_flow(r) || flow_receiving_span(r));
+}
+
+/* Writes one record as it comes (export_streams()): where it starts is
  * taken. */
 static int stream_record(struct exporter *e, const struct shmt_record *r, uint32_t pid,
 			 const struct ev_args *a)

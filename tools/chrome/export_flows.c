@@ -126,7 +126,7 @@ static int on_rescan(void *ctx, const struct shmt_record *r, uint64_t start_time
 {
 	struct exporter *e = ctx;
 
-	if (!export_wanted(e, r) || !bind_streams(r))
+	if (!export_wanted(e, r) || !export_streams(r))
 		return 0;
 	return bind_seen(&e->bind, hosts_outpid(&e->hosts, r->pid, start_time, r->ts), r->tid, r->ts);
 }

@@ -62,6 +62,10 @@ bool export_wanted(struct exporter *e, const struct shmt_record *r);
 void export_event(struct exporter *e, uint32_t kind, uint32_t pid, uint32_t tid, uint64_t ts,
 		  uint64_t dur, const char *cat, size_t catlen, uint32_t name,
 		  const struct ev_args *a, bool receives);
+/* Whether r is written as it comes (its start taken there), not kept for
+ * its flow: a record in no flow, or a receiving span (its step is an
+ * instant at its end). Not an argument record. */
+bool export_streams(const struct shmt_record *r);
 /* Counts an event whose name or category is not a known string. */
 void export_count_names(struct exporter *e, uint32_t name, uint32_t cat);
 /* A metadata event: args {"name":name}, or {"sort_index":sort_index}

@@ -3,7 +3,6 @@
  * perfetto.c - `shmtrace export --format perfetto`: the export's life, from
  * output file to exit code, and its two passes over the records. The
  * first plans (the flows, which the Chrome export assembles at its end,
- * in its order, for which the records may be read again as it reads them,
  * and the times at which several slices of a thread begin); the second
  * writes every event where it comes, so that only the flow records are
  * kept, as in the Chrome export. Both passes hand the same thread events
@@ -166,36 +165,10 @@ static int plan_on_event(struct pf *pf, const struct shmt_record *r, uint32_t pi
 
 static int plan_on_counter(struct pf *pf, const struct shmt_record *r, uint32_t pid)
 {
-	plan_counter(pf, r, pid);
+	(void)pf;
+	(void)r;
+	(void)pid;
 	return 0;
-}
-
-/* The verification pass of bind_resolve() (plan_done()): the events the
- * Chrome export writes as they come, found as its own rescan finds them. */
-struct rescan {
-	struct pf *pf;
-	char *err;
-	size_t errlen;
-};
-
-static int on_rescan(void *ctx, const struct shmt_record *r, uint64_t start_time)
-{
-	struct pf *pf = ctx;
-
-	if (!wanted(pf, r) || !bind_streams(r))
-		return 0;
-	return bind_seen(&pf->plan.bind, hosts_outpid(&pf->hosts, r->pid, start_time, r->ts),
-			 r->tid, r->ts);
-}
-
-static int rescan(void *ctx)
-{
-	struct rescan *rs = ctx;
-	int ret;
-
-	memset(&rs->pf->pass, 0, sizeof(rs->pf->pass));
-	ret = source_records(rs->pf->src, on_rescan, rs->pf, rs->err, rs->errlen);
-	return ret < 0 ? ret : 0;
 }
 
 /* An event whose name or category is not a known string is written as
@@ -242,7 +215,6 @@ static int run_export(struct pf *pf, FILE *out, char *err, size_t errlen)
 {
 	struct pass plan = { pf, plan_on_event, plan_on_counter, "read" };
 	struct pass write = { pf, write_event, write_counter, "exported" };
-	struct rescan rs = { pf, err, errlen };
 	int ret = hosts_build(&pf->hosts, pf->src);
 
 	if (ret == -E2BIG)
@@ -251,7 +223,7 @@ static int run_export(struct pf *pf, FILE *out, char *err, size_t errlen)
 	if (ret == 0)
 		ret = run_pass(&plan, err, errlen);
 	if (ret == 0)
-		ret = plan_done(&pf->plan, &pf->flows, rescan, &rs);
+		ret = plan_done(&pf->plan, &pf->flows);
 	if (ret == 0)
 		ret = packet_init(pf, out);
 	if (ret < 0)

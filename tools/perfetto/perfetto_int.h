@@ -17,7 +17,6 @@
 #include <stdio.h>
 
 #include "args.h"
-#include "bind.h"
 #include "bloom.h"
 #include "exporters.h"
 #include "flows.h"
@@ -110,7 +109,6 @@ struct pf_hop {
 
 struct pf_plan {
 	struct flows fl;	/* the flow records, as the Chrome export keeps them */
-	struct bind bind;	/* and the starts it gives them (bind.h), which order them */
 	/* once assembled: the hops by arrival (util/extsort.h), read in step
 	 * with the second pass, so that neither keeps one byte per record */
 	struct extsort *hops;
@@ -178,11 +176,8 @@ void plan_free(struct pf_plan *p);
  * its time noted. */
 int plan_event(struct pf *pf, const struct pf_ev *ev, const struct shmt_record *r, uint32_t pid,
 	       uint32_t ring);
-/* A counter of the first pass: its start is taken, as in the Chrome export. */
-void plan_counter(struct pf *pf, const struct shmt_record *r, uint32_t pid);
-/* After the first pass: the flows assembled, the ties made searchable.
- * rescan(ctx): bind_resolve()'s. */
-int plan_done(struct pf_plan *p, uint64_t *nflows, bind_rescan_fn rescan, void *ctx);
+/* After the first pass: the flows assembled, the ties made searchable. */
+int plan_done(struct pf_plan *p, uint64_t *nflows);
 /* The key of (pid, tid, ts): what ties are counted by. */
 uint64_t plan_key(uint32_t pid, uint32_t tid, uint64_t ts);
 /* Whether several thread events have key; *expected, for the event of

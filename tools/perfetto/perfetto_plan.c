@@ -5,12 +5,6 @@
  * same ids, the same first and last hops), and the times at which several
  * events of a thread begin.
  *
- * The Chrome export orders a flow's hops by the starts it writes them at:
- * a flow slice that starts where another event of its thread does is
- * moved later (tools/trace/bind.c), after a hop of another thread at its
- * time. Perfetto moves no slice, but its hops are ordered by those starts
- * too, found the same way, so that both files draw each flow alike.
- *
  * Why the times: Perfetto has no complete event, so a span is a
  * SLICE_BEGIN and a SLICE_END, and the trace processor sorts all events by
  * time and, within one time, keeps their order in the file. A span's
@@ -39,18 +33,14 @@
 
 int plan_init(struct pf_plan *p)
 {
-	/* in the order bind_resolve() reads them, as the Chrome export */
-	flows_init_by(&p->fl, bind_order);
+	flows_init(&p->fl);
 	u64map_init(&p->ties);
-	if (bind_init(&p->bind) < 0)
-		return -ENOMEM;
 	return bloom_init(&p->bloom, BLOOM_LINES);
 }
 
 void plan_free(struct pf_plan *p)
 {
 	flows_free(&p->fl);
-	bind_free(&p->bind);
 	extsort_free(p->hops);
 	bloom_free(&p->bloom);
 	u64map_free(&p->ties);
@@ -100,20 +90,10 @@ int plan_event(struct pf *pf, const struct pf_ev *ev, const struct shmt_record *
 		int ret;
 
 		fe.dur = ev->dur;
-		/* where it is written: fe.ts becomes the Chrome export's */
-		fe.seq = ev->ts;
 		if ((ret = flows_add(&p->fl, &fe)) < 0)
 			return ret;
-	} else {
-		/* written where it comes in the Chrome export: its start taken */
-		bind_note(&p->bind, pid, r->tid, ev->ts);
 	}
 	return note_time(p, pid, r->tid, ev->ts, ev->n, !ev->point);
-}
-
-void plan_counter(struct pf *pf, const struct shmt_record *r, uint32_t pid)
-{
-	bind_note(&pf->plan.bind, pid, r->tid, r->ts);
 }
 
 static int cmp_hop(const void *a, const void *b)
@@ -127,7 +107,7 @@ static int on_hop(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
 		  const struct flow_ev *group, size_t n)
 {
 	struct pf_plan *p = ctx;
-	struct pf_hop h = { .order = e->order, .id = id, .flow = e->flow, .ts = e->seq,
+	struct pf_hop h = { .order = e->order, .id = id, .flow = e->flow, .ts = e->ts,
 			    .pid = e->pid, .tid = e->tid, .ph = ph };
 	size_t i = (size_t)(e - group);
 
@@ -135,18 +115,18 @@ static int on_hop(void *ctx, char ph, uint64_t id, const struct flow_ev *e,
 	 * order: hops of a flow at one time must be written in the flow's
 	 * order (perfetto_order.c), so each says which of its neighbours
 	 * are at its time */
-	if (i > 0 && group[i - 1].seq == e->seq) {
+	if (i > 0 && group[i - 1].ts == e->ts) {
 		h.after = group[i - 1].order + 1;
 		h.after_thread = (uint64_t)group[i - 1].pid << 32 | group[i - 1].tid;
 	}
-	if (i + 1 < n && group[i + 1].seq == e->seq) {
+	if (i + 1 < n && group[i + 1].ts == e->ts) {
 		h.awaited = 1;
 		h.next_thread = (uint64_t)group[i + 1].pid << 32 | group[i + 1].tid;
 	}
 	return extsort_add(p->hops, &h);
 }
 
-int plan_done(struct pf_plan *p, uint64_t *nflows, bind_rescan_fn rescan, void *ctx)
+int plan_done(struct pf_plan *p, uint64_t *nflows)
 {
 	size_t pos = 0;
 	uint64_t key, *val;
@@ -156,10 +136,7 @@ int plan_done(struct pf_plan *p, uint64_t *nflows, bind_rescan_fn rescan, void *
 	p->hops = extsort_new(sizeof(struct pf_hop), cmp_hop, FLOWS_MEM);
 	if (!p->tiebits || !p->hops)
 		return -ENOMEM;
-	ret = bind_resolve(&p->bind, &p->fl, rescan, ctx);
-	bind_free(&p->bind);
-	if (ret == 0)
-		ret = flows_assemble(&p->fl, on_hop, p, nflows);
+	ret = flows_assemble(&p->fl, on_hop, p, nflows);
 	if (ret < 0)
 		return ret;
 	flows_free(&p->fl);

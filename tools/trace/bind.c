@@ -89,11 +89,6 @@ void bind_free(struct bind *b)
 	memset(b, 0, sizeof(*b));
 }
 
-bool bind_streams(const struct shmt_record *r)
-{
-	return !shmt_record_attached(r) && (!shmt_record_in_flow(r) || flow_receiving_span(r));
-}
-
 void bind_note(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts)
 {
 	uint64_t hint, k = key_at(pid, tid, ts, &hint);

@@ -35,12 +35,6 @@ struct bind {
 int bind_init(struct bind *b);
 void bind_free(struct bind *b);
 
-/* Whether record r is written as it comes (its start taken there), not
- * kept for its flow: a record in no flow, or a receiving span (its step
- * is an instant at its end). Not an argument record. What an export
- * gives bind_note() as it writes, and bind_seen() in a rescan. */
-bool bind_streams(const struct shmt_record *r);
-
 /* An event written at ts on thread (pid, tid) that carries no flow. */
 void bind_note(struct bind *b, uint32_t pid, uint32_t tid, uint64_t ts);
 

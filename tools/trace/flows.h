@@ -29,8 +29,7 @@ struct flow_ev {
 	/* arrival order, set by flows_add(): 64 bits, as many as records
 	 * can be, so that flow ids (flows_assemble()) never repeat */
 	uint64_t order;
-	uint64_t seq;		/* the caller's own number for it (OTLP span ids,
-				 * the Perfetto export's start before bind.h's) */
+	uint64_t seq;		/* the caller's own number for it (OTLP span ids) */
 };
 
 /*
