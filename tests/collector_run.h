@@ -285,4 +285,21 @@ static inline int collector_bin_init(void)
 	return 0;
 }
 
+/* Creates ring with config c (NULL: the defaults) and stamps it with
+ * major and compat version 99: a ring of a format no collector reads. */
+static inline void ring_of_another_version(const char *ring, const struct shmtrace_ring_config *c)
+{
+	const uint16_t major = 99;
+	char path[256];
+	int fd;
+
+	assert_int_equal(shmtrace_ring_create(ring, c), 0);
+	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &major, 2, offsetof(struct shmt_header, major)), 2);
+	assert_int_equal(pwrite(fd, &major, 2, offsetof(struct shmt_header, compat)), 2);
+	close(fd);
+}
+
 #endif

@@ -76,9 +76,6 @@ static void test_bad_command_lines_exit_with_a_reason(void **state)
 {
 	const char *ring = test_ring_name("cli");
 	char line[1024];
-	uint16_t major = 99;
-	char path[256];
-	int fd;
 
 	(void)state;
 	assert_int_equal(run_cli(line, sizeof(line), "--bogus", NULL, NULL, NULL, NULL), 2);
@@ -101,13 +98,7 @@ static void test_bad_command_lines_exit_with_a_reason(void **state)
 				 "--write-engine=aio"), 2);
 	assert_non_null(strstr(line, "auto, pwrite or io_uring"));
 	/* a ring of another version */
-	assert_int_equal(shmtrace_ring_create(ring, NULL), 0);
-	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, &major, 2, offsetof(struct shmt_header, major)), 2);
-	assert_int_equal(pwrite(fd, &major, 2, offsetof(struct shmt_header, compat)), 2);
-	close(fd);
+	ring_of_another_version(ring, NULL);
 	assert_int_equal(run_cli(line, sizeof(line), "--ring", ring, "-o", "/tmp/x.cap", NULL), 1);
 	assert_non_null(strstr(line, "version"));
 	shmtrace_ring_unlink(ring);

@@ -527,14 +527,12 @@ static void test_refused_start_keeps_the_capture_in_place(void **state)
 	const char *ring = test_ring_name("refused");
 	const char *typo = test_ring_name("refused-typo");
 	struct shmtrace_ring_config c = { .capacity = 4096 };
-	char out[256], other[256], errp[256], path[256];
+	char out[256], other[256], errp[256];
 	const char *const plain[] = { "--ring", typo, "-o", out, NULL };
 	const char *const streamed[] = { "--ring", typo, "-o", out, "--otlp-endpoint",
 					 "http://127.0.0.1:1", NULL };
 	const char *const on_ring[] = { "--ring", ring, "-o", out, NULL };
-	uint16_t major = 99;
 	pid_t col;
-	int fd;
 
 	(void)state;
 	snprintf(out, sizeof(out), "/tmp/%s.cap", ring);
@@ -545,13 +543,7 @@ static void test_refused_start_keeps_the_capture_in_place(void **state)
 	refused_start_moves_nothing(plain, out, errp, "no ring named");
 	refused_start_moves_nothing(streamed, out, errp, "no ring named");
 	/* a ring of another version */
-	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
-	snprintf(path, sizeof(path), "/dev/shm/%s", ring);
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	assert_int_equal(pwrite(fd, &major, 2, offsetof(struct shmt_header, major)), 2);
-	assert_int_equal(pwrite(fd, &major, 2, offsetof(struct shmt_header, compat)), 2);
-	close(fd);
+	ring_of_another_version(ring, &c);
 	refused_start_moves_nothing(on_ring, out, errp, "version");
 	shmtrace_ring_unlink(ring);
 	/* a ring another collector drains */
