@@ -684,6 +684,22 @@ static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, cons
 }
 
 /* Why drain_attach() or drain_open() failed with ret. */
+/*
+ * A start that failed once --create made or replaced the ring. A ring
+ * made for this run goes with it, unless another collector took its
+ * claim first (busy) and drains it now; one that replaced another has
+ * that one's producers now, and is kept for the next collector.
+ */
+static void undo_make_ring(const struct args *a, int created, bool busy)
+{
+	if (created == SHMTRACE_CREATED && !busy)
+		shmtrace_ring_unlink(a->o.ring);
+	else if (created == SHMTRACE_REPLACED)
+		fprintf(stderr, "shmtrace-collector: ring '%s' kept: the producers of the ring it "
+			"replaced write into it; a collector with a capture it can write drains "
+			"it\n", a->o.ring);
+}
+
 static void say_open_error(const struct drain *d, int ret)
 {
 	fprintf(stderr, "shmtrace-collector: %s\n",
@@ -867,6 +883,15 @@ static int collect(int argc, char **argv)
 		drain_free(d);
 		return 1;
 	}
+	/* with --create, a ring there already that another collector
+	 * drains: said now, before the stream starts (the claim itself is
+	 * taken once the ring is made) */
+	if (a.create && hold_claimed(a.o.ring)) {
+		fprintf(stderr, "shmtrace-collector: another collector is already draining ring "
+			"'%s'\n", a.o.ring);
+		drain_free(d);
+		return 1;
+	}
 	/* then the stream, before the capture is opened, which truncates
 	 * what it held, and before a ring is made or replaced: it checks
 	 * its options (a usage error, 2) and finds its tool, and a
@@ -876,7 +901,7 @@ static int collect(int argc, char **argv)
 		drain_free(d);
 		return status;
 	}
-	if (keep_previous(&a, !a.create) < 0) {
+	if (!a.create && keep_previous(&a, true) < 0) {
 		streamer_finish(&a.stream, false, 0);
 		drain_free(d);
 		return 1;
@@ -886,21 +911,29 @@ static int collect(int argc, char **argv)
 		drain_free(d);
 		return 1;
 	}
+	/* the ring made, its claim at once, before a capture is kept aside:
+	 * a collector started beside this one may have claimed it first,
+	 * and drains it now */
+	if (a.create && ((ret = drain_attach(d, &a.o)) < 0 || keep_previous(&a, true) < 0)) {
+		if (ret < 0)
+			say_open_error(d, ret);
+		streamer_finish(&a.stream, false, 0);
+		if (retired)
+			finish_retired(&retired, rpath);
+		/* before the claim is let go with d */
+		undo_make_ring(&a, created, ret == -EBUSY);
+		drain_free(d);
+		return 1;
+	}
 	ret = drain_open(d, &a.o);
 	if (ret < 0) {
 		say_open_error(d, ret);
 		streamer_finish(&a.stream, false, 0);
-		drain_free(d);
 		if (retired)
 			finish_retired(&retired, rpath);
-		/* a ring made for this run goes with it; one that replaced
-		 * another has its producers now: kept for the next collector */
-		if (a.create && created == SHMTRACE_CREATED)
-			shmtrace_ring_unlink(a.o.ring);
-		else if (created == SHMTRACE_REPLACED)
-			fprintf(stderr, "shmtrace-collector: ring '%s' kept: the producers of the ring "
-				"it replaced write into it; a collector with a capture it can write "
-				"drains it\n", a.o.ring);
+		if (a.create)
+			undo_make_ring(&a, created, false);
+		drain_free(d);
 		return 1;
 	}
 	if (created == SHMTRACE_ADOPTED)

@@ -498,11 +498,13 @@ static void put_header_only(const char *path)
 static void refused_start_moves_nothing(const char *const *args, const char *out,
 					const char *errp, const char *why)
 {
-	char prev[300], lock[300], *said;
+	char prev[300], lock[300], status[300], *said;
 	const char *slash = strrchr(out, '/');
 
 	snprintf(prev, sizeof(prev), "%s.prev1", out);
 	snprintf(lock, sizeof(lock), "%.*s.%s.otlp-lock", (int)(slash - out + 1), out, slash + 1);
+	snprintf(status, sizeof(status), "%.*s.%s.otlp-status", (int)(slash - out + 1), out,
+		 slash + 1);
 	assert_int_equal(collector_exit_of(args, errp), 1);
 	said = slurp(errp);
 	if (!strstr(said, why) || strstr(said, "is kept as"))
@@ -513,12 +515,14 @@ static void refused_start_moves_nothing(const char *const *args, const char *out
 	assert_int_equal(access(out, F_OK), 0);
 	assert_int_equal(access(prev, F_OK), -1);
 	assert_int_equal(access(lock, F_OK), -1);
+	assert_int_equal(access(status, F_OK), -1);
 }
 
 /*
  * A collector that cannot start (no such ring, a ring of another format
- * version, a ring another collector drains, with a stream or without)
- * moves nothing aside: the capture already at -o stays where it is. It
+ * version, a ring another collector drains, with a stream or without,
+ * with --create or without) moves nothing aside and leaves no stream's
+ * file beside the capture, nor removes the ring the other one drains: the capture already at -o stays where it is. It
  * was kept as FILE.prev1 before the ring was even looked at, the user's
  * file gone from its name by a typo in --ring.
  */
@@ -532,6 +536,9 @@ static void test_refused_start_keeps_the_capture_in_place(void **state)
 	const char *const streamed[] = { "--ring", typo, "-o", out, "--otlp-endpoint",
 					 "http://127.0.0.1:1", NULL };
 	const char *const on_ring[] = { "--ring", ring, "-o", out, NULL };
+	/* --create of a ring that is there: adopted, unless drained */
+	const char *const created[] = { "--ring", ring, "--create", "--capacity", "4096", "-o", out,
+					"--otlp-endpoint", "http://127.0.0.1:1", NULL };
 	pid_t col;
 
 	(void)state;
@@ -550,6 +557,14 @@ static void test_refused_start_keeps_the_capture_in_place(void **state)
 	assert_int_equal(shmtrace_ring_create(ring, &c), 0);
 	col = start_collector(ring, other, "-q", 0);
 	refused_start_moves_nothing(on_ring, out, errp, "another collector is already draining");
+	refused_start_moves_nothing(created, out, errp, "another collector is already draining");
+	{
+		shmtrace_t *t;
+
+		/* still there, under its name: the other collector's */
+		assert_int_equal(shmtrace_open(ring, &t), 0);
+		shmtrace_close(t);
+	}
 	assert_clean_exit(stop(col, SIGTERM));
 	shmtrace_ring_unlink(ring);
 	unlink(out);

@@ -462,10 +462,11 @@ int stream_main(const struct stream_opts *so)
 	if (st->s.failed)
 		rc = cli_runtime_error("stream", "%s", st->s.err);
 	say_done(st, rc ? "failed" : stopped ? "stopped" : "finished");
-	/* failed before a run of the capture began (a directory followed,
-	 * a file that is no capture): nothing was streamed, and the files
-	 * this run made beside the capture go with it */
-	if (rc && !st->run_started)
+	/* failed or stopped before a run of the capture began (a directory
+	 * followed, a file that is no capture, a collector that did not
+	 * start): nothing was streamed, and the files this run made beside
+	 * the capture go with it */
+	if ((rc || stopped) && !st->run_started)
 		stream_unmake(st);
 	cleanup(st);
 	return rc;

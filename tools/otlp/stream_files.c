@@ -107,6 +107,11 @@ int stream_lock(struct otlp_stream *st, char *err, size_t errlen)
 					snprintf(err, errlen, "%s: %s", st->lock_path,
 						 stream_stopping() ? "stopped while waiting" :
 						 strerror(errno));
+					/* not held: the file is the holder's now,
+					 * even if this run made it (lock_fd < 0:
+					 * stream_unmake() leaves it) */
+					close(st->lock_fd);
+					st->lock_fd = -1;
 					return -EINTR;
 				}
 		}
@@ -126,8 +131,9 @@ void stream_unmake(struct otlp_stream *st)
 {
 	if (st->status_new)
 		unlink(st->status_path);
-	/* while it is held: a stream waiting for it finds it gone from its
-	 * name (lock_named()) and makes another */
+	/* while it is held (past stream_lock(), lock_fd is open only while
+	 * held): a stream waiting for it finds it gone from its name
+	 * (lock_named()) and makes another */
 	if (st->lock_new && st->lock_fd >= 0)
 		unlink(st->lock_path);
 }
