@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -572,22 +571,16 @@ static bool finish_retired(struct drain **dp, const char *path)
  * the same command) is kept aside, never truncated: it holds records the
  * ring has let go of. After the stream has taken the parts it has not
  * sent, before a ring is made or replaced: a collector that cannot keep
- * it leaves the ring as it was. With claimed, this collector holds the
- * ring's claim (drain_attach()). Returns 0, or -1 after saying why.
+ * it leaves the ring as it was. Called once this collector holds the
+ * ring's claim (drain_attach()): a collector that drains the ring may be
+ * writing that capture, and this one then never moves it. Returns 0, or
+ * -1 after saying why.
  */
-static int keep_previous(const struct args *a, bool claimed)
+static int keep_previous(const struct args *a)
 {
 	char kept[4200], err[1024];
 	int n;
 
-	/* a collector that drains the ring may be writing that capture now:
-	 * this one would not start, and must not have moved its file (one
-	 * that holds the ring's claim already knows) */
-	if (!claimed && hold_claimed(a->o.ring)) {
-		fprintf(stderr, "shmtrace-collector: another collector is already draining ring "
-			"'%s'\n", a->o.ring);
-		return -1;
-	}
 	n = parts_keep_previous(a->o.output, kept, sizeof(kept), err, sizeof(err));
 
 	if (n < 0) {
@@ -683,7 +676,6 @@ static int run(struct drain *d, uint64_t linger_ns, struct drain **retired, cons
 	return ret < 0 ? (int)ret : 0;
 }
 
-/* Why drain_attach() or drain_open() failed with ret. */
 /*
  * A start that failed once --create made or replaced the ring. A ring
  * made for this run goes with it, unless another collector took its
@@ -700,6 +692,7 @@ static void undo_make_ring(const struct args *a, int created, bool busy)
 			"it\n", a->o.ring);
 }
 
+/* Why drain_attach() or drain_open() failed with ret. */
 static void say_open_error(const struct drain *d, int ret)
 {
 	fprintf(stderr, "shmtrace-collector: %s\n",
@@ -767,17 +760,15 @@ static void say_summary(const struct drain *d, bool failed, uint64_t t0, const s
 }
 
 /* Whether the capture at path is one a reader opens (a regular file that
- * begins with a whole header): what the hint to export it with the ring
- * may name. A device (/dev/full) is none, nor is a file whose header
- * could not be written. */
+ * begins with a whole header, shmt_cap_open()): what the hint to export
+ * it with the ring may name. A device (/dev/full) is none, nor is a file
+ * whose header could not be written. */
 static bool capture_readable(const char *path)
 {
 	struct shmt_cap_reader *r;
-	struct stat st;
 	char err[256];
 
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    shmt_cap_open(path, &r, err, sizeof(err)) < 0)
+	if (shmt_cap_open(path, &r, err, sizeof(err)) < 0)
 		return false;
 	shmt_cap_close(r);
 	return true;
@@ -901,7 +892,7 @@ static int collect(int argc, char **argv)
 		drain_free(d);
 		return status;
 	}
-	if (!a.create && keep_previous(&a, true) < 0) {
+	if (!a.create && keep_previous(&a) < 0) {
 		streamer_finish(&a.stream, false, 0);
 		drain_free(d);
 		return 1;
@@ -914,7 +905,7 @@ static int collect(int argc, char **argv)
 	/* the ring made, its claim at once, before a capture is kept aside:
 	 * a collector started beside this one may have claimed it first,
 	 * and drains it now */
-	if (a.create && ((ret = drain_attach(d, &a.o)) < 0 || keep_previous(&a, true) < 0)) {
+	if (a.create && ((ret = drain_attach(d, &a.o)) < 0 || keep_previous(&a) < 0)) {
 		if (ret < 0)
 			say_open_error(d, ret);
 		streamer_finish(&a.stream, false, 0);
