@@ -279,6 +279,7 @@ bool hold_adopt(struct hold *h, bool final)
 {
 	struct shmt_view *v = h->v;
 	bool reap = final || shmt_mono_ns() - h->last_reap_ns > REAP_EVERY_NS;
+	uint64_t now;
 
 	h->died_open = 0;
 	h->nfull = h->next = 0;
@@ -303,16 +304,24 @@ bool hold_adopt(struct hold *h, bool final)
 	h->reaped = reap;
 	/* each look reads every block's header: only when some are full,
 	 * and the owned ones' (idle threads' records) every IDLE_EVERY_NS
-	 * while full blocks keep coming, at every pass otherwise */
+	 * while full blocks keep coming (loaded), at every pass otherwise */
 	h->nfull = load_relaxed(&v->h->full_blocks.v) ? shmt_full_blocks(v, NULL, h->order) : 0;
 	h->full_left = h->nfull;
+	now = shmt_mono_ns();
+	if (h->nfull)
+		h->last_full_ns = now;
 	/* only where full blocks are read in place: elsewhere a block
-	 * handed over is copied anyway */
-	h->loaded = h->nfull && !final && h->in_place;
+	 * handed over is copied anyway. Full blocks keep coming while one
+	 * was listed within settle_ns, not only at this pass: a pass that
+	 * drained them all finds the producers' blocks partly filled again,
+	 * and copying those copied much of what producers flat out wrote,
+	 * which they hand over whole a moment later */
+	h->loaded = !final && h->in_place && h->last_full_ns &&
+		    now - h->last_full_ns < h->settle_ns;
 	/* a look cut short by the last pass is made again (the blocks it
 	 * emptied are not listed) */
-	h->idle_due = reap || !h->nfull || h->idle_next ||
-		      shmt_mono_ns() - h->last_idle_ns > IDLE_EVERY_NS;
+	h->idle_due = reap || (!h->nfull && !h->loaded) || h->idle_next ||
+		      now - h->last_idle_ns > IDLE_EVERY_NS;
 	h->listed = false;
 	return hold_once(h, true);
 }
@@ -400,15 +409,35 @@ void hold_in_place(struct hold *h, uint64_t tail)
 	hold_release(h, tail);
 }
 
+static const struct shmt_full *kept_extent(const struct hold *h, uint32_t k)
+{
+	uint32_t at = h->ext_first + k;
+
+	return &h->ext[at >= h->v->nblocks ? at - h->v->nblocks : at];
+}
+
+/*
+ * Halving: the extents are kept in sequence order, and those written out
+ * stay at the front (a quarter of the blocks, for a reader of the ring),
+ * so a scan from the front crossed them all at every frame. Extents a
+ * peer's forged words put out of order give some extent that holds or
+ * follows seq, never one that ends before it (copy_extent() reads from
+ * seq on).
+ */
 const struct shmt_full *hold_extent(const struct hold *h, uint64_t seq)
 {
-	for (uint32_t k = 0; k < h->ext_n; k++) {
-		const struct shmt_full *e = &h->ext[(h->ext_first + k) % h->v->nblocks];
+	uint32_t lo = 0, hi = h->ext_n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct shmt_full *e = kept_extent(h, mid);
 
 		if (e->seq + e->n > seq)
-			return e;
+			hi = mid;
+		else
+			lo = mid + 1;
 	}
-	return NULL;
+	return lo < h->ext_n ? kept_extent(h, lo) : NULL;
 }
 
 /*

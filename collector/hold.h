@@ -38,7 +38,8 @@ struct hold {
 	uint64_t moved;
 	bool full_stuck;		/* a hold moved none: no room, or relisting */
 	bool idle_due, reaped, listed;
-	bool loaded;			/* full blocks listed, not the last pass */
+	bool loaded;			/* full blocks listed within settle_ns, not the last pass */
+	uint64_t last_full_ns;		/* when full blocks were last listed (0: never) */
 	uint64_t settle_ns;
 	struct shmt_full *staged;
 	uint32_t nstaged, idle_next;
@@ -72,8 +73,9 @@ struct hold {
  * copy keeps its block until the records are written out, and producers
  * need the pool more (an eighth of the default ring's 1024 blocks). */
 #define HOLD_COPIES 128u
-/* While full blocks come, the owned blocks are looked at once in this
- * long (every pass otherwise): each look reads every block's header. */
+/* While full blocks come (one was listed within a poll interval), the
+ * owned blocks are looked at once in this long (every pass otherwise):
+ * each look reads every block's header. */
 #define IDLE_EVERY_NS (10ull * 1000 * 1000)
 /* A hold longer than this was more than its copy (the collector was
  * preempted inside it, most likely): counted for the summary line. */

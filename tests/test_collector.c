@@ -787,7 +787,9 @@ static void drain_end(struct drain *d, const char *ring, const char *out)
  * The blocks producers hand over are moved into the ring a few at a
  * time: no hold of the lock moves more than HOLD_MOST records, and still
  * one pass moves all of them; the thread's partly filled block, first
- * seen while full blocks came, is copied by the next pass.
+ * seen while full blocks came, is copied by the next look at it, once it
+ * has not moved (IDLE_EVERY_NS later: a rule of time, so time is let
+ * pass).
  */
 static void test_each_hold_of_the_lock_moves_a_few_blocks(void **state)
 {
@@ -809,6 +811,7 @@ static void test_each_hold_of_the_lock_moves_a_few_blocks(void **state)
 	assert_int_equal(pass_seeing_holds(d, ring), 24 * block);
 	assert_true(seen_holds.step_max <= HOLD_MOST);
 	assert_true(seen_holds.holds >= 24 * block / HOLD_MOST);
+	usleep(IDLE_EVERY_NS / 1000 + 1000);
 	assert_int_equal(pass_seeing_holds(d, ring), 100);
 	shmtrace_close(t);
 	drain_end(d, ring, out);
@@ -951,8 +954,11 @@ static shmtrace_t *first_look(struct drain *d, struct block_feeder *f)
  * pass, and each pass looks at the owned blocks), a thread's partly
  * filled block is not copied under the lock while it keeps moving: it
  * will be handed over and read in place. It is first seen, then seen to
- * have moved, and copied by the first pass that finds it as it was; a
- * quiet ring's passes copy every staged record.
+ * have moved, and copied by the first pass that finds it as it was.
+ * Full blocks still come at a pass that finds none, while one came within
+ * a poll interval: a block first seen at the last look is left then too,
+ * though it would not be on a quiet ring (a producer flat out hands it
+ * over a moment later).
  */
 static void test_moving_block_copied_once_it_stops_while_full_blocks_come(void **state)
 {
@@ -974,9 +980,40 @@ static void test_moving_block_copied_once_it_stops_while_full_blocks_come(void *
 	feed(&f);
 	/* ours as it was: copied */
 	assert_int_equal(pass_seeing_holds(d, ring), block + 15);
-	/* no full block: the feeder's last record too */
+	/* no full block at this look: ours, written to since its copy,
+	 * first seen again, is left; the feeder's record, first seen at the
+	 * last look and not moved since, copied */
+	spans(t, 5);
+	usleep(IDLE_EVERY_NS / 1000 + 1000);
 	assert_int_equal(pass_seeing_holds(d, ring), 1);
 	feeder_stop(&f, th);
+	shmtrace_close(t);
+	drain_end(d, ring, out);
+}
+
+/*
+ * A ring where no block came full for a poll interval is quiet: a pass
+ * copies every staged record, a moving block's too, where one within the
+ * interval would have left it (first seen, or asked to be handed over).
+ */
+static void test_quiet_ring_pass_copies_every_staged_record(void **state)
+{
+	const char *ring = test_ring_name("quiet");
+	const uint64_t block = shmt_block_records_for(1 << 18, SHMT_RING_MINOR);
+	const uint64_t poll_ns = 20ull * 1000 * 1000;
+	char out[256];
+	struct drain *d = drain_polled_on_new_ring(ring, out, poll_ns);
+	shmtrace_t *t;
+
+	(void)state;
+	assert_int_equal(shmtrace_open(ring, &t), 0);
+	spans(t, block + 10);
+	/* the full block moved; ours first seen, left */
+	assert_int_equal(pass_seeing_holds(d, ring), block);
+	spans(t, 5);
+	usleep(poll_ns / 1000 + 1000);
+	/* no block full for a poll interval: ours copied, moved or not */
+	assert_int_equal(pass_seeing_holds(d, ring), 15);
 	shmtrace_close(t);
 	drain_end(d, ring, out);
 }
@@ -1235,6 +1272,7 @@ int main(void)
 		cmocka_unit_test(test_each_hold_of_the_lock_moves_a_few_blocks),
 		cmocka_unit_test(test_idle_threads_blocks_are_moved_a_few_at_a_time),
 		cmocka_unit_test(test_moving_block_copied_once_it_stops_while_full_blocks_come),
+		cmocka_unit_test(test_quiet_ring_pass_copies_every_staged_record),
 		cmocka_unit_test(test_moving_block_asked_a_poll_interval_after_first_left),
 		cmocka_unit_test(test_ask_names_the_life_listed),
 		cmocka_unit_test(test_dead_threads_block_copied_at_once_while_full_blocks_come),
