@@ -104,12 +104,15 @@ static inline uint64_t bench_pct(const uint64_t *v, size_t n, double p)
 /*
  * Latency over runs (case 3, both tracers): each run's samples, TSC ticks
  * of one timed call, are sorted and read at p50, p99, p99.9 and p99.99 (in
- * ns); the table shows the median of each over the runs, and the largest
- * sample of all.
+ * ns); the table shows the median of each over the runs, the largest
+ * sample of all, and the median of each run's largest (max_med: one call
+ * the scheduler took the CPU from sets a run's largest, and the largest of
+ * all is the unluckiest run's).
  */
 #define BENCH_MAX_RUNS 64
 struct bench_lat {
 	double p50[BENCH_MAX_RUNS], p99[BENCH_MAX_RUNS], p999[BENCH_MAX_RUNS], p9999[BENCH_MAX_RUNS];
+	double run_max[BENCH_MAX_RUNS];
 	uint64_t max;
 	double tsc_per_ns;
 };
@@ -141,6 +144,7 @@ static inline void bench_lat_run(struct bench_lat *l, int r, uint64_t *lat, uint
 	l->p99[r] = (double)bench_pct(lat, n, 99) / l->tsc_per_ns;
 	l->p999[r] = (double)bench_pct(lat, n, 99.9) / l->tsc_per_ns;
 	l->p9999[r] = (double)bench_pct(lat, n, 99.99) / l->tsc_per_ns;
+	l->run_max[r] = (double)lat[n - 1] / l->tsc_per_ns;
 	if (lat[n - 1] > l->max)
 		l->max = lat[n - 1];
 }
@@ -148,9 +152,9 @@ static inline void bench_lat_run(struct bench_lat *l, int r, uint64_t *lat, uint
 /* " p50=... max=...": the medians over runs (reorders them) */
 static inline void bench_lat_print(struct bench_lat *l, int runs)
 {
-	printf(" p50=%.1f p99=%.1f p999=%.1f p9999=%.1f max=%.1f", bench_median(l->p50, runs),
+	printf(" p50=%.1f p99=%.1f p999=%.1f p9999=%.1f max=%.1f max_med=%.1f", bench_median(l->p50, runs),
 	       bench_median(l->p99, runs), bench_median(l->p999, runs), bench_median(l->p9999, runs),
-	       (double)l->max / l->tsc_per_ns);
+	       (double)l->max / l->tsc_per_ns, bench_median(l->run_max, runs));
 }
 
 /* ns per iteration of a loop that does nothing (the compiler kept out).
