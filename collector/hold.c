@@ -198,6 +198,12 @@ static bool hold_once(struct hold *h, bool first)
 		h->listed = true;
 	}
 	idle_from = h->idle_next;
+	if (!full && !h->idle_due) {
+		/* no full block, and no look due: while full blocks keep
+		 * coming, a pass that finds none waits for the next look */
+		h->full_left = h->nfull - h->next;
+		return false;
+	}
 	if (!full && h->idle_due && !h->nstaged && !(first && h->reaped)) {
 		/* nothing to flush: no hold */
 		h->idle_due = false;

@@ -789,7 +789,7 @@ static void drain_end(struct drain *d, const char *ring, const char *out)
  * one pass moves all of them; the thread's partly filled block, first
  * seen while full blocks came, is copied by the next look at it, once it
  * has not moved (IDLE_EVERY_NS later: a rule of time, so time is let
- * pass).
+ * pass); with nothing left to move, a pass takes no lock.
  */
 static void test_each_hold_of_the_lock_moves_a_few_blocks(void **state)
 {
@@ -813,6 +813,10 @@ static void test_each_hold_of_the_lock_moves_a_few_blocks(void **state)
 	assert_true(seen_holds.holds >= 24 * block / HOLD_MOST);
 	usleep(IDLE_EVERY_NS / 1000 + 1000);
 	assert_int_equal(pass_seeing_holds(d, ring), 100);
+	/* nothing staged, no block full: a pass takes no lock, whether a
+	 * look is due or not */
+	assert_int_equal(pass_seeing_holds(d, ring), 0);
+	assert_int_equal(seen_holds.holds, 0);
 	shmtrace_close(t);
 	drain_end(d, ring, out);
 }
