@@ -205,12 +205,15 @@ static int kill_collector(void **state)
 	return 0;
 }
 
-/* Waits (at most 10 s) until process pid runs at nice value want. */
+/* Waits (at most 30 s) until process pid runs at nice value want: a
+ * collector let down and raised again within its calm waits twice as
+ * long the next time, and on a loaded machine that can happen more than
+ * once before it has caught up. */
 static int wait_nice(pid_t pid, int want)
 {
 	int now = nice_of(pid);
 
-	for (int i = 0; i < 10000 && now != want; i++) {
+	for (int i = 0; i < 30000 && now != want; i++) {
 		usleep(1000);
 		now = nice_of(pid);
 	}
