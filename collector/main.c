@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,16 +216,7 @@ static int parse_num_opt(int c, const char *arg, uint64_t *v, char *err, size_t 
 
 /* A usage error, said as the shmtrace command says its own (cmdline.h):
  * status 2. */
-static int __attribute__((format(printf, 1, 2))) usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	rc = cmdline_vusage(PROG, fmt, ap);
-	va_end(ap);
-	return rc;
-}
+#define usage_error(...) cmdline_usage(PROG, __VA_ARGS__)
 
 struct pass_arg {
 	struct drain *d;
